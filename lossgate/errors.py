@@ -1,0 +1,45 @@
+"""The lossgate exception tree.
+
+Every error lossgate raises on purpose is a :class:`LossgateError`. Callers
+catch one root; the CLI maps :class:`InvalidInput` to exit code 2 and the
+HTTP service maps it to a 4xx. This module imports nothing from lossgate so
+that any layer may use it.
+"""
+
+from __future__ import annotations
+
+
+class LossgateError(Exception):
+    """Root of every error lossgate raises on purpose."""
+
+
+class InvalidInput(LossgateError):
+    """The caller's input is malformed or violates the schema. Nothing was written."""
+
+
+class UnknownPredicate(InvalidInput):
+    """A fact names a predicate the registry does not define. Predicates are never guessed."""
+
+
+class ValueTypeError(InvalidInput):
+    """A fact's value does not match its predicate's declared type."""
+
+
+class NotFound(LossgateError):
+    """A referenced record does not exist for this tenant and subject."""
+
+
+class IdempotencyConflict(InvalidInput):
+    """An id was re-used with different content (the same id with the same content is a no-op)."""
+
+
+class LifecycleError(InvalidInput):
+    """An operation is not allowed in the record's current lifecycle state (e.g. superseding a deleted fact)."""
+
+
+class StoreError(LossgateError):
+    """The storage backend failed (locked database, lost connection, schema mismatch)."""
+
+
+class ConfigError(LossgateError):
+    """lossgate is configured wrongly (bad URL, unreadable registry file)."""

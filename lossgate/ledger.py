@@ -1,0 +1,316 @@
+"""Lifecycle rules of the raw layer and the fact ledger.
+
+A :class:`Ledger` wraps one open write transaction. Each method is one
+complete lifecycle operation; several methods called on one ledger commit or
+roll back together (``lossgate ingest`` runs a whole file this way).
+
+The clock rules (DESIGN.md): appending events or asserting facts at the tail
+moves only ``high_water``. Supersession, deletion, revocation, a trust change
+or a newly detected conflict moves ``input_epoch``, which fences every
+artifact built before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Iterable, Sequence
+
+from lossgate.canonical import content_hash
+from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
+from lossgate.records import (
+    TRUST_RANK, AppendResult, Clock, Conflict, Event, Fact, NewEvent, NewFact, Trust,
+    fact_hash_content, utcnow,
+)
+from lossgate.registry import Registry
+from lossgate.store.protocol import WriteTx
+from lossgate.values import canonical_value
+
+__all__ = ["Ledger"]
+
+
+def _short_hash(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
+
+
+class Ledger:
+    """Lifecycle operations inside one write transaction."""
+
+    def __init__(self, tx: WriteTx, registry: Registry | None, *, now: datetime | None = None) -> None:
+        self.tx = tx
+        self._registry = registry
+        self.now = now or utcnow()
+        self._clocks: dict[tuple[str, str], Clock] = {}
+
+    # -- clock -------------------------------------------------------------------------
+    def _clock(self, tenant_id: str, subject_id: str) -> Clock:
+        key = (tenant_id, subject_id)
+        if key not in self._clocks:
+            self._clocks[key] = self.tx.lock_clock(tenant_id, subject_id)
+        return self._clocks[key]
+
+    def _advance(self, tenant_id: str, subject_id: str, *, seqs: int = 0, epoch: bool = False) -> Clock:
+        clock = self._clock(tenant_id, subject_id)
+        clock = clock.model_copy(update={
+            "high_water": clock.high_water + seqs, "input_epoch": clock.input_epoch + int(epoch),
+        })
+        self._clocks[(tenant_id, subject_id)] = clock
+        self.tx.save_clock(clock)
+        return clock
+
+    def _invalidate(self, tenant_id: str, subject_id: str, op: str, target_id: str) -> None:
+        """Move the epoch: every artifact built from the old inputs is now fenced out."""
+        clock = self._advance(tenant_id, subject_id, epoch=True)
+        self._log(tenant_id, subject_id, "epoch", target_id, {"cause": op, "input_epoch": clock.input_epoch})
+
+    def _log(self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict | None = None) -> None:
+        self.tx.add_log(tenant_id, subject_id, at=self.now, op=op, target_id=target_id, detail=detail or {})
+
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
+        return self._registry
+
+    # -- raw layer ---------------------------------------------------------------------
+    def append(self, events: Iterable[NewEvent]) -> AppendResult:
+        """Append a batch of events, idempotently.
+
+        An id already stored with the same content and trust is a no-op (listed in
+        ``duplicates``); with other content it raises :class:`IdempotencyConflict`
+        and, as the whole transaction rolls back, nothing from the batch is written.
+        """
+        fresh: dict[str, tuple[NewEvent, str]] = {}
+        by_tenant: dict[str, list[str]] = {}
+        for ev in events:
+            h = ev.content_hash()
+            seen = fresh.get(ev.event_id)
+            if seen is not None:
+                if seen[1] != h or seen[0].trust != ev.trust:
+                    raise IdempotencyConflict(f"event {ev.event_id}: appears twice in the batch with different content")
+                continue
+            fresh[ev.event_id] = (ev, h)
+            by_tenant.setdefault(ev.tenant_id, []).append(ev.event_id)
+
+        duplicates: list[str] = []
+        for tenant_id, ids in by_tenant.items():
+            for event_id, (subject_id, stored_hash, trust) in self.tx.taken_event_ids(tenant_id, ids).items():
+                ev, h = fresh.pop(event_id)
+                if subject_id != ev.subject_id or stored_hash != h or trust != ev.trust:
+                    raise IdempotencyConflict(
+                        f"event {event_id}: already stored with different content "
+                        f"(stored {stored_hash[:19]}, got {h[:19]})"
+                    )
+                duplicates.append(event_id)
+
+        appended: list[Event] = []
+        touched: dict[tuple[str, str], None] = {}
+        for ev, h in fresh.values():
+            key = (ev.tenant_id, ev.subject_id)
+            clock = self._clock(*key)
+            seq = clock.high_water + 1
+            self._clocks[key] = clock.model_copy(update={"high_water": seq})
+            touched[key] = None
+            appended.append(Event.model_construct(
+                tenant_id=ev.tenant_id, subject_id=ev.subject_id, event_id=ev.event_id, seq=seq,
+                kind=ev.kind, actor=ev.actor, trust=ev.trust, text=ev.text, payload=ev.payload,
+                occurred_at=ev.occurred_at, recorded_at=self.now, content_hash=h, state="valid", tier="hot",
+            ))
+        if appended:
+            self.tx.insert_events(appended)
+        for key in touched:
+            self.tx.save_clock(self._clocks[key])
+        return AppendResult(
+            appended=tuple(appended), duplicates=tuple(duplicates),
+            clocks=tuple(self._clocks[k] for k in touched),
+        )
+
+    def _event(self, tenant_id: str, subject_id: str, event_id: str) -> Event:
+        found = self.tx.events(tenant_id, subject_id, ids=[event_id])
+        if not found:
+            raise NotFound(f"event {event_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+        return found[0]
+
+    def delete_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
+        """Delete an event: its text and payload are purged, its id and hash stay as a tombstone.
+        Facts resting only on deleted or revoked events leave the active set. Idempotent."""
+        ev = self._event(tenant_id, subject_id, event_id)
+        if ev.state == "deleted":
+            return ev
+        self.tx.set_event_state(tenant_id, subject_id, event_id, "deleted", purge=True)
+        self._log(tenant_id, subject_id, "delete_event", event_id, {"reason": reason, "content_hash": ev.content_hash})
+        self._drop_unsupported(tenant_id, subject_id, [event_id], cause="source_deleted")
+        self._invalidate(tenant_id, subject_id, "delete_event", event_id)
+        return self._event(tenant_id, subject_id, event_id)
+
+    def revoke_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
+        """Revoke an event: its content stays for audit but leaves the authorized view."""
+        ev = self._event(tenant_id, subject_id, event_id)
+        if ev.state == "revoked":
+            return ev
+        if ev.state == "deleted":
+            raise LifecycleError(f"event {event_id} is deleted; it cannot be revoked")
+        self.tx.set_event_state(tenant_id, subject_id, event_id, "revoked", purge=False)
+        self._log(tenant_id, subject_id, "revoke_event", event_id, {"reason": reason})
+        self._drop_unsupported(tenant_id, subject_id, [event_id], cause="source_revoked")
+        self._invalidate(tenant_id, subject_id, "revoke_event", event_id)
+        return self._event(tenant_id, subject_id, event_id)
+
+    def set_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust, *, reason: str = "") -> Event:
+        """Change an event's trust. Facts whose authority now exceeds their sources' trust are revoked."""
+        ev = self._event(tenant_id, subject_id, event_id)
+        if ev.trust == trust:
+            return ev
+        if ev.state != "valid":
+            raise LifecycleError(f"event {event_id} is {ev.state}; its trust cannot change")
+        self.tx.set_event_trust(tenant_id, subject_id, event_id, trust)
+        self._log(tenant_id, subject_id, "set_trust", event_id, {"from": ev.trust, "to": trust, "reason": reason})
+        for fact in self.tx.facts_citing(tenant_id, subject_id, [event_id]):
+            if fact.status not in ("active", "superseded"):
+                continue
+            sources = self.tx.events(tenant_id, subject_id, ids=list(fact.source_event_ids), states=["valid"])
+            best = max((TRUST_RANK[s.trust] for s in sources), default=-1)
+            if TRUST_RANK[fact.authority] > best:
+                self._leave(fact, "revoked", cause="source_trust_lowered")
+        self._invalidate(tenant_id, subject_id, "set_trust", event_id)
+        return self._event(tenant_id, subject_id, event_id)
+
+    def _drop_unsupported(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str) -> None:
+        """Facts none of whose sources is still valid leave the active set (deleted wins over revoked)."""
+        for fact in self.tx.facts_citing(tenant_id, subject_id, event_ids):
+            if fact.status in ("deleted",):
+                continue
+            sources = self.tx.events(tenant_id, subject_id, ids=list(fact.source_event_ids))
+            if any(s.state == "valid" for s in sources):
+                continue
+            if any(s.state == "deleted" for s in sources):
+                self._leave(fact, "deleted", cause=cause, purge=True)
+            elif fact.status != "revoked":
+                self._leave(fact, "revoked", cause=cause)
+
+    def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
+        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)  # type: ignore[arg-type]
+        self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
+        self._resolve_conflicts(fact, f"{fact.fact_id} {status} ({cause})")
+
+    def _resolve_conflicts(self, fact: Fact, resolution: str) -> None:
+        for c in self.tx.conflicts(fact.tenant_id, fact.subject_id, unresolved_only=True, fact_id=fact.fact_id):
+            self.tx.resolve_conflict(fact.tenant_id, fact.subject_id, c.conflict_id, at=self.now, resolution=resolution)
+            self._log(fact.tenant_id, fact.subject_id, "resolve_conflict", c.conflict_id, {"resolution": resolution})
+
+    # -- facts -------------------------------------------------------------------------
+    def assert_fact(self, new: NewFact) -> Fact:
+        """Assert a fact. Same id and content again is a no-op; other content raises."""
+        return self._assert(new, supersedes=None)
+
+    def assert_facts(self, facts: Iterable[NewFact]) -> list[Fact]:
+        return [self._assert(f, supersedes=None) for f in facts]
+
+    def supersede(self, tenant_id: str, subject_id: str, old_fact_id: str, new: NewFact) -> Fact:
+        """Replace an active fact with a newer one of the same predicate. The old fact
+        becomes ``superseded`` and points at its replacement; its conflicts resolve."""
+        if (new.tenant_id, new.subject_id) != (tenant_id, subject_id):
+            raise InvalidInput(f"fact {new.fact_id}: a fact can only supersede a fact of the same tenant and subject")
+        old = self.fact(tenant_id, subject_id, old_fact_id)
+        if old.status != "active":
+            raise LifecycleError(f"fact {old_fact_id} is {old.status}; only an active fact can be superseded")
+        if new.predicate != old.predicate:
+            raise LifecycleError(
+                f"fact {old_fact_id} has predicate {old.predicate!r}; it cannot be superseded by {new.predicate!r}"
+            )
+        return self._assert(new, supersedes=old)
+
+    def delete_fact(self, tenant_id: str, subject_id: str, fact_id: str, *, reason: str = "") -> Fact:
+        """Delete a fact: value and qualifiers purged, id and hash kept. Idempotent."""
+        fact = self.fact(tenant_id, subject_id, fact_id)
+        if fact.status == "deleted":
+            return fact
+        self._leave(fact, "deleted", cause=reason or "deleted", purge=True)
+        self._invalidate(tenant_id, subject_id, "delete_fact", fact_id)
+        return self.fact(tenant_id, subject_id, fact_id)
+
+    def fact(self, tenant_id: str, subject_id: str, fact_id: str) -> Fact:
+        found = self.tx.facts(tenant_id, subject_id, ids=[fact_id])
+        if not found:
+            raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+        return found[0]
+
+    def _assert(self, new: NewFact, *, supersedes: Fact | None) -> Fact:
+        t, s = new.tenant_id, new.subject_id
+        pred = self.registry.get(new.predicate)
+        value = self.registry.check(new)
+        label = new.fact_id or f"({new.predicate})"
+
+        sources = self.tx.events(t, s, ids=list(new.source_event_ids))
+        missing = sorted(set(new.source_event_ids) - {e.event_id for e in sources})
+        if missing:
+            raise NotFound(f"fact {label}: source event(s) {missing} do not exist for tenant {t!r}, subject {s!r}")
+        gone = [e.event_id for e in sources if e.state != "valid"]
+        if gone:
+            raise LifecycleError(f"fact {label}: source event(s) {gone} are deleted or revoked")
+        best = max(TRUST_RANK[e.trust] for e in sources)
+        if TRUST_RANK[new.authority] > best:
+            raise InvalidInput(
+                f"fact {label}: authority {new.authority!r} exceeds the trust of its sources "
+                f"({sorted({e.trust for e in sources})}); untrusted text cannot become {new.authority} memory"
+            )
+        if new.authority == "untrusted" and new.modality == "asserted":
+            raise InvalidInput(f"fact {label}: an untrusted fact must be 'quoted' or 'speculative', not 'asserted'")
+
+        canon = canonical_value(pred.value_type, value)
+        body = fact_hash_content(
+            tenant_id=t, subject_id=s, fact_id="", predicate=pred.name, value_type=pred.value_type,
+            canonical=canon, qualifiers=new.qualifiers, polarity=new.polarity, modality=new.modality,
+            authority=new.authority, source_event_ids=new.source_event_ids, valid_from=new.valid_from,
+            supersedes=supersedes.fact_id if supersedes else None,
+        )
+        fact_id = new.fact_id or "f-" + content_hash(body)[7:27]
+        h = content_hash({**body, "fact_id": fact_id})
+        taken = self.tx.taken_fact_ids(t, [fact_id]).get(fact_id)
+        if taken is not None:
+            if taken[0] != s or taken[1] != h:
+                raise IdempotencyConflict(f"fact {fact_id}: already stored with different content")
+            return self.fact(t, s, fact_id)
+
+        clock = self._advance(t, s, seqs=1)
+        fact = Fact(
+            tenant_id=t, subject_id=s, fact_id=fact_id, seq=clock.high_water, predicate=pred.name,
+            registry_version=self.registry.version, value_type=pred.value_type, value=value,
+            qualifiers=new.qualifiers, polarity=new.polarity, modality=new.modality,
+            authority=new.authority, source_event_ids=new.source_event_ids,
+            supersedes=supersedes.fact_id if supersedes else None, valid_from=new.valid_from,
+            recorded_at=self.now, content_hash=h,
+        )
+        self.tx.insert_facts([fact])
+        self._log(t, s, "assert", fact_id, {"predicate": pred.name, "seq": fact.seq})
+        if supersedes is not None:
+            self.tx.update_fact(t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id)
+            self._log(t, s, "supersede", supersedes.fact_id, {"by": fact_id})
+            self._resolve_conflicts(supersedes, f"superseded by {fact_id}")
+
+        new_conflict = False
+        if pred.cardinality == "one" and fact.modality == "asserted":
+            new_conflict = self._detect_conflicts(fact, canon)
+        if supersedes is not None or new_conflict:
+            self._invalidate(t, s, "supersede" if supersedes is not None else "conflict", fact_id)
+        return fact
+
+    def _detect_conflicts(self, fact: Fact, canon: object) -> bool:
+        """Two active asserted values of a cardinality-one predicate disagree: record it."""
+        found = False
+        mine = (canon, fact.polarity, fact.qualifiers)
+        for other in self.tx.facts(fact.tenant_id, fact.subject_id, statuses=["active"], predicate=fact.predicate):
+            if other.fact_id == fact.fact_id or other.modality != "asserted":
+                continue
+            if (other.canonical_value(), other.polarity, other.qualifiers) == mine:
+                continue  # the same statement again corroborates; it does not conflict
+            pair = tuple(sorted((other.fact_id, fact.fact_id)))
+            conflict = Conflict(
+                tenant_id=fact.tenant_id, subject_id=fact.subject_id,
+                conflict_id="c-" + _short_hash(fact.tenant_id, fact.subject_id, *pair),
+                predicate=fact.predicate, fact_ids=pair, detected_at=self.now,  # type: ignore[arg-type]
+            )
+            self.tx.insert_conflict(conflict)
+            self._log(fact.tenant_id, fact.subject_id, "conflict", conflict.conflict_id, {"facts": list(pair)})
+            found = True
+        return found

@@ -1,0 +1,185 @@
+"""The Python API: :func:`lossgate.open` returns a :class:`Memory`.
+
+``Memory`` holds a store and nothing else. Each write method runs one
+lifecycle operation in its own transaction; :meth:`Memory.transaction`
+yields a :class:`~lossgate.ledger.Ledger` for several operations that must
+commit together.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Sequence
+
+from lossgate.canonical import content_hash
+from lossgate.errors import NotFound
+from lossgate.ledger import Ledger
+from lossgate.records import (
+    AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, NewEvent,
+    NewFact, Trust,
+)
+from lossgate.registry import Registry, load_registry, parse_registry
+from lossgate.store import Store, open_store
+from lossgate.store.protocol import ReadTx
+
+__all__ = ["Memory", "open"]
+
+ACTIVE: tuple[FactStatus, ...] = ("active",)
+
+
+class Memory:
+    """Long-term memory for agents, backed by one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._registry: Registry | None = None
+
+    # -- setup -------------------------------------------------------------------------
+    def migrate(self) -> int:
+        """Create or upgrade the schema (idempotent). Returns the schema version."""
+        return self.store.migrate()
+
+    def load_predicates(self, source: Registry | str | dict) -> Registry:
+        """Store a predicate registry version (a :class:`Registry`, a TOML path or a document).
+
+        Loading the same version with the same content again is a no-op; the same version
+        with other content raises :class:`~lossgate.errors.IdempotencyConflict`.
+        """
+        if isinstance(source, Registry):
+            registry = source
+        elif isinstance(source, dict):
+            registry = parse_registry(source)
+        else:
+            registry = load_registry(source)
+        doc = registry.document()
+        with self.store.write() as tx:
+            tx.save_registry(registry.version, doc, content_hash(doc))
+        self._registry = None
+        return registry
+
+    def _current_registry(self, tx: ReadTx) -> Registry | None:
+        version = tx.latest_registry_version()
+        if version is None:
+            return None
+        if self._registry is None or self._registry.version != version:
+            self._registry = Registry.model_validate(tx.registry_document(version))
+        return self._registry
+
+    @property
+    def registry(self) -> Registry | None:
+        """The newest stored predicate registry, or ``None``."""
+        with self.store.read() as tx:
+            return self._current_registry(tx)
+
+    # -- writes ------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Ledger]:
+        """Several lifecycle operations in one transaction: all commit or none do."""
+        with self.store.write() as tx:
+            yield Ledger(tx, self._current_registry(tx))
+
+    def append(self, events: Iterable[NewEvent]) -> AppendResult:
+        """Append events (a batch may span subjects). See :meth:`Ledger.append`."""
+        with self.transaction() as led:
+            return led.append(events)
+
+    def assert_fact(self, fact: NewFact) -> Fact:
+        """Assert one fact. Raises on an unknown predicate, a wrong type or a missing source."""
+        with self.transaction() as led:
+            return led.assert_fact(fact)
+
+    def assert_facts(self, facts: Iterable[NewFact]) -> list[Fact]:
+        with self.transaction() as led:
+            return led.assert_facts(facts)
+
+    def supersede(self, tenant_id: str, subject_id: str, old_fact_id: str, new: NewFact) -> Fact:
+        """Replace an active fact with a newer one; the old one is kept as ``superseded``."""
+        with self.transaction() as led:
+            return led.supersede(tenant_id, subject_id, old_fact_id, new)
+
+    def delete_fact(self, tenant_id: str, subject_id: str, fact_id: str, *, reason: str = "") -> Fact:
+        """Delete a fact: content purged, tombstone (id, hash) kept."""
+        with self.transaction() as led:
+            return led.delete_fact(tenant_id, subject_id, fact_id, reason=reason)
+
+    def delete_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
+        """Delete an event: content purged, tombstone kept, unsupported facts leave the active set."""
+        with self.transaction() as led:
+            return led.delete_event(tenant_id, subject_id, event_id, reason=reason)
+
+    def revoke_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
+        """Revoke an event: kept for audit, out of the authorized view."""
+        with self.transaction() as led:
+            return led.revoke_event(tenant_id, subject_id, event_id, reason=reason)
+
+    def set_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust, *, reason: str = "") -> Event:
+        """Change an event's trust level (moves the epoch)."""
+        with self.transaction() as led:
+            return led.set_trust(tenant_id, subject_id, event_id, trust, reason=reason)
+
+    # -- reads -------------------------------------------------------------------------
+    def clock(self, tenant_id: str, subject_id: str) -> Clock:
+        with self.store.read() as tx:
+            return tx.clock(tenant_id, subject_id)
+
+    def facts(self, tenant_id: str, subject_id: str, *, statuses: Sequence[FactStatus] | None = ACTIVE,
+              predicate: str | None = None) -> list[Fact]:
+        """Facts of one subject; active ones by default, every status with ``statuses=None``."""
+        with self.store.read() as tx:
+            return tx.facts(tenant_id, subject_id, statuses=statuses, predicate=predicate)
+
+    def fact(self, tenant_id: str, subject_id: str, fact_id: str) -> Fact:
+        with self.store.read() as tx:
+            found = tx.facts(tenant_id, subject_id, ids=[fact_id])
+        if not found:
+            raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+        return found[0]
+
+    def events(self, tenant_id: str, subject_id: str, *, states: Sequence[EventState] | None = None) -> list[Event]:
+        with self.store.read() as tx:
+            return tx.events(tenant_id, subject_id, states=states)
+
+    def conflicts(self, tenant_id: str, subject_id: str, *, unresolved_only: bool = True) -> list[Conflict]:
+        with self.store.read() as tx:
+            return tx.conflicts(tenant_id, subject_id, unresolved_only=unresolved_only)
+
+    def history(self, tenant_id: str, subject_id: str, fact_id: str) -> FactHistory:
+        """The fact's whole supersession chain, oldest first, with conflicts and log lines."""
+        with self.store.read() as tx:
+            start = tx.facts(tenant_id, subject_id, ids=[fact_id])
+            if not start:
+                raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            chain = [start[0]]
+            while chain[0].supersedes:
+                chain[:0] = tx.facts(tenant_id, subject_id, ids=[chain[0].supersedes])
+            while chain[-1].superseded_by:
+                chain += tx.facts(tenant_id, subject_id, ids=[chain[-1].superseded_by])
+            ids = [f.fact_id for f in chain]
+            conflicts = {c.conflict_id: c for i in ids for c in tx.conflicts(tenant_id, subject_id, fact_id=i)}
+            log = tx.log(tenant_id, subject_id, target_ids=ids + list(conflicts))
+        return FactHistory(fact_id=fact_id, chain=tuple(chain), conflicts=tuple(conflicts.values()), log=tuple(log))
+
+    def subjects(self, tenant_id: str) -> list[str]:
+        """Admin listing of a tenant's subjects."""
+        with self.store.read() as tx:
+            return tx.subjects(tenant_id)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(url: str | None = None, *, migrate: bool = True) -> Memory:  # noqa: A001 - mirrors sqlite3.connect/open
+    """Open lossgate memory at ``url`` (default ``sqlite:///lossgate.db``).
+
+    The schema is created or upgraded on open unless ``migrate=False``.
+    """
+    memory = Memory(open_store(url))
+    if migrate:
+        memory.migrate()
+    return memory

@@ -1,0 +1,329 @@
+"""Typed records: what crosses every boundary in lossgate.
+
+Records are frozen pydantic models. ``New*`` records are what a caller hands
+in; the store assigns sequence numbers, hashes and lifecycle state and hands
+back the full record. Every record carries ``tenant_id`` and ``subject_id``:
+nothing in lossgate is addressed without both (invariant 7).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lossgate.canonical import content_hash
+from lossgate.values import ValueType, canonical_value, encode_value
+
+__all__ = [
+    "EventKind", "Trust", "EventState", "Criticality", "Cardinality", "Category",
+    "Polarity", "Modality", "Authority", "FactStatus",
+    "NewEvent", "Event", "Predicate", "NewFact", "Fact", "Clock", "Conflict",
+    "LedgerEntry", "FactHistory", "AppendResult", "Claim", "ConflictRef", "ArtifactBody", "Snapshot",
+    "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers",
+]
+
+EventKind = Literal["message", "tool_result", "document", "system"]
+Trust = Literal["authenticated_user", "system", "tool", "untrusted"]
+EventState = Literal["valid", "revoked", "deleted"]
+Criticality = Literal["critical", "important", "contextual"]
+Cardinality = Literal["one", "many"]
+# What a predicate's facts are *for*. The gate uses it: an untrusted source may
+# never become an instruction or a preference, obligations are open items and
+# permissions are scopes that must survive exactly.
+Category = Literal["attribute", "preference", "instruction", "permission", "obligation", "identifier"]
+Polarity = Literal["positive", "negative"]
+Modality = Literal["asserted", "speculative", "quoted"]
+Authority = Literal["user", "system", "tool", "untrusted"]
+FactStatus = Literal["active", "superseded", "deleted", "revoked"]
+
+# Higher is more trusted. A fact's authority may not exceed the best trust of
+# the events it rests on (invariant 8): repeating untrusted text never raises it.
+TRUST_RANK: dict[str, int] = {"untrusted": 0, "tool": 1, "system": 2, "authenticated_user": 3, "user": 3}
+AUTHORITY_FOR_TRUST: dict[str, str] = {
+    "untrusted": "untrusted", "tool": "tool", "system": "system", "authenticated_user": "user",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValueError("datetime must carry a UTC offset")
+    return value
+
+
+def normalize_qualifiers(value: Any) -> tuple[tuple[str, str], ...]:
+    """Qualifiers as sorted (key, value) string pairs; accepts a mapping or pairs."""
+    if value is None:
+        return ()
+    items = value.items() if isinstance(value, dict) else value
+    pairs = []
+    for item in items:
+        k, v = item
+        if not isinstance(k, str) or not isinstance(v, str) or not k:
+            raise ValueError(f"qualifier {k!r}={v!r}: keys and values must be non-empty strings")
+        pairs.append((k, v))
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate qualifier key in {sorted(keys)}")
+    return tuple(sorted(pairs))
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+_ID = Field(min_length=1, max_length=200, pattern=r"^[^\s]+$")
+
+
+class NewEvent(_Record):
+    """An event to append to the raw layer. ``event_id`` is the idempotency key."""
+
+    tenant_id: str = _ID
+    subject_id: str = _ID
+    event_id: str = Field(default_factory=lambda: f"ev-{uuid.uuid4().hex}", min_length=1, max_length=200)
+    kind: EventKind = "message"
+    actor: str = "user"
+    trust: Trust = "authenticated_user"
+    text: str = ""
+    payload: dict[str, Any] = Field(default_factory=dict)
+    occurred_at: datetime = Field(default_factory=utcnow)
+
+    _check_aware = field_validator("occurred_at")(_aware)
+
+    def hash_content(self) -> dict[str, Any]:
+        """What the content hash covers: what was said, by whom, when; not mutable state like trust."""
+        return {
+            "tenant_id": self.tenant_id, "subject_id": self.subject_id, "event_id": self.event_id,
+            "kind": self.kind, "actor": self.actor, "text": self.text, "payload": self.payload,
+            "occurred_at": self.occurred_at.isoformat(),
+        }
+
+    def content_hash(self) -> str:
+        return content_hash(self.hash_content())
+
+
+class Event(_Record):
+    """An event in the raw layer. After deletion ``text`` and ``payload`` are ``None``; id and hash stay."""
+
+    tenant_id: str
+    subject_id: str
+    event_id: str
+    seq: int
+    kind: EventKind
+    actor: str
+    trust: Trust
+    text: str | None
+    payload: dict[str, Any] | None
+    occurred_at: datetime
+    recorded_at: datetime
+    content_hash: str
+    state: EventState = "valid"
+    tier: Literal["hot", "cold"] = "hot"
+
+
+class Predicate(_Record):
+    """One entry of the predicate registry: the schema of a kind of fact."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+    value_type: ValueType
+    cardinality: Cardinality = "one"
+    criticality: Criticality = "important"
+    category: Category = "attribute"
+    owner: str = "unowned"
+    qualifiers: tuple[str, ...] = ()
+    enum_values: tuple[str, ...] = ()
+    description: str = ""
+
+
+class NewFact(_Record):
+    """A fact to assert. ``value`` is checked against the predicate's type by the ledger."""
+
+    tenant_id: str = _ID
+    subject_id: str = _ID
+    fact_id: str | None = None
+    predicate: str
+    value: Any
+    qualifiers: tuple[tuple[str, str], ...] = ()
+    polarity: Polarity = "positive"
+    modality: Modality = "asserted"
+    authority: Authority = "user"
+    source_event_ids: tuple[str, ...] = Field(min_length=1)
+    valid_from: datetime | None = None
+
+    _check_aware = field_validator("valid_from")(_aware)
+
+    @field_validator("qualifiers", mode="before")
+    @classmethod
+    def _qualifiers(cls, value: Any) -> tuple[tuple[str, str], ...]:
+        return normalize_qualifiers(value)
+
+    @field_validator("source_event_ids", mode="before")
+    @classmethod
+    def _sources(cls, value: Any) -> tuple[str, ...]:
+        return tuple(sorted(set(value))) if isinstance(value, (list, tuple, set, frozenset)) else value
+
+
+class Fact(_Record):
+    """A fact in the ledger, with its lifecycle. Deleted facts keep id and hash; value is purged."""
+
+    tenant_id: str
+    subject_id: str
+    fact_id: str
+    seq: int
+    predicate: str
+    registry_version: int
+    value_type: ValueType
+    value: Any
+    qualifiers: tuple[tuple[str, str], ...] = ()
+    polarity: Polarity = "positive"
+    modality: Modality = "asserted"
+    authority: Authority = "user"
+    source_event_ids: tuple[str, ...]
+    status: FactStatus = "active"
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    valid_from: datetime | None = None
+    recorded_at: datetime
+    content_hash: str
+
+    def canonical_value(self) -> Any:
+        """The value in canonical JSON form (``None`` once purged)."""
+        return None if self.value is None else canonical_value(self.value_type, self.value)
+
+    def encoded_value(self) -> Any:
+        return None if self.value is None else encode_value(self.value_type, self.value)
+
+
+def fact_hash_content(
+    *, tenant_id: str, subject_id: str, fact_id: str, predicate: str, value_type: str,
+    canonical: Any, qualifiers: tuple[tuple[str, str], ...], polarity: str, modality: str,
+    authority: str, source_event_ids: tuple[str, ...], valid_from: datetime | None,
+    supersedes: str | None,
+) -> dict[str, Any]:
+    """What a fact's content hash covers (everything but lifecycle state and timestamps)."""
+    return {
+        "tenant_id": tenant_id, "subject_id": subject_id, "fact_id": fact_id,
+        "predicate": predicate, "value_type": value_type, "value": canonical,
+        "qualifiers": [list(p) for p in qualifiers], "polarity": polarity,
+        "modality": modality, "authority": authority,
+        "source_event_ids": list(source_event_ids),
+        "valid_from": valid_from.isoformat() if valid_from else None,
+        "supersedes": supersedes,
+    }
+
+
+class Clock(_Record):
+    """Per-subject fences. ``high_water``: the largest seq. ``input_epoch``: bumped by any
+    change that invalidates derived memory (supersede, delete, revoke, new conflict, trust change)."""
+
+    tenant_id: str
+    subject_id: str
+    high_water: int = 0
+    input_epoch: int = 0
+
+
+class Conflict(_Record):
+    """Two active values of a cardinality-one predicate with no supersession between them.
+    Recorded, never resolved silently; it resolves when a side leaves the active set."""
+
+    tenant_id: str
+    subject_id: str
+    conflict_id: str
+    predicate: str
+    fact_ids: tuple[str, str]
+    status: Literal["unresolved", "resolved"] = "unresolved"
+    detected_at: datetime
+    resolved_at: datetime | None = None
+    resolution: str | None = None
+
+
+class LedgerEntry(_Record):
+    """One line of the per-subject operation log: what changed, when and why."""
+
+    tenant_id: str
+    subject_id: str
+    entry_id: int
+    at: datetime
+    op: str
+    target_id: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class FactHistory(_Record):
+    """A fact's supersession chain (oldest first), the conflicts it took part in and its log."""
+
+    fact_id: str
+    chain: tuple[Fact, ...]
+    conflicts: tuple[Conflict, ...] = ()
+    log: tuple[LedgerEntry, ...] = ()
+
+
+class AppendResult(_Record):
+    """What an append did: new events with their seq, ids already present (no-ops), the clocks after."""
+
+    appended: tuple[Event, ...] = ()
+    duplicates: tuple[str, ...] = ()
+    clocks: tuple[Clock, ...] = ()
+
+
+# --- artifact content, as the gate sees it ---------------------------------------------
+
+
+class Claim(_Record):
+    """A structured statement in an artifact. ``fact_id`` is the key into the ledger;
+    ``derived_from`` names the facts and events it rests on (invariant 5)."""
+
+    fact_id: str
+    tenant_id: str
+    subject_id: str
+    predicate: str
+    value_type: ValueType
+    value: Any
+    qualifiers: tuple[tuple[str, str], ...] = ()
+    polarity: Polarity = "positive"
+    modality: Modality = "asserted"
+    authority: Authority = "user"
+    derived_from: tuple[str, ...] = ()
+
+    @field_validator("qualifiers", mode="before")
+    @classmethod
+    def _qualifiers(cls, value: Any) -> tuple[tuple[str, str], ...]:
+        return normalize_qualifiers(value)
+
+
+class ConflictRef(_Record):
+    conflict_id: str
+    fact_ids: tuple[str, str]
+
+
+class ArtifactBody(_Record):
+    """What a compressor produces and the gate checks: claims, open items, conflicts, prose."""
+
+    tenant_id: str
+    subject_id: str
+    claims: tuple[Claim, ...] = ()
+    open_items: tuple[str, ...] = ()  # fact ids of unfinished obligations
+    unresolved_conflicts: tuple[ConflictRef, ...] = ()
+    summary: str = ""
+
+
+class Snapshot(_Record):
+    """An immutable view of one subject's memory at (high_water, input_epoch).
+
+    ``facts`` holds every fact with seq <= high_water in any status (the gate needs the
+    superseded and deleted ones to forbid them); ``events`` holds only the authorized
+    view: valid events, which are the only text a compressor may ever see."""
+
+    tenant_id: str
+    subject_id: str
+    clock: Clock
+    registry_version: int
+    events: tuple[Event, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()

@@ -1,0 +1,120 @@
+"""The predicate registry: the versioned schema of every kind of fact.
+
+A registry is written as TOML, one table per predicate::
+
+    version = 1
+
+    [predicates."food.peanuts_allowed"]
+    type = "bool"                  # bool int decimal money date datetime duration string enum entity_id
+    cardinality = "one"            # one | many
+    criticality = "critical"       # critical | important | contextual
+    category = "attribute"         # attribute preference instruction permission obligation identifier
+    owner = "safety-team"
+    qualifiers = ["basis", "severity"]
+    description = "Whether the subject may be served peanuts."
+
+``enum_values = [...]`` is required for ``type = "enum"``. The registry is
+stored in the database, versioned: workers and the CLI all check facts
+against the same version. Unknown predicates are rejected, never guessed.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lossgate.errors import ConfigError, InvalidInput, UnknownPredicate, ValueTypeError
+from lossgate.records import NewFact, Predicate
+from lossgate.values import ValueMismatch, coerce_value, describe_type
+
+__all__ = ["Registry", "load_registry", "parse_registry"]
+
+
+class Registry(BaseModel):
+    """A versioned set of predicates."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int = Field(ge=1)
+    predicates: dict[str, Predicate]
+
+    def get(self, name: str) -> Predicate:
+        """The predicate called ``name``; raises :class:`UnknownPredicate`."""
+        try:
+            return self.predicates[name]
+        except KeyError:
+            raise UnknownPredicate(f"unknown predicate {name!r} (registry version {self.version})") from None
+
+    def check(self, fact: NewFact) -> Any:
+        """Validate a new fact against its predicate and return its coerced value.
+
+        Raises :class:`UnknownPredicate`, :class:`ValueTypeError` (naming the fact, the
+        predicate, the expected and the received type) or :class:`InvalidInput` for a
+        qualifier the predicate does not allow.
+        """
+        pred = self.get(fact.predicate)
+        label = fact.fact_id or "(new fact)"
+        try:
+            value = coerce_value(pred.value_type, fact.value, enum_values=pred.enum_values)
+        except ValueMismatch as exc:
+            raise ValueTypeError(
+                f"fact {label}: predicate {pred.name!r} expects {pred.value_type}, "
+                f"received {describe_type(fact.value)} {fact.value!r} ({exc})"
+            ) from None
+        extra = [k for k, _ in fact.qualifiers if k not in pred.qualifiers]
+        if extra:
+            raise InvalidInput(
+                f"fact {label}: predicate {pred.name!r} does not allow qualifier(s) {extra}; "
+                f"allowed: {list(pred.qualifiers)}"
+            )
+        return value
+
+    def document(self) -> dict[str, Any]:
+        """The registry as plain JSON (how the store keeps it)."""
+        return self.model_dump(mode="json")
+
+
+def parse_registry(data: dict[str, Any]) -> Registry:
+    """Build a registry from its TOML/JSON document form."""
+    if not isinstance(data, dict) or "version" not in data or "predicates" not in data:
+        raise ConfigError("a registry needs a top-level 'version' and a [predicates] table")
+    preds = {}
+    for name, spec in (data.get("predicates") or {}).items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"predicate {name!r}: expected a table")
+        spec = dict(spec)
+        if "type" in spec:
+            spec["value_type"] = spec.pop("type")
+        spec.setdefault("name", name)
+        try:
+            pred = Predicate.model_validate(spec)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"predicate {name!r}: {where}: {first['msg']}") from None
+        if pred.name != name:
+            raise ConfigError(f"predicate {name!r}: name field says {pred.name!r}")
+        if pred.value_type == "enum" and not pred.enum_values:
+            raise ConfigError(f"predicate {name!r}: enum predicates need enum_values")
+        preds[name] = pred
+    try:
+        return Registry(version=data["version"], predicates=preds)
+    except ValidationError as exc:
+        raise ConfigError(f"registry: {exc.errors()[0]['msg']}") from None
+
+
+def load_registry(path: str | Path) -> Registry:
+    """Read a registry TOML file. Raises :class:`ConfigError` if unreadable or invalid."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read registry {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"registry {path} is not valid TOML: {exc}") from None
+    return parse_registry(data)
+
+

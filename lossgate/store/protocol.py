@@ -1,0 +1,141 @@
+"""The storage contract every backend implements.
+
+A store hands out transactions. Domain code (the ledger, consolidation,
+publication) composes the typed primitives of one transaction into an
+operation, so a composite change (supersede a fact, resolve its conflicts,
+bump the epoch, mark descendants stale) commits or rolls back as one.
+No SQL exists outside ``lossgate.store``.
+
+Every primitive takes ``tenant_id`` and ``subject_id`` and returns only rows
+of that subject (invariant 7); the only exceptions are the idempotency
+look-ups, which answer "is this id taken in this tenant" without returning
+content, and :meth:`ReadTx.subjects`, the explicit admin listing.
+
+Backends translate their driver's exceptions into :mod:`lossgate.errors` at
+one choke point, the transaction context manager.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol, Sequence
+
+from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, Trust
+
+__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken"]
+
+# (subject_id, content_hash, trust or status) of an id already present in the tenant.
+IdTaken = tuple[str, str, str]
+
+
+class ReadTx(Protocol):
+    """A consistent read view (one snapshot of the database)."""
+
+    def clock(self, tenant_id: str, subject_id: str) -> Clock:
+        """The subject's clock; a zero clock if the subject has never been written."""
+
+    def events(
+        self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
+        states: Sequence[EventState] | None = None, after_seq: int | None = None,
+        through_seq: int | None = None, limit: int | None = None,
+    ) -> list[Event]:
+        """Events of one subject in seq order, filtered by id, state and seq range."""
+
+    def facts(
+        self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
+        statuses: Sequence[FactStatus] | None = None, predicate: str | None = None,
+        through_seq: int | None = None,
+    ) -> list[Fact]:
+        """Facts of one subject in seq order, filtered by id, status, predicate and seq."""
+
+    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
+        """Facts of one subject that list any of ``event_ids`` among their sources."""
+
+    def conflicts(
+        self, tenant_id: str, subject_id: str, *, unresolved_only: bool = False,
+        fact_id: str | None = None,
+    ) -> list[Conflict]:
+        """Conflicts of one subject, oldest first; optionally only those involving ``fact_id``."""
+
+    def log(self, tenant_id: str, subject_id: str, *, target_ids: Sequence[str] | None = None) -> list[LedgerEntry]:
+        """The subject's operation log, oldest first."""
+
+    def taken_event_ids(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, IdTaken]:
+        """For each id already used in the tenant: (subject, content hash, trust)."""
+
+    def taken_fact_ids(self, tenant_id: str, fact_ids: Sequence[str]) -> dict[str, IdTaken]:
+        """For each id already used in the tenant: (subject, content hash, status)."""
+
+    def registry_document(self, version: int | None = None) -> dict[str, Any] | None:
+        """The stored predicate registry (latest version by default), or ``None``."""
+
+    def latest_registry_version(self) -> int | None:
+        """The newest stored registry version, or ``None`` if none was ever loaded."""
+
+    def subjects(self, tenant_id: str) -> list[str]:
+        """Admin listing: every subject of a tenant that has a clock."""
+
+
+class WriteTx(ReadTx, Protocol):
+    """A serialisable read-write transaction."""
+
+    def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
+        """Lock the subject's clock row for this transaction (creating it) and return it."""
+
+    def save_clock(self, clock: Clock) -> None:
+        """Write a clock previously returned by :meth:`lock_clock`."""
+
+    def insert_events(self, events: Sequence[Event]) -> None:
+        """Insert new events (ids and seqs already checked free)."""
+
+    def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
+        """Change an event's state; ``purge`` erases its text and payload (id and hash stay)."""
+
+    def set_event_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust) -> None:
+        """Change an event's trust level."""
+
+    def insert_facts(self, facts: Sequence[Fact]) -> None:
+        """Insert new facts and their source links."""
+
+    def update_fact(
+        self, tenant_id: str, subject_id: str, fact_id: str, *, status: FactStatus,
+        superseded_by: str | None = None, purge: bool = False,
+    ) -> None:
+        """Change a fact's status; ``purge`` erases its value and qualifiers."""
+
+    def insert_conflict(self, conflict: Conflict) -> None:
+        """Record a new unresolved conflict."""
+
+    def resolve_conflict(self, tenant_id: str, subject_id: str, conflict_id: str, *, at: datetime, resolution: str) -> None:
+        """Mark a conflict resolved, saying how."""
+
+    def add_log(self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]) -> None:
+        """Append a line to the subject's operation log."""
+
+    def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool:
+        """Store a registry version; False if that version already exists with this hash.
+
+        Raises :class:`~lossgate.errors.IdempotencyConflict` if it exists with another hash.
+        """
+
+
+class Store(Protocol):
+    """A lossgate database."""
+
+    url: str
+
+    def migrate(self) -> int:
+        """Bring the schema to the latest version (idempotent); return that version."""
+
+    def schema_version(self) -> int:
+        """The schema version the database is at (0 when uninitialised)."""
+
+    def read(self) -> AbstractContextManager[ReadTx]:
+        """A read transaction over one consistent snapshot."""
+
+    def write(self) -> AbstractContextManager[WriteTx]:
+        """A write transaction; commits on normal exit, rolls back on exception."""
+
+    def close(self) -> None:
+        """Release connections."""

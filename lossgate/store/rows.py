@@ -1,0 +1,110 @@
+"""Row <-> record conversion shared by the SQL backends.
+
+SQLite hands back JSON as text and timestamps as ISO strings; PostgreSQL
+hands back decoded JSON and ``datetime`` objects. These helpers accept both,
+so each backend only names its columns.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from lossgate.records import Conflict, Event, Fact, LedgerEntry
+from lossgate.values import decode_value
+
+EVENT_COLUMNS = (
+    "tenant_id", "subject_id", "seq", "event_id", "kind", "actor", "trust", "text", "payload",
+    "occurred_at", "recorded_at", "content_hash", "state", "tier",
+)
+FACT_COLUMNS = (
+    "tenant_id", "subject_id", "fact_id", "seq", "predicate", "registry_version", "value_type",
+    "value", "qualifiers", "polarity", "modality", "authority", "source_event_ids", "status",
+    "supersedes", "superseded_by", "valid_from", "recorded_at", "content_hash",
+)
+CONFLICT_COLUMNS = (
+    "tenant_id", "subject_id", "conflict_id", "predicate", "fact_a", "fact_b", "status",
+    "detected_at", "resolved_at", "resolution",
+)
+LOG_COLUMNS = ("tenant_id", "subject_id", "entry_id", "at", "op", "target_id", "detail")
+
+
+def dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _json(value: Any) -> Any:
+    return orjson.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def _ts(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value)
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def event_row(e: Event) -> tuple[Any, ...]:
+    return (
+        e.tenant_id, e.subject_id, e.seq, e.event_id, e.kind, e.actor, e.trust, e.text,
+        None if e.payload is None else dumps(e.payload), e.occurred_at.isoformat(),
+        e.recorded_at.isoformat(), e.content_hash, e.state, e.tier,
+    )
+
+
+def event_from_row(r: Any) -> Event:
+    return Event.model_construct(
+        tenant_id=r[0], subject_id=r[1], seq=r[2], event_id=r[3], kind=r[4], actor=r[5],
+        trust=r[6], text=r[7], payload=None if r[8] is None else _json(r[8]),
+        occurred_at=_ts(r[9]), recorded_at=_ts(r[10]), content_hash=r[11], state=r[12], tier=r[13],
+    )
+
+
+def fact_row(f: Fact) -> tuple[Any, ...]:
+    return (
+        f.tenant_id, f.subject_id, f.fact_id, f.seq, f.predicate, f.registry_version, f.value_type,
+        None if f.value is None else dumps(f.encoded_value()),
+        dumps([list(p) for p in f.qualifiers]), f.polarity, f.modality, f.authority,
+        dumps(list(f.source_event_ids)), f.status, f.supersedes, f.superseded_by,
+        iso(f.valid_from), f.recorded_at.isoformat(), f.content_hash,
+    )
+
+
+def fact_from_row(r: Any) -> Fact:
+    value_type = r[6]
+    raw = _json(r[7])
+    quals = _json(r[8]) or []
+    return Fact.model_construct(
+        tenant_id=r[0], subject_id=r[1], fact_id=r[2], seq=r[3], predicate=r[4],
+        registry_version=r[5], value_type=value_type,
+        value=None if raw is None else decode_value(value_type, raw),
+        qualifiers=tuple((k, v) for k, v in quals), polarity=r[9], modality=r[10],
+        authority=r[11], source_event_ids=tuple(_json(r[12])), status=r[13], supersedes=r[14],
+        superseded_by=r[15], valid_from=_ts(r[16]), recorded_at=_ts(r[17]), content_hash=r[18],
+    )
+
+
+def conflict_row(c: Conflict) -> tuple[Any, ...]:
+    return (
+        c.tenant_id, c.subject_id, c.conflict_id, c.predicate, c.fact_ids[0], c.fact_ids[1],
+        c.status, c.detected_at.isoformat(), iso(c.resolved_at), c.resolution,
+    )
+
+
+def conflict_from_row(r: Any) -> Conflict:
+    return Conflict.model_construct(
+        tenant_id=r[0], subject_id=r[1], conflict_id=r[2], predicate=r[3], fact_ids=(r[4], r[5]),
+        status=r[6], detected_at=_ts(r[7]), resolved_at=_ts(r[8]), resolution=r[9],
+    )
+
+
+def log_from_row(r: Any) -> LedgerEntry:
+    return LedgerEntry.model_construct(
+        tenant_id=r[0], subject_id=r[1], entry_id=r[2], at=_ts(r[3]), op=r[4], target_id=r[5],
+        detail=_json(r[6]) or {},
+    )

@@ -1,0 +1,236 @@
+"""Typed fact values.
+
+A fact's value has one of ten types, declared by its predicate. Values keep
+their type from input to storage and back (invariant 9): ``False`` is not
+``"false"``, ``50`` is not ``50.0``, money is a decimal amount with an ISO 4217
+currency, datetimes keep their UTC offset.
+
+Three forms exist for each value:
+
+* the **Python** form a caller works with (``bool``, ``int``, ``Decimal``,
+  :class:`Money`, ``date``, ``datetime``, ``timedelta``, ``str``);
+* the **stored** JSON form (:func:`encode_value`), exact and reversible
+  (:func:`decode_value`): ``Decimal("14250.00")`` is stored as ``"14250.00"``;
+* the **canonical** JSON form (:func:`canonical_value`), used for hashing and
+  equality, where numerically equal decimals agree (``"14250"``).
+
+:func:`coerce_value` turns caller input into the Python form. It accepts the
+spellings JSON forces on a caller (an ISO string for a date, a string or
+number for a decimal) and refuses any conversion that could change meaning:
+a bool for an int, a float for a decimal, a string for a bool.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+__all__ = [
+    "Money",
+    "ValueType",
+    "VALUE_TYPES",
+    "ValueMismatch",
+    "coerce_value",
+    "encode_value",
+    "decode_value",
+    "canonical_value",
+    "describe_type",
+]
+
+ValueType = Literal[
+    "bool", "int", "decimal", "money", "date", "datetime", "duration", "string", "enum", "entity_id"
+]
+VALUE_TYPES: tuple[str, ...] = get_args(ValueType)
+
+_SAFE_INT = 2**53 - 1
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+_ENTITY_ID = re.compile(r"^\S+$")
+_DURATION = TypeAdapter(timedelta)
+
+
+class Money(BaseModel):
+    """A decimal amount in an ISO 4217 currency. Equal when amount and currency are equal."""
+
+    model_config = ConfigDict(frozen=True)
+
+    amount: Decimal
+    currency: str
+
+    def __str__(self) -> str:
+        return f"{self.amount} {self.currency}"
+
+
+class ValueMismatch(ValueError):
+    """Raised by :func:`coerce_value`; the caller adds the fact and predicate to the message."""
+
+
+def describe_type(value: Any) -> str:
+    """A short name for the received value's type, for error messages."""
+    if isinstance(value, BaseModel):
+        return type(value).__name__
+    return {bool: "bool", int: "int", float: "float", str: "string", dict: "object",
+            list: "array", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _decimal(value: Any) -> Decimal:
+    t = type(value)
+    if t is bool or t is float:
+        # A float has already lost the decimal the user wrote; refuse rather than guess.
+        raise ValueMismatch(f"got {describe_type(value)}")
+    if t is Decimal:
+        if not value.is_finite():
+            raise ValueMismatch("got a non-finite decimal")
+        return value
+    if t is int:
+        return Decimal(value)
+    if t is str:
+        try:
+            d = Decimal(value.strip())
+        except InvalidOperation:
+            raise ValueMismatch(f"got string {value!r}") from None
+        if not d.is_finite():
+            raise ValueMismatch(f"got string {value!r}")
+        return d
+    raise ValueMismatch(f"got {describe_type(value)}")
+
+
+def _money(value: Any) -> Money:
+    if type(value) is Money:
+        return value
+    if isinstance(value, dict):
+        if set(value) != {"amount", "currency"}:
+            raise ValueMismatch(f"money needs exactly 'amount' and 'currency', got keys {sorted(value)}")
+        currency = value["currency"]
+        if not isinstance(currency, str) or not _CURRENCY.match(currency):
+            raise ValueMismatch(f"currency must be an ISO 4217 code like 'USD', got {currency!r}")
+        return Money(amount=_decimal(value["amount"]), currency=currency)
+    raise ValueMismatch(f"got {describe_type(value)}")
+
+
+def _datetime(value: Any) -> datetime:
+    if type(value) is str:
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueMismatch(f"got string {value!r}, not an ISO 8601 datetime") from None
+    if not isinstance(value, datetime):
+        raise ValueMismatch(f"got {describe_type(value)}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueMismatch("datetime has no UTC offset (naive datetimes are ambiguous)")
+    return value
+
+
+def _date(value: Any) -> date:
+    if type(value) is str:
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ValueMismatch(f"got string {value!r}, not an ISO 8601 date") from None
+    if type(value) is date:
+        return value
+    raise ValueMismatch(f"got {describe_type(value)}")
+
+
+def _duration(value: Any) -> timedelta:
+    if type(value) is timedelta:
+        return value
+    if type(value) is str:
+        try:
+            return _DURATION.validate_python(value, strict=False)
+        except ValidationError:
+            raise ValueMismatch(f"got string {value!r}, not an ISO 8601 duration") from None
+    raise ValueMismatch(f"got {describe_type(value)}")
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise ValueMismatch(f"got {describe_type(value)}")
+    if not value:
+        raise ValueMismatch("got an empty string")
+    return value
+
+
+def coerce_value(value_type: str, value: Any, *, enum_values: tuple[str, ...] = ()) -> Any:
+    """Return ``value`` in the Python form of ``value_type``, or raise :class:`ValueMismatch`."""
+    if value_type == "bool":
+        if type(value) is not bool:
+            raise ValueMismatch(f"got {describe_type(value)}")
+        return value
+    if value_type == "int":
+        if type(value) is not int:
+            raise ValueMismatch(f"got {describe_type(value)}")
+        if not -_SAFE_INT <= value <= _SAFE_INT:
+            raise ValueMismatch("int outside +/-2**53 (use a decimal predicate)")
+        return value
+    if value_type == "decimal":
+        return _decimal(value)
+    if value_type == "money":
+        return _money(value)
+    if value_type == "date":
+        return _date(value)
+    if value_type == "datetime":
+        return _datetime(value)
+    if value_type == "duration":
+        return _duration(value)
+    if value_type == "string":
+        return _text(value)
+    if value_type == "enum":
+        text = _text(value)
+        if text not in enum_values:
+            raise ValueMismatch(f"{text!r} is not one of {list(enum_values)}")
+        return text
+    if value_type == "entity_id":
+        text = _text(value)
+        if not _ENTITY_ID.match(text):
+            raise ValueMismatch(f"entity id {text!r} contains whitespace")
+        return text
+    raise ValueMismatch(f"unknown value type {value_type!r}")
+
+
+def encode_value(value_type: str, value: Any) -> Any:
+    """The exact, reversible JSON form of a coerced value."""
+    if value_type in ("bool", "int", "string", "enum", "entity_id"):
+        return value
+    if value_type == "decimal":
+        return str(value)
+    if value_type == "money":
+        return {"amount": str(value.amount), "currency": value.currency}
+    if value_type in ("date", "datetime"):
+        return value.isoformat()
+    if value_type == "duration":
+        return _DURATION.dump_python(value, mode="json")
+    raise ValueMismatch(f"unknown value type {value_type!r}")
+
+
+def decode_value(value_type: str, stored: Any) -> Any:
+    """Inverse of :func:`encode_value`."""
+    if value_type == "decimal":
+        return Decimal(stored)
+    if value_type == "money":
+        return Money(amount=Decimal(stored["amount"]), currency=stored["currency"])
+    if value_type == "date":
+        return date.fromisoformat(stored)
+    if value_type == "datetime":
+        return datetime.fromisoformat(stored)
+    if value_type == "duration":
+        return _DURATION.validate_python(stored)
+    return stored
+
+
+def _plain_decimal(d: Decimal) -> str:
+    """``Decimal('14250.00')`` and ``Decimal('1.425E+4')`` both become ``'14250'``."""
+    text = format(d.normalize(), "f")
+    return "0" if text in ("-0", "0") else text
+
+
+def canonical_value(value_type: str, value: Any) -> Any:
+    """The JSON form used for hashing and equality: equal meaning, equal form."""
+    if value_type == "decimal":
+        return _plain_decimal(value)
+    if value_type == "money":
+        return {"amount": _plain_decimal(value.amount), "currency": value.currency}
+    return encode_value(value_type, value)
