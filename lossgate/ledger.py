@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 from lossgate.canonical import content_hash
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.records import (
-    TRUST_RANK, AppendResult, Clock, Conflict, Event, Fact, NewEvent, NewFact, Trust,
+    TRUST_RANK, AppendResult, Clock, Conflict, Event, EventRef, Fact, NewEvent, NewFact, Trust,
     fact_hash_content, utcnow,
 )
 from lossgate.registry import Registry
@@ -103,26 +103,27 @@ class Ledger:
                     )
                 duplicates.append(event_id)
 
-        appended: list[Event] = []
-        touched: dict[tuple[str, str], None] = {}
+        # The hot path: plain tuples, no per-event model construction or clock copies.
+        items: list[tuple[NewEvent, int, str]] = []
+        appended: list[EventRef] = []
+        high: dict[tuple[str, str], int] = {}
         for ev, h in fresh.values():
             key = (ev.tenant_id, ev.subject_id)
-            clock = self._clock(*key)
-            seq = clock.high_water + 1
-            self._clocks[key] = clock.model_copy(update={"high_water": seq})
-            touched[key] = None
-            appended.append(Event.model_construct(
-                tenant_id=ev.tenant_id, subject_id=ev.subject_id, event_id=ev.event_id, seq=seq,
-                kind=ev.kind, actor=ev.actor, trust=ev.trust, text=ev.text, payload=ev.payload,
-                occurred_at=ev.occurred_at, recorded_at=self.now, content_hash=h, state="valid", tier="hot",
-            ))
-        if appended:
-            self.tx.insert_events(appended)
-        for key in touched:
+            seq = high.get(key)
+            if seq is None:
+                seq = self._clock(*key).high_water
+            seq += 1
+            high[key] = seq
+            appended.append(EventRef(ev.tenant_id, ev.subject_id, ev.event_id, seq, h))
+            items.append((ev, seq, h))
+        if items:
+            self.tx.insert_events(items, recorded_at=self.now)
+        for key, seq in high.items():
+            self._clocks[key] = self._clocks[key].model_copy(update={"high_water": seq})
             self.tx.save_clock(self._clocks[key])
         return AppendResult(
             appended=tuple(appended), duplicates=tuple(duplicates),
-            clocks=tuple(self._clocks[k] for k in touched),
+            clocks=tuple(self._clocks[k] for k in high),
         )
 
     def _event(self, tenant_id: str, subject_id: str, event_id: str) -> Event:

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from lossgate.canonical import content_hash
+from lossgate.canonical import content_hash, envelope_hash
 from lossgate.values import ValueType, canonical_value, encode_value
 
 __all__ = [
     "EventKind", "Trust", "EventState", "Criticality", "Cardinality", "Category",
     "Polarity", "Modality", "Authority", "FactStatus",
-    "NewEvent", "Event", "Predicate", "NewFact", "Fact", "Clock", "Conflict",
+    "NewEvent", "Event", "EventRef", "Predicate", "NewFact", "Fact", "Clock", "Conflict",
     "LedgerEntry", "FactHistory", "AppendResult", "Claim", "ConflictRef", "ArtifactBody", "Snapshot",
     "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers",
 ]
@@ -105,7 +105,19 @@ class NewEvent(_Record):
         }
 
     def content_hash(self) -> str:
-        return content_hash(self.hash_content())
+        """``sha256:<hex>`` of :meth:`hash_content` in RFC 8785 form."""
+        # Every field but the payload is a validated string: only the payload needs checking.
+        return envelope_hash(self.hash_content(), self.payload)
+
+
+class EventRef(NamedTuple):
+    """Where an appended event landed: its id, per-subject seq and content hash."""
+
+    tenant_id: str
+    subject_id: str
+    event_id: str
+    seq: int
+    content_hash: str
 
 
 class Event(_Record):
@@ -267,7 +279,7 @@ class FactHistory(_Record):
 class AppendResult(_Record):
     """What an append did: new events with their seq, ids already present (no-ops), the clocks after."""
 
-    appended: tuple[Event, ...] = ()
+    appended: tuple[EventRef, ...] = ()
     duplicates: tuple[str, ...] = ()
     clocks: tuple[Clock, ...] = ()
 

@@ -50,6 +50,7 @@ _SAFE_INT = 2**53 - 1
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _ENTITY_ID = re.compile(r"^\S+$")
 _DURATION = TypeAdapter(timedelta)
+_ISO_DURATION = re.compile(r"^-?P(?!$)(\d+(\.\d+)?W)?(\d+(\.\d+)?D)?(T(?!$)(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?$")
 
 
 class Money(BaseModel):
@@ -139,6 +140,8 @@ def _duration(value: Any) -> timedelta:
     if type(value) is timedelta:
         return value
     if type(value) is str:
+        if not _ISO_DURATION.match(value):
+            raise ValueMismatch(f"got string {value!r}, not an ISO 8601 duration like 'P7D' or 'PT1H30M'")
         try:
             return _DURATION.validate_python(value, strict=False)
         except ValidationError:

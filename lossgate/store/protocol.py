@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, Sequence
 
-from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, Trust
+from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust
 
 __all__ = ["Store", "ReadTx", "WriteTx", "IdTaken"]
 
@@ -86,8 +86,11 @@ class WriteTx(ReadTx, Protocol):
     def save_clock(self, clock: Clock) -> None:
         """Write a clock previously returned by :meth:`lock_clock`."""
 
-    def insert_events(self, events: Sequence[Event]) -> None:
-        """Insert new events (ids and seqs already checked free)."""
+    def insert_events(self, items: Sequence[tuple[NewEvent, int, str]], *, recorded_at: datetime) -> None:
+        """Insert new events as (event, seq, content hash); ids and seqs are already checked free.
+
+        Takes the caller's :class:`NewEvent` rather than a built :class:`Event`: appends are the
+        hot path, and building a model per row would cost more than the insert itself."""
 
     def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
         """Change an event's state; ``purge`` erases its text and payload (id and hash stay)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from lossgate.records import Conflict, Event, Fact, LedgerEntry
+from lossgate.records import Conflict, Event, Fact, LedgerEntry, NewEvent
 from lossgate.values import decode_value
 
 EVENT_COLUMNS = (
@@ -49,11 +49,11 @@ def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def event_row(e: Event) -> tuple[Any, ...]:
+def new_event_row(ev: NewEvent, seq: int, content_hash: str, recorded_at: str) -> tuple[Any, ...]:
+    """The row of a freshly appended event (the append hot path: no Event model is built)."""
     return (
-        e.tenant_id, e.subject_id, e.seq, e.event_id, e.kind, e.actor, e.trust, e.text,
-        None if e.payload is None else dumps(e.payload), e.occurred_at.isoformat(),
-        e.recorded_at.isoformat(), e.content_hash, e.state, e.tier,
+        ev.tenant_id, ev.subject_id, seq, ev.event_id, ev.kind, ev.actor, ev.trust, ev.text,
+        dumps(ev.payload), ev.occurred_at.isoformat(), recorded_at, content_hash, "valid", "hot",
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 import orjson
 
 from lossgate.errors import IdempotencyConflict, StoreError
-from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, Trust, utcnow
+from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
 from lossgate.store import rows
 from lossgate.store.protocol import IdTaken
 
@@ -188,10 +188,11 @@ class SQLiteWriteTx(SQLiteReadTx):
             (clock.high_water, clock.input_epoch, clock.tenant_id, clock.subject_id),
         )
 
-    def insert_events(self, events: Sequence[Event]) -> None:
+    def insert_events(self, items: Sequence[tuple[NewEvent, int, str]], *, recorded_at: datetime) -> None:
+        at = recorded_at.isoformat()
         self._c.executemany(
             f"INSERT INTO events ({','.join(rows.EVENT_COLUMNS)}) VALUES ({_marks(len(rows.EVENT_COLUMNS))})",
-            [rows.event_row(e) for e in events],
+            [rows.new_event_row(ev, seq, h, at) for ev, seq, h in items],
         )
 
     def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:

@@ -1,0 +1,108 @@
+"""The typer application, the global ``--db`` option and the one error-mapping choke point.
+
+Every command opens memory through :func:`open_memory`, which maps lossgate's errors to
+exit codes once, for all commands:
+
+* :class:`~lossgate.errors.StoreError` (the database failed): ``error: ...`` on stderr, exit 1;
+* any other :class:`~lossgate.errors.LossgateError` (the caller's input is wrong, or names
+  something that does not exist): ``error: ...`` on stderr, exit 2;
+* usage errors (unknown option, missing argument): exit 2, as click does.
+
+Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, NoReturn
+
+import typer
+from rich.console import Console
+
+import lossgate
+from lossgate.errors import LossgateError, StoreError
+from lossgate.memory import Memory
+from lossgate.store import DEFAULT_URL
+
+__all__ = ["app", "CliState", "open_memory", "cli_errors", "fail", "out", "err"]
+
+EXIT_STORE = 1
+EXIT_INPUT = 2
+
+app = typer.Typer(
+    name="lossgate",
+    help="Agent memory that compresses without forgetting: raw events, a typed fact ledger, a loss gate.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Expected errors are mapped to one line below; a traceback means a bug, so show it plainly.
+    pretty_exceptions_enable=False,
+)
+
+
+@dataclass(frozen=True)
+class CliState:
+    """What the root callback stores in the typer context for every command."""
+
+    db_url: str
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: str = typer.Option(
+        DEFAULT_URL, "--db", envvar="LOSSGATE_DB", show_envvar=True, metavar="URL",
+        help="Database URL: sqlite:///PATH.db or postgresql://...",
+    ),
+) -> None:
+    ctx.obj = CliState(db_url=db)
+
+
+def out() -> Console:
+    """A console on stdout (built per call: tests swap ``sys.stdout``).
+
+    When stdout is not a terminal and ``COLUMNS`` is unset, tables get a wide fixed
+    width, so piped output is not wrapped at rich's default of 80 columns.
+    """
+    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(file=sys.stdout, width=200 if wide else None, highlight=False)
+
+
+def err() -> Console:
+    """A console on stderr, for progress and notes."""
+    return Console(file=sys.stderr, highlight=False)
+
+
+def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
+    """Print ``error: <message>`` as one line on stderr and exit with ``code``."""
+    one_line = " ".join(str(message).split())
+    typer.echo(f"error: {one_line}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Map lossgate errors to a one-line message and an exit code (1 for the store, else 2)."""
+    try:
+        yield
+    except StoreError as exc:
+        fail(str(exc), EXIT_STORE)
+    except LossgateError as exc:
+        fail(str(exc), EXIT_INPUT)
+
+
+@contextmanager
+def open_memory(ctx: typer.Context) -> Iterator[Memory]:
+    """Open the memory named by ``--db`` (creating or upgrading its schema), close it after.
+
+    Errors raised while opening or inside the block are mapped by :func:`cli_errors`.
+    """
+    state: CliState = ctx.find_root().obj
+    with cli_errors():
+        memory = lossgate.open(state.db_url)
+        try:
+            yield memory
+        finally:
+            memory.close()

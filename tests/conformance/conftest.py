@@ -1,0 +1,42 @@
+"""The conformance suite: every test here runs unchanged against every store.
+
+``memory`` is parametrized over the backends. PostgreSQL runs when
+``LOSSGATE_TEST_PG_URL`` is set (CI always sets it) and is skipped with a
+reason otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import lossgate
+from lossgate.registry import load_registry
+
+REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
+
+
+def _pg_url() -> str | None:
+    return os.environ.get("LOSSGATE_TEST_PG_URL")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'conformance.db'}"
+    url = _pg_url()
+    if not url:
+        pytest.skip("PostgreSQL conformance needs LOSSGATE_TEST_PG_URL (set by .ci/run)")
+    from lossgate.testing.postgres import fresh_database  # noqa: PLC0415 - only with PostgreSQL
+
+    return fresh_database(url, request)
+
+
+@pytest.fixture
+def memory(store_url: str):
+    mem = lossgate.open(store_url)
+    mem.load_predicates(load_registry(REGISTRY_PATH))
+    yield mem
+    mem.close()
