@@ -41,6 +41,8 @@ class Ledger:
         self._registry = registry
         self.now = now or utcnow()
         self._clocks: dict[tuple[str, str], Clock] = {}
+        # Facts whose state changed in this operation: their descendants go stale.
+        self._touched: dict[tuple[str, str], set[str]] = {}
 
     # -- clock -------------------------------------------------------------------------
     def _clock(self, tenant_id: str, subject_id: str) -> Clock:
@@ -59,9 +61,21 @@ class Ledger:
         return clock
 
     def _invalidate(self, tenant_id: str, subject_id: str, op: str, target_id: str) -> None:
-        """Move the epoch: every artifact built from the old inputs is now fenced out."""
+        """Move the epoch, mark every artifact derived from a changed input stale and queue
+        a rebuild, all in this transaction (invariant 6). The epoch alone already fences
+        the alias out of recall; marking descendants stale also keeps them from ever being
+        used as the parent of an incremental consolidation."""
         clock = self._advance(tenant_id, subject_id, epoch=True)
-        self._log(tenant_id, subject_id, "epoch", target_id, {"cause": op, "input_epoch": clock.input_epoch})
+        changed = {target_id} | self._touched.pop((tenant_id, subject_id), set())
+        stale = self.tx.descendants(tenant_id, subject_id, sorted(changed))
+        if stale:
+            self.tx.set_artifact_state(tenant_id, subject_id, stale, "stale", reason=f"{op} {target_id}")
+        self._log(tenant_id, subject_id, "epoch", target_id,
+                  {"cause": op, "input_epoch": clock.input_epoch, "stale_artifacts": stale})
+        self.tx.enqueue_job(tenant_id, subject_id, reason=f"{op} {target_id}", run_after=self.now, at=self.now)
+
+    def _touch(self, fact: Fact) -> None:
+        self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
 
     def _log(self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict | None = None) -> None:
         self.tx.add_log(tenant_id, subject_id, at=self.now, op=op, target_id=target_id, detail=detail or {})
@@ -190,6 +204,7 @@ class Ledger:
                 self._leave(fact, "revoked", cause=cause)
 
     def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
+        self._touch(fact)
         self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)  # type: ignore[arg-type]
         self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
         self._resolve_conflicts(fact, f"{fact.fact_id} {status} ({cause})")
@@ -280,12 +295,13 @@ class Ledger:
             qualifiers=new.qualifiers, polarity=new.polarity, modality=new.modality,
             authority=new.authority, source_event_ids=new.source_event_ids,
             supersedes=supersedes.fact_id if supersedes else None, valid_from=new.valid_from,
-            recorded_at=self.now, content_hash=h,
+            recorded_at=self.now, content_hash=h, criticality=pred.criticality,
         )
         self.tx.insert_facts([fact])
         self._log(t, s, "assert", fact_id, {"predicate": pred.name, "seq": fact.seq})
         if supersedes is not None:
             self.tx.update_fact(t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id)
+            self._touch(supersedes)
             self._log(t, s, "supersede", supersedes.fact_id, {"by": fact_id})
             self._resolve_conflicts(supersedes, f"superseded by {fact_id}")
 
@@ -312,6 +328,7 @@ class Ledger:
                 predicate=fact.predicate, fact_ids=pair, detected_at=self.now,  # type: ignore[arg-type]
             )
             self.tx.insert_conflict(conflict)
+            self._touch(other)
             self._log(fact.tenant_id, fact.subject_id, "conflict", conflict.conflict_id, {"facts": list(pair)})
             found = True
         return found

@@ -9,7 +9,7 @@ commit together.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from lossgate.canonical import content_hash
 from lossgate.errors import NotFound
@@ -18,9 +18,14 @@ from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, NewEvent,
     NewFact, Trust,
 )
+from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
 from lossgate.registry import Registry, load_registry, parse_registry
 from lossgate.store import Store, open_store
 from lossgate.store.protocol import ReadTx
+
+if TYPE_CHECKING:
+    from lossgate.consolidate.compressor import Compressor
+    from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
 
 __all__ = ["Memory", "open"]
 
@@ -158,6 +163,74 @@ class Memory:
             conflicts = {c.conflict_id: c for i in ids for c in tx.conflicts(tenant_id, subject_id, fact_id=i)}
             log = tx.log(tenant_id, subject_id, target_ids=ids + list(conflicts))
         return FactHistory(fact_id=fact_id, chain=tuple(chain), conflicts=tuple(conflicts.values()), log=tuple(log))
+
+    # -- consolidation and recall --------------------------------------------------------
+    def consolidator(self, *, compressor: "Compressor | None" = None, config: "ConsolidationConfig | None" = None,
+                     hooks: "Hooks | None" = None) -> "Consolidator":
+        """A :class:`~lossgate.consolidate.pipeline.Consolidator` bound to this memory's store."""
+        from lossgate.consolidate.pipeline import Consolidator
+
+        return Consolidator(self.store, self._current_registry, compressor=compressor, config=config, hooks=hooks)
+
+    def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
+                    config: "ConsolidationConfig | None" = None) -> Attempt:
+        """Build, gate and publish a summary of one subject. Returns the attempt: its status
+        (``published``, ``rejected`` by the gate, ``conflict`` at the switch, ``error``),
+        gate outcome, violations, artifact id and the manifest's input root."""
+        return self.consolidator(compressor=compressor, config=config).run(tenant_id, subject_id)
+
+    def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
+               budget: int | None = None) -> RecallResult:
+        """What an agent should read now: the fresh summary or raw fallback, critical facts always."""
+        from lossgate.recall import recall
+
+        return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget)
+
+    def alias(self, tenant_id: str, subject_id: str) -> Alias:
+        with self.store.read() as tx:
+            return tx.alias(tenant_id, subject_id)
+
+    def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact:
+        with self.store.read() as tx:
+            found = tx.artifact(tenant_id, subject_id, artifact_id)
+        if found is None:
+            raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+        return found
+
+    def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
+        with self.store.read() as tx:
+            return tx.artifacts(tenant_id, subject_id, states=states)
+
+    def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> LineageView:
+        """An artifact (in any state, stale ones included: audit) with its inputs and parent chain."""
+        with self.store.read() as tx:
+            art = tx.artifact(tenant_id, subject_id, artifact_id)
+            if art is None:
+                raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            edges = tx.lineage(tenant_id, subject_id, artifact_id)
+            ancestors = []
+            parent_ids = [e.input_id for e in edges if e.input_kind == "artifact"]
+            while parent_ids:
+                parent = tx.artifact(tenant_id, subject_id, parent_ids[0])
+                if parent is None:
+                    break
+                ancestors.append((parent.artifact_id, parent.state))
+                parent_ids = [e.input_id for e in tx.lineage(tenant_id, subject_id, parent.artifact_id)
+                              if e.input_kind == "artifact"]
+        return LineageView(artifact=art, edges=tuple(edges), ancestors=tuple(ancestors))
+
+    def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
+        """Every consolidation attempt of the subject, failures included."""
+        with self.store.read() as tx:
+            return tx.attempts(tenant_id, subject_id)
+
+    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
+        with self.store.read() as tx:
+            return tx.jobs(tenant_id, subject_id)
+
+    def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
+        with self.store.read() as tx:
+            return tx.recalls(tenant_id, subject_id, limit=limit)
 
     def subjects(self, tenant_id: str) -> list[str]:
         """Admin listing of a tenant's subjects."""

@@ -203,6 +203,7 @@ class Fact(_Record):
     valid_from: datetime | None = None
     recorded_at: datetime
     content_hash: str
+    criticality: Criticality = "important"  # the predicate's, when asserted; not hashed
 
     def canonical_value(self) -> Any:
         """The value in canonical JSON form (``None`` once purged)."""

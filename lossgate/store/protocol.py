@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, Sequence
 
+from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
 from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust
 
 __all__ = ["Store", "ReadTx", "WriteTx", "IdTaken"]
@@ -38,16 +39,19 @@ class ReadTx(Protocol):
     def events(
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
-        through_seq: int | None = None, limit: int | None = None,
+        through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
     ) -> list[Event]:
-        """Events of one subject in seq order, filtered by id, state and seq range."""
+        """Events of one subject in seq order (or newest first), filtered by id, state and seq
+        range, at most ``limit``."""
 
     def facts(
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         statuses: Sequence[FactStatus] | None = None, predicate: str | None = None,
-        through_seq: int | None = None,
+        through_seq: int | None = None, criticalities: Sequence[str] | None = None,
+        limit: int | None = None, newest_first: bool = False,
     ) -> list[Fact]:
-        """Facts of one subject in seq order, filtered by id, status, predicate and seq."""
+        """Facts of one subject in seq order (or newest first), filtered by id, status,
+        predicate, seq and criticality, at most ``limit``."""
 
     def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
         """Facts of one subject that list any of ``event_ids`` among their sources."""
@@ -75,6 +79,34 @@ class ReadTx(Protocol):
 
     def subjects(self, tenant_id: str) -> list[str]:
         """Admin listing: every subject of a tenant that has a clock."""
+
+    # -- derived layer ---------------------------------------------------------------
+    def alias(self, tenant_id: str, subject_id: str) -> Alias:
+        """The subject's alias; an empty one (no artifact, epoch 0, covers 0) if never published."""
+
+    def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
+        """One artifact of the subject, in any state."""
+
+    def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
+        """The subject's artifacts, oldest first."""
+
+    def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> list[LineageEdge]:
+        """What ``artifact_id`` was derived from."""
+
+    def descendants(self, tenant_id: str, subject_id: str, input_ids: Sequence[str]) -> list[str]:
+        """Ids of every artifact derived, directly or through other artifacts, from any of ``input_ids``."""
+
+    def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
+        """Every consolidation attempt of the subject, in order."""
+
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        """Ids of the subject's valid events matching ``query`` (full-text), best first."""
+
+    def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
+        """The subject's most recent recall records, newest first."""
+
+    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
+        """The subject's rebuild jobs, oldest first."""
 
 
 class WriteTx(ReadTx, Protocol):
@@ -115,6 +147,46 @@ class WriteTx(ReadTx, Protocol):
 
     def add_log(self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]) -> None:
         """Append a line to the subject's operation log."""
+
+    # -- derived layer ---------------------------------------------------------------
+    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
+        """Lock the subject's alias row for this transaction (creating it) and return it."""
+
+    def cas_alias(
+        self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
+        source_epoch: int, covers_through: int, at: datetime,
+    ) -> bool:
+        """Compare-and-swap the alias: succeeds (True) only if it still equals ``expected`` and
+        ``covers_through`` does not regress. Exactly one row changes or none does."""
+
+    def insert_artifact(self, artifact: Artifact, edges: Sequence[LineageEdge]) -> None:
+        """Store an artifact with its manifest and lineage edges."""
+
+    def set_artifact_state(
+        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
+    ) -> None:
+        """Move artifacts to ``state`` (published, retired, stale, failed, abandoned)."""
+
+    def save_attempt(self, attempt: Attempt) -> None:
+        """Insert or replace an attempt record (by attempt id)."""
+
+    def insert_recall(self, record: RecallRecord) -> None:
+        """Persist the evidence of one recall."""
+
+    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
+        """Move the subject's events with seq <= ``through_seq`` to ``tier``; return how many moved."""
+
+    def enqueue_job(self, tenant_id: str, subject_id: str, *, reason: str, run_after: datetime, at: datetime) -> bool:
+        """Queue a rebuild unless one is already pending for the subject (True if queued)."""
+
+    def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
+        """Claim the oldest due pending job, or one whose lease expired, for ``owner``.
+        Admin-level: the only primitive that is not scoped to one subject."""
+
+    def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
+                   at: datetime, run_after: datetime | None = None) -> bool:
+        """Release a claimed job as done, review or pending again (retry at ``run_after``).
+        False if ``owner`` no longer holds the lease."""
 
     def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool:
         """Store a registry version; False if that version already exists with this hash.

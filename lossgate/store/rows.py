@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from lossgate.records import Conflict, Event, Fact, LedgerEntry, NewEvent
+from lossgate.derived import Alias, Artifact, Attempt, Job, Manifest, RecallRecord
+from lossgate.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
 from lossgate.values import decode_value
 
 EVENT_COLUMNS = (
@@ -22,7 +23,7 @@ EVENT_COLUMNS = (
 FACT_COLUMNS = (
     "tenant_id", "subject_id", "fact_id", "seq", "predicate", "registry_version", "value_type",
     "value", "qualifiers", "polarity", "modality", "authority", "source_event_ids", "status",
-    "supersedes", "superseded_by", "valid_from", "recorded_at", "content_hash",
+    "supersedes", "superseded_by", "valid_from", "recorded_at", "content_hash", "criticality",
 )
 CONFLICT_COLUMNS = (
     "tenant_id", "subject_id", "conflict_id", "predicate", "fact_a", "fact_b", "status",
@@ -71,7 +72,7 @@ def fact_row(f: Fact) -> tuple[Any, ...]:
         None if f.value is None else dumps(f.encoded_value()),
         dumps([list(p) for p in f.qualifiers]), f.polarity, f.modality, f.authority,
         dumps(list(f.source_event_ids)), f.status, f.supersedes, f.superseded_by,
-        iso(f.valid_from), f.recorded_at.isoformat(), f.content_hash,
+        iso(f.valid_from), f.recorded_at.isoformat(), f.content_hash, f.criticality,
     )
 
 
@@ -86,6 +87,7 @@ def fact_from_row(r: Any) -> Fact:
         qualifiers=tuple((k, v) for k, v in quals), polarity=r[9], modality=r[10],
         authority=r[11], source_event_ids=tuple(_json(r[12])), status=r[13], supersedes=r[14],
         superseded_by=r[15], valid_from=_ts(r[16]), recorded_at=_ts(r[17]), content_hash=r[18],
+        criticality=r[19],
     )
 
 
@@ -108,3 +110,39 @@ def log_from_row(r: Any) -> LedgerEntry:
         tenant_id=r[0], subject_id=r[1], entry_id=r[2], at=_ts(r[3]), op=r[4], target_id=r[5],
         detail=_json(r[6]) or {},
     )
+
+
+ARTIFACT_COLUMNS = ("tenant_id", "subject_id", "artifact_id", "state", "body", "manifest", "gate", "created_at", "state_reason")
+ALIAS_COLUMNS = ("tenant_id", "subject_id", "artifact_id", "source_epoch", "covers_through", "updated_at")
+JOB_COLUMNS = ("job_id", "tenant_id", "subject_id", "status", "reason", "run_after", "tries", "lease_owner", "lease_expires_at")
+
+
+def artifact_row(a: Artifact) -> tuple[Any, ...]:
+    return (a.tenant_id, a.subject_id, a.artifact_id, a.state, a.body.model_dump_json(),
+            a.manifest.model_dump_json(), dumps(a.gate), a.created_at.isoformat(), a.state_reason)
+
+
+def artifact_from_row(r: Any) -> Artifact:
+    return Artifact(
+        tenant_id=r[0], subject_id=r[1], artifact_id=r[2], state=r[3],
+        body=ArtifactBody.model_validate(_json(r[4])), manifest=Manifest.model_validate(_json(r[5])),
+        gate=_json(r[6]), created_at=_ts(r[7]), state_reason=r[8],
+    )
+
+
+def alias_from_row(r: Any) -> Alias:
+    return Alias(tenant_id=r[0], subject_id=r[1], artifact_id=r[2], source_epoch=r[3],
+                 covers_through=r[4], updated_at=_ts(r[5]))
+
+
+def job_from_row(r: Any) -> Job:
+    return Job(job_id=r[0], tenant_id=r[1], subject_id=r[2], status=r[3], reason=r[4],
+               run_after=_ts(r[5]), tries=r[6], lease_owner=r[7], lease_expires_at=_ts(r[8]))
+
+
+def attempt_from_json(value: Any) -> Attempt:
+    return Attempt.model_validate(_json(value))
+
+
+def recall_from_json(value: Any) -> RecallRecord:
+    return RecallRecord.model_validate(_json(value))

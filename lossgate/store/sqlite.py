@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 import orjson
 
 from lossgate.errors import IdempotencyConflict, StoreError
+from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
 from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
 from lossgate.store import rows
 from lossgate.store.protocol import IdTaken
@@ -47,6 +48,19 @@ def _migrations() -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into statements (trigger bodies contain semicolons)."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                yield buf
+            buf = ""
+    if buf.strip() and not all(l.strip().startswith("--") or not l.strip() for l in buf.splitlines()):
+        raise StoreError(f"incomplete SQL statement in migration: {buf[:80]!r}")
+
+
 class SQLiteReadTx:
     """Read primitives over one SQLite connection inside an open transaction."""
 
@@ -67,7 +81,7 @@ class SQLiteReadTx:
     def events(
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
-        through_seq: int | None = None, limit: int | None = None,
+        through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
     ) -> list[Event]:
         where, args = ["tenant_id=?", "subject_id=?"], [tenant_id, subject_id]
         if states is not None:
@@ -81,19 +95,25 @@ class SQLiteReadTx:
             args.append(through_seq)
         sql = f"SELECT {','.join(rows.EVENT_COLUMNS)} FROM events WHERE {' AND '.join(where)}"
         if ids is None:
-            tail = " ORDER BY seq" + (f" LIMIT {int(limit)}" if limit is not None else "")
+            tail = " ORDER BY seq" + (" DESC" if newest_first else "")
+            tail += f" LIMIT {int(limit)}" if limit is not None else ""
             return [rows.event_from_row(r) for r in self._all(sql + tail, args)]
         found = []
         for chunk in _chunks(list(ids)):
             found += self._all(sql + f" AND event_id IN ({_marks(len(chunk))})", args + list(chunk))
-        return [rows.event_from_row(r) for r in sorted(found, key=lambda r: r[2])][:limit]
+        found.sort(key=lambda r: r[2], reverse=newest_first)
+        return [rows.event_from_row(r) for r in found[:limit]]
 
     def facts(
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         statuses: Sequence[FactStatus] | None = None, predicate: str | None = None,
-        through_seq: int | None = None,
+        through_seq: int | None = None, criticalities: Sequence[str] | None = None,
+        limit: int | None = None, newest_first: bool = False,
     ) -> list[Fact]:
         where, args = ["tenant_id=?", "subject_id=?"], [tenant_id, subject_id]
+        if criticalities is not None:
+            where.append(f"criticality IN ({_marks(len(criticalities))})")
+            args += criticalities
         if statuses is not None:
             where.append(f"status IN ({_marks(len(statuses))})")
             args += statuses
@@ -105,11 +125,14 @@ class SQLiteReadTx:
             args.append(through_seq)
         sql = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts WHERE {' AND '.join(where)}"
         if ids is None:
-            return [rows.fact_from_row(r) for r in self._all(sql + " ORDER BY seq", args)]
+            tail = " ORDER BY seq" + (" DESC" if newest_first else "")
+            tail += f" LIMIT {int(limit)}" if limit is not None else ""
+            return [rows.fact_from_row(r) for r in self._all(sql + tail, args)]
         found = []
         for chunk in _chunks(list(ids)):
             found += self._all(sql + f" AND fact_id IN ({_marks(len(chunk))})", args + list(chunk))
-        return [rows.fact_from_row(r) for r in sorted(found, key=lambda r: r[3])]
+        found.sort(key=lambda r: r[3], reverse=newest_first)
+        return [rows.fact_from_row(r) for r in found[:limit]]
 
     def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
         fact_ids: set[str] = set()
@@ -170,6 +193,76 @@ class SQLiteReadTx:
     def subjects(self, tenant_id: str) -> list[str]:
         return [r[0] for r in self._all(
             "SELECT subject_id FROM clocks WHERE tenant_id=? ORDER BY subject_id", (tenant_id,))]
+
+    # -- derived layer ---------------------------------------------------------------
+    def alias(self, tenant_id: str, subject_id: str) -> Alias:
+        row = self._c.execute(
+            f"SELECT {','.join(rows.ALIAS_COLUMNS)} FROM aliases WHERE tenant_id=? AND subject_id=?",
+            (tenant_id, subject_id),
+        ).fetchone()
+        return rows.alias_from_row(row) if row else Alias(tenant_id=tenant_id, subject_id=subject_id)
+
+    def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
+        row = self._c.execute(
+            f"SELECT {','.join(rows.ARTIFACT_COLUMNS)} FROM artifacts WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
+            (tenant_id, subject_id, artifact_id),
+        ).fetchone()
+        return rows.artifact_from_row(row) if row else None
+
+    def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
+        sql = f"SELECT {','.join(rows.ARTIFACT_COLUMNS)} FROM artifacts WHERE tenant_id=? AND subject_id=?"
+        args: list[Any] = [tenant_id, subject_id]
+        if states is not None:
+            sql += f" AND state IN ({_marks(len(states))})"
+            args += list(states)
+        return [rows.artifact_from_row(r) for r in self._all(sql + " ORDER BY created_at, rowid", args)]
+
+    def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> list[LineageEdge]:
+        return [
+            LineageEdge(tenant_id=tenant_id, subject_id=subject_id, artifact_id=artifact_id, input_kind=k, input_id=i)
+            for k, i in self._all(
+                "SELECT input_kind, input_id FROM lineage WHERE tenant_id=? AND subject_id=? AND artifact_id=? "
+                "ORDER BY input_kind, input_id", (tenant_id, subject_id, artifact_id))
+        ]
+
+    def descendants(self, tenant_id: str, subject_id: str, input_ids: Sequence[str]) -> list[str]:
+        if not input_ids:
+            return []
+        found: set[str] = set()
+        for chunk in _chunks(list(input_ids)):
+            found.update(r[0] for r in self._all(
+                "WITH RECURSIVE d(id) AS ("
+                " SELECT artifact_id FROM lineage WHERE tenant_id=? AND subject_id=?"
+                f"  AND input_id IN ({_marks(len(chunk))})"
+                " UNION SELECT l.artifact_id FROM lineage l JOIN d ON l.input_id = d.id"
+                "  WHERE l.tenant_id=? AND l.subject_id=? AND l.input_kind='artifact')"
+                " SELECT id FROM d", [tenant_id, subject_id, *chunk, tenant_id, subject_id],
+            ))
+        return sorted(found)
+
+    def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
+        return [rows.attempt_from_json(r[0]) for r in self._all(
+            "SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? ORDER BY number, started_at",
+            (tenant_id, subject_id))]
+
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        terms = " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
+        if not terms:
+            return []
+        return [r[0] for r in self._all(
+            "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
+            "WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid' "
+            "ORDER BY bm25(events_fts), e.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+
+    def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
+        return [rows.recall_from_json(r[0]) for r in self._all(
+            "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? ORDER BY at DESC, rowid DESC LIMIT ?",
+            (tenant_id, subject_id, limit))]
+
+    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
+        return [rows.job_from_row(r) for r in self._all(
+            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE tenant_id=? AND subject_id=? ORDER BY job_id",
+            (tenant_id, subject_id))]
 
 
 class SQLiteWriteTx(SQLiteReadTx):
@@ -251,6 +344,110 @@ class SQLiteWriteTx(SQLiteReadTx):
             "INSERT INTO ledger_log (tenant_id, subject_id, at, op, target_id, detail) VALUES (?,?,?,?,?,?)",
             (tenant_id, subject_id, at.isoformat(), op, target_id, rows.dumps(detail)),
         )
+
+    # -- derived layer ---------------------------------------------------------------
+    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
+        self.lock_clock(tenant_id, subject_id)  # the alias row references the clock row
+        self._c.execute(
+            "INSERT INTO aliases (tenant_id, subject_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            (tenant_id, subject_id),
+        )
+        return self.alias(tenant_id, subject_id)
+
+    def cas_alias(
+        self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
+        source_epoch: int, covers_through: int, at: datetime,
+    ) -> bool:
+        cur = self._c.execute(
+            "UPDATE aliases SET artifact_id=?, source_epoch=?, covers_through=?, updated_at=? "
+            "WHERE tenant_id=? AND subject_id=? AND artifact_id IS ? AND source_epoch=? "
+            "AND covers_through=? AND ? >= covers_through",
+            (artifact_id, source_epoch, covers_through, at.isoformat(), tenant_id, subject_id,
+             expected.parent_artifact_id, expected.source_epoch, expected.covers_through, covers_through),
+        )
+        return cur.rowcount == 1
+
+    def insert_artifact(self, artifact: Artifact, edges: Sequence[LineageEdge]) -> None:
+        self._c.execute(
+            f"INSERT INTO artifacts ({','.join(rows.ARTIFACT_COLUMNS)}) VALUES ({_marks(len(rows.ARTIFACT_COLUMNS))})",
+            rows.artifact_row(artifact),
+        )
+        self._c.executemany(
+            "INSERT INTO lineage (tenant_id, subject_id, artifact_id, input_kind, input_id) VALUES (?,?,?,?,?)",
+            [(e.tenant_id, e.subject_id, e.artifact_id, e.input_kind, e.input_id) for e in edges],
+        )
+
+    def set_artifact_state(
+        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
+    ) -> None:
+        for chunk in _chunks(list(artifact_ids)):
+            self._c.execute(
+                f"UPDATE artifacts SET state=?, state_reason=? WHERE tenant_id=? AND subject_id=? "
+                f"AND artifact_id IN ({_marks(len(chunk))})", (state, reason, tenant_id, subject_id, *chunk),
+            )
+
+    def save_attempt(self, attempt: Attempt) -> None:
+        self._c.execute(
+            "INSERT INTO attempts (tenant_id, subject_id, attempt_id, number, status, record, started_at) "
+            "VALUES (?,?,?,?,?,?,?) ON CONFLICT (tenant_id, attempt_id) DO UPDATE SET "
+            "status=excluded.status, record=excluded.record",
+            (attempt.tenant_id, attempt.subject_id, attempt.attempt_id, attempt.number, attempt.status,
+             attempt.model_dump_json(), attempt.started_at.isoformat()),
+        )
+
+    def insert_recall(self, record: RecallRecord) -> None:
+        self._c.execute(
+            "INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (?,?,?,?,?,?)",
+            (record.tenant_id, record.subject_id, record.recall_id, record.at.isoformat(), record.mode,
+             record.model_dump_json()),
+        )
+
+    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
+        return self._c.execute(
+            "UPDATE events SET tier=? WHERE tenant_id=? AND subject_id=? AND seq<=? AND tier<>?",
+            (tier, tenant_id, subject_id, through_seq, tier),
+        ).rowcount
+
+    def enqueue_job(self, tenant_id: str, subject_id: str, *, reason: str, run_after: datetime, at: datetime) -> bool:
+        return self._c.execute(
+            "INSERT INTO jobs (tenant_id, subject_id, status, reason, run_after, enqueued_at) "
+            "VALUES (?,?,'pending',?,?,?) ON CONFLICT (tenant_id, subject_id) WHERE status='pending' DO NOTHING",
+            (tenant_id, subject_id, reason, run_after.isoformat(), at.isoformat()),
+        ).rowcount == 1
+
+    def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
+        row = self._c.execute(
+            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE (status='pending' AND run_after<=?) "
+            "OR (status='running' AND lease_expires_at<?) ORDER BY run_after, job_id LIMIT 1",
+            (now.isoformat(), now.isoformat()),
+        ).fetchone()
+        if row is None:
+            return None
+        expires = (now + timedelta(seconds=lease_seconds)).isoformat()
+        self._c.execute(
+            "UPDATE jobs SET status='running', lease_owner=?, lease_expires_at=?, tries=tries+1 WHERE job_id=?",
+            (owner, expires, row[0]),
+        )
+        return rows.job_from_row(self._c.execute(
+            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE job_id=?", (row[0],)).fetchone())
+
+    def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
+                   at: datetime, run_after: datetime | None = None) -> bool:
+        if status == "pending":
+            # Retrying: fold into an already pending job for the subject if there is one.
+            pending = self._c.execute(
+                "SELECT 1 FROM jobs WHERE tenant_id=? AND subject_id=? AND status='pending'",
+                (tenant_id, subject_id)).fetchone()
+            if pending:
+                status = "done"
+        cur = self._c.execute(
+            "UPDATE jobs SET status=?, run_after=COALESCE(?, run_after), lease_owner=NULL, "
+            "lease_expires_at=NULL, finished_at=? WHERE tenant_id=? AND subject_id=? AND job_id=? "
+            "AND status='running' AND lease_owner=?",
+            (status, run_after.isoformat() if run_after else None, at.isoformat(), tenant_id, subject_id,
+             job_id, owner),
+        )
+        return cur.rowcount == 1
 
     def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool:
         row = self._c.execute("SELECT content_hash FROM registries WHERE version=?", (version,)).fetchone()
@@ -344,9 +541,8 @@ class SQLiteStore:
             for version, sql in _migrations():
                 if version in done:
                     continue
-                for statement in sql.split(";\n"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in _statements(sql):
+                    conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_migrations (version, applied_at) VALUES (?, datetime('now'))", (version,)
                 )

@@ -1,0 +1,141 @@
+"""Consolidation and recall commands: consolidate, recall, lineage, attempts, artifacts.
+
+Each command opens the memory, makes one library call and prints the result.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from lossgate.cli.app import fail, open_memory, out
+from lossgate.cli.render import event_table, fact_table, print_json_lines
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.derived import Attempt
+
+__all__ = ["register"]
+
+Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_default=False)]
+Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False)]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+_STATUS_STYLE = {"published": "green", "gated": "green", "rejected": "red", "error": "red", "conflict": "yellow",
+                 "selected": "dim"}
+
+
+def _attempt_table(attempts: list[Attempt], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("#", "attempt", "status", "gate", "H", "epoch", "selected", "artifact", "violations / reason"):
+        table.add_column(col, overflow="fold")
+    for a in attempts:
+        why = "\n".join(a.violations) or a.error or a.reason or ", ".join(a.losses)
+        table.add_row(str(a.number), a.attempt_id, Text(a.status, style=_STATUS_STYLE.get(a.status, "")),
+                      a.gate_outcome or "-", str(a.high_water), str(a.input_epoch), str(len(a.selected_ids)),
+                      a.artifact_id or "-", why)
+    return table
+
+
+def consolidate(
+    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    budget: Annotated[int, typer.Option("--budget", help="Token budget of the summary.")] = 2000,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds the compressor may take.")] = 60.0,
+    direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Build, gate and publish a summary of one subject. Exit 1 if nothing was published."""
+    config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct)
+    with open_memory(ctx) as memory:
+        attempt = memory.consolidate(tenant, subject, config=config)
+    if as_json:
+        typer.echo(attempt.model_dump_json())
+    else:
+        out().print(_attempt_table([attempt], title=f"consolidation of {tenant}/{subject}"))
+    if attempt.status != "published":
+        raise typer.Exit(1)
+
+
+def recall(
+    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    query: Annotated[Optional[str], typer.Option("--query", "-q", help="Keywords to search for.")] = None,
+    k: Annotated[int, typer.Option("-k", help="At most this many events and non-critical facts.")] = 20,
+    budget: Annotated[Optional[int], typer.Option("--budget", help="Token budget.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """What an agent should read: the fresh summary, or a raw fallback; critical facts always."""
+    with open_memory(ctx) as memory:
+        result = memory.recall(tenant, subject, query=query, k=k, budget=budget)
+    if as_json:
+        typer.echo(result.model_dump_json())
+        return
+    console = out()
+    style = "green" if result.mode == "summary" else "yellow"
+    console.print(Text.assemble("mode: ", (result.mode, f"bold {style}"),
+                                f"   artifact: {result.artifact_id or '-'}   tokens: {result.tokens}"))
+    if result.summary:
+        console.print(result.summary)
+    console.print(fact_table(result.facts, title="facts"))
+    if result.events:
+        console.print(event_table(result.events, title="events" if result.mode == "raw_fallback" else "tail events"))
+
+
+def lineage(ctx: typer.Context, artifact_id: str, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
+    """An artifact (stale ones too: audit) with its manifest, inputs and parent chain."""
+    with open_memory(ctx) as memory:
+        view = memory.lineage(tenant, subject, artifact_id)
+    if as_json:
+        typer.echo(view.model_dump_json())
+        return
+    a, m = view.artifact, view.artifact.manifest
+    console = out()
+    console.print(Text.assemble(("artifact ", "bold"), (a.artifact_id, "cyan"), f"  state={a.state}",
+                                f"  gate={a.gate.get('outcome')}  path={m.path}"))
+    console.print(f"covers_through={m.new_covers_through} input_epoch={m.input_epoch} input_root={m.input_root}")
+    console.print(f"expected alias: {m.expected_alias.parent_artifact_id} epoch {m.expected_alias.source_epoch} "
+                  f"covers {m.expected_alias.covers_through}")
+    console.print(f"compressor {m.compressor}@{m.compressor_version} prompt {m.prompt_version} "
+                  f"extractor {m.extractor_version} selector {m.selector_version} attempt {m.attempt}")
+    if a.state_reason:
+        console.print(f"state reason: {a.state_reason}")
+    for parent, state in view.ancestors:
+        console.print(f"  derived from artifact {parent} ({state})")
+    kinds: dict[str, int] = {}
+    for e in view.edges:
+        kinds[e.input_kind] = kinds.get(e.input_kind, 0) + 1
+    console.print("inputs: " + ", ".join(f"{n} {k}s" for k, n in sorted(kinds.items())))
+
+
+def attempts(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
+    """Every consolidation attempt of a subject, failed ones included, with violations."""
+    with open_memory(ctx) as memory:
+        found = memory.attempts(tenant, subject)
+    if as_json:
+        print_json_lines(json.loads(a.model_dump_json()) for a in found)
+        return
+    if not found:
+        fail(f"no consolidation attempts for {tenant}/{subject}", 1)
+    out().print(_attempt_table(found, title=f"attempts of {tenant}/{subject}"))
+
+
+def artifacts(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
+    """The subject's artifacts and the alias."""
+    with open_memory(ctx) as memory:
+        found = memory.artifacts(tenant, subject)
+        alias = memory.alias(tenant, subject)
+    table = Table(title=f"artifacts of {tenant}/{subject} (alias -> {alias.artifact_id or 'none'}, "
+                        f"epoch {alias.source_epoch}, covers {alias.covers_through})", title_justify="left")
+    for col in ("artifact", "state", "gate", "covers", "epoch", "path", "reason"):
+        table.add_column(col, overflow="fold")
+    for a in found:
+        table.add_row(a.artifact_id, a.state, str(a.gate.get("outcome")), str(a.manifest.new_covers_through),
+                      str(a.manifest.input_epoch), a.manifest.path, a.state_reason or "")
+    out().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the consolidation commands to ``app``."""
+    for command in (consolidate, recall, lineage, attempts, artifacts):
+        app.command()(command)

@@ -1,0 +1,1 @@
+"""Consolidation: snapshot, selection, compression, gating, storage and publication."""

@@ -1,0 +1,183 @@
+"""The compressor protocol and the deterministic compressor (the embedded default).
+
+A compressor turns a :class:`CompressionRequest` (the authorized inputs of one
+snapshot) into raw output: a JSON object in the shape of
+:class:`~lossgate.records.ArtifactBody`. Raw, because output from a model can be
+malformed; the pipeline parses it, keeps the raw text with the attempt, and
+lets the gate judge the result. A compressor never sees deleted or revoked
+content: the request is built from the authorized view only.
+
+The deterministic compressor needs no model and no network. It emits one claim
+per active fact (derived from the fact and its source events), carries open
+items and unresolved conflicts as such, and renders a prose summary from the
+claims and the recent conversation. Under a token budget it drops, in order:
+older conversation, contextual facts, important facts; never a critical fact.
+If the critical facts alone exceed the budget it raises
+:class:`BudgetExceeded` rather than truncate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from lossgate.consolidate.tokens import TokenCounter, default_counter
+from lossgate.errors import LossgateError
+from lossgate.records import ArtifactBody, Conflict, Event, Fact, Predicate
+from lossgate.values import encode_value
+
+__all__ = ["CompressionRequest", "Compressor", "DeterministicCompressor", "BudgetExceeded", "CompressionError",
+           "render_value"]
+
+_RANK = {"critical": 0, "important": 1, "contextual": 2}
+
+
+class CompressionError(LossgateError):
+    """The compressor could not produce an artifact (the attempt is kept as an error)."""
+
+
+class BudgetExceeded(CompressionError):
+    """The must-keep content alone does not fit the token budget."""
+
+
+class CompressionRequest(BaseModel):
+    """The authorized inputs of one consolidation, as a compressor sees them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    subject_id: str
+    facts: tuple[Fact, ...]
+    predicates: dict[str, Predicate]
+    conflicts: tuple[Conflict, ...] = ()
+    events: tuple[Event, ...] = ()
+    parent: ArtifactBody | None = None
+    budget_tokens: int | None = None
+    # Events whose only facts were superseded: history lives in the ledger, not in the
+    # summary, so the prose must not carry the old value (seed 000, temporal collapse).
+    outdated_event_ids: frozenset[str] = frozenset()
+
+
+class Compressor(Protocol):
+    """Turns a request into raw artifact output (a dict or JSON text)."""
+
+    name: str
+    version: str
+    prompt_version: str
+
+    def compress(self, request: CompressionRequest) -> dict[str, Any] | str: ...
+
+
+def render_value(fact: Fact) -> str:
+    """A fact's value as a person reads it: ``false``, ``14250.00 USD``, ``2026-03-25``."""
+    v = fact.value
+    if fact.value_type == "bool":
+        return "true" if v else "false"
+    if fact.value_type == "money":
+        return f"{v.amount} {v.currency}"
+    return str(encode_value(fact.value_type, v))
+
+
+def render_fact(fact: Fact) -> str:
+    quals = ", ".join(f"{k}={v}" for k, v in fact.qualifiers)
+    line = f"{fact.predicate}: {'NOT ' if fact.polarity == 'negative' else ''}{render_value(fact)}"
+    if quals:
+        line += f" ({quals})"
+    if fact.modality != "asserted" or fact.authority == "untrusted":
+        line += f" [{fact.modality}, {fact.authority} source]"
+    return "- " + line
+
+
+def claim_of(fact: Fact) -> dict[str, Any]:
+    """The claim that carries a fact through compression, with its provenance."""
+    return {
+        "fact_id": fact.fact_id, "tenant_id": fact.tenant_id, "subject_id": fact.subject_id,
+        "predicate": fact.predicate, "value_type": fact.value_type,
+        "value": encode_value(fact.value_type, fact.value), "qualifiers": [list(q) for q in fact.qualifiers],
+        "polarity": fact.polarity, "modality": fact.modality, "authority": fact.authority,
+        "derived_from": [fact.fact_id, *fact.source_event_ids],
+    }
+
+
+class DeterministicCompressor:
+    """Renders claims and prose from the ledger and the conversation; same snapshot, same bytes."""
+
+    name = "deterministic"
+    version = "1"
+    prompt_version = "render-v1"
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self._counter = counter
+
+    def count(self, text: str) -> int:
+        return (self._counter or default_counter())(text)
+
+    def compress(self, request: CompressionRequest) -> dict[str, Any]:
+        """Return the artifact body as a JSON-ready dict. Raises :class:`BudgetExceeded`."""
+        facts = sorted(request.facts, key=lambda f: (
+            _RANK[request.predicates[f.predicate].criticality], f.predicate, f.seq))
+        conflicted = {fid for c in request.conflicts for fid in c.fact_ids}
+        budget = request.budget_tokens
+        header = f"Memory of {request.subject_id} (tenant {request.tenant_id})."
+        lines = [header]
+        used = self.count(header)
+        kept: list[Fact] = []
+        for fact in facts:
+            line = render_fact(fact)
+            cost = self.count(line) + 1
+            critical = request.predicates[fact.predicate].criticality == "critical" or fact.fact_id in conflicted
+            if budget is not None and used + cost > budget:
+                if critical:
+                    raise BudgetExceeded(
+                        f"critical facts alone exceed the budget of {budget} tokens (at {fact.fact_id}); "
+                        "raise the budget: lossgate never truncates a critical fact"
+                    )
+                continue  # disposable: dropped, and the gate records the loss
+            lines.append(line)
+            used += cost
+            kept.append(fact)
+        for c in request.conflicts:
+            line = f"- UNRESOLVED CONFLICT on {c.predicate}: facts {c.fact_ids[0]} and {c.fact_ids[1]} disagree."
+            lines.append(line)
+            used += self.count(line) + 1
+        if budget is not None and used > budget:
+            raise BudgetExceeded(f"critical facts and open conflicts exceed the budget of {budget} tokens")
+        lines += self._continuity(request, budget, used)
+        kept_ids = {f.fact_id for f in kept}
+        return {
+            "tenant_id": request.tenant_id,
+            "subject_id": request.subject_id,
+            "claims": [claim_of(f) for f in kept],
+            "open_items": sorted(f.fact_id for f in kept
+                                 if request.predicates[f.predicate].category == "obligation"),
+            "unresolved_conflicts": [
+                {"conflict_id": c.conflict_id, "fact_ids": list(c.fact_ids)} for c in request.conflicts
+                if set(c.fact_ids) <= kept_ids
+            ],
+            "summary": "\n".join(lines),
+        }
+
+    def _continuity(self, request: CompressionRequest, budget: int | None, used: int) -> list[str]:
+        """Recent conversation, newest kept first, whole events only (a cut event could cut a number)."""
+        candidates = [f"- {e.actor}: {e.text}" for e in request.events
+                      if e.text and e.event_id not in request.outdated_event_ids]
+        if request.parent is not None:
+            candidates = _section(request.parent.summary, "Conversation:") + candidates
+        chosen: list[str] = []
+        title = "Conversation:"
+        used += self.count(title) + 1
+        for line in reversed(candidates):
+            cost = self.count(line) + 1
+            if budget is not None and used + cost > budget:
+                break
+            chosen.append(line)
+            used += cost
+        return [title, *reversed(chosen)] if chosen else []
+
+
+def _section(summary: str, title: str) -> list[str]:
+    lines = summary.splitlines()
+    if title not in lines:
+        return []
+    return [ln for ln in lines[lines.index(title) + 1:] if ln.startswith("- ")]

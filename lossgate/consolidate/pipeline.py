@@ -1,0 +1,259 @@
+"""One consolidation job, end to end.
+
+``prepare`` snapshots and selects (recording the attempt and its selected ids
+*before* any generation), runs the compressor under a timeout, parses its raw
+output, gates it and stores the artifact with its manifest and lineage.
+``publish`` runs the switch. ``run`` does both. Each step commits on its own,
+so a crash between them leaves a recorded attempt and at most an unpublished
+candidate, which recall never returns; the next run recovers forward.
+
+A failed gate publishes nothing, keeps the sources hot, keeps the attempt with
+its violations and raw output, and queues a retry with exponential backoff; after
+``max_attempts`` consecutive failures the subject is marked for review.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from lossgate import gate
+from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor, DeterministicCompressor
+from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
+from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
+from lossgate.errors import InvalidInput
+from lossgate.publish import switch
+from lossgate.records import ArtifactBody, utcnow
+from lossgate.registry import Registry
+from lossgate.store import Store
+
+__all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTOR_VERSION"]
+
+EXTRACTOR_VERSION = "atoms-v1"
+
+
+@dataclass(frozen=True)
+class ConsolidationConfig:
+    """Knobs of a consolidation job."""
+
+    budget_tokens: int | None = 2000
+    timeout_s: float = 60.0
+    incremental: bool = True
+    max_attempts: int = 5
+    backoff_base_s: float = 30.0
+    backoff_max_s: float = 3600.0
+
+
+@dataclass
+class Hooks:
+    """Test seams between the steps (crash, revoke or race at the worst moment)."""
+
+    before_compress: Callable[[Selection], None] | None = None
+    before_switch: Callable[[Artifact], None] | None = None
+
+
+@dataclass
+class Prepared:
+    """The outcome of :meth:`Consolidator.prepare`: an attempt and, if one was built, an artifact."""
+
+    attempt: Attempt
+    artifact: Artifact | None = None
+    gate_result: gate.GateResult | None = None
+    selection: Selection | None = field(default=None, repr=False)
+
+
+def _retry_delay(config: ConsolidationConfig, failures: int) -> float:
+    return min(config.backoff_max_s, config.backoff_base_s * 2 ** max(0, failures - 1))
+
+
+class Consolidator:
+    """Runs consolidation jobs for one store with one compressor."""
+
+    def __init__(self, store: Store, registry_loader: Callable[[Any], Registry | None], *,
+                 compressor: Compressor | None = None, config: ConsolidationConfig | None = None,
+                 hooks: Hooks | None = None) -> None:
+        self.store = store
+        self._registry = registry_loader
+        self.compressor = compressor or DeterministicCompressor()
+        self.config = config or ConsolidationConfig()
+        self.hooks = hooks or Hooks()
+
+    # -- the job -------------------------------------------------------------------
+    def run(self, tenant_id: str, subject_id: str) -> Attempt:
+        """Prepare and, if the gate passed, publish. Returns the final attempt record."""
+        prepared = self.prepare(tenant_id, subject_id)
+        if prepared.artifact is None or prepared.attempt.status != "gated":
+            return prepared.attempt
+        return self.publish(prepared)
+
+    def prepare(self, tenant_id: str, subject_id: str) -> Prepared:
+        """Snapshot, record the attempt, compress, gate and store the artifact."""
+        t0 = time.perf_counter()
+        now = utcnow()
+        with self.store.write() as tx:
+            registry = self._registry(tx)
+            if registry is None:
+                raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
+            sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
+            number = len(tx.attempts(tenant_id, subject_id)) + 1
+            attempt = Attempt(
+                attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
+                number=number, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
+                input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected,
+                selected_ids=sel.selected_ids, input_root=sel.input_root, compressor=self._compressor_label(),
+            )
+            tx.save_attempt(attempt)  # the selection is on record before any generation
+        timings = {"select_s": time.perf_counter() - t0}
+
+        if self.hooks.before_compress:
+            self.hooks.before_compress(sel)
+        request = CompressionRequest(
+            tenant_id=tenant_id, subject_id=subject_id, facts=sel.facts,
+            predicates={f.predicate: registry.get(f.predicate) for f in sel.facts},
+            conflicts=sel.snapshot.conflicts, events=sel.events,
+            parent=sel.parent.body if sel.parent else None, budget_tokens=self.config.budget_tokens,
+            outdated_event_ids=sel.outdated_event_ids,
+        )
+        t1 = time.perf_counter()
+        raw, error = self._generate(request)
+        timings["compress_s"] = time.perf_counter() - t1
+        raw_text = raw if isinstance(raw, str) or raw is None else json.dumps(raw, sort_keys=True, default=str)
+        if error is None:
+            body, error = self._parse(raw)
+        if error is not None:
+            return self._finish_error(attempt, sel, raw_text, error, timings)
+
+        t2 = time.perf_counter()
+        result = gate.check(sel.snapshot, body, registry)
+        timings["gate_s"] = time.perf_counter() - t2
+        artifact = self._artifact(attempt, sel, body, result, registry, timings)
+        passed = result.passed
+        attempt = attempt.model_copy(update={
+            "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
+            "gate_outcome": result.outcome, "violations": tuple(result.lines()),
+            "losses": tuple(str(v) for v in result.losses), "raw_output": raw_text,
+            "covers_through": artifact.manifest.new_covers_through, "timings": timings,
+            "finished_at": None if passed else utcnow(),
+            "reason": None if passed else "gate failed",
+        })
+        with self.store.write() as tx:
+            tx.insert_artifact(artifact, self._edges(artifact, sel))
+            tx.save_attempt(attempt)
+            if not passed:
+                self._schedule_retry(tx, attempt)
+        return Prepared(attempt=attempt, artifact=artifact, gate_result=result, selection=sel)
+
+    def publish(self, prepared: Prepared) -> Attempt:
+        """Run the switch for a gated artifact. A lost race or a moved input publishes nothing."""
+        artifact = prepared.artifact
+        assert artifact is not None
+        if self.hooks.before_switch:
+            self.hooks.before_switch(artifact)
+        with self.store.write() as tx:
+            result = switch(tx, artifact, now=utcnow())
+            if result.published:
+                attempt = prepared.attempt.model_copy(update={"status": "published", "finished_at": utcnow()})
+            else:
+                tx.set_artifact_state(artifact.tenant_id, artifact.subject_id, [artifact.artifact_id],
+                                      "abandoned", reason=result.reason)
+                tx.enqueue_job(artifact.tenant_id, artifact.subject_id, reason=f"switch refused: {result.reason}",
+                               run_after=utcnow(), at=utcnow())
+                attempt = prepared.attempt.model_copy(update={
+                    "status": "conflict", "reason": result.reason, "finished_at": utcnow()})
+            tx.save_attempt(attempt)
+        return attempt
+
+    # -- steps -----------------------------------------------------------------------
+    def _compressor_label(self) -> str:
+        c = self.compressor
+        return f"{c.name}@{c.version}"
+
+    def _generate(self, request: CompressionRequest) -> tuple[Any, str | None]:
+        """Run the compressor under the timeout. Returns (raw output, error or None)."""
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lossgate-compress")
+        future = pool.submit(self.compressor.compress, request)
+        try:
+            return future.result(timeout=self.config.timeout_s), None
+        except FutureTimeout:
+            return None, f"timeout: the compressor did not answer within {self.config.timeout_s:g}s"
+        except CompressionError as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a compressor is foreign code: any failure is a failed attempt
+            return None, f"compressor error: {type(exc).__name__}: {exc}"
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _parse(self, raw: Any) -> tuple[ArtifactBody | None, str | None]:
+        try:
+            data = json.loads(raw) if isinstance(raw, str) else raw
+            return ArtifactBody.model_validate(data), None
+        except json.JSONDecodeError as exc:
+            return None, f"invalid output: not JSON ({exc})"
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(root)"
+            kind = "missing field" if first["type"] == "missing" else first["msg"]
+            return None, f"invalid output: {kind} at {where} ({exc.error_count()} error(s))"
+
+    def _finish_error(self, attempt: Attempt, sel: Selection, raw_text: str | None, error: str,
+                      timings: dict[str, float]) -> Prepared:
+        attempt = attempt.model_copy(update={
+            "status": "error", "error": error, "raw_output": raw_text, "finished_at": utcnow(),
+            "timings": timings, "reason": error.split(":")[0],
+        })
+        with self.store.write() as tx:
+            tx.save_attempt(attempt)
+            self._schedule_retry(tx, attempt)
+        return Prepared(attempt=attempt, selection=sel)
+
+    def _schedule_retry(self, tx: Any, attempt: Attempt) -> None:
+        """Back off exponentially on consecutive failures; after the limit, ask for review."""
+        failures = 0  # consecutive failed attempts since the last publication, this one included
+        for past in reversed(tx.attempts(attempt.tenant_id, attempt.subject_id)):
+            if past.status == "published":
+                break
+            failures += past.status in ("rejected", "error")
+        if failures >= self.config.max_attempts:
+            tx.add_log(attempt.tenant_id, attempt.subject_id, at=utcnow(), op="review", target_id=attempt.attempt_id,
+                       detail={"failures": failures, "reason": "consolidation failed repeatedly; sources stay hot"})
+            return
+        delay = _retry_delay(self.config, failures)
+        tx.enqueue_job(attempt.tenant_id, attempt.subject_id, reason=f"retry after {attempt.status}",
+                       run_after=utcnow() + timedelta(seconds=delay), at=utcnow())
+
+    def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
+                  registry: Registry, timings: dict[str, float]) -> Artifact:
+        artifact_id = f"art-{attempt.subject_id}-{sel.snapshot.clock.high_water:06d}-{uuid.uuid4().hex[:8]}"
+        manifest = Manifest(
+            artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
+            new_covers_through=max(sel.snapshot.clock.high_water, sel.expected.covers_through),
+            input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected, inputs=sel.inputs,
+            input_root=sel.input_root, path=sel.path, selector_version=SELECTOR_VERSION,
+            prompt_version=self.compressor.prompt_version, compressor=self.compressor.name,
+            compressor_version=self.compressor.version, extractor_version=EXTRACTOR_VERSION,
+            schema_version=self.store.schema_version(), registry_version=registry.version,
+            attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=timings,
+        )
+        return Artifact(
+            artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
+            state="candidate" if result.passed else "failed", body=body, manifest=manifest,
+            gate={"outcome": result.outcome, "violations": result.lines(),
+                  "losses": [str(v) for v in result.losses]},
+            created_at=utcnow(),
+        )
+
+    @staticmethod
+    def _edges(artifact: Artifact, sel: Selection) -> list[LineageEdge]:
+        return [
+            LineageEdge(tenant_id=artifact.tenant_id, subject_id=artifact.subject_id,
+                        artifact_id=artifact.artifact_id, input_kind=ref.kind, input_id=ref.id)
+            for ref in sel.inputs
+        ]

@@ -1,0 +1,93 @@
+"""Snapshot and selection: what one consolidation may read, pinned by hash.
+
+A job reads the clock (``high_water`` H and ``input_epoch``) and the alias
+(parent artifact, source epoch, covers_through) in one transaction, then
+selects from the *authorized view*: valid events and active facts with
+seq <= H. Deleted and revoked events never enter a selection (invariant 1).
+
+Two paths produce the same active fact set:
+
+* **direct**: every valid event and active fact up to H;
+* **incremental**: the published parent artifact plus the events after its
+  ``covers_through``; allowed only when the parent is fresh (published, built
+  at the current epoch), so nothing it carries can be stale or deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from lossgate.canonical import content_hash
+from lossgate.derived import Artifact, ExpectedAlias, InputRef
+from lossgate.records import Event, Fact, Snapshot
+from lossgate.registry import Registry
+from lossgate.store.protocol import ReadTx
+
+__all__ = ["SELECTOR_VERSION", "Selection", "select", "input_root"]
+
+SELECTOR_VERSION = "authorized-view-v1"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One snapshot's inputs: what the compressor sees, what the gate checks against."""
+
+    snapshot: Snapshot  # the gate's view: every fact <= H in any state, valid events, open conflicts
+    expected: ExpectedAlias
+    path: Literal["direct", "incremental"]
+    parent: Artifact | None
+    events: tuple[Event, ...]  # what the compressor may read
+    facts: tuple[Fact, ...]  # active facts
+    inputs: tuple[InputRef, ...]
+    input_root: str
+    outdated_event_ids: frozenset[str] = frozenset()
+
+    @property
+    def selected_ids(self) -> tuple[str, ...]:
+        return tuple(ref.id for ref in self.inputs)
+
+
+def input_root(inputs: tuple[InputRef, ...]) -> str:
+    """sha256 over the RFC 8785 form of the inputs: same snapshot, same root, in any process."""
+    return content_hash([[r.kind, r.id, r.content_hash] for r in sorted(inputs, key=lambda r: (r.kind, r.id))])
+
+
+def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, incremental: bool = True) -> Selection:
+    """Read one consistent snapshot of a subject and choose the consolidation inputs."""
+    clock = tx.clock(tenant_id, subject_id)
+    alias = tx.alias(tenant_id, subject_id)
+    h = clock.high_water
+    parent = tx.artifact(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
+    fresh_parent = (
+        parent is not None and parent.state == "published" and alias.source_epoch == clock.input_epoch
+    )
+    path: Literal["direct", "incremental"] = "incremental" if incremental and fresh_parent else "direct"
+
+    valid = tx.events(tenant_id, subject_id, states=["valid"], through_seq=h)
+    all_facts = tx.facts(tenant_id, subject_id, through_seq=h)
+    active = tuple(f for f in all_facts if f.status == "active")
+    conflicts = tuple(c for c in tx.conflicts(tenant_id, subject_id, unresolved_only=True))
+
+    if path == "incremental":
+        assert parent is not None
+        shown = tuple(e for e in valid if e.seq > alias.covers_through)
+        inputs = [InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
+    else:
+        shown = tuple(valid)
+        inputs = []
+    inputs += [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
+    inputs += [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
+    refs = tuple(inputs)
+    live_sources = {e for f in active for e in f.source_event_ids}
+    outdated = frozenset(
+        e for f in all_facts if f.status != "active" for e in f.source_event_ids if e not in live_sources
+    )
+    snapshot = Snapshot(
+        tenant_id=tenant_id, subject_id=subject_id, clock=clock, registry_version=registry.version,
+        events=tuple(valid), facts=tuple(all_facts), conflicts=conflicts,
+    )
+    return Selection(
+        snapshot=snapshot, expected=alias.expected(), path=path, parent=parent if path == "incremental" else None,
+        events=shown, facts=active, inputs=refs, input_root=input_root(refs), outdated_event_ids=outdated,
+    )

@@ -1,0 +1,193 @@
+"""Typed records of the derived layer: artifacts, their manifests and lineage,
+the alias that publishes them, consolidation attempts, and recall results.
+
+A summary is an invalidatable derived index, not a new raw fact: every
+artifact names exactly what it was built from (its manifest and lineage), and
+only the artifact the alias points at, built at the clock's current
+``input_epoch``, is ever recalled.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lossgate.records import ArtifactBody, Clock, Event, Fact
+
+__all__ = [
+    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "Manifest", "Artifact", "LineageEdge",
+    "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
+]
+
+ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned"]
+AttemptStatus = Literal["selected", "gated", "published", "rejected", "conflict", "error"]
+RecallMode = Literal["summary", "raw_fallback"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ExpectedAlias(_Record):
+    """The alias tuple a job read at snapshot time; its CAS succeeds only if nothing moved."""
+
+    parent_artifact_id: str | None
+    source_epoch: int
+    covers_through: int
+
+
+class Alias(_Record):
+    """The per-subject read alias: which artifact is live, at which epoch, covering which seq."""
+
+    tenant_id: str
+    subject_id: str
+    artifact_id: str | None = None
+    source_epoch: int = 0
+    covers_through: int = 0
+    updated_at: datetime | None = None
+
+    def expected(self) -> ExpectedAlias:
+        return ExpectedAlias(parent_artifact_id=self.artifact_id, source_epoch=self.source_epoch,
+                             covers_through=self.covers_through)
+
+
+class InputRef(_Record):
+    """One input of a consolidation, pinned by content hash."""
+
+    kind: Literal["event", "fact", "artifact"]
+    id: str
+    content_hash: str
+    seq: int = 0
+
+
+class Manifest(_Record):
+    """Everything needed to reproduce or audit one artifact (seed 001)."""
+
+    artifact_id: str
+    tenant_id: str
+    subject_id: str
+    new_covers_through: int
+    input_epoch: int
+    expected_alias: ExpectedAlias
+    inputs: tuple[InputRef, ...]
+    input_root: str
+    path: Literal["direct", "incremental"]
+    selector_version: str
+    prompt_version: str
+    compressor: str
+    compressor_version: str
+    extractor_version: str
+    schema_version: int
+    registry_version: int
+    attempt: int
+    budget_tokens: int | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+class Artifact(_Record):
+    """A stored artifact: the compressor's body, its manifest, and what the gate said."""
+
+    artifact_id: str
+    tenant_id: str
+    subject_id: str
+    state: ArtifactState
+    body: ArtifactBody
+    manifest: Manifest
+    gate: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    state_reason: str | None = None
+
+
+class LineageEdge(_Record):
+    """``artifact_id`` was derived from ``input_id`` (W3C PROV ``wasDerivedFrom``)."""
+
+    tenant_id: str
+    subject_id: str
+    artifact_id: str
+    input_kind: Literal["event", "fact", "artifact"]
+    input_id: str
+
+
+class Attempt(_Record):
+    """One consolidation attempt, kept whatever its outcome (invariant 11).
+
+    ``selected_ids`` is written before the compressor runs, so a loss can be
+    attributed to selection or to generation (seed 000)."""
+
+    attempt_id: str
+    tenant_id: str
+    subject_id: str
+    number: int
+    status: AttemptStatus
+    started_at: datetime
+    finished_at: datetime | None = None
+    high_water: int
+    input_epoch: int
+    expected_alias: ExpectedAlias
+    selected_ids: tuple[str, ...]
+    input_root: str
+    compressor: str
+    artifact_id: str | None = None
+    gate_outcome: Literal["clean", "acceptable", "failed"] | None = None
+    violations: tuple[str, ...] = ()
+    losses: tuple[str, ...] = ()
+    raw_output: str | None = None
+    error: str | None = None
+    reason: str | None = None
+    covers_through: int | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+class RecallRecord(_Record):
+    """Evidence of one recall: what was asked, what was considered, what was returned, at which versions."""
+
+    recall_id: str
+    tenant_id: str
+    subject_id: str
+    at: datetime
+    query: str | None
+    filters: dict[str, Any]
+    mode: RecallMode
+    candidate_ids: tuple[str, ...]
+    selected_ids: tuple[str, ...]
+    alias: Alias
+    clock: Clock
+
+
+class RecallResult(_Record):
+    """What an agent reads back. ``summary`` only in ``summary`` mode; active critical facts always."""
+
+    tenant_id: str
+    subject_id: str
+    mode: RecallMode
+    artifact_id: str | None = None
+    summary: str | None = None
+    open_items: tuple[str, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    events: tuple[Event, ...] = ()
+    record: RecallRecord
+    tokens: int = 0
+
+
+class Job(_Record):
+    """A queued rebuild of one subject's summary."""
+
+    job_id: int
+    tenant_id: str
+    subject_id: str
+    status: Literal["pending", "running", "done", "review"]
+    reason: str
+    run_after: datetime
+    tries: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+
+
+class LineageView(_Record):
+    """An artifact with what it was derived from and the chain of parents behind it (audit view)."""
+
+    artifact: Artifact
+    edges: tuple[LineageEdge, ...]
+    ancestors: tuple[tuple[str, ArtifactState], ...] = ()

@@ -1,0 +1,87 @@
+"""The switch: publish an artifact by compare-and-swap on the subject's alias.
+
+One transaction: lock the clock and the alias, re-read every input and
+confirm it is still valid with the same hash, confirm ``input_epoch`` has not
+moved, then CAS the alias on (parent artifact, source epoch, covers_through)
+with coverage never regressing (seed 001). Anything but exactly one changed
+row publishes nothing; the caller records why and rebuilds from current state.
+A stale or racing worker therefore can never overwrite newer memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from lossgate.derived import Artifact
+from lossgate.store.protocol import WriteTx
+
+__all__ = ["SwitchResult", "switch"]
+
+
+@dataclass(frozen=True)
+class SwitchResult:
+    published: bool
+    reason: str
+
+
+def _inputs_unchanged(tx: WriteTx, artifact: Artifact) -> str | None:
+    """None if every input is still valid with its hash, else why not."""
+    m = artifact.manifest
+    t, s = m.tenant_id, m.subject_id
+    want_events = {r.id: r.content_hash for r in m.inputs if r.kind == "event"}
+    want_facts = {r.id: r.content_hash for r in m.inputs if r.kind == "fact"}
+    if want_events:
+        found = {e.event_id: e for e in tx.events(t, s, ids=list(want_events))}
+        for event_id, h in want_events.items():
+            e = found.get(event_id)
+            if e is None or e.state != "valid" or e.content_hash != h:
+                return f"input event {event_id} is {'gone' if e is None else e.state} or changed"
+    if want_facts:
+        found_f = {f.fact_id: f for f in tx.facts(t, s, ids=list(want_facts))}
+        for fact_id, h in want_facts.items():
+            f = found_f.get(fact_id)
+            if f is None or f.status != "active" or f.content_hash != h:
+                return f"input fact {fact_id} is {'gone' if f is None else f.status} or changed"
+    for ref in m.inputs:
+        if ref.kind == "artifact":
+            parent = tx.artifact(t, s, ref.id)
+            if parent is None or parent.state != "published":
+                return f"parent artifact {ref.id} is {'gone' if parent is None else parent.state}"
+    return None
+
+
+def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
+    """Publish ``artifact`` if, and only if, nothing it rests on has moved."""
+    m = artifact.manifest
+    t, s = m.tenant_id, m.subject_id
+    clock = tx.lock_clock(t, s)
+    alias = tx.lock_alias(t, s)
+    if clock.input_epoch != m.input_epoch:
+        return SwitchResult(False, f"input_epoch moved from {m.input_epoch} to {clock.input_epoch}")
+    problem = _inputs_unchanged(tx, artifact)
+    if problem:
+        return SwitchResult(False, problem)
+    if m.new_covers_through < alias.covers_through:
+        return SwitchResult(False, f"coverage would regress from {alias.covers_through} to {m.new_covers_through}")
+    if not tx.cas_alias(
+        t, s, expected=m.expected_alias, artifact_id=artifact.artifact_id, source_epoch=m.input_epoch,
+        covers_through=m.new_covers_through, at=now,
+    ):
+        return SwitchResult(
+            False,
+            f"alias moved: expected ({m.expected_alias.parent_artifact_id}, epoch {m.expected_alias.source_epoch}, "
+            f"covers {m.expected_alias.covers_through}), found ({alias.artifact_id}, epoch {alias.source_epoch}, "
+            f"covers {alias.covers_through})",
+        )
+    tx.set_artifact_state(t, s, [artifact.artifact_id], "published", reason="switched")
+    if alias.artifact_id:
+        tx.set_artifact_state(t, s, [alias.artifact_id], "retired", reason=f"replaced by {artifact.artifact_id}")
+    # Candidates left by crashed or racing jobs can never win a CAS now: say so.
+    orphans = [a.artifact_id for a in tx.artifacts(t, s, states=["candidate"]) if a.artifact_id != artifact.artifact_id]
+    if orphans:
+        tx.set_artifact_state(t, s, orphans, "abandoned", reason=f"superseded by {artifact.artifact_id}")
+    moved = tx.set_tier(t, s, through_seq=m.new_covers_through, tier="cold")
+    tx.add_log(t, s, at=now, op="publish", target_id=artifact.artifact_id,
+               detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch, "demoted": moved})
+    return SwitchResult(True, "published")

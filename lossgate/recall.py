@@ -1,0 +1,100 @@
+"""The read side: what an agent gets back, and the evidence of what it got.
+
+Recall returns the published summary only when it is fresh: the alias points
+at a published artifact whose ``source_epoch`` equals the clock's
+``input_epoch`` (invariant 2). Otherwise it falls back to the raw layer:
+active facts and valid events. Either way the active critical facts are always
+included, everything is scoped to one tenant and subject (invariant 7), and a
+recall record (query, filters, candidate ids, selected ids, alias and clock
+versions, mode) is persisted so a later failure can be traced to compression,
+storage, retrieval or response (seed 000).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from lossgate.consolidate.compressor import render_fact
+from lossgate.consolidate.tokens import TokenCounter, default_counter
+from lossgate.derived import RecallMode, RecallRecord, RecallResult
+from lossgate.records import Event, Fact, utcnow
+from lossgate.store import Store
+
+__all__ = ["recall"]
+
+
+def _matches(fact: Fact, terms: list[str]) -> bool:
+    text = render_fact(fact).lower() if fact.value is not None else fact.predicate
+    return any(t in text for t in terms)
+
+
+def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
+           budget: int | None = None, counter: TokenCounter | None = None) -> RecallResult:
+    """Read memory for one subject. ``k`` bounds events and non-critical facts; ``budget``
+    (tokens) trims events first, then non-critical facts, never critical facts."""
+    terms = [t.lower() for t in (query or "").split() if t]
+    with store.read() as tx:
+        clock = tx.clock(tenant_id, subject_id)
+        alias = tx.alias(tenant_id, subject_id)
+        artifact = tx.artifact(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
+        fresh = (artifact is not None and artifact.state == "published"
+                 and alias.source_epoch == clock.input_epoch)
+        mode: RecallMode = "summary" if fresh else "raw_fallback"
+        critical = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["critical"])
+        pool = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["important", "contextual"],
+                        limit=max(k * 10, 100), newest_first=True)
+        others = [f for f in pool if _matches(f, terms)] if terms else pool
+        others = others[:k]
+        after = alias.covers_through if fresh else None
+        if terms:
+            hit_ids = tx.search_events(tenant_id, subject_id, query or "", limit=k * 4)
+            events = [e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
+                      if after is None or e.seq > after]
+            rank = {eid: i for i, eid in enumerate(hit_ids)}
+            events.sort(key=lambda e: rank[e.event_id])
+            events = events[:k]
+        else:
+            events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k, newest_first=True)
+        candidates = [f.fact_id for f in critical] + [f.fact_id for f in pool] + [e.event_id for e in events]
+
+    summary = artifact.body.summary if fresh and artifact else None
+    events, others, tokens = _fit(summary, critical, others, events, budget, counter)
+    events.sort(key=lambda e: e.seq)
+    now = utcnow()
+    record = RecallRecord(
+        recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=now,
+        query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget},
+        mode=mode, candidate_ids=tuple(candidates),
+        selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
+        alias=alias, clock=clock,
+    )
+    with store.write() as tx:
+        tx.insert_recall(record)
+    return RecallResult(
+        tenant_id=tenant_id, subject_id=subject_id, mode=mode,
+        artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
+        open_items=artifact.body.open_items if fresh and artifact else (),
+        facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
+    )
+
+
+def _fit(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
+         budget: int | None, counter: TokenCounter | None) -> tuple[list[Event], list[Fact], int]:
+    """Trim to the token budget: events (oldest first), then non-critical facts; never critical facts."""
+    count = counter or default_counter()
+    cost_summary = count(summary) if summary else 0
+    fact_costs = [count(render_fact(f)) for f in critical]
+    other_costs = [count(render_fact(f)) for f in others]
+    event_costs = [count(e.text or "") for e in events]
+    total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
+    if budget is None:
+        return events, others, total
+    events, others = list(events), list(others)
+    # events are newest first here: drop from the end (the oldest)
+    while total > budget and events:
+        events.pop()
+        total -= event_costs.pop()
+    while total > budget and others:
+        others.pop()
+        total -= other_costs.pop()
+    return events, others, total

@@ -1,0 +1,251 @@
+"""PostgreSQL primitives of the derived layer: alias, artifacts, lineage, attempts,
+recall records, full-text search and the rebuild queue.
+
+Mixed into :class:`lossgate.store.pg_tx.PostgresReadTx` and ``PostgresWriteTx``,
+whose ``_c`` (the connection), ``_scope`` (set the tenant; in a write, lock the
+subject) and ``_use_tenant`` they use.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Sequence
+
+import psycopg
+
+from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
+from lossgate.records import Clock
+from lossgate.store import rows
+
+__all__ = ["DerivedReads", "DerivedWrites"]
+
+_ALIAS_COLS = ",".join(rows.ALIAS_COLUMNS)
+_ARTIFACT_COLS = ",".join(rows.ARTIFACT_COLUMNS)
+_JOB_COLS = ",".join(rows.JOB_COLUMNS)
+# Must be the expression of the events_text_search index, or the index is not used.
+_TSV = "to_tsvector('simple', coalesce(text, ''))"
+
+
+class _Tx:
+    """What the mixins need from the transaction class they are mixed into."""
+
+    _c: psycopg.Connection[Any]
+
+    if TYPE_CHECKING:
+        def _scope(self, tenant_id: str, subject_id: str) -> None: ...
+        def _use_tenant(self, tenant_id: str) -> None: ...
+        def lock_clock(self, tenant_id: str, subject_id: str) -> Clock: ...
+        def alias(self, tenant_id: str, subject_id: str) -> Alias: ...
+
+
+class DerivedReads(_Tx):
+
+    def alias(self, tenant_id: str, subject_id: str) -> Alias:
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute(
+            f"SELECT {_ALIAS_COLS} FROM aliases WHERE tenant_id=%s AND subject_id=%s", (tenant_id, subject_id),
+        ).fetchone()
+        return rows.alias_from_row(row) if row else Alias(tenant_id=tenant_id, subject_id=subject_id)
+
+    def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute(
+            f"SELECT {_ARTIFACT_COLS} FROM artifacts WHERE tenant_id=%s AND subject_id=%s AND artifact_id=%s",
+            (tenant_id, subject_id, artifact_id),
+        ).fetchone()
+        return rows.artifact_from_row(row) if row else None
+
+    def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
+        self._scope(tenant_id, subject_id)
+        sql = f"SELECT {_ARTIFACT_COLS} FROM artifacts WHERE tenant_id=%s AND subject_id=%s"
+        args: list[Any] = [tenant_id, subject_id]
+        if states is not None:
+            sql += " AND state = ANY(%s)"
+            args.append(list(states))
+        found = self._c.execute(sql + " ORDER BY created_at, created_no", args).fetchall()
+        return [rows.artifact_from_row(r) for r in found]
+
+    def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> list[LineageEdge]:
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            "SELECT input_kind, input_id FROM lineage WHERE tenant_id=%s AND subject_id=%s AND artifact_id=%s "
+            "ORDER BY input_kind, input_id", (tenant_id, subject_id, artifact_id),
+        ).fetchall()
+        return [
+            LineageEdge(tenant_id=tenant_id, subject_id=subject_id, artifact_id=artifact_id, input_kind=k, input_id=i)
+            for k, i in found
+        ]
+
+    def descendants(self, tenant_id: str, subject_id: str, input_ids: Sequence[str]) -> list[str]:
+        if not input_ids:
+            return []
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            "WITH RECURSIVE d(id) AS ("
+            " SELECT artifact_id FROM lineage WHERE tenant_id=%(t)s AND subject_id=%(s)s AND input_id = ANY(%(ids)s)"
+            " UNION SELECT l.artifact_id FROM lineage l JOIN d ON l.input_id = d.id"
+            "  WHERE l.tenant_id=%(t)s AND l.subject_id=%(s)s AND l.input_kind='artifact')"
+            " SELECT id FROM d ORDER BY id",
+            {"t": tenant_id, "s": subject_id, "ids": list(input_ids)},
+        ).fetchall()
+        return [r[0] for r in found]
+
+    def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            "SELECT record FROM attempts WHERE tenant_id=%s AND subject_id=%s ORDER BY number, started_at",
+            (tenant_id, subject_id),
+        ).fetchall()
+        return [rows.attempt_from_json(r[0]) for r in found]
+
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        # Any term may match (FTS5's OR on the SQLite side); websearch_to_tsquery
+        # never raises on user input, and quoting keeps each term literal.
+        terms = [t.replace('"', " ") for t in query.split() if t.strip('"')]
+        if not terms:
+            return []
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            f"SELECT event_id FROM events, websearch_to_tsquery('simple', %(q)s) q "
+            f"WHERE tenant_id=%(t)s AND subject_id=%(s)s AND state='valid' AND {_TSV} @@ q "
+            f"ORDER BY ts_rank({_TSV}, q) DESC, seq DESC LIMIT %(n)s",
+            {"q": " or ".join(f'"{t}"' for t in terms), "t": tenant_id, "s": subject_id, "n": limit},
+        ).fetchall()
+        return [r[0] for r in found]
+
+    def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            "SELECT record FROM recalls WHERE tenant_id=%s AND subject_id=%s ORDER BY at DESC, recall_no DESC LIMIT %s",
+            (tenant_id, subject_id, limit),
+        ).fetchall()
+        return [rows.recall_from_json(r[0]) for r in found]
+
+    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            f"SELECT {_JOB_COLS} FROM jobs WHERE tenant_id=%s AND subject_id=%s ORDER BY job_id",
+            (tenant_id, subject_id),
+        ).fetchall()
+        return [rows.job_from_row(r) for r in found]
+
+
+class DerivedWrites(_Tx):
+
+    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
+        self.lock_clock(tenant_id, subject_id)  # the alias row references the clock row; this locks both
+        self._c.execute(
+            "INSERT INTO aliases (tenant_id, subject_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (tenant_id, subject_id),
+        )
+        return self.alias(tenant_id, subject_id)
+
+    def cas_alias(
+        self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
+        source_epoch: int, covers_through: int, at: datetime,
+    ) -> bool:
+        self._scope(tenant_id, subject_id)
+        cur = self._c.execute(
+            "UPDATE aliases SET artifact_id=%s, source_epoch=%s, covers_through=%s, updated_at=%s "
+            "WHERE tenant_id=%s AND subject_id=%s AND artifact_id IS NOT DISTINCT FROM %s AND source_epoch=%s "
+            "AND covers_through=%s AND %s >= covers_through",
+            (artifact_id, source_epoch, covers_through, at, tenant_id, subject_id,
+             expected.parent_artifact_id, expected.source_epoch, expected.covers_through, covers_through),
+        )
+        return cur.rowcount == 1
+
+    def insert_artifact(self, artifact: Artifact, edges: Sequence[LineageEdge]) -> None:
+        self._scope(artifact.tenant_id, artifact.subject_id)
+        with self._c.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO artifacts ({_ARTIFACT_COLS}) VALUES ({','.join(['%s'] * len(rows.ARTIFACT_COLUMNS))})",
+                rows.artifact_row(artifact),
+            )
+            if edges:  # an edge naming another tenant is refused by the row policy
+                cur.executemany(
+                    "INSERT INTO lineage (tenant_id, subject_id, artifact_id, input_kind, input_id) "
+                    "VALUES (%s,%s,%s,%s,%s)",
+                    [(e.tenant_id, e.subject_id, e.artifact_id, e.input_kind, e.input_id) for e in edges],
+                )
+
+    def set_artifact_state(
+        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
+    ) -> None:
+        self._scope(tenant_id, subject_id)
+        self._c.execute(
+            "UPDATE artifacts SET state=%s, state_reason=%s "
+            "WHERE tenant_id=%s AND subject_id=%s AND artifact_id = ANY(%s)",
+            (state, reason, tenant_id, subject_id, list(artifact_ids)),
+        )
+
+    def save_attempt(self, attempt: Attempt) -> None:
+        self._scope(attempt.tenant_id, attempt.subject_id)
+        self._c.execute(
+            "INSERT INTO attempts (tenant_id, subject_id, attempt_id, number, status, record, started_at) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (tenant_id, attempt_id) DO UPDATE SET "
+            "status=excluded.status, record=excluded.record",
+            (attempt.tenant_id, attempt.subject_id, attempt.attempt_id, attempt.number, attempt.status,
+             attempt.model_dump_json(), attempt.started_at),
+        )
+
+    def insert_recall(self, record: RecallRecord) -> None:
+        self._scope(record.tenant_id, record.subject_id)
+        self._c.execute(
+            "INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (%s,%s,%s,%s,%s,%s)",
+            (record.tenant_id, record.subject_id, record.recall_id, record.at, record.mode,
+             record.model_dump_json()),
+        )
+
+    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
+        self._scope(tenant_id, subject_id)
+        return self._c.execute(
+            "UPDATE events SET tier=%s WHERE tenant_id=%s AND subject_id=%s AND seq<=%s AND tier<>%s",
+            (tier, tenant_id, subject_id, through_seq, tier),
+        ).rowcount
+
+    def enqueue_job(self, tenant_id: str, subject_id: str, *, reason: str, run_after: datetime, at: datetime) -> bool:
+        self._scope(tenant_id, subject_id)
+        return self._c.execute(
+            "INSERT INTO jobs (tenant_id, subject_id, status, reason, run_after, enqueued_at) "
+            "VALUES (%s,%s,'pending',%s,%s,%s) "
+            "ON CONFLICT (tenant_id, subject_id) WHERE status='pending' DO NOTHING",
+            (tenant_id, subject_id, reason, run_after, at),
+        ).rowcount == 1
+
+    def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
+        # Workers on any host share the queue: SKIP LOCKED lets each take a
+        # different job instead of queueing behind one. Seeing every tenant's
+        # jobs needs the queue scope (see 0002_derived.sql), dropped at once.
+        self._c.execute("SELECT set_config('lossgate.scope', 'queue', true)")
+        row = self._c.execute(
+            "SELECT job_id, tenant_id FROM jobs "
+            "WHERE (status='pending' AND run_after<=%(now)s) OR (status='running' AND lease_expires_at<%(now)s) "
+            "ORDER BY run_after, job_id LIMIT 1 FOR UPDATE SKIP LOCKED",
+            {"now": now},
+        ).fetchone()
+        self._c.execute("SELECT set_config('lossgate.scope', '', true)")
+        if row is None:
+            return None
+        job_id, tenant_id = row
+        self._use_tenant(tenant_id)
+        claimed = self._c.execute(
+            f"UPDATE jobs SET status='running', lease_owner=%s, lease_expires_at=%s, tries=tries+1 "
+            f"WHERE job_id=%s RETURNING {_JOB_COLS}",
+            (owner, now + timedelta(seconds=lease_seconds), job_id),
+        ).fetchone()
+        return rows.job_from_row(claimed) if claimed else None
+
+    def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
+                   at: datetime, run_after: datetime | None = None) -> bool:
+        self._scope(tenant_id, subject_id)
+        if status == "pending" and self._c.execute(
+            "SELECT 1 FROM jobs WHERE tenant_id=%s AND subject_id=%s AND status='pending'", (tenant_id, subject_id),
+        ).fetchone():
+            status = "done"  # retrying: fold into the job already pending for the subject
+        cur = self._c.execute(
+            "UPDATE jobs SET status=%s, run_after=COALESCE(%s, run_after), lease_owner=NULL, "
+            "lease_expires_at=NULL, finished_at=%s WHERE tenant_id=%s AND subject_id=%s AND job_id=%s "
+            "AND status='running' AND lease_owner=%s",
+            (status, run_after, at, tenant_id, subject_id, job_id, owner),
+        )
+        return cur.rowcount == 1

@@ -1,0 +1,235 @@
+"""The PostgreSQL store: many processes on many hosts share one database.
+
+Connections come from a :class:`psycopg_pool.ConnectionPool`, opened on first
+use. Each public method opens one transaction; the primitives live in
+:mod:`lossgate.store.pg_tx`.
+
+Isolation. A read is ``REPEATABLE READ, READ ONLY``: one snapshot. A write is
+``READ COMMITTED`` plus row locks: ``lock_clock`` does ``INSERT ... ON CONFLICT
+DO NOTHING`` then ``SELECT ... FOR UPDATE`` on the subject's clock row, and the
+first primitive touching a subject locks that row too, so writers of one subject
+queue behind each other while writers of different subjects run in parallel.
+The database still enforces the invariants on its own: ``(tenant, subject,
+seq)`` and ``(tenant, event_id)`` are keys.
+
+Deadlocks. The ledger locks clocks in the order it meets subjects, so two
+transactions spanning the same subjects in opposite orders can deadlock.
+PostgreSQL detects it (after ``deadlock_timeout``, 1 s by default) and aborts
+one of them; that one raises :class:`~lossgate.errors.StoreError` saying it is
+safe to retry, and nothing of it was written. :func:`retry_transient` re-runs a
+whole operation on such errors. (Sorting subjects before locking, in the ledger,
+would remove the cycle; see the report in the PR.)
+
+Row-level security. Every table with ``tenant_id`` has a forced policy
+``tenant_id = current_setting('lossgate.tenant', true)``; each transaction
+calls ``set_config('lossgate.tenant', tenant, true)`` before touching a
+tenant's rows (again only when the tenant changes). Superusers and
+``BYPASSRLS`` roles ignore policies, even forced ones, so every transaction
+except a migration starts with ``SET LOCAL ROLE lossgate_app``: a ``NOLOGIN``
+role the first migration creates, with ``SELECT, INSERT, UPDATE`` on the
+tenant tables and no ``DELETE``. The login role must be allowed to assume it
+(superusers can; otherwise ``GRANT lossgate_app TO <login role>``). Operators
+may instead connect as a non-superuser login role that has the privileges
+itself (for example ``GRANT lossgate_app TO app_user``) and pass
+``app_role=None``. Migrations run as the login role, which therefore needs to
+own (or be able to create) the tables and, the first time, ``CREATEROLE``.
+
+Migrations. ``sql/postgres/NNNN_*.sql``, applied in order inside one
+transaction under ``pg_advisory_xact_lock``, recorded in ``schema_migrations``;
+two processes migrating at once apply each file once.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any, Callable, Iterator, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+from psycopg.types.string import TextLoader
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from lossgate.errors import IdempotencyConflict, LossgateError, StoreError
+from lossgate.store.pg_tx import PostgresReadTx, PostgresWriteTx
+
+__all__ = ["PostgresStore", "retry_transient", "is_transient", "APP_ROLE"]
+
+APP_ROLE = "lossgate_app"
+# Any constant works; it only has to be the same in every lossgate process.
+_MIGRATION_LOCK = 0x105_5647_A7E
+_TRANSIENT = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_errors.LockNotAvailable)
+T = TypeVar("T")
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("lossgate.store") / "sql" / "postgres"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            found.append((int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    # Server instants come back in UTC whatever the server's TimeZone is.
+    conn.execute("SET TIME ZONE 'UTC'")
+    # JSON arrives as text and lossgate.store.rows decodes it (with orjson):
+    # psycopg's own decoding would hand a JSON string back as a bare str,
+    # which rows cannot tell from undecoded text.
+    conn.adapters.register_loader("json", TextLoader)
+    conn.adapters.register_loader("jsonb", TextLoader)
+
+
+def _translate(exc: psycopg.Error) -> LossgateError:
+    """The one place where driver errors become lossgate errors."""
+    if isinstance(exc, _TRANSIENT):
+        return StoreError(
+            f"PostgreSQL aborted the transaction because of a concurrent one ({type(exc).__name__}: "
+            f"{exc.diag.message_primary}); nothing was written and the operation is safe to retry"
+        )
+    if isinstance(exc, psycopg.IntegrityError):
+        detail = exc.diag.message_detail or ""
+        return IdempotencyConflict(f"integrity violation: {exc.diag.message_primary}. {detail}".strip())
+    if isinstance(exc, PoolTimeout):
+        return StoreError(f"no PostgreSQL connection available: {exc}")
+    return StoreError(f"PostgreSQL: {exc}")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether re-running the whole operation may succeed: a deadlock, a serialization
+    failure, or a unique violation caused by a concurrent commit of the same id (the
+    re-run sees that id and reports a duplicate or a precise conflict)."""
+    cause = exc.__cause__
+    if isinstance(exc, IdempotencyConflict):
+        return isinstance(cause, pg_errors.UniqueViolation)
+    return isinstance(exc, StoreError) and isinstance(cause, _TRANSIENT)
+
+
+def retry_transient(operation: Callable[[], T], *, attempts: int = 5, backoff: float = 0.05) -> T:
+    """Run ``operation`` (which opens its own transaction), re-running it with jittered
+    backoff while it fails with a transient error; the last error is raised as is."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return operation()
+        except (StoreError, IdempotencyConflict) as exc:
+            if attempt == attempts or not is_transient(exc):
+                raise
+            time.sleep(backoff * attempt * (0.5 + random.random()))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class PostgresStore:
+    """A lossgate database on PostgreSQL (``postgresql://user@host:port/db``)."""
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0,
+        app_role: str | None = APP_ROLE,
+    ) -> None:
+        self.url = url
+        self._sizes = (min_size, max_size)
+        self._timeout = timeout
+        self._pool_obj: ConnectionPool | None = None
+        self._pool_lock = threading.Lock()
+        role = sql.SQL("; SET LOCAL ROLE {}").format(sql.Identifier(app_role)) if app_role else sql.SQL("")
+        self._begin_read = sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") + role
+        self._begin_write = sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED") + role
+
+    # -- connections -------------------------------------------------------------------
+    def _pool(self) -> ConnectionPool:
+        with self._pool_lock:
+            if self._pool_obj is None:
+                pool = ConnectionPool(
+                    self.url, min_size=self._sizes[0], max_size=self._sizes[1], timeout=self._timeout,
+                    kwargs={"autocommit": True}, configure=_configure, open=False, name="lossgate",
+                )
+                try:
+                    pool.open(wait=True, timeout=self._timeout)
+                except PoolTimeout as exc:
+                    pool.close()
+                    raise StoreError(f"cannot connect to PostgreSQL at {self._safe_url()}: {exc}") from exc
+                self._pool_obj = pool
+            return self._pool_obj
+
+    def _safe_url(self) -> str:
+        return re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", self.url)
+
+    @contextmanager
+    def _transaction(self, begin: sql.Composable) -> Iterator[psycopg.Connection[Any]]:
+        # The choke point: whatever the body or the commit raises from the
+        # driver leaves as a lossgate error; lossgate errors pass untouched.
+        try:
+            with self._pool().connection() as conn:
+                conn.execute(begin)
+                try:
+                    yield conn
+                except BaseException:
+                    self._rollback(conn)
+                    raise
+                if conn.info.transaction_status == TransactionStatus.INERROR:
+                    self._rollback(conn)
+                    raise StoreError("the transaction failed earlier and was rolled back")
+                conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            raise _translate(exc) from exc
+
+    @staticmethod
+    def _rollback(conn: psycopg.Connection[Any]) -> None:
+        try:
+            conn.execute("ROLLBACK")
+        except psycopg.Error:
+            pass  # a broken connection: the pool discards it, the server rolled back
+
+    @contextmanager
+    def read(self) -> Iterator[PostgresReadTx]:
+        with self._transaction(self._begin_read) as conn:
+            yield PostgresReadTx(conn)
+
+    @contextmanager
+    def write(self) -> Iterator[PostgresWriteTx]:
+        with self._transaction(self._begin_write) as conn:
+            yield PostgresWriteTx(conn)
+
+    @contextmanager
+    def tenant_connection(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
+        """A raw connection in a write transaction as the application role with ``tenant_id``
+        set, for tests and operators who want to see what row-level security lets through.
+        Commits on normal exit; errors are translated like any other transaction's."""
+        with self._transaction(self._begin_write) as conn:
+            conn.execute("SELECT set_config('lossgate.tenant', %s, true)", (tenant_id,))
+            yield conn
+
+    # -- schema ------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        with self._transaction(sql.SQL("BEGIN")) as conn:
+            if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+                return 0
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+            return int(row[0]) if row else 0
+
+    def migrate(self) -> int:
+        # As the login role (it owns the tables), never as the application role.
+        with self._transaction(sql.SQL("BEGIN")) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for version, script in _migrations():
+                if version not in done:
+                    conn.execute(script.encode())  # no parameters: one multi-statement script
+                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        return self.schema_version()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            pool, self._pool_obj = self._pool_obj, None
+        if pool is not None:
+            pool.close()
