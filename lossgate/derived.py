@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lossgate.records import ArtifactBody, Clock, Event, Fact
 
 __all__ = [
-    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "Manifest", "Artifact", "LineageEdge",
+    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
     "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
 ]
 
@@ -98,6 +98,15 @@ class Artifact(_Record):
     gate: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
     state_reason: str | None = None
+
+
+class ArtifactHead(_Record):
+    """What recall needs of an artifact, without its (large) manifest."""
+
+    artifact_id: str
+    state: ArtifactState
+    summary: str
+    open_items: tuple[str, ...] = ()
 
 
 class LineageEdge(_Record):

@@ -13,6 +13,7 @@ storage, retrieval or response (seed 000).
 from __future__ import annotations
 
 import uuid
+from functools import lru_cache
 
 from lossgate.consolidate.compressor import render_fact
 from lossgate.consolidate.tokens import TokenCounter, default_counter
@@ -36,13 +37,14 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     with store.read() as tx:
         clock = tx.clock(tenant_id, subject_id)
         alias = tx.alias(tenant_id, subject_id)
-        artifact = tx.artifact(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
+        artifact = tx.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
         fresh = (artifact is not None and artifact.state == "published"
                  and alias.source_epoch == clock.input_epoch)
         mode: RecallMode = "summary" if fresh else "raw_fallback"
         critical = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["critical"])
+        # Non-critical facts: the newest k, or with a query the matches among the newest 10k.
         pool = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["important", "contextual"],
-                        limit=max(k * 10, 100), newest_first=True)
+                        limit=max(k * 10, 100) if terms else k, newest_first=True)
         others = [f for f in pool if _matches(f, terms)] if terms else pool
         others = others[:k]
         after = alias.covers_through if fresh else None
@@ -57,7 +59,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
             events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k, newest_first=True)
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in pool] + [e.event_id for e in events]
 
-    summary = artifact.body.summary if fresh and artifact else None
+    summary = artifact.summary if fresh and artifact else None
     events, others, tokens = _fit(summary, critical, others, events, budget, counter)
     events.sort(key=lambda e: e.seq)
     now = utcnow()
@@ -73,22 +75,29 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     return RecallResult(
         tenant_id=tenant_id, subject_id=subject_id, mode=mode,
         artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
-        open_items=artifact.body.open_items if fresh and artifact else (),
+        open_items=artifact.open_items if fresh and artifact else (),
         facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
     )
+
+
+@lru_cache(maxsize=1024)
+def _summary_tokens(summary: str, count: TokenCounter) -> int:
+    # A published summary is immutable and recalled many times: count it once.
+    return count(summary)
 
 
 def _fit(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
          budget: int | None, counter: TokenCounter | None) -> tuple[list[Event], list[Fact], int]:
     """Trim to the token budget: events (oldest first), then non-critical facts; never critical facts."""
     count = counter or default_counter()
-    cost_summary = count(summary) if summary else 0
+    cost_summary = _summary_tokens(summary, count) if summary else 0
+    if budget is None:  # nothing to trim: one tokenizer call for the rest
+        text = "\n".join([render_fact(f) for f in critical + others] + [e.text or "" for e in events])
+        return events, others, cost_summary + count(text)
     fact_costs = [count(render_fact(f)) for f in critical]
     other_costs = [count(render_fact(f)) for f in others]
     event_costs = [count(e.text or "") for e in events]
     total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
-    if budget is None:
-        return events, others, total
     events, others = list(events), list(others)
     # events are newest first here: drop from the end (the oldest)
     while total > budget and events:

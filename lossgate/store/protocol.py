@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, Sequence
 
-from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
+from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
 from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust
 
 __all__ = ["Store", "ReadTx", "WriteTx", "IdTaken"]
@@ -86,6 +86,9 @@ class ReadTx(Protocol):
 
     def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
         """One artifact of the subject, in any state."""
+
+    def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
+        """State, summary and open items of one artifact (the recall hot path: no manifest)."""
 
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         """The subject's artifacts, oldest first."""

@@ -32,6 +32,19 @@ CONFLICT_COLUMNS = (
 LOG_COLUMNS = ("tenant_id", "subject_id", "entry_id", "at", "op", "target_id", "detail")
 
 
+def _construct(cls: type, values: dict[str, Any]) -> Any:
+    """Build a trusted record from stored columns without validation.
+
+    pydantic's ``model_construct`` still walks every field for defaults; rows come back
+    with every field present, and this is the read hot path (recall builds hundreds)."""
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
+
+
 def dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
@@ -59,11 +72,11 @@ def new_event_row(ev: NewEvent, seq: int, content_hash: str, recorded_at: str) -
 
 
 def event_from_row(r: Any) -> Event:
-    return Event.model_construct(
+    return _construct(Event, dict(
         tenant_id=r[0], subject_id=r[1], seq=r[2], event_id=r[3], kind=r[4], actor=r[5],
         trust=r[6], text=r[7], payload=None if r[8] is None else _json(r[8]),
         occurred_at=_ts(r[9]), recorded_at=_ts(r[10]), content_hash=r[11], state=r[12], tier=r[13],
-    )
+    ))
 
 
 def fact_row(f: Fact) -> tuple[Any, ...]:
@@ -80,7 +93,7 @@ def fact_from_row(r: Any) -> Fact:
     value_type = r[6]
     raw = _json(r[7])
     quals = _json(r[8]) or []
-    return Fact.model_construct(
+    return _construct(Fact, dict(
         tenant_id=r[0], subject_id=r[1], fact_id=r[2], seq=r[3], predicate=r[4],
         registry_version=r[5], value_type=value_type,
         value=None if raw is None else decode_value(value_type, raw),
@@ -88,7 +101,7 @@ def fact_from_row(r: Any) -> Fact:
         authority=r[11], source_event_ids=tuple(_json(r[12])), status=r[13], supersedes=r[14],
         superseded_by=r[15], valid_from=_ts(r[16]), recorded_at=_ts(r[17]), content_hash=r[18],
         criticality=r[19],
-    )
+    ))
 
 
 def conflict_row(c: Conflict) -> tuple[Any, ...]:

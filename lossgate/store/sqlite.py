@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 import orjson
 
 from lossgate.errors import IdempotencyConflict, StoreError
-from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
+from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
 from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
 from lossgate.store import rows
 from lossgate.store.protocol import IdTaken
@@ -208,6 +208,17 @@ class SQLiteReadTx:
             (tenant_id, subject_id, artifact_id),
         ).fetchone()
         return rows.artifact_from_row(row) if row else None
+
+    def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
+        row = self._c.execute(
+            "SELECT artifact_id, state, json_extract(body, '$.summary'), json_extract(body, '$.open_items') "
+            "FROM artifacts WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
+            (tenant_id, subject_id, artifact_id),
+        ).fetchone()
+        if row is None:
+            return None
+        return ArtifactHead(artifact_id=row[0], state=row[1], summary=row[2] or "",
+                            open_items=tuple(orjson.loads(row[3] or "[]")))
 
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         sql = f"SELECT {','.join(rows.ARTIFACT_COLUMNS)} FROM artifacts WHERE tenant_id=? AND subject_id=?"
