@@ -36,8 +36,11 @@ def _short_hash(*parts: object) -> str:
 class Ledger:
     """Lifecycle operations inside one write transaction."""
 
-    def __init__(self, tx: WriteTx, registry: Registry | None, *, now: datetime | None = None) -> None:
+    def __init__(self, tx: WriteTx, registry: Registry | None, *, now: datetime | None = None,
+                 rebuild_after: int = 50) -> None:
         self.tx = tx
+        # Queue a rebuild once this many inputs sit beyond the published summary's coverage.
+        self.rebuild_after = rebuild_after
         self._registry = registry
         self.now = now or utcnow()
         self._clocks: dict[tuple[str, str], Clock] = {}
@@ -135,6 +138,8 @@ class Ledger:
         for key, seq in high.items():
             self._clocks[key] = self._clocks[key].model_copy(update={"high_water": seq})
             self.tx.save_clock(self._clocks[key])
+            if seq - self.tx.alias(*key).covers_through >= self.rebuild_after:
+                self.tx.enqueue_job(*key, reason=f"{self.rebuild_after}+ new inputs", run_after=self.now, at=self.now)
         return AppendResult(
             appended=tuple(appended), duplicates=tuple(duplicates),
             clocks=tuple(self._clocks[k] for k in high),

@@ -135,7 +135,27 @@ def artifacts(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
     out().print(table)
 
 
+def worker(
+    ctx: typer.Context,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-n", min=1, help="Worker processes.")] = 1,
+    lease: Annotated[float, typer.Option("--lease", help="Seconds a claimed job is held between heartbeats.")] = 30.0,
+    exit_when_idle: Annotated[bool, typer.Option("--exit-when-idle", help="Stop once no job is due.")] = False,
+) -> None:
+    """Run consolidation workers that drain the rebuild queue (SIGTERM finishes the current job)."""
+    import logging
+
+    from lossgate.cli.app import CliState, cli_errors
+    from lossgate.worker import WorkerConfig, run_pool
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(processName)s %(message)s")
+    state: CliState = ctx.find_root().obj
+    with cli_errors():
+        code = run_pool(state.db_url, concurrency, config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3),
+                        exit_when_idle=exit_when_idle)
+    raise typer.Exit(code)
+
+
 def register(app: typer.Typer) -> None:
     """Add the consolidation commands to ``app``."""
-    for command in (consolidate, recall, lineage, attempts, artifacts):
+    for command in (consolidate, recall, lineage, attempts, artifacts, worker):
         app.command()(command)

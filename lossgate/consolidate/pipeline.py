@@ -111,6 +111,7 @@ class Consolidator:
                 selected_ids=sel.selected_ids, input_root=sel.input_root, compressor=self._compressor_label(),
             )
             tx.save_attempt(attempt)  # the selection is on record before any generation
+            tx.refresh_search_index()  # keep keyword search warm off the append path
         timings = {"select_s": time.perf_counter() - t0}
 
         if self.hooks.before_compress:

@@ -8,6 +8,7 @@ so every primitive names its tenant first (:meth:`PostgresReadTx._use_tenant`).
 
 from __future__ import annotations
 
+import weakref
 from datetime import datetime
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
@@ -29,12 +30,14 @@ _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"
 
 # COPY FROM is refused on tables under row-level security, so a batch is copied
 # into a session-private staging table and moved with one INSERT ... SELECT,
-# which the policies do check. Created once per connection; ON COMMIT DELETE
-# ROWS empties it at the end of every transaction that used it.
+# which the policies do check. ON COMMIT DELETE ROWS empties it at the end of
+# every transaction. Created once per connection: the connection is remembered
+# only once the creating transaction has committed.
 _EVENT_STAGING = (
     "CREATE TEMP TABLE IF NOT EXISTS lossgate_events_in "
     "(LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 )
+_staged: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
 _EVENT_COLS = ",".join(rows.EVENT_COLUMNS)
 I = TypeVar("I")
 
@@ -208,7 +211,7 @@ class PostgresWriteTx(PostgresReadTx, DerivedWrites):
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         super().__init__(conn)
         self._locked: set[tuple[str, str]] = set()
-        self._staging_ready = False
+        self._staging_created = self._staging_dirty = False
 
     def _scope(self, tenant_id: str, subject_id: str) -> None:
         self._use_tenant(tenant_id)
@@ -241,22 +244,28 @@ class PostgresWriteTx(PostgresReadTx, DerivedWrites):
         )
 
     def insert_events(self, items: Sequence[tuple[NewEvent, int, str]], *, recorded_at: datetime) -> None:
-        # COPY per tenant into the staging table, then one INSERT ... SELECT:
-        # a few round trips for a batch of any size (see _EVENT_STAGING).
+        # COPY per tenant, then one INSERT ... SELECT: a few round trips for a
+        # batch of any size. Measured at 1,000 rows against executemany in a
+        # pipeline (~2x slower) and INSERT ... SELECT FROM unnest(arrays) (~1.6x).
         at = recorded_at.isoformat()
-        if not self._staging_ready:
+        if self._c not in _staged and not self._staging_created:
             self._c.execute(_EVENT_STAGING)
-            self._staging_ready = True
+            self._staging_created = True
         for tenant_id, run in _by_tenant(items, lambda item: item[0].tenant_id):
             self._use_tenant(tenant_id)
             with self._c.cursor() as cur:
+                if self._staging_dirty:  # a second batch in this transaction
+                    cur.execute("DELETE FROM lossgate_events_in")
                 with cur.copy(f"COPY lossgate_events_in ({_EVENT_COLS}) FROM STDIN") as copy:
                     for ev, seq, h in run:
                         copy.write_row(rows.new_event_row(ev, seq, h, at))
-                cur.execute(
-                    f"WITH moved AS (DELETE FROM lossgate_events_in RETURNING {_EVENT_COLS}) "
-                    f"INSERT INTO events ({_EVENT_COLS}) SELECT {_EVENT_COLS} FROM moved"
-                )
+                cur.execute(f"INSERT INTO events ({_EVENT_COLS}) SELECT {_EVENT_COLS} FROM lossgate_events_in")
+                self._staging_dirty = True
+
+    def committed(self) -> None:
+        """Called by the store once this transaction has committed."""
+        if self._staging_created:
+            _staged.add(self._c)
 
     def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
         self._scope(tenant_id, subject_id)

@@ -194,7 +194,9 @@ class PostgresStore:
     @contextmanager
     def write(self) -> Iterator[PostgresWriteTx]:
         with self._transaction(self._begin_write) as conn:
-            yield PostgresWriteTx(conn)
+            tx = PostgresWriteTx(conn)
+            yield tx
+        tx.committed()
 
     @contextmanager
     def tenant_connection(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:

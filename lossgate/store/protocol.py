@@ -170,6 +170,9 @@ class WriteTx(ReadTx, Protocol):
     ) -> None:
         """Move artifacts to ``state`` (published, retired, stale, failed, abandoned)."""
 
+    def refresh_search_index(self) -> int:
+        """Bring the full-text index up to date (backends that index lazily); returns rows indexed."""
+
     def save_attempt(self, attempt: Attempt) -> None:
         """Insert or replace an attempt record (by attempt id)."""
 
@@ -185,6 +188,9 @@ class WriteTx(ReadTx, Protocol):
     def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
         """Claim the oldest due pending job, or one whose lease expired, for ``owner``.
         Admin-level: the only primitive that is not scoped to one subject."""
+
+    def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
+        """Extend ``owner``'s lease on a running job; False if the lease was lost."""
 
     def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
                    at: datetime, run_after: datetime | None = None) -> bool:

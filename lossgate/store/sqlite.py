@@ -257,13 +257,22 @@ class SQLiteReadTx:
             (tenant_id, subject_id))]
 
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        # Events appended since the last index refresh are not in the index yet: search them
+        # directly so a search never misses fresh text (refresh_search_index catches up).
         terms = " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
         if not terms:
             return []
-        return [r[0] for r in self._all(
+        hits = [r[0] for r in self._all(
             "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
             "WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid' "
             "ORDER BY bm25(events_fts), e.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+        words = [w.lower() for w in query.split() if w]
+        likes = " OR ".join("lower(text) LIKE ?" for _ in words)
+        fresh = self._all(
+            "SELECT event_id FROM events WHERE tenant_id=? AND subject_id=? AND state='valid' "
+            f"AND rowid > (SELECT indexed_through FROM events_fts_watermark WHERE id=1) AND ({likes}) "
+            "ORDER BY seq DESC LIMIT ?", [tenant_id, subject_id, *[f"%{w}%" for w in words], limit])
+        return ([r[0] for r in fresh] + hits)[:limit]
 
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         return [rows.recall_from_json(r[0]) for r in self._all(
@@ -278,6 +287,18 @@ class SQLiteReadTx:
 
 class SQLiteWriteTx(SQLiteReadTx):
     """Write primitives; the caller holds SQLite's writer lock (BEGIN IMMEDIATE)."""
+
+    def refresh_search_index(self) -> int:
+        """Index every event appended since the last refresh; returns how many."""
+        mark = self._c.execute("SELECT indexed_through FROM events_fts_watermark WHERE id=1").fetchone()[0]
+        top = self._c.execute("SELECT COALESCE(MAX(rowid), 0) FROM events").fetchone()[0]
+        if top <= mark:
+            return 0
+        n = self._c.execute(
+            "INSERT INTO events_fts (rowid, text) SELECT rowid, text FROM events WHERE rowid > ? AND rowid <= ? "
+            "AND text IS NOT NULL", (mark, top)).rowcount
+        self._c.execute("UPDATE events_fts_watermark SET indexed_through=? WHERE id=1", (top,))
+        return n
 
     def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
         self._c.execute(
@@ -441,6 +462,12 @@ class SQLiteWriteTx(SQLiteReadTx):
         )
         return rows.job_from_row(self._c.execute(
             f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE job_id=?", (row[0],)).fetchone())
+
+    def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
+        return self._c.execute(
+            "UPDATE jobs SET lease_expires_at=? WHERE job_id=? AND status='running' AND lease_owner=?",
+            (lease_expires_at.isoformat(), job_id, owner),
+        ).rowcount == 1
 
     def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
                    at: datetime, run_after: datetime | None = None) -> bool:

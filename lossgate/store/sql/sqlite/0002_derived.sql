@@ -81,14 +81,15 @@ CREATE TABLE jobs (
 CREATE UNIQUE INDEX jobs_one_pending ON jobs (tenant_id, subject_id) WHERE status = 'pending';
 CREATE INDEX jobs_claim ON jobs (status, run_after);
 
--- Full-text search over event text (external-content FTS5, kept in step by triggers;
--- a purge on deletion removes the text from the index too).
+-- Full-text search over event text: an external-content FTS5 index, filled lazily.
+-- Indexing costs about as much as the append itself, so appends do not pay it: the
+-- store indexes everything past the watermark just before a search (and workers do
+-- it in the background). A purge on deletion removes indexed text from the index.
 CREATE VIRTUAL TABLE events_fts USING fts5 (text, content='events', content_rowid='rowid');
-CREATE TRIGGER events_fts_insert AFTER INSERT ON events BEGIN
-    INSERT INTO events_fts (rowid, text) VALUES (new.rowid, new.text);
-END;
-CREATE TRIGGER events_fts_update AFTER UPDATE OF text ON events BEGIN
+CREATE TABLE events_fts_watermark (id INTEGER PRIMARY KEY CHECK (id = 1), indexed_through INTEGER NOT NULL);
+INSERT INTO events_fts_watermark (id, indexed_through) VALUES (1, 0);
+CREATE TRIGGER events_fts_purge AFTER UPDATE OF text ON events
+WHEN old.rowid <= (SELECT indexed_through FROM events_fts_watermark WHERE id = 1) BEGIN
     INSERT INTO events_fts (events_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
     INSERT INTO events_fts (rowid, text) VALUES (new.rowid, new.text);
 END;
-INSERT INTO events_fts (events_fts) VALUES ('rebuild');

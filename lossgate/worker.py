@@ -1,0 +1,165 @@
+"""Consolidation workers: stateless processes that drain the rebuild queue.
+
+Any number of workers, on any number of hosts, share one database. A worker
+claims the oldest due job (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite's
+single writer lock serialises claims), holds it under a lease that a
+heartbeat thread extends, consolidates the subject, and releases the job.
+A worker killed mid-job simply stops heart-beating: its lease expires and
+another worker claims the job again. Correctness never rests on there being
+one worker, only on the alias CAS: two workers racing on one subject can both
+build an artifact, and at most one of them is published.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from lossgate.consolidate.compressor import Compressor
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.derived import Job
+from lossgate.errors import LossgateError, StoreError
+from lossgate.memory import Memory
+from lossgate.memory import open as open_memory
+from lossgate.records import utcnow
+
+__all__ = ["WorkerConfig", "Worker", "run_pool", "drain"]
+
+log = logging.getLogger("lossgate.worker")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    lease_s: float = 30.0
+    heartbeat_s: float = 10.0
+    poll_s: float = 0.5
+    retry_s: float = 5.0  # after an infrastructure error, try the job again this much later
+
+
+class Worker:
+    """One worker loop over one memory (one connection per worker process)."""
+
+    def __init__(self, memory: Memory, *, config: WorkerConfig | None = None,
+                 consolidation: ConsolidationConfig | None = None, compressor: Compressor | None = None,
+                 owner: str | None = None) -> None:
+        self.memory = memory
+        self.config = config or WorkerConfig()
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.consolidator = memory.consolidator(compressor=compressor, config=consolidation)
+        self.stopping = threading.Event()
+        self.processed = 0
+
+    def claim(self) -> Job | None:
+        with self.memory.store.write() as tx:
+            return tx.claim_job(owner=self.owner, lease_seconds=self.config.lease_s, now=utcnow())
+
+    def run_once(self) -> Job | None:
+        """Claim and process one due job. Returns it, or None if the queue had nothing due."""
+        job = self.claim()
+        if job is None:
+            return None
+        beat_stop = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(job, beat_stop), daemon=True)
+        beat.start()
+        status, run_after = "done", None
+        try:
+            attempt = self.consolidator.run(job.tenant_id, job.subject_id)
+            log.info("job %s %s/%s: %s", job.job_id, job.tenant_id, job.subject_id, attempt.status)
+        except StoreError as exc:  # infrastructure: give the job back for a later try
+            log.warning("job %s: store error, will retry: %s", job.job_id, exc)
+            status, run_after = "pending", utcnow() + timedelta(seconds=self.config.retry_s)
+        except LossgateError as exc:  # the subject cannot be consolidated as it is: a person must look
+            log.error("job %s: needs review: %s", job.job_id, exc)
+            status = "review"
+        finally:
+            beat_stop.set()
+            beat.join()
+        with self.memory.store.write() as tx:
+            tx.finish_job(job.tenant_id, job.subject_id, job.job_id, owner=self.owner, status=status,
+                          at=utcnow(), run_after=run_after)
+        self.processed += 1
+        return job
+
+    def _heartbeat(self, job: Job, stop: threading.Event) -> None:
+        while not stop.wait(self.config.heartbeat_s):
+            try:
+                with self.memory.store.write() as tx:
+                    alive = tx.heartbeat_job(job.job_id, owner=self.owner,
+                                             lease_expires_at=utcnow() + timedelta(seconds=self.config.lease_s))
+                if not alive:
+                    log.warning("job %s: lease lost; the alias CAS keeps the result safe", job.job_id)
+                    return
+            except StoreError as exc:
+                log.warning("job %s: heartbeat failed: %s", job.job_id, exc)
+
+    def run(self, *, max_jobs: int | None = None, exit_when_idle: bool = False) -> int:
+        """Process jobs until stopped (SIGTERM/SIGINT finish the current job first). Returns jobs done."""
+        while not self.stopping.is_set():
+            if max_jobs is not None and self.processed >= max_jobs:
+                break
+            if self.run_once() is None:
+                if exit_when_idle:
+                    break
+                self.stopping.wait(self.config.poll_s)
+        return self.processed
+
+    def install_signal_handlers(self) -> None:
+        def stop(signum: int, frame: object) -> None:
+            log.info("worker %s: signal %s, stopping after the current job", self.owner, signum)
+            self.stopping.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+
+
+def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
+           exit_when_idle: bool, max_jobs: int | None) -> None:
+    memory = open_memory(url, migrate=False)
+    worker = Worker(memory, config=config, consolidation=consolidation)
+    worker.install_signal_handlers()
+    try:
+        worker.run(exit_when_idle=exit_when_idle, max_jobs=max_jobs)
+    finally:
+        memory.close()
+
+
+def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
+             consolidation: ConsolidationConfig | None = None, exit_when_idle: bool = False,
+             max_jobs: int | None = None) -> int:
+    """Run ``concurrency`` worker processes until they exit or SIGTERM; returns the worst exit code."""
+    import multiprocessing as mp
+
+    open_memory(url).close()  # migrate once, before the workers start
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_child, args=(url, config or WorkerConfig(), consolidation, exit_when_idle, max_jobs),
+                         name=f"lossgate-worker-{i}") for i in range(concurrency)]
+    for p in procs:
+        p.start()
+
+    def forward(signum: int, frame: object) -> None:
+        for p in procs:
+            if p.is_alive() and p.pid:
+                os.kill(p.pid, signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for p in procs:
+            while p.is_alive():
+                p.join(timeout=0.5)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return max((p.exitcode or 0) for p in procs) if procs else 0
+
+
+def drain(memory: Memory, *, consolidation: ConsolidationConfig | None = None) -> int:
+    """Process every due job in this process (tests and single-host setups). Returns jobs done."""
+    worker = Worker(memory, consolidation=consolidation, config=WorkerConfig(poll_s=0.0))
+    return worker.run(exit_when_idle=True)
+
