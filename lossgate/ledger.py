@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from lossgate.canonical import content_hash
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
@@ -166,10 +166,8 @@ class Ledger:
     def revoke_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
         """Revoke an event: its content stays for audit but leaves the authorized view."""
         ev = self._event(tenant_id, subject_id, event_id)
-        if ev.state == "revoked":
-            return ev
-        if ev.state == "deleted":
-            raise LifecycleError(f"event {event_id} is deleted; it cannot be revoked")
+        if ev.state != "valid":
+            return ev  # revoked already, or deleted (which is stronger): nothing more to do
         self.tx.set_event_state(tenant_id, subject_id, event_id, "revoked", purge=False)
         self._log(tenant_id, subject_id, "revoke_event", event_id, {"reason": reason})
         self._drop_unsupported(tenant_id, subject_id, [event_id], cause="source_revoked")
@@ -229,9 +227,13 @@ class Ledger:
 
     def supersede(self, tenant_id: str, subject_id: str, old_fact_id: str, new: NewFact) -> Fact:
         """Replace an active fact with a newer one of the same predicate. The old fact
-        becomes ``superseded`` and points at its replacement; its conflicts resolve."""
+        becomes ``superseded`` and points at its replacement; its conflicts resolve.
+        Replaying the same supersession is a no-op that returns the replacement."""
         if (new.tenant_id, new.subject_id) != (tenant_id, subject_id):
             raise InvalidInput(f"fact {new.fact_id}: a fact can only supersede a fact of the same tenant and subject")
+        twin = self.stored_twin(new, supersedes=old_fact_id)
+        if twin is not None:
+            return twin
         old = self.fact(tenant_id, subject_id, old_fact_id)
         if old.status != "active":
             raise LifecycleError(f"fact {old_fact_id} is {old.status}; only an active fact can be superseded")
@@ -256,10 +258,41 @@ class Ledger:
             raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found[0]
 
-    def _assert(self, new: NewFact, *, supersedes: Fact | None) -> Fact:
-        t, s = new.tenant_id, new.subject_id
+    def _identity(self, new: NewFact, supersedes: str | None) -> tuple[str, str, Any, Any]:
+        """(fact id, content hash, coerced value, canonical value) of a new fact.
+        Raises on an unknown predicate or a value of the wrong type."""
         pred = self.registry.get(new.predicate)
         value = self.registry.check(new)
+        canon = canonical_value(pred.value_type, value)
+        body = fact_hash_content(
+            tenant_id=new.tenant_id, subject_id=new.subject_id, fact_id="", predicate=pred.name,
+            value_type=pred.value_type, canonical=canon, qualifiers=new.qualifiers, polarity=new.polarity,
+            modality=new.modality, authority=new.authority, source_event_ids=new.source_event_ids,
+            valid_from=new.valid_from, supersedes=supersedes,
+        )
+        fact_id = new.fact_id or "f-" + content_hash(body)[7:27]
+        return fact_id, content_hash({**body, "fact_id": fact_id}), value, canon
+
+    def stored_twin(self, new: NewFact, *, supersedes: str | None = None) -> Fact | None:
+        """The stored fact identical to ``new`` (same id and content hash), if any.
+
+        Raises :class:`IdempotencyConflict` if the id is stored with other content."""
+        fact_id, h, _, _ = self._identity(new, supersedes)
+        taken = self.tx.taken_fact_ids(new.tenant_id, [fact_id]).get(fact_id)
+        if taken is None:
+            return None
+        if taken[0] != new.subject_id or taken[1] != h:
+            raise IdempotencyConflict(f"fact {fact_id}: already stored with different content")
+        return self.fact(new.tenant_id, new.subject_id, fact_id)
+
+    def _assert(self, new: NewFact, *, supersedes: Fact | None) -> Fact:
+        t, s = new.tenant_id, new.subject_id
+        # Idempotency first: replaying a fact whose source was deleted since is still a no-op.
+        twin = self.stored_twin(new, supersedes=supersedes.fact_id if supersedes else None)
+        if twin is not None:
+            return twin
+        pred = self.registry.get(new.predicate)
+        fact_id, h, value, canon = self._identity(new, supersedes.fact_id if supersedes else None)
         label = new.fact_id or f"({new.predicate})"
 
         sources = self.tx.events(t, s, ids=list(new.source_event_ids))
@@ -273,25 +306,10 @@ class Ledger:
         if TRUST_RANK[new.authority] > best:
             raise InvalidInput(
                 f"fact {label}: authority {new.authority!r} exceeds the trust of its sources "
-                f"({sorted({e.trust for e in sources})}); untrusted text cannot become {new.authority} memory"
+                f"({sorted({e.trust for e in sources})}); a fact can never claim more authority than what it rests on"
             )
         if new.authority == "untrusted" and new.modality == "asserted":
             raise InvalidInput(f"fact {label}: an untrusted fact must be 'quoted' or 'speculative', not 'asserted'")
-
-        canon = canonical_value(pred.value_type, value)
-        body = fact_hash_content(
-            tenant_id=t, subject_id=s, fact_id="", predicate=pred.name, value_type=pred.value_type,
-            canonical=canon, qualifiers=new.qualifiers, polarity=new.polarity, modality=new.modality,
-            authority=new.authority, source_event_ids=new.source_event_ids, valid_from=new.valid_from,
-            supersedes=supersedes.fact_id if supersedes else None,
-        )
-        fact_id = new.fact_id or "f-" + content_hash(body)[7:27]
-        h = content_hash({**body, "fact_id": fact_id})
-        taken = self.tx.taken_fact_ids(t, [fact_id]).get(fact_id)
-        if taken is not None:
-            if taken[0] != s or taken[1] != h:
-                raise IdempotencyConflict(f"fact {fact_id}: already stored with different content")
-            return self.fact(t, s, fact_id)
 
         clock = self._advance(t, s, seqs=1)
         fact = Fact(

@@ -62,6 +62,12 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
     problem = _inputs_unchanged(tx, artifact)
     if problem:
         return SwitchResult(False, problem)
+    stored = tx.artifact_head(t, s, artifact.artifact_id)
+    if stored is None or stored.state not in ("candidate", "abandoned"):
+        # Only a gated candidate may be published: never a gate-rejected or stale one. (An
+        # abandoned candidate lost to a newer publication: the checks below say exactly how.)
+        return SwitchResult(False, f"artifact {artifact.artifact_id} is {stored.state if stored else 'not stored'}, "
+                                   "not a gated candidate")
     if m.new_covers_through < alias.covers_through:
         return SwitchResult(False, f"coverage would regress from {alias.covers_through} to {m.new_covers_through}")
     if not tx.cas_alias(
@@ -75,8 +81,9 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
             f"covers {alias.covers_through})",
         )
     tx.set_artifact_state(t, s, [artifact.artifact_id], "published", reason="switched")
-    if alias.artifact_id:
-        tx.set_artifact_state(t, s, [alias.artifact_id], "retired", reason=f"replaced by {artifact.artifact_id}")
+    previous = tx.artifact_head(t, s, alias.artifact_id) if alias.artifact_id else None
+    if previous is not None and previous.state == "published":  # a stale one stays stale: audit
+        tx.set_artifact_state(t, s, [previous.artifact_id], "retired", reason=f"replaced by {artifact.artifact_id}")
     # Candidates left by crashed or racing jobs can never win a CAS now: say so.
     orphans = [a.artifact_id for a in tx.artifacts(t, s, states=["candidate"]) if a.artifact_id != artifact.artifact_id]
     if orphans:

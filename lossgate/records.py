@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from lossgate.canonical import content_hash, envelope_hash
+from lossgate.canonical import envelope_hash
 from lossgate.values import ValueType, canonical_value, encode_value
 
 __all__ = [

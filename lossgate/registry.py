@@ -62,7 +62,7 @@ class Registry(BaseModel):
         except ValueMismatch as exc:
             raise ValueTypeError(
                 f"fact {label}: predicate {pred.name!r} expects {pred.value_type}, "
-                f"received {describe_type(fact.value)} {fact.value!r} ({exc})"
+                f"received {describe_type(fact.value)} {fact.value!r}{_why(exc, fact.value)}"
             ) from None
         extra = [k for k, _ in fact.qualifiers if k not in pred.qualifiers]
         if extra:
@@ -75,6 +75,12 @@ class Registry(BaseModel):
     def document(self) -> dict[str, Any]:
         """The registry as plain JSON (how the store keeps it)."""
         return self.model_dump(mode="json")
+
+
+def _why(exc: ValueMismatch, value: Any) -> str:
+    """The coercion's reason, unless it only repeats the received type."""
+    reason = str(exc)
+    return "" if reason == f"got {describe_type(value)}" else f" ({reason})"
 
 
 def parse_registry(data: dict[str, Any]) -> Registry:

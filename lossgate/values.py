@@ -73,8 +73,8 @@ def describe_type(value: Any) -> str:
     """A short name for the received value's type, for error messages."""
     if isinstance(value, BaseModel):
         return type(value).__name__
-    return {bool: "bool", int: "int", float: "float", str: "string", dict: "object",
-            list: "array", type(None): "null"}.get(type(value), type(value).__name__)
+    return {bool: "bool", int: "int", float: "float", str: "string", dict: "object", list: "array",
+            type(None): "null", Decimal: "decimal"}.get(type(value), type(value).__name__)
 
 
 def _decimal(value: Any) -> Decimal:

@@ -11,9 +11,11 @@ The deterministic compressor needs no model and no network. It emits one claim
 per active fact (derived from the fact and its source events), carries open
 items and unresolved conflicts as such, and renders a prose summary from the
 claims and the recent conversation. Under a token budget it drops, in order:
-older conversation, contextual facts, important facts; never a critical fact.
-If the critical facts alone exceed the budget it raises
-:class:`BudgetExceeded` rather than truncate.
+older conversation, contextual facts, important facts; never a fact the gate
+must preserve (``CompressionRequest.must_keep``: critical facts, negations,
+exact numbers, dates, identifiers, permissions, open items, conflicts). If
+those alone exceed the budget it raises :class:`BudgetExceeded` rather than
+truncate.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ class CompressionRequest(BaseModel):
     # Events whose only facts were superseded: history lives in the ledger, not in the
     # summary, so the prose must not carry the old value (seed 000, temporal collapse).
     outdated_event_ids: frozenset[str] = frozenset()
+    # Facts the gate will refuse to lose (its must-preserve set, hard reasons): never dropped
+    # under budget pressure. Everything else may go, contextual first.
+    must_keep: frozenset[str] = frozenset()
 
 
 class Compressor(Protocol):
@@ -115,9 +120,11 @@ class DeterministicCompressor:
 
     def compress(self, request: CompressionRequest) -> dict[str, Any]:
         """Return the artifact body as a JSON-ready dict. Raises :class:`BudgetExceeded`."""
-        facts = sorted(request.facts, key=lambda f: (
-            _RANK[request.predicates[f.predicate].criticality], f.predicate, f.seq))
         conflicted = {fid for c in request.conflicts for fid in c.fact_ids}
+        keep = request.must_keep | conflicted
+        # Must-keep facts first, then by criticality: what does not fit is the most disposable.
+        facts = sorted(request.facts, key=lambda f: (
+            f.fact_id not in keep, _RANK[request.predicates[f.predicate].criticality], f.predicate, f.seq))
         budget = request.budget_tokens
         header = f"Memory of {request.subject_id} (tenant {request.tenant_id})."
         lines = [header]
@@ -126,12 +133,11 @@ class DeterministicCompressor:
         for fact in facts:
             line = render_fact(fact)
             cost = self.count(line) + 1
-            critical = request.predicates[fact.predicate].criticality == "critical" or fact.fact_id in conflicted
             if budget is not None and used + cost > budget:
-                if critical:
+                if fact.fact_id in keep:
                     raise BudgetExceeded(
-                        f"critical facts alone exceed the budget of {budget} tokens (at {fact.fact_id}); "
-                        "raise the budget: lossgate never truncates a critical fact"
+                        f"the facts that must be preserved alone exceed the budget of {budget} tokens "
+                        f"(at {fact.fact_id}); raise the budget: lossgate never truncates a critical fact"
                     )
                 continue  # disposable: dropped, and the gate records the loss
             lines.append(line)

@@ -29,7 +29,7 @@ from lossgate import gate
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor, DeterministicCompressor
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
 from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
-from lossgate.errors import InvalidInput
+from lossgate.errors import InvalidInput, NotFound
 from lossgate.publish import switch
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry
@@ -103,6 +103,8 @@ class Consolidator:
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
+            if sel.snapshot.clock.high_water == 0:
+                raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             number = len(tx.attempts(tenant_id, subject_id)) + 1
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
@@ -121,7 +123,7 @@ class Consolidator:
             predicates={f.predicate: registry.get(f.predicate) for f in sel.facts},
             conflicts=sel.snapshot.conflicts, events=sel.events,
             parent=sel.parent.body if sel.parent else None, budget_tokens=self.config.budget_tokens,
-            outdated_event_ids=sel.outdated_event_ids,
+            outdated_event_ids=sel.outdated_event_ids, must_keep=self._must_keep(sel, registry),
         )
         t1 = time.perf_counter()
         raw, error = self._generate(request)
@@ -155,7 +157,8 @@ class Consolidator:
     def publish(self, prepared: Prepared) -> Attempt:
         """Run the switch for a gated artifact. A lost race or a moved input publishes nothing."""
         artifact = prepared.artifact
-        assert artifact is not None
+        if artifact is None or prepared.attempt.status != "gated":
+            return prepared.attempt  # only a gated artifact is ever offered to the switch
         if self.hooks.before_switch:
             self.hooks.before_switch(artifact)
         with self.store.write() as tx:
@@ -163,8 +166,10 @@ class Consolidator:
             if result.published:
                 attempt = prepared.attempt.model_copy(update={"status": "published", "finished_at": utcnow()})
             else:
-                tx.set_artifact_state(artifact.tenant_id, artifact.subject_id, [artifact.artifact_id],
-                                      "abandoned", reason=result.reason)
+                head = tx.artifact_head(artifact.tenant_id, artifact.subject_id, artifact.artifact_id)
+                if head is not None and head.state == "candidate":
+                    tx.set_artifact_state(artifact.tenant_id, artifact.subject_id, [artifact.artifact_id],
+                                          "abandoned", reason=result.reason)
                 tx.enqueue_job(artifact.tenant_id, artifact.subject_id, reason=f"switch refused: {result.reason}",
                                run_after=utcnow(), at=utcnow())
                 attempt = prepared.attempt.model_copy(update={
@@ -191,6 +196,12 @@ class Consolidator:
             return None, f"compressor error: {type(exc).__name__}: {exc}"
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+    @staticmethod
+    def _must_keep(sel: Selection, registry: Registry) -> frozenset[str]:
+        """What the gate will refuse to lose, so the compressor never chooses to drop it."""
+        mp = gate.build_must_preserve(sel.snapshot, registry)
+        return frozenset(fid for fid in mp.fact_ids() if mp.loss_severity(fid) == "critical")
 
     def _parse(self, raw: Any) -> tuple[ArtifactBody | None, str | None]:
         try:

@@ -3,7 +3,8 @@
 A job reads the clock (``high_water`` H and ``input_epoch``) and the alias
 (parent artifact, source epoch, covers_through) in one transaction, then
 selects from the *authorized view*: valid events and active facts with
-seq <= H. Deleted and revoked events never enter a selection (invariant 1).
+seq <= H. Deleted and revoked events never enter a selection, nor does the
+text of an event a deleted fact was drawn from (invariant 1).
 
 Two paths produce the same active fact set:
 
@@ -64,8 +65,12 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     )
     path: Literal["direct", "incremental"] = "incremental" if incremental and fresh_parent else "direct"
 
-    valid = tx.events(tenant_id, subject_id, states=["valid"], through_seq=h)
     all_facts = tx.facts(tenant_id, subject_id, through_seq=h)
+    # Text a deleted fact was drawn from is deleted content too, even while its event stays
+    # valid for other facts: it never reaches a compressor (invariant 1) or a summary.
+    suppressed = {e for f in all_facts if f.status == "deleted" for e in f.source_event_ids}
+    valid = [e for e in tx.events(tenant_id, subject_id, states=["valid"], through_seq=h)
+             if e.event_id not in suppressed]
     active = tuple(f for f in all_facts if f.status == "active")
     conflicts = tuple(c for c in tx.conflicts(tenant_id, subject_id, unresolved_only=True))
 
@@ -80,8 +85,10 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     inputs += [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
     refs = tuple(inputs)
     live_sources = {e for f in active for e in f.source_event_ids}
+    shown_ids = {e.event_id for e in shown}
     outdated = frozenset(
-        e for f in all_facts if f.status != "active" for e in f.source_event_ids if e not in live_sources
+        e for f in all_facts if f.status == "superseded" for e in f.source_event_ids
+        if e not in live_sources and e in shown_ids
     )
     snapshot = Snapshot(
         tenant_id=tenant_id, subject_id=subject_id, clock=clock, registry_version=registry.version,

@@ -11,9 +11,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Sequence
 
+import orjson
 import psycopg
 
-from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
+from lossgate.derived import (
+    Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord,
+)
 from lossgate.records import Clock
 from lossgate.store import rows
 
@@ -54,6 +57,18 @@ class DerivedReads(_Tx):
             (tenant_id, subject_id, artifact_id),
         ).fetchone()
         return rows.artifact_from_row(row) if row else None
+
+    def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute(
+            "SELECT artifact_id, state, body->>'summary', body->'open_items' "
+            "FROM artifacts WHERE tenant_id=%s AND subject_id=%s AND artifact_id=%s",
+            (tenant_id, subject_id, artifact_id),
+        ).fetchone()
+        if row is None:
+            return None
+        return ArtifactHead(artifact_id=row[0], state=row[1], summary=row[2] or "",
+                            open_items=tuple(orjson.loads(row[3] or "[]")))
 
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         self._scope(tenant_id, subject_id)
@@ -234,6 +249,24 @@ class DerivedWrites(_Tx):
             (owner, now + timedelta(seconds=lease_seconds), job_id),
         ).fetchone()
         return rows.job_from_row(claimed) if claimed else None
+
+    def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
+        # The job names no tenant: find it under the queue scope, then write as its tenant.
+        self._c.execute("SELECT set_config('lossgate.scope', 'queue', true)")
+        row = self._c.execute("SELECT tenant_id FROM jobs WHERE job_id=%s", (job_id,)).fetchone()
+        self._c.execute("SELECT set_config('lossgate.scope', '', true)")
+        if row is None:
+            return False
+        self._use_tenant(row[0])
+        return self._c.execute(
+            "UPDATE jobs SET lease_expires_at=%s WHERE job_id=%s AND status='running' AND lease_owner=%s",
+            (lease_expires_at, job_id, owner),
+        ).rowcount == 1
+
+    def refresh_search_index(self) -> int:
+        # The GIN index is maintained as rows are written (its pending list keeps
+        # that cheap), so there is never a backlog to index.
+        return 0
 
     def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
                    at: datetime, run_after: datetime | None = None) -> bool:

@@ -65,6 +65,12 @@ APP_ROLE = "lossgate_app"
 # Any constant works; it only has to be the same in every lossgate process.
 _MIGRATION_LOCK = 0x105_5647_A7E
 _TRANSIENT = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_errors.LockNotAvailable)
+_CONSTRAINT_HINTS = {
+    "events_pkey": "the subject's seq is already taken",
+    "events_tenant_id_event_id_key": "the event id is already used in this tenant",
+    "facts_pkey": "the fact id is already used in this tenant",
+    "registries_pkey": "the registry version is already stored",
+}
 T = TypeVar("T")
 
 
@@ -95,8 +101,10 @@ def _translate(exc: psycopg.Error) -> LossgateError:
             f"{exc.diag.message_primary}); nothing was written and the operation is safe to retry"
         )
     if isinstance(exc, psycopg.IntegrityError):
-        detail = exc.diag.message_detail or ""
-        return IdempotencyConflict(f"integrity violation: {exc.diag.message_primary}. {detail}".strip())
+        # Under row-level security PostgreSQL withholds the key values (DETAIL),
+        # so name what the constraint protects instead.
+        hint = _CONSTRAINT_HINTS.get(exc.diag.constraint_name or "", exc.diag.message_detail or "")
+        return IdempotencyConflict(f"integrity violation: {exc.diag.message_primary}; {hint}".rstrip("; "))
     if isinstance(exc, PoolTimeout):
         return StoreError(f"no PostgreSQL connection available: {exc}")
     return StoreError(f"PostgreSQL: {exc}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import contextmanager
+from functools import lru_cache
 from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -39,6 +40,7 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+@lru_cache(maxsize=1)
 def _migrations() -> list[tuple[int, str]]:
     folder = resources.files("lossgate.store") / "sql" / "sqlite"
     found = []
@@ -571,6 +573,9 @@ class SQLiteStore:
         return conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
 
     def migrate(self) -> int:
+        latest = _migrations()[-1][0]
+        if self.schema_version() == latest:
+            return latest  # the common case: no write lock taken just to learn nothing changed
         with self._transaction("BEGIN IMMEDIATE") as conn, self._translated():
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"

@@ -122,7 +122,7 @@ def test_json_spellings_are_accepted_where_json_has_no_type(memory):
 
 
 @pytest.mark.parametrize(("predicate", "value", "expected", "received"), [
-    ("subscription.seats", Decimal("50.0"), "int", "Decimal"),
+    ("subscription.seats", Decimal("50.0"), "int", "decimal"),
     ("subscription.seats", True, "int", "bool"),
     ("food.peanuts_allowed", "false", "bool", "string"),
     ("food.peanuts_allowed", 0, "bool", "int"),
