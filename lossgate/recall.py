@@ -48,15 +48,19 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         others = [f for f in pool if _matches(f, terms)] if terms else pool
         others = others[:k]
         after = alias.covers_through if fresh else None
+        # Text a deleted fact was drawn from is deleted content: never recalled (see selection).
+        suppressed = {e for f in tx.facts(tenant_id, subject_id, statuses=["deleted"]) for e in f.source_event_ids}
         if terms:
             hit_ids = tx.search_events(tenant_id, subject_id, query or "", limit=k * 4)
             events = [e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
-                      if after is None or e.seq > after]
+                      if (after is None or e.seq > after) and e.event_id not in suppressed]
             rank = {eid: i for i, eid in enumerate(hit_ids)}
             events.sort(key=lambda e: rank[e.event_id])
             events = events[:k]
         else:
-            events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k, newest_first=True)
+            events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after,
+                               limit=k + len(suppressed), newest_first=True)
+            events = [e for e in events if e.event_id not in suppressed][:k]
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in pool] + [e.event_id for e in events]
 
     summary = artifact.summary if fresh and artifact else None
