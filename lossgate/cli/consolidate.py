@@ -44,18 +44,38 @@ def consolidate(
     budget: Annotated[int, typer.Option("--budget", help="Token budget of the summary.")] = 2000,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds the compressor may take.")] = 60.0,
     direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
+    compressor: Annotated[Optional[str], typer.Option(
+        "--compressor", metavar="MODULE:CLASS",
+        help="A Compressor class to use instead of the deterministic one, e.g. "
+             "lossgate.testing.compressors:FlipBool (a lossy one, to see the gate refuse it).")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Build, gate and publish a summary of one subject. Exit 1 if nothing was published."""
     config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct)
+    chosen = _load_compressor(compressor) if compressor else None
     with open_memory(ctx) as memory:
-        attempt = memory.consolidate(tenant, subject, config=config)
+        attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen)
     if as_json:
         typer.echo(attempt.model_dump_json())
     else:
         out().print(_attempt_table([attempt], title=f"consolidation of {tenant}/{subject}"))
     if attempt.status != "published":
         raise typer.Exit(1)
+
+
+def _load_compressor(spec: str):  # type: ignore[no-untyped-def]
+    """Instantiate ``module:Class`` (a Compressor); exit 2 with one line if it cannot be."""
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+        made = factory()
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:
+        fail(f"--compressor {spec}: {exc}")
+    if not callable(getattr(made, "compress", None)):
+        fail(f"--compressor {spec}: {type(made).__name__} has no compress(request) method")
+    return made
 
 
 def recall(
@@ -76,7 +96,7 @@ def recall(
     console.print(Text.assemble("mode: ", (result.mode, f"bold {style}"),
                                 f"   artifact: {result.artifact_id or '-'}   tokens: {result.tokens}"))
     if result.summary:
-        console.print(result.summary)
+        console.print(Text(result.summary))  # stored text is data, never rich markup
     console.print(fact_table(result.facts, title="facts"))
     if result.events:
         console.print(event_table(result.events, title="events" if result.mode == "raw_fallback" else "tail events"))

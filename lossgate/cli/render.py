@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -20,7 +21,7 @@ from lossgate.values import Money, encode_value
 
 __all__ = [
     "render_value", "fact_json", "event_json", "conflict_json", "history_json", "print_json_lines",
-    "fact_table", "event_table", "conflict_table", "log_table", "predicate_table", "clock_text",
+    "fact_table", "event_table", "conflict_table", "log_table", "predicate_table", "clock_text", "print_table",
 ]
 
 _STATUS_STYLE = {
@@ -44,7 +45,7 @@ def render_value(value_type: str, value: Any) -> Text:
 
 
 def _qualifiers(pairs: Iterable[tuple[str, str]]) -> Text:
-    return Text(", ".join(f"{k}={v}" for k, v in pairs))
+    return Text("\n".join(f"{k}={v}" for k, v in pairs))  # one per line: narrow, never split
 
 
 def _status(status: str) -> Text:
@@ -99,25 +100,40 @@ def print_json_lines(rows: Iterable[dict[str, Any]]) -> None:
 
 
 def fact_table(facts: Iterable[Fact], *, title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left")
-    for name in ("fact id", "predicate", "type", "value", "qualifiers", "polarity", "modality",
-                 "authority", "sources", "status"):
-        table.add_column(name, overflow="fold")
+    """Facts as a table; the value type sits under the predicate to save a column."""
+    table = _table(title)
+    # Ids and one-word columns never wrap; when the terminal is narrow, rich folds the
+    # free-form ones (value, predicate, qualifiers, sources), widest first.
+    for name in ("fact id", "predicate", "value", "qualifiers", "polarity", "modality", "authority",
+                 "sources", "status"):
+        table.add_column(name, overflow="fold", no_wrap=name in _ONE_WORD)
     for f in facts:
         table.add_row(
-            Text(f.fact_id, style="cyan"), Text(f.predicate), Text(f.value_type, style="dim"),
+            Text(f.fact_id, style="cyan"), Text.assemble(f.predicate, "\n", (f.value_type, "dim")),
             render_value(f.value_type, f.value), _qualifiers(f.qualifiers),
             Text(f.polarity, style="bold red" if f.polarity == "negative" else ""),
-            Text(f.modality), Text(f.authority, style="red" if f.authority == "untrusted" else ""),
-            Text(", ".join(f.source_event_ids)), _status(f.status),
+            Text(f.modality, style="yellow" if f.modality != "asserted" else ""),
+            Text(f.authority, style="red" if f.authority == "untrusted" else ""),
+            Text("\n".join(f.source_event_ids)), _status(f.status),
         )
     return table
 
 
+_ONE_WORD = frozenset({"fact id", "polarity", "modality", "authority", "status", "seq", "event id", "kind",
+                       "trust", "state", "#", "op", "conflict id"})
+
+
+def _table(title: str | None) -> Table:
+    # A light box and no left padding: lossgate's tables are wide, columns are what matter.
+    # Cells wrap rather than truncate: rich narrows the widest columns (free text) first.
+    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
+                 padding=(0, 1, 0, 0), pad_edge=False)
+
+
 def event_table(events: Iterable[Event], *, title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = _table(title)
     for name in ("seq", "event id", "kind", "actor", "trust", "state", "occurred at", "text"):
-        table.add_column(name, overflow="fold", justify="right" if name == "seq" else "left")
+        table.add_column(name, overflow="fold", no_wrap=name in _ONE_WORD, justify="right" if name == "seq" else "left")
     for e in events:
         text = Text("(purged)", style="dim italic") if e.text is None else Text(e.text)
         table.add_row(
@@ -129,21 +145,21 @@ def event_table(events: Iterable[Event], *, title: str | None = None) -> Table:
 
 
 def conflict_table(conflicts: Iterable[Conflict], *, title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = _table(title)
     for name in ("conflict id", "predicate", "facts", "status", "detected at", "resolution"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", no_wrap=name in _ONE_WORD)
     for c in conflicts:
         table.add_row(
-            Text(c.conflict_id, style="cyan"), Text(c.predicate), Text(" vs ".join(c.fact_ids)),
+            Text(c.conflict_id, style="cyan"), Text(c.predicate), Text("\n".join(c.fact_ids)),
             _status(c.status), _ts(c.detected_at), Text(c.resolution or ""),
         )
     return table
 
 
 def log_table(entries: Iterable[LedgerEntry], *, title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = _table(title)
     for name in ("#", "at", "op", "target", "detail"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold", no_wrap=name in _ONE_WORD)
     for e in entries:
         table.add_row(
             str(e.entry_id), _ts(e.at), Text(e.op, style="bold"), Text(e.target_id, style="cyan"),
@@ -153,7 +169,7 @@ def log_table(entries: Iterable[LedgerEntry], *, title: str | None = None) -> Ta
 
 
 def predicate_table(predicates: Iterable[Predicate], *, title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = _table(title)
     for name in ("predicate", "type", "cardinality", "criticality", "category", "owner", "qualifiers", "values"):
         table.add_column(name, overflow="fold")
     for p in predicates:

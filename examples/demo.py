@@ -1,0 +1,123 @@
+"""The lossgate demo: the command line on a fresh SQLite database, step by step.
+
+    python examples/demo.py            # or: make demo
+
+Every step is a real ``lossgate`` invocation (``python -m lossgate``), printed with a
+``$ lossgate ...`` header before its output. The demo exits non-zero as soon as a step
+does not end the way it should (one step is *meant* to fail: a bad line is refused and
+nothing from its file is written).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.rule import Rule
+
+HERE = Path(__file__).resolve().parent
+PREDICATES = HERE / "predicates.toml"
+EVENTS = HERE / "demo.jsonl"
+DB = "sqlite:///demo.db"  # relative to the demo's fresh working directory
+TRAVEL = ["--tenant", "travel-co", "--subject", "user-17"]
+BILLING = ["--tenant", "acme-billing", "--subject", "cust_482"]
+
+# A file with one good event, then a fact whose int predicate is given 50.0.
+BAD_LINES = (
+    '{"type": "event", "tenant_id": "acme-billing", "subject_id": "cust_482", "event_id": "crm-0401", '
+    '"kind": "system", "actor": "crm-sync", "trust": "system", "text": "CRM sync: 50 seats.", '
+    '"occurred_at": "2026-04-01T10:00:00-04:00"}\n'
+    '{"type": "fact", "tenant_id": "acme-billing", "subject_id": "cust_482", "fact_id": "seats-v2", '
+    '"predicate": "subscription.seats", "value": 50.0, "authority": "system", "source_event_ids": ["crm-0401"]}\n'
+)
+
+console = Console()
+
+
+def step(title: str, args: list[str], *, workdir: Path, expect: int = 0) -> None:
+    """Run one ``lossgate`` command in ``workdir``, show it and its output; exit if its
+    code is not ``expect``."""
+    console.print()
+    console.print(Rule(f"[bold]{title}", align="left", style="blue"))
+    shown = " ".join(shlex.quote(a) for a in args)
+    console.print(f"[bold green]$[/] [bold]lossgate {shown}[/]", highlight=False)
+    # Tables are wide: use the reader's terminal width, or a generous one in a log.
+    env = {**os.environ, "LOSSGATE_DB": DB, "COLUMNS": str(console.width if console.is_terminal else 160)}
+    if console.is_terminal:
+        env["FORCE_COLOR"] = "1"  # the child writes to a pipe; keep the reader's colours
+    done = subprocess.run([sys.executable, "-m", "lossgate", *args], env=env, cwd=workdir,
+                          capture_output=True, text=True, check=False)
+    sys.stdout.write(done.stdout)
+    sys.stdout.write(done.stderr)
+    sys.stdout.flush()
+    if done.returncode != expect:
+        console.print(f"[bold red]step failed:[/] exit code {done.returncode}, expected {expect}")
+        sys.exit(done.returncode or 1)
+    if expect:
+        console.print(f"[dim]exit code {done.returncode}, as expected[/]")
+
+
+def main() -> None:
+    console.print(Panel.fit(
+        "[bold]lossgate[/]: agent memory that compresses without forgetting.\n"
+        "Raw events are append-only; facts are typed, sourced and have a lifecycle;\n"
+        "summaries are published only when a deterministic gate proves nothing that\n"
+        "matters was lost, flipped or invented.",
+        border_style="blue",
+    ))
+    with tempfile.TemporaryDirectory(prefix="lossgate-demo-") as tmp:
+        workdir = Path(tmp)
+        # Work on copies in a fresh directory, so every command reads exactly as it runs.
+        for source in (PREDICATES, EVENTS):
+            shutil.copy(source, workdir / source.name)
+        console.print(f"[dim]working in a fresh directory {workdir}[/]")
+        console.print(f"[bold green]$[/] [bold]export LOSSGATE_DB={DB}[/]", highlight=False)
+        run = lambda title, args, expect=0: step(title, args, workdir=workdir, expect=expect)  # noqa: E731
+
+        run("Create the database and load the predicate registry", ["init", "--predicates", PREDICATES.name])
+        run("Ingest two subjects' events and facts (one transaction)", ["ingest", EVENTS.name])
+        run("A traveller's active facts: typed, qualified, sourced", ["facts", *TRAVEL])
+        run("A customer's facts: money keeps amount and currency, seats stay an int", ["facts", *BILLING])
+        run("Ingesting the same file again is a no-op", ["ingest", EVENTS.name])
+
+        (workdir / "bad.jsonl").write_text(BAD_LINES, encoding="utf-8")
+        run("A bad line (an int predicate given 50.0) is refused; nothing from its file is written",
+            ["ingest", "bad.jsonl"], expect=2)
+        run("...so the customer's clock has not moved", ["clock", *BILLING])
+
+        run("Consolidate: compress, gate, publish through the alias CAS", ["consolidate", *TRAVEL])
+        run("Recall: the fresh summary, with every critical fact", ["recall", *TRAVEL])
+
+        run("The user moved: supersede the timezone (source: their message event-72)",
+            ["supersede", "timezone-v1", *TRAVEL, "--value", "UTC+01:00", "--source", "event-72",
+             "--fact-id", "timezone-v2"])
+        run("The summary that said UTC-05:00 went stale in the same transaction", ["artifacts", *TRAVEL])
+        run("...so recall falls back to raw memory until a rebuild passes the gate", ["recall", *TRAVEL, "-k", "3"])
+        run("Rebuild: the new summary carries only the current timezone", ["consolidate", *TRAVEL])
+
+        run("The user asks us to forget their home address",
+            ["delete", "fact", "address-1", *TRAVEL, "--reason", "user request: forget my address"])
+        run("Rebuild: the address never reaches the compressor again", ["consolidate", *TRAVEL])
+        run("Recall: no address anywhere, the allergy untouched", ["recall", *TRAVEL])
+        run("The timezone's history: oldest first, with the log", ["history", "timezone-v2", *TRAVEL])
+
+        run("A lossy compressor flips the peanut allergy: the gate refuses to publish it",
+            ["consolidate", *TRAVEL, "--compressor", "lossgate.testing.compressors:FlipBool"], expect=1)
+        run("Every attempt is kept, the refused one with its violation", ["attempts", *TRAVEL])
+        run("...and recall still serves the last good summary", ["recall", *TRAVEL, "-q", "peanuts"])
+        run("The billing customer: invoice ids, amounts and deadlines survive compression",
+            ["consolidate", *BILLING])
+
+    console.print()
+    console.print(Panel.fit("[bold green]demo complete[/]", border_style="green"))
+
+
+if __name__ == "__main__":
+    main()

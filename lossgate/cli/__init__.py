@@ -1,0 +1,29 @@
+"""The ``lossgate`` command line: a thin layer over :mod:`lossgate` (see ``lossgate --help``).
+
+Each command group is a module exposing ``register(app)``; :data:`GROUPS` lists them in
+the order their commands appear. Add a group by writing its module and listing it here.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from lossgate.cli import consolidate, gate, ingest, ledger
+from lossgate.cli.app import app
+
+__all__ = ["app", "main", "GROUPS"]
+
+GROUPS: tuple[ModuleType, ...] = (
+    ledger,  # init, predicates, facts, history, events, clock, conflicts, supersede, delete, revoke
+    ingest,  # ingest FILE.jsonl
+    consolidate,  # consolidate, recall, lineage, attempts, artifacts, worker
+    gate,  # check FILE.json, eval mutations
+)
+
+for _group in GROUPS:
+    _group.register(app)
+
+
+def main() -> None:
+    """Console-script entry point (``lossgate = "lossgate.cli:main"``)."""
+    app()

@@ -1,0 +1,256 @@
+"""Ledger commands: setup, reads and lifecycle operations on one subject.
+
+Each command opens the memory, makes one library call (names mirror :class:`Memory`
+methods) and prints the result. Input that the library will reject is left for the
+library to reject, so the CLI and the Python API give the same errors.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional, get_args
+
+import typer
+from pydantic import ValidationError
+from rich.text import Text
+
+from lossgate.cli.app import fail, open_memory, out
+from lossgate.cli.render import (
+    clock_text, conflict_json, conflict_table, event_json, event_table, fact_json, fact_table,
+    history_json, log_table, predicate_table, print_json_lines, print_table, render_value,
+)
+from lossgate.ingest import describe_validation_error
+from lossgate.records import Authority, EventState, Modality, NewFact, Polarity
+
+__all__ = ["register"]
+
+Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_default=False)]
+Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False)]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")]
+Reason = Annotated[str, typer.Option("--reason", help="Why; kept in the ledger log.")]
+RegistryFile = Annotated[Path, typer.Argument(
+    exists=True, dir_okay=False, readable=True, metavar="FILE.toml", help="Predicate registry (TOML).",
+)]
+
+# typer takes Literal choices for single options but not for lists: an Enum for --state.
+StateChoice = Enum("StateChoice", {v: v for v in get_args(EventState)}, type=str)  # type: ignore[misc]
+
+predicates_app = typer.Typer(help="Load or show the predicate registry.", no_args_is_help=True)
+delete_app = typer.Typer(help="Delete a fact or an event (content purged, tombstone kept).", no_args_is_help=True)
+
+
+def parse_value(raw: str) -> Any:
+    """``--value`` as JSON with exact decimals (``50`` is an int, ``50.0`` a decimal,
+    ``false`` a bool); text that is not JSON at all (``UTC+01:00``) is taken as a string."""
+    try:
+        return json.loads(raw, parse_float=Decimal)
+    except ValueError:
+        return raw
+
+
+def parse_qualifiers(items: list[str]) -> dict[str, str]:
+    """``k=v`` pairs into a mapping; raises a usage error (exit 2) for anything else."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="'--qualifier'")
+        pairs[key] = value
+    return pairs
+
+
+# -- setup ------------------------------------------------------------------------------
+
+
+def init(
+    ctx: typer.Context,
+    predicates: Annotated[Optional[Path], typer.Option(
+        "--predicates", exists=True, dir_okay=False, readable=True, metavar="FILE.toml",
+        help="Also load this predicate registry.",
+    )] = None,
+) -> None:
+    """Create or upgrade the schema (idempotent); optionally load a predicate registry."""
+    with open_memory(ctx) as memory:
+        version = memory.migrate()
+        registry = memory.load_predicates(predicates) if predicates else memory.registry
+    console = out()
+    console.print(Text.assemble("schema version ", (str(version), "bold")))
+    if registry is None:
+        console.print(Text("no predicate registry loaded (lossgate predicates load FILE.toml)", style="yellow"))
+    else:
+        console.print(Text.assemble(
+            "predicate registry version ", (str(registry.version), "bold"),
+            f" ({len(registry.predicates)} predicates)",
+        ))
+
+
+@predicates_app.command("load")
+def predicates_load(ctx: typer.Context, file: RegistryFile) -> None:
+    """Store a predicate registry version (the same version again is a no-op)."""
+    with open_memory(ctx) as memory:
+        registry = memory.load_predicates(file)
+    out().print(Text.assemble(
+        "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
+    ))
+
+
+@predicates_app.command("show")
+def predicates_show(ctx: typer.Context) -> None:
+    """Show the newest stored predicate registry."""
+    with open_memory(ctx) as memory:
+        registry = memory.registry
+    if registry is None:
+        fail("no predicate registry is loaded (lossgate predicates load FILE.toml)")
+    title = f"predicate registry version {registry.version}"
+    out().print(predicate_table(sorted(registry.predicates.values(), key=lambda p: p.name), title=title))
+
+
+# -- reads ------------------------------------------------------------------------------
+
+
+def facts(
+    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    all_: Annotated[bool, typer.Option("--all", help="Every status, not only active facts.")] = False,
+    predicate: Annotated[Optional[str], typer.Option("--predicate", help="Only this predicate.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Active facts of a subject (every status with --all)."""
+    with open_memory(ctx) as memory:
+        found = memory.facts(tenant, subject, statuses=None if all_ else ("active",), predicate=predicate)
+    if as_json:
+        print_json_lines(fact_json(f) for f in found)
+        return
+    label = "facts" if all_ else "active facts"
+    print_table(out(), fact_table(found, title=f"{label} of {tenant}/{subject}"), empty=f"no {label} for {tenant}/{subject}")
+
+
+def history(ctx: typer.Context, fact_id: str, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
+    """A fact's supersession chain (oldest first), its conflicts and its log lines."""
+    with open_memory(ctx) as memory:
+        hist = memory.history(tenant, subject, fact_id)
+    if as_json:
+        print_json_lines([history_json(hist)])
+        return
+    console = out()
+    console.print(fact_table(hist.chain, title=f"history of {fact_id} (oldest first)"))
+    if hist.conflicts:
+        console.print(conflict_table(hist.conflicts, title="conflicts"))
+    print_table(console, log_table(hist.log, title="ledger log"), empty="no log lines")
+
+
+def events(
+    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    state: Annotated[Optional[list[StateChoice]], typer.Option("--state", help="Only events in this state (repeatable).")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Events of a subject in sequence order (deleted ones show as tombstones)."""
+    with open_memory(ctx) as memory:
+        found = memory.events(tenant, subject, states=[s.value for s in state] if state else None)
+    if as_json:
+        print_json_lines(event_json(e) for e in found)
+        return
+    print_table(out(), event_table(found, title=f"events of {tenant}/{subject}"), empty=f"no events for {tenant}/{subject}")
+
+
+def clock(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
+    """The subject's clock: high_water (largest seq) and input_epoch."""
+    with open_memory(ctx) as memory:
+        found = memory.clock(tenant, subject)
+    if as_json:
+        print_json_lines([found.model_dump(mode="json")])
+    else:
+        out().print(clock_text(found))
+
+
+def conflicts(
+    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    all_: Annotated[bool, typer.Option("--all", help="Include resolved conflicts.")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Unresolved conflicts of a subject (resolved ones too with --all)."""
+    with open_memory(ctx) as memory:
+        found = memory.conflicts(tenant, subject, unresolved_only=not all_)
+    if as_json:
+        print_json_lines(conflict_json(c) for c in found)
+        return
+    label = "conflicts" if all_ else "unresolved conflicts"
+    print_table(out(), conflict_table(found, title=f"{label} of {tenant}/{subject}"), empty=f"no {label} for {tenant}/{subject}")
+
+
+# -- lifecycle --------------------------------------------------------------------------
+
+
+def supersede(
+    ctx: typer.Context,
+    old_fact_id: Annotated[str, typer.Argument(metavar="OLD_FACT_ID", help="The active fact to replace.")],
+    tenant: Tenant, subject: Subject,
+    value: Annotated[str, typer.Option("--value", help="New value as JSON (50, false, \"x\", {...}); non-JSON text is a string.", show_default=False)],
+    source: Annotated[list[str], typer.Option("--source", help="Event id the new value rests on (repeatable).", show_default=False)],
+    fact_id: Annotated[Optional[str], typer.Option("--fact-id", help="Id of the new fact (default: derived from content).")] = None,
+    qualifier: Annotated[Optional[list[str]], typer.Option("--qualifier", "-q", help="KEY=VALUE (repeatable). Not inherited from the old fact.")] = None,
+    polarity: Annotated[Polarity, typer.Option("--polarity")] = "positive",
+    modality: Annotated[Modality, typer.Option("--modality")] = "asserted",
+    authority: Annotated[Authority, typer.Option("--authority")] = "user",
+) -> None:
+    """Replace an active fact with a new value; the old fact is kept as superseded."""
+    quals = parse_qualifiers(qualifier or [])
+    with open_memory(ctx) as memory:
+        # The predicate is the old fact's (supersession never changes it): read it first.
+        old = memory.fact(tenant, subject, old_fact_id)
+        new = _new_fact(
+            tenant_id=tenant, subject_id=subject, fact_id=fact_id, predicate=old.predicate,
+            value=parse_value(value), qualifiers=quals, polarity=polarity, modality=modality,
+            authority=authority, source_event_ids=source,
+        )
+        fact = memory.supersede(tenant, subject, old_fact_id, new)
+    out().print(Text.assemble(
+        "superseded ", (old_fact_id, "cyan"), " by ", (fact.fact_id, "cyan"), f": {fact.predicate} = ",
+        render_value(fact.value_type, fact.value),
+    ))
+
+
+def _new_fact(**fields: Any) -> NewFact:
+    try:
+        return NewFact(**fields)
+    except ValidationError as exc:
+        fail(describe_validation_error(exc))
+
+
+@delete_app.command("fact")
+def delete_fact(ctx: typer.Context, fact_id: str, tenant: Tenant, subject: Subject, reason: Reason = "") -> None:
+    """Delete a fact: value and qualifiers purged, id and hash kept."""
+    with open_memory(ctx) as memory:
+        fact = memory.delete_fact(tenant, subject, fact_id, reason=reason)
+    out().print(Text.assemble("deleted fact ", (fact.fact_id, "cyan"), f" ({fact.predicate}); tombstone kept"))
+
+
+@delete_app.command("event")
+def delete_event(ctx: typer.Context, event_id: str, tenant: Tenant, subject: Subject, reason: Reason = "") -> None:
+    """Delete an event: text and payload purged, id and hash kept; facts resting only on it leave."""
+    with open_memory(ctx) as memory:
+        event = memory.delete_event(tenant, subject, event_id, reason=reason)
+    out().print(Text.assemble("deleted event ", (event.event_id, "cyan"), "; tombstone kept"))
+
+
+def revoke(ctx: typer.Context, event_id: str, tenant: Tenant, subject: Subject, reason: Reason = "") -> None:
+    """Revoke an event: kept for audit, out of the authorized view; facts resting only on it leave."""
+    with open_memory(ctx) as memory:
+        event = memory.revoke_event(tenant, subject, event_id, reason=reason)
+    out().print(Text.assemble("revoked event ", (event.event_id, "cyan")))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ledger commands to ``app``."""
+    app.command()(init)
+    app.add_typer(predicates_app, name="predicates")
+    app.command()(facts)
+    app.command()(history)
+    app.command()(events)
+    app.command()(clock)
+    app.command()(conflicts)
+    app.command()(supersede)
+    app.add_typer(delete_app, name="delete")
+    app.command()(revoke)

@@ -1,0 +1,39 @@
+"""Shared fixtures: the demo predicate registry and a fresh SQLite memory per test.
+
+Directories with their own needs (``tests/conformance`` runs every store) override
+``memory`` in their own ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import lossgate
+from lossgate.registry import Registry, load_registry
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY_PATH = ROOT / "examples" / "predicates.toml"
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """The predicate registry of ``examples/predicates.toml``."""
+    return load_registry(REGISTRY_PATH)
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """A SQLite URL for a database file in the test's own temporary directory."""
+    return f"sqlite:///{tmp_path / 'lossgate.db'}"
+
+
+@pytest.fixture
+def memory(db_url: str, registry: Registry) -> Iterator[lossgate.Memory]:
+    """A fresh SQLite memory with the example registry loaded."""
+    mem = lossgate.open(db_url)
+    mem.load_predicates(registry)
+    yield mem
+    mem.close()
