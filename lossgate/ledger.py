@@ -28,6 +28,8 @@ from lossgate.values import canonical_value
 
 __all__ = ["Ledger"]
 
+_LIVE = ("candidate", "published", "retired")
+
 
 def _short_hash(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
@@ -70,12 +72,41 @@ class Ledger:
         used as the parent of an incremental consolidation."""
         clock = self._advance(tenant_id, subject_id, epoch=True)
         changed = {target_id} | self._touched.pop((tenant_id, subject_id), set())
-        stale = self.tx.descendants(tenant_id, subject_id, sorted(changed))
+        descendants = self.tx.descendants(tenant_id, subject_id, sorted(changed))
+        if op.startswith("delete"):
+            self._purge_derived(tenant_id, subject_id, descendants, changed)
+        # A failed or abandoned artifact keeps the record of why it was never published.
+        stale = [a.artifact_id for a in self.tx.artifacts(tenant_id, subject_id, states=_LIVE)
+                 if a.artifact_id in set(descendants)] if descendants else []
         if stale:
             self.tx.set_artifact_state(tenant_id, subject_id, stale, "stale", reason=f"{op} {target_id}")
         self._log(tenant_id, subject_id, "epoch", target_id,
                   {"cause": op, "input_epoch": clock.input_epoch, "stale_artifacts": stale})
         self.tx.enqueue_job(tenant_id, subject_id, reason=f"{op} {target_id}", run_after=self.now, at=self.now)
+
+    def _purge_derived(self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], deleted: set[str]) -> None:
+        """Deleted content is purged from everything derived from it (invariant 11): claims
+        resting on a deleted input are dropped and the prose, which may quote it anywhere, is
+        replaced by a marker; raw compressor outputs of the attempts that read it are erased.
+        Ids, hashes, manifests, lineage and states stay for audit."""
+        marker = f"[summary purged on {self.now.date().isoformat()}: derived from deleted content]"
+        for artifact_id in artifact_ids:
+            art = self.tx.artifact(tenant_id, subject_id, artifact_id)
+            if art is None:
+                continue
+            claims = tuple(c for c in art.body.claims
+                           if c.fact_id not in deleted and not deleted.intersection(c.derived_from))
+            body = art.body.model_copy(update={"claims": claims, "summary": marker,
+                                                "open_items": tuple(i for i in art.body.open_items if i not in deleted)})
+            self.tx.replace_artifact_body(tenant_id, subject_id, artifact_id, body)
+        purged = set(artifact_ids)
+        for attempt in self.tx.attempts(tenant_id, subject_id):
+            if attempt.raw_output is not None and (
+                attempt.artifact_id in purged or deleted.intersection(attempt.selected_ids)
+            ):
+                self.tx.save_attempt(attempt.model_copy(update={"raw_output": None}))
+        self._log(tenant_id, subject_id, "purge_derived", ",".join(sorted(deleted)),
+                  {"artifacts": sorted(purged)})
 
     def _touch(self, fact: Fact) -> None:
         self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
@@ -109,6 +140,10 @@ class Ledger:
             fresh[ev.event_id] = (ev, h)
             by_tenant.setdefault(ev.tenant_id, []).append(ev.event_id)
 
+        # Lock the clocks first (in a stable order, so concurrent batches cannot deadlock): a
+        # retry racing its original then waits, and finds the ids taken instead of colliding.
+        for key in sorted({(ev.tenant_id, ev.subject_id) for ev, _ in fresh.values()}):
+            self._clock(*key)
         duplicates: list[str] = []
         for tenant_id, ids in by_tenant.items():
             for event_id, (subject_id, stored_hash, trust) in self.tx.taken_event_ids(tenant_id, ids).items():

@@ -41,14 +41,11 @@ Codes, per expected fact id (all critical unless noted):
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any, Callable, Hashable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from lossgate.gate.outcome import Severity, Violation
+from lossgate.gate.typed import TypedValue, dump_json, json_type_name, json_value, typed_value
 from lossgate.records import ArtifactBody, Snapshot
-from lossgate.values import ValueMismatch, canonical_value, coerce_value
 
 __all__ = [
     "TypedValue", "LedgerFact", "ArtifactFact", "compare_facts", "check_contract",
@@ -56,85 +53,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class TypedValue:
-    """A value reduced to what equality means for it.
-
-    ``key`` compares with ``==``: equal keys, equal meaning (``None`` never matches,
-    used for a value that cannot be read as its declared type). ``type_name`` is
-    printed on ``value_changed``; ``shown`` is a JSON rendering for details.
-    """
-
-    type_name: str
-    key: Hashable | tuple | None
-    canonical: Any
-
-    def shown(self) -> str:
-        return f"{self.type_name} {_dump(self.canonical)}"
-
-    def matches(self, other: TypedValue) -> bool:
-        return self.key is not None and self.key == other.key
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
-
-
-def json_type_name(value: Any) -> str:
-    """JSON type of a parsed value; numbers with a fraction or exponent are ``float``."""
-    t = type(value)
-    if t is bool:
-        return "bool"
-    if t is int:
-        return "int"
-    if t is float or t is Decimal:
-        return "float"
-    if t is str:
-        return "string"
-    if value is None:
-        return "null"
-    if t is dict:
-        return "object"
-    if t is list or t is tuple:
-        return "array"
-    return t.__name__
-
-
-def _tag(value: Any) -> Hashable:
-    """A hashable form that keeps JSON types apart (``True != 1``, ``50 != 50.0``)."""
-    name = json_type_name(value)
-    if name == "object":
-        return ("object", tuple(sorted((k, _tag(v)) for k, v in value.items())))
-    if name == "array":
-        return ("array", tuple(_tag(v) for v in value))
-    return (name, value)
-
-
-def json_value(value: Any) -> TypedValue:
-    """A raw JSON value compared by JSON type and content (the seed-000 rule)."""
-    return TypedValue(json_type_name(value), _tag(value), value)
-
-
-def typed_value(value_type: str, value: Any) -> TypedValue:
-    """A typed value compared by ``value_type`` and canonical form.
-
-    A value that cannot be read as ``value_type`` (``"false"`` for a bool) gets
-    ``key=None`` and its JSON type as ``type_name``, so the mismatch names both types.
-    """
-    if value is None:
-        return TypedValue("null", None, None)
-    try:
-        # Enum membership is the registry's business at assertion time; here only
-        # the spelling matters, and an enum value is a string.
-        coerced = coerce_value("string" if value_type == "enum" else value_type, value)
-        canon = canonical_value(value_type, coerced)
-    except (ValueMismatch, TypeError, ValueError, AttributeError):
-        return TypedValue(json_type_name(value), None, value)
-    return TypedValue(value_type, (value_type, _tag(canon)), canon)
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerFact:
+class LedgerFact(NamedTuple):
     """An expected fact. ``required_sources``: source ids the artifact must cite."""
 
     fact_id: str
@@ -150,8 +69,7 @@ class LedgerFact:
     authority: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ArtifactFact:
+class ArtifactFact(NamedTuple):
     """A fact as an artifact states it. ``sources``: what it cites."""
 
     fact_id: str
@@ -183,7 +101,19 @@ def _qualifier_detail(want: tuple[tuple[str, str], ...], got: tuple[tuple[str, s
     return "; ".join(parts)
 
 
+def _same(e: LedgerFact, a: ArtifactFact) -> bool:
+    """The common case, decided in one expression: the claim states the fact exactly."""
+    key = e.value.key
+    return (key is not None and key == a.value.key and a.qualifiers == e.qualifiers
+            and a.subject_id == e.subject_id and a.tenant_id == e.tenant_id and a.predicate == e.predicate
+            and a.polarity == e.polarity and a.sources.issuperset(e.required_sources)
+            and (e.authority in (None, "untrusted") or a.authority is None
+                 or (a.modality == e.modality and a.authority == e.authority)))
+
+
 def _compare(e: LedgerFact, a: ArtifactFact, out: list[Violation]) -> None:
+    if _same(e, a):
+        return
     fid = e.fact_id
     if a.tenant_id != e.tenant_id:
         out.append(_v("tenant_changed", fid, "claim names another tenant", expected=e.tenant_id, observed=a.tenant_id))
@@ -202,7 +132,7 @@ def _compare(e: LedgerFact, a: ArtifactFact, out: list[Violation]) -> None:
     if a.qualifiers != e.qualifiers:
         out.append(_v(
             "qualifiers_changed", fid, _qualifier_detail(e.qualifiers, a.qualifiers),
-            expected=_dump(dict(e.qualifiers)), observed=_dump(dict(a.qualifiers)),
+            expected=dump_json(dict(e.qualifiers)), observed=dump_json(dict(a.qualifiers)),
         ))
     if e.authority not in (None, "untrusted") and a.authority is not None:
         if a.modality != e.modality:
@@ -213,7 +143,7 @@ def _compare(e: LedgerFact, a: ArtifactFact, out: list[Violation]) -> None:
     if lost:
         out.append(_v(
             "provenance_missing", fid, f"not cited: {', '.join(lost)}",
-            expected=_dump(list(e.required_sources)), observed=_dump(sorted(a.sources)),
+            expected=dump_json(list(e.required_sources)), observed=dump_json(sorted(a.sources)),
         ))
 
 
@@ -271,28 +201,25 @@ def compare_facts(
 def ledger_facts(snapshot: Snapshot) -> list[LedgerFact]:
     """The snapshot's facts in normalized form; provenance is their *valid* source events."""
     valid = {e.event_id for e in snapshot.events if e.state == "valid"}
-    return [
-        LedgerFact(
-            fact_id=f.fact_id, tenant_id=f.tenant_id, subject_id=f.subject_id, predicate=f.predicate,
-            status=f.status,
-            value=typed_value(f.value_type, f.value) if f.status == "active" else TypedValue("null", None, None),
-            qualifiers=f.qualifiers,
-            required_sources=tuple(s for s in f.source_event_ids if s in valid),
-            polarity=f.polarity, modality=f.modality, authority=f.authority,
-        )
-        for f in snapshot.facts
-    ]
+    purged = TypedValue("null", None, None)
+    out = []
+    for f in snapshot.facts:  # positional construction: this runs once per fact per gate
+        active = f.status == "active"
+        sources = f.source_event_ids
+        out.append(LedgerFact(
+            f.fact_id, f.tenant_id, f.subject_id, f.predicate, f.status,
+            typed_value(f.value_type, f.value) if active else purged, f.qualifiers,
+            sources if all(s in valid for s in sources) else tuple(s for s in sources if s in valid),
+            f.polarity, f.modality, f.authority,
+        ))
+    return out
 
 
 def artifact_facts(artifact: ArtifactBody) -> list[ArtifactFact]:
     """The artifact's claims in normalized form."""
     return [
-        ArtifactFact(
-            fact_id=c.fact_id, tenant_id=c.tenant_id, subject_id=c.subject_id, predicate=c.predicate,
-            value=typed_value(c.value_type, c.value), qualifiers=c.qualifiers,
-            sources=frozenset(c.derived_from), polarity=c.polarity, modality=c.modality,
-            authority=c.authority,
-        )
+        ArtifactFact(c.fact_id, c.tenant_id, c.subject_id, c.predicate, typed_value(c.value_type, c.value),
+                     c.qualifiers, frozenset(c.derived_from), c.polarity, c.modality, c.authority)
         for c in artifact.claims
     ]
 

@@ -82,7 +82,7 @@ class PostgresReadTx(DerivedReads):
     def events(
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
-        through_seq: int | None = None, limit: int | None = None,
+        through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
     ) -> list[Event]:
         self._scope(tenant_id, subject_id)
         where, args = ["tenant_id=%s", "subject_id=%s"], [tenant_id, subject_id]
@@ -98,7 +98,7 @@ class PostgresReadTx(DerivedReads):
         if through_seq is not None:
             where.append("seq <= %s")
             args.append(through_seq)
-        sql = f"{_EVENT_SELECT} WHERE {' AND '.join(where)} ORDER BY seq"
+        sql = f"{_EVENT_SELECT} WHERE {' AND '.join(where)} ORDER BY seq" + (" DESC" if newest_first else "")
         if limit is not None:
             sql += " LIMIT %s"
             args.append(limit)

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol, Sequence
 
 from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
-from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust
+from lossgate.records import ArtifactBody, Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust
 
 __all__ = ["Store", "ReadTx", "WriteTx", "IdTaken"]
 
@@ -175,6 +175,12 @@ class WriteTx(ReadTx, Protocol):
 
     def save_attempt(self, attempt: Attempt) -> None:
         """Insert or replace an attempt record (by attempt id)."""
+
+    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
+        """Overwrite an artifact's body (used only to purge deleted content; manifest and lineage stay)."""
+
+    def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
+        """Mark the subject's pending jobs done (a publication already covers them); returns how many."""
 
     def insert_recall(self, record: RecallRecord) -> None:
         """Persist the evidence of one recall."""

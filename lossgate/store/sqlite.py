@@ -22,7 +22,7 @@ import orjson
 
 from lossgate.errors import IdempotencyConflict, StoreError
 from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
-from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
+from lossgate.records import ArtifactBody, Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
 from lossgate.store import rows
 from lossgate.store.protocol import IdTaken
 
@@ -428,6 +428,19 @@ class SQLiteWriteTx(SQLiteReadTx):
             (attempt.tenant_id, attempt.subject_id, attempt.attempt_id, attempt.number, attempt.status,
              attempt.model_dump_json(), attempt.started_at.isoformat()),
         )
+
+    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
+        self._c.execute(
+            "UPDATE artifacts SET body=? WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
+            (body.model_dump_json(), tenant_id, subject_id, artifact_id),
+        )
+
+    def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
+        return self._c.execute(
+            "UPDATE jobs SET status='done', finished_at=?, reason=reason || ' (' || ? || ')' "
+            "WHERE tenant_id=? AND subject_id=? AND status='pending'",
+            (at.isoformat(), reason, tenant_id, subject_id),
+        ).rowcount
 
     def insert_recall(self, record: RecallRecord) -> None:
         self._c.execute(

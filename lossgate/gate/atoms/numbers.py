@@ -17,22 +17,26 @@ _CTX = Context(prec=200)
 _MINUS = "-\u2212\u2013"  # ASCII hyphen-minus, Unicode minus, en dash
 
 
-def canonical_number(raw: str, *, negative: bool = False, scale: int = 1) -> str:
+def canonical_number(raw: str, *, negative: bool = False, scale: int = 1, scale_exp: int = 0) -> str:
     """Return the canonical decimal string of ``raw``.
 
     Thousands separators go, trailing fractional zeros go (``14250.00`` ->
     ``14250``), leading zeros go, ``-0`` is ``0``; ``scale`` multiplies
     exactly (``14.25`` with scale 1000 -> ``14250``). Number words
-    (``seven``) are accepted too.
+    (``seven``) are accepted too. ``scale_exp`` shifts the decimal point
+    (-2 turns cents into units).
     """
+    if raw.isdigit() and scale == 1 and not scale_exp:  # the common case
+        out = raw.lstrip("0") or "0"
+        return "-" + out if negative and out != "0" else out
     s = raw.replace(",", "").replace("_", "")
     if s and s[0] in _MINUS:
         negative, s = not negative, s[1:]
     if s.lower() in NUMBER_WORDS:
         s = str(NUMBER_WORDS[s.lower()])
-    if scale != 1:
+    if scale != 1 or scale_exp:
         try:
-            s = format(_CTX.multiply(Decimal(s), Decimal(scale)), "f")
+            s = format(_CTX.multiply(Decimal(s), Decimal(scale)).scaleb(scale_exp, _CTX), "f")
         except InvalidOperation:  # unreachable for regex-matched input
             return raw
     whole, _, frac = s.partition(".")

@@ -20,13 +20,16 @@ from collections.abc import Iterator
 
 from .tables import COMPANY_SUFFIXES, PARTY_STOPWORDS, TITLES
 
-_TOKEN = r"[A-Z][A-Za-z]*(?:['’&-][A-Za-z]+)*\.?"
+_TOKEN_TAIL = r"[A-Za-z]*+(?:['’&-][A-Za-z]++)*+\.?+"
+_TOKEN = "[A-Z]" + _TOKEN_TAIL
 _CONNECT = r"(?:of|de|da|del|der|den|van|von|la|le|du|&)"
 #: Two or more capitalised tokens on one line, lower-case particles allowed
 #: between them. Single capitalised words are rejected by the regex itself,
-#: so ordinary sentence starts cost nothing beyond the scan.
+#: so ordinary sentence starts cost nothing beyond the scan. Possessive
+#: quantifiers (Python 3.11) stop the engine from backtracking through every
+#: shorter prefix of a capitalised word that is not followed by another.
 PARTY = re.compile(
-    rf"(?<![\w'’.&-]){_TOKEN}(?:[ \t]+(?:{_CONNECT}[ \t]+)?{_TOKEN})+"
+    rf"[A-Z](?<![\w'’.&-][A-Z]){_TOKEN_TAIL}(?:[ \t]++(?:{_CONNECT}[ \t]++)?{_TOKEN})++"
 )
 _PIECE = re.compile(rf"{_TOKEN}|{_CONNECT}")
 _CONNECTORS = frozenset("of de da del der den van von la le du &".split())

@@ -1,22 +1,24 @@
 """Negated statements, and the affirmative statements used to spot flips.
 
 The text (with every span already claimed by another atom blanked out) is cut
-into clauses at punctuation, at clause-joining words ("and", "but",
-"because" ...) and at claimed spans. In each clause:
+into clauses at punctuation and at claimed spans. In each clause:
 
 * If it holds a negation cue (not, n't, never, no, without, cannot, nobody,
-  nothing, none, neither, nor), the statement is negated. Its key is
-  ``not|<head>|<rest...>``: the content stems after the cue, up to four, the
-  first one (usually the verb) as head and the rest sorted, so word order
-  and determiners do not matter: "Do not contact the customer" and "Never
-  contact the customer" both give ``not|contact|customer``. In a passive
-  ("The customer must not be contacted") the subject's stems before the cue
-  are added, so it gives the same key too. Entities are separate atoms and
-  never part of the key: "not authorized by their CTO Marcus Chen" is
-  ``not|authoriz|cto``.
-* Otherwise its content stems (up to twelve, sorted) make an affirmation
-  ``is|...``; the diff uses these only to tell "negation dropped" from
-  "negation flipped".
+  nothing, none, neither, nor, nowhere), the part of the clause around the
+  cue, up to the next clause-joining word ("and", "but", "because" ...), is
+  a negated statement. Its key is ``not|<head>|<rest...>``: the content
+  stems after the cue, up to four, the first one (usually the verb) as head
+  and the rest sorted, so word order and determiners do not matter: "Do not
+  contact the customer" and "Never contact the customer" both give
+  ``not|contact|customer``. In a passive ("The customer must not be
+  contacted") the subject's stems before the cue are added, so it gives the
+  same key too. Entities are separate atoms and never part of the key: "not
+  authorized by their CTO Marcus Chen" is ``not|authoriz|cto``.
+* Otherwise the clause is an affirmation, key ``is|<its words>`` (lower
+  case, as written). Affirmations are not facts; the diff only uses them to
+  tell "negation dropped" from "negation flipped", and stems their words
+  when, and only when, it needs them (``content_stems``). Keeping them raw
+  keeps extraction fast: most clauses are affirmations.
 
 Double negation is not cancelled: "not unauthorized" is
 ``not|unauthoriz``, because "not unhappy" does not mean "happy". A cue
@@ -28,15 +30,31 @@ from __future__ import annotations
 
 import re
 
-from .model import AFFIRMED, NEGATED
+from .model import AFFIRMED, NEGATED, AtomKind
 from .tables import BE_FORMS, CLAUSE_BREAKS, NEGATION_CUES, STOPWORDS
 
-#: A word (Unicode letters, inner apostrophes) or a clause-ending mark.
-_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\x00+|[.;:!?()\[\]{}\"“”,\n]")
-_BOUNDS = frozenset('.;:!?()[]{}"“”,\n\x00')
-_COMPARATIVES = frozenset("later earlier more less fewer longer sooner greater".split())
+_Found = tuple[AtomKind, str, int, int]
+
 MAX_NEGATED = 4
-MAX_AFFIRMED = 12
+_COMPARATIVES = frozenset("later earlier more less fewer longer sooner greater".split())
+_NT = ("n't", "n’t")
+
+#: A clause: a run of text between sentence punctuation or claimed (NUL)
+#: spans. Commas, brackets and quotes do not end it here; a clause with a
+#: negation cue is split further at them (``_with_cue``).
+_CLAUSE = re.compile(r"[^.;:!?\n\x00]++")
+#: A negation cue anywhere in the text, found in one pass so that clauses
+#: without one (most) never need to be looked at word by word.
+_CUE = re.compile(
+    r"[nNwWcC](?:(?<![\w][nNwWcC])(?i:(?<=n)(?:o(?:t|ne|body|thing|where|r)?|ever|either)"
+    r"|(?<=w)ithout|(?<=c)annot)|(?<=[nN])['’][tT])(?![\w])"
+)
+#: Words and inner clause marks of a clause with a cue.
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,()\[\]{}\"“”]")
+_MARKS = frozenset(',()[]{}"“”')
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+# Characters trimmed from the ends of an affirmation's span.
+_EDGES = " \t\r\f\v-–—*_/\\&+=<>|`~#%^'’@$,()[]{}\"“”"
 
 _SUFFIXES = (  # (suffix, replacement, minimum word length), first match wins
     ("ization", "iz", 9), ("isation", "iz", 9), ("ational", "ate", 9),
@@ -49,9 +67,7 @@ def stem(word: str) -> str:
     """A deliberately small suffix stripper (not Porter): consistent, not
     pretty. "contacted", "contacts", "contacting" -> "contact";
     "authorize", "authorized", "authorization" -> "authoriz"."""
-    w = word.replace("’", "'")
-    if w.endswith("'s"):
-        w = w[:-2]
+    w = word.replace("’", "'").strip("'").removesuffix("'s")
     for suffix, repl, minimum in _SUFFIXES:
         if len(w) >= minimum and w.endswith(suffix):
             if suffix == "s" and w[-2] in "su'":
@@ -65,106 +81,114 @@ def stem(word: str) -> str:
     return w
 
 
-def _is_cue(word: str) -> bool:
-    return word in NEGATION_CUES or word.endswith(("n't", "n’t"))
+def content_stems(words: str) -> frozenset[str]:
+    """The stems of the content words of a piece of text (stop words out),
+    as the negation keys use them. Used by the diff on affirmations."""
+    return frozenset(
+        stem(w) for w in _WORD.findall(words.lower()) if w not in STOPWORDS and w not in CLAUSE_BREAKS
+    )
 
 
-class _Clause:
-    """Accumulates the words of one clause and emits its statement atom."""
+class _Stems(dict[str, str]):
+    """Memo of ``stem`` for one extraction (never shared between calls)."""
 
-    __slots__ = ("words", "cue", "stems")
-
-    def __init__(self) -> None:
-        self.words: list[tuple[str, int, int]] = []  # (lower word, start, end)
-        self.cue = -1
-        self.stems: dict[str, str] = {}  # per-extraction memo, not global
-
-    def _stem(self, w: str) -> str:
-        s = self.stems.get(w)
-        if s is None:
-            s = self.stems[w] = stem(w)
+    def __missing__(self, word: str) -> str:
+        s = self[word] = stem(word)
         return s
 
-    def _real_cue(self, i: int) -> bool:
-        words = self.words
-        nxt = words[i + 1][0] if i + 1 < len(words) else ""
-        w = words[i][0]
-        if w == "not" and nxt == "only":
-            return False
-        if w == "no" and nxt in _COMPARATIVES:
-            return False
-        if w == "not" and i >= 2 and words[i - 1][0] == "or" and words[i - 2][0] == "whether":
-            return False
-        return True
 
-    def flush(self, text: str, out: list[tuple[str, str, int, int]], affirm: bool) -> None:
-        words = self.words
-        if not words:
-            return
-        cue = -1
-        if self.cue >= 0:  # first cue seen while reading; confirm it is real
-            for i in range(self.cue, len(words)):
-                if _is_cue(words[i][0]) and self._real_cue(i):
-                    cue = i
-                    break
+def _is_cue(words: list[str], i: int) -> bool:
+    """Whether ``words[i]`` is a negation cue that negates."""
+    w = words[i]
+    if not (w in NEGATION_CUES or w.endswith(_NT)):
+        return False
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    if w == "not" and nxt == "only":
+        return False
+    if w == "no" and nxt in _COMPARATIVES:
+        return False
+    return not (w == "not" and i >= 2 and words[i - 1] == "or" and words[i - 2] == "whether")
+
+
+def _negation(words: list[str], cue: int, stems: _Stems) -> tuple[str, int, int] | None:
+    """(key, first word index, last word index) of the statement negated by
+    ``words[cue]``, or None if nothing follows the cue."""
+    after = [i for i in range(cue + 1, len(words)) if not (words[i] in NEGATION_CUES or words[i].endswith(_NT))]
+    content = [i for i in after if words[i] not in STOPWORDS][:MAX_NEGATED]
+    if not content:
+        return None
+    first = cue
+    keyed = [stems[words[i]] for i in content]
+    if words[after[0]] in BE_FORMS:  # passive: "<subject> must not be contacted"
+        subject = [i for i in range(cue) if words[i] not in STOPWORDS][-2:]
+        if subject:
+            keyed += [stems[words[i]] for i in subject]
+            first = subject[0]
+    head, rest = keyed[0], sorted(set(keyed[1:]) - {keyed[0]})
+    return NEGATED + "|".join([head, *rest]), first, content[-1]
+
+
+def _with_cue(text: str, start: int, end: int, affirm: bool, stems: _Stems, out: list[_Found]) -> None:
+    """A clause that holds a cue: split it at commas, brackets, quotes and
+    clause-joining words; emit a negation for each part with a real cue and
+    an affirmation for each other part."""
+    clause = text[start:end]
+    low = clause.lower()
+    tokens: list[tuple[str, int, int]] = []
+    if len(low) == len(clause):  # offsets carry over: walk the tokens with find
+        pos, find = 0, low.find
+        for w in _TOKEN.findall(low):
+            pos = find(w, pos)
+            tokens.append((w, start + pos, start + pos + len(w)))
+            pos += len(w)
+    else:  # a rare character whose lower case has another length
+        tokens = [(m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(text, start, end)]
+    part: list[tuple[str, int, int]] = []
+    for tok in (*tokens, ("", end, end)):
+        w = tok[0]
+        if w and w not in _MARKS and w not in CLAUSE_BREAKS:
+            part.append(tok)
+            continue
+        words = [p[0] for p in part]
+        cue = next((j for j, x in enumerate(words) if (x in NEGATION_CUES or x.endswith(_NT)) and _is_cue(words, j)), -1)
         if cue >= 0:
-            self._negated(cue, text, out)
-        elif affirm:
-            self._affirmed(text, out)
-        words.clear()
-        self.cue = -1
-
-    def _negated(self, cue: int, text: str, out: list[tuple[str, str, int, int]]) -> None:
-        words = self.words
-        content: list[tuple[str, int, int]] = []
-        after = [w for w in words[cue + 1:] if not _is_cue(w[0])]
-        for w, s, e in after:
-            if w not in STOPWORDS:
-                content.append((self._stem(w), s, e))
-                if len(content) == MAX_NEGATED:
-                    break
-        if not content:
-            return
-        start = words[cue][1]
-        stems = [c[0] for c in content]
-        # passive: "<subject> must not be contacted" -> add the subject
-        if after and after[0][0] in BE_FORMS:
-            subject = [w for w in words[:cue] if w[0] not in STOPWORDS][-2:]
-            if subject:
-                stems += [self._stem(w) for w, _, _ in subject]
-                start = subject[0][1]
-        head, rest = stems[0], sorted(set(stems[1:]) - {stems[0]})
-        end = content[-1][2]
-        out.append(("negation", NEGATED + "|".join([head, *rest]), start, end))
-
-    def _affirmed(self, text: str, out: list[tuple[str, str, int, int]]) -> None:
-        content = [(w, s, e) for w, s, e in self.words if w not in STOPWORDS][:MAX_AFFIRMED]
-        if not content:
-            return
-        stems = sorted({self._stem(w) for w, _, _ in content})
-        out.append(("negation", AFFIRMED + "|".join(stems), content[0][1], content[-1][2]))
+            found = _negation(words, cue, stems)
+            if found is not None:
+                key, a, b = found
+                out.append(("negation", key, part[a][1], part[b][2]))
+        elif affirm and words and not STOPWORDS.issuperset(words):
+            out.append(("negation", AFFIRMED + " ".join(words), part[0][1], part[-1][2]))
+        part = []
 
 
-def statements(masked: str, *, affirm: bool = True) -> list[tuple[str, str, int, int]]:
+def statements(masked: str, *, affirm: bool = True) -> list[_Found]:
     """Statement atoms of ``masked`` as (kind, key, start, end) tuples.
 
     ``masked`` is the text with claimed spans replaced by NUL characters of
-    the same length, so offsets are those of the original text.
+    the same length, so offsets are those of the original text. Clauses
+    without a cue (most) take a fast path of C-level string methods only.
     """
-    out: list[tuple[str, str, int, int]] = []
-    clause = _Clause()
-    words = clause.words
-    for m in _TOKEN.finditer(masked):
-        tok = m.group()
-        if tok[0] in _BOUNDS:
-            clause.flush(masked, out, affirm)
+    out: list[_Found] = []
+    stems = _Stems()
+    stop = STOPWORDS
+    cues = [m.start() for m in _CUE.finditer(masked)]
+    cues.append(len(masked))  # sentinel
+    ci = 0
+    for cm in _CLAUSE.finditer(masked):
+        start, end = cm.span()
+        while cues[ci] < start:
+            ci += 1
+        if cues[ci] < end:
+            _with_cue(masked, start, end, affirm, stems, out)
             continue
-        low = tok.lower()
-        if low in CLAUSE_BREAKS:
-            clause.flush(masked, out, affirm)
+        if not affirm:
             continue
-        if clause.cue < 0 and _is_cue(low):
-            clause.cue = len(words)
-        words.append((low, m.start(), m.end()))
-    clause.flush(masked, out, affirm)
+        clause = cm.group()
+        words = clause.lower().split()
+        if not words or stop.issuperset(words):
+            continue
+        core = clause.strip(_EDGES)
+        if any(ch.isalpha() for ch in core):  # usually true at the first character
+            s = start + clause.find(core)
+            out.append(("negation", AFFIRMED + " ".join(words), s, s + len(core)))
     return out

@@ -6,9 +6,9 @@ reviewed) as data. Everything here is immutable.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Mapping
 
 # --- money ---------------------------------------------------------------
 
@@ -180,7 +180,7 @@ am is are was were be been being do does did doing done have has had having
 will would shall should can could may might must need ought get got gets
 to of for by with at on in into onto from about as than over under up down
 out off per via upon within after before during through
-also just only even ever yet still already really very too again much more
+or also just only even ever yet still already really very too again much more
 most less least quite rather please kindly now later soon ok okay
 """.split())
 

@@ -19,78 +19,108 @@ from __future__ import annotations
 
 import re
 from calendar import monthrange
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Literal
 
-from .patterns import _alt
-from .tables import EOD, GENERIC_ZONES, MONTHS, NUMBER_WORDS, WEEKDAY_ABBR, WEEKDAYS, ZONE_OFFSETS
+from .model import AtomKind
+from .patterns import WORD_CHAR, trie
+from .tables import (
+    EOD,
+    GENERIC_ZONES,
+    MONTHS,
+    NUMBER_WORDS,
+    WEEKDAY_ABBR,
+    WEEKDAYS,
+    ZONE_OFFSETS,
+)
 
 # "may" is a modal verb far more often than a month, so only "May" counts.
-_MONTH = "(?:(?i:" + _alt(m for m in MONTHS if m != "may") + ")|May|MAY)"
+_MONTH_FORMS = {f for m in MONTHS for f in (m, m.capitalize(), m.upper())} - {"may"}
+_MONTH = "(?:" + trie(_MONTH_FORMS) + ")"
+_MONTH_AT_WORD = "(?:" + trie(_MONTH_FORMS, guard=WORD_CHAR) + ")"
 _ORD = r"(?:st|nd|rd|th)?"
-_Y = r"(?P<{}>[0-9]{{4}})(?![0-9])"
+_YEAR = r"(?:,?[ \t]+(?P<{0}>[0-9]{{4}})(?![0-9]))"
 
+#: Dates that start with a digit. The first digit is matched outside the
+#: alternatives (``lead``) so the engine can skip to digits in C.
 NUMERIC_DATE = re.compile(
-    r"(?<![\w./:-])(?:"
-    r"(?P<iy>[0-9]{4})(?P<isep>[-/.])(?P<im>[0-9]{1,2})(?P=isep)(?P<id>[0-9]{1,2})"
-    r"|(?P<um>[0-9]{1,2})/(?P<ud>[0-9]{1,2})/(?P<uy>[0-9]{4}|[0-9]{2})"
-    r"|(?P<ed>[0-9]{1,2})\.(?P<em>[0-9]{1,2})\.(?P<ey>[0-9]{4})"
-    r")(?![0-9]|[/.:-][0-9])"
+    r"(?P<lead>[0-9])(?<![\w./:-][0-9])(?:"
+    r"(?P<iy>[0-9]{3})(?P<isep>[-/.])(?P<im>[0-9]{1,2})(?P=isep)(?P<id>[0-9]{1,2})(?![0-9]|[/.:-][0-9])"
+    r"|(?P<um>[0-9]?)/(?P<ud>[0-9]{1,2})/(?P<uy>[0-9]{4}|[0-9]{2})(?![0-9]|[/.:-][0-9])"
+    r"|(?P<ed>[0-9]?)\.(?P<em>[0-9]{1,2})\.(?P<ey>[0-9]{4})(?![0-9]|[/.:-][0-9])"
+    rf"|(?P<d2>[0-9]?){_ORD}[ \t]+(?:of[ \t]+)?(?P<m2>{_MONTH})\.?{_YEAR.format('y2')}?(?![\w])"
+    # maybe the day or year after a month name ("March 6", "Mar. 6", "March, 2026")
+    r"|(?:(?<=[A-Za-z.,][ \t][0-9])|(?<=[ \t][ \t][0-9]))(?P<lone>[0-9]{0,3})(?![0-9])"
+    r")"
 )
+#: A month name ending just before a number (searched in a short window).
+MONTH_BEFORE = re.compile(rf"(?<![\w]){_MONTH}\.?,?[ \t]+$")
+#: Dates that start with a month name; matched where MONTH_BEFORE finds one
+#: in front of a number, since scanning the text for month names is slow.
 NAMED_DATE = re.compile(
-    r"(?<![\w])(?:"
-    rf"(?P<m1>{_MONTH})\.?[ \t]+(?P<d1>[0-9]{{1,2}}){_ORD}(?![0-9:]|\.[0-9])"
-    rf"(?:,?[ \t]+{_Y.format('y1')})?"
-    rf"|(?P<d2>[0-9]{{1,2}}){_ORD}[ \t]+(?:of[ \t]+)?(?P<m2>{_MONTH})\.?"
-    rf"(?:,?[ \t]+{_Y.format('y2')})?"
-    rf"|(?P<m3>{_MONTH})\.?,?[ \t]+{_Y.format('y3')}"
+    rf"(?P<m>{_MONTH_AT_WORD})\.?(?:"
+    rf"[ \t]+(?P<d1>[0-9]{{1,2}}){_ORD}(?![0-9:]|\.[0-9]){_YEAR.format('y1')}?"
+    rf"|,?[ \t]+(?P<y3>[0-9]{{4}})"
     r")(?![\w])"
 )
-_WEEKDAY = "(?:" + _alt(WEEKDAYS) + ")"
-_COUNT = "(?:[0-9]{1,3}|an?|" + _alt(NUMBER_WORDS) + ")"
-RELATIVE_DATE = re.compile(
-    r"(?i)(?<![\w])(?:"
-    r"(?P<dat>(?:the[ \t]+)?day[ \t]+after[ \t]+tomorrow)"
-    r"|(?P<dby>(?:the[ \t]+)?day[ \t]+before[ \t]+yesterday)"
-    r"|(?P<word>today|tonight|tomorrow|yesterday)"
-    rf"|(?P<mod>next|last|this|coming)[ \t]+(?P<wd>{_WEEKDAY})"
-    rf"|in[ \t]+(?P<inn>{_COUNT})[ \t]+(?P<inu>days?|weeks?|months?)"
-    rf"|(?P<agon>{_COUNT})[ \t]+(?P<agou>days?|weeks?|months?)[ \t]+ago"
-    r")(?![\w])"
+_WEEKDAY = "(?:" + trie(WEEKDAYS, fold=True) + ")"
+_COUNT = "(?:[0-9]{1,3}|an?|" + trie(NUMBER_WORDS) + ")"
+DAY_AFTER = re.compile(r"(?i)(?:the[ \t]+)?day[ \t]+(?P<dir>after|before)[ \t]+$")
+#: Words that start or anchor a word-led temporal atom: relative day words,
+#: weekday modifiers, time units (for "in 3 days", "a week ago", "seven
+#: days") and time-of-day words. One trie pass finds them all; the caller
+#: dispatches on the word (``LEAD_KIND``) and reads the rest with the small
+#: patterns below. One pass over the text instead of five.
+LEAD_KIND: dict[str, str] = {
+    **dict.fromkeys(("today", "tonight", "tomorrow", "yesterday"), "day"),
+    **dict.fromkeys(("next", "last", "this", "coming"), "weekday"),
+    **dict.fromkeys(("day", "days", "week", "weeks", "month", "months", "year", "years",
+                     "hour", "hours", "minute", "minutes", "second", "seconds"), "unit"),
+    **dict.fromkeys(("noon", "midnight", "eod", "cob", "eob", "end", "close"), "clock"),
+}
+LEAD = re.compile(rf"(?P<lead>{trie(LEAD_KIND, fold=True, guard=WORD_CHAR)})(?![\w])")
+#: after next / last / this / coming
+WEEKDAY_TAIL = re.compile(rf"[ \t]+(?P<wd>{_WEEKDAY})(?![\w])")
+#: after end / close
+EOD_TAIL = re.compile(
+    r"(?i)[ \t]+of[ \t]+(?:(?:the[ \t]+)?(?:business[ \t]+)?day|business)(?![\w])"
 )
+SPAN_HEAD = re.compile(
+    rf"(?<![\w])(?:(?P<in>in)[ \t]+)?(?P<count>{_COUNT})(?:[ \t]*-[ \t]*|[ \t]+)"
+    r"(?P<qual>(?:business|working|calendar)[ \t]+)?$",
+    re.IGNORECASE,
+)
+SPAN_AGO = re.compile(r"[ \t]+ago(?![\w])")
 
-_ZONE = "(?:" + _alt(set(ZONE_OFFSETS) - {"Z"} | GENERIC_ZONES) + ")"
+
+_ZONE = "(?:" + trie(set(ZONE_OFFSETS) - {"Z"} | GENERIC_ZONES) + ")"
 _OFFSET = r"(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
-_SECS = r"(?::(?P<{}>[0-5][0-9])(?:\.[0-9]+)?)"
 _AMPM = r"(?:[ \t]*(?P<{}>[AaPp])\.?[Mm]\.?(?![\w]))"
-# A numeric offset is only read after an ISO "T" or after seconds, so the
-# range "10:30-11:30" stays two times.
-TIME = re.compile(
-    r"(?:(?<=[0-9]T)(?P<th>[01][0-9]|2[0-3]):(?P<tmi>[0-5][0-9])"
-    + _SECS.format("ts") + rf"?(?P<off1>{_OFFSET})?(?![0-9])"
-    r"|(?<![\w:.])(?P<h>[01]?[0-9]|2[0-3]):(?P<mi>[0-5][0-9])"
-    + "(?:" + _SECS.format("s") + rf"(?P<off2>{_OFFSET})?)?(?![0-9])"
-    + _AMPM.format("ap") + "?"
-    r"|(?<![\w:.])(?P<h12>1[0-2]|0?[1-9])" + _AMPM.format("ap2")
-    + r"|(?<![\w])(?P<word>(?i:noon|midnight))(?![\w])"
-    r"|(?<![\w])(?P<eod>(?i:eod)|COB|EOB|(?i:(?:the[ \t]+)?end[ \t]+of[ \t]+(?:the[ \t]+)?"
-    r"(?:business[ \t]+)?day|close[ \t]+of[ \t]+business))(?![\w])"
-    r")(?:[ \t]*(?P<zone>" + _ZONE + r")(?P<zoff>[+-][0-9]{1,2}(?::?[0-5][0-9])?)?(?![\w]))?"
+_ZONE_TAIL = (
+    r"(?:[ \t]*(?P<zone>" + _ZONE + r")(?P<zoff>[+-][0-9]{1,2}(?::?[0-5][0-9])?)?(?![\w]))?"
 )
+#: 14:32 | 14:32:05 | 2:32 pm | 2pm | T14:32-05:00 | 14:32:00Z | 14:32 EST.
+#: A numeric offset is read only after seconds or in an ISO "T" time, so the
+#: range "10:30-11:30" stays two times. The caller validates the hour.
+TIME = re.compile(
+    r"(?P<h>[0-9](?:(?<=[0-9]T[0-9])|(?<![\w:.][0-9]))[0-9]?)(?:"
+    r":(?P<mi>[0-5][0-9])"
+    r"(?::(?P<s>[0-5][0-9])(?:\.[0-9]+)?(?P<off2>" + _OFFSET + r")?)?"
+    r"(?:(?<=T[0-9]{2}:[0-9]{2})(?P<off1>" + _OFFSET + r"))?(?![0-9])"
+    + _AMPM.format("ap") + "?"
+    r"|" + _AMPM.format("ap2") + r")" + _ZONE_TAIL
+)
+#: A zone written after a time of day ("EOD EST")
+ZONE_AFTER = re.compile(_ZONE_TAIL)
 
 #: What may sit between a date and a time that belong together.
 DATE_THEN_TIME = re.compile(r"(?i)T|[ \t]*,?[ \t]*(?:(?:at|@|by|from)[ \t]+)?")
 TIME_THEN_DATE = re.compile(r"(?i)[ \t]*,?[ \t]*(?:(?:on|of)[ \t]+)?")
 
 
-@dataclass(frozen=True, slots=True)
-class Temporal:
-    """A date or time found by one of the patterns, before merging."""
-
-    kind: str  # "date" | "time"
-    key: str
-    start: int
-    end: int
+#: A date or time found by one of the patterns, before merging:
+#: (kind, key, start, end).
+Temporal = tuple[Literal["date", "time"], str, int, int]
 
 
 def _valid(y: int, m: int, d: int) -> bool:
@@ -106,30 +136,32 @@ def _ymd(y: int | None, m: int, d: int, ref: datetime | None) -> str | None:
     return f"{y:04d}-{m:02d}-{d:02d}" if _valid(y, m, d) else None
 
 
-def numeric_date(m: re.Match[str]) -> str | None:
+def numeric_date(m: re.Match[str], ref: datetime | None) -> str | None:
     """Key of a NUMERIC_DATE match. m/d/y is US order; if the month would
     exceed 12 but the day would not, the date is read as d/m/y instead."""
-    if m["iy"]:
-        return _ymd(int(m["iy"]), int(m["im"]), int(m["id"]), None)
-    if m["uy"]:
-        y = int(m["uy"])
-        y = y + 2000 if len(m["uy"]) == 2 else y
-        mo, d = int(m["um"]), int(m["ud"])
+    lead = m["lead"]
+    if m["iy"] is not None:
+        return _ymd(int(lead + m["iy"]), int(m["im"]), int(m["id"]), None)
+    if m["uy"] is not None:
+        y = int(m["uy"]) + (2000 if len(m["uy"]) == 2 else 0)
+        mo, d = int(lead + m["um"]), int(m["ud"])
         if mo > 12 >= d:
             mo, d = d, mo
         return _ymd(y, mo, d, None)
-    return _ymd(int(m["ey"]), int(m["em"]), int(m["ed"]), None)
+    if m["ey"] is not None:
+        return _ymd(int(m["ey"]), int(m["em"]), int(lead + m["ed"]), None)
+    year = m["y2"]
+    return _ymd(int(year) if year else None, MONTHS[m["m2"].lower()], int(lead + m["d2"]), ref)
 
 
 def named_date(m: re.Match[str], ref: datetime | None) -> str | None:
-    """Key of a NAMED_DATE match ("March 25, 2026", "25 March", "March 2026")."""
-    if m["m3"]:
+    """Key of a NAMED_DATE match ("March 25, 2026", "March 6", "March 2026")."""
+    month = MONTHS[m["m"].lower()]
+    if m["y3"]:
         y = int(m["y3"])
-        return f"{y:04d}-{MONTHS[m['m3'].lower()]:02d}" if y >= 1 else None
-    month = MONTHS[(m["m1"] or m["m2"]).lower()]
-    day = int(m["d1"] or m["d2"])
-    year = m["y1"] or m["y2"]
-    return _ymd(int(year) if year else None, month, day, ref)
+        return f"{y:04d}-{month:02d}" if y >= 1 else None
+    year = m["y1"]
+    return _ymd(int(year) if year else None, month, int(m["d1"]), ref)
 
 
 def _count(word: str) -> int:
@@ -145,49 +177,56 @@ def _add_months(d: date, n: int) -> date:
     return date(y, mo + 1, min(d.day, monthrange(y, mo + 1)[1]))
 
 
-def relative_date(m: re.Match[str], ref: datetime | None) -> str | None:
-    """Key of a RELATIVE_DATE match, resolved against ``ref`` when given.
-
-    "next X" is the first X strictly after the reference day, "last X" the
-    last one strictly before it, "this X" the first X on or after it.
-    """
-    days: int | None = None
-    months = 0
-    if m["dat"]:
-        days = 2
-    elif m["dby"]:
-        days = -2
-    elif m["word"]:
-        days = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}[m["word"].lower()]
-    elif m["wd"]:
-        mod = m["mod"].lower()
-        mod = "next" if mod == "coming" else mod
-        wd = WEEKDAYS[m["wd"].lower()]
-        if ref is None:
-            return f"rel:{mod}-{WEEKDAY_ABBR[wd]}"
-        delta = (wd - ref.weekday()) % 7
-        if mod == "next":
-            days = delta or 7
-        elif mod == "this":
-            days = delta
-        else:
-            days = -((ref.weekday() - wd) % 7 or 7)
-    else:
-        n = _count(m["inn"] or m["agon"])
-        unit = (m["inu"] or m["agou"]).lower()
-        sign = 1 if m["inn"] else -1
-        if unit.startswith("month"):
-            months = sign * n
-        else:
-            days = sign * n * (7 if unit.startswith("week") else 1)
+def _resolve(days: int, months: int, ref: datetime | None) -> str | None:
     if ref is None:
         return f"rel:{months:+d}mo" if months else f"rel:{days:+d}d"
     try:
         base = ref.date()
-        out = _add_months(base, months) if months else base + timedelta(days=days or 0)
+        return (_add_months(base, months) if months else base + timedelta(days=days)).isoformat()
     except (OverflowError, ValueError):
         return None
-    return out.isoformat()
+
+
+def word_date(word: str, before: str | None, ref: datetime | None) -> str | None:
+    """today / tonight / tomorrow / yesterday; ``before`` is "after" or
+    "before" when the text says "the day after tomorrow" and the like."""
+    days = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}[word.lower()]
+    if before == "after" and days == 1:
+        days = 2
+    elif before == "before" and days == -1:
+        days = -2
+    return _resolve(days, 0, ref)
+
+
+def weekday_date(modifier: str, weekday: str, ref: datetime | None) -> str | None:
+    """Key of "next Monday" and the like. "next X" is the first X strictly
+    after the reference day, "last X" the last one strictly before it,
+    "this X" the first X on or after it; "coming" means "next"."""
+    mod = modifier.lower()
+    mod = "next" if mod == "coming" else mod
+    wd = WEEKDAYS[weekday.lower()]
+    if ref is None:
+        return f"rel:{mod}-{WEEKDAY_ABBR[wd]}"
+    delta = (wd - ref.weekday()) % 7
+    if mod == "next":
+        days = delta or 7
+    elif mod == "this":
+        days = delta
+    else:
+        days = -((ref.weekday() - wd) % 7 or 7)
+    return _resolve(days, 0, ref)
+
+
+def span_date(count: str, unit: str, sign: int, ref: datetime | None) -> str | None:
+    """"in 3 days" (sign +1) or "3 weeks ago" (sign -1); None for units
+    that do not make a calendar date (hours, years ...)."""
+    n = sign * _count(count)
+    unit = unit.lower()
+    if unit.startswith("month"):
+        return _resolve(0, n, ref)
+    if unit.startswith(("day", "week")):
+        return _resolve(n * (7 if unit.startswith("week") else 1), 0, ref)
+    return None
 
 
 def _offset(raw: str) -> str:
@@ -198,58 +237,69 @@ def _offset(raw: str) -> str:
     return f"{raw[0]}{digits[:2]}:{digits[2:4]}"
 
 
+def _zone(m: re.Match[str], clock: str) -> str:
+    """``clock`` with the zone of ``m`` (groups zone, zoff) appended."""
+    zone = m["zone"]
+    if not zone:
+        return clock
+    if m["zoff"]:  # "UTC+2", "GMT-05:30"
+        sign, rest = m["zoff"][0], m["zoff"][1:].replace(":", "")
+        hh, mm = (rest[:-2], rest[-2:]) if len(rest) > 2 else (rest, "00")
+        return clock + f"{sign}{int(hh):02d}:{mm}"
+    if zone in ZONE_OFFSETS:
+        return clock + ZONE_OFFSETS[zone]
+    return f"{clock} {zone}"
+
+
 def time_key(m: re.Match[str]) -> str | None:
-    """Key of a TIME match (see module docstring)."""
-    if m["eod"]:
-        clock = EOD
-    elif m["word"]:
-        clock = "12:00" if m["word"].lower() == "noon" else "00:00"
-    else:
-        if m["h12"]:
-            h, mi, s, ap = int(m["h12"]), 0, None, m["ap2"]
-        elif m["th"]:
-            h, mi, s, ap = int(m["th"]), int(m["tmi"]), m["ts"], None
-        else:
-            h, mi, s, ap = int(m["h"]), int(m["mi"]), m["s"], m["ap"]
-        if ap and 1 <= h <= 12:
-            h = h % 12 + (12 if ap.lower() == "p" else 0)
-        elif ap and h == 0:
-            return None  # "0 pm" is not a time
-        clock = f"{h:02d}:{mi:02d}" + (f":{s}" if s and s != "00" else "")
+    """Key of a TIME match (see module docstring); None if not a real time."""
+    h = int(m["h"])
+    mi = int(m["mi"] or 0)
+    ap = m["ap2"] if m["mi"] is None else m["ap"]
+    if ap and 1 <= h <= 12:
+        h = h % 12 + (12 if ap.lower() == "p" else 0)
+    elif ap and m["mi"] is None:
+        return None  # "13pm", "0 am"
+    if h > 23:
+        return None
+    return _plain(m, h, mi)
+
+
+def _plain(m: re.Match[str], h: int, mi: int) -> str:
+    s = m["s"]
+    clock = f"{h:02d}:{mi:02d}" + (f":{s}" if s and s != "00" else "")
     off = m["off1"] or m["off2"]
     if off:
         return clock + _offset(off)
-    zone = m["zone"]
-    if zone:
-        if m["zoff"]:  # "UTC+2", "GMT-05:30"
-            sign, rest = m["zoff"][0], m["zoff"][1:].replace(":", "")
-            hh, mm = rest[:-2] if len(rest) > 2 else rest, rest[-2:] if len(rest) > 2 else "00"
-            return clock + f"{sign}{int(hh):02d}:{mm}"
-        if zone in ZONE_OFFSETS:
-            return clock + ZONE_OFFSETS[zone]
-        return f"{clock} {zone}"
-    return clock
+    return _zone(m, clock)
 
 
-def merge(found: list[Temporal], text: str) -> list[tuple[str, str, int, int]]:
-    """Join each date with an adjacent time into a datetime.
+def clock_word_key(word: str, zone: re.Match[str]) -> str:
+    """Key of a time-of-day word ("noon", "EOD", "end of day"): "12:00",
+    "00:00" or "eod", plus the zone read by ZONE_AFTER right after it."""
+    word = word.lower()
+    clock = "12:00" if word == "noon" else "00:00" if word == "midnight" else EOD
+    return _zone(zone, clock)
 
-    Returns (kind, key, start, end) tuples. A lone end-of-day marker becomes
-    a datetime on the relative day ``rel:+0d`` (callers resolve it).
-    """
-    found = sorted(found, key=lambda t: t.start)
-    out: list[tuple[str, str, int, int]] = []
-    i = 0
-    while i < len(found):
+
+def merge(found: list[Temporal], text: str) -> list[tuple[AtomKind, str, int, int]]:
+    """Join each date with an adjacent time into a datetime (key
+    ``<date>T<time>``); what may sit between them is DATE_THEN_TIME or
+    TIME_THEN_DATE. Returns (kind, key, start, end) tuples in text order."""
+    found = sorted(found, key=lambda t: t[2])
+    out: list[tuple[AtomKind, str, int, int]] = []
+    i, n = 0, len(found)
+    while i < n:
         a = found[i]
-        b = found[i + 1] if i + 1 < len(found) else None
-        if b is not None and a.kind != b.kind:
-            gap = DATE_THEN_TIME if a.kind == "date" else TIME_THEN_DATE
-            if gap.fullmatch(text, a.end, b.start):
-                d, t = (a, b) if a.kind == "date" else (b, a)
-                out.append(("datetime", f"{d.key}T{t.key}", a.start, b.end))
-                i += 2
-                continue
-        out.append((a.kind, a.key, a.start, a.end))
+        if i + 1 < n:
+            b = found[i + 1]
+            if a[0] != b[0] and b[2] - a[3] < 16:
+                gap = DATE_THEN_TIME if a[0] == "date" else TIME_THEN_DATE
+                if gap.fullmatch(text, a[3], b[2]):
+                    d, t = (a, b) if a[0] == "date" else (b, a)
+                    out.append(("datetime", f"{d[1]}T{t[1]}", a[2], b[3]))
+                    i += 2
+                    continue
+        out.append(a)
         i += 1
     return out

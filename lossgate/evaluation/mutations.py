@@ -1,0 +1,313 @@
+"""Mutation operators: meaning-changing edits the gate must catch.
+
+Each operator takes a correct :class:`~lossgate.gate.casefile.GateCase` and
+yields :class:`~lossgate.evaluation.mutant.Mutant` artifacts, on the
+structured claims, on the prose summary alone, or on both together. The lane
+counts a mutant caught only when the gate fails it with one of the codes it
+expects. Operators are pure and deterministic: same case, same mutants.
+:data:`OPERATORS` lists them in report order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from lossgate.evaluation import textops as T
+from lossgate.evaluation.mutant import Mutant, Operator, claim_value, mutant, prose_edit, replace_claim, with_claims
+from lossgate.gate.casefile import GateCase
+from lossgate.gate.preserve import build_must_preserve
+from lossgate.gate.sources import render_value
+from lossgate.gate.typed import typed_value
+from lossgate.records import Claim
+
+__all__ = ["OPERATORS", "Mutant", "Operator"]
+
+
+# --- operators ---------------------------------------------------------------------------
+
+
+def drop_fact(case: GateCase) -> Iterator[Mutant]:
+    must = build_must_preserve(case.snapshot, case.registry)
+    art = case.artifact
+    for i, c in enumerate(art.claims):
+        if must.loss_severity(c.fact_id) != "critical":
+            continue
+        claims = [x for j, x in enumerate(art.claims) if j != i]
+        yield mutant(case, "drop_fact", c.fact_id, "claims", with_claims(art, claims), "missing")
+        keys = {(a.kind, a.key) for text in render_value(c.value_type, c.value) for a in T.atoms_of(text)}
+        kept = [s for s in T.sentences(art.summary) if not keys & {(a.kind, a.key) for a in T.atoms_of(s)}]
+        both = with_claims(art, claims).model_copy(update={"summary": T.join_sentences(kept)})
+        if keys and both.summary != art.summary:
+            yield mutant(case, "drop_fact", c.fact_id, "both", both, "missing")
+    for item in art.open_items:
+        rest = tuple(x for x in art.open_items if x != item)
+        yield mutant(case, "drop_fact", f"open_items:{item}", "claims",
+                      art.model_copy(update={"open_items": rest}), "open_item_dropped")
+
+
+_CUE = re.compile(r"\b(?:not|never|no)\s+|\bcannot\b|\b(?:can|won|[a-z]+)n't\b")
+_CONTRACTED = {"can't": "can", "won't": "will", "cannot": "can"}
+
+
+def _without_cue(text: str, start: int, end: int) -> str | None:
+    """``text`` with the first negation cue inside ``start:end`` removed ("does not" -> "does")."""
+    m = _CUE.search(text, start, end)
+    if m is None:
+        return None
+    cue = m.group()
+    plain = _CONTRACTED.get(cue.lower(), cue[:-3] if cue.endswith("n't") else "")
+    return T.replace_span(text, m.start(), m.end(), plain)
+
+
+def _negation_spans(summary: str) -> Iterator[tuple[int, int, str]]:
+    for a in T.extract_atoms(summary):
+        if a.kind == "negation" and a.key.startswith("not|"):
+            yield a.start, a.end, a.key
+
+
+def flip_negation(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for i, c in enumerate(art.claims):
+        if c.polarity == "negative":
+            yield mutant(case, "flip_negation", c.fact_id, "claims", replace_claim(art, i, polarity="positive"),
+                          "polarity_flipped")
+        if c.value_type == "bool":
+            yield mutant(case, "flip_negation", c.fact_id, "claims", replace_claim(art, i, value=not claim_value(c)),
+                          "value_changed")
+    for start, end, key in _negation_spans(art.summary):
+        yield from prose_edit(case, "flip_negation", key, _without_cue(art.summary, start, end),
+                               "atom_changed", "atom_added")
+
+
+_UN = {"allowed": "disallowed", "permitted": "impermissible", "authorized": "unauthorized",
+       "approved": "unapproved"}
+
+
+def double_negation(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for i, c in enumerate(art.claims):
+        if c.value_type == "bool":
+            flipped = "positive" if c.polarity == "negative" else "negative"
+            yield mutant(case, "double_negation", c.fact_id, "claims",
+                          replace_claim(art, i, value=not claim_value(c), polarity=flipped),
+                          "value_changed", "polarity_flipped")
+    text = art.summary
+    for start, end, key in _negation_spans(text):
+        m = re.compile(r"\b(?:not|never)\s+(?:be\s+)?([a-z]+)").search(text, max(0, start - 12), end)
+        if m is None:
+            continue
+        word = m.group(1)
+        new = _UN.get(word, "un" + word)
+        yield from prose_edit(case, "double_negation", key, T.replace_span(text, m.start(1), m.end(1), new),
+                               "atom_changed", "atom_added")
+
+
+def perturb_number(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for i, c in enumerate(art.claims):
+        canon = claim_value(c)
+        if c.value_type == "money":
+            new = {**canon, "amount": T.close_number(canon["amount"])}
+        elif c.value_type == "int":
+            new = int(T.close_number(str(canon)))
+        elif c.value_type == "decimal":
+            new = T.close_number(canon)
+        elif c.value_type == "entity_id" and any(ch.isdigit() for ch in canon):
+            new = T.close_digits(canon)  # INV-9182 -> INV-9128: a close identifier
+        else:
+            continue
+        yield mutant(case, "perturb_number", c.fact_id, "claims", replace_claim(art, i, value=new), "value_changed")
+    for a in T.atoms_of(art.summary):
+        if a.kind in ("money", "quantity", "percent", "identifier", "phone"):
+            new_text = T.close_digits(a.text)
+            if new_text is not None:
+                yield from prose_edit(case, "perturb_number", f"{a.kind}:{a.key}",
+                                       T.replace_span(art.summary, a.start, a.end, new_text), "atom_changed", "atom_added")
+
+
+_CURRENCY_SWAP = {"USD": "EUR", "EUR": "USD", "GBP": "USD"}
+_UNIT_SWAP = {"business days": "calendar days", "minutes": "hours", "hours": "minutes", "days": "weeks", "weeks": "days", "kg": "lb",
+              "lb": "kg", "km": "miles", "miles": "km"}
+_SURFACE_SWAP = [("$", "€"), ("€", "$"), ("USD", "EUR"), ("EUR", "USD")]
+
+
+def change_unit(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for i, c in enumerate(art.claims):
+        canon = claim_value(c)
+        if c.value_type == "money":
+            new = {**canon, "currency": _CURRENCY_SWAP.get(canon["currency"], "USD")}
+            yield mutant(case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=new), "value_changed")
+        elif c.value_type == "duration" and isinstance(canon, str) and canon[-1] in "MH":
+            swapped = canon[:-1] + ("H" if canon.endswith("M") else "M")
+            yield mutant(case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=swapped), "value_changed")
+        quals = dict(c.qualifiers)
+        if quals.get("unit") in _UNIT_SWAP:
+            quals["unit"] = _UNIT_SWAP[quals["unit"]]
+            yield mutant(case, "change_unit", c.fact_id, "claims",
+                          replace_claim(art, i, qualifiers=tuple(sorted(quals.items()))), "qualifiers_changed")
+    for a in T.atoms_of(art.summary):
+        if a.kind == "money":
+            for old, new in _SURFACE_SWAP:
+                if old in a.text:
+                    yield from prose_edit(case, "change_unit", f"{a.kind}:{a.key}", T.replace_span(
+                        art.summary, a.start, a.end, a.text.replace(old, new, 1)), "atom_changed", "atom_added")
+                    break
+        elif a.kind == "quantity" and " " in a.key:
+            m = re.search(r"(?:business )?[A-Za-z]+$", a.text)
+            if m and m.group() in _UNIT_SWAP:
+                new_text = a.text[:m.start()] + _UNIT_SWAP[m.group()]
+                yield from prose_edit(case, "change_unit", f"{a.kind}:{a.key}",
+                                       T.replace_span(art.summary, a.start, a.end, new_text), "atom_changed", "atom_added")
+
+
+def drop_qualifier(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for i, c in enumerate(art.claims):
+        for k, _ in c.qualifiers:
+            rest = tuple(p for p in c.qualifiers if p[0] != k)
+            yield mutant(case, "drop_qualifier", f"{c.fact_id}.{k}", "claims",
+                          replace_claim(art, i, qualifiers=rest), "qualifiers_changed")
+
+
+def move_subject(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    other = case.document.get("lookalike_subject_id") or f"{case.snapshot.subject_id}-2"
+    for i, c in enumerate(art.claims):
+        yield mutant(case, "move_subject", c.fact_id, "claims", replace_claim(art, i, subject_id=other), "subject_changed")
+    moved = art.model_copy(update={"subject_id": other,
+                                   "claims": tuple(c.model_copy(update={"subject_id": other}) for c in art.claims)})
+    yield mutant(case, "move_subject", "artifact", "claims", moved, "subject_changed")
+
+
+def _former_values(case: GateCase) -> dict[str, Any]:
+    """Values of retired facts; a deleted fact's value comes from the case document."""
+    raw = {f["fact_id"]: f.get("value") for f in case.document.get("facts", [])}
+    return {f.fact_id: (f.value if f.value is not None else raw.get(f.fact_id))
+            for f in case.snapshot.facts if f.status != "active"}
+
+
+def resurrect(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    former = _former_values(case)
+    facts = {f.fact_id: f for f in case.snapshot.facts}
+    for fid, value in former.items():
+        f = facts[fid]
+        if value is None:
+            continue
+        ghost = Claim(fact_id=fid, tenant_id=f.tenant_id, subject_id=f.subject_id, predicate=f.predicate,
+                      value_type=f.value_type, value=typed_value(f.value_type, value).canonical,
+                      qualifiers=f.qualifiers, polarity=f.polarity, modality=f.modality, authority=f.authority,
+                      derived_from=f.source_event_ids)
+        yield mutant(case, "resurrect", fid, "claims", with_claims(art, [*art.claims, ghost]),
+                      f"forbidden_{f.status}_fact")
+        for i, c in enumerate(art.claims):  # temporal collapse: the new fact keeps the old value
+            if facts.get(c.fact_id) is not None and facts[c.fact_id].supersedes == fid:
+                yield mutant(case, "resurrect", c.fact_id, "claims",
+                              replace_claim(art, i, value=ghost.value), "value_changed")
+        texts = render_value(f.value_type, value)
+        if texts and T.atoms_of(texts[0]):
+            yield from prose_edit(case, "resurrect", fid, f"{art.summary} Previously: {texts[0]}.", "atom_added")
+
+
+def elevate_untrusted(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    facts = {f.fact_id: f for f in case.snapshot.facts}
+    for i, c in enumerate(art.claims):
+        f = facts.get(c.fact_id)
+        if f is None or f.authority != "untrusted":
+            continue
+        for update in ({"authority": "user"}, {"modality": "asserted"}, {"authority": "user", "modality": "asserted"}):
+            yield mutant(case, "elevate_untrusted", c.fact_id, "claims", replace_claim(art, i, **update),
+                          "untrusted_elevated")
+        as_rule = c.model_copy(update={"fact_id": f"{c.fact_id}-as-instruction", "predicate": "agent.instruction",
+                                       "value_type": "string", "authority": "user", "modality": "asserted"})
+        yield mutant(case, "elevate_untrusted", as_rule.fact_id, "claims",
+                      with_claims(art, [*art.claims, as_rule]), "untrusted_elevated")
+
+
+def assert_speculation(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    facts = {f.fact_id: f for f in case.snapshot.facts}
+    for i, c in enumerate(art.claims):
+        f = facts.get(c.fact_id)
+        if f is not None and f.authority != "untrusted" and f.modality != "asserted":
+            yield mutant(case, "assert_speculation", c.fact_id, "claims", replace_claim(art, i, modality="asserted"),
+                          "modality_changed")
+
+
+def state_conflict_as_fact(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for ref in art.unresolved_conflicts:
+        for loser in ref.fact_ids:
+            claims = [c for c in art.claims if c.fact_id != loser]
+            refs = tuple(r for r in art.unresolved_conflicts if r.conflict_id != ref.conflict_id)
+            yield mutant(case, "state_conflict_as_fact", ref.conflict_id, "claims",
+                          with_claims(art, claims).model_copy(update={"unresolved_conflicts": refs}),
+                          "conflict_resolved_by_compressor")
+            yield mutant(case, "state_conflict_as_fact", ref.conflict_id, "claims", with_claims(art, claims),
+                          "conflict_resolved_by_compressor")
+
+
+def drop_conflict(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for ref in art.unresolved_conflicts:
+        refs = tuple(r for r in art.unresolved_conflicts if r.conflict_id != ref.conflict_id)
+        yield mutant(case, "drop_conflict", ref.conflict_id, "claims",
+                      art.model_copy(update={"unresolved_conflicts": refs}), "conflict_dropped")
+
+
+def shift_date(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    for i, c in enumerate(art.claims):
+        if c.value_type in ("date", "datetime"):
+            new = T.shift_value_date(c.value_type, claim_value(c))
+            yield mutant(case, "shift_date", c.fact_id, "claims", replace_claim(art, i, value=new), "value_changed")
+    for a in T.atoms_of(art.summary):
+        if a.kind in ("date", "datetime"):
+            shifted = T.shift_date_text(a.text)
+            if shifted is not None:
+                yield from prose_edit(case, "shift_date", f"{a.kind}:{a.key}",
+                                       T.replace_span(art.summary, a.start, a.end, shifted), "atom_changed", "atom_added")
+
+
+def break_lineage(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    retired = sorted({f.fact_id for f in case.snapshot.facts if f.status != "active"}
+                     | {e.event_id for e in case.snapshot.events if e.state != "valid"})
+    for i, c in enumerate(art.claims):
+        yield mutant(case, "break_lineage", c.fact_id, "claims", replace_claim(art, i, derived_from=()),
+                      "unsupported_claim")
+        if retired:
+            yield mutant(case, "break_lineage", c.fact_id, "claims",
+                          replace_claim(art, i, derived_from=(*c.derived_from, retired[0])), "stale_input")
+
+
+def invent(case: GateCase) -> Iterator[Mutant]:
+    art = case.artifact
+    if art.claims:
+        c = art.claims[0]
+        extra = c.model_copy(update={"fact_id": "invented-fact-1"})
+        yield mutant(case, "invent", extra.fact_id, "claims", with_claims(art, [*art.claims, extra]), "unsupported_fact")
+    yield from prose_edit(case, "invent", "summary", f"{art.summary} A penalty of $9,731 is due on 2031-07-19.",
+                           "atom_added")
+
+
+OPERATORS: tuple[Operator, ...] = (
+    Operator("drop_fact", "remove a must-preserve claim (and its sentences), or an open item", drop_fact),
+    Operator("flip_negation", "flip a polarity or a bool; delete a negation cue from the prose", flip_negation),
+    Operator("double_negation", "flip value and polarity together; 'not allowed' -> 'not disallowed'", double_negation),
+    Operator("perturb_number", "a close number or identifier: 14250 -> 14205, INV-9182 -> INV-9128", perturb_number),
+    Operator("change_unit", "another currency or unit: USD -> EUR, minutes -> hours, kg -> lb", change_unit),
+    Operator("drop_qualifier", "remove one qualifier from a claim", drop_qualifier),
+    Operator("move_subject", "attach a claim (or the artifact) to a same-named other subject", move_subject),
+    Operator("resurrect", "bring back a superseded, deleted or revoked fact, or its value", resurrect),
+    Operator("elevate_untrusted", "state an untrusted quote with authority, as asserted, or as an instruction", elevate_untrusted),
+    Operator("assert_speculation", "state a speculative fact ('I may move to Paris') as asserted", assert_speculation),
+    Operator("state_conflict_as_fact", "keep one side of an unresolved conflict", state_conflict_as_fact),
+    Operator("drop_conflict", "drop an unresolved conflict", drop_conflict),
+    Operator("shift_date", "move a date or datetime by one day", shift_date),
+    Operator("break_lineage", "empty derived_from, or cite a retired input", break_lineage),
+    Operator("invent", "add a fact the ledger lacks; add an amount and a date to the prose", invent),
+)

@@ -1,0 +1,43 @@
+"""The fidelity gate: one call decides whether an artifact may be published.
+
+:func:`check` runs, in order, the must-preserve set
+(:mod:`~lossgate.gate.preserve`), the fact contract
+(:mod:`~lossgate.gate.contract`), the lineage, trust, open-item and conflict
+checks (:mod:`~lossgate.gate.integrity`) and the prose fact diff
+(:mod:`~lossgate.gate.prose`), and classifies what they found
+(:mod:`~lossgate.gate.outcome`). It reads no clock, draws no random number
+and iterates no unordered collection into its output: the same inputs give
+the same :class:`~lossgate.gate.outcome.GateResult` (invariant 10).
+"""
+
+from __future__ import annotations
+
+from lossgate.gate.contract import check_contract
+from lossgate.gate.integrity import check_integrity
+from lossgate.gate.outcome import GateResult, make_result
+from lossgate.gate.preserve import build_must_preserve
+from lossgate.gate.prose import ProseInputs, check_prose
+from lossgate.records import ArtifactBody, Snapshot
+from lossgate.registry import Registry
+
+__all__ = ["check"]
+
+
+def check(
+    snapshot: Snapshot, artifact: ArtifactBody, registry: Registry, *,
+    prose: bool = True, prose_inputs: ProseInputs | None = None,
+) -> GateResult:
+    """Gate ``artifact`` against the ``snapshot`` it was built from.
+
+    Returns a :class:`GateResult`: ``clean`` (nothing lost), ``acceptable`` (only
+    important or contextual losses, listed in ``losses``) or ``failed`` (critical
+    ``violations``; publish nothing). Never raises on the content of the artifact:
+    every defect is a named violation. ``prose=False`` skips the prose fact diff;
+    ``prose_inputs`` reuses the snapshot's atoms across several artifacts.
+    """
+    must = build_must_preserve(snapshot, registry)
+    found = check_contract(snapshot, artifact, loss_severity=must.loss_severity)
+    found += check_integrity(snapshot, artifact, registry)
+    if prose:
+        found += check_prose(snapshot, artifact, must, inputs=prose_inputs)
+    return make_result(found, must)

@@ -1,0 +1,234 @@
+"""The prose fact diff: does the summary lose, alter or invent an atom?
+
+Atoms (money, quantities, dates and times, identifiers, contacts, negated
+statements, named parties) are extracted with :mod:`lossgate.gate.atoms` from
+
+* the **sources**: the text of each *valid* event of the snapshot, relative
+  dates resolved against that event's ``occurred_at``;
+* the **summary** of the artifact, with no reference time. A date without a
+  year takes the year of the source date with the same day; a relative date
+  ("tomorrow") means nothing once the summary is read back, so it only matches
+  as a quote of a source that used the same words, and then means what that
+  source meant (:func:`~lossgate.gate.sources.anchor_dates`);
+* the **structured side**: the values (and qualifier values) of the artifact's
+  claims and of the active facts, rendered as text, plus the memory's own names
+  (tenant, subject, actors, fact, event and conflict ids). A summary may
+  legitimately say what its claims say.
+
+A summary atom that is covered but less precise than a source atom ("2400" for
+"$2,400", a date for "EOD 2026-03-15") is a loss of precision, judged as
+``atom_missing`` of the source atom, not as a change.
+
+Codes (subject: the atom's ``kind:key``):
+
+``atom_changed`` (critical)
+    a summary atom is a near miss of a source atom nothing else supports: a
+    close number (14250 -> 14205), another currency or unit, a shifted date or
+    time, a similar identifier, a negation flipped to the positive statement
+    (or back), or a double negation ("not authorized" -> "not unauthorized").
+    *Important* (recorded, not failing) when the change is a reworded negation
+    that keeps its polarity ("do not call me" -> "do not call on weekends"): the
+    extractor cannot tell rewording from narrowing, and the structured claim
+    carries the exact qualifiers, which the contract checks. A rewording
+    that only renames the subject ("me" -> "the user") is no change at all, and
+    neither is a year-less date naming the source's day ("March 6").
+``atom_added`` (critical)
+    a summary atom that neither the sources nor the structured side support:
+    confabulation. Also, whatever else supports it, a summary atom restating the
+    value of a superseded or revoked fact that no active fact, and no valid event
+    other than that fact's own sources, supports: stale or resurrected content
+    (numbers match in any unit or format: "10 seats" restates a value 10). A
+    deleted fact's value is purged and its events are out of the view, so it can
+    only come back as an ordinary invention. A negated statement the sources do
+    not word the same way is supported when it renders a negative claim
+    (polarity ``negative`` or a ``False`` value): it shares a content word with
+    the claim and its verb comes from the claim or the sources.
+``atom_missing`` (important; critical when escalated)
+    a source atom that neither the summary nor the structured side carries. A
+    shorter summary that drops chatter is an acceptable, recorded loss. It is
+    critical when the atom is the value of a critical must-preserve fact whose
+    claim the artifact also dropped. Atoms that only ever stated a retired fact's
+    value are not missing (dropping stale content is the point), and neither is a
+    negation that a negative claim carries.
+
+Known limit: atoms compare as sets. A summary that swaps two values it already
+states ("INV-1001 totals $1,452; INV-1002 totals $1,425") changes no atom; the
+structured claims bind each value to its qualifiers and catch the same swap.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from lossgate.gate.atoms import Atom, AtomChange, diff_atoms, extract_atoms, is_affirmation
+from lossgate.gate.atoms.statements import content_stems
+from lossgate.gate.outcome import Violation
+from lossgate.gate.preserve import MustPreserve
+from lossgate.gate.sources import (
+    Key, ProseInputs, anchor_dates, claim_atoms, key_of, label_of, prose_inputs, render_value, token_of,
+    value_atoms,
+)
+from lossgate.records import ArtifactBody, Snapshot
+
+__all__ = ["check_prose", "ProseInputs", "prose_inputs"]
+
+_NEG_PREFIXES = ("un", "in", "im", "dis", "non", "ir", "il")
+_NUMERIC = frozenset({"money", "quantity", "percent"})
+# Words a summary uses for the subject where the source said "I" or "me".
+_SELF = frozenset({"user", "customer", "client", "subject", "requester", "member"})
+
+
+def _negative_claims(artifact: ArtifactBody) -> list[set[str]]:
+    """Content stems of each negative claim (predicate words, qualifier values, string value)."""
+    out = []
+    for c in artifact.claims:
+        if c.polarity == "negative" or (c.value_type == "bool" and c.value is False):
+            words = [c.predicate.replace(".", " ").replace("_", " "), *(v for _, v in c.qualifiers)]
+            if isinstance(c.value, str):
+                words.append(c.value)
+            out.append(set(content_stems(" ".join(words))) - _SELF)
+    return out
+
+
+def _states_negative_claim(a: Atom, negative: list[set[str]], vocabulary: frozenset[str]) -> bool:
+    """A negated statement renders a negative claim when it shares a content word with the
+    claim and its verb comes from the claim or the sources ("never serve peanuts" for
+    ``food.peanuts_allowed = false`` after "please never serve me peanuts"); a new verb
+    ("does not dissent") is a new statement."""
+    head, *rest = a.key.split("|")[1:]
+    words = ({head, *rest}) - _SELF
+    return any(words & claim and (head in claim or head in vocabulary) for claim in negative)
+
+
+def _strip_prefix(word: str) -> str | None:
+    for p in _NEG_PREFIXES:
+        if word.startswith(p) and len(word) > len(p) + 3:
+            return word[len(p):]
+    return None
+
+
+def _double_negation(added: Atom, lost: Iterable[Atom]) -> Atom | None:
+    """The source negation that ``added`` double-negates ("not authoriz" vs "not unauthoriz")."""
+    head, *rest = added.key.split("|")[1:]
+    for m in lost:
+        if m.kind != "negation" or not m.key.startswith("not|"):
+            continue
+        mhead, *mrest = m.key.split("|")[1:]
+        if set(rest) == set(mrest) and (_strip_prefix(head) == mhead or _strip_prefix(mhead) == head):
+            return m
+    return None
+
+
+def _reworded(ch: AtomChange) -> bool:
+    """Same negated statement, differing only in how it names the subject ("me" -> "the user")."""
+    a, b = set(ch.source.key.split("|")[1:]), set(ch.summary.key.split("|")[1:])
+    return (a ^ b) <= _SELF
+
+
+def _v(code: str, subject: str, detail: str, severity: str = "critical", **kw: Any) -> Violation:
+    return Violation(code=code, subject=subject, severity=severity, detail=detail, **kw)  # type: ignore[arg-type]
+
+
+def _uncovered(summary: list[Atom], support: list[Atom]) -> set[Key]:
+    """Summary atoms the support does not cover (exactly or by a more specific atom).
+
+    The diff pairs a *covered* but less precise summary atom ("2026-03-15" for "EOD
+    2026-03-15") with the source atom it weakens; that is a loss of precision, not an
+    invention, so alterations are only judged on uncovered atoms.
+    """
+    exact = {key_of(a) for a in support}
+    rest = [a for a in summary if key_of(a) not in exact and not is_affirmation(a)]
+    if not rest:
+        return set()
+    rev = diff_atoms(rest, support, kinds={a.kind for a in rest})
+    return {key_of(a) for a in rev.missing} | {key_of(ch.source) for ch in rev.changed}
+
+
+def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], claimed: list[Atom],
+                 uncovered: set[Key]) -> list[Violation]:
+    """atom_changed and atom_added: the summary against everything that may support it."""
+    out: list[Violation] = []
+    diff = diff_atoms(inp.source + inp.active + inp.context + claimed, summary)
+    added = list(diff.added)
+    for ch in diff.changed:
+        if (ch.reason == "negation_changed" and _reworded(ch)) or (
+                not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered):
+            continue
+        if key_of(ch.source) not in inp.source_keys:
+            # A near miss of a structured value only: judge the summary atom on its own.
+            if not is_affirmation(ch.summary):
+                added.append(ch.summary)
+            continue
+        # A reworded negation keeps its polarity; the extractor cannot tell rewording from
+        # narrowing, and the structured claim carries the qualifiers exactly: record it.
+        severity = "important" if ch.reason == "negation_changed" else "critical"
+        out.append(_v("atom_changed", label_of(ch.summary), f"{ch.reason}: source says {ch.source.text!r}, "
+                      f"summary says {ch.summary.text!r}", severity, expected=label_of(ch.source),
+                      observed=label_of(ch.summary)))
+    negative = _negative_claims(artifact)
+    lost_negations = [a for a in diff_atoms(inp.source, summary).missing if a.kind == "negation"]
+    for a in added:
+        if a.kind == "negation":
+            twin = _double_negation(a, lost_negations)
+            if twin is not None:
+                out.append(_v("atom_changed", label_of(a), f"double negation: source says {twin.text!r}, "
+                              f"summary says {a.text!r}", expected=label_of(twin), observed=label_of(a)))
+                continue
+            if _states_negative_claim(a, negative, inp.vocabulary):
+                continue
+        out.append(_v("atom_added", label_of(a), f"the sources never say {a.text!r}", observed=label_of(a)))
+    for a in summary:
+        stale = inp.stale.get(token_of(a)) if not is_affirmation(a) else None
+        if stale:
+            out.append(_v("atom_added", label_of(a), f"stale: {a.text!r} states retired fact(s) {', '.join(stale)}",
+                          observed=label_of(a)))
+    return out
+
+
+def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom],
+            claimed: list[Atom], must: MustPreserve, uncovered: set[Key]) -> list[Violation]:
+    """atom_missing: the sources against the summary and the structured side together."""
+    out: list[Violation] = []
+    claim_ids = {c.fact_id for c in artifact.claims}
+    dropped: dict[Key, list[str]] = {}
+    for f in snapshot.facts:
+        if f.status == "active" and f.fact_id not in claim_ids and must.loss_severity(f.fact_id) == "critical":
+            for a in value_atoms(render_value(f.value_type, f.value)):
+                dropped.setdefault(token_of(a), []).append(f.fact_id)
+    negative = _negative_claims(artifact)
+    # A number a claim carries is carried in any unit or format ("34 seats" by seats = 34).
+    numbers = {token_of(a) for a in claimed if a.kind in _NUMERIC}
+    lost = diff_atoms([a for a in inp.source if a.kind not in _NUMERIC or token_of(a) not in numbers],
+                      summary + claimed)
+    # A source atom paired with a covered summary atom was only weakened ("EOD" dropped):
+    # a loss. One paired with an uncovered atom was altered, which _alterations reports.
+    weakened = [ch.source for ch in lost.changed
+                if not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered]
+    for a in [*lost.missing, *weakened]:
+        if token_of(a) in inp.stale or (a.kind == "negation" and _states_negative_claim(a, negative, inp.vocabulary)):
+            continue  # stale content is meant to go; a negation a negative claim carries is kept
+        facts = dropped.get(token_of(a))
+        if facts:
+            out.append(_v("atom_missing", label_of(a), f"{a.text!r} is lost with critical fact(s) "
+                          f"{', '.join(sorted(set(facts)))}", expected=label_of(a)))
+        else:
+            out.append(_v("atom_missing", label_of(a), f"{a.text!r} is in no claim and not in the summary",
+                          "important", expected=label_of(a)))
+    return out
+
+
+def check_prose(
+    snapshot: Snapshot, artifact: ArtifactBody, must_preserve: MustPreserve,
+    *, inputs: ProseInputs | None = None,
+) -> list[Violation]:
+    """Prose fact-diff violations of ``artifact.summary`` against the snapshot (unordered).
+
+    ``inputs`` are the snapshot's atoms from :func:`prose_inputs`, to reuse across artifacts.
+    """
+    inp = inputs or prose_inputs(snapshot)
+    summary = anchor_dates(extract_atoms(artifact.summary), inp)
+    claimed = claim_atoms(artifact)  # with variants ("99.9%" for 99.9): what a summary may say
+    uncovered = _uncovered(summary, inp.source + inp.active + inp.context + claimed)
+    carried = claim_atoms(artifact, variants=False)  # what covers a source atom
+    return (_alterations(inp, artifact, summary, claimed, uncovered)
+            + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered))

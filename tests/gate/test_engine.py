@@ -1,0 +1,87 @@
+"""The public entry point on the seed examples as records, determinism and speed."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+import lossgate.gate as gate_pkg
+from lossgate.gate import check
+from lossgate.gate.casefile import load_case
+from lossgate.gate.contract import check_contract
+
+from .conftest import CASES, claims_of, gate, with_artifact
+
+
+def test_public_signature() -> None:
+    c = load_case(CASES / "seed-peanut-allergy.json")
+    result = gate_pkg.check(c.snapshot, c.artifact, c.registry)
+    assert result.outcome == "clean" and result.passed and result.lines() == []
+
+
+def test_timezone_supersession_as_records() -> None:
+    c = load_case(CASES / "seed-timezone-change.json")
+    assert gate(c).outcome == "clean"
+    old = {"fact_id": "timezone-v1", "predicate": "timezone", "value": "UTC-05:00", "derived_from": ["event-10"]}
+    resurrected = gate(with_artifact(c, claims=claims_of(c) + [old]))
+    assert resurrected.lines() == ["timezone-v1:forbidden_superseded_fact"]
+    stale_prose = gate(with_artifact(c, summary="User's timezone is UTC+01:00 (previously UTC-05:00)."))
+    (line,) = stale_prose.lines()  # however the extractor labels a UTC offset
+    assert "05:00" in line and line.endswith(":atom_added")
+
+
+def test_invoice_call_keeps_all_fourteen_facts() -> None:
+    c = load_case(CASES / "seed-invoice-call.json")
+    result = gate(c)
+    assert result.outcome == "clean"
+    assert len(result.must_preserve.fact_ids()) == 14
+    fluent = ("Acme Corp disputed an invoice for engineering work that was not authorized by their CTO. The agent "
+              "agreed to issue a credit memo for the disputed amount, and the customer agreed to pay the remainder "
+              "within a week. The credit memo was created successfully.")
+    naive = gate(with_artifact(c, claims=[x for x in claims_of(c) if x["fact_id"] == "f-company"],
+                               open_items=[], summary=fluent))
+    assert naive.outcome == "failed"
+    missing = {v.subject for v in naive.violations if v.code == "missing"}
+    assert len(missing) == 13  # seed 003: ten of fourteen gone from the prose, every one from the claims
+
+
+def test_deletion_stays_deleted() -> None:
+    c = load_case(CASES / "seed-deletion.json")
+    assert gate(c).outcome == "clean"
+    back = gate(with_artifact(c, summary=c.artifact.summary + " Home: 12 Elm Street, Springfield."))
+    assert back.outcome == "failed" and {v.code for v in back.violations} == {"atom_added"}
+
+
+def test_same_inputs_same_result_in_any_order() -> None:
+    c = load_case(CASES / "seed-invoice-call.json")
+    first = gate(c)
+    rng = random.Random(7)
+    for _ in range(5):
+        claims = claims_of(c)
+        rng.shuffle(claims)
+        events = list(c.snapshot.events)
+        facts = list(c.snapshot.facts)
+        rng.shuffle(facts)
+        snap = c.snapshot.model_copy(update={"events": tuple(events), "facts": tuple(facts)})
+        again = with_artifact(c, claims=claims)
+        assert check(snap, again.artifact, c.registry) == first
+
+
+def test_contract_over_1000_facts_is_fast(registry) -> None:
+    from bench.bench_gate import build_workload  # the benchmark's own workload
+
+    snapshot, artifact, _ = build_workload(facts=1000, words=0)
+    check_contract(snapshot, artifact)  # warm up
+    start = time.perf_counter()
+    for _ in range(5):
+        found = check_contract(snapshot, artifact)
+    per_run = (time.perf_counter() - start) / 5
+    assert found == []
+    assert per_run < 0.2, f"contract took {per_run * 1000:.1f} ms for 1,000 facts"  # target 20 ms; CI slack
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CASES.glob("*.json")))
+def test_every_shipped_case_passes_its_own_gate(name: str) -> None:
+    assert gate(load_case(CASES / name)).passed
