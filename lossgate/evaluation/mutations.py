@@ -11,7 +11,7 @@ expects. Operators are pure and deterministic: same case, same mutants.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, Iterator
 
 from lossgate.evaluation import textops as T
 from lossgate.evaluation.mutant import Mutant, Operator, claim_value, mutant, prose_edit, replace_claim, with_claims
@@ -179,6 +179,9 @@ def move_subject(case: GateCase) -> Iterator[Mutant]:
     moved = art.model_copy(update={"subject_id": other,
                                    "claims": tuple(c.model_copy(update={"subject_id": other}) for c in art.claims)})
     yield mutant(case, "move_subject", "artifact", "claims", moved, "subject_changed")
+    if art.claims:  # the same subject id in another tenant: a multi-agent handoff lost the tenant key
+        yield mutant(case, "move_subject", f"{art.claims[0].fact_id}@tenant", "claims",
+                     replace_claim(art, 0, tenant_id=f"{case.snapshot.tenant_id}-other"), "tenant_changed")
 
 
 def _former_values(case: GateCase) -> dict[str, Any]:
@@ -301,7 +304,7 @@ OPERATORS: tuple[Operator, ...] = (
     Operator("perturb_number", "a close number or identifier: 14250 -> 14205, INV-9182 -> INV-9128", perturb_number),
     Operator("change_unit", "another currency or unit: USD -> EUR, minutes -> hours, kg -> lb", change_unit),
     Operator("drop_qualifier", "remove one qualifier from a claim", drop_qualifier),
-    Operator("move_subject", "attach a claim (or the artifact) to a same-named other subject", move_subject),
+    Operator("move_subject", "attach a claim (or the artifact) to a same-named other subject or tenant", move_subject),
     Operator("resurrect", "bring back a superseded, deleted or revoked fact, or its value", resurrect),
     Operator("elevate_untrusted", "state an untrusted quote with authority, as asserted, or as an instruction", elevate_untrusted),
     Operator("assert_speculation", "state a speculative fact ('I may move to Paris') as asserted", assert_speculation),

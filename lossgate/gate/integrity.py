@@ -37,7 +37,7 @@ trust, open items or conflicts). All codes are critical.
 from __future__ import annotations
 
 from lossgate.gate.outcome import Violation
-from lossgate.records import TRUST_RANK, ArtifactBody, Claim, Fact, Snapshot
+from lossgate.records import ArtifactBody, Claim, Fact, Snapshot
 from lossgate.registry import Registry
 
 __all__ = ["check_integrity"]
@@ -55,7 +55,6 @@ class _Index:
     def __init__(self, snapshot: Snapshot) -> None:
         self.facts: dict[str, Fact] = {f.fact_id: f for f in snapshot.facts}
         self.events = {e.event_id: e for e in snapshot.events}
-        self.valid_events = {eid for eid, e in self.events.items() if e.state == "valid"}
         cited = {s for f in snapshot.facts for s in f.source_event_ids}
         retired = {s for f in snapshot.facts if f.status != "active" for s in f.source_event_ids}
         # An event the snapshot holds in another state is invalid; so is a tombstone: an
@@ -71,7 +70,7 @@ class _Index:
             return fact.authority == "untrusted"
         event = self.events.get(ref)
         if event is not None:
-            return TRUST_RANK[event.trust] == 0
+            return event.trust == "untrusted"
         return None
 
 

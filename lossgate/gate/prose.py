@@ -144,11 +144,11 @@ def _uncovered(summary: list[Atom], support: list[Atom]) -> set[Key]:
     return {key_of(a) for a in rev.missing} | {key_of(ch.source) for ch in rev.changed}
 
 
-def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], claimed: list[Atom],
+def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], support: list[Atom],
                  uncovered: set[Key]) -> list[Violation]:
     """atom_changed and atom_added: the summary against everything that may support it."""
     out: list[Violation] = []
-    diff = diff_atoms(inp.source + inp.active + inp.context + claimed, summary)
+    diff = diff_atoms(support, summary)
     added = list(diff.added)
     for ch in diff.changed:
         if (ch.reason == "negation_changed" and _reworded(ch)) or (
@@ -196,15 +196,19 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
             for a in value_atoms(render_value(f.value_type, f.value)):
                 dropped.setdefault(token_of(a), []).append(f.fact_id)
     negative = _negative_claims(artifact)
-    # A number a claim carries is carried in any unit or format ("34 seats" by seats = 34).
+    # A number a claim carries is carried in any unit or format ("34 seats" by seats = 34,
+    # "14250" by 14250 USD). Matching by number afterwards lets the diff run without the
+    # claims' bare numbers, which cover nothing else and would only feed its pairing.
     numbers = {token_of(a) for a in claimed if a.kind in _NUMERIC}
-    lost = diff_atoms([a for a in inp.source if a.kind not in _NUMERIC or token_of(a) not in numbers],
-                      summary + claimed)
+    numbers |= {("num", a.key.partition(" ")[2]) for a in claimed if a.kind == "money"}
+    lost = diff_atoms(inp.source, summary + [a for a in claimed if a.kind not in ("quantity", "percent")])
     # A source atom paired with a covered summary atom was only weakened ("EOD" dropped):
     # a loss. One paired with an uncovered atom was altered, which _alterations reports.
     weakened = [ch.source for ch in lost.changed
                 if not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered]
     for a in [*lost.missing, *weakened]:
+        if a.kind in _NUMERIC and token_of(a) in numbers:
+            continue
         if token_of(a) in inp.stale or (a.kind == "negation" and _states_negative_claim(a, negative, inp.vocabulary)):
             continue  # stale content is meant to go; a negation a negative claim carries is kept
         facts = dropped.get(token_of(a))
@@ -227,8 +231,8 @@ def check_prose(
     """
     inp = inputs or prose_inputs(snapshot)
     summary = anchor_dates(extract_atoms(artifact.summary), inp)
-    claimed = claim_atoms(artifact)  # with variants ("99.9%" for 99.9): what a summary may say
-    uncovered = _uncovered(summary, inp.source + inp.active + inp.context + claimed)
-    carried = claim_atoms(artifact, variants=False)  # what covers a source atom
-    return (_alterations(inp, artifact, summary, claimed, uncovered)
+    carried, variants = claim_atoms(artifact)
+    support = inp.source + inp.active + inp.context(artifact.summary) + carried + variants
+    uncovered = _uncovered(summary, support)
+    return (_alterations(inp, artifact, summary, support, uncovered)
             + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered))

@@ -10,15 +10,16 @@ becomes atoms the diff can match.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import date, timedelta
 from functools import cached_property
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from lossgate.gate.atoms import Atom, extract_atoms, is_affirmation
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.typed import typed_value
-from lossgate.records import ArtifactBody, Snapshot
+from lossgate.records import ArtifactBody, Event, Snapshot
 from lossgate.values import coerce_value
 
 __all__ = ["ProseInputs", "prose_inputs", "render_value", "value_atoms", "claim_atoms", "anchor_dates",
@@ -91,9 +92,14 @@ class ProseInputs:
     source: list[Atom]                 # atoms of valid events (with affirmation helpers)
     source_keys: frozenset[Key]
     active: list[Atom]                 # atoms of active facts' values
-    context: list[Atom]                # tenant, subject, actors, fact/event/conflict ids
+    names: tuple[str, ...]             # tenant, subject, actors, fact/event/conflict ids
     stale: dict[Key, tuple[str, ...]]  # value token -> retired fact ids stating it, unsupported otherwise
     relative: dict[Key, tuple[str, ...]]  # a relative date as written ("tomorrow") -> the dates it meant
+
+    def context(self, summary: str) -> list[Atom]:
+        """Atoms of the memory's own names that the summary mentions (a substring test
+        first: a snapshot has thousands of ids, a summary mentions a few)."""
+        return value_atoms(n for n in self.names if n in summary)
 
     @cached_property
     def vocabulary(self) -> frozenset[str]:
@@ -114,18 +120,35 @@ class ProseInputs:
         return out
 
 
+def _extract_events(events: Iterable[Event]) -> Iterator[tuple[list[str], list[Atom]]]:
+    """Atoms of the valid events, each with the id of the event that states it.
+
+    The extractor reads only the *date* of its reference time, so the events of one
+    day (in their own UTC offset) are extracted in one call on their joined text:
+    one call per event would cost several times the extraction itself.
+    """
+    by_day: dict[tuple[date, object], list[Event]] = {}
+    for ev in events:
+        if ev.state == "valid" and ev.text:
+            by_day.setdefault((ev.occurred_at.date(), ev.occurred_at.utcoffset()), []).append(ev)
+    for group in by_day.values():
+        starts, pos = [], 0
+        for ev in group:
+            starts.append(pos)
+            pos += len(ev.text or "") + len(_JOIN)
+        found = extract_atoms(_JOIN.join(ev.text or "" for ev in group), reference_time=group[0].occurred_at)
+        yield [group[bisect_right(starts, a.start) - 1].event_id for a in found], found
+
+
 def prose_inputs(snapshot: Snapshot) -> ProseInputs:
     """Extract the snapshot side of the prose diff (pure; reusable across artifacts)."""
     source: list[Atom] = []
     said_by: dict[Key, set[str]] = {}
     relative: dict[Key, set[str]] = {}
-    for ev in snapshot.events:
-        if ev.state != "valid" or not ev.text:
-            continue
-        found = extract_atoms(ev.text, reference_time=ev.occurred_at)
+    for ids, found in _extract_events(snapshot.events):
         source.extend(found)
-        for a in found:
-            said_by.setdefault(token_of(a), set()).add(ev.event_id)
+        for event_id, a in zip(ids, found):
+            said_by.setdefault(token_of(a), set()).add(event_id)
             if a.kind in ("date", "datetime") and not a.text[:1].isdigit():
                 for literal in extract_atoms(a.text, affirmations=False):  # "tomorrow" -> rel:+1d
                     if literal.key.startswith("rel:") and literal.kind == a.kind:
@@ -148,23 +171,27 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
     names = {snapshot.tenant_id, snapshot.subject_id, *(e.actor for e in snapshot.events),
              *(e.event_id for e in snapshot.events), *(f.fact_id for f in snapshot.facts),
              *(c.conflict_id for c in snapshot.conflicts)}
-    context = value_atoms(sorted(names))
+
     return ProseInputs(
-        source=source, source_keys=frozenset(key_of(a) for a in source), active=active, context=context,
+        source=source, source_keys=frozenset(key_of(a) for a in source), active=active, names=tuple(sorted(names)),
         stale={k: tuple(sorted(v)) for k, v in stale.items()},
         relative={k: tuple(sorted(v)) for k, v in relative.items()},
     )
 
 
-def claim_atoms(artifact: ArtifactBody, *, variants: bool = True) -> list[Atom]:
+def claim_atoms(artifact: ArtifactBody) -> tuple[list[Atom], list[Atom]]:
     """The atoms of the artifact's claim values and qualifier values: what it states structurally.
-    ``variants=False`` keeps only each value's primary rendering (enough to cover a source atom)."""
-    texts: list[str] = []
+
+    Returns ``(carried, variants)``: the primary rendering of each value (enough to carry a
+    source atom) and the other spellings a summary may use ("99.9%" for 99.9)."""
+    primary: list[str] = []
+    others: list[str] = []
     for c in artifact.claims:
         rendered = render_value(c.value_type, c.value)
-        texts.extend(rendered if variants else rendered[:1])
-        texts.extend(v for _, v in c.qualifiers)
-    return value_atoms(texts)
+        primary.extend(rendered[:1])
+        others.extend(rendered[1:])
+        primary.extend(v for _, v in c.qualifiers)
+    return value_atoms(primary), value_atoms(others)
 
 
 def anchor_dates(summary: list[Atom], inp: ProseInputs) -> list[Atom]:

@@ -46,7 +46,9 @@ class TypedValue(NamedTuple):
 
 
 def dump_json(value: Any) -> str:
-    """Compact, key-sorted JSON for violation details (Decimals and dates as strings)."""
+    """Compact, key-sorted JSON for violation details (a number parsed as Decimal as written)."""
+    if type(value) is Decimal:
+        return str(value)
     return json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
 
 

@@ -17,7 +17,7 @@ import psycopg
 from lossgate.derived import (
     Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord,
 )
-from lossgate.records import Clock
+from lossgate.records import ArtifactBody, Clock
 from lossgate.store import rows
 
 __all__ = ["DerivedReads", "DerivedWrites"]
@@ -192,6 +192,21 @@ class DerivedWrites(_Tx):
             "WHERE tenant_id=%s AND subject_id=%s AND artifact_id = ANY(%s)",
             (state, reason, tenant_id, subject_id, list(artifact_ids)),
         )
+
+    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
+        self._scope(tenant_id, subject_id)
+        self._c.execute(
+            "UPDATE artifacts SET body=%s WHERE tenant_id=%s AND subject_id=%s AND artifact_id=%s",
+            (body.model_dump_json(), tenant_id, subject_id, artifact_id),
+        )
+
+    def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
+        self._scope(tenant_id, subject_id)
+        return self._c.execute(
+            "UPDATE jobs SET status='done', finished_at=%s, reason=reason || ' (' || %s || ')' "
+            "WHERE tenant_id=%s AND subject_id=%s AND status='pending'",
+            (at, reason, tenant_id, subject_id),
+        ).rowcount
 
     def save_attempt(self, attempt: Attempt) -> None:
         self._scope(attempt.tenant_id, attempt.subject_id)

@@ -29,11 +29,16 @@ def database_url(server_url: str, dbname: str) -> str:
     return urlunsplit(parts._replace(path="/" + dbname))
 
 
-def create_database(server_url: str, prefix: str = "lossgate_test") -> str:
-    """Create an empty database on the server ``server_url`` points at; return its URL."""
+def create_database(server_url: str, prefix: str = "lossgate_test", *, icu_locale: str | None = None) -> str:
+    """Create an empty database on the server ``server_url`` points at; return its URL.
+
+    ``icu_locale`` (e.g. ``"en-US"``) gives it that default collation instead of the server's."""
     name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if icu_locale:
+        create += sql.SQL(" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE {}").format(sql.Literal(icu_locale))
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(create)
     return database_url(server_url, name)
 
 
@@ -45,9 +50,9 @@ def drop_database(url: str) -> None:
 
 
 @contextmanager
-def scratch_database(server_url: str) -> Iterator[str]:
+def scratch_database(server_url: str, *, icu_locale: str | None = None) -> Iterator[str]:
     """An empty, unmigrated database for the duration of the block (for migration tests)."""
-    url = create_database(server_url, prefix="lossgate_scratch")
+    url = create_database(server_url, prefix="lossgate_scratch", icu_locale=icu_locale)
     try:
         yield url
     finally:

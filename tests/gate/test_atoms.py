@@ -482,6 +482,14 @@ def test_atoms_are_frozen_values() -> None:
         a.key = "x"  # type: ignore[misc]
 
 
+def test_package_docstring_example_runs() -> None:
+    import doctest
+
+    from lossgate.gate import atoms
+
+    assert doctest.testmod(atoms).failed == 0
+
+
 def test_empty_and_whitespace_text() -> None:
     assert extract_atoms("") == []
     assert extract_atoms(" \n\t ") == []

@@ -27,6 +27,7 @@ _WS = re.compile(r"[ \t]+")
 
 
 def _identifiers(text: str, low: str, c: Claims) -> None:
+    """URLs, e-mail addresses, quoted tool-call ids, UUIDs and hex digests."""
     if "://" in text:
         for m in P.URL.finditer(text):
             if c.word_start(m.start()):
@@ -39,10 +40,10 @@ def _identifiers(text: str, low: str, c: Claims) -> None:
             start -= 1
         while start < at and not text[start].isalnum():
             start += 1
-        m = P.EMAIL.match(text, start)
-        if m is not None and m.end() > at:
-            c.take("email", m.group().lower(), m.start(), m.end())
-            at = text.find("@", m.end())
+        address = P.EMAIL.match(text, start)
+        if address is not None and address.end() > at:
+            c.take("email", address.group().lower(), start, address.end())
+            at = text.find("@", address.end())
         else:
             at = text.find("@", at + 1)
     for m in P.QUOTED_VALUE.finditer(text):
@@ -81,6 +82,7 @@ def _identifiers(text: str, low: str, c: Claims) -> None:
 
 
 def _shaped_ids(text: str, c: Claims) -> None:
+    """INV-9182, cust_482 (found from their joiner), INV9182, v1.2.3, #4521."""
     resume = 0
     for m in P.SEPARATOR.finditer(text):
         if m.start() < resume:
@@ -108,6 +110,7 @@ _JOINER = re.compile(r"[-_]")
 
 
 def _segmented_key(ident: str) -> str | None:
+    """The key of a joined token if it is an identifier, else None."""
     if _DIGIT.search(ident) is None:
         return None  # hyphenated English: "follow-up", "e-mail"
     parts = _JOINER.split(ident)
@@ -120,6 +123,7 @@ def _segmented_key(ident: str) -> str | None:
 
 
 def _phones(text: str, c: Claims) -> None:
+    """+country numbers with 8 to 15 digits; North American numbers get +1."""
     for m in P.PHONE.finditer(text):
         digits = "".join(ch for ch in m.group() if ch.isdigit())
         if m["intl"]:
@@ -130,6 +134,8 @@ def _phones(text: str, c: Claims) -> None:
 
 
 def _money(text: str, c: Claims) -> None:
+    """Amounts led by a currency symbol or code (trailing currencies are in
+    the numeric pass)."""
     for m in P.MONEY_SYMBOL.finditer(text):
         start, sym = m.start(), m["sym"]
         for plen in (3, 2, 1):  # "US$", "CA$", "C$" ...
@@ -153,6 +159,8 @@ def _money(text: str, c: Claims) -> None:
 
 
 def _numbers(text: str, c: Claims) -> None:
+    """Everything else that starts with a digit: money with a trailing
+    currency, cents, percentages, quantities with a unit, bare numbers."""
     for m in P.NUMERIC.finditer(text):
         neg, start = c.signed(m.start())
         raw = m["num"]
@@ -186,6 +194,7 @@ def _heading(text: str, start: int, end: int) -> bool:
 
 
 def _parties(text: str, c: Claims) -> None:
+    """Named people and organisations outside title-case headings."""
     for m in PARTY.finditer(text):
         if _heading(text, m.start(), m.end()):
             continue

@@ -41,7 +41,7 @@ CHANGE_REASONS: tuple[ChangeReason, ...] = get_args(ChangeReason)
 
 #: Key prefix of a negated statement ("not|contact|customer").
 NEGATED = "not|"
-#: Key prefix of an affirmative statement ("is|contact|customer"). These are
+#: Key prefix of an affirmative clause ("is|contact the customer"). These are
 #: kind "negation" because they carry polarity, but they are not facts: they
 #: exist only so the diff can tell a dropped negation from a flipped one.
 AFFIRMED = "is|"

@@ -98,10 +98,8 @@ class _Stems(dict[str, str]):
 
 
 def _is_cue(words: list[str], i: int) -> bool:
-    """Whether ``words[i]`` is a negation cue that negates."""
+    """Whether the cue word ``words[i]`` negates ("no later than" does not)."""
     w = words[i]
-    if not (w in NEGATION_CUES or w.endswith(_NT)):
-        return False
     nxt = words[i + 1] if i + 1 < len(words) else ""
     if w == "not" and nxt == "only":
         return False
@@ -134,31 +132,38 @@ def _with_cue(text: str, start: int, end: int, affirm: bool, stems: _Stems, out:
     an affirmation for each other part."""
     clause = text[start:end]
     low = clause.lower()
-    tokens: list[tuple[str, int, int]] = []
-    if len(low) == len(clause):  # offsets carry over: walk the tokens with find
-        pos, find = 0, low.find
-        for w in _TOKEN.findall(low):
-            pos = find(w, pos)
-            tokens.append((w, start + pos, start + pos + len(w)))
-            pos += len(w)
-    else:  # a rare character whose lower case has another length
-        tokens = [(m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(text, start, end)]
-    part: list[tuple[str, int, int]] = []
-    for tok in (*tokens, ("", end, end)):
-        w = tok[0]
-        if w and w not in _MARKS and w not in CLAUSE_BREAKS:
-            part.append(tok)
-            continue
-        words = [p[0] for p in part]
-        cue = next((j for j, x in enumerate(words) if (x in NEGATION_CUES or x.endswith(_NT)) and _is_cue(words, j)), -1)
-        if cue >= 0:
-            found = _negation(words, cue, stems)
-            if found is not None:
-                key, a, b = found
-                out.append(("negation", key, part[a][1], part[b][2]))
-        elif affirm and words and not STOPWORDS.issuperset(words):
-            out.append(("negation", AFFIRMED + " ".join(words), part[0][1], part[-1][2]))
-        part = []
+    words: list[str] = _TOKEN.findall(low) if len(low) == len(clause) else []
+    offsets: list[int] = []  # start of each token in the clause, computed once needed
+    if not words:  # a character whose lower case has another length (or no words)
+        matches = list(_TOKEN.finditer(text, start, end))
+        words = [m.group().lower() for m in matches]
+        offsets = [m.start() - start for m in matches]
+
+    def span(i: int, j: int) -> tuple[int, int]:
+        """Text offsets from the start of token i to the end of token j."""
+        if not offsets:  # walk the tokens with find: they are in order
+            pos, find = 0, low.find
+            for w in words:
+                pos = find(w, pos)
+                offsets.append(pos)
+                pos += len(w)
+        return start + offsets[i], start + offsets[j] + len(words[j])
+
+    breaks = [i for i, w in enumerate(words) if w in _MARKS or w in CLAUSE_BREAKS]
+    cues = [i for i, w in enumerate(words) if w in NEGATION_CUES or w.endswith(_NT)]
+    first = 0
+    for stop in (*breaks, len(words)):
+        if first < stop:
+            part = words[first:stop]
+            cue = next((i - first for i in cues if first <= i < stop and _is_cue(part, i - first)), -1)
+            if cue >= 0:
+                found = _negation(part, cue, stems)
+                if found is not None:
+                    key, a, b = found
+                    out.append(("negation", key, *span(first + a, first + b)))
+            elif affirm and not STOPWORDS.issuperset(part):
+                out.append(("negation", AFFIRMED + " ".join(part), *span(first, stop - 1)))
+        first = stop + 1
 
 
 def statements(masked: str, *, affirm: bool = True) -> list[_Found]:

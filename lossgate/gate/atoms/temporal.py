@@ -49,8 +49,10 @@ NUMERIC_DATE = re.compile(
     r"|(?P<um>[0-9]?)/(?P<ud>[0-9]{1,2})/(?P<uy>[0-9]{4}|[0-9]{2})(?![0-9]|[/.:-][0-9])"
     r"|(?P<ed>[0-9]?)\.(?P<em>[0-9]{1,2})\.(?P<ey>[0-9]{4})(?![0-9]|[/.:-][0-9])"
     rf"|(?P<d2>[0-9]?){_ORD}[ \t]+(?:of[ \t]+)?(?P<m2>{_MONTH})\.?{_YEAR.format('y2')}?(?![\w])"
-    # maybe the day or year after a month name ("March 6", "Mar. 6", "March, 2026")
-    r"|(?:(?<=[A-Za-z.,][ \t][0-9])|(?<=[ \t][ \t][0-9]))(?P<lone>[0-9]{0,3})(?![0-9])"
+    # maybe the day or year after a month name ("March 6", "Mar. 6", "March, 2026"):
+    # only after a letter that ends some month name, "." or ",", so that
+    # "items 3" costs no look-back
+    r"|(?:(?<=[ynhletrbgpvcYNHLETRBGPVC.,][ \t][0-9])|(?<=[ \t][ \t][0-9]))(?P<lone>[0-9]{0,3})(?![0-9])"
     r")"
 )
 #: A month name ending just before a number (searched in a short window).

@@ -77,8 +77,9 @@ def _lead(text: str, m: re.Match[str], c: Claims, ref: datetime | None, add: _Ad
             if tail is None or (low == "close") != tail.group().lower().endswith("business"):
                 return
             end = tail.end()
-        zone = T.ZONE_AFTER.match(text, end)
-        add("time", T.clock_word_key(word, zone), start, zone.end())
+        zone = T.ZONE_AFTER.match(text, end)  # all optional: always matches
+        if zone is not None:
+            add("time", T.clock_word_key(word, zone), start, zone.end())
 
 
 def _span(text: str, m: re.Match[str], c: Claims, ref: datetime | None, add: _Add) -> None:

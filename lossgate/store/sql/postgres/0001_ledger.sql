@@ -10,6 +10,10 @@
 --   would change a float into an int. Our own encodings (value, qualifiers,
 --   source_event_ids, detail, document) hold only strings, ints and bools, so
 --   they are jsonb.
+-- * Id columns are COLLATE "C": they compare and sort bytewise, as SQLite's
+--   BINARY collation does, whatever the database's default collation (under
+--   en_US, 'B' < 'a' would flip and listings would differ between stores), and
+--   their btree comparisons skip the locale.
 -- * Every table with tenant_id has row-level security, forced, so that even a
 --   query that forgets its tenant filter sees one tenant only. The store runs
 --   as the NOLOGIN role lossgate_app (SET LOCAL ROLE), because superusers and
@@ -38,18 +42,18 @@ CREATE TABLE registries (
 );
 
 CREATE TABLE clocks (
-    tenant_id   text NOT NULL,
-    subject_id  text NOT NULL,
+    tenant_id   text COLLATE "C" NOT NULL,
+    subject_id  text COLLATE "C" NOT NULL,
     high_water  bigint NOT NULL DEFAULT 0,
     input_epoch bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant_id, subject_id)
 );
 
 CREATE TABLE events (
-    tenant_id    text NOT NULL,
-    subject_id   text NOT NULL,
+    tenant_id    text COLLATE "C" NOT NULL,
+    subject_id   text COLLATE "C" NOT NULL,
     seq          bigint NOT NULL,
-    event_id     text NOT NULL,
+    event_id     text COLLATE "C" NOT NULL,
     kind         text NOT NULL,
     actor        text NOT NULL,
     trust        text NOT NULL,
@@ -66,9 +70,9 @@ CREATE TABLE events (
 );
 
 CREATE TABLE facts (
-    tenant_id        text NOT NULL,
-    subject_id       text NOT NULL,
-    fact_id          text NOT NULL,
+    tenant_id        text COLLATE "C" NOT NULL,
+    subject_id       text COLLATE "C" NOT NULL,
+    fact_id          text COLLATE "C" NOT NULL,
     seq              bigint NOT NULL,
     predicate        text NOT NULL,
     registry_version integer NOT NULL,
@@ -81,8 +85,8 @@ CREATE TABLE facts (
     source_event_ids jsonb NOT NULL,
     status           text NOT NULL DEFAULT 'active'
                      CHECK (status IN ('active', 'superseded', 'deleted', 'revoked')),
-    supersedes       text,
-    superseded_by    text,
+    supersedes       text COLLATE "C",
+    superseded_by    text COLLATE "C",
     valid_from       text,
     recorded_at      timestamptz NOT NULL,
     content_hash     text NOT NULL,
@@ -93,10 +97,10 @@ CREATE INDEX facts_by_subject ON facts (tenant_id, subject_id, status, predicate
 CREATE INDEX facts_by_seq ON facts (tenant_id, subject_id, seq);
 
 CREATE TABLE fact_sources (
-    tenant_id  text NOT NULL,
-    subject_id text NOT NULL,
-    fact_id    text NOT NULL,
-    event_id   text NOT NULL,
+    tenant_id  text COLLATE "C" NOT NULL,
+    subject_id text COLLATE "C" NOT NULL,
+    fact_id    text COLLATE "C" NOT NULL,
+    event_id   text COLLATE "C" NOT NULL,
     PRIMARY KEY (tenant_id, fact_id, event_id),
     FOREIGN KEY (tenant_id, fact_id) REFERENCES facts (tenant_id, fact_id),
     FOREIGN KEY (tenant_id, event_id) REFERENCES events (tenant_id, event_id)
@@ -104,12 +108,12 @@ CREATE TABLE fact_sources (
 CREATE INDEX fact_sources_by_event ON fact_sources (tenant_id, subject_id, event_id);
 
 CREATE TABLE conflicts (
-    tenant_id   text NOT NULL,
-    subject_id  text NOT NULL,
-    conflict_id text NOT NULL,
+    tenant_id   text COLLATE "C" NOT NULL,
+    subject_id  text COLLATE "C" NOT NULL,
+    conflict_id text COLLATE "C" NOT NULL,
     predicate   text NOT NULL,
-    fact_a      text NOT NULL,
-    fact_b      text NOT NULL,
+    fact_a      text COLLATE "C" NOT NULL,
+    fact_b      text COLLATE "C" NOT NULL,
     status      text NOT NULL DEFAULT 'unresolved' CHECK (status IN ('unresolved', 'resolved')),
     detected_at timestamptz NOT NULL,
     resolved_at timestamptz,
@@ -122,11 +126,11 @@ CREATE INDEX conflicts_by_subject ON conflicts (tenant_id, subject_id, status);
 
 CREATE TABLE ledger_log (
     entry_id   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    tenant_id  text NOT NULL,
-    subject_id text NOT NULL,
+    tenant_id  text COLLATE "C" NOT NULL,
+    subject_id text COLLATE "C" NOT NULL,
     at         timestamptz NOT NULL,
     op         text NOT NULL,
-    target_id  text NOT NULL,
+    target_id  text COLLATE "C" NOT NULL,
     detail     jsonb NOT NULL
 );
 CREATE INDEX ledger_log_by_subject ON ledger_log (tenant_id, subject_id, target_id);

@@ -9,9 +9,9 @@ ALTER TABLE facts ADD COLUMN criticality text NOT NULL DEFAULT 'important';
 CREATE INDEX facts_by_criticality ON facts (tenant_id, subject_id, status, criticality, seq);
 
 CREATE TABLE aliases (
-    tenant_id      text NOT NULL,
-    subject_id     text NOT NULL,
-    artifact_id    text,
+    tenant_id      text COLLATE "C" NOT NULL,
+    subject_id     text COLLATE "C" NOT NULL,
+    artifact_id    text COLLATE "C",
     source_epoch   bigint NOT NULL DEFAULT 0,
     covers_through bigint NOT NULL DEFAULT 0,
     updated_at     timestamptz,
@@ -20,9 +20,9 @@ CREATE TABLE aliases (
 );
 
 CREATE TABLE artifacts (
-    tenant_id    text NOT NULL,
-    subject_id   text NOT NULL,
-    artifact_id  text NOT NULL,
+    tenant_id    text COLLATE "C" NOT NULL,
+    subject_id   text COLLATE "C" NOT NULL,
+    artifact_id  text COLLATE "C" NOT NULL,
     state        text NOT NULL CHECK (state IN ('candidate', 'published', 'retired', 'stale', 'failed', 'abandoned')),
     body         json NOT NULL,
     manifest     json NOT NULL,
@@ -36,20 +36,20 @@ CREATE TABLE artifacts (
 CREATE INDEX artifacts_by_subject ON artifacts (tenant_id, subject_id, state);
 
 CREATE TABLE lineage (
-    tenant_id   text NOT NULL,
-    subject_id  text NOT NULL,
-    artifact_id text NOT NULL,
+    tenant_id   text COLLATE "C" NOT NULL,
+    subject_id  text COLLATE "C" NOT NULL,
+    artifact_id text COLLATE "C" NOT NULL,
     input_kind  text NOT NULL CHECK (input_kind IN ('event', 'fact', 'artifact')),
-    input_id    text NOT NULL,
+    input_id    text COLLATE "C" NOT NULL,
     PRIMARY KEY (tenant_id, artifact_id, input_kind, input_id),
     FOREIGN KEY (tenant_id, artifact_id) REFERENCES artifacts (tenant_id, artifact_id)
 );
 CREATE INDEX lineage_by_input ON lineage (tenant_id, subject_id, input_id);
 
 CREATE TABLE attempts (
-    tenant_id  text NOT NULL,
-    subject_id text NOT NULL,
-    attempt_id text NOT NULL,
+    tenant_id  text COLLATE "C" NOT NULL,
+    subject_id text COLLATE "C" NOT NULL,
+    attempt_id text COLLATE "C" NOT NULL,
     number     integer NOT NULL,
     status     text NOT NULL,
     record     json NOT NULL,
@@ -60,9 +60,9 @@ CREATE TABLE attempts (
 CREATE INDEX attempts_by_subject ON attempts (tenant_id, subject_id, number);
 
 CREATE TABLE recalls (
-    tenant_id  text NOT NULL,
-    subject_id text NOT NULL,
-    recall_id  text NOT NULL,
+    tenant_id  text COLLATE "C" NOT NULL,
+    subject_id text COLLATE "C" NOT NULL,
+    recall_id  text COLLATE "C" NOT NULL,
     at         timestamptz NOT NULL,
     mode       text NOT NULL,
     record     json NOT NULL,
@@ -73,13 +73,13 @@ CREATE INDEX recalls_by_subject ON recalls (tenant_id, subject_id, at);
 
 CREATE TABLE jobs (
     job_id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    tenant_id        text NOT NULL,
-    subject_id       text NOT NULL,
+    tenant_id        text COLLATE "C" NOT NULL,
+    subject_id       text COLLATE "C" NOT NULL,
     status           text NOT NULL CHECK (status IN ('pending', 'running', 'done', 'review')),
     reason           text NOT NULL,
     run_after        timestamptz NOT NULL,
     tries            integer NOT NULL DEFAULT 0,
-    lease_owner      text,
+    lease_owner      text COLLATE "C",
     lease_expires_at timestamptz,
     enqueued_at      timestamptz NOT NULL,
     finished_at      timestamptz
