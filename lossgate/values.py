@@ -50,6 +50,9 @@ _SAFE_INT = 2**53 - 1
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _ENTITY_ID = re.compile(r"^\S+$")
 _DURATION = TypeAdapter(timedelta)
+# Bounds that keep a decimal's canonical (plain) form short: 1e400000000 is not a price.
+_MAX_EXPONENT = 100
+_MAX_DIGITS = 100
 _ISO_DURATION = re.compile(r"^-?P(?!$)(\d+(\.\d+)?W)?(\d+(\.\d+)?D)?(T(?!$)(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?$")
 
 
@@ -83,20 +86,21 @@ def _decimal(value: Any) -> Decimal:
         # A float has already lost the decimal the user wrote; refuse rather than guess.
         raise ValueMismatch(f"got {describe_type(value)}")
     if t is Decimal:
-        if not value.is_finite():
-            raise ValueMismatch("got a non-finite decimal")
-        return value
-    if t is int:
-        return Decimal(value)
-    if t is str:
+        d = value
+    elif t is int:
+        d = Decimal(value)
+    elif t is str:
         try:
             d = Decimal(value.strip())
         except InvalidOperation:
             raise ValueMismatch(f"got string {value!r}") from None
-        if not d.is_finite():
-            raise ValueMismatch(f"got string {value!r}")
-        return d
-    raise ValueMismatch(f"got {describe_type(value)}")
+    else:
+        raise ValueMismatch(f"got {describe_type(value)}")
+    if not d.is_finite():
+        raise ValueMismatch(f"got a non-finite decimal {value!r}")
+    if abs(d.adjusted()) > _MAX_EXPONENT or len(d.as_tuple().digits) > _MAX_DIGITS:
+        raise ValueMismatch(f"decimal {value!r} is out of range (|exponent| <= {_MAX_EXPONENT}, <= {_MAX_DIGITS} digits)")
+    return d
 
 
 def _money(value: Any) -> Money:
@@ -205,8 +209,26 @@ def encode_value(value_type: str, value: Any) -> Any:
     if value_type in ("date", "datetime"):
         return value.isoformat()
     if value_type == "duration":
-        return _DURATION.dump_python(value, mode="json")
+        return _iso_duration(value)
     raise ValueMismatch(f"unknown value type {value_type!r}")
+
+
+def _iso_duration(td: timedelta) -> str:
+    """ISO 8601 in days, hours, minutes and seconds only: no years or months, whose
+    length is ambiguous (pydantic writes 365 days as ``P1Y``)."""
+    sign = "-" if td < timedelta(0) else ""
+    td = abs(td)
+    days, rest = td.days, td.seconds
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    out = f"{sign}P" + (f"{days}D" if days else "")
+    clock = (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
+    if seconds or td.microseconds:
+        frac = f".{td.microseconds:06d}".rstrip("0") if td.microseconds else ""
+        clock += f"{seconds}{frac}S"
+    if clock:
+        out += "T" + clock
+    return out if out not in ("P", "-P") else "PT0S"
 
 
 def decode_value(value_type: str, stored: Any) -> Any:

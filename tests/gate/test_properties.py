@@ -192,7 +192,6 @@ def test_no_claim_value_makes_the_gate_raise(ledger: tuple[Snapshot, list[Claim]
     assert result.outcome in ("clean", "acceptable", "failed")
 
 
-@pytest.mark.xfail(strict=True, reason="values.encode_value writes 365 days as 'P1Y', which coerce_value rejects")
 def test_a_year_long_duration_round_trips() -> None:
     """A claim carrying a fact's duration in its stored JSON form must equal the fact.
 
