@@ -15,7 +15,7 @@ from lossgate.canonical import content_hash
 from lossgate.errors import NotFound
 from lossgate.ledger import Ledger
 from lossgate.records import (
-    AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, NewEvent,
+    AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, LedgerEntry, NewEvent,
     NewFact, Trust,
 )
 from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
@@ -224,6 +224,15 @@ class Memory:
         with self.store.read() as tx:
             return tx.attempts(tenant_id, subject_id)
 
+    def request_consolidation(self, tenant_id: str, subject_id: str, *, reason: str = "requested") -> bool:
+        """Queue a rebuild of one subject for the workers; False if one is already pending."""
+        from lossgate.records import utcnow
+
+        now = utcnow()
+        with self.store.write() as tx:
+            tx.lock_clock(tenant_id, subject_id)
+            return tx.enqueue_job(tenant_id, subject_id, reason=reason, run_after=now, at=now)
+
     def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
         with self.store.read() as tx:
             return tx.jobs(tenant_id, subject_id)
@@ -231,6 +240,11 @@ class Memory:
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         with self.store.read() as tx:
             return tx.recalls(tenant_id, subject_id, limit=limit)
+
+    def log(self, tenant_id: str, subject_id: str) -> list[LedgerEntry]:
+        """The subject's operation log, oldest first (asserts, supersessions, deletions, epochs, publications)."""
+        with self.store.read() as tx:
+            return tx.log(tenant_id, subject_id)
 
     def subjects(self, tenant_id: str) -> list[str]:
         """Admin listing of a tenant's subjects."""
