@@ -11,7 +11,7 @@ every fact that matters survived.
 
 from lossgate.errors import (
     ConfigError, IdempotencyConflict, InvalidInput, LifecycleError, LossgateError, NotFound,
-    StoreError, UnknownPredicate, ValueTypeError,
+    StoreBusy, StoreError, UnknownPredicate, ValueTypeError,
 )
 from lossgate.memory import Memory, open
 from lossgate.records import (
@@ -28,5 +28,5 @@ __all__ = [
     "NewEvent", "Event", "NewFact", "Fact", "FactHistory", "Predicate", "Clock", "Conflict",
     "AppendResult", "Claim", "Snapshot",
     "LossgateError", "InvalidInput", "UnknownPredicate", "ValueTypeError", "NotFound",
-    "IdempotencyConflict", "LifecycleError", "StoreError", "ConfigError",
+    "IdempotencyConflict", "LifecycleError", "StoreError", "StoreBusy", "ConfigError",
 ]

@@ -41,5 +41,10 @@ class StoreError(LossgateError):
     """The storage backend failed (locked database, lost connection, schema mismatch)."""
 
 
+class StoreBusy(StoreError):
+    """A concurrent transaction won (deadlock, serialization failure, lock timeout): nothing was
+    written and running the whole operation again may succeed."""
+
+
 class ConfigError(LossgateError):
     """lossgate is configured wrongly (bad URL, unreadable registry file)."""

@@ -96,6 +96,14 @@ class NewEvent(_Record):
 
     _check_aware = field_validator("occurred_at")(_aware)
 
+    @field_validator("text", "actor")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        # PostgreSQL cannot store NUL in text; refuse it on every store so they agree.
+        if "\x00" in value:
+            raise ValueError("text must not contain NUL characters")
+        return value
+
     def hash_content(self) -> dict[str, Any]:
         """What the content hash covers: what was said, by whom, when; not mutable state like trust."""
         return {

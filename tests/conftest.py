@@ -6,6 +6,7 @@ Directories with their own needs (``tests/conformance`` runs every store) overri
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -37,3 +38,14 @@ def memory(db_url: str, registry: Registry) -> Iterator[lossgate.Memory]:
     mem.load_predicates(registry)
     yield mem
     mem.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """With LOSSGATE_REQUIRE_PG=1 (CI), a PostgreSQL test that skips for want of a database fails."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if (report.skipped and os.environ.get("LOSSGATE_REQUIRE_PG") == "1"
+            and "LOSSGATE_TEST_PG_URL" in str(report.longrepr)):
+        report.outcome = "failed"
+        report.longrepr = f"skipped although LOSSGATE_REQUIRE_PG=1: {report.longrepr}"

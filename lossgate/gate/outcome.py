@@ -111,7 +111,7 @@ def make_result(found: list[Violation], must_preserve: MustPreserve) -> GateResu
     best: dict[tuple[str, str], Violation] = {}
     for v in sorted(found, key=sort_key):
         best.setdefault((v.subject, v.code), v)
-    ordered = sorted(best.values(), key=sort_key)
+    ordered = list(best.values())  # first occurrences of a sorted list: still sorted
     blocking = tuple(v for v in ordered if v.severity == "critical")
     losses = tuple(v for v in ordered if v.severity != "critical")
     outcome: Outcome = "failed" if blocking else ("acceptable" if losses else "clean")

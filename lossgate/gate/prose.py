@@ -60,7 +60,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from lossgate.gate.atoms import Atom, AtomChange, diff_atoms, extract_atoms, is_affirmation
+from lossgate.gate.atoms import Atom, AtomChange, extract_atoms, is_affirmation
+from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
@@ -129,26 +130,26 @@ def _v(code: str, subject: str, detail: str, severity: str = "critical", **kw: A
     return Violation(code=code, subject=subject, severity=severity, detail=detail, **kw)  # type: ignore[arg-type]
 
 
-def _uncovered(summary: list[Atom], support: list[Atom]) -> set[Key]:
+def _uncovered(summary: list[Atom], support: AtomSet) -> set[Key]:
     """Summary atoms the support does not cover (exactly or by a more specific atom).
 
     The diff pairs a *covered* but less precise summary atom ("2026-03-15" for "EOD
     2026-03-15") with the source atom it weakens; that is a loss of precision, not an
     invention, so alterations are only judged on uncovered atoms.
     """
-    exact = {key_of(a) for a in support}
+    exact = support.reps
     rest = [a for a in summary if key_of(a) not in exact and not is_affirmation(a)]
     if not rest:
         return set()
-    rev = diff_atoms(rest, support, kinds={a.kind for a in rest})
+    rev = diff_sets(AtomSet(rest), support, kinds={a.kind for a in rest})
     return {key_of(a) for a in rev.missing} | {key_of(ch.source) for ch in rev.changed}
 
 
-def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], support: list[Atom],
-                 uncovered: set[Key]) -> list[Violation]:
+def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], summary_set: AtomSet,
+                 support: AtomSet, uncovered: set[Key]) -> list[Violation]:
     """atom_changed and atom_added: the summary against everything that may support it."""
     out: list[Violation] = []
-    diff = diff_atoms(support, summary)
+    diff = diff_sets(support, summary_set, all_missing=False)  # its missing atoms are _losses' business
     added = list(diff.added)
     for ch in diff.changed:
         if (ch.reason == "negation_changed" and _reworded(ch)) or (
@@ -166,7 +167,8 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
                       f"summary says {ch.summary.text!r}", severity, expected=label_of(ch.source),
                       observed=label_of(ch.summary)))
     negative = _negative_claims(artifact)
-    lost_negations = [a for a in diff_atoms(inp.source, summary).missing if a.kind == "negation"]
+    # Negations pair only with statements, so the other kinds do not change which are lost.
+    lost_negations = list(diff_sets(inp.atom_set, summary_set, kinds=("negation",)).missing)
     for a in added:
         if a.kind == "negation":
             twin = _double_negation(a, lost_negations)
@@ -201,23 +203,26 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
     # claims' bare numbers, which cover nothing else and would only feed its pairing.
     numbers = {token_of(a) for a in claimed if a.kind in _NUMERIC}
     numbers |= {("num", a.key.partition(" ")[2]) for a in claimed if a.kind == "money"}
-    lost = diff_atoms(inp.source, summary + [a for a in claimed if a.kind not in ("quantity", "percent")])
+    lost = diff_sets(inp.atom_set, AtomSet(summary + [a for a in claimed if a.kind not in ("quantity", "percent")]))
     # A source atom paired with a covered summary atom was only weakened ("EOD" dropped):
     # a loss. One paired with an uncovered atom was altered, which _alterations reports.
     weakened = [ch.source for ch in lost.changed
                 if not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered]
+    stale = inp.stale
     for a in [*lost.missing, *weakened]:
-        if a.kind in _NUMERIC and token_of(a) in numbers:
+        tok = token_of(a)
+        if a.kind in _NUMERIC and tok in numbers:
             continue
-        if token_of(a) in inp.stale or (a.kind == "negation" and _states_negative_claim(a, negative, inp.vocabulary)):
+        if tok in stale or (a.kind == "negation" and _states_negative_claim(a, negative, inp.vocabulary)):
             continue  # stale content is meant to go; a negation a negative claim carries is kept
-        facts = dropped.get(token_of(a))
+        facts = dropped.get(tok)
+        label = label_of(a)
         if facts:
-            out.append(_v("atom_missing", label_of(a), f"{a.text!r} is lost with critical fact(s) "
-                          f"{', '.join(sorted(set(facts)))}", expected=label_of(a)))
+            out.append(Violation(code="atom_missing", subject=label, severity="critical", detail=(
+                f"{a.text!r} is lost with critical fact(s) {', '.join(sorted(set(facts)))}"), expected=label))
         else:
-            out.append(_v("atom_missing", label_of(a), f"{a.text!r} is in no claim and not in the summary",
-                          "important", expected=label_of(a)))
+            out.append(Violation(code="atom_missing", subject=label, severity="important",
+                                 detail=f"{a.text!r} is in no claim and not in the summary", expected=label))
     return out
 
 
@@ -232,7 +237,7 @@ def check_prose(
     inp = inputs or prose_inputs(snapshot)
     summary = anchor_dates(extract_atoms(artifact.summary), inp)
     carried, variants = claim_atoms(artifact)
-    support = inp.source + inp.active + inp.context(artifact.summary) + carried + variants
+    support = inp.atom_set.plus(inp.active + inp.context(artifact.summary) + carried + variants)
     uncovered = _uncovered(summary, support)
-    return (_alterations(inp, artifact, summary, support, uncovered)
+    return (_alterations(inp, artifact, summary, AtomSet(summary), support, uncovered)
             + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered))

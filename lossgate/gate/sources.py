@@ -6,24 +6,34 @@ active facts' values, the memory's own names, the *stale* values (those only a
 retired fact states) and what each relative date the sources used meant.
 :func:`render_value` writes a typed value the ways a summary might, so a value
 becomes atoms the diff can match.
+
+Extraction results are cached process-wide (bounded, see ``CACHE_SIZE``): the
+atoms of an event text for its day, and the atoms of rendered values. They are
+pure functions of their text, so a cache only saves time; it never changes a
+result. :func:`clear_atom_cache` empties both.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
+from collections import OrderedDict
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
-from functools import cached_property
-from typing import Any, Iterable, Iterator
+from datetime import date, timedelta, timezone, tzinfo
+from functools import cached_property, lru_cache
+from itertools import accumulate, chain
+from threading import Lock
+from typing import Any, Iterable
 
 from lossgate.gate.atoms import Atom, extract_atoms, is_affirmation
+from lossgate.gate.atoms.diff import AtomSet
+from lossgate.gate.atoms.extract import _atom as new_atom
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.typed import typed_value
 from lossgate.records import ArtifactBody, Event, Snapshot
 from lossgate.values import coerce_value
 
 __all__ = ["ProseInputs", "prose_inputs", "render_value", "value_atoms", "claim_atoms", "anchor_dates",
-           "key_of", "label_of", "token_of", "Key"]
+           "key_of", "label_of", "token_of", "Key", "clear_atom_cache"]
 
 Key = tuple[str, str]
 
@@ -61,7 +71,13 @@ def value_atoms(texts: Iterable[str]) -> list[Atom]:
     """The atoms of rendered values (no affirmation helpers: a value is not a statement).
     Offsets refer to the joined text; only kinds and keys are meaningful."""
     joined = _JOIN.join(t for t in texts if t)
-    return extract_atoms(joined, affirmations=False) if joined else []
+    return list(_value_atoms(joined)) if joined else []
+
+
+@lru_cache(maxsize=1024)
+def _value_atoms(joined: str) -> tuple[Atom, ...]:
+    # The same facts and claims come back at every consolidation of a subject.
+    return tuple(extract_atoms(joined, affirmations=False))
 
 
 def key_of(a: Atom) -> Key:
@@ -98,8 +114,16 @@ class ProseInputs:
 
     def context(self, summary: str) -> list[Atom]:
         """Atoms of the memory's own names that the summary mentions (a substring test
-        first: a snapshot has thousands of ids, a summary mentions a few)."""
-        return value_atoms(n for n in self.names if n in summary)
+        first: a snapshot has thousands of ids, a summary mentions a few; a name the
+        summary contains has its first and last four characters among the summary's)."""
+        grams = {summary[i:i + 4] for i in range(len(summary) - 3)}
+        return value_atoms(n for n in self.names
+                           if (len(n) < 4 or (n[:4] in grams and n[-4:] in grams)) and n in summary)
+
+    @cached_property
+    def atom_set(self) -> AtomSet:
+        """The source atoms as the diff indexes them (computed once)."""
+        return AtomSet(self.source)
 
     @cached_property
     def vocabulary(self) -> frozenset[str]:
@@ -120,44 +144,156 @@ class ProseInputs:
         return out
 
 
-def _extract_events(events: Iterable[Event]) -> Iterator[tuple[list[str], list[Atom]]]:
-    """Atoms of the valid events, each with the id of the event that states it.
+# Atoms of event texts, process-wide: (text, reference date) -> (offset, atoms, their keys).
+# The atoms of an event depend only on its text and the date of its reference time (the
+# extractor reads nothing else of it, and no atom spans the clause break between two joined
+# events), so a consolidation that meets an event again (a retry, another worker, the next
+# run over the same subject) skips its extraction. ``offset`` is where the text started in
+# the joined text the atoms' offsets refer to; an event met at another offset gets shifted
+# copies. Bounded, least recently used out first.
+CACHE_SIZE = 100_000
+_Entry = tuple[int, tuple[Atom, ...], tuple[Key, ...]]
+_cache: OrderedDict[tuple[str, date], _Entry] = OrderedDict()
+_cache_lock = Lock()
+
+
+def clear_atom_cache() -> None:
+    """Forget every cached extraction (e.g. after content was purged)."""
+    with _cache_lock:
+        _cache.clear()
+    _value_atoms.cache_clear()
+
+
+def _shifted(atoms: tuple[Atom, ...], delta: int) -> tuple[Atom, ...]:
+    return tuple(new_atom(a.kind, a.key, a.text, a.start + delta, a.end + delta) for a in atoms)
+
+
+def _split(found: list[Atom], starts: list[int]) -> list[tuple[Atom, ...]]:
+    """Cut atoms ordered by offset into the runs that start in each text (``starts``)."""
+    offsets = [a.start for a in found]
+    cuts = [bisect_left(offsets, s) for s in starts[1:]]
+    return [tuple(found[lo:hi]) for lo, hi in zip([0, *cuts], [*cuts, len(found)])]
+
+
+@dataclass
+class _Day:
+    """The valid events of one day (in one UTC offset), with the atoms of each (offsets
+    as in the day's joined text) and their (kind, key)s."""
+
+    events: list[Event]
+    atoms: list[tuple[Atom, ...]]
+    keys: list[tuple[Key, ...]]
+
+
+def _extract_days(events: Iterable[Event]) -> list[_Day]:
+    """The atoms of the valid events, by day.
 
     The extractor reads only the *date* of its reference time, so the events of one
     day (in their own UTC offset) are extracted in one call on their joined text:
-    one call per event would cost several times the extraction itself.
+    one call per event would cost several times the extraction itself. Events met
+    before come from the cache; the others are extracted together, in one call.
     """
     by_day: dict[tuple[date, object], list[Event]] = {}
+    offsets: dict[tzinfo, timedelta | None] = {}  # a fixed-offset zone has one offset
     for ev in events:
         if ev.state == "valid" and ev.text:
-            by_day.setdefault((ev.occurred_at.date(), ev.occurred_at.utcoffset()), []).append(ev)
-    for group in by_day.values():
-        starts, pos = [], 0
-        for ev in group:
-            starts.append(pos)
-            pos += len(ev.text or "") + len(_JOIN)
-        found = extract_atoms(_JOIN.join(ev.text or "" for ev in group), reference_time=group[0].occurred_at)
-        yield [group[bisect_right(starts, a.start) - 1].event_id for a in found], found
+            at = ev.occurred_at
+            tz = at.tzinfo
+            if type(tz) is timezone:
+                off = offsets.get(tz)
+                if off is None:
+                    off = offsets[tz] = at.utcoffset()
+            else:
+                off = at.utcoffset()
+            group = by_day.get((at.date(), off))
+            if group is None:
+                by_day[(at.date(), off)] = [ev]
+            else:
+                group.append(ev)
+    days: list[_Day] = []
+    step = len(_JOIN)
+    for (day, _), group in by_day.items():
+        texts = [ev.text or "" for ev in group]
+        ids = [(text, day) for text in texts]
+        bases = [0, *accumulate(len(text) + step for text in texts[:-1])]
+        with _cache_lock:
+            hits = [_cache.get(k) for k in ids]
+        atoms: list[tuple[Atom, ...]] = []
+        keys: list[tuple[Key, ...]] = []
+        missed: list[int] = []
+        moved: list[int] = []  # cached at another offset
+        for i, hit in enumerate(hits):
+            if hit is None:
+                missed.append(i)
+                atoms.append(())
+                keys.append(())
+                continue
+            base, found, found_keys = hit
+            if base != bases[i]:
+                found = _shifted(found, bases[i] - base)
+                moved.append(i)
+            atoms.append(found)
+            keys.append(found_keys)
+        if moved and len(moved) < len(hits):  # a text said twice that day: keep the entry that fits one
+            fits = {ids[i] for i, hit in enumerate(hits) if hit is not None and hit[0] == bases[i]}
+            moved = [i for i in moved if ids[i] not in fits]
+        if missed:
+            starts = [0, *accumulate(len(texts[i]) + step for i in missed[:-1])]
+            found_all = extract_atoms(_JOIN.join(texts[i] for i in missed), reference_time=group[0].occurred_at)
+            for i, start, run in zip(missed, starts, _split(found_all, starts)):
+                atoms[i] = run if start == bases[i] else _shifted(run, bases[i] - start)
+                keys[i] = tuple([(a.kind, a.key) for a in run])
+        with _cache_lock:
+            touch = _cache.move_to_end
+            for k, hit in zip(ids, hits):
+                if hit is not None:
+                    try:
+                        touch(k)
+                    except KeyError:  # evicted meanwhile by another thread
+                        pass
+            for i in (*missed, *moved):
+                _cache[ids[i]] = (bases[i], atoms[i], keys[i])
+                _cache.move_to_end(ids[i])
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+        days.append(_Day(group, atoms, keys))
+    return days
 
 
 def prose_inputs(snapshot: Snapshot) -> ProseInputs:
     """Extract the snapshot side of the prose diff (pure; reusable across artifacts)."""
+    days = _extract_days(snapshot.events)
     source: list[Atom] = []
-    said_by: dict[Key, set[str]] = {}
+    runs: list[tuple[list[Key], list[Atom]]] = []
+    for d in days:
+        run = list(chain.from_iterable(d.atoms))
+        runs.append((list(chain.from_iterable(d.keys)), run))
+        source.extend(run)
     relative: dict[Key, set[str]] = {}
-    for ids, found in _extract_events(snapshot.events):
-        source.extend(found)
-        for event_id, a in zip(ids, found):
-            said_by.setdefault(token_of(a), set()).add(event_id)
-            if a.kind in ("date", "datetime") and not a.text[:1].isdigit():
-                for literal in extract_atoms(a.text, affirmations=False):  # "tomorrow" -> rel:+1d
-                    if literal.key.startswith("rel:") and literal.kind == a.kind:
-                        relative.setdefault(key_of(literal), set()).add(a.key)
+    literals: dict[str, list[Atom]] = {}
+    for a in source:
+        if (a.kind == "date" or a.kind == "datetime") and not a.text[:1].isdigit():
+            found = literals.get(a.text)
+            if found is None:
+                found = literals[a.text] = extract_atoms(a.text, affirmations=False)
+            for literal in found:  # "tomorrow" -> rel:+1d
+                if literal.key.startswith("rel:") and literal.kind == a.kind:
+                    relative.setdefault(key_of(literal), set()).add(a.key)
     active = value_atoms(text for f in snapshot.facts if f.status == "active" and f.value is not None
                          for text in render_value(f.value_type, f.value))
     retired = [(f.fact_id, frozenset(f.source_event_ids), value_atoms(render_value(f.value_type, f.value)))
                for f in snapshot.facts if f.status != "active" and f.value is not None]
     active_tokens = {token_of(a) for a in active}
+    # Which valid events state each value token a retired fact states (and no active one).
+    said_by: dict[Key, set[str]] = {}
+    wanted = {token_of(a) for _, _, atoms in retired for a in atoms} - active_tokens
+    if wanted:
+        for d in days:
+            for ev, found in zip(d.events, d.atoms):
+                for a in found:
+                    tok = token_of(a)
+                    if tok in wanted:
+                        said_by.setdefault(tok, set()).add(ev.event_id)
     stale: dict[Key, set[str]] = {}
     for fid, own_sources, atoms in retired:
         for a in atoms:
@@ -172,11 +308,14 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
              *(e.event_id for e in snapshot.events), *(f.fact_id for f in snapshot.facts),
              *(c.conflict_id for c in snapshot.conflicts)}
 
-    return ProseInputs(
-        source=source, source_keys=frozenset(key_of(a) for a in source), active=active, names=tuple(sorted(names)),
+    atom_set = AtomSet.from_runs(runs)
+    inputs = ProseInputs(
+        source=source, source_keys=frozenset(atom_set.reps), active=active, names=tuple(sorted(names)),
         stale={k: tuple(sorted(v)) for k, v in stale.items()},
         relative={k: tuple(sorted(v)) for k, v in relative.items()},
     )
+    inputs.__dict__["atom_set"] = atom_set  # the cached property, already computed
+    return inputs
 
 
 def claim_atoms(artifact: ArtifactBody) -> tuple[list[Atom], list[Atom]]:

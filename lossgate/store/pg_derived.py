@@ -8,14 +8,22 @@ subject) and ``_use_tenant`` they use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
 
 from lossgate.derived import (
-    Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord,
+    Alias,
+    Artifact,
+    ArtifactHead,
+    Attempt,
+    ExpectedAlias,
+    Job,
+    LineageEdge,
+    RecallRecord,
 )
 from lossgate.records import ArtifactBody, Clock
 from lossgate.store import rows
@@ -25,14 +33,18 @@ __all__ = ["DerivedReads", "DerivedWrites"]
 _ALIAS_COLS = ",".join(rows.ALIAS_COLUMNS)
 _ARTIFACT_COLS = ",".join(rows.ARTIFACT_COLUMNS)
 _JOB_COLS = ",".join(rows.JOB_COLUMNS)
-# Must be the expression of the events_text_search index, or the index is not used.
-_TSV = "to_tsvector('simple', coalesce(text, ''))"
+# 'simple' (lower-case, no stemming, no stop words) is the closest to SQLite
+# FTS5's unicode61 tokenizer. Indexed lazily: see sql/postgres/0003_lazy_search.sql.
+_TSV = "to_tsvector('simple', coalesce(e.text, ''))"
+_MARK = "(SELECT search_indexed_through FROM clocks WHERE tenant_id=%(t)s AND subject_id=%(s)s)"
 
 
 class _Tx:
     """What the mixins need from the transaction class they are mixed into."""
 
     _c: psycopg.Connection[Any]
+
+    _locked: set[tuple[str, str]]
 
     if TYPE_CHECKING:
         def _scope(self, tenant_id: str, subject_id: str) -> None: ...
@@ -115,15 +127,20 @@ class DerivedReads(_Tx):
 
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         # Any term may match (FTS5's OR on the SQLite side); websearch_to_tsquery
-        # never raises on user input, and quoting keeps each term literal.
+        # never raises on user input, and quoting keeps each term literal. Events
+        # past the subject's index mark are matched on their text directly.
         terms = [t.replace('"', " ") for t in query.split() if t.strip('"')]
         if not terms:
             return []
         self._scope(tenant_id, subject_id)
         found = self._c.execute(
-            f"SELECT event_id FROM events, websearch_to_tsquery('simple', %(q)s) q "
-            f"WHERE tenant_id=%(t)s AND subject_id=%(s)s AND state='valid' AND {_TSV} @@ q "
-            f"ORDER BY ts_rank({_TSV}, q) DESC, seq DESC LIMIT %(n)s",
+            "WITH q AS (SELECT websearch_to_tsquery('simple', %(q)s) AS q), hits AS ("
+            " SELECT x.seq, ts_rank(x.terms, q.q) AS rank FROM event_terms x, q"
+            " WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.terms @@ q.q"
+            f" UNION ALL SELECT e.seq, ts_rank({_TSV}, q.q) FROM events e, q"
+            f" WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq > {_MARK} AND {_TSV} @@ q.q)"
+            " SELECT e.event_id FROM hits JOIN events e ON e.tenant_id=%(t)s AND e.subject_id=%(s)s"
+            " AND e.seq=hits.seq WHERE e.state='valid' ORDER BY hits.rank DESC, e.seq DESC LIMIT %(n)s",
             {"q": " or ".join(f'"{t}"' for t in terms), "t": tenant_id, "s": subject_id, "n": limit},
         ).fetchall()
         return [r[0] for r in found]
@@ -279,9 +296,27 @@ class DerivedWrites(_Tx):
         ).rowcount == 1
 
     def refresh_search_index(self) -> int:
-        # The GIN index is maintained as rows are written (its pending list keeps
-        # that cheap), so there is never a backlog to index.
-        return 0
+        # Row-level security confines a transaction to its tenants, so "everything"
+        # means the subjects this transaction has locked: the consolidator calls
+        # this with its subject locked. Indexing under the lock is what makes the
+        # per-subject mark exact.
+        indexed = 0
+        for tenant_id, subject_id in sorted(self._locked):
+            self._use_tenant(tenant_id)
+            row = self._c.execute(
+                "WITH c AS (SELECT search_indexed_through AS mark, high_water FROM clocks"
+                "  WHERE tenant_id=%(t)s AND subject_id=%(s)s),"
+                " ins AS (INSERT INTO event_terms (tenant_id, subject_id, seq, terms)"
+                f"  SELECT e.tenant_id, e.subject_id, e.seq, {_TSV} FROM events e, c"
+                "  WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq > c.mark AND e.seq <= c.high_water"
+                "  RETURNING 1),"
+                " upd AS (UPDATE clocks SET search_indexed_through = c.high_water FROM c"
+                "  WHERE tenant_id=%(t)s AND subject_id=%(s)s AND c.high_water > c.mark)"
+                " SELECT count(*) FROM ins",
+                {"t": tenant_id, "s": subject_id},
+            ).fetchone()
+            indexed += row[0] if row else 0
+        return indexed
 
     def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
                    at: datetime, run_after: datetime | None = None) -> bool:

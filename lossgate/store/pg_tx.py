@@ -9,15 +9,25 @@ so every primitive names its tenant first (:meth:`PostgresReadTx._use_tenant`).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 import psycopg
 
 from lossgate.errors import IdempotencyConflict
 from lossgate.records import (
-    Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow,
+    Clock,
+    Conflict,
+    Event,
+    EventState,
+    Fact,
+    FactStatus,
+    LedgerEntry,
+    NewEvent,
+    Trust,
+    utcnow,
 )
 from lossgate.store import rows
 from lossgate.store.pg_derived import DerivedReads, DerivedWrites
@@ -269,10 +279,19 @@ class PostgresWriteTx(PostgresReadTx, DerivedWrites):
 
     def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
         self._scope(tenant_id, subject_id)
-        purge_sql = ", text=NULL, payload=NULL" if purge else ""
+        if not purge:
+            self._c.execute(
+                "UPDATE events SET state=%s WHERE tenant_id=%s AND subject_id=%s AND event_id=%s",
+                (state, tenant_id, subject_id, event_id),
+            )
+            return
+        # A purge erases the text's terms from the search index too (invariant 11).
         self._c.execute(
-            f"UPDATE events SET state=%s{purge_sql} WHERE tenant_id=%s AND subject_id=%s AND event_id=%s",
-            (state, tenant_id, subject_id, event_id),
+            "WITH e AS (UPDATE events SET state=%(st)s, text=NULL, payload=NULL"
+            "  WHERE tenant_id=%(t)s AND subject_id=%(s)s AND event_id=%(id)s RETURNING seq)"
+            " UPDATE event_terms x SET terms='' FROM e"
+            " WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.seq=e.seq",
+            {"st": state, "t": tenant_id, "s": subject_id, "id": event_id},
         )
 
     def set_event_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust) -> None:

@@ -12,13 +12,13 @@ queue behind each other while writers of different subjects run in parallel.
 The database still enforces the invariants on its own: ``(tenant, subject,
 seq)`` and ``(tenant, event_id)`` are keys.
 
-Deadlocks. The ledger locks clocks in the order it meets subjects, so two
-transactions spanning the same subjects in opposite orders can deadlock.
-PostgreSQL detects it (after ``deadlock_timeout``, 1 s by default) and aborts
-one of them; that one raises :class:`~lossgate.errors.StoreError` saying it is
-safe to retry, and nothing of it was written. :func:`retry_transient` re-runs a
-whole operation on such errors. (Sorting subjects before locking, in the ledger,
-would remove the cycle; see the report in the PR.)
+Deadlocks. A transaction that locks several clocks can deadlock with one
+locking them in the other order (``Ledger.append`` sorts its subjects, but a
+multi-operation transaction such as an ingest file locks them as it meets
+them). PostgreSQL detects the cycle after ``deadlock_timeout`` (1 s by
+default) and aborts one side, which raises :class:`~lossgate.errors.StoreError`
+saying that nothing was written and the operation is safe to retry;
+:func:`retry_transient` re-runs a whole operation on such errors.
 
 Row-level security. Every table with ``tenant_id`` has a forced policy
 ``tenant_id = current_setting('lossgate.tenant', true)``; each transaction
@@ -34,9 +34,16 @@ itself (for example ``GRANT lossgate_app TO app_user``) and pass
 ``app_role=None``. Migrations run as the login role, which therefore needs to
 own (or be able to create) the tables and, the first time, ``CREATEROLE``.
 
+The rebuild queue is the one table a transaction may read across tenants:
+``claim_job`` and ``heartbeat_job`` name no tenant, so they widen the view of
+``jobs`` (only) with ``set_config('lossgate.scope', 'queue', true)`` and write
+as the job's own tenant.
+
 Migrations. ``sql/postgres/NNNN_*.sql``, applied in order inside one
 transaction under ``pg_advisory_xact_lock``, recorded in ``schema_migrations``;
-two processes migrating at once apply each file once.
+two processes migrating at once apply each file once. The column encodings
+(ISO text for offset-carrying times, ``json`` versus ``jsonb``, ``COLLATE "C"``
+ids) are explained at the top of ``0001_ledger.sql``.
 """
 
 from __future__ import annotations
@@ -45,9 +52,11 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from importlib import resources
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -56,10 +65,10 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from lossgate.errors import IdempotencyConflict, LossgateError, StoreError
+from lossgate.errors import IdempotencyConflict, LossgateError, StoreBusy, StoreError
 from lossgate.store.pg_tx import PostgresReadTx, PostgresWriteTx
 
-__all__ = ["PostgresStore", "retry_transient", "is_transient", "APP_ROLE"]
+__all__ = ["APP_ROLE", "PostgresStore", "is_transient", "retry_transient"]
 
 APP_ROLE = "lossgate_app"
 # Any constant works; it only has to be the same in every lossgate process.
@@ -74,6 +83,7 @@ _CONSTRAINT_HINTS = {
 T = TypeVar("T")
 
 
+@lru_cache(maxsize=1)
 def _migrations() -> list[tuple[int, str]]:
     folder = resources.files("lossgate.store") / "sql" / "postgres"
     found = []
@@ -96,7 +106,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 def _translate(exc: psycopg.Error) -> LossgateError:
     """The one place where driver errors become lossgate errors."""
     if isinstance(exc, _TRANSIENT):
-        return StoreError(
+        return StoreBusy(
             f"PostgreSQL aborted the transaction because of a concurrent one ({type(exc).__name__}: "
             f"{exc.diag.message_primary}); nothing was written and the operation is safe to retry"
         )
@@ -117,7 +127,7 @@ def is_transient(exc: BaseException) -> bool:
     cause = exc.__cause__
     if isinstance(exc, IdempotencyConflict):
         return isinstance(cause, pg_errors.UniqueViolation)
-    return isinstance(exc, StoreError) and isinstance(cause, _TRANSIENT)
+    return isinstance(exc, StoreBusy)
 
 
 def retry_transient(operation: Callable[[], T], *, attempts: int = 5, backoff: float = 0.05) -> T:
@@ -224,6 +234,9 @@ class PostgresStore:
             return int(row[0]) if row else 0
 
     def migrate(self) -> int:
+        latest = _migrations()[-1][0]
+        if self.schema_version() == latest:
+            return latest  # the common case (every open): no lock taken to learn nothing changed
         # As the login role (it owns the tables), never as the application role.
         with self._transaction(sql.SQL("BEGIN")) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

@@ -171,7 +171,9 @@ class WriteTx(ReadTx, Protocol):
         """Move artifacts to ``state`` (published, retired, stale, failed, abandoned)."""
 
     def refresh_search_index(self) -> int:
-        """Bring the full-text index up to date (backends that index lazily); returns rows indexed."""
+        """Bring the full-text index up to date for what this transaction may see (backends that
+        index lazily; PostgreSQL indexes the subjects this transaction has locked, as row-level
+        security confines it to their tenants). Returns the rows indexed."""
 
     def save_attempt(self, attempt: Attempt) -> None:
         """Insert or replace an attempt record (by attempt id)."""

@@ -1,8 +1,9 @@
 """Row <-> record conversion shared by the SQL backends.
 
-SQLite hands back JSON as text and timestamps as ISO strings; PostgreSQL
-hands back decoded JSON and ``datetime`` objects. These helpers accept both,
-so each backend only names its columns.
+Both backends hand back JSON columns as text (the PostgreSQL store registers a
+text loader for json/jsonb: a decoded JSON string could not be told apart from
+undecoded text) and these helpers decode it. Timestamps come back as ISO
+strings from SQLite and as ``datetime`` from PostgreSQL; both are accepted.
 """
 
 from __future__ import annotations

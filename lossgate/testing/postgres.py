@@ -11,8 +11,9 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -20,7 +21,7 @@ from psycopg import sql
 
 from lossgate.store.postgres import PostgresStore
 
-__all__ = ["fresh_database", "scratch_database", "database_url", "create_database", "drop_database"]
+__all__ = ["create_database", "database_url", "drop_database", "fresh_database", "scratch_database"]
 
 
 def database_url(server_url: str, dbname: str) -> str:

@@ -8,9 +8,10 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -117,7 +118,7 @@ def test_a_tenant_connection_sees_only_its_tenant_without_any_where_clause(memor
         tables = _tenant_tables(conn)
         assert set(TENANT_TABLES) <= set(tables)
         for table in tables:
-            tenants = {r[0] for r in conn.execute(f"SELECT tenant_id FROM {table}")}  # noqa: S608
+            tenants = {r[0] for r in conn.execute(f"SELECT tenant_id FROM {table}")}
             assert tenants == ({"acme"} if table in TENANT_TABLES else tenants & {"acme"}), table
         assert sorted(r[0] for r in conn.execute("SELECT fact_id FROM facts")) == ["fa", "fa2"]
         assert conn.execute("SELECT count(*) FROM events").fetchone() == (3,)
@@ -128,17 +129,15 @@ def test_a_tenant_connection_sees_only_its_tenant_without_any_where_clause(memor
         assert sorted(r[0] for r in conn.execute("SELECT fact_id FROM facts")) == ["fb", "fb2"]
         assert conn.execute("SELECT DISTINCT trust FROM events").fetchall() == [("authenticated_user",)]
     with store.tenant_connection("initech") as conn:
-        assert all(conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (0,) for t in tables)  # noqa: S608
+        assert all(conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (0,) for t in tables)
 
 
 def test_writing_a_row_of_another_tenant_is_refused(memory):
     memory.append([ev("a1")])
-    with pytest.raises(StoreError, match="row-level security"):
-        with memory.store.tenant_connection("acme") as conn:
-            conn.execute("INSERT INTO clocks (tenant_id, subject_id) VALUES ('globex', 'u9')")
-    with pytest.raises(StoreError, match="row-level security"):
-        with memory.store.tenant_connection("acme") as conn:
-            conn.execute("UPDATE clocks SET tenant_id='globex'")
+    with pytest.raises(StoreError, match="row-level security"), memory.store.tenant_connection("acme") as conn:
+        conn.execute("INSERT INTO clocks (tenant_id, subject_id) VALUES ('globex', 'u9')")
+    with pytest.raises(StoreError, match="row-level security"), memory.store.tenant_connection("acme") as conn:
+        conn.execute("UPDATE clocks SET tenant_id='globex'")
     assert memory.subjects("globex") == []
 
 
@@ -146,9 +145,8 @@ def test_the_application_role_cannot_delete_or_skip_the_tenant(memory, pg_url):
     import psycopg
 
     memory.append([ev("a1")])
-    with pytest.raises(StoreError, match="permission denied"):
-        with memory.store.tenant_connection("acme") as conn:
-            conn.execute("DELETE FROM events")
+    with pytest.raises(StoreError, match="permission denied"), memory.store.tenant_connection("acme") as conn:
+        conn.execute("DELETE FROM events")
     # No tenant set: the policy compares with NULL and nothing is visible.
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("BEGIN; SET LOCAL ROLE lossgate_app")
@@ -349,10 +347,9 @@ def test_a_deadlock_becomes_a_retryable_store_error(memory):
 
 def test_integrity_violations_become_idempotency_conflicts(memory):
     memory.append([ev("e1")])
-    with pytest.raises(IdempotencyConflict, match="events_pkey.*seq is already taken"):
-        with memory.store.write() as tx:
-            tx.lock_clock("acme", "u1")
-            tx.insert_events([(ev("e2"), 1, "sha256:" + "0" * 64)], recorded_at=AT)  # seq 1 is taken
+    with pytest.raises(IdempotencyConflict, match="events_pkey.*seq is already taken"), memory.store.write() as tx:
+        tx.lock_clock("acme", "u1")
+        tx.insert_events([(ev("e2"), 1, "sha256:" + "0" * 64)], recorded_at=AT)  # seq 1 is taken
     assert [e.event_id for e in memory.events("acme", "u1")] == ["e1"]
 
 
@@ -390,11 +387,18 @@ def test_each_test_starts_from_an_empty_database_with_fresh_identities(memory):
 
 def _derived_script(store: Any) -> list[Any]:
     from lossgate.derived import (
-        Alias, Artifact, Attempt, ExpectedAlias, InputRef, LineageEdge, Manifest, RecallRecord,
+        Alias,
+        Artifact,
+        Attempt,
+        ExpectedAlias,
+        InputRef,
+        LineageEdge,
+        Manifest,
+        RecallRecord,
     )
     from lossgate.records import ArtifactBody, Clock
 
-    t, s, now = "acme", "u1", datetime(2026, 3, 14, 12, 0, tzinfo=timezone.utc)
+    t, s, now = "acme", "u1", datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
     out: list[Any] = []
     with store.write() as tx:
         clock = tx.lock_clock(t, s)
@@ -483,3 +487,25 @@ def test_derived_primitives_answer_like_sqlite(pg_url, tmp_path):
     sqlite_answers, pg_answers = answers
     for i, (a, b) in enumerate(zip(sqlite_answers, pg_answers, strict=True)):
         assert a == b, f"answer {i} differs"
+
+
+def test_search_reads_the_lazy_index_and_the_fresh_tail_and_forgets_purged_text(memory):
+    def refresh() -> int:
+        with memory.store.write() as tx:
+            tx.clock("acme", "u1")  # the subject is locked, so its events can be indexed
+            return tx.refresh_search_index()
+
+    def search(q: str) -> list[str]:
+        with memory.store.read() as tx:
+            return tx.search_events("acme", "u1", q, limit=10)
+
+    memory.append([ev("e1", text="refund of 50 dollars"), ev("e2", text="aisle seat please")])
+    assert refresh() == 2 and refresh() == 0
+    memory.append([ev("e3", text="another refund request")])  # not indexed yet
+    assert set(search("refund")) == {"e1", "e3"} and search("aisle") == ["e2"]
+    memory.delete_event("acme", "u1", "e1")
+    assert search("refund") == ["e3"]
+    with memory.store.tenant_connection("acme") as conn:
+        assert conn.execute("SELECT terms::text FROM event_terms ORDER BY seq").fetchall() == [
+            ("",), ("'aisle':1 'please':3 'seat':2",)]
+    assert refresh() == 1 and set(search("refund request")) == {"e3"}

@@ -22,27 +22,37 @@ positive, and an invented negation likewise when the source stated it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
+from operator import itemgetter
 
 from .model import (
+    AFFIRMED,
     ATOM_KINDS,
     Atom,
     AtomChange,
     AtomDiff,
     AtomKind,
     ChangeReason,
-    is_affirmation,
 )
 from .near import FAMILY, NUMERIC, closeness, instant, split_clock, split_dt, statement
 from .numbers import base_quantity, number_of
+from .tables import UNIT_FACTORS
+
+Key = tuple[str, str]
+
+_SIGNED_DIGITS = frozenset("-0123456789")
+assert "" not in UNIT_FACTORS  # so a bare number has no base quantity (_Index.add relies on it)
 
 
 class _Index:
-    """What a set of atoms covers, precomputed for O(1) look-ups."""
+    """What a set of atoms covers, precomputed for O(1) look-ups. Only the
+    (kind, key) of an atom matters, so it is built from distinct keys."""
 
-    def __init__(self, atoms: Iterable[Atom]) -> None:
-        self.keys: set[tuple[str, str]] = set()
+    __slots__ = ("bases", "clocks", "dates", "instants", "keys", "moments", "numbers", "times", "years")
+
+    def __init__(self, keys: Iterable[Key] = ()) -> None:
+        self.keys: set[Key] = set()
         self.dates: set[str] = set()
         self.times: set[str] = set()
         self.clocks: set[str] = set()
@@ -51,10 +61,22 @@ class _Index:
         self.numbers: set[str] = set()
         self.years: set[str] = set()
         self.bases: set[tuple[str, object]] = set()
-        for a in atoms:
-            self.keys.add((a.kind, a.key))
-            if a.kind in ("date", "datetime"):
-                d, t = split_dt(a.key) if a.kind == "datetime" else (a.key, "")
+        self.add(keys)
+
+    def add(self, keys: Iterable[Key]) -> None:
+        """Index more (kind, key) pairs."""
+        own, numbers = self.keys, self.numbers
+        for k in keys:
+            if k in own:
+                continue
+            own.add(k)
+            kind, key = k
+            if kind == "negation":
+                continue
+            if kind == "quantity" and " " not in key and key[:1] in _SIGNED_DIGITS and key[-1:] != "%":
+                numbers.add(key)  # a bare number: number_of(key) is key, base_quantity(key) None
+            elif kind == "date" or kind == "datetime":
+                d, t = split_dt(key) if kind == "datetime" else (key, "")
                 self.dates.add(d)
                 if d[:4].isdigit():
                     self.years.add(d[:4].lstrip("0"))
@@ -62,50 +84,225 @@ class _Index:
                     self.times.add(t)
                     self.clocks.add(split_clock(t)[0])
                     self.moments.add((d, split_clock(t)[0]))
-                    inst = instant(a.key)
+                    inst = instant(key)
                     if inst is not None:
                         self.instants.add(inst)
-            elif a.kind == "time":
-                self.times.add(a.key)
-                self.clocks.add(split_clock(a.key)[0])
-            elif a.kind in NUMERIC:
-                num = number_of(a.key)
+            elif kind == "time":
+                self.times.add(key)
+                self.clocks.add(split_clock(key)[0])
+            elif kind in NUMERIC:
+                num = number_of(key)
                 if num is not None:
                     self.numbers.add(num)
-                base = base_quantity(a.key) if a.kind == "quantity" else None
+                base = base_quantity(key) if kind == "quantity" else None
                 if base is not None:
                     self.bases.add(base)
 
+    def copy(self) -> _Index:
+        out = _Index()
+        for name in self.__slots__:
+            setattr(out, name, set(getattr(self, name)))
+        return out
+
     def covers(self, a: Atom) -> bool:
         """True if ``a`` is present here, or implied by a more specific atom."""
-        if (a.kind, a.key) in self.keys:
+        return self.covers_key(a.kind, a.key)
+
+    def covers_key(self, kind: str, key: str) -> bool:
+        """:meth:`covers` for a (kind, key) pair."""
+        if (kind, key) in self.keys:
             return True
-        if a.kind == "date":
-            return a.key in self.dates
-        if a.kind == "time":
-            clock, zone = split_clock(a.key)
-            return a.key in self.times or (not zone and clock in self.clocks)
-        if a.kind == "datetime":
-            inst = instant(a.key)
+        if kind == "date":
+            return key in self.dates
+        if kind == "time":
+            clock, zone = split_clock(key)
+            return key in self.times or (not zone and clock in self.clocks)
+        if kind == "datetime":
+            inst = instant(key)
             if inst is not None and inst in self.instants:
                 return True
-            d, t = split_dt(a.key)
+            d, t = split_dt(key)
             clock, zone = split_clock(t)
             return not zone and (d, clock) in self.moments
-        if a.kind == "quantity":
-            if " " not in a.key:  # a bare number
-                return a.key in self.numbers or a.key in self.years
-            base = base_quantity(a.key)
+        if kind == "quantity":
+            if " " not in key:  # a bare number
+                return key in self.numbers or key in self.years
+            base = base_quantity(key)
             return base is not None and base in self.bases
         return False
 
 
-def _unique(atoms: Iterable[Atom]) -> list[Atom]:
-    """One atom per (kind, key): the earliest occurrence."""
-    best: dict[tuple[str, str], Atom] = {}
-    for a in sorted(atoms, key=lambda a: (a.start, a.end, a.kind, a.key, a.text)):
-        best.setdefault((a.kind, a.key), a)
-    return sorted(best.values(), key=lambda a: (a.kind, a.key))
+
+def _earliest(best: dict[Key, Atom], atoms: Iterable[Atom]) -> None:
+    """Keep in ``best`` the earliest atom of each (kind, key): the least
+    (start, end, text), as a sort by (start, end, kind, key, text) would pick."""
+    _earliest_items(best, (((a.kind, a.key), a) for a in atoms))
+
+
+def _earliest_items(best: dict[Key, Atom], items: Iterable[tuple[Key, Atom]]) -> None:
+    """:func:`_earliest` for atoms whose (kind, key) is known."""
+    get = best.get
+    for k, a in items:
+        b = get(k)
+        if b is None or (a.start < b.start or (a.start == b.start and (
+                a.end < b.end or (a.end == b.end and a.text < b.text)))):
+            best[k] = a
+
+
+def _is_affirmation_key(k: Key) -> bool:
+    return k[0] == "negation" and k[1].startswith(AFFIRMED)
+
+
+class AtomSet:
+    """The atoms of one side of a diff as the diff sees them: one atom per
+    (kind, key) (the earliest), in (kind, key) order, split into facts and
+    affirmations, with what they cover. Building one costs a pass over the
+    atoms; a side that takes part in several diffs (the sources of a
+    snapshot) is built once and extended with :meth:`plus`."""
+
+    __slots__ = ("_aff_keys", "_affs", "_by_kind", "_index", "reps")
+
+    def __init__(self, atoms: Iterable[Atom] = ()) -> None:
+        self.reps: dict[Key, Atom] = {}
+        _earliest(self.reps, atoms)
+        self._by_kind: dict[str, list[Key]] | None = None  # fact keys by kind, kinds and keys in order
+        self._affs: list[Atom] | None = None
+        self._aff_keys: frozenset[str] | None = None
+        self._index: _Index | None = None
+
+    @classmethod
+    def from_runs(cls, runs: Iterable[tuple[Sequence[Key], Sequence[Atom]]]) -> AtomSet:
+        """The set of several runs of atoms, each given as (their (kind, key)s, the
+        atoms) and ordered by offset as one extraction returns them, so that the
+        first atom of a key in a run is the earliest of the run."""
+        out = cls()
+        best = out.reps
+        for keys, atoms in runs:
+            first = dict(zip(reversed(keys), reversed(atoms)))  # the first occurrence wins
+            if best:
+                _earliest_items(best, first.items())
+            else:
+                best.update(first)
+        return out
+
+    def plus(self, atoms: Iterable[Atom]) -> AtomSet:
+        """This set and ``atoms`` together (this set is left unchanged; what it has
+        computed, its index and key order, is extended rather than recomputed)."""
+        extra = list(atoms)
+        out = AtomSet()
+        out.reps = reps = dict(self.reps)
+        _earliest(reps, extra)
+        new = reps.keys() - self.reps.keys()
+        out._index = self.index.copy()
+        out._index.add(new)
+        self._order()
+        by_kind = dict(self._by_kind)  # type: ignore[arg-type]
+        grown: dict[str, list[Key]] = {}
+        for k in new:
+            if not _is_affirmation_key(k):
+                grown.setdefault(k[0], []).append(k)
+        for kind, keys in grown.items():
+            keys += by_kind.get(kind, ())
+            keys.sort(key=_KEY)  # one sorted run and a few new keys: a merge
+            by_kind[kind] = keys
+        if grown.keys() - self._by_kind.keys():  # type: ignore[union-attr]
+            by_kind = dict(sorted(by_kind.items()))  # a new kind: keep the kinds in order
+        out._by_kind = by_kind
+        touched = {(a.kind, a.key) for a in extra}
+        if any(_is_affirmation_key(k) and (k in new or reps[k] is not self.reps[k]) for k in touched):
+            out._order()
+        else:
+            out._affs, out._aff_keys = self._affs, self._aff_keys
+        return out
+
+    def _order(self) -> None:
+        if self._by_kind is not None and self._affs is not None:
+            return
+        by_kind: dict[str, list[Key]] = {}
+        affs: list[Key] = []
+        for k in self.reps:
+            if k[0] == "negation" and k[1].startswith(AFFIRMED):
+                affs.append(k)
+            else:
+                keys = by_kind.get(k[0])
+                if keys is None:
+                    by_kind[k[0]] = [k]
+                else:
+                    keys.append(k)
+        for keys in by_kind.values():
+            keys.sort(key=_KEY)
+        if self._by_kind is None:
+            self._by_kind = dict(sorted(by_kind.items()))
+        affs.sort(key=_KEY)
+        self._affs = [self.reps[k] for k in affs]
+        self._aff_keys = frozenset(k[1] for k in affs)
+
+    @property
+    def facts(self) -> list[Atom]:
+        """The atoms that are not affirmations, in (kind, key) order."""
+        self._order()
+        return [self.reps[k] for keys in self._by_kind.values() for k in keys]  # type: ignore[union-attr]
+
+    @property
+    def affirmations(self) -> list[Atom]:
+        """The affirmation helper atoms, in key order."""
+        self._order()
+        return self._affs  # type: ignore[return-value]
+
+    @property
+    def affirmation_keys(self) -> frozenset[str]:
+        self._order()
+        return self._aff_keys  # type: ignore[return-value]
+
+    @property
+    def index(self) -> _Index:
+        if self._index is None:
+            self._index = _Index(self.reps)
+        return self._index
+
+    def uncovered(self, other: _Index, wanted: Collection[str] | None) -> list[Atom]:
+        """The facts (in order) that ``other`` does not cover, of the ``wanted`` kinds."""
+        self._order()
+        okeys, reps = other.keys, self.reps
+        out: list[Atom] = []
+        for kind, keys in self._by_kind.items():  # type: ignore[union-attr]
+            if wanted is not None and kind not in wanted:
+                continue
+            if kind not in _DERIVED:  # covered only by the same key
+                out += [reps[k] for k in keys if k not in okeys]
+            elif kind == "quantity":
+                numbers, years, covers = other.numbers, other.years, other.covers_key
+                for k in keys:
+                    if k in okeys:
+                        continue
+                    key = k[1]
+                    if " " not in key:  # a bare number (covers_key, inlined)
+                        if key in numbers or key in years:
+                            continue
+                    elif covers(kind, key):
+                        continue
+                    out.append(reps[k])
+            else:
+                covers = other.covers_key
+                out += [reps[k] for k in keys if not covers(kind, k[1])]
+        return out
+
+    def implied(self, other: _Index, wanted: Collection[str] | None) -> list[Atom]:
+        """The facts (in order) that ``other`` does not state but covers, of the ``wanted`` kinds."""
+        self._order()
+        okeys, reps, covers = other.keys, self.reps, other.covers_key
+        out: list[Atom] = []
+        for kind, keys in self._by_kind.items():  # type: ignore[union-attr]
+            if kind in _DERIVED and (wanted is None or kind in wanted):  # others: covered means stated
+                out += [reps[k] for k in keys if k not in okeys and covers(kind, k[1])]
+        return out
+
+
+_KEY = itemgetter(1)
+
+
+#: Kinds an atom of another key can cover (for the others, covering is equality).
+_DERIVED = frozenset({"date", "time", "datetime", "quantity"})
 
 
 def diff_atoms(
@@ -126,28 +323,35 @@ def diff_atoms(
     comparison on keys, so repetition and order do not matter. ``kinds``
     limits which kinds are reported. Each tuple is sorted by (kind, key).
     """
-    src, summ = list(source), list(summary)
+    return diff_sets(AtomSet(source), AtomSet(summary), kinds=kinds)
+
+
+def diff_sets(src: AtomSet, summ: AtomSet, *, kinds: Collection[AtomKind] | None = None,
+              all_missing: bool = True) -> AtomDiff:
+    """:func:`diff_atoms` of two :class:`AtomSet` (the same result for the same atoms).
+
+    ``all_missing=False`` looks for missing atoms only where they could pair with a
+    summary atom: ``changed`` and ``added`` are the same, ``missing`` is incomplete."""
     wanted = frozenset(ATOM_KINDS if kinds is None else kinds)
-    src_idx, summ_idx = _Index(src), _Index(summ)
-
-    def facts(atoms: list[Atom], other: _Index) -> list[Atom]:
-        return _unique(a for a in atoms if a.kind in wanted and not is_affirmation(a) and not other.covers(a))
-
-    missing, added = facts(src, summ_idx), facts(summ, src_idx)
+    want = None if len(wanted) == len(ATOM_KINDS) else wanted
+    src_idx, summ_idx = src.index, summ.index
+    added = summ.uncovered(src_idx, want)
     # Summary atoms the source implies without stating them ("2400" for
     # "$2,400", a bare date for a datetime) are not inventions, but they can
     # still explain a loss: "$2,400" -> "2400" is a currency change.
-    weak = _unique(
-        t for t in summ
-        if t.kind in wanted and not is_affirmation(t) and (t.kind, t.key) not in src_idx.keys and src_idx.covers(t)
-    )
+    weak = summ.implied(src_idx, want)
     # Affirmations stated on one side only can explain a flip on the other.
-    src_aff = _unique(a for a in src if is_affirmation(a) and "negation" in wanted)
-    summ_aff = _unique(a for a in summ if is_affirmation(a) and "negation" in wanted)
-    src_aff_keys = {a.key for a in src_aff}
-    summ_aff_keys = {a.key for a in summ_aff}
-    src_aff = [a for a in src_aff if a.key not in summ_aff_keys]
-    summ_aff = [a for a in summ_aff if a.key not in src_aff_keys]
+    if "negation" in wanted:
+        summ_aff_keys, src_aff_keys = summ.affirmation_keys, src.affirmation_keys
+        src_aff = [a for a in src.affirmations if a.key not in summ_aff_keys]
+        summ_aff = [a for a in summ.affirmations if a.key not in src_aff_keys]
+    else:
+        src_aff = summ_aff = []
+    if all_missing:
+        missing = src.uncovered(summ_idx, want)
+    else:  # only kinds with a near-miss candidate in the summary can pair
+        families = {FAMILY[t.kind] for t in (*added, *weak)} | ({"negation"} if summ_aff else set())
+        missing = src.uncovered(summ_idx, [k for k in wanted if FAMILY[k] in families])
 
     pairs: list[tuple[float, str, str, str, str, Atom, Atom, ChangeReason]] = []
     stems: dict[str, frozenset[str]] = {}

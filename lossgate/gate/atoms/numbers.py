@@ -94,7 +94,9 @@ def base_quantity(key: str) -> tuple[str, Decimal] | None:
     """
     num, _, unit = key.partition(" ")
     factor = UNIT_FACTORS.get(unit)
+    if factor is None:  # most keys: a bare number or a unit that does not convert
+        return None
     value = to_decimal(num)
-    if factor is None or value is None:
+    if value is None:
         return None
     return factor[0], _CTX.multiply(value, factor[1]).normalize(_CTX)
