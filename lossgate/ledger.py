@@ -76,10 +76,8 @@ class Ledger:
         if op.startswith("delete"):
             self._purge_derived(tenant_id, subject_id, descendants, changed)
         # A failed or abandoned artifact keeps the record of why it was never published.
-        stale = [a.artifact_id for a in self.tx.artifacts(tenant_id, subject_id, states=_LIVE)
-                 if a.artifact_id in set(descendants)] if descendants else []
-        if stale:
-            self.tx.set_artifact_state(tenant_id, subject_id, stale, "stale", reason=f"{op} {target_id}")
+        stale = self.tx.set_artifact_state(tenant_id, subject_id, descendants, "stale",
+                                           reason=f"{op} {target_id}", from_states=_LIVE) if descendants else []
         self._log(tenant_id, subject_id, "epoch", target_id,
                   {"cause": op, "input_epoch": clock.input_epoch, "stale_artifacts": stale})
         self.tx.enqueue_job(tenant_id, subject_id, reason=f"{op} {target_id}", run_after=self.now, at=self.now)

@@ -24,11 +24,6 @@ from lossgate.store import Store
 __all__ = ["recall"]
 
 
-def _matches(fact: Fact, terms: list[str]) -> bool:
-    text = render_fact(fact).lower() if fact.value is not None else fact.predicate
-    return any(t in text for t in terms)
-
-
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
            budget: int | None = None, counter: TokenCounter | None = None) -> RecallResult:
     """Read memory for one subject. ``k`` bounds events and non-critical facts; ``budget``
@@ -42,11 +37,17 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
                  and alias.source_epoch == clock.input_epoch)
         mode: RecallMode = "summary" if fresh else "raw_fallback"
         critical = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["critical"])
-        # Non-critical facts: the newest k, or with a query the matches among the newest 10k.
-        pool = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["important", "contextual"],
-                        limit=max(k * 10, 100) if terms else k, newest_first=True)
-        others = [f for f in pool if _matches(f, terms)] if terms else pool
-        others = others[:k]
+        # Non-critical facts: with a query the best full-text matches, else the newest k.
+        if terms:
+            critical_ids = {f.fact_id for f in critical}
+            hit_facts = [i for i in tx.search_facts(tenant_id, subject_id, query or "", limit=k + len(critical_ids))
+                         if i not in critical_ids][:k]
+            rank_f = {fid: i for i, fid in enumerate(hit_facts)}
+            pool = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts), key=lambda f: rank_f[f.fact_id])
+        else:
+            pool = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["important", "contextual"],
+                            limit=k, newest_first=True)
+        others = pool[:k]
         after = alias.covers_through if fresh else None
         # Text a deleted fact was drawn from is deleted content: never recalled (see selection).
         suppressed = {e for f in tx.facts(tenant_id, subject_id, statuses=["deleted"]) for e in f.source_event_ids}

@@ -8,6 +8,7 @@ nothing in lossgate is addressed without both (invariant 7).
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime, timezone
 from typing import Any, Literal, NamedTuple
@@ -219,6 +220,17 @@ class Fact(_Record):
 
     def encoded_value(self) -> Any:
         return None if self.value is None else encode_value(self.value_type, self.value)
+
+    def search_text(self) -> str | None:
+        """The words a keyword search matches: predicate, value and qualifiers (None once purged)."""
+        if self.value is None:
+            return None
+        v = self.encoded_value()
+        if isinstance(v, dict):  # money
+            v = f"{v['amount']} {v['currency']}"
+        words = [re.sub(r"[._]", " ", self.predicate), str(v).lower() if isinstance(v, bool) else str(v)]
+        words += [f"{k} {q}" for k, q in self.qualifiers]
+        return " ".join(words)
 
 
 def fact_hash_content(

@@ -145,6 +145,20 @@ class DerivedReads(_Tx):
         ).fetchall()
         return [r[0] for r in found]
 
+    def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        terms = [t.replace('"', " ") for t in query.split() if t.strip('"')]
+        if not terms:
+            return []
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            "WITH q AS (SELECT websearch_to_tsquery('simple', %(q)s) AS q) "
+            "SELECT f.fact_id FROM facts f, q WHERE f.tenant_id=%(t)s AND f.subject_id=%(s)s AND f.status='active' "
+            "AND to_tsvector('simple', coalesce(f.search_text, '')) @@ q.q "
+            "ORDER BY ts_rank(to_tsvector('simple', coalesce(f.search_text, '')), q.q) DESC, f.seq DESC LIMIT %(n)s",
+            {"q": " or ".join(f'"{t}"' for t in terms), "t": tenant_id, "s": subject_id, "n": limit},
+        ).fetchall()
+        return [r[0] for r in found]
+
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         self._scope(tenant_id, subject_id)
         found = self._c.execute(
@@ -202,13 +216,16 @@ class DerivedWrites(_Tx):
 
     def set_artifact_state(
         self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
-    ) -> None:
+        from_states: Sequence[str] | None = None,
+    ) -> list[str]:
         self._scope(tenant_id, subject_id)
-        self._c.execute(
+        only = " AND state = ANY(%s)" if from_states else ""
+        found = self._c.execute(
             "UPDATE artifacts SET state=%s, state_reason=%s "
-            "WHERE tenant_id=%s AND subject_id=%s AND artifact_id = ANY(%s)",
-            (state, reason, tenant_id, subject_id, list(artifact_ids)),
-        )
+            f"WHERE tenant_id=%s AND subject_id=%s AND artifact_id = ANY(%s){only} RETURNING artifact_id",
+            (state, reason, tenant_id, subject_id, list(artifact_ids), *([list(from_states)] if from_states else [])),
+        ).fetchall()
+        return sorted(r[0] for r in found)
 
     def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
         self._scope(tenant_id, subject_id)

@@ -302,12 +302,12 @@ class PostgresWriteTx(PostgresReadTx, DerivedWrites):
         )
 
     def insert_facts(self, facts: Sequence[Fact]) -> None:
-        marks = ",".join(["%s"] * len(rows.FACT_COLUMNS))
+        marks = ",".join(["%s"] * len(rows.FACT_INSERT_COLUMNS))
         for tenant_id, run in _by_tenant(facts, lambda f: f.tenant_id):
             self._use_tenant(tenant_id)
             with self._c.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO facts ({','.join(rows.FACT_COLUMNS)}) VALUES ({marks})",
+                    f"INSERT INTO facts ({','.join(rows.FACT_INSERT_COLUMNS)}) VALUES ({marks})",
                     [rows.fact_row(f) for f in run],
                 )
                 sources = [(f.tenant_id, f.subject_id, f.fact_id, e) for f in run for e in f.source_event_ids]
@@ -327,7 +327,7 @@ class PostgresWriteTx(PostgresReadTx, DerivedWrites):
             sets.append("superseded_by=%s")
             args.append(superseded_by)
         if purge:
-            sets.append("value=NULL, qualifiers=NULL")
+            sets.append("value=NULL, qualifiers=NULL, search_text=NULL")
         self._c.execute(
             f"UPDATE facts SET {', '.join(sets)} WHERE tenant_id=%s AND subject_id=%s AND fact_id=%s",
             (*args, tenant_id, subject_id, fact_id),

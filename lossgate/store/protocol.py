@@ -105,6 +105,9 @@ class ReadTx(Protocol):
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         """Ids of the subject's valid events matching ``query`` (full-text), best first."""
 
+    def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        """Ids of the subject's active facts whose predicate, value or qualifiers match ``query``, best first."""
+
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         """The subject's most recent recall records, newest first."""
 
@@ -167,8 +170,10 @@ class WriteTx(ReadTx, Protocol):
 
     def set_artifact_state(
         self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
-    ) -> None:
-        """Move artifacts to ``state`` (published, retired, stale, failed, abandoned)."""
+        from_states: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Move artifacts to ``state`` (published, retired, stale, failed, abandoned), only those
+        currently in ``from_states`` if given. Returns the ids that moved."""
 
     def refresh_search_index(self) -> int:
         """Bring the full-text index up to date for what this transaction may see (backends that

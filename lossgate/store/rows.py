@@ -26,6 +26,8 @@ FACT_COLUMNS = (
     "value", "qualifiers", "polarity", "modality", "authority", "source_event_ids", "status",
     "supersedes", "superseded_by", "valid_from", "recorded_at", "content_hash", "criticality",
 )
+# Written, never read back into the record: the keyword-search text of a fact.
+FACT_INSERT_COLUMNS = FACT_COLUMNS + ("search_text",)
 CONFLICT_COLUMNS = (
     "tenant_id", "subject_id", "conflict_id", "predicate", "fact_a", "fact_b", "status",
     "detected_at", "resolved_at", "resolution",
@@ -86,7 +88,7 @@ def fact_row(f: Fact) -> tuple[Any, ...]:
         None if f.value is None else dumps(f.encoded_value()),
         dumps([list(p) for p in f.qualifiers]), f.polarity, f.modality, f.authority,
         dumps(list(f.source_event_ids)), f.status, f.supersedes, f.superseded_by,
-        iso(f.valid_from), f.recorded_at.isoformat(), f.content_hash, f.criticality,
+        iso(f.valid_from), f.recorded_at.isoformat(), f.content_hash, f.criticality, f.search_text(),
     )
 
 

@@ -276,6 +276,15 @@ class SQLiteReadTx:
             "ORDER BY seq DESC LIMIT ?", [tenant_id, subject_id, *[f"%{w}%" for w in words], limit])
         return ([r[0] for r in fresh] + hits)[:limit]
 
+    def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        terms = " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
+        if not terms:
+            return []
+        return [r[0] for r in self._all(
+            "SELECT f.fact_id FROM facts_fts x JOIN facts f ON f.rowid = x.rowid "
+            "WHERE facts_fts MATCH ? AND f.tenant_id=? AND f.subject_id=? AND f.status='active' "
+            "ORDER BY bm25(facts_fts), f.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         return [rows.recall_from_json(r[0]) for r in self._all(
             "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? ORDER BY at DESC, rowid DESC LIMIT ?",
@@ -337,7 +346,7 @@ class SQLiteWriteTx(SQLiteReadTx):
 
     def insert_facts(self, facts: Sequence[Fact]) -> None:
         self._c.executemany(
-            f"INSERT INTO facts ({','.join(rows.FACT_COLUMNS)}) VALUES ({_marks(len(rows.FACT_COLUMNS))})",
+            f"INSERT INTO facts ({','.join(rows.FACT_INSERT_COLUMNS)}) VALUES ({_marks(len(rows.FACT_INSERT_COLUMNS))})",
             [rows.fact_row(f) for f in facts],
         )
         self._c.executemany(
@@ -354,7 +363,7 @@ class SQLiteWriteTx(SQLiteReadTx):
             sets.append("superseded_by=?")
             args.append(superseded_by)
         if purge:
-            sets.append("value=NULL, qualifiers=NULL")
+            sets.append("value=NULL, qualifiers=NULL, search_text=NULL")
         self._c.execute(
             f"UPDATE facts SET {', '.join(sets)} WHERE tenant_id=? AND subject_id=? AND fact_id=?",
             (*args, tenant_id, subject_id, fact_id),
@@ -413,12 +422,17 @@ class SQLiteWriteTx(SQLiteReadTx):
 
     def set_artifact_state(
         self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
-    ) -> None:
+        from_states: Sequence[str] | None = None,
+    ) -> list[str]:
+        moved: list[str] = []
+        only = f" AND state IN ({_marks(len(from_states))})" if from_states else ""
         for chunk in _chunks(list(artifact_ids)):
-            self._c.execute(
+            moved += [r[0] for r in self._all(
                 f"UPDATE artifacts SET state=?, state_reason=? WHERE tenant_id=? AND subject_id=? "
-                f"AND artifact_id IN ({_marks(len(chunk))})", (state, reason, tenant_id, subject_id, *chunk),
-            )
+                f"AND artifact_id IN ({_marks(len(chunk))}){only} RETURNING artifact_id",
+                (state, reason, tenant_id, subject_id, *chunk, *(from_states or ())),
+            )]
+        return sorted(moved)
 
     def save_attempt(self, attempt: Attempt) -> None:
         self._c.execute(

@@ -193,3 +193,25 @@ def test_recall_after_a_revoked_source_shows_neither_its_fact_nor_its_text(memor
     rebuilt = memory.consolidate(T, U, config=ConsolidationConfig(incremental=True))
     assert rebuilt.status == "published" and "e-ticket" not in rebuilt.selected_ids
     assert "approve" not in everything_shown(memory.recall(T, U, query="approve refunds"))
+
+
+def test_keyword_recall_finds_old_facts_and_events_through_the_full_text_index(memory):
+    """A query reaches a fact or event far older than the newest k, through the store's own
+    index; a deleted fact and a deleted event's text are not in that index any more."""
+    memory.append([ev(f"c{i}", f"small talk number {i}") for i in range(60)])
+    memory.append([ev("e-jazz", "my favourite saxophonist is Coltrane")])
+    memory.assert_fact(fact("topic-jazz", "chat.topic", "saxophone records", ["e-jazz"]))
+    memory.append([ev(f"d{i}", f"more chatter {i}") for i in range(60)])
+    memory.assert_facts([fact(f"topic-{i}", "chat.topic", f"weather {i}", [f"d{i}"]) for i in range(40)])
+
+    hit = memory.recall(T, U, query="saxophone", k=3)
+    assert "topic-jazz" in {f.fact_id for f in hit.facts}
+    assert memory.recall(T, U, query="Coltrane", k=3).events[0].event_id == "e-jazz"
+    newest = memory.recall(T, U, k=3)
+    assert "topic-jazz" not in {f.fact_id for f in newest.facts}  # without a query: newest first
+
+    memory.delete_fact(T, U, "topic-jazz")
+    memory.delete_event(T, U, "e-jazz")
+    gone = memory.recall(T, U, query="saxophone Coltrane", k=10)
+    assert "topic-jazz" not in {f.fact_id for f in gone.facts}
+    assert all("Coltrane" not in (e.text or "") for e in gone.events)
