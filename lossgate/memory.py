@@ -105,12 +105,16 @@ class Memory:
     def delete_fact(self, tenant_id: str, subject_id: str, fact_id: str, *, reason: str = "") -> Fact:
         """Delete a fact: content purged, tombstone (id, hash) kept."""
         with self.transaction() as led:
-            return led.delete_fact(tenant_id, subject_id, fact_id, reason=reason)
+            fact = led.delete_fact(tenant_id, subject_id, fact_id, reason=reason)
+        _forget_cached_text()
+        return fact
 
     def delete_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
         """Delete an event: content purged, tombstone kept, unsupported facts leave the active set."""
         with self.transaction() as led:
-            return led.delete_event(tenant_id, subject_id, event_id, reason=reason)
+            event = led.delete_event(tenant_id, subject_id, event_id, reason=reason)
+        _forget_cached_text()
+        return event
 
     def revoke_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
         """Revoke an event: kept for audit, out of the authorized view."""
@@ -259,6 +263,14 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _forget_cached_text() -> None:
+    """Deleted text must not linger in this process's gate cache (other processes' caches
+    only ever serve authorized snapshots, and evict it in time)."""
+    from lossgate.gate.sources import clear_atom_cache
+
+    clear_atom_cache()
 
 
 def open(url: str | None = None, *, migrate: bool = True) -> Memory:  # noqa: A001 - mirrors sqlite3.connect/open

@@ -151,7 +151,7 @@ class ProseInputs:
 # run over the same subject) skips its extraction. ``offset`` is where the text started in
 # the joined text the atoms' offsets refer to; an event met at another offset gets shifted
 # copies. Bounded, least recently used out first.
-CACHE_SIZE = 100_000
+CACHE_SIZE = 20_000
 _Entry = tuple[int, tuple[Atom, ...], tuple[Key, ...]]
 _cache: OrderedDict[tuple[str, date], _Entry] = OrderedDict()
 _cache_lock = Lock()
