@@ -76,10 +76,10 @@ def test_hash_is_stable_across_processes():
     assert out.stdout.strip() == content_hash(value)
 
 
-@settings(max_examples=200)
 _no_nul = st.text().filter(lambda t: "\x00" not in t)  # NUL is refused in event text (PostgreSQL cannot store it)
 
 
+@settings(max_examples=200)
 @given(_no_nul, _no_nul, st.dictionaries(st.text(max_size=6), json_values, max_size=4))
 def test_event_hash_equals_the_reference_hash(actor, text, payload):
     import hashlib
