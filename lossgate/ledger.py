@@ -126,26 +126,28 @@ class Ledger:
         ``duplicates``); with other content it raises :class:`IdempotencyConflict`
         and, as the whole transaction rolls back, nothing from the batch is written.
         """
-        fresh: dict[str, tuple[NewEvent, str]] = {}
+        # The append hot path: the timestamp is formatted once, for the hash and the row.
+        fresh: dict[str, tuple[NewEvent, str, str]] = {}
         by_tenant: dict[str, list[str]] = {}
         for ev in events:
-            h = ev.content_hash()
+            iso = ev.occurred_at.isoformat()
+            h = ev.content_hash(iso)
             seen = fresh.get(ev.event_id)
             if seen is not None:
                 if seen[1] != h or seen[0].trust != ev.trust:
                     raise IdempotencyConflict(f"event {ev.event_id}: appears twice in the batch with different content")
                 continue
-            fresh[ev.event_id] = (ev, h)
+            fresh[ev.event_id] = (ev, h, iso)
             by_tenant.setdefault(ev.tenant_id, []).append(ev.event_id)
 
         # Lock the clocks first (in a stable order, so concurrent batches cannot deadlock): a
         # retry racing its original then waits, and finds the ids taken instead of colliding.
-        for key in sorted({(ev.tenant_id, ev.subject_id) for ev, _ in fresh.values()}):
+        for key in sorted({(ev.tenant_id, ev.subject_id) for ev, _, _ in fresh.values()}):
             self._clock(*key)
         duplicates: list[str] = []
         for tenant_id, ids in by_tenant.items():
             for event_id, (subject_id, stored_hash, trust) in self.tx.taken_event_ids(tenant_id, ids).items():
-                ev, h = fresh.pop(event_id)
+                ev, h, _ = fresh.pop(event_id)
                 if subject_id != ev.subject_id or stored_hash != h or trust != ev.trust:
                     raise IdempotencyConflict(
                         f"event {event_id}: already stored with different content "
@@ -154,10 +156,10 @@ class Ledger:
                 duplicates.append(event_id)
 
         # The hot path: plain tuples, no per-event model construction or clock copies.
-        items: list[tuple[NewEvent, int, str]] = []
+        items: list[tuple[NewEvent, int, str, str]] = []
         appended: list[EventRef] = []
         high: dict[tuple[str, str], int] = {}
-        for ev, h in fresh.values():
+        for ev, h, iso in fresh.values():
             key = (ev.tenant_id, ev.subject_id)
             seq = high.get(key)
             if seq is None:
@@ -165,7 +167,7 @@ class Ledger:
             seq += 1
             high[key] = seq
             appended.append(EventRef(ev.tenant_id, ev.subject_id, ev.event_id, seq, h))
-            items.append((ev, seq, h))
+            items.append((ev, seq, h, iso))
         if items:
             self.tx.insert_events(items, recorded_at=self.now)
         for key, seq in high.items():

@@ -124,8 +124,9 @@ class WriteTx(ReadTx, Protocol):
     def save_clock(self, clock: Clock) -> None:
         """Write a clock previously returned by :meth:`lock_clock`."""
 
-    def insert_events(self, items: Sequence[tuple[NewEvent, int, str]], *, recorded_at: datetime) -> None:
-        """Insert new events as (event, seq, content hash); ids and seqs are already checked free.
+    def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:
+        """Insert new events as (event, seq, content hash, ISO occurred_at); ids and seqs are
+        already checked free.
 
         Takes the caller's :class:`NewEvent` rather than a built :class:`Event`: appends are the
         hot path, and building a model per row would cost more than the insert itself."""

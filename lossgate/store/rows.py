@@ -66,11 +66,11 @@ def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def new_event_row(ev: NewEvent, seq: int, content_hash: str, recorded_at: str) -> tuple[Any, ...]:
+def new_event_row(ev: NewEvent, seq: int, content_hash: str, occurred_at: str, recorded_at: str) -> tuple[Any, ...]:
     """The row of a freshly appended event (the append hot path: no Event model is built)."""
     return (
         ev.tenant_id, ev.subject_id, seq, ev.event_id, ev.kind, ev.actor, ev.trust, ev.text,
-        dumps(ev.payload), ev.occurred_at.isoformat(), recorded_at, content_hash, "valid", "hot",
+        dumps(ev.payload), occurred_at, recorded_at, content_hash, "valid", "hot",
     )
 
 

@@ -324,11 +324,11 @@ class SQLiteWriteTx(SQLiteReadTx):
             (clock.high_water, clock.input_epoch, clock.tenant_id, clock.subject_id),
         )
 
-    def insert_events(self, items: Sequence[tuple[NewEvent, int, str]], *, recorded_at: datetime) -> None:
+    def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:
         at = recorded_at.isoformat()
         self._c.executemany(
             f"INSERT INTO events ({','.join(rows.EVENT_COLUMNS)}) VALUES ({_marks(len(rows.EVENT_COLUMNS))})",
-            [rows.new_event_row(ev, seq, h, at) for ev, seq, h in items],
+            [rows.new_event_row(ev, seq, h, iso, at) for ev, seq, h, iso in items],
         )
 
     def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:

@@ -10,3 +10,7 @@ CREATE TRIGGER facts_fts_update AFTER UPDATE OF search_text ON facts BEGIN
     INSERT INTO facts_fts (facts_fts, rowid, search_text) VALUES ('delete', old.rowid, old.search_text);
     INSERT INTO facts_fts (rowid, search_text) VALUES (new.rowid, new.search_text);
 END;
+
+-- Facts of one status in seq order (recall's deleted-source filter, status listings):
+-- without it SQLite walks the whole subject in seq order to find a handful of rows.
+CREATE INDEX facts_by_status_seq ON facts (tenant_id, subject_id, status, seq);
