@@ -95,6 +95,12 @@ def bench_recall(url: str, facts: int, calls: int) -> dict:
                                   predicate="account.scope" if j % 100 == 0 else "chat.topic",
                                   value=f"v{j}", source_event_ids=[f"recall-e{j % 500}"]) for j in range(facts)])
     mem.consolidate(T, "recall")
+    if not url.startswith("sqlite"):
+        import psycopg
+
+        # Fresh tables have no statistics until autovacuum runs: plan both sides on real ones.
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
     for _ in range(20):
         res = mem.recall(T, "recall")
     lat = []

@@ -349,7 +349,7 @@ def test_integrity_violations_become_idempotency_conflicts(memory):
     memory.append([ev("e1")])
     with pytest.raises(IdempotencyConflict, match="events_pkey.*seq is already taken"), memory.store.write() as tx:
         tx.lock_clock("acme", "u1")
-        tx.insert_events([(ev("e2"), 1, "sha256:" + "0" * 64)], recorded_at=AT)  # seq 1 is taken
+        tx.insert_events([(ev("e2"), 1, "sha256:" + "0" * 64, AT.isoformat())], recorded_at=AT)  # seq 1 is taken
     assert [e.event_id for e in memory.events("acme", "u1")] == ["e1"]
 
 
@@ -402,9 +402,9 @@ def _derived_script(store: Any) -> list[Any]:
     out: list[Any] = []
     with store.write() as tx:
         clock = tx.lock_clock(t, s)
-        tx.insert_events([(ev("e1", text="refund of 50 dollars approved"), 1, "sha256:1"),
-                          (ev("e2", text="the customer prefers the aisle seat"), 2, "sha256:2"),
-                          (ev("e3", text="refund refund"), 3, "sha256:3")], recorded_at=now)
+        tx.insert_events([(ev("e1", text="refund of 50 dollars approved"), 1, "sha256:1", now.isoformat()),
+                          (ev("e2", text="the customer prefers the aisle seat"), 2, "sha256:2", now.isoformat()),
+                          (ev("e3", text="refund refund"), 3, "sha256:3", now.isoformat())], recorded_at=now)
         tx.save_clock(clock.model_copy(update={"high_water": 3}))
         out.append(tx.lock_alias(t, s))
 

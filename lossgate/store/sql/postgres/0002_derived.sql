@@ -24,7 +24,7 @@ CREATE TABLE artifacts (
     subject_id   text COLLATE "C" NOT NULL,
     artifact_id  text COLLATE "C" NOT NULL,
     state        text NOT NULL CHECK (state IN ('candidate', 'published', 'retired', 'stale', 'failed', 'abandoned')),
-    body         json NOT NULL,
+    body         jsonb NOT NULL,  -- jsonb: recall reads its summary without parsing the whole body
     manifest     json NOT NULL,
     gate         json NOT NULL,
     created_at   timestamptz NOT NULL,
