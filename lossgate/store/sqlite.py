@@ -13,7 +13,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
-from datetime import datetime, timedelta
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -21,24 +21,14 @@ from typing import Any, Iterator, Sequence
 import orjson
 
 from lossgate.errors import IdempotencyConflict, StoreError
-from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
-from lossgate.records import ArtifactBody, Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
+from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
 from lossgate.store import rows
 from lossgate.store.protocol import IdTaken
+from lossgate.store.sql_util import chunks as _chunks
+from lossgate.store.sql_util import marks as _marks
+from lossgate.store.sqlite_derived import SQLiteDerivedReads, SQLiteDerivedWrites
 
 __all__ = ["SQLiteStore"]
-
-_CHUNK = 500
-
-
-def _chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i : i + _CHUNK]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
 
 @lru_cache(maxsize=1)
 def _migrations() -> list[tuple[int, str]]:
@@ -63,14 +53,11 @@ def _statements(script: str) -> Iterator[str]:
         raise StoreError(f"incomplete SQL statement in migration: {buf[:80]!r}")
 
 
-class SQLiteReadTx:
+class SQLiteReadTx(SQLiteDerivedReads):
     """Read primitives over one SQLite connection inside an open transaction."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._c = conn
-
-    def _all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        return self._c.execute(sql, args).fetchall()
 
     def clock(self, tenant_id: str, subject_id: str) -> Clock:
         row = self._c.execute(
@@ -196,120 +183,10 @@ class SQLiteReadTx:
         return [r[0] for r in self._all(
             "SELECT subject_id FROM clocks WHERE tenant_id=? ORDER BY subject_id", (tenant_id,))]
 
-    # -- derived layer ---------------------------------------------------------------
-    def alias(self, tenant_id: str, subject_id: str) -> Alias:
-        row = self._c.execute(
-            f"SELECT {','.join(rows.ALIAS_COLUMNS)} FROM aliases WHERE tenant_id=? AND subject_id=?",
-            (tenant_id, subject_id),
-        ).fetchone()
-        return rows.alias_from_row(row) if row else Alias(tenant_id=tenant_id, subject_id=subject_id)
-
-    def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
-        row = self._c.execute(
-            f"SELECT {','.join(rows.ARTIFACT_COLUMNS)} FROM artifacts WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
-            (tenant_id, subject_id, artifact_id),
-        ).fetchone()
-        return rows.artifact_from_row(row) if row else None
-
-    def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
-        row = self._c.execute(
-            "SELECT artifact_id, state, json_extract(body, '$.summary'), json_extract(body, '$.open_items') "
-            "FROM artifacts WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
-            (tenant_id, subject_id, artifact_id),
-        ).fetchone()
-        if row is None:
-            return None
-        return ArtifactHead(artifact_id=row[0], state=row[1], summary=row[2] or "",
-                            open_items=tuple(orjson.loads(row[3] or "[]")))
-
-    def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
-        sql = f"SELECT {','.join(rows.ARTIFACT_COLUMNS)} FROM artifacts WHERE tenant_id=? AND subject_id=?"
-        args: list[Any] = [tenant_id, subject_id]
-        if states is not None:
-            sql += f" AND state IN ({_marks(len(states))})"
-            args += list(states)
-        return [rows.artifact_from_row(r) for r in self._all(sql + " ORDER BY created_at, rowid", args)]
-
-    def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> list[LineageEdge]:
-        return [
-            LineageEdge(tenant_id=tenant_id, subject_id=subject_id, artifact_id=artifact_id, input_kind=k, input_id=i)
-            for k, i in self._all(
-                "SELECT input_kind, input_id FROM lineage WHERE tenant_id=? AND subject_id=? AND artifact_id=? "
-                "ORDER BY input_kind, input_id", (tenant_id, subject_id, artifact_id))
-        ]
-
-    def descendants(self, tenant_id: str, subject_id: str, input_ids: Sequence[str]) -> list[str]:
-        if not input_ids:
-            return []
-        found: set[str] = set()
-        for chunk in _chunks(list(input_ids)):
-            found.update(r[0] for r in self._all(
-                "WITH RECURSIVE d(id) AS ("
-                " SELECT artifact_id FROM lineage WHERE tenant_id=? AND subject_id=?"
-                f"  AND input_id IN ({_marks(len(chunk))})"
-                " UNION SELECT l.artifact_id FROM lineage l JOIN d ON l.input_id = d.id"
-                "  WHERE l.tenant_id=? AND l.subject_id=? AND l.input_kind='artifact')"
-                " SELECT id FROM d", [tenant_id, subject_id, *chunk, tenant_id, subject_id],
-            ))
-        return sorted(found)
-
-    def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
-        return [rows.attempt_from_json(r[0]) for r in self._all(
-            "SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? ORDER BY number, started_at",
-            (tenant_id, subject_id))]
-
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
-        # Events appended since the last index refresh are not in the index yet: search them
-        # directly so a search never misses fresh text (refresh_search_index catches up).
-        terms = " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
-        if not terms:
-            return []
-        hits = [r[0] for r in self._all(
-            "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
-            "WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid' "
-            "ORDER BY bm25(events_fts), e.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
-        words = [w.lower() for w in query.split() if w]
-        likes = " OR ".join("lower(text) LIKE ?" for _ in words)
-        fresh = self._all(
-            "SELECT event_id FROM events WHERE tenant_id=? AND subject_id=? AND state='valid' "
-            f"AND rowid > (SELECT indexed_through FROM events_fts_watermark WHERE id=1) AND ({likes}) "
-            "ORDER BY seq DESC LIMIT ?", [tenant_id, subject_id, *[f"%{w}%" for w in words], limit])
-        return ([r[0] for r in fresh] + hits)[:limit]
-
-    def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
-        terms = " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
-        if not terms:
-            return []
-        return [r[0] for r in self._all(
-            "SELECT f.fact_id FROM facts_fts x JOIN facts f ON f.rowid = x.rowid "
-            "WHERE facts_fts MATCH ? AND f.tenant_id=? AND f.subject_id=? AND f.status='active' "
-            "ORDER BY bm25(facts_fts), f.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
-
-    def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
-        return [rows.recall_from_json(r[0]) for r in self._all(
-            "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? ORDER BY at DESC, rowid DESC LIMIT ?",
-            (tenant_id, subject_id, limit))]
-
-    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
-        return [rows.job_from_row(r) for r in self._all(
-            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE tenant_id=? AND subject_id=? ORDER BY job_id",
-            (tenant_id, subject_id))]
 
 
-class SQLiteWriteTx(SQLiteReadTx):
+class SQLiteWriteTx(SQLiteDerivedWrites, SQLiteReadTx):
     """Write primitives; the caller holds SQLite's writer lock (BEGIN IMMEDIATE)."""
-
-    def refresh_search_index(self) -> int:
-        """Index every event appended since the last refresh; returns how many."""
-        mark = self._c.execute("SELECT indexed_through FROM events_fts_watermark WHERE id=1").fetchone()[0]
-        top = self._c.execute("SELECT COALESCE(MAX(rowid), 0) FROM events").fetchone()[0]
-        if top <= mark:
-            return 0
-        n = self._c.execute(
-            "INSERT INTO events_fts (rowid, text) SELECT rowid, text FROM events WHERE rowid > ? AND rowid <= ? "
-            "AND text IS NOT NULL", (mark, top)).rowcount
-        self._c.execute("UPDATE events_fts_watermark SET indexed_through=? WHERE id=1", (top,))
-        return n
 
     def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
         self._c.execute(
@@ -387,134 +264,6 @@ class SQLiteWriteTx(SQLiteReadTx):
             "INSERT INTO ledger_log (tenant_id, subject_id, at, op, target_id, detail) VALUES (?,?,?,?,?,?)",
             (tenant_id, subject_id, at.isoformat(), op, target_id, rows.dumps(detail)),
         )
-
-    # -- derived layer ---------------------------------------------------------------
-    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
-        self.lock_clock(tenant_id, subject_id)  # the alias row references the clock row
-        self._c.execute(
-            "INSERT INTO aliases (tenant_id, subject_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            (tenant_id, subject_id),
-        )
-        return self.alias(tenant_id, subject_id)
-
-    def cas_alias(
-        self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
-        source_epoch: int, covers_through: int, at: datetime,
-    ) -> bool:
-        cur = self._c.execute(
-            "UPDATE aliases SET artifact_id=?, source_epoch=?, covers_through=?, updated_at=? "
-            "WHERE tenant_id=? AND subject_id=? AND artifact_id IS ? AND source_epoch=? "
-            "AND covers_through=? AND ? >= covers_through",
-            (artifact_id, source_epoch, covers_through, at.isoformat(), tenant_id, subject_id,
-             expected.parent_artifact_id, expected.source_epoch, expected.covers_through, covers_through),
-        )
-        return cur.rowcount == 1
-
-    def insert_artifact(self, artifact: Artifact, edges: Sequence[LineageEdge]) -> None:
-        self._c.execute(
-            f"INSERT INTO artifacts ({','.join(rows.ARTIFACT_COLUMNS)}) VALUES ({_marks(len(rows.ARTIFACT_COLUMNS))})",
-            rows.artifact_row(artifact),
-        )
-        self._c.executemany(
-            "INSERT INTO lineage (tenant_id, subject_id, artifact_id, input_kind, input_id) VALUES (?,?,?,?,?)",
-            [(e.tenant_id, e.subject_id, e.artifact_id, e.input_kind, e.input_id) for e in edges],
-        )
-
-    def set_artifact_state(
-        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
-        from_states: Sequence[str] | None = None,
-    ) -> list[str]:
-        moved: list[str] = []
-        only = f" AND state IN ({_marks(len(from_states))})" if from_states else ""
-        for chunk in _chunks(list(artifact_ids)):
-            moved += [r[0] for r in self._all(
-                f"UPDATE artifacts SET state=?, state_reason=? WHERE tenant_id=? AND subject_id=? "
-                f"AND artifact_id IN ({_marks(len(chunk))}){only} RETURNING artifact_id",
-                (state, reason, tenant_id, subject_id, *chunk, *(from_states or ())),
-            )]
-        return sorted(moved)
-
-    def save_attempt(self, attempt: Attempt) -> None:
-        self._c.execute(
-            "INSERT INTO attempts (tenant_id, subject_id, attempt_id, number, status, record, started_at) "
-            "VALUES (?,?,?,?,?,?,?) ON CONFLICT (tenant_id, attempt_id) DO UPDATE SET "
-            "status=excluded.status, record=excluded.record",
-            (attempt.tenant_id, attempt.subject_id, attempt.attempt_id, attempt.number, attempt.status,
-             attempt.model_dump_json(), attempt.started_at.isoformat()),
-        )
-
-    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
-        self._c.execute(
-            "UPDATE artifacts SET body=? WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
-            (body.model_dump_json(), tenant_id, subject_id, artifact_id),
-        )
-
-    def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
-        return self._c.execute(
-            "UPDATE jobs SET status='done', finished_at=?, reason=reason || ' (' || ? || ')' "
-            "WHERE tenant_id=? AND subject_id=? AND status='pending'",
-            (at.isoformat(), reason, tenant_id, subject_id),
-        ).rowcount
-
-    def insert_recall(self, record: RecallRecord) -> None:
-        self._c.execute(
-            "INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (?,?,?,?,?,?)",
-            (record.tenant_id, record.subject_id, record.recall_id, record.at.isoformat(), record.mode,
-             record.model_dump_json()),
-        )
-
-    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
-        return self._c.execute(
-            "UPDATE events SET tier=? WHERE tenant_id=? AND subject_id=? AND seq<=? AND tier<>?",
-            (tier, tenant_id, subject_id, through_seq, tier),
-        ).rowcount
-
-    def enqueue_job(self, tenant_id: str, subject_id: str, *, reason: str, run_after: datetime, at: datetime) -> bool:
-        return self._c.execute(
-            "INSERT INTO jobs (tenant_id, subject_id, status, reason, run_after, enqueued_at) "
-            "VALUES (?,?,'pending',?,?,?) ON CONFLICT (tenant_id, subject_id) WHERE status='pending' DO NOTHING",
-            (tenant_id, subject_id, reason, run_after.isoformat(), at.isoformat()),
-        ).rowcount == 1
-
-    def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
-        row = self._c.execute(
-            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE (status='pending' AND run_after<=?) "
-            "OR (status='running' AND lease_expires_at<?) ORDER BY run_after, job_id LIMIT 1",
-            (now.isoformat(), now.isoformat()),
-        ).fetchone()
-        if row is None:
-            return None
-        expires = (now + timedelta(seconds=lease_seconds)).isoformat()
-        self._c.execute(
-            "UPDATE jobs SET status='running', lease_owner=?, lease_expires_at=?, tries=tries+1 WHERE job_id=?",
-            (owner, expires, row[0]),
-        )
-        return rows.job_from_row(self._c.execute(
-            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE job_id=?", (row[0],)).fetchone())
-
-    def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
-        return self._c.execute(
-            "UPDATE jobs SET lease_expires_at=? WHERE job_id=? AND status='running' AND lease_owner=?",
-            (lease_expires_at.isoformat(), job_id, owner),
-        ).rowcount == 1
-
-    def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
-                   at: datetime, run_after: datetime | None = None) -> bool:
-        if status == "pending":
-            # Retrying: fold into an already pending job for the subject if there is one.
-            pending = self._c.execute(
-                "SELECT 1 FROM jobs WHERE tenant_id=? AND subject_id=? AND status='pending'",
-                (tenant_id, subject_id)).fetchone()
-            if pending:
-                status = "done"
-        cur = self._c.execute(
-            "UPDATE jobs SET status=?, run_after=COALESCE(?, run_after), lease_owner=NULL, "
-            "lease_expires_at=NULL, finished_at=? WHERE tenant_id=? AND subject_id=? AND job_id=? "
-            "AND status='running' AND lease_owner=?",
-            (status, run_after.isoformat() if run_after else None, at.isoformat(), tenant_id, subject_id,
-             job_id, owner),
-        )
-        return cur.rowcount == 1
 
     def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool:
         row = self._c.execute("SELECT content_hash FROM registries WHERE version=?", (version,)).fetchone()
