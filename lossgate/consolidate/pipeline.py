@@ -85,6 +85,7 @@ class Consolidator:
         self.compressor = compressor or DeterministicCompressor()
         self.config = config or ConsolidationConfig()
         self.hooks = hooks or Hooks()
+        self._schema: int | None = None
 
     # -- the job -------------------------------------------------------------------
     def run(self, tenant_id: str, subject_id: str) -> Attempt:
@@ -197,6 +198,12 @@ class Consolidator:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
+    def _schema_version(self) -> int:
+        # Read once per consolidator: on PostgreSQL it is a transaction of its own.
+        if self._schema is None:
+            self._schema = self.store.schema_version()
+        return self._schema
+
     @staticmethod
     def _must_keep(sel: Selection, registry: Registry) -> frozenset[str]:
         """What the gate will refuse to lose, so the compressor never chooses to drop it."""
@@ -251,7 +258,7 @@ class Consolidator:
             input_root=sel.input_root, path=sel.path, selector_version=SELECTOR_VERSION,
             prompt_version=self.compressor.prompt_version, compressor=self.compressor.name,
             compressor_version=self.compressor.version, extractor_version=EXTRACTOR_VERSION,
-            schema_version=self.store.schema_version(), registry_version=registry.version,
+            schema_version=self._schema_version(), registry_version=registry.version,
             attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=timings,
         )
         return Artifact(
