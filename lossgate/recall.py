@@ -30,9 +30,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     (tokens) trims events first, then non-critical facts, never critical facts."""
     terms = [t.lower() for t in (query or "").split() if t]
     with store.read() as tx:
-        clock = tx.clock(tenant_id, subject_id)
-        alias = tx.alias(tenant_id, subject_id)
-        artifact = tx.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
+        clock, alias, artifact = tx.recall_head(tenant_id, subject_id)
         fresh = (artifact is not None and artifact.state == "published"
                  and alias.source_epoch == clock.input_epoch)
         mode: RecallMode = "summary" if fresh else "raw_fallback"

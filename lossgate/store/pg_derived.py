@@ -62,6 +62,30 @@ class DerivedReads(_Tx):
         ).fetchone()
         return rows.alias_from_row(row) if row else Alias(tenant_id=tenant_id, subject_id=subject_id)
 
+    def recall_head(self, tenant_id: str, subject_id: str) -> tuple[Clock, Alias, ArtifactHead | None]:
+        # One round trip for what recall reads first (it is round-trip bound on PostgreSQL).
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute(
+            "SELECT c.high_water, c.input_epoch, a.artifact_id, a.source_epoch, a.covers_through, a.updated_at, "
+            "ar.state, ar.body->>'summary', ar.body->'open_items' FROM clocks c "
+            "LEFT JOIN aliases a ON a.tenant_id = c.tenant_id AND a.subject_id = c.subject_id "
+            "LEFT JOIN artifacts ar ON ar.tenant_id = a.tenant_id AND ar.subject_id = a.subject_id "
+            "AND ar.artifact_id = a.artifact_id WHERE c.tenant_id=%s AND c.subject_id=%s",
+            (tenant_id, subject_id),
+        ).fetchone()
+        if row is None:
+            return (Clock(tenant_id=tenant_id, subject_id=subject_id),
+                    Alias(tenant_id=tenant_id, subject_id=subject_id), None)
+        clock = Clock(tenant_id=tenant_id, subject_id=subject_id, high_water=row[0], input_epoch=row[1])
+        if row[2] is None:
+            alias = Alias(tenant_id=tenant_id, subject_id=subject_id, source_epoch=row[3] or 0,
+                          covers_through=row[4] or 0, updated_at=row[5])
+            return clock, alias, None
+        alias = rows.alias_from_row((tenant_id, subject_id, *row[2:6]))
+        head = None if row[6] is None else ArtifactHead(
+            artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]")))
+        return clock, alias, head
+
     def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
         self._scope(tenant_id, subject_id)
         row = self._c.execute(

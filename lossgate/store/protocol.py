@@ -87,6 +87,10 @@ class ReadTx(Protocol):
     def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
         """One artifact of the subject, in any state."""
 
+    def recall_head(self, tenant_id: str, subject_id: str) -> tuple[Clock, Alias, ArtifactHead | None]:
+        """The clock, the alias and the head of the artifact it points at, read together
+        (recall's first step, in one statement where the backend can)."""
+
     def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
         """State, summary and open items of one artifact (the recall hot path: no manifest)."""
 

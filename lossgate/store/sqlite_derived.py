@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import datetime, timedelta
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import orjson
 
 from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
-from lossgate.records import ArtifactBody
+from lossgate.records import ArtifactBody, Clock
 from lossgate.store import rows
 from lossgate.store.sql_util import chunks as _chunks, marks as _marks
 
@@ -22,6 +22,9 @@ class SQLiteDerivedReads:
     """Derived-layer reads over one SQLite connection inside an open transaction."""
 
     _c: sqlite3.Connection
+
+    if TYPE_CHECKING:  # provided by SQLiteReadTx, which mixes this class in
+        def clock(self, tenant_id: str, subject_id: str) -> Clock: ...
 
     def _all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         return self._c.execute(sql, args).fetchall()
@@ -39,6 +42,12 @@ class SQLiteDerivedReads:
             (tenant_id, subject_id, artifact_id),
         ).fetchone()
         return rows.artifact_from_row(row) if row else None
+
+    def recall_head(self, tenant_id: str, subject_id: str) -> tuple[Clock, Alias, ArtifactHead | None]:
+        # In-process: three indexed look-ups cost less than building one joined statement.
+        alias = self.alias(tenant_id, subject_id)
+        head = self.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
+        return self.clock(tenant_id, subject_id), alias, head
 
     def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
         row = self._c.execute(
