@@ -20,6 +20,7 @@ from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
 from lossgate.records import Event, Fact, utcnow
 from lossgate.store import Store
+from lossgate.store.protocol import FactFilter
 
 __all__ = ["recall"]
 
@@ -34,21 +35,24 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         fresh = (artifact is not None and artifact.state == "published"
                  and alias.source_epoch == clock.input_epoch)
         mode: RecallMode = "summary" if fresh else "raw_fallback"
-        critical = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["critical"])
-        # Non-critical facts: with a query the best full-text matches, else the newest k.
-        if terms:
+        # Critical facts, the newest non-critical ones (without a query) and deleted facts
+        # (their source text is deleted content: never recalled, see selection) in one read.
+        wanted = [FactFilter(statuses=["active"], criticalities=["critical"]), FactFilter(statuses=["deleted"])]
+        if not terms:
+            wanted.append(FactFilter(statuses=["active"], criticalities=["important", "contextual"],
+                                     limit=k, newest_first=True))
+        critical, deleted, *newest = tx.fact_sets(tenant_id, subject_id, wanted)
+        suppressed = {e for f in deleted for e in f.source_event_ids}
+        if terms:  # the best full-text matches instead
             critical_ids = {f.fact_id for f in critical}
             hit_facts = [i for i in tx.search_facts(tenant_id, subject_id, query or "", limit=k + len(critical_ids))
                          if i not in critical_ids][:k]
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
             pool = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts), key=lambda f: rank_f[f.fact_id])
         else:
-            pool = tx.facts(tenant_id, subject_id, statuses=["active"], criticalities=["important", "contextual"],
-                            limit=k, newest_first=True)
+            pool = newest[0]
         others = pool[:k]
         after = alias.covers_through if fresh else None
-        # Text a deleted fact was drawn from is deleted content: never recalled (see selection).
-        suppressed = {e for f in tx.facts(tenant_id, subject_id, statuses=["deleted"]) for e in f.source_event_ids}
         if terms:
             hit_ids = tx.search_events(tenant_id, subject_id, query or "", limit=k * 4)
             events = [e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
@@ -73,8 +77,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
         alias=alias, clock=clock,
     )
-    with store.write() as tx:
-        tx.insert_recall(record)
+    store.record_recall(record)
     return RecallResult(
         tenant_id=tenant_id, subject_id=subject_id, mode=mode,
         artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,

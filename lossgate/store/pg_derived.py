@@ -9,6 +9,7 @@ subject) and ``_use_tenant`` they use.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ class _Tx:
     if TYPE_CHECKING:
         def _scope(self, tenant_id: str, subject_id: str) -> None: ...
         def _use_tenant(self, tenant_id: str) -> None: ...
+        def _batch(self, statements: int) -> AbstractContextManager[Any]: ...
         def lock_clock(self, tenant_id: str, subject_id: str) -> Clock: ...
         def alias(self, tenant_id: str, subject_id: str) -> Alias: ...
 
@@ -279,7 +281,7 @@ class DerivedWrites(_Tx):
     def insert_recall(self, record: RecallRecord) -> None:
         # Evidence, not memory: it takes no clock lock (a recall never waits behind a writer)
         # and does not wait for the WAL flush; the three statements go in one round trip.
-        with self._c.pipeline():
+        with self._batch(3):
             self._use_tenant(record.tenant_id)
             self._c.execute("SET LOCAL synchronous_commit TO OFF")
             self._c.execute(
@@ -305,40 +307,18 @@ class DerivedWrites(_Tx):
         ).rowcount == 1
 
     def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
-        # Workers on any host share the queue: SKIP LOCKED lets each take a
-        # different job instead of queueing behind one. Seeing every tenant's
-        # jobs needs the queue scope (see 0002_derived.sql), dropped at once.
-        self._c.execute("SELECT set_config('lossgate.scope', 'queue', true)")
+        # Workers on any host share the queue: SKIP LOCKED lets each take a different
+        # job instead of queueing behind one. Seeing every tenant's jobs is reserved
+        # to the queue role, reached only through this function (0005_queue_role.sql).
         row = self._c.execute(
-            "SELECT job_id, tenant_id FROM jobs "
-            "WHERE (status='pending' AND run_after<=%(now)s) OR (status='running' AND lease_expires_at<%(now)s) "
-            "ORDER BY run_after, job_id LIMIT 1 FOR UPDATE SKIP LOCKED",
-            {"now": now},
+            f"SELECT {_JOB_COLS} FROM lossgate_claim_job(%s, %s, %s)",
+            (owner, now + timedelta(seconds=lease_seconds), now),
         ).fetchone()
-        self._c.execute("SELECT set_config('lossgate.scope', '', true)")
-        if row is None:
-            return None
-        job_id, tenant_id = row
-        self._use_tenant(tenant_id)
-        claimed = self._c.execute(
-            f"UPDATE jobs SET status='running', lease_owner=%s, lease_expires_at=%s, tries=tries+1 "
-            f"WHERE job_id=%s RETURNING {_JOB_COLS}",
-            (owner, now + timedelta(seconds=lease_seconds), job_id),
-        ).fetchone()
-        return rows.job_from_row(claimed) if claimed else None
+        return rows.job_from_row(row) if row else None
 
     def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
-        # The job names no tenant: find it under the queue scope, then write as its tenant.
-        self._c.execute("SELECT set_config('lossgate.scope', 'queue', true)")
-        row = self._c.execute("SELECT tenant_id FROM jobs WHERE job_id=%s", (job_id,)).fetchone()
-        self._c.execute("SELECT set_config('lossgate.scope', '', true)")
-        if row is None:
-            return False
-        self._use_tenant(row[0])
-        return self._c.execute(
-            "UPDATE jobs SET lease_expires_at=%s WHERE job_id=%s AND status='running' AND lease_owner=%s",
-            (lease_expires_at, job_id, owner),
-        ).rowcount == 1
+        row = self._c.execute("SELECT lossgate_heartbeat_job(%s, %s, %s)", (job_id, owner, lease_expires_at)).fetchone()
+        return bool(row and row[0])
 
     def refresh_search_index(self) -> int:
         # Row-level security confines a transaction to its tenants, so "everything"

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any, TypeVar
 
 import orjson
 import psycopg
+from psycopg import pq
 
 from lossgate.errors import IdempotencyConflict
 from lossgate.records import (
@@ -31,7 +33,7 @@ from lossgate.records import (
 )
 from lossgate.store import rows
 from lossgate.store.pg_derived import DerivedReads, DerivedWrites
-from lossgate.store.protocol import IdTaken
+from lossgate.store.protocol import FactFilter, IdTaken
 
 __all__ = ["PostgresReadTx", "PostgresWriteTx"]
 
@@ -50,6 +52,30 @@ _EVENT_STAGING = (
 _staged: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
 _EVENT_COLS = ",".join(rows.EVENT_COLUMNS)
 I = TypeVar("I")
+
+
+def _fact_query(tenant_id: str, subject_id: str, f: FactFilter) -> tuple[str, list[Any]]:
+    where, args = ["tenant_id=%s", "subject_id=%s"], [tenant_id, subject_id]
+    if f.ids is not None:
+        where.append("fact_id = ANY(%s)")
+        args.append(list(f.ids))
+    if f.statuses is not None:
+        where.append("status = ANY(%s)")
+        args.append(list(f.statuses))
+    if f.criticalities is not None:
+        where.append("criticality = ANY(%s)")
+        args.append(list(f.criticalities))
+    if f.predicate is not None:
+        where.append("predicate = %s")
+        args.append(f.predicate)
+    if f.through_seq is not None:
+        where.append("seq <= %s")
+        args.append(f.through_seq)
+    sql = f"{_FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY seq" + (" DESC" if f.newest_first else "")
+    if f.limit is not None:
+        sql += " LIMIT %s"
+        args.append(f.limit)
+    return sql, args
 
 
 def _by_tenant(items: Iterable[I], tenant_of: Callable[[I], str]) -> Iterable[tuple[str, list[I]]]:
@@ -120,28 +146,23 @@ class PostgresReadTx(DerivedReads):
         through_seq: int | None = None, criticalities: Sequence[str] | None = None,
         limit: int | None = None, newest_first: bool = False,
     ) -> list[Fact]:
+        return self.fact_sets(tenant_id, subject_id, [FactFilter(
+            ids=ids, statuses=statuses, predicate=predicate, through_seq=through_seq,
+            criticalities=criticalities, limit=limit, newest_first=newest_first)])[0]
+
+    def fact_sets(self, tenant_id: str, subject_id: str, filters: Sequence[FactFilter]) -> list[list[Fact]]:
         self._scope(tenant_id, subject_id)
-        where, args = ["tenant_id=%s", "subject_id=%s"], [tenant_id, subject_id]
-        if ids is not None:
-            where.append("fact_id = ANY(%s)")
-            args.append(list(ids))
-        if statuses is not None:
-            where.append("status = ANY(%s)")
-            args.append(list(statuses))
-        if criticalities is not None:
-            where.append("criticality = ANY(%s)")
-            args.append(list(criticalities))
-        if predicate is not None:
-            where.append("predicate = %s")
-            args.append(predicate)
-        if through_seq is not None:
-            where.append("seq <= %s")
-            args.append(through_seq)
-        sql = f"{_FACT_SELECT} WHERE {' AND '.join(where)} ORDER BY seq" + (" DESC" if newest_first else "")
-        if limit is not None:
-            sql += " LIMIT %s"
-            args.append(limit)
-        return [rows.fact_from_row(r) for r in self._all(sql, args)]
+        queries = [_fact_query(tenant_id, subject_id, f) for f in filters]
+        with self._batch(len(queries)):
+            cursors = [self._c.execute(sql, args) for sql, args in queries]
+            return [[rows.fact_from_row(r) for r in cur.fetchall()] for cur in cursors]
+
+    def _batch(self, statements: int) -> AbstractContextManager[Any]:
+        # Several independent statements in one round trip: pipeline mode, unless the
+        # transaction is pipelined already (a nested block would add a sync).
+        if statements < 2 or self._c.info.pipeline_status != pq.PipelineStatus.OFF:
+            return nullcontext()
+        return self._c.pipeline()
 
     def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
         self._scope(tenant_id, subject_id)

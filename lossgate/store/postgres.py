@@ -34,10 +34,12 @@ itself (for example ``GRANT lossgate_app TO app_user``) and pass
 ``app_role=None``. Migrations run as the login role, which therefore needs to
 own (or be able to create) the tables and, the first time, ``CREATEROLE``.
 
-The rebuild queue is the one table a transaction may read across tenants:
-``claim_job`` and ``heartbeat_job`` name no tenant, so they widen the view of
-``jobs`` (only) with ``set_config('lossgate.scope', 'queue', true)`` and write
-as the job's own tenant.
+The rebuild queue is the one table whose rows of every tenant something must
+see: workers claim any tenant's job. Only the ``NOLOGIN`` role ``lossgate_queue``
+can, and ``lossgate_app`` reaches it only through two ``SECURITY DEFINER``
+functions, ``lossgate_claim_job`` and ``lossgate_heartbeat_job``, which claim one
+due job or extend one lease (``sql/postgres/0005_queue_role.sql``). The
+migrating role becomes a member of ``lossgate_queue`` to hand it the functions.
 
 Migrations. ``sql/postgres/NNNN_*.sql``, applied in order inside one
 transaction under ``pg_advisory_xact_lock``, recorded in ``schema_migrations``;
@@ -53,7 +55,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -65,6 +67,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from lossgate.derived import RecallRecord
 from lossgate.errors import IdempotencyConflict, LossgateError, StoreBusy, StoreError
 from lossgate.store.pg_tx import PostgresReadTx, PostgresWriteTx
 
@@ -155,9 +158,9 @@ class PostgresStore:
         self._timeout = timeout
         self._pool_obj: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
-        role = sql.SQL("; SET LOCAL ROLE {}").format(sql.Identifier(app_role)) if app_role else sql.SQL("")
-        self._begin_read = sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") + role
-        self._begin_write = sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED") + role
+        role = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(app_role))] if app_role else []
+        self._begin_read = [sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *role]
+        self._begin_write = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *role]
 
     # -- connections -------------------------------------------------------------------
     def _pool(self) -> ConnectionPool:
@@ -179,21 +182,29 @@ class PostgresStore:
         return re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", self.url)
 
     @contextmanager
-    def _transaction(self, begin: sql.Composable) -> Iterator[psycopg.Connection[Any]]:
+    def _transaction(self, begin: list[sql.Composable], *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
         # The choke point: whatever the body or the commit raises from the
         # driver leaves as a lossgate error; lossgate errors pass untouched.
+        # ``pipeline`` sends statements without waiting for their results until a
+        # result is fetched: BEGIN, set_config and the first query share one round
+        # trip, and COMMIT rides with the closing sync. COPY cannot be pipelined, so
+        # only reads and small writes use it.
         try:
             with self._pool().connection() as conn:
-                conn.execute(begin)
                 try:
-                    yield conn
+                    with conn.pipeline() if pipeline else nullcontext():
+                        if pipeline:  # the extended protocol takes one statement per query
+                            for statement in begin:
+                                conn.execute(statement)
+                        else:
+                            conn.execute(sql.SQL("; ").join(begin))
+                        yield conn
+                        if conn.info.transaction_status == TransactionStatus.INERROR:
+                            raise StoreError("the transaction failed earlier and was rolled back")
+                        conn.execute("COMMIT")
                 except BaseException:
                     self._rollback(conn)
                     raise
-                if conn.info.transaction_status == TransactionStatus.INERROR:
-                    self._rollback(conn)
-                    raise StoreError("the transaction failed earlier and was rolled back")
-                conn.execute("COMMIT")
         except psycopg.Error as exc:
             raise _translate(exc) from exc
 
@@ -206,7 +217,7 @@ class PostgresStore:
 
     @contextmanager
     def read(self) -> Iterator[PostgresReadTx]:
-        with self._transaction(self._begin_read) as conn:
+        with self._transaction(self._begin_read, pipeline=True) as conn:
             yield PostgresReadTx(conn)
 
     @contextmanager
@@ -215,6 +226,10 @@ class PostgresStore:
             tx = PostgresWriteTx(conn)
             yield tx
         tx.committed()
+
+    def record_recall(self, record: RecallRecord) -> None:
+        with self._transaction(self._begin_write, pipeline=True) as conn:
+            PostgresWriteTx(conn).insert_recall(record)
 
     @contextmanager
     def tenant_connection(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
@@ -227,7 +242,7 @@ class PostgresStore:
 
     # -- schema ------------------------------------------------------------------------
     def schema_version(self) -> int:
-        with self._transaction(sql.SQL("BEGIN")) as conn:
+        with self._transaction([sql.SQL("BEGIN")]) as conn:
             if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
                 return 0
             row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
@@ -238,7 +253,7 @@ class PostgresStore:
         if self.schema_version() == latest:
             return latest  # the common case (every open): no lock taken to learn nothing changed
         # As the login role (it owns the tables), never as the application role.
-        with self._transaction(sql.SQL("BEGIN")) as conn:
+        with self._transaction([sql.SQL("BEGIN")]) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "

@@ -18,16 +18,51 @@ one choke point, the transaction context manager.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, Sequence
 
-from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
-from lossgate.records import ArtifactBody, Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust
+from lossgate.derived import (
+    Alias,
+    Artifact,
+    ArtifactHead,
+    Attempt,
+    ExpectedAlias,
+    Job,
+    LineageEdge,
+    RecallRecord,
+)
+from lossgate.records import (
+    ArtifactBody,
+    Clock,
+    Conflict,
+    Event,
+    EventState,
+    Fact,
+    FactStatus,
+    LedgerEntry,
+    NewEvent,
+    Trust,
+)
 
-__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken"]
+__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter"]
 
 # (subject_id, content_hash, trust or status) of an id already present in the tenant.
 IdTaken = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class FactFilter:
+    """The filters of :meth:`ReadTx.facts`, for reading several fact sets at once
+    (:meth:`ReadTx.fact_sets`)."""
+
+    ids: Sequence[str] | None = None
+    statuses: Sequence[FactStatus] | None = None
+    predicate: str | None = None
+    through_seq: int | None = None
+    criticalities: Sequence[str] | None = None
+    limit: int | None = None
+    newest_first: bool = False
 
 
 class ReadTx(Protocol):
@@ -52,6 +87,9 @@ class ReadTx(Protocol):
     ) -> list[Fact]:
         """Facts of one subject in seq order (or newest first), filtered by id, status,
         predicate, seq and criticality, at most ``limit``."""
+
+    def fact_sets(self, tenant_id: str, subject_id: str, filters: Sequence[FactFilter]) -> list[list[Fact]]:
+        """:meth:`facts` for each filter, in order; PostgreSQL sends them in one round trip."""
 
     def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
         """Facts of one subject that list any of ``event_ids`` among their sources."""
@@ -238,6 +276,10 @@ class Store(Protocol):
 
     def write(self) -> AbstractContextManager[WriteTx]:
         """A write transaction; commits on normal exit, rolls back on exception."""
+
+    def record_recall(self, record: RecallRecord) -> None:
+        """Persist the evidence of one recall in its own transaction (one round trip on
+        PostgreSQL: recall latency is mostly round trips)."""
 
     def close(self) -> None:
         """Release connections."""

@@ -12,18 +12,30 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import contextmanager
-from functools import lru_cache
 from datetime import datetime
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import orjson
 
+from lossgate.derived import RecallRecord
 from lossgate.errors import IdempotencyConflict, StoreError
-from lossgate.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust, utcnow
+from lossgate.records import (
+    Clock,
+    Conflict,
+    Event,
+    EventState,
+    Fact,
+    FactStatus,
+    LedgerEntry,
+    NewEvent,
+    Trust,
+    utcnow,
+)
 from lossgate.store import rows
-from lossgate.store.protocol import IdTaken
+from lossgate.store.protocol import FactFilter, IdTaken
 from lossgate.store.sql_util import chunks as _chunks
 from lossgate.store.sql_util import marks as _marks
 from lossgate.store.sqlite_derived import SQLiteDerivedReads, SQLiteDerivedWrites
@@ -122,6 +134,11 @@ class SQLiteReadTx(SQLiteDerivedReads):
             found += self._all(sql + f" AND fact_id IN ({_marks(len(chunk))})", args + list(chunk))
         found.sort(key=lambda r: r[3], reverse=newest_first)
         return [rows.fact_from_row(r) for r in found[:limit]]
+
+    def fact_sets(self, tenant_id: str, subject_id: str, filters: Sequence[FactFilter]) -> list[list[Fact]]:
+        return [self.facts(tenant_id, subject_id, ids=f.ids, statuses=f.statuses, predicate=f.predicate,
+                           through_seq=f.through_seq, criticalities=f.criticalities, limit=f.limit,
+                           newest_first=f.newest_first) for f in filters]
 
     def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
         fact_ids: set[str] = set()
@@ -339,6 +356,10 @@ class SQLiteStore:
     def write(self) -> Iterator[SQLiteWriteTx]:
         with self._transaction("BEGIN IMMEDIATE"), self._translated():
             yield SQLiteWriteTx(self._conn())
+
+    def record_recall(self, record: RecallRecord) -> None:
+        with self.write() as tx:
+            tx.insert_recall(record)
 
     # -- schema ------------------------------------------------------------------------
     def schema_version(self) -> int:

@@ -323,6 +323,31 @@ def test_a_subject_never_sees_another_subjects_rows(memory):
     assert memory.facts("other-tenant", U) == []
 
 
+def test_fact_sets_answer_like_one_facts_call_per_filter(memory):
+    from lossgate.store.protocol import FactFilter
+
+    memory.append([ev("e1"), ev("e2"), ev("x1", subject=V)])
+    memory.assert_fact(fact("tz", "timezone", "UTC", ("e1",)))
+    memory.assert_fact(fact("seat", "travel.seat_preference", "aisle", ("e2",)))
+    memory.assert_fact(fact("allergy", "food.peanuts_allowed", False, ("e1",)))
+    memory.assert_fact(fact("other", "timezone", "UTC", ("x1",), subject=V))
+    memory.delete_fact(T, U, "seat", reason="asked to forget")
+    filters = [FactFilter(statuses=["active"], criticalities=["critical"]), FactFilter(statuses=["deleted"]),
+               FactFilter(limit=1, newest_first=True), FactFilter(ids=["tz", "other", "nope"]),
+               FactFilter(predicate="no.such"),
+               FactFilter(statuses=["active"], through_seq=memory.fact(T, U, "tz").seq)]
+    for open_tx in (memory.store.read, memory.store.write):
+        with open_tx() as tx:
+            got = tx.fact_sets(T, U, filters)
+            one_by_one = [tx.facts(T, U, ids=f.ids, statuses=f.statuses, predicate=f.predicate,
+                                   through_seq=f.through_seq, criticalities=f.criticalities, limit=f.limit,
+                                   newest_first=f.newest_first) for f in filters]
+            assert tx.fact_sets(T, U, []) == []
+        assert got == one_by_one
+        assert [[f.fact_id for f in found] for found in got] == [
+            ["allergy"], ["seat"], ["allergy"], ["tz"], [], ["tz"]]
+
+
 def test_one_transaction_is_all_or_nothing(memory):
     memory.append([ev("e1")])
     before = snapshot_rows(memory)

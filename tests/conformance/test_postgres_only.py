@@ -155,6 +155,25 @@ def test_the_application_role_cannot_delete_or_skip_the_tenant(memory, pg_url):
     assert len(memory.events("acme", "u1")) == 1
 
 
+def test_only_the_queue_functions_see_every_tenants_jobs(memory):
+    now = datetime.now(UTC)
+    with memory.store.write() as tx:
+        tx.enqueue_job("acme", "u1", reason="new events", run_after=now - timedelta(seconds=5), at=now)
+        tx.enqueue_job("globex", "u9", reason="new events", run_after=now - timedelta(seconds=9), at=now)
+    with memory.store.tenant_connection("acme") as conn:
+        # The flag that used to widen the view of the queue widens nothing now.
+        conn.execute("SELECT set_config('lossgate.scope', 'queue', true)")
+        assert conn.execute("SELECT tenant_id FROM jobs").fetchall() == [("acme",)]
+        assert conn.execute("UPDATE jobs SET lease_owner='thief' WHERE tenant_id='globex'").rowcount == 0
+    with memory.store.write() as tx:  # the claim, through its function, reaches any tenant: oldest first
+        job = tx.claim_job(owner="w1", lease_seconds=30, now=now)
+        assert job is not None and (job.tenant_id, job.subject_id, job.lease_owner) == ("globex", "u9", "w1")
+        assert tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(minutes=1))
+        assert not tx.heartbeat_job(job.job_id, owner="w2", lease_expires_at=now + timedelta(minutes=1))
+    with memory.store.tenant_connection("globex") as conn:
+        assert conn.execute("SELECT status, lease_owner FROM jobs").fetchall() == [("running", "w1")]
+
+
 def test_one_transaction_may_span_tenants(memory):
     with memory.transaction() as led:
         led.append([ev("a1"), ev("b1", tenant="globex"), ev("a2")])
@@ -351,6 +370,18 @@ def test_integrity_violations_become_idempotency_conflicts(memory):
         tx.lock_clock("acme", "u1")
         tx.insert_events([(ev("e2"), 1, "sha256:" + "0" * 64, AT.isoformat())], recorded_at=AT)  # seq 1 is taken
     assert [e.event_id for e in memory.events("acme", "u1")] == ["e1"]
+
+
+def test_a_failure_inside_a_pipelined_read_is_typed_and_leaves_the_pool_usable(memory):
+    # Reads are pipelined: an error may surface at the fetch or only at the closing sync.
+    memory.append([ev("e1")])
+    with pytest.raises(StoreError, match="division by zero"), memory.store.read() as tx:
+        tx._c.execute("SELECT 1/0").fetchall()
+    with pytest.raises(StoreError, match="division by zero"), memory.store.read() as tx:
+        tx._c.execute("SELECT 1/0")  # never fetched: raised when the transaction closes
+        tx.clock("acme", "u1")
+    for _ in range(12):  # more than the pool holds: every connection came back clean
+        assert [e.event_id for e in memory.events("acme", "u1")] == ["e1"]
 
 
 def test_registry_loaded_by_two_writers_at_once(pg_url):
