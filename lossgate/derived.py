@@ -147,6 +147,9 @@ class Attempt(_Record):
     reason: str | None = None
     covers_through: int | None = None
     timings: dict[str, float] = Field(default_factory=dict)
+    # Set on the failure that reached ``max_attempts``: no retry is queued and the
+    # worker leaves the job in ``review`` for a person.
+    needs_review: bool = False
 
 
 class RecallRecord(_Record):

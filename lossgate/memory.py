@@ -237,9 +237,12 @@ class Memory:
             tx.lock_clock(tenant_id, subject_id)
             return tx.enqueue_job(tenant_id, subject_id, reason=reason, run_after=now, at=now)
 
-    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
+    def jobs(self, tenant_id: str, subject_id: str | None = None, *,
+             statuses: Sequence[str] | None = None) -> list[Job]:
+        """Rebuild jobs of a subject, or of the whole tenant with ``subject_id=None``
+        (``statuses=["review"]``: the subjects whose consolidation keeps failing)."""
         with self.store.read() as tx:
-            return tx.jobs(tenant_id, subject_id)
+            return tx.jobs(tenant_id, subject_id, statuses=statuses)
 
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         with self.store.read() as tx:

@@ -71,6 +71,9 @@ class Worker:
         try:
             attempt = self.consolidator.run(job.tenant_id, job.subject_id)
             log.info("job %s %s/%s: %s", job.job_id, job.tenant_id, job.subject_id, attempt.status)
+            if attempt.needs_review:  # failed max_attempts times in a row: no retry is queued
+                log.error("job %s: needs review after repeated failures: %s", job.job_id, attempt.reason)
+                status = "review"
         except StoreError as exc:  # infrastructure: give the job back for a later try
             log.warning("job %s: store error, will retry: %s", job.job_id, exc)
             status, run_after = "pending", utcnow() + timedelta(seconds=self.config.retry_s)

@@ -192,8 +192,26 @@ def test_the_installed_app_registers_the_consolidation_commands():
     """Guard for the wiring: ``lossgate consolidate`` must exist in the shipped CLI."""
     import lossgate.cli as cli_pkg
 
-    missing = [c for c in ("consolidate", "recall", "lineage", "attempts", "artifacts")
+    missing = [c for c in ("consolidate", "recall", "lineage", "attempts", "artifacts", "jobs")
                if not _has_command(cli_pkg.app, c)]
     if missing:
         pytest.xfail(f"lossgate.cli does not register {missing} yet (lossgate/cli/consolidate.py is not in GROUPS)")
     assert not missing
+
+
+def test_jobs_lists_the_subjects_waiting_for_review(seeded, cli, memory):
+    from lossgate.consolidate.pipeline import ConsolidationConfig
+    from lossgate.worker import Worker, WorkerConfig
+
+    memory.request_consolidation(T, S)
+    worker = Worker(memory, consolidation=ConsolidationConfig(max_attempts=1), compressor=FlipBool(),
+                    config=WorkerConfig(poll_s=0.0))
+    assert worker.run(exit_when_idle=True) == 1
+    memory.request_consolidation(T, "user-99")
+    result = cli("jobs", "--tenant", T, "--status", "review")
+    assert result.exit_code == 0, result.output
+    assert S in result.stdout and "review" in result.stdout and "user-99" not in result.stdout
+    lines = [json.loads(x) for x in cli("jobs", "--tenant", T, "--json").stdout.splitlines()]
+    assert [(j["subject_id"], j["status"]) for j in lines] == [(S, "review"), ("user-99", "pending")]
+    bad = cli("jobs", "--tenant", T, "--status", "stuck")
+    assert bad.exit_code == 2 and "unknown job status stuck" in bad.stderr

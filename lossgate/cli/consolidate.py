@@ -1,4 +1,4 @@
-"""Consolidation and recall commands: consolidate, recall, lineage, attempts, artifacts.
+"""Consolidation and recall commands: consolidate, recall, lineage, attempts, artifacts, jobs, worker.
 
 Each command opens the memory, makes one library call and prints the result.
 """
@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out
-from lossgate.cli.render import event_table, fact_table, print_json_lines
+from lossgate.cli.render import event_table, fact_table, print_json_lines, print_table
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.derived import Attempt
 
@@ -155,6 +155,36 @@ def artifacts(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
     out().print(table)
 
 
+_JOB_STATUSES = ("pending", "running", "done", "review")
+
+
+def jobs(
+    ctx: typer.Context, tenant: Tenant,
+    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
+    status: Annotated[Optional[list[str]], typer.Option(
+        "--status", help=f"Only jobs in this status ({', '.join(_JOB_STATUSES)}); repeatable.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """The rebuild queue of a tenant or subject; `--status review` lists the subjects whose
+    consolidation failed repeatedly and waits for a person."""
+    unknown = sorted(set(status or ()) - set(_JOB_STATUSES))
+    if unknown:
+        fail(f"unknown job status {', '.join(unknown)} (expected one of {', '.join(_JOB_STATUSES)})")
+    with open_memory(ctx) as memory:
+        found = memory.jobs(tenant, subject, statuses=status)
+    if as_json:
+        print_json_lines(json.loads(j.model_dump_json()) for j in found)
+        return
+    table = Table(title=f"jobs of {tenant}{'/' + subject if subject else ''}", title_justify="left")
+    for col in ("job", "subject", "status", "tries", "reason", "run after", "lease"):
+        table.add_column(col, overflow="fold")
+    for j in found:
+        table.add_row(str(j.job_id), j.subject_id, Text(j.status, style="red" if j.status == "review" else ""),
+                      str(j.tries), j.reason, j.run_after.isoformat(timespec="seconds"),
+                      f"{j.lease_owner} until {j.lease_expires_at:%H:%M:%S}" if j.lease_owner else "-")
+    print_table(out(), table, empty="no jobs")
+
+
 def worker(
     ctx: typer.Context,
     concurrency: Annotated[int, typer.Option("--concurrency", "-n", min=1, help="Worker processes.")] = 1,
@@ -177,5 +207,5 @@ def worker(
 
 def register(app: typer.Typer) -> None:
     """Add the consolidation commands to ``app``."""
-    for command in (consolidate, recall, lineage, attempts, artifacts, worker):
+    for command in (consolidate, recall, lineage, attempts, artifacts, jobs, worker):
         app.command()(command)

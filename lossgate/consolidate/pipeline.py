@@ -152,7 +152,7 @@ class Consolidator:
             tx.insert_artifact(artifact, self._edges(artifact, sel))
             tx.save_attempt(attempt)
             if not passed:
-                self._schedule_retry(tx, attempt)
+                attempt = self._schedule_retry(tx, attempt)
         return Prepared(attempt=attempt, artifact=artifact, gate_result=result, selection=sel)
 
     def publish(self, prepared: Prepared) -> Attempt:
@@ -230,23 +230,27 @@ class Consolidator:
         })
         with self.store.write() as tx:
             tx.save_attempt(attempt)
-            self._schedule_retry(tx, attempt)
+            attempt = self._schedule_retry(tx, attempt)
         return Prepared(attempt=attempt, selection=sel)
 
-    def _schedule_retry(self, tx: Any, attempt: Attempt) -> None:
-        """Back off exponentially on consecutive failures; after the limit, ask for review."""
+    def _schedule_retry(self, tx: Any, attempt: Attempt) -> Attempt:
+        """Back off exponentially on consecutive failures; after the limit, ask for review
+        (the attempt returned says so)."""
         failures = 0  # consecutive failed attempts since the last publication, this one included
         for past in reversed(tx.attempts(attempt.tenant_id, attempt.subject_id)):
             if past.status == "published":
                 break
             failures += past.status in ("rejected", "error")
         if failures >= self.config.max_attempts:
+            attempt = attempt.model_copy(update={"needs_review": True})
+            tx.save_attempt(attempt)
             tx.add_log(attempt.tenant_id, attempt.subject_id, at=utcnow(), op="review", target_id=attempt.attempt_id,
                        detail={"failures": failures, "reason": "consolidation failed repeatedly; sources stay hot"})
-            return
+            return attempt
         delay = _retry_delay(self.config, failures)
         tx.enqueue_job(attempt.tenant_id, attempt.subject_id, reason=f"retry after {attempt.status}",
                        run_after=utcnow() + timedelta(seconds=delay), at=utcnow())
+        return attempt
 
     def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float]) -> Artifact:

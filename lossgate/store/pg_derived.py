@@ -193,13 +193,17 @@ class DerivedReads(_Tx):
         ).fetchall()
         return [rows.recall_from_json(r[0]) for r in found]
 
-    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
-        self._scope(tenant_id, subject_id)
-        found = self._c.execute(
-            f"SELECT {_JOB_COLS} FROM jobs WHERE tenant_id=%s AND subject_id=%s ORDER BY job_id",
-            (tenant_id, subject_id),
-        ).fetchall()
-        return [rows.job_from_row(r) for r in found]
+    def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
+        self._use_tenant(tenant_id)
+        where, args = ["tenant_id=%s"], [tenant_id]
+        if subject_id is not None:
+            where.append("subject_id=%s")
+            args.append(subject_id)
+        if statuses is not None:
+            where.append("status = ANY(%s)")
+            args.append(list(statuses))
+        found = self._c.execute(f"SELECT {_JOB_COLS} FROM jobs WHERE {' AND '.join(where)} ORDER BY job_id", args)
+        return [rows.job_from_row(r) for r in found.fetchall()]
 
 
 class DerivedWrites(_Tx):

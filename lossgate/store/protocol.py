@@ -153,8 +153,10 @@ class ReadTx(Protocol):
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         """The subject's most recent recall records, newest first."""
 
-    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
-        """The subject's rebuild jobs, oldest first."""
+    def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
+        """The subject's rebuild jobs, oldest first, optionally of some statuses. With
+        ``subject_id=None`` an admin listing of the whole tenant (``review`` jobs: the
+        subjects a person must look at)."""
 
 
 class WriteTx(ReadTx, Protocol):

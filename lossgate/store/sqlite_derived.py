@@ -128,10 +128,16 @@ class SQLiteDerivedReads:
             "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? ORDER BY at DESC, rowid DESC LIMIT ?",
             (tenant_id, subject_id, limit))]
 
-    def jobs(self, tenant_id: str, subject_id: str) -> list[Job]:
+    def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
+        where, args = ["tenant_id=?"], [tenant_id]
+        if subject_id is not None:
+            where.append("subject_id=?")
+            args.append(subject_id)
+        if statuses is not None:
+            where.append(f"status IN ({_marks(len(statuses))})")
+            args += statuses
         return [rows.job_from_row(r) for r in self._all(
-            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE tenant_id=? AND subject_id=? ORDER BY job_id",
-            (tenant_id, subject_id))]
+            f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs WHERE {' AND '.join(where)} ORDER BY job_id", args)]
 
 
 class SQLiteDerivedWrites:

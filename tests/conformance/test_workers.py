@@ -127,6 +127,36 @@ def test_many_changes_enqueue_one_rebuild_and_drain_publishes_it(memory):
     assert [j.status for j in memory.jobs(T, "u1")].count("pending") == 0
 
 
+def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory):
+    from lossgate.consolidate.pipeline import ConsolidationConfig
+    from lossgate.testing.compressors import MissingFieldCompressor
+
+    _seed(memory, "bad")
+    _seed(memory, "good")
+    memory.request_consolidation(T, "bad")
+    config = ConsolidationConfig(max_attempts=3, backoff_base_s=0.0)
+    worker = Worker(memory, consolidation=config, compressor=MissingFieldCompressor(),
+                    config=WorkerConfig(poll_s=0.0))
+    assert worker.run(exit_when_idle=True) == 3  # the first try and two retries, then no more
+    attempts = memory.attempts(T, "bad")
+    assert [a.status for a in attempts] == ["error"] * 3
+    assert [a.needs_review for a in attempts] == [False, False, True]
+    assert [j.status for j in memory.jobs(T, "bad")] == ["done", "done", "review"]
+    assert memory.alias(T, "bad").artifact_id is None and memory.recall(T, "bad").mode == "raw_fallback"
+    # The tenant-wide view an operator reads; a healthy subject is not in it.
+    drain(memory)
+    memory.request_consolidation(T, "good")
+    assert drain(memory) == 1
+    assert [(j.subject_id, j.status) for j in memory.jobs(T, None, statuses=["review"])] == [("bad", "review")]
+    assert memory.jobs("other-tenant", None) == []
+    # A new change earns one more try, not a new series of retries.
+    memory.append([NewEvent(tenant_id=T, subject_id="bad", event_id="bad-late", text="one more thing")])
+    memory.request_consolidation(T, "bad")
+    assert worker.run(exit_when_idle=True) == 3 + 1  # run() counts every job this worker did
+    assert [j.status for j in memory.jobs(T, "bad")][-1] == "review"
+    assert len(memory.attempts(T, "bad")) == 4
+
+
 # -- many worker processes, one database (PostgreSQL) --------------------------------------
 
 SUBJECTS = int(os.environ.get("LOSSGATE_TEST_SUBJECTS", "200"))
