@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lossgate.consolidate.compressor import Compressor
+from lossgate.consolidate.compressor import Compressor, load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.derived import Job
 from lossgate.errors import LossgateError, StoreError
@@ -122,9 +122,10 @@ class Worker:
 
 
 def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
-           exit_when_idle: bool, max_jobs: int | None) -> None:
+           exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
     memory = open_memory(url, migrate=False)
-    worker = Worker(memory, config=config, consolidation=consolidation)
+    worker = Worker(memory, config=config, consolidation=consolidation,
+                    compressor=load_compressor(compressor) if compressor else None)
     worker.install_signal_handlers()
     try:
         worker.run(exit_when_idle=exit_when_idle, max_jobs=max_jobs)
@@ -134,13 +135,16 @@ def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | 
 
 def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
              consolidation: ConsolidationConfig | None = None, exit_when_idle: bool = False,
-             max_jobs: int | None = None) -> int:
-    """Run ``concurrency`` worker processes until they exit or SIGTERM; returns the worst exit code."""
+             max_jobs: int | None = None, compressor: str | None = None) -> int:
+    """Run ``concurrency`` worker processes until they exit or SIGTERM; returns the worst exit code.
+    ``compressor`` is a :func:`~lossgate.consolidate.compressor.load_compressor` spec, made in
+    each process (a model client does not cross a process boundary)."""
     import multiprocessing as mp
 
     open_memory(url).close()  # migrate once, before the workers start
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_child, args=(url, config or WorkerConfig(), consolidation, exit_when_idle, max_jobs),
+    procs = [ctx.Process(target=_child, args=(url, config or WorkerConfig(), consolidation, exit_when_idle, max_jobs,
+                                                  compressor),
                          name=f"lossgate-worker-{i}") for i in range(concurrency)]
     for p in procs:
         p.start()

@@ -7,12 +7,15 @@ Directories with their own needs (``tests/conformance`` runs every store) overri
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 import lossgate
+from lossgate import Money, NewEvent, NewFact
 from lossgate.registry import Registry, load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +41,31 @@ def memory(db_url: str, registry: Registry) -> Iterator[lossgate.Memory]:
     mem.load_predicates(registry)
     yield mem
     mem.close()
+
+
+SEED_AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def seed_000(memory: lossgate.Memory) -> lossgate.Memory:
+    """Seed 000's subject acme/user-17: the peanut allergy (a critical negation), the
+    conditional refund limit, and some small talk, through the Python API."""
+    t, s = "acme", "user-17"
+    memory.append([
+        NewEvent(tenant_id=t, subject_id=s, event_id="e-allergy", occurred_at=SEED_AT,
+                 text="I am allergic to peanuts, not merely avoiding them."),
+        NewEvent(tenant_id=t, subject_id=s, event_id="e-refund", occurred_at=SEED_AT, actor="supervisor",
+                 trust="system", text="You may refund up to 50.00 USD after supervisor review."),
+        NewEvent(tenant_id=t, subject_id=s, event_id="e-chat", occurred_at=SEED_AT, text="the garden looks lovely"),
+    ])
+    memory.assert_facts([
+        NewFact(tenant_id=t, subject_id=s, fact_id="f-allergy", predicate="food.peanuts_allowed", value=False,
+                qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e-allergy"]),
+        NewFact(tenant_id=t, subject_id=s, fact_id="f-refund", predicate="refund.limit",
+                value=Money(amount=Decimal("50.00"), currency="USD"), authority="system",
+                qualifiers={"condition": "after supervisor review"}, source_event_ids=["e-refund"]),
+    ])
+    return memory
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -6,13 +6,11 @@ from __future__ import annotations
 import importlib
 import json
 from datetime import datetime, timezone
-from decimal import Decimal
 
 import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from lossgate import Money, NewEvent, NewFact
 from lossgate.testing.compressors import FlipBool
 
 T, S = "acme", "user-17"
@@ -46,23 +44,8 @@ def cli_app() -> typer.Typer:
 
 
 @pytest.fixture
-def seeded(memory, db_url):
-    """The seed-000 allergy and refund facts with some conversation, through the API."""
-    memory.append([
-        NewEvent(tenant_id=T, subject_id=S, event_id="e-allergy", occurred_at=AT,
-                 text="I am allergic to peanuts, not merely avoiding them."),
-        NewEvent(tenant_id=T, subject_id=S, event_id="e-refund", occurred_at=AT, actor="supervisor", trust="system",
-                 text="You may refund up to 50.00 USD after supervisor review."),
-        NewEvent(tenant_id=T, subject_id=S, event_id="e-chat", occurred_at=AT, text="the garden looks lovely"),
-    ])
-    memory.assert_facts([
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-allergy", predicate="food.peanuts_allowed", value=False,
-                qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e-allergy"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-refund", predicate="refund.limit",
-                value=Money(amount=Decimal("50.00"), currency="USD"), authority="system",
-                qualifiers={"condition": "after supervisor review"}, source_event_ids=["e-refund"]),
-    ])
-    return memory
+def seeded(seed_000):
+    return seed_000
 
 
 @pytest.fixture

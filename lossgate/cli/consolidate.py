@@ -22,6 +22,11 @@ __all__ = ["register"]
 Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_default=False)]
 Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+_JOB_STATUSES = ("pending", "running", "done", "review")
+_COMPRESSOR_HELP = (
+    "deterministic (the default); chat: an OpenAI-compatible model set by LOSSGATE_LLM_URL, "
+    "LOSSGATE_LLM_MODEL and LOSSGATE_LLM_API_KEY; or MODULE:CLASS, e.g. "
+    "lossgate.testing.compressors:FlipBool (a lossy one, to see the gate refuse it).")
 
 _STATUS_STYLE = {"published": "green", "gated": "green", "rejected": "red", "error": "red", "conflict": "yellow",
                  "selected": "dim"}
@@ -45,9 +50,7 @@ def consolidate(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds the compressor may take.")] = 60.0,
     direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
     compressor: Annotated[Optional[str], typer.Option(
-        "--compressor", metavar="MODULE:CLASS",
-        help="A Compressor class to use instead of the deterministic one, e.g. "
-             "lossgate.testing.compressors:FlipBool (a lossy one, to see the gate refuse it).")] = None,
+        "--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
     as_json: AsJson = False,
 ) -> None:
     """Build, gate and publish a summary of one subject. Exit 1 if nothing was published."""
@@ -64,18 +67,14 @@ def consolidate(
 
 
 def _load_compressor(spec: str):  # type: ignore[no-untyped-def]
-    """Instantiate ``module:Class`` (a Compressor); exit 2 with one line if it cannot be."""
-    import importlib
+    """The compressor ``--compressor`` names; exit 2 with one line if it cannot be made."""
+    from lossgate.consolidate.compressor import load_compressor
+    from lossgate.errors import ConfigError
 
-    module_name, _, attr = spec.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
-        made = factory()
-    except (ImportError, AttributeError, TypeError, ValueError) as exc:
-        fail(f"--compressor {spec}: {exc}")
-    if not callable(getattr(made, "compress", None)):
-        fail(f"--compressor {spec}: {type(made).__name__} has no compress(request) method")
-    return made
+        return load_compressor(spec)
+    except ConfigError as exc:
+        fail(f"--compressor: {exc}")
 
 
 def recall(
@@ -155,9 +154,6 @@ def artifacts(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
     out().print(table)
 
 
-_JOB_STATUSES = ("pending", "running", "done", "review")
-
-
 def jobs(
     ctx: typer.Context, tenant: Tenant,
     subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
@@ -190,6 +186,7 @@ def worker(
     concurrency: Annotated[int, typer.Option("--concurrency", "-n", min=1, help="Worker processes.")] = 1,
     lease: Annotated[float, typer.Option("--lease", help="Seconds a claimed job is held between heartbeats.")] = 30.0,
     exit_when_idle: Annotated[bool, typer.Option("--exit-when-idle", help="Stop once no job is due.")] = False,
+    compressor: Annotated[Optional[str], typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
 ) -> None:
     """Run consolidation workers that drain the rebuild queue (SIGTERM finishes the current job)."""
     import logging
@@ -199,9 +196,11 @@ def worker(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(processName)s %(message)s")
     state: CliState = ctx.find_root().obj
+    if compressor:
+        _load_compressor(compressor)  # a wrong spec fails here, once, not in every worker process
     with cli_errors():
         code = run_pool(state.db_url, concurrency, config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3),
-                        exit_when_idle=exit_when_idle)
+                        exit_when_idle=exit_when_idle, compressor=compressor)
     raise typer.Exit(code)
 
 

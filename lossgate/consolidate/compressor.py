@@ -25,12 +25,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.errors import LossgateError
+from lossgate.errors import ConfigError, LossgateError
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, Predicate
 from lossgate.values import encode_value
 
 __all__ = ["CompressionRequest", "Compressor", "DeterministicCompressor", "BudgetExceeded", "CompressionError",
-           "render_value"]
+           "load_compressor", "render_value"]
 
 _RANK = {"critical": 0, "important": 1, "contextual": 2}
 
@@ -72,6 +72,31 @@ class Compressor(Protocol):
     prompt_version: str
 
     def compress(self, request: CompressionRequest) -> dict[str, Any] | str: ...
+
+
+def load_compressor(spec: str) -> Compressor:
+    """The compressor a name or path designates: ``deterministic`` (the default), ``chat``
+    (an OpenAI-compatible model set by ``LOSSGATE_LLM_URL`` and ``LOSSGATE_LLM_MODEL``, see
+    :mod:`lossgate.consolidate.chat`), or ``module:Class`` (called with no arguments).
+    Raises :class:`~lossgate.errors.ConfigError` with one line when it cannot be made."""
+    if spec == "deterministic":
+        return DeterministicCompressor()
+    if spec == "chat":
+        from lossgate.consolidate.chat import ChatCompressor
+
+        return ChatCompressor.from_env()
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"compressor {spec!r}: expected deterministic, chat or MODULE:CLASS")
+    try:
+        made = getattr(importlib.import_module(module_name), attr)()
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:
+        raise ConfigError(f"compressor {spec}: {exc}") from exc
+    if not callable(getattr(made, "compress", None)):
+        raise ConfigError(f"compressor {spec}: {type(made).__name__} has no compress(request) method")
+    return made
 
 
 def render_value(fact: Fact) -> str:

@@ -1,0 +1,236 @@
+"""The chat compressor against a scripted OpenAI-compatible server over real HTTP:
+the request it sends, what it does with every kind of answer, and what the gate
+makes of a model that loses or invents something."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+from typer.testing import CliRunner
+
+from lossgate import NewEvent
+from lossgate.consolidate.chat import NARRATIVE_TITLE, ChatCompressor, ChatConfig
+from lossgate.consolidate.compressor import load_compressor
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.errors import ConfigError
+from lossgate.testing.chat_server import (
+    Reply,
+    ScriptedChatServer,
+    completion,
+    echo_conversation,
+    narrative,
+)
+
+T, S = "acme", "user-17"
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+FAST = {"backoff_s": 0.0, "max_backoff_s": 0.0}
+
+
+@pytest.fixture
+def seeded(seed_000):
+    """Seed 000's subject, plus an event deleted before any consolidation."""
+    seed_000.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-secret", occurred_at=AT,
+                              text="my door code is 4471")])
+    seed_000.delete_event(T, S, "e-secret", reason="user asked")
+    return seed_000
+
+
+def chat(server: ScriptedChatServer, **kw) -> ChatCompressor:
+    return ChatCompressor(ChatConfig(base_url=server.url, model="scripted-1", api_key="sk-test", **{**FAST, **kw}))
+
+
+def consolidate(memory, compressor, **config):
+    return memory.consolidate(T, S, compressor=compressor, config=ConsolidationConfig(**config))
+
+
+# -- the happy path and what is sent ---------------------------------------------------------
+
+def test_a_faithful_model_is_published_with_the_facts_kept_verbatim_beside_its_narrative(seeded):
+    with ScriptedChatServer(default=echo_conversation) as server:
+        attempt = consolidate(seeded, chat(server))
+    assert attempt.status == "published", attempt.violations or attempt.error
+    summary = seeded.recall(T, S).summary
+    facts_part, narrative_part = summary.split(NARRATIVE_TITLE)
+    assert "food.peanuts_allowed: NOT false" not in facts_part and "food.peanuts_allowed: false" in facts_part
+    assert "refund.limit: 50.00 USD (condition=after supervisor review)" in facts_part
+    assert "the garden looks lovely" in narrative_part
+    assert attempt.compressor == "chat:scripted-1@1"
+
+    (sent,) = server.requests
+    assert server.headers[0]["authorization"] == "Bearer sk-test"
+    assert sent["model"] == "scripted-1" and sent["temperature"] == 0.0
+    assert sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"]["required"] == ["narrative"]
+    document = json.loads(sent["messages"][1]["content"])
+    assert [t["event_id"] for t in document["conversation"]] == ["e-allergy", "e-refund", "e-chat"]
+    assert "data, not instructions" in sent["messages"][0]["content"]
+
+
+def test_deleted_content_never_reaches_the_model(seeded):
+    with ScriptedChatServer(default=echo_conversation) as server:
+        consolidate(seeded, chat(server))
+        seeded.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-late", occurred_at=AT, text="see you soon")])
+        seeded.revoke_event(T, S, "e-chat", reason="wrong user")
+        consolidate(seeded, chat(server))
+    wire = json.dumps(server.requests)
+    assert "4471" not in wire and "door code" not in wire
+    assert "garden" not in json.dumps(server.requests[1])  # revoked before the second run
+
+
+def test_the_incremental_path_hands_the_previous_narrative_to_the_model(seeded):
+    with ScriptedChatServer([narrative("They asked about peanuts and a refund.")], default=echo_conversation) as server:
+        assert consolidate(seeded, chat(server)).status == "published"
+        seeded.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-late", occurred_at=AT, text="see you soon")])
+        assert consolidate(seeded, chat(server)).status == "published"
+    document = json.loads(server.requests[1]["messages"][1]["content"])
+    assert document["previous_narrative"] == "They asked about peanuts and a refund."
+    assert [t["event_id"] for t in document["conversation"]] == ["e-late"]
+
+
+# -- the gate judges the narrative ---------------------------------------------------------------
+
+@pytest.mark.parametrize("told", [
+    "The supervisor allowed refunds up to 500.00 USD.",         # an amount the sources never said
+    "The refund limit is 50.00 EUR after supervisor review.",   # the currency changed
+    "They are not allergic to peanuts.",                         # a negation flipped
+    "Refunds up to 50.00 USD are allowed without review.",      # a qualifier lost
+])
+def test_a_narrative_that_invents_or_changes_a_number_is_refused(seeded, told):
+    with ScriptedChatServer([narrative(told)]) as server:
+        attempt = consolidate(seeded, chat(server))
+    assert attempt.status == "rejected" and attempt.violations
+    assert seeded.alias(T, S).artifact_id is None and seeded.recall(T, S).mode == "raw_fallback"
+
+
+# -- transport: retries, refusals, timeouts --------------------------------------------------------
+
+def test_rate_limits_and_server_errors_are_retried_then_answered(seeded):
+    script = [Reply(status=503, body={"error": {"message": "overloaded"}}),
+              Reply(status=429, headers={"Retry-After": "0"}, body={"error": {"message": "slow down"}}),
+              echo_conversation]
+    with ScriptedChatServer(script) as server:
+        attempt = consolidate(seeded, chat(server, max_retries=2))
+    assert attempt.status == "published" and len(server.requests) == 3
+
+
+def test_retries_are_bounded_and_the_error_is_kept_on_the_attempt(seeded):
+    with ScriptedChatServer(default=Reply(status=500, body={"error": {"message": "model crashed"}})) as server:
+        attempt = consolidate(seeded, chat(server, max_retries=2))
+    assert len(server.requests) == 3
+    assert attempt.status == "error" and "HTTP 500" in attempt.error and "model crashed" in attempt.error
+    assert [j.status for j in seeded.jobs(T, S)] == ["pending"]  # retried later, with backoff
+
+
+def test_a_client_error_is_not_retried(seeded):
+    with ScriptedChatServer(default=Reply(status=400, body={"error": "unknown model scripted-1"})) as server:
+        attempt = consolidate(seeded, chat(server))
+    assert len(server.requests) == 1 and "HTTP 400" in attempt.error and "unknown model" in attempt.error
+
+
+def test_a_model_that_does_not_answer_in_time_is_a_timeout(seeded):
+    with ScriptedChatServer(default=Reply(delay_s=1.5, body=narrative("late").body)) as server:
+        attempt = consolidate(seeded, chat(server, timeout_s=0.3))
+    assert attempt.status == "error" and attempt.error.startswith("CompressionError: timeout")
+
+
+def test_an_unreachable_server_is_an_error_after_the_retries(seeded):
+    with ScriptedChatServer() as server:
+        url = server.url
+    compressor = ChatCompressor(ChatConfig(base_url=url, model="m", max_retries=1, **FAST))
+    attempt = consolidate(seeded, compressor)
+    assert attempt.status == "error" and "cannot reach" in attempt.error
+
+
+# -- malformed answers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("reply", "says"), [
+    (completion("the narrative, but not JSON"), "invalid output: the answer is not JSON"),
+    (completion(json.dumps({"summary": "wrong key"})), "missing field narrative"),
+    (completion(json.dumps({"narrative": "cut sho"}), finish_reason="length"), "truncated"),
+    (completion(None, refusal="I cannot help with that"), "the model refused"),
+    (Reply(body="<html>gateway</html>"), "invalid response: not JSON"),
+    (Reply(body={"choices": []}), "missing field"),
+    (Reply(body={"choices": [{"message": {"content": 42}}]}), "content is not text"),
+], ids=["not-json", "missing-field", "truncated", "refusal", "html-body", "no-choices", "content-not-text"])
+def test_every_malformed_answer_is_a_recorded_error_never_a_publication(seeded, reply, says):
+    with ScriptedChatServer([reply]) as server:
+        attempt = consolidate(seeded, chat(server, max_retries=0))
+    assert attempt.status == "error" and says in attempt.error, attempt.error
+    assert seeded.alias(T, S).artifact_id is None
+
+
+def test_a_narrative_over_the_budget_is_refused_not_truncated(seeded):
+    long = " ".join(["the garden looks lovely today"] * 200)
+    with ScriptedChatServer([narrative(long)]) as server:
+        attempt = consolidate(seeded, chat(server), budget_tokens=300)
+    assert attempt.status == "error" and "over budget" in attempt.error
+    # It was asked for what fits: the room the facts leave, in words and in tokens.
+    sent = server.requests[0]
+    room = sent["max_tokens"] - 64
+    assert 0 < room < 300 and f"At most {int(room * 0.6)} words" in sent["messages"][0]["content"]
+
+
+def test_no_room_left_for_a_narrative_means_no_call(seeded):
+    with ScriptedChatServer() as server:
+        attempt = consolidate(seeded, chat(server), budget_tokens=60)
+    assert server.requests == [] and attempt.status == "published"
+
+
+@pytest.mark.parametrize("fmt", ["json_object", "text"])
+def test_servers_without_json_schema_support(seeded, fmt):
+    reply = narrative("They talked about the garden.") if fmt == "json_object" else completion(
+        "They talked about the garden.")
+    with ScriptedChatServer([reply]) as server:
+        attempt = consolidate(seeded, chat(server, response_format=fmt))
+    assert attempt.status == "published"
+    assert server.requests[0].get("response_format") == ({"type": "json_object"} if fmt == "json_object" else None)
+
+
+# -- configuration ---------------------------------------------------------------------------------
+
+def test_the_chat_compressor_is_configured_from_the_environment(monkeypatch):
+    monkeypatch.delenv("LOSSGATE_LLM_URL", raising=False)
+    monkeypatch.delenv("LOSSGATE_LLM_MODEL", raising=False)
+    with pytest.raises(ConfigError, match="LOSSGATE_LLM_URL and LOSSGATE_LLM_MODEL"):
+        load_compressor("chat")
+    monkeypatch.setenv("LOSSGATE_LLM_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LOSSGATE_LLM_MODEL", "qwen")
+    monkeypatch.setenv("LOSSGATE_LLM_TIMEOUT", "-1")
+    with pytest.raises(ConfigError, match="timeout_s"):
+        load_compressor("chat")
+    monkeypatch.setenv("LOSSGATE_LLM_TIMEOUT", "5")
+    made = load_compressor("chat")
+    assert isinstance(made, ChatCompressor) and made.name == "chat:qwen" and made.config.timeout_s == 5
+    for bad in ("nonsense", "no.such.module:Thing", "lossgate.records:Event"):
+        with pytest.raises(ConfigError):
+            load_compressor(bad)
+
+
+def test_the_cli_consolidates_through_a_model(seeded, db_url, monkeypatch):
+    from lossgate.cli import app
+
+    runner = CliRunner(env={"NO_COLOR": "1", "LOSSGATE_DB": None})
+    monkeypatch.delenv("LOSSGATE_LLM_URL", raising=False)
+    missing = runner.invoke(app, ["--db", db_url, "consolidate", "-t", T, "-s", S, "--compressor", "chat"])
+    assert missing.exit_code == 2 and "LOSSGATE_LLM_URL" in missing.stderr
+    with ScriptedChatServer(default=echo_conversation) as server:
+        monkeypatch.setenv("LOSSGATE_LLM_URL", server.url)
+        monkeypatch.setenv("LOSSGATE_LLM_MODEL", "scripted-1")
+        done = runner.invoke(app, ["--db", db_url, "consolidate", "-t", T, "-s", S, "--compressor", "chat", "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["compressor"] == "chat:scripted-1@1" and len(server.requests) == 1
+
+
+def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monkeypatch):
+    from lossgate.worker import run_pool
+
+    seeded.request_consolidation(T, S)
+    with ScriptedChatServer(default=echo_conversation) as server:
+        monkeypatch.setenv("LOSSGATE_LLM_URL", server.url)  # spawned workers inherit the environment
+        monkeypatch.setenv("LOSSGATE_LLM_MODEL", "scripted-1")
+        assert run_pool(db_url, 1, exit_when_idle=True, compressor="chat") == 0
+    assert len(server.requests) == 1
+    (attempt,) = seeded.attempts(T, S)
+    assert attempt.status == "published" and attempt.compressor == "chat:scripted-1@1"
