@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.rule import Rule
 
+from lossgate.testing.chat_server import ScriptedChatServer, echo_conversation, narrative
+
 HERE = Path(__file__).resolve().parent
 PREDICATES = HERE / "predicates.toml"
 EVENTS = HERE / "demo.jsonl"
@@ -36,6 +38,14 @@ BAD_LINES = (
     '"occurred_at": "2026-04-01T10:00:00-04:00"}\n'
     '{"type": "fact", "tenant_id": "acme-billing", "subject_id": "cust_482", "fact_id": "seats-v2", '
     '"predicate": "subscription.seats", "value": 50.0, "authority": "system", "source_event_ids": ["crm-0401"]}\n'
+)
+
+# A new message for the model to narrate.
+LANDING = (
+    '{"type": "event", "tenant_id": "travel-co", "subject_id": "user-17", "event_id": "event-90", '
+    '"kind": "message", "actor": "user", "trust": "authenticated_user", '
+    '"text": "I land in Lisbon at 18:40 on flight TP1351. Please do not book a window seat.", '
+    '"occurred_at": "2026-01-09T08:15:00+00:00"}\n'
 )
 
 console = Console()
@@ -112,6 +122,22 @@ def main() -> None:
             ["consolidate", *TRAVEL, "--compressor", "lossgate.testing.compressors:FlipBool"], expect=1)
         run("Every attempt is kept, the refused one with its violation", ["attempts", *TRAVEL])
         run("...and recall still serves the last good summary", ["recall", *TRAVEL, "-q", "peanuts"])
+
+        # A model as compressor, over real HTTP: a scripted OpenAI-compatible server stands
+        # in for vLLM, Ollama or a hosted API (no model or network is needed for the demo).
+        (workdir / "landing.jsonl").write_text(LANDING, encoding="utf-8")
+        run("A new message arrives", ["ingest", "landing.jsonl"])
+        with ScriptedChatServer([narrative("They land in Lisbon at 19:40 on flight TP1351.")],
+                                default=echo_conversation) as model:
+            os.environ.update(LOSSGATE_LLM_URL=model.url, LOSSGATE_LLM_MODEL="scripted-model")
+            console.print(f"[dim]a scripted chat-completions server stands in for a model at {model.url}[/]")
+            console.print(f"[bold green]$[/] [bold]export LOSSGATE_LLM_URL={model.url} "
+                          "LOSSGATE_LLM_MODEL=scripted-model[/]", highlight=False)
+            run("A model's narrative moves the landing time to 19:40: refused, fact lines or not",
+                ["consolidate", *TRAVEL, "--compressor", "chat"], expect=1)
+            run("A faithful narrative is published beside the deterministic fact lines",
+                ["consolidate", *TRAVEL, "--compressor", "chat"])
+            run("Recall: the facts, then the model's narrative", ["recall", *TRAVEL])
         run("The billing customer: invoice ids, amounts and deadlines survive compression",
             ["consolidate", *BILLING])
 

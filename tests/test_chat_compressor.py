@@ -89,6 +89,23 @@ def test_the_incremental_path_hands_the_previous_narrative_to_the_model(seeded):
     assert [t["event_id"] for t in document["conversation"]] == ["e-late"]
 
 
+def test_switching_from_the_deterministic_compressor_keeps_the_conversation_so_far(seeded):
+    assert seeded.consolidate(T, S).status == "published"  # the deterministic compressor: a Conversation section
+    seeded.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-late", occurred_at=AT, text="see you soon")])
+    with ScriptedChatServer(default=echo_conversation) as server:
+        assert consolidate(seeded, chat(server)).status == "published"
+    document = json.loads(server.requests[0]["messages"][1]["content"])
+    assert "the garden looks lovely" in document["previous_narrative"]
+
+
+def test_nothing_new_to_narrate_means_no_call(seeded):
+    with ScriptedChatServer(default=echo_conversation) as server:
+        assert consolidate(seeded, chat(server)).status == "published"
+        seeded.consolidate(T, S, config=ConsolidationConfig(budget_tokens=90))  # a parent with no conversation
+        assert consolidate(seeded, chat(server)).status == "published"
+    assert len(server.requests) == 1
+
+
 # -- the gate judges the narrative ---------------------------------------------------------------
 
 @pytest.mark.parametrize("told", [

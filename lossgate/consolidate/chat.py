@@ -34,6 +34,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from lossgate.consolidate.compressor import (
+    CONVERSATION_TITLE,
     CompressionError,
     CompressionRequest,
     DeterministicCompressor,
@@ -243,8 +244,13 @@ class ChatCompressor:
 
 
 def _narrative_of(summary: str) -> str:
+    """The story so far in a parent's summary: its narrative, or the conversation lines of a
+    parent the deterministic compressor wrote (switching compressors keeps continuity)."""
     lines = summary.splitlines()
-    return "\n".join(lines[lines.index(NARRATIVE_TITLE) + 1:]) if NARRATIVE_TITLE in lines else ""
+    for title in (NARRATIVE_TITLE, CONVERSATION_TITLE):
+        if title in lines:
+            return "\n".join(lines[lines.index(title) + 1:])
+    return ""
 
 
 def _error_message(response: httpx.Response) -> str:

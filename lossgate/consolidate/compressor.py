@@ -33,6 +33,7 @@ __all__ = ["CompressionRequest", "Compressor", "DeterministicCompressor", "Budge
            "load_compressor", "render_value"]
 
 _RANK = {"critical": 0, "important": 1, "contextual": 2}
+CONVERSATION_TITLE = "Conversation:"  # heads the recent-conversation section of a summary
 
 
 class CompressionError(LossgateError):
@@ -194,9 +195,9 @@ class DeterministicCompressor:
         candidates = [f"- {e.actor}: {e.text}" for e in request.events
                       if e.text and e.event_id not in request.outdated_event_ids]
         if request.parent is not None:
-            candidates = _section(request.parent.summary, "Conversation:") + candidates
+            candidates = _section(request.parent.summary, CONVERSATION_TITLE) + candidates
         chosen: list[str] = []
-        title = "Conversation:"
+        title = CONVERSATION_TITLE
         used += self.count(title) + 1
         for line in reversed(candidates):
             cost = self.count(line) + 1
