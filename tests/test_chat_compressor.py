@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 from typer.testing import CliRunner
 
-from lossgate import NewEvent
+from lossgate import NewEvent, NewFact
 from lossgate.consolidate.chat import NARRATIVE_TITLE, ChatCompressor, ChatConfig
 from lossgate.consolidate.compressor import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
@@ -185,8 +185,42 @@ def test_a_narrative_over_the_budget_is_refused_not_truncated(seeded):
     assert attempt.status == "error" and "over budget" in attempt.error
     # It was asked for what fits: the room the facts leave, in words and in tokens.
     sent = server.requests[0]
-    room = sent["max_tokens"] - 64
+    room = sent["max_tokens"] - 16
     assert 0 < room < 300 and f"At most {int(room * 0.6)} words" in sent["messages"][0]["content"]
+
+
+def test_an_empty_narrative_of_a_conversation_is_an_error_not_a_silent_loss(seeded):
+    with ScriptedChatServer([narrative("   ")]) as server:
+        attempt = consolidate(seeded, chat(server))
+    assert attempt.status == "error" and "empty narrative" in attempt.error
+
+
+def test_with_nothing_new_the_narrative_is_carried_over_not_rewritten(seeded):
+    with ScriptedChatServer([narrative("The user talked about the garden.")]) as server:
+        assert consolidate(seeded, chat(server)).status == "published"
+        seeded.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="f-topic", predicate="chat.topic",
+                                   value="gardening", source_event_ids=["e-chat"]))
+        assert consolidate(seeded, chat(server)).status == "published"
+    assert len(server.requests) == 1
+    summary = seeded.recall(T, S).summary
+    assert summary.endswith(f"{NARRATIVE_TITLE}\nThe user talked about the garden.") and "gardening" in summary
+
+
+def test_retries_stop_at_the_deadline_whatever_retry_after_says(seeded):
+    slow_down = Reply(status=429, headers={"Retry-After": "30"}, body={"error": {"message": "later"}})
+    with ScriptedChatServer(default=slow_down) as server:
+        compressor = ChatCompressor(ChatConfig(base_url=server.url, model="m", timeout_s=1.0, max_retries=5,
+                                               max_backoff_s=60.0))
+        attempt = consolidate(seeded, compressor)
+    assert attempt.status == "error" and "kept failing" in attempt.error and len(server.requests) == 1
+    assert attempt.timings["compress_s"] < 1.0
+
+
+def test_credentials_in_the_url_never_reach_the_attempt_record(seeded):
+    compressor = ChatCompressor(ChatConfig(base_url="http://lossgate:hunter2@127.0.0.1:9/v1", model="m",
+                                           max_retries=0))
+    attempt = consolidate(seeded, compressor)
+    assert attempt.status == "error" and "cannot reach" in attempt.error and "hunter2" not in attempt.error
 
 
 def test_no_room_left_for_a_narrative_means_no_call(seeded):
