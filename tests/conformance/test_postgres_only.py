@@ -160,18 +160,28 @@ def test_only_the_queue_functions_see_every_tenants_jobs(memory):
     with memory.store.write() as tx:
         tx.enqueue_job("acme", "u1", reason="new events", run_after=now - timedelta(seconds=5), at=now)
         tx.enqueue_job("globex", "u9", reason="new events", run_after=now - timedelta(seconds=9), at=now)
+        tx.enqueue_job("globex", "u8", reason="retry after error", run_after=now + timedelta(hours=2), at=now)
     with memory.store.tenant_connection("acme") as conn:
         # The flag that used to widen the view of the queue widens nothing now.
         conn.execute("SELECT set_config('lossgate.scope', 'queue', true)")
         assert conn.execute("SELECT tenant_id FROM jobs").fetchall() == [("acme",)]
+        assert conn.execute("SELECT count(*) FROM jobs WHERE tenant_id='globex'").fetchone() == (0,)
         assert conn.execute("UPDATE jobs SET lease_owner='thief' WHERE tenant_id='globex'").rowcount == 0
     with memory.store.write() as tx:  # the claim, through its function, reaches any tenant: oldest first
         job = tx.claim_job(owner="w1", lease_seconds=30, now=now)
         assert job is not None and (job.tenant_id, job.subject_id, job.lease_owner) == ("globex", "u9", "w1")
         assert tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(minutes=1))
         assert not tx.heartbeat_job(job.job_id, owner="w2", lease_expires_at=now + timedelta(minutes=1))
+        assert tx.claim_job(owner="w2", lease_seconds=30, now=now).subject_id == "u1"
+        # The caller's clock is clamped to the server's: "tomorrow" takes no live lease and no
+        # job in backoff, and no lease outlasts an hour.
+        assert tx.claim_job(owner="thief", lease_seconds=30, now=now + timedelta(days=1)) is None
+        assert tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(days=365))
+    (running,) = memory.jobs("globex", "u9")
+    assert running.lease_owner == "w1" and running.lease_expires_at <= datetime.now(UTC) + timedelta(hours=1)
     with memory.store.tenant_connection("globex") as conn:
-        assert conn.execute("SELECT status, lease_owner FROM jobs").fetchall() == [("running", "w1")]
+        assert conn.execute("SELECT subject_id, status, lease_owner FROM jobs ORDER BY job_id").fetchall() == [
+            ("u9", "running", "w1"), ("u8", "pending", None)]
 
 
 def test_one_transaction_may_span_tenants(memory):

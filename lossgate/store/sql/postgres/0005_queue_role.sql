@@ -19,18 +19,6 @@ EXCEPTION
 END
 $$;
 
-DO $$
-BEGIN
-    -- Handing the functions to lossgate_queue needs membership in it (superusers
-    -- have it) and the role's CREATE on this schema. The role cannot log in, so
-    -- only the migrating role (the owner of every table here) can act as it.
-    IF NOT pg_has_role(current_user, 'lossgate_queue', 'MEMBER') THEN
-        EXECUTE format('GRANT lossgate_queue TO %I', current_user);
-    END IF;
-    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA %I TO lossgate_queue', current_schema());
-END
-$$;
-
 GRANT SELECT, UPDATE ON jobs TO lossgate_queue;
 
 DROP POLICY tenant_isolation ON jobs;
@@ -40,35 +28,57 @@ CREATE POLICY tenant_isolation ON jobs
 CREATE POLICY queue_workers ON jobs FOR ALL TO lossgate_queue USING (true) WITH CHECK (true);
 
 DO $$
+DECLARE
+    granted boolean := NOT pg_has_role(current_user, 'lossgate_queue', 'MEMBER');
 BEGIN
     -- search_path pinned to this schema (then pg_temp) so a caller cannot
     -- substitute its own "jobs" table inside a SECURITY DEFINER function.
-    EXECUTE format($f$
+    --
+    -- Time comes from the caller (workers on other hosts, tests with their own
+    -- clocks) but is clamped to the server's: a claim may look at most 5 s ahead,
+    -- so a client cannot take a live lease or a job still in backoff by claiming
+    -- "tomorrow", and a lease lasts at most an hour past that.
+    EXECUTE pg_catalog.format($f$
         CREATE FUNCTION lossgate_claim_job(p_owner text, p_lease_until timestamptz, p_now timestamptz)
         RETURNS SETOF jobs LANGUAGE sql SECURITY DEFINER SET search_path = %I, pg_temp AS $body$
-            UPDATE jobs SET status = 'running', lease_owner = p_owner, lease_expires_at = p_lease_until,
-                            tries = tries + 1
+            WITH t AS (SELECT least(p_now, clock_timestamp() + interval '5 seconds') AS now)
+            UPDATE jobs SET status = 'running', lease_owner = p_owner, tries = tries + 1,
+                            lease_expires_at = least(greatest(p_lease_until, t.now), t.now + interval '1 hour')
+            FROM t
             WHERE job_id = (
-                SELECT job_id FROM jobs
-                WHERE (status = 'pending' AND run_after <= p_now)
-                   OR (status = 'running' AND lease_expires_at < p_now)
-                ORDER BY run_after, job_id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING *
+                SELECT job_id FROM jobs, t
+                WHERE (status = 'pending' AND run_after <= t.now)
+                   OR (status = 'running' AND lease_expires_at < t.now)
+                ORDER BY run_after, job_id LIMIT 1 FOR UPDATE OF jobs SKIP LOCKED)
+            RETURNING jobs.*
         $body$ $f$, current_schema());
-    EXECUTE format($f$
+    EXECUTE pg_catalog.format($f$
         CREATE FUNCTION lossgate_heartbeat_job(p_job_id bigint, p_owner text, p_lease_until timestamptz)
         RETURNS boolean LANGUAGE sql SECURITY DEFINER SET search_path = %I, pg_temp AS $body$
             WITH renewed AS (
-                UPDATE jobs SET lease_expires_at = p_lease_until
+                UPDATE jobs SET lease_expires_at = least(p_lease_until, clock_timestamp() + interval '1 hour')
                 WHERE job_id = p_job_id AND status = 'running' AND lease_owner = p_owner
                 RETURNING 1)
             SELECT count(*) = 1 FROM renewed
         $body$ $f$, current_schema());
+
+    -- Hand the functions to lossgate_queue. That needs membership in it (superusers
+    -- have it) and its CREATE on this schema, both only for this moment: the role
+    -- is cluster-wide, and a member keeping either would see every tenant's jobs
+    -- and could create objects in every lossgate database's schema.
+    IF granted THEN
+        EXECUTE pg_catalog.format('GRANT lossgate_queue TO %I', current_user);
+    END IF;
+    EXECUTE pg_catalog.format('GRANT USAGE, CREATE ON SCHEMA %I TO lossgate_queue', current_schema());
+    ALTER FUNCTION lossgate_claim_job(text, timestamptz, timestamptz) OWNER TO lossgate_queue;
+    ALTER FUNCTION lossgate_heartbeat_job(bigint, text, timestamptz) OWNER TO lossgate_queue;
+    EXECUTE pg_catalog.format('REVOKE CREATE ON SCHEMA %I FROM lossgate_queue', current_schema());
+    IF granted THEN
+        EXECUTE pg_catalog.format('REVOKE lossgate_queue FROM %I', current_user);
+    END IF;
 END
 $$;
 
-ALTER FUNCTION lossgate_claim_job(text, timestamptz, timestamptz) OWNER TO lossgate_queue;
-ALTER FUNCTION lossgate_heartbeat_job(bigint, text, timestamptz) OWNER TO lossgate_queue;
 REVOKE ALL ON FUNCTION lossgate_claim_job(text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION lossgate_heartbeat_job(bigint, text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION lossgate_claim_job(text, timestamptz, timestamptz) TO lossgate_app;
