@@ -268,7 +268,7 @@ class DerivedWrites(_Tx):
         self._scope(tenant_id, subject_id)
         return self._c.execute(
             "UPDATE jobs SET status='done', finished_at=%s, reason=reason || ' (' || %s || ')' "
-            "WHERE tenant_id=%s AND subject_id=%s AND status='pending'",
+            "WHERE tenant_id=%s AND subject_id=%s AND status IN ('pending', 'review')",
             (at, reason, tenant_id, subject_id),
         ).rowcount
 

@@ -63,7 +63,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
-from psycopg.pq import TransactionStatus
+from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -199,7 +199,10 @@ class PostgresStore:
                         else:
                             conn.execute(sql.SQL("; ").join(begin))
                         yield conn
-                        if conn.info.transaction_status == TransactionStatus.INERROR:
+                        # A database error the body caught: never commit around it. (In
+                        # pipeline mode the transaction status lags; the pipeline's does not.)
+                        if (conn.info.transaction_status == TransactionStatus.INERROR
+                                or conn.info.pipeline_status == PipelineStatus.ABORTED):
                             raise StoreError("the transaction failed earlier and was rolled back")
                         conn.execute("COMMIT")
                 except BaseException:

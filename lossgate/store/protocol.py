@@ -232,7 +232,8 @@ class WriteTx(ReadTx, Protocol):
         """Overwrite an artifact's body (used only to purge deleted content; manifest and lineage stay)."""
 
     def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
-        """Mark the subject's pending jobs done (a publication already covers them); returns how many."""
+        """Mark the subject's pending jobs, and those waiting for review, done (a publication
+        already covers them); returns how many."""
 
     def insert_recall(self, record: RecallRecord) -> None:
         """Persist the evidence of one recall."""

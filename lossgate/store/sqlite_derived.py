@@ -220,7 +220,7 @@ class SQLiteDerivedWrites:
     def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
         return self._c.execute(
             "UPDATE jobs SET status='done', finished_at=?, reason=reason || ' (' || ? || ')' "
-            "WHERE tenant_id=? AND subject_id=? AND status='pending'",
+            "WHERE tenant_id=? AND subject_id=? AND status IN ('pending', 'review')",
             (at.isoformat(), reason, tenant_id, subject_id),
         ).rowcount
 

@@ -390,6 +390,11 @@ def test_a_failure_inside_a_pipelined_read_is_typed_and_leaves_the_pool_usable(m
     with pytest.raises(StoreError, match="division by zero"), memory.store.read() as tx:
         tx._c.execute("SELECT 1/0")  # never fetched: raised when the transaction closes
         tx.clock("acme", "u1")
+    with pytest.raises(StoreError, match="failed earlier and was rolled back"), memory.store.read() as tx:
+        try:
+            tx._c.execute("SELECT 1/0").fetchall()
+        except Exception:
+            pass  # a body that swallows a database error still cannot commit
     for _ in range(12):  # more than the pool holds: every connection came back clean
         assert [e.event_id for e in memory.events("acme", "u1")] == ["e1"]
 

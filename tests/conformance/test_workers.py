@@ -155,6 +155,9 @@ def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory)
     assert worker.run(exit_when_idle=True) == 3 + 1  # run() counts every job this worker did
     assert [j.status for j in memory.jobs(T, "bad")][-1] == "review"
     assert len(memory.attempts(T, "bad")) == 4
+    # Once a rebuild publishes (here with a working compressor), the subject leaves review.
+    assert memory.consolidate(T, "bad").status == "published"
+    assert memory.jobs(T, None, statuses=["review"]) == []
 
 
 # -- many worker processes, one database (PostgreSQL) --------------------------------------
