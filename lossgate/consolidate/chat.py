@@ -157,11 +157,11 @@ class ChatCompressor:
             narrative = self._ask(request, conversation, earlier, room)
             if not narrative:
                 raise CompressionError("empty narrative: the model said nothing about a conversation")
-        if room is not None and self.count(narrative) > room:
+        used = self.count(narrative) if room is not None else 0
+        if room is not None and used > room:
             if not conversation:
                 return self._structure.compress(request)  # a smaller budget than the parent had
-            raise CompressionError(f"over budget: the narrative takes {self.count(narrative)} tokens, "
-                                   f"{room} were left after the facts")
+            raise CompressionError(f"over budget: the narrative takes {used} tokens, {room} were left after the facts")
         body["summary"] = f"{body['summary']}\n{NARRATIVE_TITLE}\n{narrative}"
         return body
 
