@@ -152,8 +152,22 @@ class Attempt(_Record):
     needs_review: bool = False
 
 
+class RecallRedaction(_Record):
+    """What is left of a recall's query once the recall touched content that was deleted
+    since: the query's sha256 and length, for audit. The query text itself is gone."""
+
+    at: datetime
+    cause: str
+    query_sha256: str
+    query_chars: int
+
+
 class RecallRecord(_Record):
-    """Evidence of one recall: what was asked, what was considered, what was returned, at which versions."""
+    """Evidence of one recall: what was asked, what was considered, what was returned, at which versions.
+
+    A recall that touched deleted content (a candidate id, or the summary it returned, derived
+    from it) is redacted when the deletion commits: ``query`` becomes ``None`` and ``redacted``
+    keeps the query's hash and length; ids and versions stay (invariant 13)."""
 
     recall_id: str
     tenant_id: str
@@ -166,6 +180,7 @@ class RecallRecord(_Record):
     selected_ids: tuple[str, ...]
     alias: Alias
     clock: Clock
+    redacted: RecallRedaction | None = None
 
 
 class RecallResult(_Record):

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from lossgate.canonical import content_hash
+from lossgate.derived import RecallRedaction
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.records import (
     TRUST_RANK, AppendResult, Clock, Conflict, Event, EventRef, Fact, NewEvent, NewFact, Trust,
@@ -33,6 +34,17 @@ _LIVE = ("candidate", "published", "retired")
 
 def _short_hash(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
+
+
+def _purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
+    """Gate report lines (``subject:code``) with prose-atom subjects blanked: an atom's key
+    quotes the text it was read from ("money:USD 5412.00", "negation:not|peanut"). Ids
+    (fact, conflict) are not content and stay."""
+    out = []
+    for line in lines:
+        subject, _, code = line.rpartition(":")
+        out.append(f"[purged]:{code}" if code.startswith("atom_") else line)
+    return tuple(out)
 
 
 class Ledger:
@@ -65,7 +77,8 @@ class Ledger:
         self.tx.save_clock(clock)
         return clock
 
-    def _invalidate(self, tenant_id: str, subject_id: str, op: str, target_id: str) -> None:
+    def _invalidate(self, tenant_id: str, subject_id: str, op: str, target_id: str,
+                    erased: Sequence[str] = ()) -> None:
         """Move the epoch, mark every artifact derived from a changed input stale and queue
         a rebuild, all in this transaction (invariant 6). The epoch alone already fences
         the alias out of recall; marking descendants stale also keeps them from ever being
@@ -75,6 +88,7 @@ class Ledger:
         descendants = self.tx.descendants(tenant_id, subject_id, sorted(changed))
         if op.startswith("delete"):
             self._purge_derived(tenant_id, subject_id, descendants, changed)
+            self._redact_recalls(tenant_id, subject_id, changed | set(erased) | set(descendants), f"{op} {target_id}")
         # A failed or abandoned artifact keeps the record of why it was never published.
         stale = self.tx.set_artifact_state(tenant_id, subject_id, descendants, "stale",
                                            reason=f"{op} {target_id}", from_states=_LIVE) if descendants else []
@@ -96,15 +110,31 @@ class Ledger:
                            if c.fact_id not in deleted and not deleted.intersection(c.derived_from))
             body = art.body.model_copy(update={"claims": claims, "summary": marker,
                                                 "open_items": tuple(i for i in art.body.open_items if i not in deleted)})
-            self.tx.replace_artifact_body(tenant_id, subject_id, artifact_id, body)
+            gate = {**art.gate, **{k: _purged_lines(art.gate.get(k, ())) for k in ("violations", "losses")}}
+            self.tx.replace_artifact_body(tenant_id, subject_id, artifact_id, body, gate)
         purged = set(artifact_ids)
         for attempt in self.tx.attempts(tenant_id, subject_id):
-            if attempt.raw_output is not None and (
-                attempt.artifact_id in purged or deleted.intersection(attempt.selected_ids)
-            ):
-                self.tx.save_attempt(attempt.model_copy(update={"raw_output": None}))
+            if attempt.artifact_id in purged or deleted.intersection(attempt.selected_ids):
+                clean = attempt.model_copy(update={"raw_output": None, "violations": _purged_lines(attempt.violations),
+                                                   "losses": _purged_lines(attempt.losses)})
+                if clean != attempt:
+                    self.tx.save_attempt(clean)
         self._log(tenant_id, subject_id, "purge_derived", ",".join(sorted(deleted)),
                   {"artifacts": sorted(purged)})
+
+    def _redact_recalls(self, tenant_id: str, subject_id: str, ids: set[str], cause: str) -> None:
+        """Recall records whose candidates (or returned summary) include deleted content lose
+        their query text: it may quote what was deleted ("passport 5412..."). Its sha256 and
+        length stay for audit, with every id and version (invariant 13)."""
+        redacted = []
+        for record in self.tx.recalls_touching(tenant_id, subject_id, sorted(ids)):
+            query = record.query or ""
+            self.tx.replace_recall(record.model_copy(update={"query": None, "redacted": RecallRedaction(
+                at=self.now, cause=cause, query_sha256=hashlib.sha256(query.encode()).hexdigest(),
+                query_chars=len(query))}))
+            redacted.append(record.recall_id)
+        if redacted:
+            self._log(tenant_id, subject_id, "redact_recalls", cause.split(" ", 1)[-1], {"recalls": redacted})
 
     def _touch(self, fact: Fact) -> None:
         self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
@@ -194,7 +224,7 @@ class Ledger:
             return ev
         self.tx.set_event_state(tenant_id, subject_id, event_id, "deleted", purge=True)
         self._log(tenant_id, subject_id, "delete_event", event_id, {"reason": reason, "content_hash": ev.content_hash})
-        self._drop_unsupported(tenant_id, subject_id, [event_id], cause="source_deleted")
+        self._reassess(tenant_id, subject_id, [event_id], cause="source_deleted")
         self._invalidate(tenant_id, subject_id, "delete_event", event_id)
         return self._event(tenant_id, subject_id, event_id)
 
@@ -205,7 +235,7 @@ class Ledger:
             return ev  # revoked already, or deleted (which is stronger): nothing more to do
         self.tx.set_event_state(tenant_id, subject_id, event_id, "revoked", purge=False)
         self._log(tenant_id, subject_id, "revoke_event", event_id, {"reason": reason})
-        self._drop_unsupported(tenant_id, subject_id, [event_id], cause="source_revoked")
+        self._reassess(tenant_id, subject_id, [event_id], cause="source_revoked")
         self._invalidate(tenant_id, subject_id, "revoke_event", event_id)
         return self._event(tenant_id, subject_id, event_id)
 
@@ -218,28 +248,58 @@ class Ledger:
             raise LifecycleError(f"event {event_id} is {ev.state}; its trust cannot change")
         self.tx.set_event_trust(tenant_id, subject_id, event_id, trust)
         self._log(tenant_id, subject_id, "set_trust", event_id, {"from": ev.trust, "to": trust, "reason": reason})
-        for fact in self.tx.facts_citing(tenant_id, subject_id, [event_id]):
-            if fact.status not in ("active", "superseded"):
-                continue
-            sources = self.tx.events(tenant_id, subject_id, ids=list(fact.source_event_ids), states=["valid"])
-            best = max((TRUST_RANK[s.trust] for s in sources), default=-1)
-            if TRUST_RANK[fact.authority] > best:
-                self._leave(fact, "revoked", cause="source_trust_lowered")
+        self._reassess(tenant_id, subject_id, [event_id], cause="source_trust_changed")
         self._invalidate(tenant_id, subject_id, "set_trust", event_id)
         return self._event(tenant_id, subject_id, event_id)
 
-    def _drop_unsupported(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str) -> None:
-        """Facts none of whose sources is still valid leave the active set (deleted wins over revoked)."""
-        for fact in self.tx.facts_citing(tenant_id, subject_id, event_ids):
-            if fact.status in ("deleted",):
+    def _erased_with_facts(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> set[str]:
+        """Those of ``event_ids`` whose text was erased with a deleted fact drawn from them."""
+        wanted = set(event_ids)
+        return {e for f in self.tx.facts_citing(tenant_id, subject_id, list(wanted))
+                if f.status == "deleted" for e in f.source_event_ids if e in wanted}
+
+    def _standing(self, fact: Fact) -> tuple[list[Event], list[Event]]:
+        """``(all sources, standing sources)`` of a fact. A fact *stands on* those of its source
+        events that are still in the authorized view: valid, and not erased with a deleted fact
+        drawn from them. The same rule decides selection (what a compressor may cite), the gate
+        (``provenance_missing`` and ``stale_input``) and recall."""
+        t, s = fact.tenant_id, fact.subject_id
+        sources = self.tx.events(t, s, ids=list(fact.source_event_ids))
+        erased = self._erased_with_facts(t, s, [e.event_id for e in sources if e.state == "valid"])
+        return sources, [e for e in sources if e.state == "valid" and e.event_id not in erased]
+
+    def _reassess(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str) -> None:
+        """Re-check every fact citing ``event_ids`` after those events changed (deleted, revoked,
+        erased with a deleted fact, trust changed). The rule (DESIGN.md, liveness):
+
+        * a fact left with no standing source leaves the active set: ``deleted`` (value purged)
+          if any source was deleted, else ``revoked``;
+        * an active fact whose standing sources no longer reach its authority is ``revoked``
+          (invariant 8: a fact never claims more than what it rests on);
+        * otherwise an active fact stands on its remaining sources, and its history records
+          which sources it lost (``source_lost``). Its descendants go stale all the same.
+        """
+        changed = set(event_ids)
+        for fact in self.tx.facts_citing(tenant_id, subject_id, list(changed)):
+            if fact.status == "deleted":
                 continue
-            sources = self.tx.events(tenant_id, subject_id, ids=list(fact.source_event_ids))
-            if any(s.state == "valid" for s in sources):
+            sources, standing = self._standing(fact)
+            if not standing:
+                if any(e.state == "deleted" for e in sources):
+                    self._leave(fact, "deleted", cause=cause, purge=True)
+                elif fact.status != "revoked":
+                    self._leave(fact, "revoked", cause=cause)
                 continue
-            if any(s.state == "deleted" for s in sources):
-                self._leave(fact, "deleted", cause=cause, purge=True)
-            elif fact.status != "revoked":
-                self._leave(fact, "revoked", cause=cause)
+            if fact.status not in ("active", "superseded"):
+                continue
+            if TRUST_RANK[fact.authority] > max(TRUST_RANK[e.trust] for e in standing):
+                self._leave(fact, "revoked", cause="authority_exceeds_sources")
+                continue
+            lost = changed & (set(fact.source_event_ids) - {e.event_id for e in standing})
+            if lost and fact.status == "active":
+                self._touch(fact)
+                self._log(tenant_id, subject_id, "source_lost", fact.fact_id, {
+                    "cause": cause, "lost": sorted(lost), "standing": [e.event_id for e in standing]})
 
     def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
         self._touch(fact)
@@ -284,7 +344,10 @@ class Ledger:
         if fact.status == "deleted":
             return fact
         self._leave(fact, "deleted", cause=reason or "deleted", purge=True)
-        self._invalidate(tenant_id, subject_id, "delete_fact", fact_id)
+        # The text of its source events is erased with it (it may state the deleted value):
+        # the other facts drawn from those events stand on what they have left.
+        self._reassess(tenant_id, subject_id, fact.source_event_ids, cause="source_erased")
+        self._invalidate(tenant_id, subject_id, "delete_fact", fact_id, erased=fact.source_event_ids)
         return self.fact(tenant_id, subject_id, fact_id)
 
     def fact(self, tenant_id: str, subject_id: str, fact_id: str) -> Fact:
@@ -337,6 +400,10 @@ class Ledger:
         gone = [e.event_id for e in sources if e.state != "valid"]
         if gone:
             raise LifecycleError(f"fact {label}: source event(s) {gone} are deleted or revoked")
+        erased = sorted(self._erased_with_facts(t, s, new.source_event_ids))
+        if erased:
+            raise LifecycleError(f"fact {label}: the text of source event(s) {erased} was erased "
+                                 "with a deleted fact; it can no longer support a fact")
         best = max(TRUST_RANK[e.trust] for e in sources)
         if TRUST_RANK[new.authority] > best:
             raise InvalidInput(

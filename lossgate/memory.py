@@ -21,7 +21,7 @@ from lossgate.records import (
 from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
 from lossgate.registry import Registry, load_registry, parse_registry
 from lossgate.store import Store, open_store
-from lossgate.store.protocol import ReadTx
+from lossgate.store.protocol import CompactReport, ReadTx
 
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
@@ -257,6 +257,11 @@ class Memory:
         """Admin listing of a tenant's subjects."""
         with self.store.read() as tx:
             return tx.subjects(tenant_id)
+
+    def compact(self) -> CompactReport:
+        """Run the maintenance after which deleted text is gone from the database's files,
+        not only from its rows (see :meth:`~lossgate.store.protocol.Store.compact`)."""
+        return self.store.compact()
 
     def close(self) -> None:
         self.store.close()

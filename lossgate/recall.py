@@ -15,8 +15,8 @@ from __future__ import annotations
 import uuid
 from functools import lru_cache
 
-from lossgate.consolidate.compressor import render_fact
 from lossgate.consolidate.tokens import TokenCounter, default_counter
+from lossgate.factline import fact_line
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
 from lossgate.records import Event, Fact, utcnow
 from lossgate.store import Store
@@ -98,10 +98,10 @@ def _fit(summary: str | None, critical: list[Fact], others: list[Fact], events: 
     count = counter or default_counter()
     cost_summary = _summary_tokens(summary, count) if summary else 0
     if budget is None:  # nothing to trim: one tokenizer call for the rest
-        text = "\n".join([render_fact(f) for f in critical + others] + [e.text or "" for e in events])
+        text = "\n".join([fact_line(f) for f in critical + others] + [e.text or "" for e in events])
         return events, others, cost_summary + count(text)
-    fact_costs = [count(render_fact(f)) for f in critical]
-    other_costs = [count(render_fact(f)) for f in others]
+    fact_costs = [count(fact_line(f)) for f in critical]
+    other_costs = [count(fact_line(f)) for f in others]
     event_costs = [count(e.text or "") for e in events]
     total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
     events, others = list(events), list(others)

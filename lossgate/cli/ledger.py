@@ -242,6 +242,18 @@ def revoke(ctx: typer.Context, event_id: str, tenant: Tenant, subject: Subject, 
     out().print(Text.assemble("revoked event ", (event.event_id, "cyan")))
 
 
+def compact(ctx: typer.Context) -> None:
+    """Make deleted text leave the database files too: merge the full-text indexes, VACUUM,
+    truncate the WAL (SQLite); VACUUM the lossgate tables (PostgreSQL). Run it after erasure
+    requests; it takes the write lock while it runs."""
+    with open_memory(ctx) as memory:
+        report = memory.compact()
+    line = Text.assemble("compacted: ", ", ".join(report.steps), f" in {report.seconds:.2f} s")
+    if report.bytes_before is not None and report.bytes_after is not None:
+        line.append(f"; {report.bytes_before:,} -> {report.bytes_after:,} bytes")
+    out().print(line)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ledger commands to ``app``."""
     app.command()(init)
@@ -254,3 +266,4 @@ def register(app: typer.Typer) -> None:
     app.command()(supersede)
     app.add_typer(delete_app, name="delete")
     app.command()(revoke)
+    app.command()(compact)

@@ -38,10 +38,10 @@ from lossgate.consolidate.compressor import (
     CompressionError,
     CompressionRequest,
     DeterministicCompressor,
-    render_fact,
 )
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
+from lossgate.factline import fact_line
 
 __all__ = ["ChatCompressor", "ChatConfig", "NARRATIVE_TITLE", "PROMPT_VERSION"]
 
@@ -170,7 +170,7 @@ class ChatCompressor:
         max_words = 200 if room is None else max(8, int(room * 0.6))
         document = {
             "subject": request.subject_id,
-            "facts": [render_fact(f)[2:] for f in request.facts],
+            "facts": [fact_line(f)[2:] for f in request.facts],
             "unresolved_conflicts": [{"predicate": c.predicate, "fact_ids": list(c.fact_ids)}
                                      for c in request.conflicts],
             "previous_narrative": earlier,

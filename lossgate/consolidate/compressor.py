@@ -26,11 +26,12 @@ from pydantic import BaseModel, ConfigDict
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError, LossgateError
+from lossgate.factline import fact_line
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, Predicate
 from lossgate.values import encode_value
 
 __all__ = ["CompressionRequest", "Compressor", "DeterministicCompressor", "BudgetExceeded", "CompressionError",
-           "load_compressor", "render_value"]
+           "load_compressor", "claim_of"]
 
 _RANK = {"critical": 0, "important": 1, "contextual": 2}
 CONVERSATION_TITLE = "Conversation:"  # heads the recent-conversation section of a summary
@@ -63,6 +64,9 @@ class CompressionRequest(BaseModel):
     # Facts the gate will refuse to lose (its must-preserve set, hard reasons): never dropped
     # under budget pressure. Everything else may go, contextual first.
     must_keep: frozenset[str] = frozenset()
+    # Sources of active facts that are no longer in the authorized view (deleted, revoked or
+    # erased with a deleted fact). A fact stands on its other sources; a claim never cites these.
+    withdrawn_event_ids: frozenset[str] = frozenset()
 
 
 class Compressor(Protocol):
@@ -100,34 +104,15 @@ def load_compressor(spec: str) -> Compressor:
     return made
 
 
-def render_value(fact: Fact) -> str:
-    """A fact's value as a person reads it: ``false``, ``14250.00 USD``, ``2026-03-25``."""
-    v = fact.value
-    if fact.value_type == "bool":
-        return "true" if v else "false"
-    if fact.value_type == "money":
-        return f"{v.amount} {v.currency}"
-    return str(encode_value(fact.value_type, v))
-
-
-def render_fact(fact: Fact) -> str:
-    quals = ", ".join(f"{k}={v}" for k, v in fact.qualifiers)
-    line = f"{fact.predicate}: {'NOT ' if fact.polarity == 'negative' else ''}{render_value(fact)}"
-    if quals:
-        line += f" ({quals})"
-    if fact.modality != "asserted" or fact.authority == "untrusted":
-        line += f" [{fact.modality}, {fact.authority} source]"
-    return "- " + line
-
-
-def claim_of(fact: Fact) -> dict[str, Any]:
-    """The claim that carries a fact through compression, with its provenance."""
+def claim_of(fact: Fact, withdrawn: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The claim that carries a fact through compression, with its provenance: the fact and
+    the source events it still stands on (``withdrawn`` ones left the authorized view)."""
     return {
         "fact_id": fact.fact_id, "tenant_id": fact.tenant_id, "subject_id": fact.subject_id,
         "predicate": fact.predicate, "value_type": fact.value_type,
         "value": encode_value(fact.value_type, fact.value), "qualifiers": [list(q) for q in fact.qualifiers],
         "polarity": fact.polarity, "modality": fact.modality, "authority": fact.authority,
-        "derived_from": [fact.fact_id, *fact.source_event_ids],
+        "derived_from": [fact.fact_id, *(e for e in fact.source_event_ids if e not in withdrawn)],
     }
 
 
@@ -157,7 +142,7 @@ class DeterministicCompressor:
         used = self.count(header)
         kept: list[Fact] = []
         for fact in facts:
-            line = render_fact(fact)
+            line = fact_line(fact)
             cost = self.count(line) + 1
             if budget is not None and used + cost > budget:
                 if fact.fact_id in keep:
@@ -180,7 +165,7 @@ class DeterministicCompressor:
         return {
             "tenant_id": request.tenant_id,
             "subject_id": request.subject_id,
-            "claims": [claim_of(f) for f in kept],
+            "claims": [claim_of(f, request.withdrawn_event_ids) for f in kept],
             "open_items": sorted(f.fact_id for f in kept
                                  if request.predicates[f.predicate].category == "obligation"),
             "unresolved_conflicts": [

@@ -124,7 +124,8 @@ class Consolidator:
             predicates={f.predicate: registry.get(f.predicate) for f in sel.facts},
             conflicts=sel.snapshot.conflicts, events=sel.events,
             parent=sel.parent.body if sel.parent else None, budget_tokens=self.config.budget_tokens,
-            outdated_event_ids=sel.outdated_event_ids, must_keep=self._must_keep(sel, registry),
+            outdated_event_ids=sel.outdated_event_ids,
+            withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=self._must_keep(sel, registry),
         )
         t1 = time.perf_counter()
         raw, error = self._generate(request)

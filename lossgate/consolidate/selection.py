@@ -43,6 +43,9 @@ class Selection:
     inputs: tuple[InputRef, ...]
     input_root: str
     outdated_event_ids: frozenset[str] = frozenset()
+    # Sources of active facts that left the authorized view (deleted, revoked, erased with a
+    # deleted fact): a fact stands on its other sources, and its claim cites only those.
+    withdrawn_event_ids: frozenset[str] = frozenset()
 
     @property
     def selected_ids(self) -> tuple[str, ...]:
@@ -85,6 +88,8 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     inputs += [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
     refs = tuple(inputs)
     live_sources = {e for f in active for e in f.source_event_ids}
+    authorized = {e.event_id for e in valid}
+    withdrawn = frozenset(e for e in live_sources if e not in authorized)
     shown_ids = {e.event_id for e in shown}
     outdated = frozenset(
         e for f in all_facts if f.status == "superseded" for e in f.source_event_ids
@@ -97,4 +102,5 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     return Selection(
         snapshot=snapshot, expected=alias.expected(), path=path, parent=parent if path == "incremental" else None,
         events=shown, facts=active, inputs=refs, input_root=input_root(refs), outdated_event_ids=outdated,
+        withdrawn_event_ids=withdrawn,
     )

@@ -5,7 +5,8 @@ statements, named parties) are extracted with :mod:`lossgate.gate.atoms` from
 
 * the **sources**: the text of each *valid* event of the snapshot, relative
   dates resolved against that event's ``occurred_at``;
-* the **summary** of the artifact, with no reference time. A date without a
+* the **summary** of the artifact, with no reference time, less the lines that
+  render its own claims (:func:`prose_of`; the contract judges those). A date without a
   year takes the year of the source date with the same day; a relative date
   ("tomorrow") means nothing once the summary is read back, so it only matches
   as a quote of a source that used the same words, and then means what that
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from lossgate.factline import claim_lines
 from lossgate.gate.atoms import Atom, AtomChange, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
@@ -71,7 +73,7 @@ from lossgate.gate.sources import (
 )
 from lossgate.records import ArtifactBody, Snapshot
 
-__all__ = ["check_prose", "ProseInputs", "prose_inputs"]
+__all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs"]
 
 _NEG_PREFIXES = ("un", "in", "im", "dis", "non", "ir", "il")
 _NUMERIC = frozenset({"money", "quantity", "percent"})
@@ -226,6 +228,21 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
     return out
 
 
+def prose_of(artifact: ArtifactBody) -> str:
+    """The summary with every line that renders one of the artifact's claims blanked out.
+
+    Such a line says exactly what its claim says, and the contract checks the claim; read
+    as prose its words would only pair with whatever else the conversation said (an
+    untrusted "refunds need no review" against ``condition=after supervisor review``, or a
+    source "no peanuts" that fell out of the budget window against the line that carries
+    it as ``food.peanuts_allowed: false``). Lines are blanked, not removed, so clauses never
+    join across them."""
+    rendered = claim_lines(artifact.claims)
+    if not rendered:
+        return artifact.summary
+    return "\n".join("" if line in rendered else line for line in artifact.summary.split("\n"))
+
+
 def check_prose(
     snapshot: Snapshot, artifact: ArtifactBody, must_preserve: MustPreserve,
     *, inputs: ProseInputs | None = None,
@@ -235,7 +252,7 @@ def check_prose(
     ``inputs`` are the snapshot's atoms from :func:`prose_inputs`, to reuse across artifacts.
     """
     inp = inputs or prose_inputs(snapshot)
-    summary = anchor_dates(extract_atoms(artifact.summary), inp)
+    summary = anchor_dates(extract_atoms(prose_of(artifact)), inp)
     carried, variants = claim_atoms(artifact)
     support = inp.atom_set.plus(inp.active + inp.context(artifact.summary) + carried + variants)
     uncovered = _uncovered(summary, support)

@@ -193,6 +193,16 @@ class DerivedReads(_Tx):
         ).fetchall()
         return [rows.recall_from_json(r[0]) for r in found]
 
+    def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
+        self._scope(tenant_id, subject_id)
+        found = self._c.execute(
+            "SELECT record FROM recalls r WHERE tenant_id=%(t)s AND subject_id=%(s)s AND record->>'query' IS NOT NULL AND ("
+            " EXISTS (SELECT 1 FROM json_array_elements_text(r.record->'candidate_ids') c WHERE c = ANY(%(ids)s))"
+            " OR (r.mode = 'summary' AND r.record->'alias'->>'artifact_id' = ANY(%(ids)s)))"
+            " ORDER BY at, recall_no", {"t": tenant_id, "s": subject_id, "ids": list(ids)},
+        ).fetchall()
+        return [rows.recall_from_json(r[0]) for r in found]
+
     def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
         self._use_tenant(tenant_id)
         where, args = ["tenant_id=%s"], [tenant_id]
@@ -257,11 +267,13 @@ class DerivedWrites(_Tx):
         ).fetchall()
         return sorted(r[0] for r in found)
 
-    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
+    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody,
+                              gate: dict[str, Any] | None = None) -> None:
         self._scope(tenant_id, subject_id)
         self._c.execute(
-            "UPDATE artifacts SET body=%s WHERE tenant_id=%s AND subject_id=%s AND artifact_id=%s",
-            (body.model_dump_json(), tenant_id, subject_id, artifact_id),
+            f"UPDATE artifacts SET body=%s{', gate=%s' if gate is not None else ''} "
+            "WHERE tenant_id=%s AND subject_id=%s AND artifact_id=%s",
+            (body.model_dump_json(), *([rows.dumps(gate)] if gate is not None else []), tenant_id, subject_id, artifact_id),
         )
 
     def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
@@ -293,6 +305,11 @@ class DerivedWrites(_Tx):
                 (record.tenant_id, record.subject_id, record.recall_id, record.at, record.mode,
                  record.model_dump_json()),
             )
+
+    def replace_recall(self, record: RecallRecord) -> None:
+        self._scope(record.tenant_id, record.subject_id)
+        self._c.execute("UPDATE recalls SET record=%s WHERE tenant_id=%s AND subject_id=%s AND recall_id=%s",
+                        (record.model_dump_json(), record.tenant_id, record.subject_id, record.recall_id))
 
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
         self._scope(tenant_id, subject_id)

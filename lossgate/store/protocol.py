@@ -45,7 +45,7 @@ from lossgate.records import (
     Trust,
 )
 
-__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter"]
+__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport"]
 
 # (subject_id, content_hash, trust or status) of an id already present in the tenant.
 IdTaken = tuple[str, str, str]
@@ -63,6 +63,17 @@ class FactFilter:
     criticalities: Sequence[str] | None = None
     limit: int | None = None
     newest_first: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CompactReport:
+    """What :meth:`Store.compact` did: its steps in order, how long it took, and the size of
+    the database's files before and after (``None`` where a store cannot tell)."""
+
+    steps: tuple[str, ...]
+    seconds: float
+    bytes_before: int | None = None
+    bytes_after: int | None = None
 
 
 class ReadTx(Protocol):
@@ -153,6 +164,11 @@ class ReadTx(Protocol):
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         """The subject's most recent recall records, newest first."""
 
+    def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
+        """The subject's recall records that still hold a query and touched any of ``ids``: a
+        candidate id among them, or (in summary mode) the alias's artifact among them. Reads
+        every recall record of the subject; deletions are rare, recalls are not."""
+
     def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
         """The subject's rebuild jobs, oldest first, optionally of some statuses. With
         ``subject_id=None`` an admin listing of the whole tenant (``review`` jobs: the
@@ -228,8 +244,10 @@ class WriteTx(ReadTx, Protocol):
     def save_attempt(self, attempt: Attempt) -> None:
         """Insert or replace an attempt record (by attempt id)."""
 
-    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
-        """Overwrite an artifact's body (used only to purge deleted content; manifest and lineage stay)."""
+    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody,
+                              gate: dict[str, Any] | None = None) -> None:
+        """Overwrite an artifact's body, and its gate report when ``gate`` is given (used only to
+        purge deleted content; manifest and lineage stay)."""
 
     def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
         """Mark the subject's pending jobs, and those waiting for review, done (a publication
@@ -237,6 +255,9 @@ class WriteTx(ReadTx, Protocol):
 
     def insert_recall(self, record: RecallRecord) -> None:
         """Persist the evidence of one recall."""
+
+    def replace_recall(self, record: RecallRecord) -> None:
+        """Overwrite a stored recall record (same tenant and recall id); used to redact it."""
 
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
         """Move the subject's events with seq <= ``through_seq`` to ``tier``; return how many moved."""
@@ -283,6 +304,15 @@ class Store(Protocol):
     def record_recall(self, record: RecallRecord) -> None:
         """Persist the evidence of one recall in its own transaction (one round trip on
         PostgreSQL: recall latency is mostly round trips)."""
+
+    def compact(self) -> CompactReport:
+        """The maintenance after which deleted text is gone from the database's files, not
+        only from its rows (invariant 13). SQLite: merge the full-text indexes (dropping
+        the entries of purged text), ``VACUUM`` (rebuilding the file from live rows only)
+        and truncate the WAL. PostgreSQL: ``VACUUM`` the lossgate tables; what stays in
+        WAL segments, archives and replicas is the operator's retention (see the README).
+        Takes the write lock for its duration; raises :class:`~lossgate.errors.StoreBusy`
+        if another connection kept the WAL from being truncated."""
 
     def close(self) -> None:
         """Release connections."""

@@ -128,6 +128,15 @@ class SQLiteDerivedReads:
             "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? ORDER BY at DESC, rowid DESC LIMIT ?",
             (tenant_id, subject_id, limit))]
 
+    def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
+        wanted = orjson.dumps(list(ids)).decode()
+        return [rows.recall_from_json(r[0]) for r in self._all(
+            "SELECT record FROM recalls r WHERE tenant_id=? AND subject_id=? "
+            "AND json_extract(record, '$.query') IS NOT NULL AND ("
+            " EXISTS (SELECT 1 FROM json_each(r.record, '$.candidate_ids') c WHERE c.value IN (SELECT value FROM json_each(?)))"
+            " OR (r.mode = 'summary' AND json_extract(r.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?))))"
+            " ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted))]
+
     def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
         where, args = ["tenant_id=?"], [tenant_id]
         if subject_id is not None:
@@ -211,10 +220,12 @@ class SQLiteDerivedWrites:
              attempt.model_dump_json(), attempt.started_at.isoformat()),
         )
 
-    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody) -> None:
+    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody,
+                              gate: dict[str, Any] | None = None) -> None:
         self._c.execute(
-            "UPDATE artifacts SET body=? WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
-            (body.model_dump_json(), tenant_id, subject_id, artifact_id),
+            f"UPDATE artifacts SET body=?{', gate=?' if gate is not None else ''} "
+            "WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
+            (body.model_dump_json(), *([rows.dumps(gate)] if gate is not None else []), tenant_id, subject_id, artifact_id),
         )
 
     def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
@@ -230,6 +241,10 @@ class SQLiteDerivedWrites:
             (record.tenant_id, record.subject_id, record.recall_id, record.at.isoformat(), record.mode,
              record.model_dump_json()),
         )
+
+    def replace_recall(self, record: RecallRecord) -> None:
+        self._c.execute("UPDATE recalls SET record=? WHERE tenant_id=? AND subject_id=? AND recall_id=?",
+                        (record.model_dump_json(), record.tenant_id, record.subject_id, record.recall_id))
 
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
         return self._c.execute(

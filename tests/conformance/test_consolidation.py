@@ -21,7 +21,8 @@ import pytest
 
 import lossgate
 from lossgate import InvalidInput, Money, NewEvent, NewFact, NotFound
-from lossgate.consolidate.compressor import DeterministicCompressor, render_fact
+from lossgate.consolidate.compressor import DeterministicCompressor
+from lossgate.factline import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig, Hooks
 from lossgate.consolidate.selection import input_root, select
 from lossgate.publish import switch
@@ -271,7 +272,7 @@ def test_revocation_after_the_gate_blocks_the_switch(memory, store_url):
 
     r = memory.recall(T, U)
     assert r.mode == "raw_fallback" and r.summary is None and r.artifact_id is None
-    shown = " ".join([e.text or "" for e in r.events] + [render_fact(f) for f in r.facts])
+    shown = " ".join([e.text or "" for e in r.events] + [fact_line(f) for f in r.facts])
     assert "always approve" not in shown
     assert "e-ticket" not in r.record.selected_ids + r.record.candidate_ids
     assert len(pending_jobs(memory)) == 1  # a rebuild is queued
@@ -409,7 +410,7 @@ def test_deleted_fact_does_not_come_back_through_repeated_compression(memory, de
     r = memory.recall(T, U)
     assert r.artifact_id == second.artifact_id
     assert "Elm Street" not in " ".join([r.summary or ""] + [e.text or "" for e in r.events]
-                                        + [render_fact(f) for f in r.facts])
+                                        + [fact_line(f) for f in r.facts])
 
 
 def test_stale_artifact_stays_stale_after_the_rebuild(memory):
@@ -548,7 +549,7 @@ def _long_conversation(memory):
 
 def _cost_of(memory, fact_ids) -> int:
     count = DeterministicCompressor().count
-    return sum(count(render_fact(memory.fact(T, U, f))) + 1 for f in fact_ids)
+    return sum(count(fact_line(memory.fact(T, U, f))) + 1 for f in fact_ids)
 
 
 def test_budget_pressure_drops_only_disposable_content(memory):

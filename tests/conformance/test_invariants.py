@@ -37,7 +37,7 @@ from hypothesis.stateful import (
 )
 
 from lossgate import NewEvent, NewFact
-from lossgate.consolidate.compressor import render_fact
+from lossgate.factline import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig
 
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
@@ -205,7 +205,7 @@ class MemoryMachine(RuleBasedStateMachine):
         assert all((e.tenant_id, e.subject_id, e.state) == (t, subject, "valid") for e in r.events)
         assert {e.event_id for e in r.events} <= set(m.valid())
 
-        shown = "\n".join([r.summary or ""] + [e.text or "" for e in r.events] + [render_fact(f) for f in r.facts])
+        shown = "\n".join([r.summary or ""] + [e.text or "" for e in r.events] + [fact_line(f) for f in r.facts])
         gone = [m.texts[e] for e, s in m.events.items() if s != "valid"]
         assert not [tok for tok in gone if tok in shown], "a deleted or revoked event's text was recalled"
         other = next(s for s in SUBJECTS if s != subject)

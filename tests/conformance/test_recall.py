@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import pytest
 
 from lossgate import NewEvent, NewFact
-from lossgate.consolidate.compressor import render_fact
+from lossgate.factline import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.testing.compressors import FlipBool
 
@@ -55,7 +55,7 @@ def publish(memory, subject: str = U):
 def everything_shown(result) -> str:
     """All text an agent would read from a recall result."""
     return "\n".join([result.summary or ""] + [e.text or "" for e in result.events]
-                     + [render_fact(f) for f in result.facts if f.value is not None])
+                     + [fact_line(f) for f in result.facts if f.value is not None])
 
 
 # -- freshness ---------------------------------------------------------------------------------

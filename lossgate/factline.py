@@ -1,0 +1,63 @@
+"""One fact as one line of text, written the same way wherever it appears.
+
+The deterministic compressor writes one such line per claim into a summary,
+recall and the chat compressor's prompt render facts with it, and the gate's
+prose diff recognises a summary line that renders one of the artifact's own
+claims: that line says exactly what the claim says, and the fact contract
+already checks the claim field by field (value, polarity, qualifiers,
+provenance). Reading it again as prose would only pair its words with
+whatever the conversation said, e.g. a negation in an untrusted message
+against the claim's ``condition=...`` qualifier. A line that differs from
+every claim's rendering by a single character is prose like any other.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from lossgate.values import coerce_value, encode_value
+
+__all__ = ["value_text", "fact_line", "claim_lines"]
+
+
+class _FactLike(Protocol):
+    predicate: str
+    value_type: str
+    value: Any
+    qualifiers: tuple[tuple[str, str], ...]
+    polarity: str
+    modality: str
+    authority: str
+
+
+def value_text(record: Any) -> str:
+    """A typed value as a person reads it: ``false``, ``14250.00 USD``, ``2026-03-25``."""
+    v = record.value
+    if record.value_type == "bool":
+        return "true" if v else "false"
+    if record.value_type == "money":
+        return f"{v.amount} {v.currency}"
+    return str(encode_value(record.value_type, v))
+
+
+def fact_line(record: _FactLike) -> str:
+    """``- predicate: [NOT ]value (k=v, ...) [modality, authority source]`` for a fact or claim."""
+    quals = ", ".join(f"{k}={v}" for k, v in record.qualifiers)
+    line = f"{record.predicate}: {'NOT ' if record.polarity == 'negative' else ''}{value_text(record)}"
+    if quals:
+        line += f" ({quals})"
+    if record.modality != "asserted" or record.authority == "untrusted":
+        line += f" [{record.modality}, {record.authority} source]"
+    return "- " + line
+
+
+def claim_lines(claims: Any) -> frozenset[str]:
+    """The lines that render ``claims`` (claims whose value does not parse render nothing)."""
+    out = set()
+    for c in claims:
+        try:
+            typed = coerce_value(c.value_type, c.value)
+        except (ValueError, TypeError, ArithmeticError, AttributeError):
+            continue
+        out.add(fact_line(c.model_copy(update={"value": typed})))
+    return frozenset(out)
