@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_append.py", "bench_atoms.py", "bench_gate.py", "bench_consolidation.py", "bench_stores.py"]
+SCRIPTS = ["bench_append.py", "bench_atoms.py", "bench_gate.py", "bench_consolidation.py", "bench_stores.py",
+           "bench_compact.py"]
 PG_SCRIPTS: list[str] = []
 
 

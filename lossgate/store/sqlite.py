@@ -395,7 +395,8 @@ class SQLiteStore:
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
     def compact(self) -> CompactReport:
-        # Measured (bench/bench_compact.py): about 0.1 s for 10,000 events, linear in the file.
+        # Measured (bench/bench_compact.py): 0.26 s for 10,000 events (9 MB), 0.75 s for 50,000
+        # (47 MB), 1.16x a plain VACUUM of the same file: the cost is the rewrite, linear in size.
         t0, before = time.perf_counter(), self._file_bytes()
         conn = self._conn()
         with self._transaction("BEGIN IMMEDIATE"), self._translated():

@@ -1,0 +1,92 @@
+"""What erasure maintenance costs on SQLite: ``Store.compact`` against a plain VACUUM.
+
+    python bench/bench_compact.py [--events 10000 50000] [--runs 5]
+
+For each size, builds one database (events appended, the full-text index filled,
+a consolidation published), deletes one event, and copies that file before every
+timed run, so both sides start from the same bytes. Alternately (A B A B ...):
+
+* A, ``compact()``: FTS5 'optimize' of both indexes, VACUUM, WAL checkpoint (TRUNCATE);
+* B, the baseline: VACUUM and the same checkpoint alone (the least a user would run,
+  which leaves the deleted words in the index segments; see tests/conformance/test_erasure.py).
+
+Prints the medians, the ratio A/B and the file size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import lossgate  # noqa: E402
+from lossgate import NewEvent  # noqa: E402
+from lossgate.registry import load_registry  # noqa: E402
+from bench._util import median  # noqa: E402
+
+REGISTRY = Path(__file__).resolve().parents[1] / "examples" / "predicates.toml"
+
+
+def build(path: Path, events: int) -> None:
+    mem = lossgate.open(f"sqlite:///{path}")
+    mem.load_predicates(load_registry(REGISTRY))
+    for lo in range(0, events, 5000):
+        mem.append([NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}",
+                             text=f"message {i}: the order INV-{i:05d} ships on day {i % 28 + 1} to room {i % 97}")
+                    for i in range(lo, min(events, lo + 5000))])
+    mem.consolidate("t", "s")  # fills the full-text index
+    mem.delete_event("t", "s", "e7", reason="erasure request")
+    mem.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    mem.close()
+
+
+def compact(path: Path) -> float:
+    mem = lossgate.open(f"sqlite:///{path}")
+    t0 = time.perf_counter()
+    mem.compact()
+    took = time.perf_counter() - t0
+    mem.close()
+    return took
+
+
+def vacuum(path: Path) -> float:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    t0 = time.perf_counter()
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    took = time.perf_counter() - t0
+    conn.close()
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, nargs="+", default=[10_000, 50_000])
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.events:
+            master = Path(tmp) / f"master-{n}.db"
+            build(master, n)
+            a, b = [], []
+            for _ in range(args.runs):
+                for side, fn in (("a", compact), ("b", vacuum)):
+                    work = Path(tmp) / "work.db"
+                    for suffix in ("-wal", "-shm"):
+                        Path(str(work) + suffix).unlink(missing_ok=True)
+                    shutil.copyfile(master, work)
+                    (a if side == "a" else b).append(fn(work))
+            size = master.stat().st_size / 1e6
+            print(f"{n:>7,} events ({size:.1f} MB): compact {median(a) * 1000:7.1f} ms, "
+                  f"VACUUM alone {median(b) * 1000:7.1f} ms, ratio {median(a) / median(b):.2f}")
+
+
+if __name__ == "__main__":
+    main()
