@@ -126,6 +126,9 @@ def mutations_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``check`` and the ``eval`` group (with ``mutations``) to ``app``."""
+    """Add ``check`` and the ``eval`` group (``mutations``, ``locomo``) to ``app``."""
+    from lossgate.cli.locomo import locomo_command
+
+    eval_app.command("locomo")(locomo_command)
     app.command("check")(check_command)
     app.add_typer(eval_app, name="eval")

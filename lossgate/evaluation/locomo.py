@@ -1,0 +1,249 @@
+"""The LoCoMo benchmark: does recall hand back what a question needs?
+
+LoCoMo (Maharana et al., ACL 2024; public at ``snap-research/locomo``, file
+``data/locomo10.json``, CC BY-NC 4.0) holds 10 long multi-session conversations
+with 1,986 questions, each naming the turns (``evidence``) that answer it. The
+data is never shipped with lossgate: :func:`load` takes its path and reports
+whether its sha256 is the published file's.
+
+The run (:func:`evaluate`):
+
+1. every turn becomes an event of its conversation's subject (tenant
+   ``locomo``), its time the session's date, its id ``<sample>:<dia_id>``,
+   an image's caption appended as ``[shares a photo: ...]``;
+2. each subject is consolidated with the default compressor;
+3. every question of categories 1-4 (multi-hop, temporal, open-domain,
+   single-hop) is recalled with the question as the query at a fixed token
+   budget. *Evidence recall* is the share of the question's evidence turns
+   that the recall hands back: as a returned event, or as a conversation line
+   of the returned summary. Evidence ids that name no turn (a few are
+   malformed in the data) are left out; a question left with none is skipped.
+
+In the same run, on the same questions and budget, three baselines: the full
+conversation (evidence recall 1 by definition, at its full size); plain BM25
+over the turns (``rank_bm25``'s Okapi BM25 on lower-cased words), filling the
+budget in rank order; and the most recent turns, filling the budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import orjson
+
+from lossgate.consolidate.tokens import TokenCounter, default_counter
+from lossgate.errors import InvalidInput
+from lossgate.memory import Memory
+from lossgate.records import NewEvent
+
+__all__ = ["PUBLISHED_SHA256", "CATEGORIES", "Turn", "Question", "Conversation", "load", "ingest",
+           "evaluate", "question_count", "Report", "Side"]
+
+PUBLISHED_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+TENANT = "locomo"
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    at: datetime
+
+    @property
+    def line(self) -> str:
+        """The turn as a conversation line, the way the deterministic compressor writes it."""
+        return f"- {self.speaker}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+
+
+def parse_session_date(raw: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` -> an aware datetime (UTC; the data names no zone)."""
+    try:
+        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    except ValueError as exc:
+        raise InvalidInput(f"LoCoMo: unreadable session date {raw!r}") from exc
+
+
+def load(path: str | Path) -> tuple[list[Conversation], str]:
+    """The conversations of a LoCoMo file and the file's sha256."""
+    data = Path(path).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidInput(f"LoCoMo: {path} is not JSON: {exc}") from exc
+    if not isinstance(raw, list):
+        raise InvalidInput(f"LoCoMo: {path} holds no list of conversations")
+    return [_conversation(c) for c in raw], digest
+
+
+def _conversation(c: dict[str, Any]) -> Conversation:
+    try:
+        conv = c["conversation"]
+        turns: list[Turn] = []
+        n = 1
+        while f"session_{n}" in conv or f"session_{n}_date_time" in conv:
+            # Iterate the dialog lists, not the date keys: some dates have no dialog.
+            at = parse_session_date(conv[f"session_{n}_date_time"]) if f"session_{n}" in conv else None
+            for i, t in enumerate(conv.get(f"session_{n}") or []):
+                text = t["text"]
+                if t.get("blip_caption"):
+                    text = f"{text} [shares a photo: {t['blip_caption']}]"
+                assert at is not None
+                # One second apart, so a session keeps its order when sorted by time.
+                turns.append(Turn(str(t["dia_id"]), str(t["speaker"]), text, at + timedelta(seconds=i)))
+            n += 1
+        questions = tuple(
+            Question(str(q["question"]), int(q["category"]), tuple(str(e) for e in q.get("evidence") or ()))
+            for q in c["qa"]
+        )
+        return Conversation(str(c["sample_id"]), tuple(turns), questions)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"LoCoMo: a conversation is not in the expected shape: {exc!r}") from exc
+
+
+def ingest(memory: Memory, conv: Conversation) -> None:
+    """Append the conversation's turns as events of subject ``sample_id`` (idempotent)."""
+    memory.append([
+        NewEvent(tenant_id=TENANT, subject_id=conv.sample_id, event_id=f"{conv.sample_id}:{t.dia_id}",
+                 actor=t.speaker, text=t.text, occurred_at=t.at)
+        for t in conv.turns
+    ])
+
+
+@dataclass
+class Side:
+    """One retrieval method's figures over a set of questions."""
+
+    recall: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, found: float, tokens: int, seconds: float = 0.0) -> None:
+        self.recall.append(found)
+        self.tokens.append(tokens)
+        self.seconds.append(seconds)
+
+    def summary(self) -> dict[str, float]:
+        n = len(self.recall) or 1
+        lat = sorted(self.seconds)
+        pick = (lambda p: lat[min(len(lat) - 1, round(p * (len(lat) - 1)))] * 1000) if lat else (lambda p: 0.0)
+        return {"questions": len(self.recall), "evidence_recall": sum(self.recall) / n,
+                "tokens": sum(self.tokens) / n, "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
+
+
+@dataclass
+class Report:
+    """Per category and overall, for lossgate and each baseline."""
+
+    sha256: str
+    budget: int
+    conversations: int
+    sides: dict[str, dict[str, Side]]  # side -> category name (and "overall") -> figures
+
+    @property
+    def published_data(self) -> bool:
+        return self.sha256 == PUBLISHED_SHA256
+
+    def to_json(self) -> dict[str, Any]:
+        full = self.sides["full context"]["overall"].summary()["tokens"]
+        out: dict[str, Any] = {"data_sha256": self.sha256, "published_data": self.published_data,
+                               "budget_tokens": self.budget, "conversations": self.conversations, "sides": {}}
+        for name, cats in self.sides.items():
+            out["sides"][name] = {cat: side.summary() for cat, side in cats.items()}
+            overall = out["sides"][name]["overall"]
+            overall["token_reduction"] = 1 - overall["tokens"] / full if full else 0.0
+        return out
+
+
+def _bm25_ranker(turns: tuple[Turn, ...]) -> Callable[[str], list[int]]:
+    from rank_bm25 import BM25Okapi  # the eval extra: pip install 'lossgate[eval]'
+
+    index = BM25Okapi([_WORD.findall(t.text.lower()) or ["_"] for t in turns])
+
+    def rank(query: str) -> list[int]:
+        scores = index.get_scores(_WORD.findall(query.lower()))
+        return sorted(range(len(turns)), key=lambda i: (-scores[i], -i))
+
+    return rank
+
+
+def _fill(order: Iterable[int], turns: tuple[Turn, ...], costs: list[int], budget: int) -> tuple[set[str], int]:
+    chosen, used = set(), 0
+    for i in order:
+        if used + costs[i] > budget:
+            continue
+        chosen.add(turns[i].dia_id)
+        used += costs[i]
+    return chosen, used
+
+
+def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int = 2000, sha256: str = "",
+             counter: TokenCounter | None = None, progress: Callable[[int], None] | None = None) -> Report:
+    """Ingest, consolidate and recall every question (see the module docstring)."""
+    count = counter or default_counter()
+    sides: dict[str, dict[str, Side]] = {
+        name: defaultdict(Side) for name in ("lossgate", "bm25", "recency", "full context")}
+    for conv in conversations:
+        ingest(memory, conv)
+        memory.consolidate(TENANT, conv.sample_id)
+        by_id = {t.dia_id: t for t in conv.turns}
+        costs = [count(t.line) + 1 for t in conv.turns]
+        full_tokens = sum(costs)
+        rank = _bm25_ranker(conv.turns)
+        newest_first = range(len(conv.turns) - 1, -1, -1)
+        for q in conv.questions:
+            if q.category not in CATEGORIES:
+                continue
+            evidence = [e for e in q.evidence if e in by_id]
+            if not evidence:
+                continue
+            t0 = time.perf_counter()
+            result = memory.recall(TENANT, conv.sample_id, query=q.text, budget=budget)
+            took = time.perf_counter() - t0
+            returned = {e.event_id.split(":", 1)[1] for e in result.events}
+            lines = set((result.summary or "").splitlines())
+            found = [e for e in evidence if e in returned or by_id[e].line in lines]
+            bm25_ids, bm25_tokens = _fill(rank(q.text), conv.turns, costs, budget)
+            recent_ids, recent_tokens = _fill(newest_first, conv.turns, costs, budget)
+            for cat in (CATEGORIES[q.category], "overall"):
+                sides["lossgate"][cat].add(len(found) / len(evidence), result.tokens, took)
+                sides["bm25"][cat].add(sum(e in bm25_ids for e in evidence) / len(evidence), bm25_tokens)
+                sides["recency"][cat].add(sum(e in recent_ids for e in evidence) / len(evidence), recent_tokens)
+                sides["full context"][cat].add(1.0, full_tokens)
+            if progress:
+                progress(1)
+    return Report(sha256=sha256, budget=budget, conversations=len(conversations),
+                  sides={k: dict(v) for k, v in sides.items()})
+
+
+def question_count(conversations: list[Conversation]) -> int:
+    """How many questions :func:`evaluate` will recall (for a progress bar)."""
+    total = 0
+    for c in conversations:
+        ids = {t.dia_id for t in c.turns}
+        total += sum(1 for q in c.questions if q.category in CATEGORIES and any(e in ids for e in q.evidence))
+    return total
