@@ -125,3 +125,19 @@ def test_compact_runs_from_the_cli(secret_subject, store_url):
     result = CliRunner().invoke(app, ["--db", store_url, "compact"])
     assert result.exit_code == 0, result.output
     assert "compacted:" in result.output
+
+
+def test_no_postgresql_row_holds_deleted_text(secret_subject, store_url):
+    """Every row of every table, read as the owner (no row-level security in the way)."""
+    if not store_url.startswith("postgresql"):
+        pytest.skip("the SQLite file is grepped byte for byte in test_compact_removes_deleted_text_...")
+    import psycopg
+
+    secret_subject.delete_event(T, S, "pp", reason="erasure request")
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()]
+        assert "events" in tables and "recalls" in tables
+        holding = [t for t in tables if conn.execute(
+            f'SELECT count(*) FROM "{t}" x WHERE lower(x::text) LIKE %s', (f"%{SECRET.lower()}%",)).fetchone()[0]]
+    assert holding == []
