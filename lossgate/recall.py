@@ -2,12 +2,27 @@
 
 Recall returns the published summary only when it is fresh: the alias points
 at a published artifact whose ``source_epoch`` equals the clock's
-``input_epoch`` (invariant 2). Otherwise it falls back to the raw layer:
-active facts and valid events. Either way the active critical facts are always
-included, everything is scoped to one tenant and subject (invariant 7), and a
-recall record (query, filters, candidate ids, selected ids, alias and clock
-versions, mode) is persisted so a later failure can be traced to compression,
-storage, retrieval or response (seed 000).
+``input_epoch`` (invariant 2). Otherwise it falls back to the raw layer.
+Either way the active critical facts are always included, everything is
+scoped to one tenant and subject (invariant 7), and a recall record (query,
+filters, candidate ids, selected ids, alias and clock versions, mode) is
+persisted so a later failure can be traced to compression, storage, retrieval
+or response (seed 000).
+
+Without a query, recall returns the summary, the critical facts, the newest
+other facts and the hot tail (the events after the summary's coverage, or the
+newest events in raw fallback).
+
+With a query, recall ranks by relevance over the whole raw layer (invariant
+14): events a fresh summary covers, or left out for its budget, are the cold
+tier, still searched and returned. The query's content words
+(:func:`~lossgate.search_terms.query_terms`) are matched through the store's
+full-text index and ranked by it (FTS5 ``bm25`` on SQLite, ``ts_rank`` on
+PostgreSQL). Under a token budget, what comes back is, in this order: the
+critical facts and the summary's structured part (never trimmed), then the
+matching facts and events in relevance order, then, while room is left, the
+summary's own recent-conversation lines. Deleted and revoked events, and the
+text a deleted fact was drawn from, never come back on any path.
 """
 
 from __future__ import annotations
@@ -15,21 +30,37 @@ from __future__ import annotations
 import uuid
 from functools import lru_cache
 
+from lossgate.consolidate.compressor import CONVERSATION_TITLE
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.factline import fact_line
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
+from lossgate.lines import event_line, fact_line
 from lossgate.records import Event, Fact, utcnow
+from lossgate.search_terms import query_terms
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter
 
-__all__ = ["recall"]
+__all__ = ["recall", "SEARCH_BACKLOG"]
+
+# A search also matches the events appended since the full-text index was last
+# refreshed, on their raw text; past this many, recall refreshes the index first.
+SEARCH_BACKLOG = 64
 
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
            budget: int | None = None, counter: TokenCounter | None = None) -> RecallResult:
-    """Read memory for one subject. ``k`` bounds events and non-critical facts; ``budget``
-    (tokens) trims events first, then non-critical facts, never critical facts."""
-    terms = [t.lower() for t in (query or "").split() if t]
+    """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
+    and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
+    The budget never trims critical facts or the summary's structured part."""
+    searching = bool(query and query.strip())
+    terms = query_terms(query) if searching else []
+    if terms:
+        with store.read() as tx:
+            backlog = tx.search_backlog(tenant_id, subject_id)
+        if backlog > SEARCH_BACKLOG:  # rare: consolidation and earlier recalls keep the index warm
+            with store.write() as wtx:
+                wtx.lock_clock(tenant_id, subject_id)
+                wtx.refresh_search_index()
+    hits_wanted = max(k, (budget or 0) // 16)  # a conversation turn is rarely under 16 tokens
     with store.read() as tx:
         clock, alias, artifact = tx.recall_head(tenant_id, subject_id)
         fresh = (artifact is not None and artifact.state == "published"
@@ -38,40 +69,40 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         # Critical facts, the newest non-critical ones (without a query) and deleted facts
         # (their source text is deleted content: never recalled, see selection) in one read.
         wanted = [FactFilter(statuses=["active"], criticalities=["critical"]), FactFilter(statuses=["deleted"])]
-        if not terms:
+        if not searching:
             wanted.append(FactFilter(statuses=["active"], criticalities=["important", "contextual"],
                                      limit=k, newest_first=True))
         critical, deleted, *newest = tx.fact_sets(tenant_id, subject_id, wanted)
-        suppressed = {e for f in deleted for e in f.source_event_ids}
-        if terms:  # the best full-text matches instead
+        erased = {e for f in deleted for e in f.source_event_ids}
+        if searching:
+            text = " ".join(terms)
             critical_ids = {f.fact_id for f in critical}
-            hit_facts = [i for i in tx.search_facts(tenant_id, subject_id, query or "", limit=k + len(critical_ids))
-                         if i not in critical_ids][:k]
+            hit_facts = [i for i in tx.search_facts(tenant_id, subject_id, text, limit=k + len(critical_ids))
+                         if i not in critical_ids][:k] if terms else []
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
-            pool = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts), key=lambda f: rank_f[f.fact_id])
-        else:
-            pool = newest[0]
-        others = pool[:k]
-        after = alias.covers_through if fresh else None
-        if terms:
-            hit_ids = tx.search_events(tenant_id, subject_id, query or "", limit=k * 4)
-            events = [e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
-                      if (after is None or e.seq > after) and e.event_id not in suppressed]
+            others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts), key=lambda f: rank_f[f.fact_id])
+            # Every tier: an event the summary covers is still found by its words.
+            hit_ids = tx.search_events(tenant_id, subject_id, text, limit=hits_wanted + len(erased)) if terms else []
             rank = {eid: i for i, eid in enumerate(hit_ids)}
-            events.sort(key=lambda e: rank[e.event_id])
-            events = events[:k]
+            events = sorted((e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
+                             if e.event_id not in erased), key=lambda e: rank[e.event_id])[:hits_wanted]
         else:
+            others = newest[0][:k]
+            after = alias.covers_through if fresh else None
             events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after,
-                               limit=k + len(suppressed), newest_first=True)
-            events = [e for e in events if e.event_id not in suppressed][:k]
-        candidates = [f.fact_id for f in critical] + [f.fact_id for f in pool] + [e.event_id for e in events]
+                               limit=k + len(erased), newest_first=True)
+            events = [e for e in events if e.event_id not in erased][:k]
+        candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
 
     summary = artifact.summary if fresh and artifact else None
-    events, others, tokens = _fit(summary, critical, others, events, budget, counter)
+    count = counter or default_counter()
+    if searching:
+        summary, others, events, tokens = _fit_relevant(summary, critical, others, events, budget, count)
+    else:
+        events, others, tokens = _fit_recent(summary, critical, others, events, budget, count)
     events.sort(key=lambda e: e.seq)
-    now = utcnow()
     record = RecallRecord(
-        recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=now,
+        recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
         query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget},
         mode=mode, candidate_ids=tuple(candidates),
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
@@ -92,17 +123,16 @@ def _summary_tokens(summary: str, count: TokenCounter) -> int:
     return count(summary)
 
 
-def _fit(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
-         budget: int | None, counter: TokenCounter | None) -> tuple[list[Event], list[Fact], int]:
-    """Trim to the token budget: events (oldest first), then non-critical facts; never critical facts."""
-    count = counter or default_counter()
+def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
+                budget: int | None, count: TokenCounter) -> tuple[list[Event], list[Fact], int]:
+    """Without a query: trim events (oldest first), then non-critical facts; never critical facts."""
     cost_summary = _summary_tokens(summary, count) if summary else 0
     if budget is None:  # nothing to trim: one tokenizer call for the rest
-        text = "\n".join([fact_line(f) for f in critical + others] + [e.text or "" for e in events])
+        text = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events])
         return events, others, cost_summary + count(text)
     fact_costs = [count(fact_line(f)) for f in critical]
     other_costs = [count(fact_line(f)) for f in others]
-    event_costs = [count(e.text or "") for e in events]
+    event_costs = [count(event_line(e)) for e in events]
     total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
     events, others = list(events), list(others)
     # events are newest first here: drop from the end (the oldest)
@@ -113,3 +143,53 @@ def _fit(summary: str | None, critical: list[Fact], others: list[Fact], events: 
         others.pop()
         total -= other_costs.pop()
     return events, others, total
+
+
+def _split_summary(summary: str) -> tuple[str, list[str]]:
+    """The summary's structured part, and its recent-conversation lines (oldest first)."""
+    lines = summary.split("\n")
+    if CONVERSATION_TITLE not in lines:
+        return summary, []
+    cut = lines.index(CONVERSATION_TITLE)
+    rest = lines[cut + 1:]
+    tail = [ln for ln in rest if ln.startswith("- ")]
+    if len(tail) != len(rest):  # something else follows the conversation (a narrative): keep it whole
+        return summary, []
+    return "\n".join(lines[:cut]), tail
+
+
+def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
+                  budget: int | None, count: TokenCounter) -> tuple[str | None, list[Fact], list[Event], int]:
+    """With a query: critical facts and the summary's structured part first, then hits in
+    relevance order (whatever fits), then the summary's recent conversation, newest first."""
+    head, tail = _split_summary(summary) if summary else (None, [])
+    if budget is None:
+        text = "\n".join([summary or ""] + [fact_line(f) for f in critical + others]
+                         + [event_line(e) for e in events])
+        return summary, others, events, count(text)
+    used = (count(head) if head else 0) + sum(count(fact_line(f)) for f in critical)
+    kept_facts: list[Fact] = []
+    for f in others:
+        cost = count(fact_line(f))
+        if used + cost <= budget:
+            kept_facts.append(f)
+            used += cost
+    kept_events: list[Event] = []
+    for e in events:
+        cost = count(event_line(e))
+        if used + cost <= budget:
+            kept_events.append(e)
+            used += cost
+    kept_tail: list[str] = []
+    if tail:
+        used += count(CONVERSATION_TITLE)
+        for line in reversed(tail):
+            cost = count(line)
+            if used + cost > budget:
+                break
+            kept_tail.append(line)
+            used += cost
+    if head is None:
+        return None, kept_facts, kept_events, used
+    text = head if not kept_tail else "\n".join([head, CONVERSATION_TITLE, *reversed(kept_tail)])
+    return text, kept_facts, kept_events, used

@@ -41,7 +41,7 @@ from lossgate.consolidate.compressor import (
 )
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
-from lossgate.factline import fact_line
+from lossgate.lines import fact_line
 
 __all__ = ["ChatCompressor", "ChatConfig", "NARRATIVE_TITLE", "PROMPT_VERSION"]
 

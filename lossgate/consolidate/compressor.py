@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError, LossgateError
-from lossgate.factline import fact_line
+from lossgate.lines import fact_line
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, Predicate
 from lossgate.values import encode_value
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from lossgate.factline import claim_lines
+from lossgate.lines import claim_lines
 from lossgate.gate.atoms import Atom, AtomChange, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems

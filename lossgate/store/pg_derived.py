@@ -193,6 +193,13 @@ class DerivedReads(_Tx):
         ).fetchall()
         return [rows.recall_from_json(r[0]) for r in found]
 
+    def search_backlog(self, tenant_id: str, subject_id: str) -> int:
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute(
+            "SELECT high_water - search_indexed_through FROM clocks WHERE tenant_id=%s AND subject_id=%s",
+            (tenant_id, subject_id)).fetchone()
+        return row[0] if row else 0
+
     def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
         self._scope(tenant_id, subject_id)
         found = self._c.execute(

@@ -164,6 +164,11 @@ class ReadTx(Protocol):
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         """The subject's most recent recall records, newest first."""
 
+    def search_backlog(self, tenant_id: str, subject_id: str) -> int:
+        """How many events a search of the subject would match on their raw text because the
+        full-text index has not taken them yet (SQLite's index is one for the whole file, so
+        its backlog is the file's). :meth:`WriteTx.refresh_search_index` clears it."""
+
     def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
         """The subject's recall records that still hold a query and touched any of ``ids``: a
         candidate id among them, or (in summary mode) the alias's artifact among them. Reads

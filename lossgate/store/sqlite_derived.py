@@ -128,6 +128,11 @@ class SQLiteDerivedReads:
             "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? ORDER BY at DESC, rowid DESC LIMIT ?",
             (tenant_id, subject_id, limit))]
 
+    def search_backlog(self, tenant_id: str, subject_id: str) -> int:
+        return self._c.execute(
+            "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM events) - indexed_through FROM events_fts_watermark WHERE id=1"
+        ).fetchone()[0]
+
     def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
         wanted = orjson.dumps(list(ids)).decode()
         return [rows.recall_from_json(r[0]) for r in self._all(

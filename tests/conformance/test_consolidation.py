@@ -22,7 +22,7 @@ import pytest
 import lossgate
 from lossgate import InvalidInput, Money, NewEvent, NewFact, NotFound
 from lossgate.consolidate.compressor import DeterministicCompressor
-from lossgate.factline import fact_line
+from lossgate.lines import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig, Hooks
 from lossgate.consolidate.selection import input_root, select
 from lossgate.publish import switch

@@ -37,7 +37,7 @@ from hypothesis.stateful import (
 )
 
 from lossgate import NewEvent, NewFact
-from lossgate.factline import fact_line
+from lossgate.lines import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig
 
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)

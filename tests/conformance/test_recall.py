@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import pytest
 
 from lossgate import NewEvent, NewFact
-from lossgate.factline import fact_line
+from lossgate.lines import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.testing.compressors import FlipBool
 

@@ -1,4 +1,4 @@
-"""One fact as one line of text, written the same way wherever it appears.
+"""Facts and events as lines of text, written the same way wherever they appear.
 
 The deterministic compressor writes one such line per claim into a summary,
 recall and the chat compressor's prompt render facts with it, and the gate's
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from lossgate.values import coerce_value, encode_value
 
-__all__ = ["value_text", "fact_line", "claim_lines"]
+__all__ = ["value_text", "fact_line", "claim_lines", "event_line"]
 
 
 class _FactLike(Protocol):
@@ -61,3 +61,13 @@ def claim_lines(claims: Any) -> frozenset[str]:
             continue
         out.add(fact_line(c.model_copy(update={"value": typed})))
     return frozenset(out)
+
+
+def event_line(event: Any) -> str:
+    """``[2023-05-08 13:56] Caroline: text``: an event with its time, as recall hands it back.
+    Untrusted text is marked and quoted, so an agent never reads it as an instruction
+    (invariant 8)."""
+    at = event.occurred_at.strftime("%Y-%m-%d %H:%M")
+    if event.trust == "untrusted":
+        return f"[{at}] {event.actor} (untrusted, quoted): \"{event.text or ''}\""
+    return f"[{at}] {event.actor}: {event.text or ''}"
