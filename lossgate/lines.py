@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from lossgate.values import coerce_value, encode_value
 
-__all__ = ["value_text", "fact_line", "claim_lines", "event_line"]
+__all__ = ["value_text", "fact_line", "claim_lines", "event_line", "day_line"]
 
 
 class _FactLike(Protocol):
@@ -64,10 +64,14 @@ def claim_lines(claims: Any) -> frozenset[str]:
 
 
 def event_line(event: Any) -> str:
-    """``[2023-05-08 13:56] Caroline: text``: an event with its time, as recall hands it back.
-    Untrusted text is marked and quoted, so an agent never reads it as an instruction
-    (invariant 8)."""
-    at = event.occurred_at.strftime("%Y-%m-%d %H:%M")
+    """``- Caroline: text``: an event as recall hands it back, under its day's header
+    (:func:`day_line`). Untrusted text is marked and quoted, so an agent never reads it as
+    an instruction (invariant 8)."""
     if event.trust == "untrusted":
-        return f"[{at}] {event.actor} (untrusted, quoted): \"{event.text or ''}\""
-    return f"[{at}] {event.actor}: {event.text or ''}"
+        return f"- {event.actor} (untrusted, quoted): \"{event.text or ''}\""
+    return f"- {event.actor}: {event.text or ''}"
+
+
+def day_line(event: Any) -> str:
+    """``[2023-05-08]``: the header of the events of one day (in the event's own offset)."""
+    return f"[{event.occurred_at.date().isoformat()}]"

@@ -33,7 +33,7 @@ from functools import lru_cache
 from lossgate.consolidate.compressor import CONVERSATION_TITLE
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
-from lossgate.lines import event_line, fact_line
+from lossgate.lines import day_line, event_line, fact_line
 from lossgate.records import Event, Fact, utcnow
 from lossgate.search_terms import query_terms
 from lossgate.store import Store
@@ -129,10 +129,11 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
     cost_summary = _summary_tokens(summary, count) if summary else 0
     if budget is None:  # nothing to trim: one tokenizer call for the rest
         text = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events])
-        return events, others, cost_summary + count(text)
+        return events, others, cost_summary + count(text) + sum(count(d) for d in {day_line(e) for e in events})
     fact_costs = [count(fact_line(f)) for f in critical]
     other_costs = [count(fact_line(f)) for f in others]
-    event_costs = [count(event_line(e)) for e in events]
+    # each event pays for its line and a day header (an upper bound: events of one day share it)
+    event_costs = [count(event_line(e)) + count(day_line(e)) for e in events]
     total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
     events, others = list(events), list(others)
     # events are newest first here: drop from the end (the oldest)
@@ -165,7 +166,7 @@ def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact],
     head, tail = _split_summary(summary) if summary else (None, [])
     if budget is None:
         text = "\n".join([summary or ""] + [fact_line(f) for f in critical + others]
-                         + [event_line(e) for e in events])
+                         + [event_line(e) for e in events] + sorted({day_line(e) for e in events}))
         return summary, others, events, count(text)
     used = (count(head) if head else 0) + sum(count(fact_line(f)) for f in critical)
     kept_facts: list[Fact] = []
@@ -175,10 +176,13 @@ def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact],
             kept_facts.append(f)
             used += cost
     kept_events: list[Event] = []
+    days: set[str] = set()
     for e in events:
-        cost = count(event_line(e))
+        day = day_line(e)
+        cost = count(event_line(e)) + (0 if day in days else count(day))  # a day's header once
         if used + cost <= budget:
             kept_events.append(e)
+            days.add(day)
             used += cost
     kept_tail: list[str] = []
     if tail:

@@ -8,6 +8,12 @@ A worker killed mid-job simply stops heart-beating: its lease expires and
 another worker claims the job again. Correctness never rests on there being
 one worker, only on the alias CAS: two workers racing on one subject can both
 build an artifact, and at most one of them is published.
+
+Claiming a job and extending its lease reach every tenant's queue, so they take
+the worker's credential: a worker opens its memory with
+:func:`open_worker_memory`, which on PostgreSQL runs every transaction as the
+role ``lossgate_worker``; a memory opened by :func:`lossgate.open` (an
+application's) is refused. docs/roles.md says what each login is granted.
 """
 
 from __future__ import annotations
@@ -26,10 +32,10 @@ from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.derived import Job
 from lossgate.errors import LossgateError, StoreError
 from lossgate.memory import Memory
-from lossgate.memory import open as open_memory
 from lossgate.records import utcnow
+from lossgate.store import open_store
 
-__all__ = ["WorkerConfig", "Worker", "run_pool", "drain"]
+__all__ = ["WorkerConfig", "Worker", "open_worker_memory", "run_pool", "drain"]
 
 log = logging.getLogger("lossgate.worker")
 
@@ -42,8 +48,20 @@ class WorkerConfig:
     retry_s: float = 5.0  # after an infrastructure error, try the job again this much later
 
 
+def open_worker_memory(url: str | None = None, *, migrate: bool = True) -> Memory:
+    """:func:`lossgate.open` for a worker: the store acts as ``role="worker"``, the only
+    role that may claim jobs and extend leases (on SQLite, which has no roles, the same
+    memory as any other). If the login may not act as the worker role, every read and
+    write raises :class:`~lossgate.errors.StoreError` saying so."""
+    memory = Memory(open_store(url, role="worker"))
+    if migrate:
+        memory.migrate()
+    return memory
+
+
 class Worker:
-    """One worker loop over one memory (one connection per worker process)."""
+    """One worker loop over one memory (one connection per worker process). The memory
+    must be a worker's (:func:`open_worker_memory`): an application's cannot claim."""
 
     def __init__(self, memory: Memory, *, config: WorkerConfig | None = None,
                  consolidation: ConsolidationConfig | None = None, compressor: Compressor | None = None,
@@ -123,7 +141,7 @@ class Worker:
 
 def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
            exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
-    memory = open_memory(url, migrate=False)
+    memory = open_worker_memory(url, migrate=False)
     worker = Worker(memory, config=config, consolidation=consolidation,
                     compressor=load_compressor(compressor) if compressor else None)
     worker.install_signal_handlers()
@@ -141,7 +159,11 @@ def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
     each process (a model client does not cross a process boundary)."""
     import multiprocessing as mp
 
-    open_memory(url).close()  # migrate once, before the workers start
+    memory = open_worker_memory(url)  # migrate once, before the workers start
+    try:
+        memory.registry  # noqa: B018 - a login that may not act as a worker fails here, once
+    finally:
+        memory.close()
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_child, args=(url, config or WorkerConfig(), consolidation, exit_when_idle, max_jobs,
                                                   compressor),
@@ -166,7 +188,8 @@ def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
 
 
 def drain(memory: Memory, *, consolidation: ConsolidationConfig | None = None) -> int:
-    """Process every due job in this process (tests and single-host setups). Returns jobs done."""
+    """Process every due job in this process (tests and single-host setups); ``memory`` is a
+    worker's (:func:`open_worker_memory`). Returns jobs done."""
     worker = Worker(memory, consolidation=consolidation, config=WorkerConfig(poll_s=0.0))
     return worker.run(exit_when_idle=True)
 

@@ -188,7 +188,8 @@ def worker(
     exit_when_idle: Annotated[bool, typer.Option("--exit-when-idle", help="Stop once no job is due.")] = False,
     compressor: Annotated[Optional[str], typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
 ) -> None:
-    """Run consolidation workers that drain the rebuild queue (SIGTERM finishes the current job)."""
+    """Run consolidation workers that drain the rebuild queue (SIGTERM finishes the current job).
+    On PostgreSQL the --db login must be a member of lossgate_worker (docs/roles.md)."""
     import logging
 
     from lossgate.cli.app import CliState, cli_errors

@@ -25,21 +25,30 @@ Row-level security. Every table with ``tenant_id`` has a forced policy
 calls ``set_config('lossgate.tenant', tenant, true)`` before touching a
 tenant's rows (again only when the tenant changes). Superusers and
 ``BYPASSRLS`` roles ignore policies, even forced ones, so every transaction
-except a migration starts with ``SET LOCAL ROLE lossgate_app``: a ``NOLOGIN``
-role the first migration creates, with ``SELECT, INSERT, UPDATE`` on the
-tenant tables and no ``DELETE``. The login role must be allowed to assume it
-(superusers can; otherwise ``GRANT lossgate_app TO <login role>``). Operators
-may instead connect as a non-superuser login role that has the privileges
-itself (for example ``GRANT lossgate_app TO app_user``) and pass
-``app_role=None``. Migrations run as the login role, which therefore needs to
+except a migration starts with ``SET LOCAL ROLE`` to a ``NOLOGIN`` role: the
+store's ``role`` picks which (docs/roles.md says what a deployment grants to
+which login).
+
+* ``"app"`` (the default): ``lossgate_app``, which the first migration creates,
+  with ``SELECT, INSERT, UPDATE`` on the tenant tables and no ``DELETE``.
+* ``"worker"``: ``lossgate_worker`` (``sql/postgres/0006_worker_role.sql``), a
+  member of ``lossgate_app`` that alone may also claim jobs and extend leases.
+* ``None``: no switch; the login role must hold the privileges itself (for
+  example a non-superuser login after ``GRANT lossgate_app TO app_user``).
+
+The login role must be allowed to assume the role (superusers can; otherwise
+``GRANT lossgate_app TO <application login>``, ``GRANT lossgate_worker TO
+<worker login>``). Migrations run as the login role, which therefore needs to
 own (or be able to create) the tables and, the first time, ``CREATEROLE``.
 
 The rebuild queue is the one table whose rows of every tenant something must
 see: workers claim any tenant's job. Only the ``NOLOGIN`` role ``lossgate_queue``
-can, and ``lossgate_app`` reaches it only through two ``SECURITY DEFINER``
+can, and only ``lossgate_worker`` reaches it, through two ``SECURITY DEFINER``
 functions, ``lossgate_claim_job`` and ``lossgate_heartbeat_job``, which claim one
-due job or extend one lease (``sql/postgres/0005_queue_role.sql``). The
-migrating role becomes a member of ``lossgate_queue`` to hand it the functions.
+due job or extend one lease (``sql/postgres/0005_queue_role.sql``); an
+application connection calling them is refused. Finishing a job is a plain
+update of one row of the tenant the transaction has set. The migrating role
+becomes a member of ``lossgate_queue`` only while it hands it the functions.
 
 Migrations. ``sql/postgres/NNNN_*.sql``, applied in order inside one
 transaction under ``pg_advisory_xact_lock``, recorded in ``schema_migrations``;
@@ -68,12 +77,15 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lossgate.derived import RecallRecord
-from lossgate.errors import IdempotencyConflict, LossgateError, StoreBusy, StoreError
+from lossgate.errors import ConfigError, IdempotencyConflict, LossgateError, StoreBusy, StoreError
 from lossgate.store.pg_tx import PostgresReadTx, PostgresWriteTx
+from lossgate.store.protocol import CompactReport
 
-__all__ = ["APP_ROLE", "PostgresStore", "is_transient", "retry_transient"]
+__all__ = ["APP_ROLE", "WORKER_ROLE", "PostgresStore", "is_transient", "retry_transient"]
 
 APP_ROLE = "lossgate_app"
+WORKER_ROLE = "lossgate_worker"
+_ROLES = {"app": APP_ROLE, "worker": WORKER_ROLE}
 # Any constant works; it only has to be the same in every lossgate process.
 _MIGRATION_LOCK = 0x105_5647_A7E
 _TRANSIENT = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_errors.LockNotAvailable)
@@ -106,8 +118,9 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("jsonb", TextLoader)
 
 
-def _translate(exc: psycopg.Error) -> LossgateError:
-    """The one place where driver errors become lossgate errors."""
+def _translate(exc: psycopg.Error, acting_as: str | None = None) -> LossgateError:
+    """The one place where driver errors become lossgate errors. ``acting_as`` is the
+    database role the failed transaction ran as, named when a privilege was missing."""
     if isinstance(exc, _TRANSIENT):
         return StoreBusy(
             f"PostgreSQL aborted the transaction because of a concurrent one ({type(exc).__name__}: "
@@ -118,6 +131,11 @@ def _translate(exc: psycopg.Error) -> LossgateError:
         # so name what the constraint protects instead.
         hint = _CONSTRAINT_HINTS.get(exc.diag.constraint_name or "", exc.diag.message_detail or "")
         return IdempotencyConflict(f"integrity violation: {exc.diag.message_primary}; {hint}".rstrip("; "))
+    if isinstance(exc, pg_errors.InsufficientPrivilege):
+        return StoreError(
+            f"PostgreSQL: {exc.diag.message_primary} (the store acts as {acting_as or 'the login role'}; "
+            "docs/roles.md says which login may act as which role, and what each may do)"
+        )
     if isinstance(exc, PoolTimeout):
         return StoreError(f"no PostgreSQL connection available: {exc}")
     return StoreError(f"PostgreSQL: {exc}")
@@ -146,21 +164,34 @@ def retry_transient(operation: Callable[[], T], *, attempts: int = 5, backoff: f
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+# Every table that can hold content (compact vacuums them).
+_TABLES = ("events", "event_terms", "facts", "fact_sources", "conflicts", "ledger_log", "artifacts", "attempts",
+           "recalls", "lineage", "aliases", "clocks", "jobs")
+
+
 class PostgresStore:
-    """A lossgate database on PostgreSQL (``postgresql://user@host:port/db``)."""
+    """A lossgate database on PostgreSQL (``postgresql://user@host:port/db``).
+
+    ``role`` is who the store acts for: ``"app"`` (an application), ``"worker"`` (a
+    consolidation worker, the only one that may claim jobs and extend leases) or
+    ``None`` (the login role itself); see the module's notes on row-level security."""
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0,
-        app_role: str | None = APP_ROLE,
+        role: str | None = "app",
     ) -> None:
+        if role is not None and role not in _ROLES:
+            raise ConfigError(f"unknown store role {role!r} (expected one of {', '.join(_ROLES)}, or None)")
         self.url = url
+        self.db_role = _ROLES[role] if role else None
         self._sizes = (min_size, max_size)
         self._timeout = timeout
         self._pool_obj: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
-        role = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(app_role))] if app_role else []
-        self._begin_read = [sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *role]
-        self._begin_write = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *role]
+        switch = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(self.db_role))] if self.db_role else []
+        self._begin_read = [sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *switch]
+        self._begin_write = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *switch]
+        self._begin_login = [sql.SQL("BEGIN")]  # schema work, as the login role
 
     # -- connections -------------------------------------------------------------------
     def _pool(self) -> ConnectionPool:
@@ -209,7 +240,7 @@ class PostgresStore:
                     self._rollback(conn)
                     raise
         except psycopg.Error as exc:
-            raise _translate(exc) from exc
+            raise _translate(exc, None if begin is self._begin_login else self.db_role) from exc
 
     @staticmethod
     def _rollback(conn: psycopg.Connection[Any]) -> None:
@@ -236,7 +267,7 @@ class PostgresStore:
 
     @contextmanager
     def tenant_connection(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
-        """A raw connection in a write transaction as the application role with ``tenant_id``
+        """A raw connection in a write transaction as the store's role with ``tenant_id``
         set, for tests and operators who want to see what row-level security lets through.
         Commits on normal exit; errors are translated like any other transaction's."""
         with self._transaction(self._begin_write) as conn:
@@ -245,7 +276,7 @@ class PostgresStore:
 
     # -- schema ------------------------------------------------------------------------
     def schema_version(self) -> int:
-        with self._transaction([sql.SQL("BEGIN")]) as conn:
+        with self._transaction(self._begin_login) as conn:
             if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
                 return 0
             row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
@@ -256,7 +287,7 @@ class PostgresStore:
         if self.schema_version() == latest:
             return latest  # the common case (every open): no lock taken to learn nothing changed
         # As the login role (it owns the tables), never as the application role.
-        with self._transaction([sql.SQL("BEGIN")]) as conn:
+        with self._transaction(self._begin_login) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
@@ -268,6 +299,24 @@ class PostgresStore:
                     conn.execute(script.encode())  # no parameters: one multi-statement script
                     conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
         return self.schema_version()
+
+    # -- maintenance ---------------------------------------------------------------------
+    def compact(self) -> CompactReport:
+        # VACUUM cannot run in a transaction block: the pool's connections are in autocommit
+        # mode, and it runs as the login role, which owns the tables.
+        t0 = time.perf_counter()
+        try:
+            with self._pool().connection() as conn:
+                size = "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname = ANY(%s) " \
+                       "AND c.relnamespace = current_schema()::regnamespace"
+                before = conn.execute(size, (list(_TABLES),)).fetchone()[0]
+                for table in _TABLES:
+                    conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+                after = conn.execute(size, (list(_TABLES),)).fetchone()[0]
+        except psycopg.Error as exc:
+            raise _translate(exc, None) from exc
+        return CompactReport(steps=(f"vacuum {len(_TABLES)} tables",), seconds=time.perf_counter() - t0,
+                             bytes_before=int(before or 0), bytes_after=int(after or 0))
 
     def close(self) -> None:
         with self._pool_lock:

@@ -1,9 +1,10 @@
-"""Throwaway PostgreSQL databases for tests.
+"""Throwaway PostgreSQL databases and login roles for tests.
 
 Creating and migrating a database costs about 0.75 s, so each test process
 creates one database (``lossgate_test_<pid>_<random>``: unique across parallel
 processes), migrates it once, empties it before every test (about 2 ms) and
-drops it when the pytest session ends.
+drops it when the pytest session ends. :func:`login_role` makes a login role for
+one block, to test what a deployment's separate credentials may do (docs/roles.md).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from psycopg import sql
 
 from lossgate.store.postgres import PostgresStore
 
-__all__ = ["create_database", "database_url", "drop_database", "fresh_database", "scratch_database"]
+__all__ = [
+    "create_database", "database_url", "drop_database", "fresh_database", "login_role", "scratch_database", "user_url",
+]
 
 
 def database_url(server_url: str, dbname: str) -> str:
@@ -30,12 +33,22 @@ def database_url(server_url: str, dbname: str) -> str:
     return urlunsplit(parts._replace(path="/" + dbname))
 
 
-def create_database(server_url: str, prefix: str = "lossgate_test", *, icu_locale: str | None = None) -> str:
+def user_url(url: str, user: str) -> str:
+    """``url`` connecting as ``user`` (without a password: for servers that trust local logins)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{user}@{parts.netloc.rpartition('@')[2]}"))
+
+
+def create_database(server_url: str, prefix: str = "lossgate_test", *, icu_locale: str | None = None,
+                    owner: str | None = None) -> str:
     """Create an empty database on the server ``server_url`` points at; return its URL.
 
-    ``icu_locale`` (e.g. ``"en-US"``) gives it that default collation instead of the server's."""
+    ``icu_locale`` (e.g. ``"en-US"``) gives it that default collation instead of the server's;
+    ``owner`` makes that role its owner (and so its ``public`` schema's)."""
     name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
     create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if owner:
+        create += sql.SQL(" OWNER {}").format(sql.Identifier(owner))
     if icu_locale:
         create += sql.SQL(" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE {}").format(sql.Literal(icu_locale))
     with psycopg.connect(server_url, autocommit=True) as conn:
@@ -51,13 +64,32 @@ def drop_database(url: str) -> None:
 
 
 @contextmanager
-def scratch_database(server_url: str, *, icu_locale: str | None = None) -> Iterator[str]:
+def scratch_database(server_url: str, *, icu_locale: str | None = None, owner: str | None = None) -> Iterator[str]:
     """An empty, unmigrated database for the duration of the block (for migration tests)."""
-    url = create_database(server_url, prefix="lossgate_scratch", icu_locale=icu_locale)
+    url = create_database(server_url, prefix="lossgate_scratch", icu_locale=icu_locale, owner=owner)
     try:
         yield url
     finally:
         drop_database(url)
+
+
+@contextmanager
+def login_role(server_url: str, *member_of: str, createrole: bool = False) -> Iterator[str]:
+    """A throwaway ``LOGIN`` role (``lossgate_login_<pid>_<random>``), a member of each role in
+    ``member_of``, for the duration of the block; yields its name (:func:`user_url` connects as
+    it). Roles are cluster-wide: ``server_url`` needs a superuser, and anything the role owns
+    must be dropped inside the block (a database it owns: nest :func:`scratch_database`)."""
+    name = f"lossgate_login_{os.getpid()}_{secrets.token_hex(4)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        create = sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name))
+        conn.execute(create + sql.SQL(" CREATEROLE") if createrole else create)
+        for role in member_of:
+            conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(role), sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 class _SessionDatabase:

@@ -1,5 +1,5 @@
-"""What only PostgreSQL has: row-level security, concurrent migration, concurrent
-writers from many connections, deadlock translation and the JSON/time encodings."""
+"""What only PostgreSQL has: row-level security, the worker's role, concurrent migration,
+concurrent writers from many connections, deadlock translation and the JSON/time encodings."""
 
 from __future__ import annotations
 
@@ -47,6 +47,16 @@ def memory(pg_url: str):
     mem.load_predicates(REGISTRY)
     yield mem
     mem.close()
+
+
+@pytest.fixture
+def worker_store(memory: lossgate.Memory, pg_url: str):
+    """The same database opened by a worker: the only role that may claim jobs and extend leases."""
+    from lossgate.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url, role="worker")
+    yield store
+    store.close()
 
 
 def ev(event_id: str, tenant: str = "acme", subject: str = "u1", **kw: Any) -> NewEvent:
@@ -155,7 +165,7 @@ def test_the_application_role_cannot_delete_or_skip_the_tenant(memory, pg_url):
     assert len(memory.events("acme", "u1")) == 1
 
 
-def test_only_the_queue_functions_see_every_tenants_jobs(memory):
+def test_only_the_queue_functions_see_every_tenants_jobs(memory, worker_store):
     now = datetime.now(UTC)
     with memory.store.write() as tx:
         tx.enqueue_job("acme", "u1", reason="new events", run_after=now - timedelta(seconds=5), at=now)
@@ -167,7 +177,9 @@ def test_only_the_queue_functions_see_every_tenants_jobs(memory):
         assert conn.execute("SELECT tenant_id FROM jobs").fetchall() == [("acme",)]
         assert conn.execute("SELECT count(*) FROM jobs WHERE tenant_id='globex'").fetchone() == (0,)
         assert conn.execute("UPDATE jobs SET lease_owner='thief' WHERE tenant_id='globex'").rowcount == 0
-    with memory.store.write() as tx:  # the claim, through its function, reaches any tenant: oldest first
+    with worker_store.tenant_connection("acme") as conn:  # nor does the worker see across tenants itself
+        assert conn.execute("SELECT tenant_id FROM jobs").fetchall() == [("acme",)]
+    with worker_store.write() as tx:  # the worker's claim, through its function, reaches any tenant: oldest first
         job = tx.claim_job(owner="w1", lease_seconds=30, now=now)
         assert job is not None and (job.tenant_id, job.subject_id, job.lease_owner) == ("globex", "u9", "w1")
         assert tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(minutes=1))
@@ -182,6 +194,116 @@ def test_only_the_queue_functions_see_every_tenants_jobs(memory):
     with memory.store.tenant_connection("globex") as conn:
         assert conn.execute("SELECT subject_id, status, lease_owner FROM jobs ORDER BY job_id").fetchall() == [
             ("u9", "running", "w1"), ("u8", "pending", None)]
+
+
+def _queue_two_tenants(memory: lossgate.Memory) -> datetime:
+    now = datetime.now(UTC)
+    with memory.store.write() as tx:
+        tx.enqueue_job("acme", "u1", reason="new events", run_after=now - timedelta(seconds=5), at=now)
+        tx.enqueue_job("globex", "u9", reason="new events", run_after=now - timedelta(seconds=9), at=now)
+    return now
+
+
+def _untouched(memory: lossgate.Memory) -> list[tuple[str, str, str, Any]]:
+    return [(j.tenant_id, j.subject_id, j.status, j.lease_owner)
+            for t in ("acme", "globex") for j in memory.jobs(t, None)]
+
+
+def test_an_application_connection_can_neither_claim_nor_extend_a_lease(memory, worker_store):
+    """Issue 9: an application with tenant A set used to claim tenant B's job and hold it an hour."""
+    now = _queue_two_tenants(memory)
+    claim = "SELECT * FROM lossgate_claim_job('thief', %s, %s)"
+    beat = "SELECT lossgate_heartbeat_job(%s, 'thief', %s)"
+    with pytest.raises(StoreError, match="permission denied for function lossgate_claim_job.*lossgate_app"):
+        with memory.store.tenant_connection("acme") as conn:
+            conn.execute(claim, (now + timedelta(hours=1), now))
+    with pytest.raises(StoreError, match="permission denied for function lossgate_claim_job"):
+        with memory.store.write() as tx:  # the protocol's primitive, on an application's store
+            tx.claim_job(owner="thief", lease_seconds=3600, now=now)
+    before = _untouched(memory)
+    assert before == [("acme", "u1", "pending", None), ("globex", "u9", "pending", None)]
+    with worker_store.write() as tx:
+        job = tx.claim_job(owner="w1", lease_seconds=30, now=now)
+    assert job is not None and (job.tenant_id, job.subject_id) == ("globex", "u9")
+    with pytest.raises(StoreError, match="permission denied for function lossgate_heartbeat_job"):
+        with memory.store.tenant_connection("globex") as conn:  # even with the job's own tenant set
+            conn.execute(beat, (job.job_id, now + timedelta(hours=1)))
+    with pytest.raises(StoreError, match="permission denied for function lossgate_heartbeat_job"):
+        with memory.store.write() as tx:
+            tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(hours=1))
+    with worker_store.write() as tx:
+        assert tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(minutes=1))
+        assert tx.finish_job("globex", "u9", job.job_id, owner="w1", status="done", at=now)
+    assert _untouched(memory) == [("acme", "u1", "pending", None), ("globex", "u9", "done", None)]
+
+
+def test_a_login_that_is_only_an_application_cannot_claim_even_by_switching_roles(memory, server_url, pg_url):
+    """How a deployment separates credentials (docs/roles.md): the application's login is a
+    member of lossgate_app only, the worker's of lossgate_worker."""
+    import psycopg
+
+    from lossgate.store.postgres import PostgresStore
+    from lossgate.testing.postgres import login_role, user_url
+    from lossgate.worker import Worker, open_worker_memory
+
+    now = _queue_two_tenants(memory)
+    with login_role(server_url, "lossgate_app") as app_login, login_role(server_url, "lossgate_worker") as worker_login:
+        app = lossgate.open(user_url(pg_url, app_login))  # migrate=True only reads the version: nothing to do
+        try:
+            app.append([ev("a1")])  # its ordinary work
+            assert app.request_consolidation("acme", "u1") is False  # already pending
+            with pytest.raises(StoreError, match="permission denied for function lossgate_claim_job"):
+                with app.store.write() as tx:
+                    tx.claim_job(owner="thief", lease_seconds=3600, now=now)
+        finally:
+            app.close()
+        as_worker = PostgresStore(user_url(pg_url, app_login), role="worker")
+        try:
+            with pytest.raises(StoreError, match='permission denied to set role "lossgate_worker"'):
+                with as_worker.write() as tx:
+                    tx.claim_job(owner="thief", lease_seconds=3600, now=now)
+        finally:
+            as_worker.close()
+        with psycopg.connect(user_url(pg_url, app_login), autocommit=True) as conn:
+            for role in ("lossgate_worker", "lossgate_queue"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(f"SET ROLE {role}")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # as the login itself: not PUBLIC's either
+                conn.execute("SELECT * FROM lossgate_claim_job('thief', now(), now())")
+        assert _untouched(memory) == [("acme", "u1", "pending", None), ("globex", "u9", "pending", None)]
+
+        worker = Worker(open_worker_memory(user_url(pg_url, worker_login), migrate=False), owner="w1")
+        try:
+            assert [worker.claim().subject_id, worker.claim().subject_id] == ["u9", "u1"]
+        finally:
+            worker.memory.close()
+    assert _untouched(memory) == [("acme", "u1", "running", "w1"), ("globex", "u9", "running", "w1")]
+
+
+def test_a_migration_by_an_owner_that_is_not_a_superuser_leaves_claiming_to_the_worker(pg_url, server_url):
+    """The hand-over to lossgate_queue works without superuser rights, and so do the grants:
+    PUBLIC and lossgate_app keep no EXECUTE on the queue functions. (``pg_url``: the session's
+    database, migrated by the superuser, has made the cluster-wide roles already.)"""
+    import psycopg
+
+    from lossgate.store.postgres import PostgresStore
+    from lossgate.testing.postgres import login_role, scratch_database, user_url
+
+    functions = ("lossgate_claim_job(text, timestamptz, timestamptz)",
+                 "lossgate_heartbeat_job(bigint, text, timestamptz)")
+    with login_role(server_url, createrole=True) as owner, scratch_database(server_url, owner=owner) as url:
+        store = PostgresStore(user_url(url, owner))
+        try:
+            assert store.migrate() >= 6
+        finally:
+            store.close()
+        with psycopg.connect(url) as conn:
+            may = conn.execute(
+                "SELECT r, has_function_privilege(r, f, 'EXECUTE') FROM unnest(%s::text[]) r, unnest(%s::text[]) f",
+                (["lossgate_app", "lossgate_worker", owner], list(functions)),
+            ).fetchall()
+            assert set(may) == {("lossgate_app", False), ("lossgate_worker", True), (owner, False)}
+            assert conn.execute("SELECT pg_has_role(%s, 'lossgate_queue', 'MEMBER')", (owner,)).fetchone() == (False,)
 
 
 def test_one_transaction_may_span_tenants(memory):
@@ -524,7 +646,8 @@ def test_derived_primitives_answer_like_sqlite(pg_url, tmp_path):
     from lossgate.store.sqlite import SQLiteStore
 
     answers = []
-    for store in (SQLiteStore(tmp_path / "ref.db"), PostgresStore(pg_url)):
+    # As the worker: the script claims jobs too (a worker may do all an application may).
+    for store in (SQLiteStore(tmp_path / "ref.db"), PostgresStore(pg_url, role="worker")):
         try:
             store.migrate()
             answers.append(_derived_script(store))

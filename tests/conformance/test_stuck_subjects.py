@@ -17,7 +17,7 @@ from lossgate.consolidate.chat import ChatCompressor, ChatConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.errors import LifecycleError
 from lossgate.testing.chat_server import ScriptedChatServer, narrative
-from lossgate.worker import drain
+from lossgate.worker import drain, open_worker_memory
 
 T, S = "t", "s"
 
@@ -62,10 +62,14 @@ def test_a_fact_that_loses_one_of_two_sources_stands_on_the_other_and_publishes(
     assert memory.consolidate(T, S, config=ConsolidationConfig(incremental=False)).status == "published"
 
 
-def test_the_worker_rebuilds_after_a_shared_source_is_erased(shared_source):
+def test_the_worker_rebuilds_after_a_shared_source_is_erased(shared_source, store_url):
     memory = shared_source
     memory.delete_fact(T, S, "g", reason="erasure request")
-    assert drain(memory) >= 1
+    worker = open_worker_memory(store_url, migrate=False)
+    try:
+        assert drain(worker) >= 1
+    finally:
+        worker.close()
     assert memory.recall(T, S).mode == "summary"
     assert "alpha" not in (memory.recall(T, S).summary or "")
 

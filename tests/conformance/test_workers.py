@@ -2,7 +2,9 @@
 
 Correctness never rests on there being one worker: a worker killed mid-job leaves no
 visible half-result, its job is claimed again when the lease runs out, and the alias
-CAS lets at most one result per snapshot through.
+CAS lets at most one result per snapshot through. Workers open the database with the
+worker's role (on PostgreSQL the only one that may claim; test_postgres_only.py shows the
+application's role refused).
 """
 
 from __future__ import annotations
@@ -19,11 +21,21 @@ import pytest
 
 import lossgate
 from lossgate import NewEvent, NewFact
+from lossgate.errors import ConfigError
 from lossgate.records import utcnow
-from lossgate.worker import Worker, WorkerConfig, drain
+from lossgate.store import open_store
+from lossgate.worker import Worker, WorkerConfig, drain, open_worker_memory
 
 HERE = Path(__file__).resolve().parent
 T = "acme"
+
+
+@pytest.fixture
+def worker_memory(memory: lossgate.Memory, store_url: str):
+    """The test's database opened by a worker (``memory`` has migrated it and loaded the registry)."""
+    mem = open_worker_memory(store_url, migrate=False)
+    yield mem
+    mem.close()
 
 
 def _seed(memory: lossgate.Memory, subject: str, n: int = 3) -> None:
@@ -53,7 +65,7 @@ def _wait_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 30) ->
     raise AssertionError(f"no {prefix!r} line from the worker (stderr: {proc.stderr.read() if proc.stderr else ''})")
 
 
-def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed(memory, store_url):
+def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed(memory, worker_memory, store_url):
     _seed(memory, "u1")
     memory.request_consolidation(T, "u1")
     child = _child(store_url, sleep=30, lease=1.0)
@@ -69,7 +81,7 @@ def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed
     assert memory.alias(T, "u1").artifact_id is None
     assert memory.recall(T, "u1").mode == "raw_fallback"
     # Before the lease runs out nobody may take the job; after it, another worker does.
-    rescuer = Worker(memory, config=WorkerConfig(lease_s=5, heartbeat_s=1, poll_s=0.05))
+    rescuer = Worker(worker_memory, config=WorkerConfig(lease_s=5, heartbeat_s=1, poll_s=0.05))
     assert rescuer.claim() is None
     time.sleep(1.2)
     assert rescuer.run_once() is not None
@@ -97,23 +109,23 @@ def test_sigterm_lets_the_worker_finish_its_job_then_exit(memory, store_url):
     assert memory.recall(T, "u1").mode == "summary"
 
 
-def test_a_job_whose_lease_was_lost_cannot_be_finished_by_its_old_owner(memory):
+def test_a_job_whose_lease_was_lost_cannot_be_finished_by_its_old_owner(memory, worker_memory):
     _seed(memory, "u1")
     memory.request_consolidation(T, "u1")
-    slow = Worker(memory, owner="slow", config=WorkerConfig(lease_s=0.2))
+    slow = Worker(worker_memory, owner="slow", config=WorkerConfig(lease_s=0.2))
     job = slow.claim()
     time.sleep(0.3)
-    fast = Worker(memory, owner="fast", config=WorkerConfig(lease_s=30))
+    fast = Worker(worker_memory, owner="fast", config=WorkerConfig(lease_s=30))
     assert fast.claim().job_id == job.job_id  # the expired lease is taken over
-    with memory.store.write() as tx:
+    with worker_memory.store.write() as tx:
         assert not tx.heartbeat_job(job.job_id, owner="slow", lease_expires_at=utcnow() + timedelta(seconds=30))
         assert not tx.finish_job(T, "u1", job.job_id, owner="slow", status="done", at=utcnow())
         assert tx.finish_job(T, "u1", job.job_id, owner="fast", status="done", at=utcnow())
 
 
-def test_many_changes_enqueue_one_rebuild_and_drain_publishes_it(memory):
+def test_many_changes_enqueue_one_rebuild_and_drain_publishes_it(memory, worker_memory):
     _seed(memory, "u1", n=5)
-    drain(memory)
+    drain(worker_memory)
     for i in range(3):
         memory.append([NewEvent(tenant_id=T, subject_id="u1", event_id=f"late-{i}", text=f"moved {i}")])
         memory.supersede(T, "u1", memory.facts(T, "u1", predicate="timezone")[0].fact_id,
@@ -121,13 +133,13 @@ def test_many_changes_enqueue_one_rebuild_and_drain_publishes_it(memory):
                                  source_event_ids=[f"late-{i}"]))
     memory.delete_event(T, "u1", "u1-e3")
     assert len([j for j in memory.jobs(T, "u1") if j.status == "pending"]) == 1
-    assert drain(memory) == 1
+    assert drain(worker_memory) == 1
     alias, clock = memory.alias(T, "u1"), memory.clock(T, "u1")
     assert (alias.source_epoch, alias.covers_through) == (clock.input_epoch, clock.high_water)
     assert [j.status for j in memory.jobs(T, "u1")].count("pending") == 0
 
 
-def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory):
+def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory, worker_memory):
     from lossgate.consolidate.pipeline import ConsolidationConfig
     from lossgate.testing.compressors import MissingFieldCompressor
 
@@ -135,7 +147,7 @@ def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory)
     _seed(memory, "good")
     memory.request_consolidation(T, "bad")
     config = ConsolidationConfig(max_attempts=3, backoff_base_s=0.0)
-    worker = Worker(memory, consolidation=config, compressor=MissingFieldCompressor(),
+    worker = Worker(worker_memory, consolidation=config, compressor=MissingFieldCompressor(),
                     config=WorkerConfig(poll_s=0.0))
     assert worker.run(exit_when_idle=True) == 3  # the first try and two retries, then no more
     attempts = memory.attempts(T, "bad")
@@ -144,9 +156,9 @@ def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory)
     assert [j.status for j in memory.jobs(T, "bad")] == ["done", "done", "review"]
     assert memory.alias(T, "bad").artifact_id is None and memory.recall(T, "bad").mode == "raw_fallback"
     # The tenant-wide view an operator reads; a healthy subject is not in it.
-    drain(memory)
+    drain(worker_memory)
     memory.request_consolidation(T, "good")
-    assert drain(memory) == 1
+    assert drain(worker_memory) == 1
     assert [(j.subject_id, j.status) for j in memory.jobs(T, None, statuses=["review"])] == [("bad", "review")]
     assert memory.jobs("other-tenant", None) == []
     # A new change earns one more try, not a new series of retries.
@@ -158,6 +170,14 @@ def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory)
     # Once a rebuild publishes (here with a working compressor), the subject leaves review.
     assert memory.consolidate(T, "bad").status == "published"
     assert memory.jobs(T, None, statuses=["review"]) == []
+
+
+def test_a_store_acts_for_an_application_or_a_worker(store_url):
+    # On SQLite, one embedded file with no database roles, the role changes nothing.
+    for role in ("app", "worker"):
+        open_store(store_url, role=role).close()
+    with pytest.raises(ConfigError, match="unknown store role 'admin'"):
+        open_store(store_url, role="admin")
 
 
 # -- many worker processes, one database (PostgreSQL) --------------------------------------

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import sys
 
-import lossgate
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.testing.compressors import SleepingCompressor
-from lossgate.worker import Worker, WorkerConfig
+from lossgate.worker import Worker, WorkerConfig, open_worker_memory
 
 
 class AnnouncingWorker(Worker):
@@ -25,7 +24,7 @@ class AnnouncingWorker(Worker):
 
 def main() -> None:
     url, sleep, lease = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-    memory = lossgate.open(url, migrate=False)
+    memory = open_worker_memory(url, migrate=False)
     worker = AnnouncingWorker(memory, compressor=SleepingCompressor(sleep),
                               config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3, poll_s=0.1),
                               consolidation=ConsolidationConfig(timeout_s=60))
