@@ -47,10 +47,12 @@ SEARCH_BACKLOG = 64
 
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
-           budget: int | None = None, counter: TokenCounter | None = None) -> RecallResult:
+           budget: int | None = None, counter: TokenCounter | None = None, context: bool = True) -> RecallResult:
     """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
     and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
-    The budget never trims critical facts or the summary's structured part."""
+    The budget never trims critical facts or the summary's structured part. With
+    ``context``, each hit brings the event after it and the one before it (in a
+    conversation the answer is often the reply to the turn that names the topic)."""
     searching = bool(query and query.strip())
     terms = query_terms(query) if searching else []
     if terms:
@@ -86,6 +88,10 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
             rank = {eid: i for i, eid in enumerate(hit_ids)}
             events = sorted((e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
                              if e.event_id not in erased), key=lambda e: rank[e.event_id])[:hits_wanted]
+            if context and events:
+                events = _with_neighbours(events, tx.events(
+                    tenant_id, subject_id, states=["valid"],
+                    seqs=sorted({e.seq + d for e in events for d in (-1, 1)} - {e.seq for e in events})), erased)
         else:
             others = newest[0][:k]
             after = alias.covers_through if fresh else None
@@ -115,6 +121,20 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         open_items=artifact.open_items if fresh and artifact else (),
         facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
     )
+
+
+def _with_neighbours(hits: list[Event], around: list[Event], erased: set[str]) -> list[Event]:
+    """Hits in relevance order, each followed by its next and previous event (once each)."""
+    by_seq = {e.seq: e for e in around if e.event_id not in erased}
+    out: list[Event] = []
+    seen: set[int] = set()
+    for hit in hits:
+        for seq in (hit.seq, hit.seq + 1, hit.seq - 1):
+            e = hit if seq == hit.seq else by_seq.get(seq)
+            if e is not None and seq not in seen:
+                seen.add(seq)
+                out.append(e)
+    return out
 
 
 @lru_cache(maxsize=1024)

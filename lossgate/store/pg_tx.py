@@ -119,9 +119,13 @@ class PostgresReadTx(DerivedReads):
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
         through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
     ) -> list[Event]:
         self._scope(tenant_id, subject_id)
         where, args = ["tenant_id=%s", "subject_id=%s"], [tenant_id, subject_id]
+        if seqs is not None:
+            where.append("seq = ANY(%s)")
+            args.append(list(seqs))
         if ids is not None:
             where.append("event_id = ANY(%s)")
             args.append(list(ids))

@@ -86,9 +86,10 @@ class ReadTx(Protocol):
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
         through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
     ) -> list[Event]:
-        """Events of one subject in seq order (or newest first), filtered by id, state and seq
-        range, at most ``limit``."""
+        """Events of one subject in seq order (or newest first), filtered by id, state, seq
+        range and exact seqs, at most ``limit``."""
 
     def facts(
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,

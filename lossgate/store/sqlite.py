@@ -85,8 +85,12 @@ class SQLiteReadTx(SQLiteDerivedReads):
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
         through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
     ) -> list[Event]:
         where, args = ["tenant_id=?", "subject_id=?"], [tenant_id, subject_id]
+        if seqs is not None:
+            where.append(f"seq IN ({_marks(len(seqs))})" if seqs else "0")
+            args += list(seqs)
         if states is not None:
             where.append(f"state IN ({_marks(len(states))})")
             args += states
