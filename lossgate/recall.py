@@ -91,7 +91,8 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
             if context and events:
                 events = _with_neighbours(events, tx.events(
                     tenant_id, subject_id, states=["valid"],
-                    seqs=sorted({e.seq + d for e in events for d in (-1, 1)} - {e.seq for e in events})), erased)
+                    seqs=sorted({e.seq + d for e in events for d in (-1, 1)} - {e.seq for e in events})),
+                    erased)[:hits_wanted]
         else:
             others = newest[0][:k]
             after = alias.covers_through if fresh else None
