@@ -84,11 +84,11 @@ class Ledger:
         the alias out of recall; marking descendants stale also keeps them from ever being
         used as the parent of an incremental consolidation."""
         clock = self._advance(tenant_id, subject_id, epoch=True)
-        changed = {target_id} | self._touched.pop((tenant_id, subject_id), set())
+        changed = {target_id, *erased} | self._touched.pop((tenant_id, subject_id), set())
         descendants = self.tx.descendants(tenant_id, subject_id, sorted(changed))
         if op.startswith("delete"):
             self._purge_derived(tenant_id, subject_id, descendants, changed)
-            self._redact_recalls(tenant_id, subject_id, changed | set(erased) | set(descendants), f"{op} {target_id}")
+            self._redact_recalls(tenant_id, subject_id, changed | set(descendants), f"{op} {target_id}")
         # A failed or abandoned artifact keeps the record of why it was never published.
         stale = self.tx.set_artifact_state(tenant_id, subject_id, descendants, "stale",
                                            reason=f"{op} {target_id}", from_states=_LIVE) if descendants else []
@@ -339,13 +339,20 @@ class Ledger:
         return self._assert(new, supersedes=old)
 
     def delete_fact(self, tenant_id: str, subject_id: str, fact_id: str, *, reason: str = "") -> Fact:
-        """Delete a fact: value and qualifiers purged, id and hash kept. Idempotent."""
+        """Delete a fact: value and qualifiers purged, id and hash kept, and the events it was
+        drawn from deleted with it (their text states the value). Idempotent."""
         fact = self.fact(tenant_id, subject_id, fact_id)
         if fact.status == "deleted":
             return fact
         self._leave(fact, "deleted", cause=reason or "deleted", purge=True)
-        # The text of its source events is erased with it (it may state the deleted value):
-        # the other facts drawn from those events stand on what they have left.
+        # The text of its source events states the deleted value: it is erased with the fact
+        # (purged, tombstones kept), and the other facts drawn from those events stand on
+        # what they have left.
+        for ev in self.tx.events(tenant_id, subject_id, ids=list(fact.source_event_ids)):
+            if ev.state != "deleted":
+                self.tx.set_event_state(tenant_id, subject_id, ev.event_id, "deleted", purge=True)
+                self._log(tenant_id, subject_id, "delete_event", ev.event_id,
+                          {"reason": f"erased with fact {fact_id}", "content_hash": ev.content_hash})
         self._reassess(tenant_id, subject_id, fact.source_event_ids, cause="source_erased")
         self._invalidate(tenant_id, subject_id, "delete_fact", fact_id, erased=fact.source_event_ids)
         return self.fact(tenant_id, subject_id, fact_id)

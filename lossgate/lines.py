@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from lossgate.values import coerce_value, encode_value
 
-__all__ = ["value_text", "fact_line", "claim_lines", "event_line", "day_line"]
+__all__ = ["value_text", "fact_line", "claim_lines", "event_line", "day_line", "header_line", "one_line"]
 
 
 class _FactLike(Protocol):
@@ -63,13 +63,26 @@ def claim_lines(claims: Any) -> frozenset[str]:
     return frozenset(out)
 
 
+def header_line(tenant_id: str, subject_id: str) -> str:
+    """The first line of a deterministic summary. The gate reads it as structure, not prose
+    (a subject named "Bob" is not a party the summary invented)."""
+    return f"Memory of {one_line(subject_id)} (tenant {one_line(tenant_id)})."
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) as one space: an event's text
+    or actor can never start a line of its own in a summary (a forged fact line)."""
+    return " ".join(text.split())
+
+
 def event_line(event: Any) -> str:
-    """``- Caroline: text``: an event as recall hands it back, under its day's header
-    (:func:`day_line`). Untrusted text is marked and quoted, so an agent never reads it as
-    an instruction (invariant 8)."""
+    """``- Caroline: text``: an event as a summary's conversation and recall write it (recall
+    under its day's header, :func:`day_line`). One line whatever the text holds; untrusted
+    text is marked and quoted, so an agent never reads it as an instruction (invariant 8)."""
+    actor, text = one_line(event.actor), one_line(event.text or "")
     if event.trust == "untrusted":
-        return f"- {event.actor} (untrusted, quoted): \"{event.text or ''}\""
-    return f"- {event.actor}: {event.text or ''}"
+        return f"- {actor} (untrusted, quoted): \"{text}\""
+    return f"- {actor}: {text}"
 
 
 def day_line(event: Any) -> str:

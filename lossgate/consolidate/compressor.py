@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError, LossgateError
-from lossgate.lines import fact_line
+from lossgate.lines import event_line, fact_line, header_line
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, Predicate
 from lossgate.values import encode_value
 
@@ -137,7 +137,7 @@ class DeterministicCompressor:
         facts = sorted(request.facts, key=lambda f: (
             f.fact_id not in keep, _RANK[request.predicates[f.predicate].criticality], f.predicate, f.seq))
         budget = request.budget_tokens
-        header = f"Memory of {request.subject_id} (tenant {request.tenant_id})."
+        header = header_line(request.tenant_id, request.subject_id)
         lines = [header]
         used = self.count(header)
         kept: list[Fact] = []
@@ -177,7 +177,7 @@ class DeterministicCompressor:
 
     def _continuity(self, request: CompressionRequest, budget: int | None, used: int) -> list[str]:
         """Recent conversation, newest kept first, whole events only (a cut event could cut a number)."""
-        candidates = [f"- {e.actor}: {e.text}" for e in request.events
+        candidates = [event_line(e) for e in request.events
                       if e.text and e.event_id not in request.outdated_event_ids]
         if request.parent is not None:
             candidates = _section(request.parent.summary, CONVERSATION_TITLE) + candidates

@@ -40,6 +40,7 @@ import orjson
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import InvalidInput
+from lossgate.lines import one_line
 from lossgate.memory import Memory
 from lossgate.records import NewEvent
 
@@ -62,7 +63,7 @@ class Turn:
     @property
     def line(self) -> str:
         """The turn as a conversation line, the way the deterministic compressor writes it."""
-        return f"- {self.speaker}: {self.text}"
+        return f"- {one_line(self.speaker)}: {one_line(self.text)}"
 
 
 @dataclass(frozen=True)

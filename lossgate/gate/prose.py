@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from lossgate.lines import claim_lines
+from lossgate.lines import claim_lines, header_line
 from lossgate.gate.atoms import Atom, AtomChange, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
@@ -229,7 +229,8 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
 
 
 def prose_of(artifact: ArtifactBody) -> str:
-    """The summary with every line that renders one of the artifact's claims blanked out.
+    """The summary with every line that renders one of the artifact's claims, and its header
+    line (``Memory of <subject> (tenant <tenant>).``), blanked out.
 
     Such a line says exactly what its claim says, and the contract checks the claim; read
     as prose its words would only pair with whatever else the conversation said (an
@@ -237,9 +238,7 @@ def prose_of(artifact: ArtifactBody) -> str:
     source "no peanuts" that fell out of the budget window against the line that carries
     it as ``food.peanuts_allowed: false``). Lines are blanked, not removed, so clauses never
     join across them."""
-    rendered = claim_lines(artifact.claims)
-    if not rendered:
-        return artifact.summary
+    rendered = claim_lines(artifact.claims) | {header_line(artifact.tenant_id, artifact.subject_id)}
     return "\n".join("" if line in rendered else line for line in artifact.summary.split("\n"))
 
 

@@ -82,13 +82,14 @@ def test_a_fact_left_with_no_standing_source_leaves_the_active_set(shared_source
     memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="g2", predicate="contact.home_address",
                                value="3 Road", source_event_ids=["d"]))
     memory.delete_fact(T, S, "g2", reason="erasure request")
-    # d's text was erased with g2, so h rests on nothing the authorized view still has
-    assert memory.fact(T, S, "h").status == "revoked"
-    assert [e for e in memory.history(T, S, "h").log if e.op == "revoked"][-1].detail["cause"] == "source_erased"
+    # d was deleted with g2 (its text states the address), so h rests on nothing left
+    assert {e.event_id: e.state for e in memory.events(T, S)}["d"] == "deleted"
+    assert memory.fact(T, S, "h").status == "deleted"
+    assert [e for e in memory.history(T, S, "h").log if e.op == "deleted"][-1].detail["cause"] == "source_erased"
     attempt = memory.consolidate(T, S)
     assert attempt.status == "published", attempt.violations
     assert "h" not in {c.fact_id for c in memory.artifact(T, S, attempt.artifact_id).body.claims}
-    with pytest.raises(LifecycleError, match="erased"):
+    with pytest.raises(LifecycleError, match="deleted"):
         memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="h2", predicate="chat.topic",
                                    value="jazz again", source_event_ids=["d"]))
 
