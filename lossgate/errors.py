@@ -8,6 +8,8 @@ that any layer may use it.
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class LossgateError(Exception):
     """Root of every error lossgate raises on purpose."""
@@ -15,6 +17,16 @@ class LossgateError(Exception):
 
 class InvalidInput(LossgateError):
     """The caller's input is malformed or violates the schema. Nothing was written."""
+
+
+class InvalidRecord(InvalidInput, ValidationError):
+    """A record a caller built (:class:`~lossgate.records.NewEvent`, :class:`~lossgate.records.NewFact`)
+    has a bad field: a NUL or a lone surrogate, a value over a limit of :mod:`lossgate.limits`,
+    a wrong type. Raised when the record is constructed, so before anything is written.
+
+    It is also pydantic's ``ValidationError`` (a ``ValueError``): ``.errors()`` lists every
+    problem, and code that catches ``ValidationError`` keeps working.
+    """
 
 
 class UnknownPredicate(InvalidInput):

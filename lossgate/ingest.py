@@ -10,6 +10,11 @@ Numbers are parsed as :class:`~decimal.Decimal`, never ``float``: ``50.0`` reach
 ledger as ``Decimal('50.0')`` and is rejected for an ``int`` predicate instead of being
 silently read as ``50`` (invariant 9).
 
+Every field obeys the limits of :mod:`lossgate.limits` (ids, sizes, nesting, no lone
+surrogate, no NUL outside a payload), checked by the records themselves; a line nested
+too deeply for the JSON parser is refused as such, with its line number, like any other
+bad line.
+
 >>> report = ingest_lines(memory, open("demo.jsonl"))          # doctest: +SKIP
 """
 
@@ -20,10 +25,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Literal, NamedTuple, NoReturn, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from lossgate.errors import InvalidInput, LossgateError, StoreError
 from lossgate.ledger import Ledger
+from lossgate.limits import MAX_DEPTH, Id, Label, nesting_problem, text_problem
 from lossgate.memory import Memory
 from lossgate.records import NewEvent, NewFact
 
@@ -37,7 +43,10 @@ __all__ = [
 # executemany per batch instead of per event (about 5x faster on SQLite, measured).
 BATCH_SIZE = 1_000
 
-_ID = Field(min_length=1, max_length=200, pattern=r"^[^\s]+$")
+# The deepest a valid line can nest: the line's object, a supersede line's ``fact``, then
+# a value of at most MAX_DEPTH levels. Anything deeper is refused before validation,
+# whose error messages would otherwise ``repr`` it.
+_LINE_DEPTH = MAX_DEPTH + 2
 
 
 # -- line models ------------------------------------------------------------------------
@@ -51,7 +60,7 @@ class EventLine(NewEvent):
     on a changed hash, instead of being a no-op.
     """
 
-    event_id: str = _ID
+    event_id: Id
     occurred_at: datetime
 
     @field_validator("payload", mode="before")
@@ -62,13 +71,15 @@ class EventLine(NewEvent):
         return _floats(value)
 
 
-def _floats(value: Any) -> Any:
+def _floats(value: Any, depth: int = 0) -> Any:
     if type(value) is Decimal:
         return float(value)
+    if depth > MAX_DEPTH:  # NewEvent names the problem; only keep this recursion bounded
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, dict):
-        return {k: _floats(v) for k, v in value.items()}
+        return {k: _floats(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_floats(v) for v in value]
+        return [_floats(v, depth + 1) for v in value]
     return value
 
 
@@ -83,9 +94,9 @@ class SupersedeLine(_Line):
     the line's.
     """
 
-    tenant_id: str = _ID
-    subject_id: str = _ID
-    old_fact_id: str = _ID
+    tenant_id: Id
+    subject_id: Id
+    old_fact_id: Id
     fact: NewFact
 
     @model_validator(mode="before")
@@ -103,28 +114,28 @@ class SupersedeLine(_Line):
 class DeleteFactLine(_Line):
     """A ``delete_fact`` line: purge a fact's value and qualifiers, keep its tombstone."""
 
-    tenant_id: str = _ID
-    subject_id: str = _ID
-    fact_id: str = _ID
-    reason: str = ""
+    tenant_id: Id
+    subject_id: Id
+    fact_id: Id
+    reason: Label = ""
 
 
 class DeleteEventLine(_Line):
     """A ``delete_event`` line: purge an event's content, keep its id and hash."""
 
-    tenant_id: str = _ID
-    subject_id: str = _ID
-    event_id: str = _ID
-    reason: str = ""
+    tenant_id: Id
+    subject_id: Id
+    event_id: Id
+    reason: Label = ""
 
 
 class RevokeEventLine(_Line):
     """A ``revoke_event`` line: keep the event for audit, take it out of the authorized view."""
 
-    tenant_id: str = _ID
-    subject_id: str = _ID
-    event_id: str = _ID
-    reason: str = ""
+    tenant_id: Id
+    subject_id: Id
+    event_id: Id
+    reason: Label = ""
 
 
 LineBody = Union[EventLine, NewFact, SupersedeLine, DeleteFactLine, DeleteEventLine, RevokeEventLine]
@@ -213,6 +224,9 @@ def describe_validation_error(exc: ValidationError) -> str:
         text = f"missing field '{where}'"
     elif kind == "extra_forbidden":
         text = f"unknown field '{where}'"
+    elif kind in ("string_pattern_mismatch", "string_unicode") and isinstance(first.get("input"), str) \
+            and (problem := text_problem(first["input"])) is not None:
+        text = f"field '{where}' {problem}"  # NUL or a lone surrogate: say which, not the pattern
     else:
         msg = first["msg"].removeprefix("Value error, ")
         text = f"field '{where}': {msg}" if where else msg
@@ -230,7 +244,10 @@ _LABEL_FIELD = {"event": "event_id", "fact": "fact_id", "supersede": "old_fact_i
 
 def _label(kind: str, obj: dict[str, Any]) -> str:
     ident = obj.get(_LABEL_FIELD[kind])
-    return f"{kind} {ident}" if isinstance(ident, str) and ident else kind
+    if not isinstance(ident, str) or not ident:
+        return kind
+    # An id with a NUL or a lone surrogate is shown escaped: the message must stay printable.
+    return f"{kind} {ident!r}" if text_problem(ident) is not None else f"{kind} {ident}"
 
 
 def parse_line(text: str | bytes, line: int) -> Operation | None:
@@ -253,6 +270,11 @@ def parse_line(text: str | bytes, line: int) -> Operation | None:
         raise IngestError(line, f"not valid JSON: {exc.msg} at column {exc.colno}") from None
     except ValueError as exc:  # a NaN or Infinity constant
         raise IngestError(line, f"not valid JSON: {exc}") from None
+    except RecursionError:  # the parser recurses per level: thousands of levels exhaust the stack
+        raise IngestError(line, f"nested more than {MAX_DEPTH} levels deep") from None
+    # Nesting cannot exceed the number of brackets: most lines need no walk.
+    if text.count("[") + text.count("{") > _LINE_DEPTH and nesting_problem(obj, _LINE_DEPTH) is not None:
+        raise IngestError(line, f"nested more than {MAX_DEPTH} levels deep")
     if not isinstance(obj, dict):
         raise IngestError(line, f"expected a JSON object, got {type(obj).__name__}")
     kind = obj.pop("type", None)

@@ -9,11 +9,12 @@ commit together.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, get_args
 
 from lossgate.canonical import content_hash
-from lossgate.errors import NotFound
+from lossgate.errors import InvalidInput, NotFound
 from lossgate.ledger import Ledger
+from lossgate.limits import checked_args
 from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, LedgerEntry, NewEvent,
     NewFact, Trust,
@@ -33,7 +34,13 @@ ACTIVE: tuple[FactStatus, ...] = ("active",)
 
 
 class Memory:
-    """Long-term memory for agents, backed by one store."""
+    """Long-term memory for agents, backed by one store.
+
+    Methods marked ``@checked_args`` refuse a NUL or a lone surrogate in any string
+    argument, and a ``reason`` or ``query`` over 4,096 characters, with
+    :class:`~lossgate.errors.InvalidInput` before they touch the store (records carry
+    their own checks: :mod:`lossgate.limits`).
+    """
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -97,11 +104,13 @@ class Memory:
         with self.transaction() as led:
             return led.assert_facts(facts)
 
+    @checked_args
     def supersede(self, tenant_id: str, subject_id: str, old_fact_id: str, new: NewFact) -> Fact:
         """Replace an active fact with a newer one; the old one is kept as ``superseded``."""
         with self.transaction() as led:
             return led.supersede(tenant_id, subject_id, old_fact_id, new)
 
+    @checked_args
     def delete_fact(self, tenant_id: str, subject_id: str, fact_id: str, *, reason: str = "") -> Fact:
         """Delete a fact: content purged, tombstone (id, hash) kept."""
         with self.transaction() as led:
@@ -109,6 +118,7 @@ class Memory:
         _forget_cached_text()
         return fact
 
+    @checked_args
     def delete_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
         """Delete an event: content purged, tombstone kept, unsupported facts leave the active set."""
         with self.transaction() as led:
@@ -116,27 +126,34 @@ class Memory:
         _forget_cached_text()
         return event
 
+    @checked_args
     def revoke_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
         """Revoke an event: kept for audit, out of the authorized view."""
         with self.transaction() as led:
             return led.revoke_event(tenant_id, subject_id, event_id, reason=reason)
 
+    @checked_args
     def set_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust, *, reason: str = "") -> Event:
         """Change an event's trust level (moves the epoch)."""
+        if trust not in get_args(Trust):
+            raise InvalidInput(f"trust {trust!r} is not one of {list(get_args(Trust))}")
         with self.transaction() as led:
             return led.set_trust(tenant_id, subject_id, event_id, trust, reason=reason)
 
     # -- reads -------------------------------------------------------------------------
+    @checked_args
     def clock(self, tenant_id: str, subject_id: str) -> Clock:
         with self.store.read() as tx:
             return tx.clock(tenant_id, subject_id)
 
+    @checked_args
     def facts(self, tenant_id: str, subject_id: str, *, statuses: Sequence[FactStatus] | None = ACTIVE,
               predicate: str | None = None) -> list[Fact]:
         """Facts of one subject; active ones by default, every status with ``statuses=None``."""
         with self.store.read() as tx:
             return tx.facts(tenant_id, subject_id, statuses=statuses, predicate=predicate)
 
+    @checked_args
     def fact(self, tenant_id: str, subject_id: str, fact_id: str) -> Fact:
         with self.store.read() as tx:
             found = tx.facts(tenant_id, subject_id, ids=[fact_id])
@@ -144,14 +161,17 @@ class Memory:
             raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found[0]
 
+    @checked_args
     def events(self, tenant_id: str, subject_id: str, *, states: Sequence[EventState] | None = None) -> list[Event]:
         with self.store.read() as tx:
             return tx.events(tenant_id, subject_id, states=states)
 
+    @checked_args
     def conflicts(self, tenant_id: str, subject_id: str, *, unresolved_only: bool = True) -> list[Conflict]:
         with self.store.read() as tx:
             return tx.conflicts(tenant_id, subject_id, unresolved_only=unresolved_only)
 
+    @checked_args
     def history(self, tenant_id: str, subject_id: str, fact_id: str) -> FactHistory:
         """The fact's whole supersession chain, oldest first, with conflicts and log lines."""
         with self.store.read() as tx:
@@ -176,6 +196,7 @@ class Memory:
 
         return Consolidator(self.store, self._current_registry, compressor=compressor, config=config, hooks=hooks)
 
+    @checked_args
     def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
                     config: "ConsolidationConfig | None" = None) -> Attempt:
         """Build, gate and publish a summary of one subject. Returns the attempt: its status
@@ -183,17 +204,21 @@ class Memory:
         gate outcome, violations, artifact id and the manifest's input root."""
         return self.consolidator(compressor=compressor, config=config).run(tenant_id, subject_id)
 
+    @checked_args
     def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
-               budget: int | None = None) -> RecallResult:
-        """What an agent should read now: the fresh summary or raw fallback, critical facts always."""
+               budget: int | None = None, context: bool = True) -> RecallResult:
+        """What an agent should read now: the fresh summary or raw fallback, critical facts always;
+        with a query, the most relevant facts and events of every tier (see :mod:`lossgate.recall`)."""
         from lossgate.recall import recall
 
-        return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget)
+        return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget, context=context)
 
+    @checked_args
     def alias(self, tenant_id: str, subject_id: str) -> Alias:
         with self.store.read() as tx:
             return tx.alias(tenant_id, subject_id)
 
+    @checked_args
     def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact:
         with self.store.read() as tx:
             found = tx.artifact(tenant_id, subject_id, artifact_id)
@@ -201,10 +226,12 @@ class Memory:
             raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found
 
+    @checked_args
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         with self.store.read() as tx:
             return tx.artifacts(tenant_id, subject_id, states=states)
 
+    @checked_args
     def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> LineageView:
         """An artifact (in any state, stale ones included: audit) with its inputs and parent chain."""
         with self.store.read() as tx:
@@ -223,11 +250,13 @@ class Memory:
                               if e.input_kind == "artifact"]
         return LineageView(artifact=art, edges=tuple(edges), ancestors=tuple(ancestors))
 
+    @checked_args
     def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
         """Every consolidation attempt of the subject, failures included."""
         with self.store.read() as tx:
             return tx.attempts(tenant_id, subject_id)
 
+    @checked_args
     def request_consolidation(self, tenant_id: str, subject_id: str, *, reason: str = "requested") -> bool:
         """Queue a rebuild of one subject for the workers; False if one is already pending."""
         from lossgate.records import utcnow
@@ -237,6 +266,7 @@ class Memory:
             tx.lock_clock(tenant_id, subject_id)
             return tx.enqueue_job(tenant_id, subject_id, reason=reason, run_after=now, at=now)
 
+    @checked_args
     def jobs(self, tenant_id: str, subject_id: str | None = None, *,
              statuses: Sequence[str] | None = None) -> list[Job]:
         """Rebuild jobs of a subject, or of the whole tenant with ``subject_id=None``
@@ -244,15 +274,18 @@ class Memory:
         with self.store.read() as tx:
             return tx.jobs(tenant_id, subject_id, statuses=statuses)
 
+    @checked_args
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         with self.store.read() as tx:
             return tx.recalls(tenant_id, subject_id, limit=limit)
 
+    @checked_args
     def log(self, tenant_id: str, subject_id: str) -> list[LedgerEntry]:
         """The subject's operation log, oldest first (asserts, supersessions, deletions, epochs, publications)."""
         with self.store.read() as tx:
             return tx.log(tenant_id, subject_id)
 
+    @checked_args
     def subjects(self, tenant_id: str) -> list[str]:
         """Admin listing of a tenant's subjects."""
         with self.store.read() as tx:

@@ -4,6 +4,11 @@ Records are frozen pydantic models. ``New*`` records are what a caller hands
 in; the store assigns sequence numbers, hashes and lifecycle state and hands
 back the full record. Every record carries ``tenant_id`` and ``subject_id``:
 nothing in lossgate is addressed without both (invariant 7).
+
+A ``New*`` record refuses, when it is built, anything a store could not keep the
+same way on SQLite and PostgreSQL (NUL, lone surrogates, nesting and sizes beyond
+:mod:`lossgate.limits`), raising :class:`~lossgate.errors.InvalidRecord`, an
+:class:`~lossgate.errors.InvalidInput`.
 """
 
 from __future__ import annotations
@@ -13,9 +18,13 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lossgate.canonical import envelope_hash
+from lossgate.errors import InvalidInput, InvalidRecord
+from lossgate.limits import (
+    MAX_PAYLOAD_BYTES, MAX_VALUE_BYTES, Id, Key, Label, Name, Plain, Text, json_problem,
+)
 from lossgate.values import ValueType, canonical_value, encode_value
 
 __all__ = [
@@ -79,26 +88,75 @@ class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-_ID = Field(min_length=1, max_length=200, pattern=r"^[^\s]+$")
-_NO_NUL = r"^[^\x00]*$"
+def _invalid_record(exc: ValidationError) -> InvalidInput:
+    """``exc`` as an :class:`InvalidRecord`, the same errors under lossgate's root."""
+    if isinstance(exc, InvalidRecord):
+        return exc
+    try:
+        return InvalidRecord.from_exception_data(exc.title, exc.errors())
+    except Exception:  # noqa: BLE001 - an error type pydantic cannot rebuild: keep its text
+        return InvalidInput(str(exc))
 
 
-class NewEvent(_Record):
-    """An event to append to the raw layer. ``event_id`` is the idempotency key."""
+class _Input(_Record):
+    """A record a caller hands in: a bad field raises :class:`InvalidRecord` (an
+    :class:`InvalidInput` and a pydantic ``ValidationError``) when it is built."""
 
-    tenant_id: str = _ID
-    subject_id: str = _ID
-    event_id: str = Field(default_factory=lambda: f"ev-{uuid.uuid4().hex}", min_length=1, max_length=200)
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid_record(exc) from None
+
+    # Like pydantic's RootModel: this __init__ only translates the error, so validation
+    # need not call it (a "custom init" would route every model_validate through it).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise _invalid_record(exc) from None
+
+
+def _json_field(value: Any, max_bytes: int, *, nul_ok: bool = False) -> Any:
+    if not value and type(value) is dict:  # the common empty payload
+        return value
+    problem = json_problem(value, max_bytes, nul_ok=nul_ok)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+class NewEvent(_Input):
+    """An event to append to the raw layer. ``event_id`` is the idempotency key.
+
+    Ids are at most 200 characters, ``actor`` 200, ``text`` 65,536, the payload
+    1 MiB of JSON nested at most 64 levels; no text may hold a lone surrogate, and
+    none but the payload's strings a NUL (:mod:`lossgate.limits`).
+    """
+
+    tenant_id: Id
+    subject_id: Id
+    event_id: Key = Field(default_factory=lambda: f"ev-{uuid.uuid4().hex}")
     kind: EventKind = "message"
-    # PostgreSQL cannot store NUL in text: refuse it on every store so they agree
-    # (a pattern is checked in pydantic's core, off the Python hot path).
-    actor: str = Field(default="user", pattern=_NO_NUL)
+    # PostgreSQL cannot store NUL in text: every text field refuses it on every store, so
+    # they agree (a pattern is checked in pydantic's core, off the Python hot path).
+    actor: Name = "user"
     trust: Trust = "authenticated_user"
-    text: str = Field(default="", pattern=_NO_NUL)
+    text: Text = ""
     payload: dict[str, Any] = Field(default_factory=dict)
     occurred_at: datetime = Field(default_factory=utcnow)
 
     _check_aware = field_validator("occurred_at")(_aware)
+
+    @field_validator("payload")
+    @classmethod
+    def _payload(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Stored as JSON text (PostgreSQL ``json``, not ``jsonb``), where \u0000 is just an
+        # escape: a NUL in a payload string is kept on every store.
+        return _json_field(value, MAX_PAYLOAD_BYTES, nul_ok=True)
 
     def hash_content(self, occurred_iso: str | None = None) -> dict[str, Any]:
         """What the content hash covers: what was said, by whom, when; not mutable state like trust."""
@@ -144,35 +202,45 @@ class Event(_Record):
 
 
 class Predicate(_Record):
-    """One entry of the predicate registry: the schema of a kind of fact."""
+    """One entry of the predicate registry: the schema of a kind of fact. Its text holds no NUL."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
     value_type: ValueType
     cardinality: Cardinality = "one"
     criticality: Criticality = "important"
     category: Category = "attribute"
-    owner: str = "unowned"
-    qualifiers: tuple[str, ...] = ()
-    enum_values: tuple[str, ...] = ()
-    description: str = ""
+    owner: Plain = "unowned"
+    qualifiers: tuple[Plain, ...] = ()
+    enum_values: tuple[Plain, ...] = ()
+    description: Plain = ""
 
 
-class NewFact(_Record):
-    """A fact to assert. ``value`` is checked against the predicate's type by the ledger."""
+class NewFact(_Input):
+    """A fact to assert. ``value`` is checked against the predicate's type by the ledger.
 
-    tenant_id: str = _ID
-    subject_id: str = _ID
-    fact_id: str | None = None
-    predicate: str
+    Ids and the predicate are at most 200 characters, a qualifier key 200 and its value
+    4,096; ``value`` is at most 64 KiB of JSON nested at most 64 levels; no text anywhere
+    may hold NUL or a lone surrogate (:mod:`lossgate.limits`).
+    """
+
+    tenant_id: Id
+    subject_id: Id
+    fact_id: Key | None = None
+    predicate: Name
     value: Any
-    qualifiers: tuple[tuple[str, str], ...] = ()
+    qualifiers: tuple[tuple[Name, Label], ...] = ()
     polarity: Polarity = "positive"
     modality: Modality = "asserted"
     authority: Authority = "user"
-    source_event_ids: tuple[str, ...] = Field(min_length=1)
+    source_event_ids: tuple[Key, ...] = Field(min_length=1)
     valid_from: datetime | None = None
 
     _check_aware = field_validator("valid_from")(_aware)
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, value: Any) -> Any:
+        return _json_field(value, MAX_VALUE_BYTES)
 
     @field_validator("qualifiers", mode="before")
     @classmethod

@@ -58,7 +58,7 @@ class CompressionRequest(BaseModel):
     events: tuple[Event, ...] = ()
     parent: ArtifactBody | None = None
     budget_tokens: int | None = None
-    # Events whose only facts were superseded: history lives in the ledger, not in the
+    # Events whose only facts were superseded or revoked: history lives in the ledger, not in the
     # summary, so the prose must not carry the old value (seed 000, temporal collapse).
     outdated_event_ids: frozenset[str] = frozenset()
     # Facts the gate will refuse to lose (its must-preserve set, hard reasons): never dropped

@@ -92,7 +92,7 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     withdrawn = frozenset(e for e in live_sources if e not in authorized)
     shown_ids = {e.event_id for e in shown}
     outdated = frozenset(
-        e for f in all_facts if f.status == "superseded" for e in f.source_event_ids
+        e for f in all_facts if f.status in ("superseded", "revoked") for e in f.source_event_ids
         if e not in live_sources and e in shown_ids
     )
     snapshot = Snapshot(
