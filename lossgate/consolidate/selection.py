@@ -91,9 +91,12 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     authorized = {e.event_id for e in valid}
     withdrawn = frozenset(e for e in live_sources if e not in authorized)
     shown_ids = {e.event_id for e in shown}
+    # The text of an event a retired fact was drawn from states the retired value: it leaves
+    # the conversation even when the event also supports an active fact, whose claim line
+    # carries that fact (the gate refuses a summary that restates a retired value).
     outdated = frozenset(
         e for f in all_facts if f.status in ("superseded", "revoked") for e in f.source_event_ids
-        if e not in live_sources and e in shown_ids
+        if e in shown_ids
     )
     snapshot = Snapshot(
         tenant_id=tenant_id, subject_id=subject_id, clock=clock, registry_version=registry.version,
