@@ -173,7 +173,11 @@ def _children(node: Any) -> Any:
 # -- the Python API's plain arguments ------------------------------------------------------
 
 # Arguments that are stored as free text (log lines, recall records): bounded like a label.
-_ARG_MAX_CHARS = {"reason": MAX_LABEL_CHARS, "query": MAX_LABEL_CHARS}
+_ARG_MAX_CHARS = {"reason": MAX_LABEL_CHARS, "query": MAX_LABEL_CHARS, "tenant_id": MAX_ID_CHARS,
+                  "subject_id": MAX_ID_CHARS, "event_id": MAX_ID_CHARS, "fact_id": MAX_ID_CHARS,
+                  "old_fact_id": MAX_ID_CHARS, "artifact_id": MAX_ID_CHARS}
+# Counts a caller passes (how many, how much): negative ones mean nothing.
+_ARG_MIN = {"k": 0, "budget": 1, "limit": 0}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -181,7 +185,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def checked_args(func: F) -> F:
     """Check every string argument of ``func`` (and strings in list or tuple arguments)
     before it runs: a NUL or a lone surrogate raises :class:`InvalidInput`, as does a
-    ``reason`` or ``query`` longer than :data:`MAX_LABEL_CHARS`.
+    ``reason`` or ``query`` longer than :data:`MAX_LABEL_CHARS`, an id longer than
+    :data:`MAX_ID_CHARS`, or a negative ``k``, ``limit`` or a ``budget`` under 1.
 
     For methods that take ids, reasons and queries as plain arguments rather than in a
     record; the store would otherwise refuse them differently (PostgreSQL fails on NUL,
@@ -194,6 +199,8 @@ def checked_args(func: F) -> F:
         for name, value in (*zip(names, args), *kwargs.items()):
             if isinstance(value, str):
                 _check_arg(name, value)
+            elif isinstance(value, int) and name in _ARG_MIN and value < _ARG_MIN[name]:
+                raise InvalidInput(f"{name} must be at least {_ARG_MIN[name]}, got {value}")
             elif isinstance(value, (list, tuple)):
                 for item in value:
                     if isinstance(item, str):

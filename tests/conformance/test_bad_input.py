@@ -388,3 +388,17 @@ def _assert_nothing_written(store_url: str) -> None:
     with lossgate.open(store_url) as memory:
         assert memory.events(T, S, states=None) == [] and memory.clock(T, S).high_water == 0
         assert memory.registry == load_registry(REGISTRY_PATH)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.recall(T, "s" * 10_000),
+    lambda m: m.recall(T, S, k=-1),
+    lambda m: m.recall(T, S, budget=-5),
+    lambda m: m.recalls(T, S, limit=-1),
+    lambda m: m.revoke_event(T, S, "e" * 100_000),
+], ids=["long-subject", "negative-k", "negative-budget", "negative-limit", "long-event-id"])
+def test_out_of_range_arguments_are_invalid_input_and_write_no_recall_record(seeded, call):
+    before = len(seeded.recalls(T, S, limit=1000))
+    with pytest.raises(InvalidInput):
+        call(seeded)
+    assert len(seeded.recalls(T, S, limit=1000)) == before
