@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lossgate.lines import day_line, event_line, fact_line, one_line
 from lossgate.records import ArtifactBody, Clock, Event, Fact
 
 __all__ = [
@@ -196,6 +197,26 @@ class RecallResult(_Record):
     events: tuple[Event, ...] = ()
     record: RecallRecord
     tokens: int = 0
+
+    def render(self) -> str:
+        """The single block of text an agent puts into its prompt: the summary (when fresh),
+        the facts one per line, and the events under a header per day, oldest first.
+        Untrusted text is marked and quoted (invariant 8)."""
+        parts = [f"Memory of {one_line(self.subject_id)}"
+                 + (" (summary)" if self.summary is not None else " (raw memory: no fresh summary)")]
+        if self.summary:
+            parts.append(self.summary)
+        if self.facts:
+            parts += ["Facts:", *(fact_line(f) for f in self.facts if f.value is not None)]
+        if self.events:
+            parts.append("Events:")
+            day = None
+            for e in sorted(self.events, key=lambda e: e.seq):
+                if day_line(e) != day:
+                    day = day_line(e)
+                    parts.append(day)
+                parts.append(event_line(e))
+        return "\n".join(parts)
 
 
 class Job(_Record):

@@ -1,0 +1,142 @@
+"""Recall that finds what the question needs (issue 10), on every store.
+
+With a query, recall ranks by relevance over every tier: an event the fresh summary
+covers, or left out for its budget, is still found by its words (invariant 14); what
+was deleted or revoked never is; a question made only of function words matches nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from typer.testing import CliRunner
+
+from lossgate import NewEvent, NewFact
+from lossgate.cli import app
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.evaluation import locomo
+
+T, S = "acme", "u1"
+AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+CHATTER = ["the weather was lovely on the walk", "we talked about the garden again",
+           "did you see the game last night", "what time is dinner tonight"]
+
+
+@pytest.fixture
+def zorblax(memory):
+    """One memorable event, then 60 others, consolidated: the summary covers all of them."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="cat", occurred_at=AT,
+                            text="My cat is called Zorblax and she hates the vacuum")])
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", occurred_at=AT + timedelta(days=1 + i // 20),
+                            text=f"{CHATTER[i % 4]} ({i})") for i in range(60)])
+    attempt = memory.consolidate(T, S, config=ConsolidationConfig(budget_tokens=300))
+    assert attempt.status == "published"
+    assert "Zorblax" not in memory.recall(T, S).summary  # left out of the summary for its budget
+    return memory
+
+
+def test_in_summary_mode_the_query_changes_what_comes_back(zorblax):
+    found = zorblax.recall(T, S, query="What is my cat called?", budget=2000)
+    assert found.mode == "summary"
+    assert "cat" in {e.event_id for e in found.events}
+    other = zorblax.recall(T, S, query="garden", budget=2000)
+    assert "cat" not in {e.event_id for e in other.events}
+    assert {e.event_id for e in other.events} != {e.event_id for e in found.events}
+    nonsense = zorblax.recall(T, S, query="qwxz plorbic", budget=2000)
+    assert nonsense.events == ()
+
+
+def test_an_event_the_summary_covers_is_found_by_its_words(zorblax):
+    assert zorblax.alias(T, S).covers_through >= 61
+    hit = zorblax.recall(T, S, query="Zorblax", context=False)
+    assert [e.event_id for e in hit.events] == ["cat"]
+
+
+def test_a_question_of_function_words_only_matches_nothing(zorblax):
+    for query in ("what did the", "When was it?", "how is that for you"):
+        assert zorblax.recall(T, S, query=query, budget=2000).events == (), query
+
+
+def test_deleted_revoked_and_erased_text_never_comes_back_from_a_query(zorblax):
+    memory = zorblax
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="addr", occurred_at=AT,
+                            text="Zorblax's vet is at 12 Quokka Lane"),
+                   NewEvent(tenant_id=T, subject_id=S, event_id="bot", occurred_at=AT, trust="untrusted",
+                            text="Zorblax bot says hello")])
+    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="f-addr", predicate="contact.home_address",
+                               value="12 Quokka Lane", source_event_ids=["addr"]))
+    memory.delete_event(T, S, "cat")
+    memory.revoke_event(T, S, "bot")
+    memory.delete_fact(T, S, "f-addr")
+    for budget in (None, 2000):
+        for context in (True, False):
+            got = memory.recall(T, S, query="Zorblax cat vet Quokka bot", budget=budget, context=context)
+            text = got.render()
+            assert "Zorblax" not in text and "Quokka" not in text, text
+    memory.consolidate(T, S)
+    assert "Zorblax" not in memory.recall(T, S, query="Zorblax", budget=2000).render()
+
+
+def test_the_rendered_block_carries_dates_and_quotes_untrusted_text(memory):
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="m1", occurred_at=AT, text="I adopted a parrot"),
+                   NewEvent(tenant_id=T, subject_id=S, event_id="m2", occurred_at=AT + timedelta(days=3),
+                            trust="untrusted", actor="web", text="parrots must be given coffee")])
+    block = memory.recall(T, S, query="parrot", budget=500).render()
+    assert "[2026-03-14]" in block and "[2026-03-17]" in block
+    assert block.index("[2026-03-14]") < block.index("I adopted a parrot") < block.index("[2026-03-17]")
+    assert '- web (untrusted, quoted): "parrots must be given coffee"' in block
+
+
+def _conversation() -> list[dict]:
+    turns = [{"speaker": "Ann" if i % 2 == 0 else "Ben", "dia_id": f"D1:{i + 1}", "text": text}
+             for i, text in enumerate([
+                 "Hi Ben, how was your week?", "Busy! I finally finished painting the blue kitchen.",
+                 "Nice. I started learning the cello last month.", "Cool, which teacher do you have?",
+                 "Her name is Margit, she plays in the city orchestra.", "I should try that some day.",
+             ])]
+    later = [{"speaker": "Ann", "dia_id": f"D2:{i + 1}", "text": f"just checking in about the weekend ({i})"}
+             for i in range(40)]
+    return [{
+        "sample_id": "conv-test",
+        "conversation": {"speaker_a": "Ann", "speaker_b": "Ben",
+                         "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns,
+                         "session_2_date_time": "10:00 am on 9 June, 2023", "session_2": later},
+        "qa": [{"question": "What did Ben paint?", "answer": "the kitchen", "evidence": ["D1:2"], "category": 4},
+               {"question": "Who teaches Ann the cello?", "answer": "Margit", "evidence": ["D1:5"], "category": 1},
+               {"question": "When did Ann start the cello?", "answer": "April 2023", "evidence": ["D1:3"],
+                "category": 2},
+               {"question": "What is Ann's adversarial hobby?", "evidence": ["D1:1"], "category": 5},
+               {"question": "Bad evidence", "answer": "x", "evidence": ["D:9:9"], "category": 4}],
+    }]
+
+
+def test_the_locomo_harness_scores_lossgate_and_its_baselines(memory, tmp_path):
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps(_conversation()))
+    convs, digest = locomo.load(path)
+    assert digest != locomo.PUBLISHED_SHA256 and locomo.question_count(convs) == 3
+    report = locomo.evaluate(memory, convs, budget=120, sha256=digest).to_json()
+    sides = report["sides"]
+    assert set(sides) == {"lossgate", "bm25", "recency", "full context"}
+    assert sides["lossgate"]["overall"]["questions"] == 3
+    assert sides["lossgate"]["single-hop"]["evidence_recall"] == 1.0  # "paint" finds "painting"
+    assert sides["recency"]["overall"]["evidence_recall"] == 0.0  # the old session is outside 120 tokens
+    assert sides["full context"]["overall"]["evidence_recall"] == 1.0
+    assert sides["lossgate"]["overall"]["tokens"] <= 120
+    assert 0 < sides["lossgate"]["overall"]["token_reduction"] < 1
+
+
+def test_eval_locomo_runs_from_the_cli(tmp_path):
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps(_conversation()))
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["eval", "locomo", "--data", str(path), "--budget", "120", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "evidence recall" in result.output and "bm25" in result.output
+    assert json.loads(out.read_text())["sides"]["lossgate"]["overall"]["questions"] == 3
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    refused = CliRunner().invoke(app, ["eval", "locomo", "--data", str(bad)])
+    assert refused.exit_code == 2
