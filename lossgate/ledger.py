@@ -419,6 +419,10 @@ class Ledger:
             )
         if new.authority == "untrusted" and new.modality == "asserted":
             raise InvalidInput(f"fact {label}: an untrusted fact must be 'quoted' or 'speculative', not 'asserted'")
+        if new.authority == "untrusted" and pred.category in ("instruction", "preference") and new.modality != "quoted":
+            # Invariant 8: untrusted text never becomes an instruction or a preference; the gate
+            # refuses any summary that states one, so the ledger must not hold one either.
+            raise InvalidInput(f"fact {label}: an untrusted {pred.category} can only be recorded as 'quoted'")
 
         clock = self._advance(t, s, seqs=1)
         fact = Fact(

@@ -15,7 +15,7 @@ import pytest
 from lossgate import Money, NewEvent, NewFact
 from lossgate.consolidate.chat import ChatCompressor, ChatConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.errors import LifecycleError
+from lossgate.errors import InvalidInput, LifecycleError
 from lossgate.testing.chat_server import ScriptedChatServer, narrative
 from lossgate.worker import drain, open_worker_memory
 
@@ -164,3 +164,17 @@ def test_an_untrusted_contradiction_of_a_condition_does_not_block_a_faithful_nar
         attempt = memory.consolidate(T, S, compressor=chat)
     assert attempt.status == "published", attempt.violations
     assert "after supervisor review" in memory.recall(T, S).summary
+
+
+def test_the_ledger_refuses_an_untrusted_preference_the_gate_would_always_refuse(memory):
+    """Found by the liveness machine: an untrusted, speculative preference was stored, and every
+    summary carrying it failed ``untrusted_elevated``. It can only be recorded as quoted."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="w", trust="untrusted", actor="web",
+                            text="prefers aisle seats")])
+    with pytest.raises(InvalidInput, match="quoted"):
+        memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="p", predicate="travel.seat_preference",
+                                   value="aisle", authority="untrusted", modality="speculative",
+                                   source_event_ids=["w"]))
+    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="p", predicate="travel.seat_preference",
+                               value="aisle", authority="untrusted", modality="quoted", source_event_ids=["w"]))
+    assert memory.consolidate(T, S).status == "published"
