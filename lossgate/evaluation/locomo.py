@@ -19,10 +19,12 @@ The run (:func:`evaluate`):
    of the returned summary. Evidence ids that name no turn (a few are
    malformed in the data) are left out; a question left with none is skipped.
 
-In the same run, on the same questions and budget, three baselines: the full
+In the same run, on the same questions and budget, four baselines: the full
 conversation (evidence recall 1 by definition, at its full size); plain BM25
-over the turns (``rank_bm25``'s Okapi BM25 on lower-cased words), filling the
-budget in rank order; and the most recent turns, filling the budget.
+over the turns' text (``rank_bm25``'s Okapi BM25 on lower-cased words), filling
+the budget in rank order; the same BM25 over speaker and text (lossgate's index
+holds both, so this is the like-for-like baseline); and the most recent turns,
+filling the budget.
 """
 
 from __future__ import annotations
@@ -180,10 +182,11 @@ class Report:
         return out
 
 
-def _bm25_ranker(turns: tuple[Turn, ...]) -> Callable[[str], list[int]]:
+def _bm25_ranker(turns: tuple[Turn, ...], *, speaker: bool = False) -> Callable[[str], list[int]]:
     from rank_bm25 import BM25Okapi  # the eval extra: pip install 'lossgate[eval]'
 
-    index = BM25Okapi([_WORD.findall(t.text.lower()) or ["_"] for t in turns])
+    docs = [f"{t.speaker} {t.text}" if speaker else t.text for t in turns]
+    index = BM25Okapi([_WORD.findall(d.lower()) or ["_"] for d in docs])
 
     def rank(query: str) -> list[int]:
         scores = index.get_scores(_WORD.findall(query.lower()))
@@ -207,14 +210,14 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
     """Ingest, consolidate and recall every question (see the module docstring)."""
     count = counter or default_counter()
     sides: dict[str, dict[str, Side]] = {
-        name: defaultdict(Side) for name in ("lossgate", "bm25", "recency", "full context")}
+        name: defaultdict(Side) for name in ("lossgate", "bm25", "bm25 + speaker", "recency", "full context")}
     for conv in conversations:
         ingest(memory, conv)
         memory.consolidate(TENANT, conv.sample_id)
         by_id = {t.dia_id: t for t in conv.turns}
         costs = [count(t.line) + 1 for t in conv.turns]
         full_tokens = sum(costs)
-        rank = _bm25_ranker(conv.turns)
+        rank, rank_speaker = _bm25_ranker(conv.turns), _bm25_ranker(conv.turns, speaker=True)
         newest_first = range(len(conv.turns) - 1, -1, -1)
         for q in conv.questions:
             if q.category not in CATEGORIES:
@@ -229,10 +232,12 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             lines = set((result.summary or "").splitlines())
             found = [e for e in evidence if e in returned or by_id[e].line in lines]
             bm25_ids, bm25_tokens = _fill(rank(q.text), conv.turns, costs, budget)
+            bm25s_ids, bm25s_tokens = _fill(rank_speaker(q.text), conv.turns, costs, budget)
             recent_ids, recent_tokens = _fill(newest_first, conv.turns, costs, budget)
             for cat in (CATEGORIES[q.category], "overall"):
                 sides["lossgate"][cat].add(len(found) / len(evidence), result.tokens, took)
                 sides["bm25"][cat].add(sum(e in bm25_ids for e in evidence) / len(evidence), bm25_tokens)
+                sides["bm25 + speaker"][cat].add(sum(e in bm25s_ids for e in evidence) / len(evidence), bm25s_tokens)
                 sides["recency"][cat].add(sum(e in recent_ids for e in evidence) / len(evidence), recent_tokens)
                 sides["full context"][cat].add(1.0, full_tokens)
             if progress:

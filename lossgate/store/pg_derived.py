@@ -36,7 +36,7 @@ _ARTIFACT_COLS = ",".join(rows.ARTIFACT_COLUMNS)
 _JOB_COLS = ",".join(rows.JOB_COLUMNS)
 # 'english' stems like SQLite FTS5's Porter tokenizer (schema 7); recall drops stop words
 # before it searches. Indexed lazily: see sql/postgres/0003_lazy_search.sql.
-_TSV = "to_tsvector('english', coalesce(e.text, ''))"
+_TSV = "to_tsvector('english', coalesce(e.actor, '') || ' ' || coalesce(e.text, ''))"  # who said it, and what
 _MARK = "(SELECT search_indexed_through FROM clocks WHERE tenant_id=%(t)s AND subject_id=%(s)s)"
 
 

@@ -166,7 +166,8 @@ class SQLiteDerivedWrites:
         if top <= mark:
             return 0
         n = self._c.execute(
-            "INSERT INTO events_fts (rowid, text) SELECT rowid, text FROM events WHERE rowid > ? AND rowid <= ? "
+            "INSERT INTO events_fts (rowid, text, actor) SELECT rowid, text, actor FROM events "
+            "WHERE rowid > ? AND rowid <= ? "
             "AND text IS NOT NULL", (mark, top)).rowcount
         self._c.execute("UPDATE events_fts_watermark SET indexed_through=? WHERE id=1", (top,))
         return n

@@ -33,27 +33,32 @@ Checked after every step:
 (c) erasure: every event carries a unique marker word (``zq<N>x``); the markers
     of deleted events (and of deleted ``chat.topic`` values) never appear in
     recall output (summary, events, facts, with or without a query) nor in any
-    artifact's summary or claims; markers of revoked events and of events a
-    deleted fact was drawn from never appear in recall output nor in the
-    published summary.
+    artifact's summary or claims, whatever its state; markers of revoked events
+    and of events a deleted fact was drawn from never appear in recall output
+    nor in the published summary.
 
-Each hypothesis example gets a tenant of its own in the ``memory`` fixture's
-store (SQLite always, PostgreSQL when ``LOSSGATE_TEST_PG_URL`` is set), so
-examples never see each other's rows.
+Each hypothesis example starts from an empty store of the parametrized kind
+(SQLite always, PostgreSQL when ``LOSSGATE_TEST_PG_URL`` is set): a new SQLite
+file, or the session's PostgreSQL test database emptied again. Not a fresh
+tenant per example: the tenant's name is in the summary's header, and its token
+count would move the budget arithmetic between a run and its replay.
 
-Run (the CI profile: about 20 examples of 25 steps on SQLite, fewer on PostgreSQL)::
+The CI profile (20 examples of 25 steps on SQLite, 10 of 20 on PostgreSQL; about
+15-20 s and 25-30 s on two cores when it passes; a failure adds up to five minutes
+of shrinking, hypothesis' own limit, to report a short sequence)::
 
     LOSSGATE_TEST_PG_URL=postgresql://postgres@127.0.0.1:5432/lg_dev \\
         .venv/bin/python -m pytest tests/conformance/test_liveness.py -q
 
-The long run (hours of exploration; the pytest timeout is lifted)::
+The long profile (500 examples per store, every distinct failure shrunk and
+reported; the pytest timeout is lifted; about ten minutes on SQLite when it passes)::
 
-    LOSSGATE_LIVENESS_EXAMPLES=500 LOSSGATE_LIVENESS_STEPS=40 \\
-        .venv/bin/python -m pytest tests/conformance/test_liveness.py -q -k sqlite -s
+    LOSSGATE_LIVENESS_EXAMPLES=500 .venv/bin/python -m pytest tests/conformance/test_liveness.py -q -k sqlite
 
-``LOSSGATE_LIVENESS_EXAMPLES`` sets the number of examples per store and
+``LOSSGATE_LIVENESS_EXAMPLES`` sets the number of examples per store,
 ``LOSSGATE_LIVENESS_STEPS`` the steps per example (default 25 on SQLite, 20 on
-PostgreSQL). ``LOSSGATE_LIVENESS_SEED=<int>`` replays one exploration.
+PostgreSQL) and ``LOSSGATE_LIVENESS_SEED=<int>`` fixes hypothesis' seed, to
+replay one exploration.
 """
 
 from __future__ import annotations

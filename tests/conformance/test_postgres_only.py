@@ -676,5 +676,5 @@ def test_search_reads_the_lazy_index_and_the_fresh_tail_and_forgets_purged_text(
     assert search("refund") == ["e3"]
     with memory.store.tenant_connection("acme") as conn:
         assert conn.execute("SELECT terms::text FROM event_terms ORDER BY seq").fetchall() == [
-            ("",), ("'aisl':1 'pleas':3 'seat':2",)]
+            ("",), ("'aisl':2 'pleas':4 'seat':3 'user':1",)]
     assert refresh() == 1 and set(search("refund request")) == {"e3"}
