@@ -13,7 +13,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["bench_append.py", "bench_atoms.py", "bench_gate.py", "bench_consolidation.py", "bench_stores.py",
-           "bench_compact.py"]
+           "bench_compact.py", "bench_recall_query.py"]
 PG_SCRIPTS: list[str] = []
 
 

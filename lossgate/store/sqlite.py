@@ -105,6 +105,10 @@ class SQLiteReadTx(SQLiteDerivedReads):
             tail = " ORDER BY seq" + (" DESC" if newest_first else "")
             tail += f" LIMIT {int(limit)}" if limit is not None else ""
             return [rows.event_from_row(r) for r in self._all(sql + tail, args)]
+        # By id: the (tenant_id, event_id) key. "+subject_id" keeps SQLite's planner off the
+        # (tenant, subject, seq) key, which would walk the subject's whole history (measured:
+        # 6 ms for a recall's hits at 10,000 events, against 0.1 ms).
+        sql = sql.replace("subject_id=?", "+subject_id=?", 1)
         found = []
         for chunk in _chunks(list(ids)):
             found += self._all(sql + f" AND event_id IN ({_marks(len(chunk))})", args + list(chunk))

@@ -106,12 +106,17 @@ class SQLiteDerivedReads:
             "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
             "WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid' "
             "ORDER BY bm25(events_fts), e.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+        mark, top = self._c.execute("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
+                                    "FROM events_fts_watermark WHERE id=1").fetchone()
+        if top <= mark:
+            return hits  # nothing past the index (the usual case): no scan at all
         words = [w.lower() for w in query.split() if w]
         likes = " OR ".join("lower(text) LIKE ?" for _ in words)
+        # rowid as a bound parameter: SQLite walks the rowid range past the mark (at most
+        # recall.SEARCH_BACKLOG rows), never the subject's whole history.
         fresh = self._all(
-            "SELECT event_id FROM events WHERE tenant_id=? AND subject_id=? AND state='valid' "
-            f"AND rowid > (SELECT indexed_through FROM events_fts_watermark WHERE id=1) AND ({likes}) "
-            "ORDER BY seq DESC LIMIT ?", [tenant_id, subject_id, *[f"%{w}%" for w in words], limit])
+            "SELECT event_id FROM events WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
+            f"AND ({likes}) ORDER BY seq DESC LIMIT ?", [mark, tenant_id, subject_id, *[f"%{w}%" for w in words], limit])
         return ([r[0] for r in fresh] + hits)[:limit]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:

@@ -1,0 +1,135 @@
+"""Recall with a query on a 10,000-event subject, against a fair full-text query of the same rows.
+
+    python bench/bench_recall_query.py [--events 10000] [--runs 300] [--pg URL]
+
+For each store: one subject of ``--events`` events (and a published summary, so the
+index is warm and the summary covers them all: the cold tier). Alternately (A B A B ...)
+over a fixed set of questions whose words each match a few dozen events:
+
+* A, ``Memory.recall(query=..., budget=2000)``: head, critical facts, ranked fact and event
+  hits with their neighbours, the budget filled in relevance order, the recall record written;
+* B, the baseline: one statement through the store's full-text index that returns the same
+  number of ranked event rows (FTS5 ``MATCH ... ORDER BY bm25`` on SQLite; the GIN-indexed
+  ``event_terms`` with ``ts_rank`` on PostgreSQL), in one read transaction.
+
+Prints p50 and p99 of both and the ratio of the medians. PostgreSQL runs with ``--pg`` or
+``LOSSGATE_BENCH_PG_URL``; it creates and drops its own database there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import lossgate  # noqa: E402
+from bench._util import median, percentile  # noqa: E402
+from lossgate.records import NewEvent  # noqa: E402
+from lossgate.search_terms import query_terms  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+T, S = "bench", "subject-1"
+# 1,728 made-up content words; each event names two, so a question's words match a few
+# dozen events of 10,000 (as names, places and things do in a real conversation).
+_SYL = ["ka", "lo", "mi", "ne", "ru", "to", "sa", "vi", "po", "de", "gu", "fa"]
+WORDS = [a + b + c + "n" for a in _SYL for b in _SYL for c in _SYL][:1728]
+QUESTIONS = [f"What did the customer say about the {WORDS[i * 37 % 1728]} and the {WORDS[i * 91 % 1728]}?"
+             for i in range(64)]
+
+
+def build(memory: lossgate.Memory, n: int) -> None:
+    memory.load_predicates(ROOT / "examples" / "predicates.toml")
+    for lo in range(0, n, 5000):
+        memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", occurred_at=T0 + timedelta(minutes=i),
+                                actor="user" if i % 2 else "agent",
+                                text=f"turn {i}: about the {WORDS[i % 1728]} of order {i % 977}, "
+                                     f"the {WORDS[(i * 7) % 1728]} came up again")
+                       for i in range(lo, min(n, lo + 5000))])
+    assert memory.consolidate(T, S).status == "published"
+
+
+def sqlite_baseline(path: str, limit: int):
+    conn = sqlite3.connect(path, isolation_level=None)
+
+    def run(question: str) -> None:
+        match = " OR ".join(f'"{t}"' for t in query_terms(question))
+        conn.execute("BEGIN")
+        conn.execute(
+            "SELECT e.event_id, e.seq, e.actor, e.trust, e.text, e.occurred_at FROM events_fts f "
+            "JOIN events e ON e.rowid = f.rowid WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? "
+            "AND e.state='valid' ORDER BY bm25(events_fts) LIMIT ?", (match, T, S, limit)).fetchall()
+        conn.execute("COMMIT")
+    return run
+
+
+def pg_baseline(memory: lossgate.Memory, limit: int):
+    def run(question: str) -> None:
+        q = " or ".join(f'"{t}"' for t in query_terms(question))
+        with memory.store.tenant_connection(T) as conn:
+            conn.execute(
+                "WITH q AS (SELECT websearch_to_tsquery('english', %s) AS q) "
+                "SELECT e.event_id, e.seq, e.actor, e.trust, e.text, e.occurred_at FROM event_terms x "
+                "JOIN events e ON e.tenant_id = x.tenant_id AND e.subject_id = x.subject_id AND e.seq = x.seq, q "
+                "WHERE x.tenant_id=%s AND x.subject_id=%s AND x.terms @@ q.q AND e.state='valid' "
+                "ORDER BY ts_rank(x.terms, q.q) DESC LIMIT %s", (q, T, S, limit)).fetchall()
+    return run
+
+
+def measure(name: str, memory: lossgate.Memory, baseline, runs: int) -> None:
+    a, b = [], []
+    for i in range(runs):
+        q = QUESTIONS[i % len(QUESTIONS)]
+        t0 = time.perf_counter()
+        memory.recall(T, S, query=q, budget=2000)
+        a.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        baseline(q)
+        b.append(time.perf_counter() - t0)
+    ms = lambda xs, p: percentile(xs, p) * 1000  # noqa: E731
+    print(f"{name:10} recall p50 {ms(a, 50):6.2f} ms  p99 {ms(a, 99):6.2f} ms | FTS-keyed SELECT p50 "
+          f"{ms(b, 50):6.2f} ms  p99 {ms(b, 99):6.2f} ms | ratio of medians {median(a) / median(b):.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--pg", default=os.environ.get("LOSSGATE_BENCH_PG_URL"))
+    args = ap.parse_args()
+    limit = 2000 // 16  # what recall asks the index for at a 2,000-token budget
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "bench.db")
+        memory = lossgate.open(f"sqlite:///{path}")
+        build(memory, args.events)
+        measure("sqlite", memory, sqlite_baseline(path, limit), args.runs)
+        memory.close()
+    if args.pg:
+        import psycopg
+
+        name = f"lossgate_bench_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(args.pg, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        url = args.pg.rsplit("/", 1)[0] + "/" + name
+        try:
+            memory = lossgate.open(url)
+            build(memory, args.events)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("ANALYZE")  # plans as on a server whose autovacuum has run
+            measure("postgresql", memory, pg_baseline(memory, limit), args.runs)
+            memory.close()
+        finally:
+            with psycopg.connect(args.pg, autocommit=True) as admin:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+if __name__ == "__main__":
+    main()
