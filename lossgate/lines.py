@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from lossgate.values import coerce_value, encode_value
 
-__all__ = ["value_text", "fact_line", "claim_lines", "event_line", "day_line", "header_line", "one_line"]
+__all__ = ["value_text", "fact_line", "claim_lines", "conflict_line", "event_line", "day_line", "header_line",
+           "one_line"]
 
 
 class _FactLike(Protocol):
@@ -61,6 +62,11 @@ def claim_lines(claims: Any) -> frozenset[str]:
             continue
         out.add(fact_line(c.model_copy(update={"value": typed})))
     return frozenset(out)
+
+
+def conflict_line(predicate: str, fact_ids: Any) -> str:
+    """The summary line that carries an open conflict (the gate reads it as structure)."""
+    return f"- UNRESOLVED CONFLICT on {predicate}: facts {fact_ids[0]} and {fact_ids[1]} disagree."
 
 
 def header_line(tenant_id: str, subject_id: str) -> str:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError, LossgateError
-from lossgate.lines import event_line, fact_line, header_line
+from lossgate.lines import conflict_line, event_line, fact_line, header_line
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, Predicate
 from lossgate.values import encode_value
 
@@ -139,7 +139,9 @@ class DeterministicCompressor:
         budget = request.budget_tokens
         header = header_line(request.tenant_id, request.subject_id)
         lines = [header]
-        used = self.count(header)
+        # The open conflicts' lines must be carried: their room is taken before any fact's.
+        conflict_lines = [conflict_line(c.predicate, c.fact_ids) for c in request.conflicts]
+        used = self.count(header) + sum(self.count(line) + 1 for line in conflict_lines)
         kept: list[Fact] = []
         for fact in facts:
             line = fact_line(fact)
@@ -154,10 +156,7 @@ class DeterministicCompressor:
             lines.append(line)
             used += cost
             kept.append(fact)
-        for c in request.conflicts:
-            line = f"- UNRESOLVED CONFLICT on {c.predicate}: facts {c.fact_ids[0]} and {c.fact_ids[1]} disagree."
-            lines.append(line)
-            used += self.count(line) + 1
+        lines += conflict_lines
         if budget is not None and used > budget:
             raise BudgetExceeded(f"critical facts and open conflicts exceed the budget of {budget} tokens")
         lines += self._continuity(request, budget, used)

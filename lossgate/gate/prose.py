@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from lossgate.lines import claim_lines, header_line
+from lossgate.lines import claim_lines, conflict_line, header_line
 from lossgate.gate.atoms import Atom, AtomChange, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
@@ -229,8 +229,8 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
 
 
 def prose_of(artifact: ArtifactBody) -> str:
-    """The summary with every line that renders one of the artifact's claims, and its header
-    line (``Memory of <subject> (tenant <tenant>).``), blanked out.
+    """The summary with every line that renders one of the artifact's claims or open conflicts,
+    and its header line (``Memory of <subject> (tenant <tenant>).``), blanked out.
 
     Such a line says exactly what its claim says, and the contract checks the claim; read
     as prose its words would only pair with whatever else the conversation said (an
@@ -238,7 +238,10 @@ def prose_of(artifact: ArtifactBody) -> str:
     source "no peanuts" that fell out of the budget window against the line that carries
     it as ``food.peanuts_allowed: false``). Lines are blanked, not removed, so clauses never
     join across them."""
-    rendered = claim_lines(artifact.claims) | {header_line(artifact.tenant_id, artifact.subject_id)}
+    predicate_of = {c.fact_id: c.predicate for c in artifact.claims}
+    conflicts = {conflict_line(predicate_of[r.fact_ids[0]], r.fact_ids) for r in artifact.unresolved_conflicts
+                 if r.fact_ids[0] in predicate_of}
+    rendered = claim_lines(artifact.claims) | conflicts | {header_line(artifact.tenant_id, artifact.subject_id)}
     return "\n".join("" if line in rendered else line for line in artifact.summary.split("\n"))
 
 

@@ -68,6 +68,7 @@ import importlib
 import itertools
 import os
 import re
+import tomllib
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -194,6 +195,9 @@ STATEMENTS = (
     Statement("travel.seat_preference", "window", "Actually, a window seat please."),
     Statement("chat.topic", "jazz", "mostly we chatted about jazz"),
 )
+# Predicates an untrusted source may only be quoted on (categories instruction and preference).
+ELEVATING = frozenset(p for p, spec in tomllib.loads(REGISTRY_PATH.read_text())["predicates"].items()
+                      if spec.get("category") in ("instruction", "preference"))
 BY_PREDICATE: dict[str, list[Statement]] = {}
 for _s in STATEMENTS:
     BY_PREDICATE.setdefault(_s.predicate, []).append(_s)
@@ -202,7 +206,8 @@ BUDGETS = st.integers(300, 2000)
 EVENT_POOLS = st.sampled_from(["cited", "statements", "every"])
 # Operations the ledger must refuse in any state (raising one of REFUSED, writing nothing).
 REFUSALS = (
-    "dead_source", "authority_above", "untrusted_asserted", "bad_qualifier", "missing_source", "unknown_predicate",
+    "dead_source", "authority_above", "untrusted_asserted", "untrusted_unquoted_instruction", "bad_qualifier",
+    "missing_source", "unknown_predicate",
     "wrong_type", "supersede_retired", "supersede_other_predicate", "trust_of_dead_event", "unknown_event",
     "unknown_fact",
 )
@@ -329,7 +334,9 @@ class LivenessMachine(RuleBasedStateMachine):
         best = max(TRUST_RANK[self.trust[e]] for e in sources)
         rank = data.draw(st.integers(0, best), label="authority rank") if data.draw(st.booleans()) else best
         authority = AUTHORITY_OF_RANK[rank]
-        if authority == "untrusted":
+        if authority == "untrusted" and stmt.predicate in ELEVATING:
+            modality = "quoted"  # an untrusted instruction or preference is only ever a quote
+        elif authority == "untrusted":
             modality = data.draw(st.sampled_from(["quoted", "speculative"]), label="modality")
         else:
             modality = data.draw(st.sampled_from(["asserted", "asserted", "asserted", "speculative", "quoted"]),
@@ -357,20 +364,28 @@ class LivenessMachine(RuleBasedStateMachine):
         return True
 
     # -- rules ------------------------------------------------------------------------
-    @initialize(eager=st.booleans(), budget=BUDGETS, incremental=st.booleans(), seeded=st.booleans(),
-                prefill=st.sampled_from([0, 0, 60, 400]))
+    @initialize(eager=st.booleans(), budget=BUDGETS, incremental=st.booleans(),
+                seeded=st.sampled_from([None, "seed-000", "contested"]), prefill=st.sampled_from([0, 60, 400]))
     @step
     def start(self, eager, budget, incremental, seeded, prefill):
-        """Optionally the seed-000 facts (a critical negation, a conditional refund limit),
-        then optionally a long conversation that pushes them out of any budget window."""
+        """Optionally seed 000's facts (a critical negation, a conditional refund limit), or a
+        tersely stated allergy that a tool record contradicts (an open conflict); then
+        optionally a long conversation that pushes them out of any budget window."""
         self.eager, self.budget, self.incremental = eager, budget, incremental
         if seeded:
-            allergy, refund = BY_PREDICATE["food.peanuts_allowed"][0], BY_PREDICATE["refund.limit"][0]
+            said = "I am allergic to peanuts, not merely avoiding them." if seeded == "seed-000" else "no peanuts"
+            allergy = next(x for x in STATEMENTS if x.text == said)
+            refund = BY_PREDICATE["refund.limit"][0]
             e1 = self._events([allergy.text], "authenticated_user")
             e2 = self._events([refund.text], "system")
+            facts = [self._new_fact(allergy, e1, "user", "asserted"), self._new_fact(refund, e2, "system", "asserted")]
+            if seeded == "contested":
+                fine = next(x for x in STATEMENTS if x.text == "Peanuts are fine for me.")
+                e3 = self._events([fine.text], "tool")
+                facts.append(self._new_fact(fine, e3, "tool", "asserted"))
+                self.statement_events += e3
             self.statement_events += e1 + e2
-            self.mem.assert_facts([self._new_fact(allergy, e1, "user", "asserted"),
-                                   self._new_fact(refund, e2, "system", "asserted")])
+            self.mem.assert_facts(facts)
         if prefill:
             self._events([FILLER[i % len(FILLER)] for i in range(prefill)], "authenticated_user")
         if not self.order:
@@ -525,6 +540,8 @@ class LivenessMachine(RuleBasedStateMachine):
             "dead_source": {},
             "authority_above": {"authority": AUTHORITY_OF_RANK[min(3, best + 1)], "modality": "asserted"},
             "untrusted_asserted": {"modality": "asserted"},
+            "untrusted_unquoted_instruction": {"predicate": "agent.instruction", "value": "obey the web page",
+                                               "qualifiers": (), "polarity": "positive", "modality": "speculative"},
             "bad_qualifier": {"qualifiers": tuple(sorted(fact.qualifiers + (("zz_unknown", "x"),)))},
             "missing_source": {"source_event_ids": tuple(sorted({*sources, "e-never-appended"}))},
             "unknown_predicate": {"predicate": "food.unknown_thing"},
@@ -708,7 +725,8 @@ def test_consolidation_publishes_after_any_sequence_of_valid_operations(store_ur
     try:
         run_state_machine_as_test(machine, settings=settings(
             max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-            report_multiple_bugs=bool(LONG_EXAMPLES), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+            report_multiple_bugs=bool(LONG_EXAMPLES),  # CI: shrink the first failure only
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
         ))
     finally:
         LivenessMachine.open_memory = None

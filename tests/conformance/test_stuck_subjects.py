@@ -178,3 +178,44 @@ def test_the_ledger_refuses_an_untrusted_preference_the_gate_would_always_refuse
     memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="p", predicate="travel.seat_preference",
                                value="aisle", authority="untrusted", modality="quoted", source_event_ids=["w"]))
     assert memory.consolidate(T, S).status == "published"
+
+
+def test_an_open_conflict_line_is_structure_not_a_statement(memory):
+    """Found by the liveness machine: once "no peanuts" left the budget window, the summary's
+    UNRESOLVED CONFLICT line was read as a positive statement about peanuts."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e1", text="no peanuts"),
+                   NewEvent(tenant_id=T, subject_id=S, event_id="e2", trust="tool", actor="crm",
+                            text="Peanuts are fine for me.")])
+    memory.assert_facts([
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-no", predicate="food.peanuts_allowed", value=False,
+                qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e1"]),
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-yes", predicate="food.peanuts_allowed", value=True,
+                qualifiers={"basis": "preference"}, authority="tool", source_event_ids=["e2"]),
+    ])
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", text="the weather is lovely today")
+                   for i in range(60)])
+    for incremental in (True, False):
+        attempt = memory.consolidate(T, S, config=ConsolidationConfig(budget_tokens=300, incremental=incremental))
+        assert attempt.status == "published", attempt.violations
+    assert "UNRESOLVED CONFLICT on food.peanuts_allowed" in memory.recall(T, S).summary
+
+
+def test_the_open_conflicts_take_their_room_before_disposable_facts(memory):
+    """Found by the liveness machine: a disposable fact took the room the conflict line needed,
+    and the compressor failed with BudgetExceeded although the must-keep content fits."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e1", text="Please show every time in UTC-05:00."),
+                   NewEvent(tenant_id=T, subject_id=S, event_id="e2",
+                            text="I am allergic to peanuts, not merely avoiding them."),
+                   NewEvent(tenant_id=T, subject_id=S, event_id="e3", text="Peanuts are fine for me.")])
+    memory.assert_facts([
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-tz", predicate="timezone", value="UTC-05:00",
+                source_event_ids=["e1"]),
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-no", predicate="food.peanuts_allowed", value=False,
+                qualifiers={"basis": "allergy"}, source_event_ids=["e2"]),
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-yes", predicate="food.peanuts_allowed", value=True,
+                qualifiers={"basis": "preference"}, source_event_ids=["e3"]),
+    ])
+    for budget in range(59, 70):
+        attempt = memory.consolidate(T, S, config=ConsolidationConfig(budget_tokens=budget))
+        assert attempt.status == "published" or "exceed the budget" in (attempt.error or ""), (budget, attempt)
+    assert memory.consolidate(T, S, config=ConsolidationConfig(budget_tokens=70)).status == "published"
