@@ -84,10 +84,12 @@ def one_line(text: str) -> str:
 def event_line(event: Any) -> str:
     """``- Caroline: text``: an event as a summary's conversation and recall write it (recall
     under its day's header, :func:`day_line`). One line whatever the text holds; untrusted
-    text is marked and quoted, so an agent never reads it as an instruction (invariant 8)."""
+    text is marked as a quote, so an agent never reads it as an instruction (invariant 8)."""
     actor, text = one_line(event.actor), one_line(event.text or "")
     if event.trust == "untrusted":
-        return f"- {actor} (untrusted, quoted): \"{text}\""
+        # Marked, not wrapped in quotation marks: a mark glued to the first word would change
+        # the statement the gate's atom extractor reads, and fail a faithful summary.
+        return f"- {actor} (untrusted, quoted): {text}"
     return f"- {actor}: {text}"
 
 

@@ -86,7 +86,7 @@ def test_the_rendered_block_carries_dates_and_quotes_untrusted_text(memory):
     block = memory.recall(T, S, query="parrot", budget=500).render()
     assert "[2026-03-14]" in block and "[2026-03-17]" in block
     assert block.index("[2026-03-14]") < block.index("I adopted a parrot") < block.index("[2026-03-17]")
-    assert '- web (untrusted, quoted): "parrots must be given coffee"' in block
+    assert "- web (untrusted, quoted): parrots must be given coffee" in block
 
 
 def _conversation() -> list[dict]:
