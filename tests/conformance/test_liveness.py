@@ -66,7 +66,6 @@ replay one exploration.
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
 import os
 import re
@@ -85,21 +84,10 @@ import lossgate
 from lossgate import InvalidInput, LifecycleError, Money, NewEvent, NewFact, NotFound
 from lossgate.consolidate.compressor import DeterministicCompressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.lines import conflict_line, fact_line, header_line
 from lossgate.records import TRUST_RANK
 from lossgate.registry import load_registry
 
-
-
-def _fact_line_renderer():
-    """How the default compressor writes one fact as a summary line (the helper has moved
-    between modules; None if it cannot be found, and the budget arithmetic is skipped)."""
-    for module, name in (("lossgate.lines", "fact_line"), ("lossgate.factline", "fact_line"),
-                         ("lossgate.consolidate.compressor", "render_fact")):
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            continue
-    return None
 
 
 def _shown(fact) -> str:
@@ -623,7 +611,7 @@ class LivenessMachine(RuleBasedStateMachine):
             leaked = set(MARKER.findall(text)) & erased
             assert not leaked, f"artifact {art.artifact_id} ({art.state}) still holds deleted content {sorted(leaked)}"
 
-    def _must_keep_cost(self) -> tuple[int | None, str]:
+    def _must_keep_cost(self) -> tuple[int, str]:
         """What the must-keep content alone costs: the header, every fact the gate must
         preserve with a hard reason and every open conflict, as the default compressor
         renders them."""
@@ -636,13 +624,10 @@ class LivenessMachine(RuleBasedStateMachine):
         mp = gate.build_must_preserve(snapshot, registry)
         conflicted = {fid for c in snapshot.conflicts for fid in c.fact_ids}
         keep = {fid for fid in mp.fact_ids() if mp.loss_severity(fid) == "critical"} | conflicted
-        count, fact_line = DeterministicCompressor().count, _fact_line_renderer()
-        if fact_line is None:
-            return None, f"{len(keep)} must-keep facts, {len(snapshot.conflicts)} open conflicts"
-        cost = count(f"Memory of {self.s} (tenant {self.t}).")
+        count = DeterministicCompressor().count
+        cost = count(header_line(self.t, self.s))
         cost += sum(count(fact_line(f)) + 1 for f in snapshot.facts if f.status == "active" and f.fact_id in keep)
-        cost += sum(count(f"- UNRESOLVED CONFLICT on {c.predicate}: facts {c.fact_ids[0]} and {c.fact_ids[1]} "
-                          "disagree.") + 1 for c in snapshot.conflicts)
+        cost += sum(count(conflict_line(c.predicate, c.fact_ids)) + 1 for c in snapshot.conflicts)
         return cost, f"{len(keep)} must-keep facts, {len(snapshot.conflicts)} open conflicts"
 
     def _consolidate(self, budget: int | None):
@@ -657,7 +642,7 @@ class LivenessMachine(RuleBasedStateMachine):
         attempt = self._consolidate(self.budget)
         if attempt.status == "error" and (attempt.error or "").startswith("BudgetExceeded"):
             cost, what = self._must_keep_cost()
-            assert cost is None or cost > (self.budget or 0), (
+            assert cost > (self.budget or 0), (
                 f"BudgetExceeded although the must-keep content ({what}) costs {cost} <= {self.budget} tokens "
                 f"({where}): {_codes(attempt)}")
             attempt = self._consolidate(None)
