@@ -201,7 +201,7 @@ class RecallResult(_Record):
     def render(self) -> str:
         """The single block of text an agent puts into its prompt: the summary (when fresh),
         the facts one per line, and the events under a header per day, oldest first.
-        Untrusted text is marked and quoted (invariant 8)."""
+        Untrusted text is marked as a quote (invariant 8)."""
         parts = [f"Memory of {one_line(self.subject_id)}"
                  + (" (summary)" if self.summary is not None else " (raw memory: no fresh summary)")]
         if self.summary:
