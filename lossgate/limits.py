@@ -98,17 +98,7 @@ def nesting_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     Iterative (a recursive walk would hit the very limit this guards against). Only
     containers are visited; strings are not inspected.
     """
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        children = _children(node)
-        if children is None:
-            continue
-        depth += 1
-        if depth > max_depth:
-            return f"nested more than {max_depth} levels deep"
-        stack.extend((child, depth) for child in children)
-    return None
+    return _walk(value, max_depth=max_depth, strings=False)
 
 
 def json_problem(value: Any, max_bytes: int, *, nul_ok: bool = False) -> str | None:
@@ -127,7 +117,7 @@ def json_problem(value: Any, max_bytes: int, *, nul_ok: bool = False) -> str | N
     # nesting cannot exceed the number of brackets. Only a value that fails one of
     # those tests (rare, and possibly a false alarm) is walked.
     if out is None or (not nul_ok and b"\\u0000" in out) or out.count(b"[") + out.count(b"{") > MAX_DEPTH:
-        problem = _walk(value, nul_ok)
+        problem = _walk(value, nul_ok=nul_ok)
         if problem is not None:
             return problem
     size = len(out) if out is not None else len(repr(value).encode("utf-8", "replace"))  # an estimate
@@ -136,12 +126,13 @@ def json_problem(value: Any, max_bytes: int, *, nul_ok: bool = False) -> str | N
     return None
 
 
-def _walk(value: Any, nul_ok: bool) -> str | None:
-    """The first nesting or character problem in ``value``, iteratively."""
+def _walk(value: Any, *, nul_ok: bool = False, max_depth: int = MAX_DEPTH, strings: bool = True) -> str | None:
+    """The first nesting problem in ``value`` (and, with ``strings``, the first bad string or
+    object key), iteratively."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, str):
+        if strings and isinstance(node, str):
             if (problem := text_problem(node, nul_ok=nul_ok)) is not None:
                 return f"a string {problem}"
             continue
@@ -149,9 +140,9 @@ def _walk(value: Any, nul_ok: bool) -> str | None:
         if children is None:
             continue
         depth += 1
-        if depth > MAX_DEPTH:
-            return f"nested more than {MAX_DEPTH} levels deep"
-        if isinstance(node, dict):
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        if strings and isinstance(node, dict):
             for key in node:
                 if isinstance(key, str) and (problem := text_problem(key, nul_ok=nul_ok)) is not None:
                     return f"an object key {problem}"
