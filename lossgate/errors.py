@@ -58,5 +58,10 @@ class StoreBusy(StoreError):
     written and running the whole operation again may succeed."""
 
 
+class EmbeddingError(LossgateError):
+    """An embedder failed (server error, timeout, malformed answer). Recall falls back to its
+    lexical ranking; :func:`lossgate.semantic.embed_pending` leaves the items for a later run."""
+
+
 class ConfigError(LossgateError):
     """lossgate is configured wrongly (bad URL, unreadable registry file)."""

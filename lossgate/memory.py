@@ -1,6 +1,6 @@
 """The Python API: :func:`lossgate.open` returns a :class:`Memory`.
 
-``Memory`` holds a store and nothing else. Each write method runs one
+``Memory`` holds a store and, optionally, an embedder (hybrid semantic search). Each write method runs one
 lifecycle operation in its own transaction; :meth:`Memory.transaction`
 yields a :class:`~lossgate.ledger.Ledger` for several operations that must
 commit together.
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, get_args
 
 from lossgate.canonical import content_hash
-from lossgate.errors import InvalidInput, NotFound
+from lossgate.errors import ConfigError, InvalidInput, NotFound
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args
 from lossgate.records import (
@@ -27,6 +27,7 @@ from lossgate.store.protocol import CompactReport, ReadTx
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
+    from lossgate.semantic import Embedder
 
 __all__ = ["Memory", "open"]
 
@@ -42,8 +43,9 @@ class Memory:
     their own checks: :mod:`lossgate.limits`).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, embedder: "Embedder | None" = None) -> None:
         self.store = store
+        self.embedder = embedder
         self._registry: Registry | None = None
 
     # -- setup -------------------------------------------------------------------------
@@ -211,7 +213,20 @@ class Memory:
         with a query, the most relevant facts and events of every tier (see :mod:`lossgate.recall`)."""
         from lossgate.recall import recall
 
-        return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget, context=context)
+        return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget, context=context,
+                      embedder=self.embedder)
+
+    @checked_args
+    def embed(self, tenant_id: str, subject_id: str) -> int:
+        """Compute the vectors the subject's valid events and active facts lack, with this
+        memory's embedder (workers do it after consolidation); returns how many were stored.
+        Raises :class:`~lossgate.errors.ConfigError` when the memory has no embedder."""
+        from lossgate.semantic import embed_pending
+
+        if self.embedder is None:
+            raise ConfigError("this memory has no embedder: lossgate.open(url, embedder=...) "
+                              "or LOSSGATE_EMBEDDER=local|URL")
+        return embed_pending(self.store, self.embedder, tenant_id, subject_id)
 
     @checked_args
     def alias(self, tenant_id: str, subject_id: str) -> Alias:
@@ -314,12 +329,14 @@ def _forget_cached_text() -> None:
     clear_atom_cache()
 
 
-def open(url: str | None = None, *, migrate: bool = True) -> Memory:  # noqa: A001 - mirrors sqlite3.connect/open
+def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open
+         embedder: "Embedder | None" = None) -> Memory:
     """Open lossgate memory at ``url`` (default ``sqlite:///lossgate.db``).
 
-    The schema is created or upgraded on open unless ``migrate=False``.
+    The schema is created or upgraded on open unless ``migrate=False``. With an
+    ``embedder`` (:mod:`lossgate.semantic`), recall ranks queries by meaning as well.
     """
-    memory = Memory(open_store(url))
+    memory = Memory(open_store(url), embedder=embedder)
     if migrate:
         memory.migrate()
     return memory

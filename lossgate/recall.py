@@ -18,7 +18,8 @@ With a query, recall ranks by relevance over the whole raw layer (invariant
 tier, still searched and returned. The query's content words
 (:func:`~lossgate.search_terms.query_terms`) are matched through the store's
 full-text index and ranked by it (FTS5 ``bm25`` on SQLite, ``ts_rank`` on
-PostgreSQL). Under a token budget, what comes back is, in this order: the
+PostgreSQL); with an embedder, also by cosine similarity of stored vectors, the two
+rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`). Under a token budget, what comes back is, in this order: the
 critical facts and the summary's structured part (never trimmed), then the
 matching facts and events in relevance order, then, while room is left, the
 summary's own recent-conversation lines. Deleted and revoked events, and the
@@ -27,19 +28,26 @@ text a deleted fact was drawn from, never come back on any path.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from functools import lru_cache
+from typing import Any
 
 from lossgate.consolidate.compressor import CONVERSATION_TITLE
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
+from lossgate.errors import EmbeddingError
 from lossgate.lines import day_line, event_line, fact_line
 from lossgate.records import Event, Fact, utcnow
 from lossgate.search_terms import query_terms
+from lossgate.semantic.embedders import Embedder
+from lossgate.semantic.ranking import SEMANTIC_WEIGHT, fuse, nearest
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter
 
 __all__ = ["recall", "SEARCH_BACKLOG"]
+
+log = logging.getLogger(__name__)
 
 # A search also matches the events appended since the full-text index was last
 # refreshed, on their raw text; past this many, recall refreshes the index first.
@@ -47,14 +55,19 @@ SEARCH_BACKLOG = 64
 
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
-           budget: int | None = None, counter: TokenCounter | None = None, context: bool = True) -> RecallResult:
+           budget: int | None = None, counter: TokenCounter | None = None, context: bool = True,
+           embedder: Embedder | None = None) -> RecallResult:
     """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
     and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
     The budget never trims critical facts or the summary's structured part. With
     ``context``, each hit brings the event after it and the one before it (in a
-    conversation the answer is often the reply to the turn that names the topic)."""
+    conversation the answer is often the reply to the turn that names the topic).
+    With an ``embedder``, a query is also ranked by vector similarity and the two rankings
+    are fused (:mod:`lossgate.semantic`); if the embedder fails, recall ranks lexically and
+    says so in the record's ``filters["semantic"]``."""
     searching = bool(query and query.strip())
     terms = query_terms(query) if searching else []
+    semantic, query_vector = _query_vector(embedder, query) if terms else (None, None)
     if terms:
         with store.read() as tx:
             backlog = tx.search_backlog(tenant_id, subject_id)
@@ -79,12 +92,20 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         if searching:
             text = " ".join(terms)
             critical_ids = {f.fact_id for f in critical}
-            hit_facts = [i for i in tx.search_facts(tenant_id, subject_id, text, limit=k + len(critical_ids))
-                         if i not in critical_ids][:k] if terms else []
+            hit_facts = tx.search_facts(tenant_id, subject_id, text, limit=k + len(critical_ids)) if terms else []
+            if query_vector is not None and embedder is not None:
+                hit_facts = fuse(hit_facts, nearest(tx.vectors(tenant_id, subject_id, embedder.model, "fact"),
+                                                    query_vector, k + len(critical_ids)),
+                                 weights=(1.0, SEMANTIC_WEIGHT))
+            hit_facts = [i for i in hit_facts if i not in critical_ids][:k]
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
             others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts), key=lambda f: rank_f[f.fact_id])
             # Every tier: an event the summary covers is still found by its words.
             hit_ids = tx.search_events(tenant_id, subject_id, text, limit=hits_wanted + len(erased)) if terms else []
+            if query_vector is not None and embedder is not None:
+                hit_ids = fuse(hit_ids, nearest(tx.vectors(tenant_id, subject_id, embedder.model, "event"),
+                                                query_vector, hits_wanted + len(erased)),
+                               weights=(1.0, SEMANTIC_WEIGHT))
             rank = {eid: i for i, eid in enumerate(hit_ids)}
             events = sorted((e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
                              if e.event_id not in erased), key=lambda e: rank[e.event_id])[:hits_wanted]
@@ -110,7 +131,8 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     events.sort(key=lambda e: e.seq)
     record = RecallRecord(
         recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
-        query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget},
+        query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
+                              **({"semantic": semantic} if semantic else {})},
         mode=mode, candidate_ids=tuple(candidates),
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
         alias=alias, clock=clock,
@@ -122,6 +144,17 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         open_items=artifact.open_items if fresh and artifact else (),
         facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
     )
+
+
+def _query_vector(embedder: Embedder | None, query: str | None) -> tuple[str | None, Any]:
+    """The query's vector and what to record about it (the model, or why there is none)."""
+    if embedder is None or not query:
+        return None, None
+    try:
+        return embedder.model, embedder.embed([query])[0]
+    except EmbeddingError as exc:  # the embeddings server is down: lexical recall still answers
+        log.warning("recall: semantic ranking unavailable (%s): %s", embedder.model, exc)
+        return f"unavailable: {exc}"[:300], None
 
 
 def _with_neighbours(hits: list[Event], around: list[Event], erased: set[str]) -> list[Event]:

@@ -33,6 +33,7 @@ from lossgate.derived import Job
 from lossgate.errors import LossgateError, StoreError
 from lossgate.memory import Memory
 from lossgate.records import utcnow
+from lossgate.semantic import Embedder, embedder_from_env
 from lossgate.store import open_store
 
 __all__ = ["WorkerConfig", "Worker", "open_worker_memory", "run_pool", "drain"]
@@ -48,12 +49,13 @@ class WorkerConfig:
     retry_s: float = 5.0  # after an infrastructure error, try the job again this much later
 
 
-def open_worker_memory(url: str | None = None, *, migrate: bool = True) -> Memory:
+def open_worker_memory(url: str | None = None, *, migrate: bool = True, embedder: Embedder | None = None) -> Memory:
     """:func:`lossgate.open` for a worker: the store acts as ``role="worker"``, the only
     role that may claim jobs and extend leases (on SQLite, which has no roles, the same
     memory as any other). If the login may not act as the worker role, every read and
-    write raises :class:`~lossgate.errors.StoreError` saying so."""
-    memory = Memory(open_store(url, role="worker"))
+    write raises :class:`~lossgate.errors.StoreError` saying so. With an ``embedder``,
+    each job also embeds what its subject gained (:func:`lossgate.semantic.embed_pending`)."""
+    memory = Memory(open_store(url, role="worker"), embedder=embedder)
     if migrate:
         memory.migrate()
     return memory
@@ -92,6 +94,7 @@ class Worker:
             if attempt.needs_review:  # failed max_attempts times in a row: no retry is queued
                 log.error("job %s: needs review after repeated failures: %s", job.job_id, attempt.reason)
                 status = "review"
+            self._embed(job)
         except StoreError as exc:  # infrastructure: give the job back for a later try
             log.warning("job %s: store error, will retry: %s", job.job_id, exc)
             status, run_after = "pending", utcnow() + timedelta(seconds=self.config.retry_s)
@@ -106,6 +109,17 @@ class Worker:
                           at=utcnow(), run_after=run_after)
         self.processed += 1
         return job
+
+    def _embed(self, job: Job) -> None:
+        """Vectors for what the subject gained (hybrid search), under the job's lease. A
+        failure costs only semantic ranking until the next job: recall stays lexical."""
+        if self.memory.embedder is None:
+            return
+        try:
+            stored = self.memory.embed(job.tenant_id, job.subject_id)
+            log.info("job %s: %d vectors stored", job.job_id, stored)
+        except LossgateError as exc:
+            log.warning("job %s: embedding failed, will retry with the next job: %s", job.job_id, exc)
 
     def _heartbeat(self, job: Job, stop: threading.Event) -> None:
         while not stop.wait(self.config.heartbeat_s):
@@ -141,7 +155,7 @@ class Worker:
 
 def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
            exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
-    memory = open_worker_memory(url, migrate=False)
+    memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env())  # LOSSGATE_EMBEDDER
     worker = Worker(memory, config=config, consolidation=consolidation,
                     compressor=load_compressor(compressor) if compressor else None)
     worker.install_signal_handlers()

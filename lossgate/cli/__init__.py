@@ -16,7 +16,7 @@ __all__ = ["app", "main", "GROUPS"]
 GROUPS: tuple[ModuleType, ...] = (
     ledger,  # init, predicates, facts, history, events, clock, conflicts, supersede, delete, revoke
     ingest,  # ingest FILE.jsonl
-    consolidate,  # consolidate, recall, lineage, attempts, artifacts, worker
+    consolidate,  # consolidate, recall, embed, lineage, attempts, artifacts, jobs, worker
     gate,  # check FILE.json, eval mutations
 )
 

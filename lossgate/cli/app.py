@@ -94,14 +94,20 @@ def cli_errors() -> Iterator[None]:
 
 
 @contextmanager
-def open_memory(ctx: typer.Context) -> Iterator[Memory]:
+def open_memory(ctx: typer.Context, *, semantic: bool = False) -> Iterator[Memory]:
     """Open the memory named by ``--db`` (creating or upgrading its schema), close it after.
+    With ``semantic``, it carries the embedder ``LOSSGATE_EMBEDDER`` names, if any.
 
     Errors raised while opening or inside the block are mapped by :func:`cli_errors`.
     """
     state: CliState = ctx.find_root().obj
     with cli_errors():
-        memory = lossgate.open(state.db_url)
+        embedder = None
+        if semantic:
+            from lossgate.semantic import embedder_from_env
+
+            embedder = embedder_from_env()
+        memory = lossgate.open(state.db_url, embedder=embedder)
         try:
             yield memory
         finally:

@@ -1,4 +1,4 @@
-"""Consolidation and recall commands: consolidate, recall, lineage, attempts, artifacts, jobs, worker.
+"""Consolidation and recall commands: consolidate, recall, embed, lineage, attempts, artifacts, jobs, worker.
 
 Each command opens the memory, makes one library call and prints the result.
 """
@@ -84,8 +84,10 @@ def recall(
     budget: Annotated[Optional[int], typer.Option("--budget", help="Token budget.")] = None,
     as_json: AsJson = False,
 ) -> None:
-    """What an agent should read: the fresh summary, or a raw fallback; critical facts always."""
-    with open_memory(ctx) as memory:
+    """What an agent should read: the fresh summary, or a raw fallback; critical facts always.
+    With LOSSGATE_EMBEDDER set (local, or an embeddings server's URL), a query is also
+    ranked by meaning."""
+    with open_memory(ctx, semantic=True) as memory:
         result = memory.recall(tenant, subject, query=query, k=k, budget=budget)
     if as_json:
         typer.echo(result.model_dump_json())
@@ -205,7 +207,16 @@ def worker(
     raise typer.Exit(code)
 
 
+def embed(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
+    """Compute the vectors a subject's valid events and active facts lack, with the embedder
+    LOSSGATE_EMBEDDER names (`local`, or an OpenAI-compatible server's URL with
+    LOSSGATE_EMBEDDER_MODEL). Workers do this after each job; this runs it now."""
+    with open_memory(ctx, semantic=True) as memory:
+        stored = memory.embed(tenant, subject)
+    out().print(f"{stored} vectors stored for {tenant}/{subject}", markup=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add the consolidation commands to ``app``."""
-    for command in (consolidate, recall, lineage, attempts, artifacts, jobs, worker):
+    for command in (consolidate, recall, embed, lineage, attempts, artifacts, jobs, worker):
         app.command()(command)

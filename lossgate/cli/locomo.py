@@ -19,6 +19,7 @@ from rich.table import Table
 import lossgate
 from lossgate.cli.app import cli_errors, err, out
 from lossgate.evaluation import locomo
+from lossgate.semantic import LocalEmbedder, embedder_from_env
 
 __all__ = ["locomo_command"]
 
@@ -32,6 +33,9 @@ def locomo_command(
     store: Optional[str] = typer.Option(None, "--store", metavar="URL",
                                         help="Database to use (default: a fresh temporary SQLite file)."),
     json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the report as JSON."),
+    semantic: bool = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the "
+                                  "embedder LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the "
+                                  "[semantic] extra)."),
 ) -> None:
     """Recall every LoCoMo question at a fixed budget; report evidence recall, tokens and latency."""
     with cli_errors(), tempfile.TemporaryDirectory() as tmp:
@@ -39,7 +43,8 @@ def locomo_command(
         convs = convs[:conversations] if conversations else convs
         if digest != locomo.PUBLISHED_SHA256:
             err().print(f"note: {data} is not the published locomo10.json (sha256 {digest[:12]}...)", markup=False)
-        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}")
+        embedder = (embedder_from_env() or LocalEmbedder()) if semantic else None
+        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder)
         try:
             if memory.registry is None:
                 memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")
@@ -69,7 +74,10 @@ def _print(doc: dict) -> None:
     table.add_column("p50 / p99 ms", justify="right")
     for name, figures in sides.items():
         overall = figures["overall"]
-        latency = f"{overall['p50_ms']:.1f} / {overall['p99_ms']:.1f}" if name == "lossgate" else "-"
+        latency = f"{overall['p50_ms']:.1f} / {overall['p99_ms']:.1f}" if name.startswith("lossgate") else "-"
         table.add_row(name, *(f"{figures[c]['evidence_recall']:.3f}" if c in figures else "-" for c in cats),
                       f"{overall['tokens']:,.0f}", f"{overall['token_reduction']:.1%}", latency)
     out().print(table)
+    if doc.get("embedder"):
+        out().print(f"semantic: {doc['embedder']}, every turn embedded in {doc['embed_seconds']:.1f} s "
+                    "(off the recall path)", markup=False)

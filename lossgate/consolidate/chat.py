@@ -15,7 +15,7 @@ The protocol. ``POST {base_url}/chat/completions`` at temperature 0 with a JSON
 schema for the answer (``response_format``; ``json_object`` or ``text`` for
 servers without schema support). Rate limits and server errors (429, 5xx,
 refused or reset connections) are retried with exponential backoff, honouring
-``Retry-After`` up to a cap; anything else, and every malformed answer, raises
+``Retry-After`` up to a cap (:mod:`lossgate.http_json`); anything else, and every malformed answer, raises
 :class:`~lossgate.consolidate.compressor.CompressionError` with one line saying
 what was wrong, which the pipeline records on the attempt and retries later.
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any, Literal
 
 import httpx
@@ -41,13 +40,13 @@ from lossgate.consolidate.compressor import (
 )
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
+from lossgate.http_json import RetryPolicy, post_json
 from lossgate.lines import fact_line
 
 __all__ = ["ChatCompressor", "ChatConfig", "NARRATIVE_TITLE", "PROMPT_VERSION"]
 
 PROMPT_VERSION = "chat-narrative-v1"
 NARRATIVE_TITLE = "Narrative:"
-_RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _MIN_NARRATIVE_TOKENS = 16  # below this a narrative says nothing: deterministic lines instead
 _JSON_OVERHEAD_TOKENS = 16  # {"narrative": "..."} and some escaping around the narrative itself
 
@@ -121,7 +120,7 @@ class ChatCompressor:
                  client: httpx.Client | None = None) -> None:
         self.config = config
         self.name = f"chat:{config.model}"
-        self._where = httpx.URL(config.base_url).copy_with(username=None, password=None)  # never echo credentials
+        self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
         self._counter = counter
         self._structure = DeterministicCompressor(counter)
         headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
@@ -198,46 +197,7 @@ class ChatCompressor:
         # One deadline for the whole exchange, retries and backoff included, so a
         # compressor thread the pipeline gave up on stops soon after (keep timeout_s
         # under the consolidation timeout and it stops before).
-        deadline = time.monotonic() + self.config.timeout_s
-        attempt = 0
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                response = self._client.post("chat/completions", json=payload, timeout=max(left, 0.001))
-            except httpx.TimeoutException as exc:
-                raise CompressionError(f"timeout: no answer from {self._where} within "
-                                       f"{self.config.timeout_s:g}s ({type(exc).__name__})") from exc
-            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-                raise CompressionError(f"bad model URL {self._where}: {exc}") from exc
-            except httpx.TransportError as exc:
-                if attempt >= self.config.max_retries:
-                    raise CompressionError(f"cannot reach {self._where}: {type(exc).__name__}") from exc
-                response = None
-            if response is not None and response.status_code < 300:
-                try:
-                    data = response.json()
-                except ValueError as exc:
-                    raise CompressionError(f"invalid response: not JSON (HTTP {response.status_code})") from exc
-                if not isinstance(data, dict):
-                    raise CompressionError("invalid response: the body is not a JSON object")
-                return data
-            if response is not None and (response.status_code not in _RETRY_STATUS
-                                         or attempt >= self.config.max_retries):
-                raise CompressionError(f"HTTP {response.status_code} from {self._where}: {_error_message(response)}")
-            delay = self._delay(attempt, response)
-            if time.monotonic() + delay >= deadline:
-                raise CompressionError(f"timeout: {self._where} kept failing for {self.config.timeout_s:g}s")
-            time.sleep(delay)
-            attempt += 1
-
-    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
-        delay = self.config.backoff_s * 2 ** attempt
-        if response is not None and (after := response.headers.get("retry-after")):
-            try:
-                delay = max(delay, float(after))
-            except ValueError:
-                pass  # an HTTP date: keep our own backoff
-        return min(delay, self.config.max_backoff_s)
+        return post_json(self._client, "chat/completions", payload, policy=self._policy, error=CompressionError)
 
     def _narrative(self, data: dict[str, Any]) -> str:
         try:
@@ -275,12 +235,3 @@ def _narrative_of(summary: str) -> str:
         if line in (NARRATIVE_TITLE, CONVERSATION_TITLE):
             return "\n".join(lines[i + 1:])
     return ""
-
-
-def _error_message(response: httpx.Response) -> str:
-    try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
-        error = None
-    message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
-    return (message or response.text or response.reason_phrase)[:200].replace("\n", " ")

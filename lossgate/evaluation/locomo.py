@@ -11,10 +11,12 @@ The run (:func:`evaluate`):
 1. every turn becomes an event of its conversation's subject (tenant
    ``locomo``), its time the session's date, its id ``<sample>:<dia_id>``,
    an image's caption appended as ``[shares a photo: ...]``;
-2. each subject is consolidated with the default compressor;
+2. each subject is consolidated with the default compressor (and, with an
+   embedder, every turn is embedded: :meth:`~lossgate.Memory.embed`);
 3. every question of categories 1-4 (multi-hop, temporal, open-domain,
    single-hop) is recalled with the question as the query at a fixed token
-   budget. *Evidence recall* is the share of the question's evidence turns
+   budget, lexically, and with an embedder also hybrid (``lossgate +
+   semantic``). *Evidence recall* is the share of the question's evidence turns
    that the recall hands back: as a returned event, or as a conversation line
    of the returned summary. Evidence ids that name no turn (a few are
    malformed in the data) are left out; a question left with none is skipped.
@@ -41,9 +43,11 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
+from lossgate.derived import RecallResult
 from lossgate.errors import InvalidInput
 from lossgate.lines import one_line
 from lossgate.memory import Memory
+from lossgate.recall import recall
 from lossgate.records import NewEvent
 
 __all__ = ["PUBLISHED_SHA256", "CATEGORIES", "Turn", "Question", "Conversation", "load", "ingest",
@@ -166,6 +170,8 @@ class Report:
     budget: int
     conversations: int
     sides: dict[str, dict[str, Side]]  # side -> category name (and "overall") -> figures
+    embedder: str | None = None  # the model of "lossgate + semantic"
+    embed_seconds: float = 0.0  # computing every turn's vector (off the recall path)
 
     @property
     def published_data(self) -> bool:
@@ -174,7 +180,8 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         full = self.sides["full context"]["overall"].summary()["tokens"]
         out: dict[str, Any] = {"data_sha256": self.sha256, "published_data": self.published_data,
-                               "budget_tokens": self.budget, "conversations": self.conversations, "sides": {}}
+                               "budget_tokens": self.budget, "conversations": self.conversations,
+                               "embedder": self.embedder, "embed_seconds": round(self.embed_seconds, 2), "sides": {}}
         for name, cats in self.sides.items():
             out["sides"][name] = {cat: side.summary() for cat, side in cats.items()}
             overall = out["sides"][name]["overall"]
@@ -209,11 +216,18 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
              counter: TokenCounter | None = None, progress: Callable[[int], None] | None = None) -> Report:
     """Ingest, consolidate and recall every question (see the module docstring)."""
     count = counter or default_counter()
-    sides: dict[str, dict[str, Side]] = {
-        name: defaultdict(Side) for name in ("lossgate", "bm25", "bm25 + speaker", "recency", "full context")}
+    semantic = memory.embedder is not None
+    names = ("lossgate", *(["lossgate + semantic"] if semantic else []), "bm25", "bm25 + speaker", "recency",
+             "full context")
+    sides: dict[str, dict[str, Side]] = {name: defaultdict(Side) for name in names}
+    embed_seconds = 0.0
     for conv in conversations:
         ingest(memory, conv)
         memory.consolidate(TENANT, conv.sample_id)
+        if semantic:
+            t0 = time.perf_counter()
+            memory.embed(TENANT, conv.sample_id)
+            embed_seconds += time.perf_counter() - t0
         by_id = {t.dia_id: t for t in conv.turns}
         costs = [count(t.line) + 1 for t in conv.turns]
         full_tokens = sum(costs)
@@ -226,16 +240,21 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             if not evidence:
                 continue
             t0 = time.perf_counter()
-            result = memory.recall(TENANT, conv.sample_id, query=q.text, budget=budget)
+            result = recall(memory.store, TENANT, conv.sample_id, query=q.text, budget=budget)  # lexical
             took = time.perf_counter() - t0
-            returned = {e.event_id.split(":", 1)[1] for e in result.events}
-            lines = set((result.summary or "").splitlines())
-            found = [e for e in evidence if e in returned or by_id[e].line in lines]
+            found = _found(result, evidence, by_id)
+            if semantic:
+                t0 = time.perf_counter()
+                hybrid = memory.recall(TENANT, conv.sample_id, query=q.text, budget=budget)
+                hybrid_took = time.perf_counter() - t0
             bm25_ids, bm25_tokens = _fill(rank(q.text), conv.turns, costs, budget)
             bm25s_ids, bm25s_tokens = _fill(rank_speaker(q.text), conv.turns, costs, budget)
             recent_ids, recent_tokens = _fill(newest_first, conv.turns, costs, budget)
             for cat in (CATEGORIES[q.category], "overall"):
                 sides["lossgate"][cat].add(len(found) / len(evidence), result.tokens, took)
+                if semantic:
+                    sides["lossgate + semantic"][cat].add(len(_found(hybrid, evidence, by_id)) / len(evidence),
+                                                          hybrid.tokens, hybrid_took)
                 sides["bm25"][cat].add(sum(e in bm25_ids for e in evidence) / len(evidence), bm25_tokens)
                 sides["bm25 + speaker"][cat].add(sum(e in bm25s_ids for e in evidence) / len(evidence), bm25s_tokens)
                 sides["recency"][cat].add(sum(e in recent_ids for e in evidence) / len(evidence), recent_tokens)
@@ -243,7 +262,15 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             if progress:
                 progress(1)
     return Report(sha256=sha256, budget=budget, conversations=len(conversations),
-                  sides={k: dict(v) for k, v in sides.items()})
+                  sides={k: dict(v) for k, v in sides.items()},
+                  embedder=memory.embedder.model if memory.embedder else None, embed_seconds=embed_seconds)
+
+
+def _found(result: RecallResult, evidence: list[str], by_id: dict[str, Turn]) -> list[str]:
+    """The evidence turns a recall handed back: as events, or as lines of the summary."""
+    returned = {e.event_id.split(":", 1)[1] for e in result.events}
+    lines = set((result.summary or "").splitlines())
+    return [e for e in evidence if e in returned or by_id[e].line in lines]
 
 
 def question_count(conversations: list[Conversation]) -> int:

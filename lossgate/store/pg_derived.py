@@ -28,6 +28,8 @@ from lossgate.derived import (
 )
 from lossgate.records import ArtifactBody, Clock
 from lossgate.store import rows
+from lossgate.store.protocol import VectorKind
+from lossgate.store.sql_util import EMBEDDABLE
 
 __all__ = ["DerivedReads", "DerivedWrites"]
 
@@ -187,6 +189,23 @@ class DerivedReads(_Tx):
         ).fetchall()
         return [r[0] for r in found]
 
+    def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
+        self._scope(tenant_id, subject_id)
+        with self._c.cursor(binary=True) as cur:  # bytea as raw bytes, not hex text
+            cur.execute("SELECT item_id, vector FROM vectors WHERE tenant_id=%s AND subject_id=%s AND kind=%s "
+                        "AND model=%s", (tenant_id, subject_id, kind, model))
+            return [(item, bytes(vector)) for item, vector in cur.fetchall()]
+
+    def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
+                   after_seq: int, limit: int) -> list[tuple[str, int, str]]:
+        self._scope(tenant_id, subject_id)
+        table, item, text, live = EMBEDDABLE[kind]
+        return self._all(
+            f"SELECT x.{item}, x.seq, {text} FROM {table} x WHERE x.tenant_id=%s AND x.subject_id=%s AND x.seq > %s "
+            f"AND {live} AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id=x.tenant_id "
+            f"AND v.subject_id=x.subject_id AND v.kind=%s AND v.item_id=x.{item} AND v.model=%s) ORDER BY x.seq LIMIT %s",
+            (tenant_id, subject_id, after_seq, kind, model, limit))
+
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         self._scope(tenant_id, subject_id)
         found = self._c.execute(
@@ -226,6 +245,27 @@ class DerivedReads(_Tx):
 
 
 class DerivedWrites(_Tx):
+
+    def put_vectors(self, tenant_id: str, subject_id: str, model: str,
+                    items: Sequence[tuple[VectorKind, str, bytes]]) -> int:
+        self._scope(tenant_id, subject_id)
+        stored = 0
+        for kind in ("event", "fact"):
+            table, item, _, live = EMBEDDABLE[kind]
+            wanted = [(i, v) for k, i, v in items if k == kind]
+            if not wanted:
+                continue
+            # Only items still embeddable under this transaction's lock of the subject: one
+            # deleted while it was being embedded gets no vector.
+            stored += self._c.execute(
+                "INSERT INTO vectors (tenant_id, subject_id, kind, item_id, model, vector) "
+                f"SELECT %(t)s, %(s)s, %(k)s, w.item, %(m)s, w.vector FROM unnest(%(ids)s::text[], %(vs)s::bytea[]) "
+                f"AS w(item, vector) WHERE EXISTS (SELECT 1 FROM {table} x WHERE x.tenant_id=%(t)s "
+                f"AND x.subject_id=%(s)s AND x.{item}=w.item AND {live}) ON CONFLICT DO NOTHING",
+                {"t": tenant_id, "s": subject_id, "k": kind, "m": model,
+                 "ids": [i for i, _ in wanted], "vs": [v for _, v in wanted]},
+            ).rowcount
+        return stored
 
     def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
         self.lock_clock(tenant_id, subject_id)  # the alias row references the clock row; this locks both

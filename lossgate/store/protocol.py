@@ -20,7 +20,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, Sequence
+from typing import Any, Literal, Protocol, Sequence
 
 from lossgate.derived import (
     Alias,
@@ -45,10 +45,12 @@ from lossgate.records import (
     Trust,
 )
 
-__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport"]
+__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind"]
 
 # (subject_id, content_hash, trust or status) of an id already present in the tenant.
 IdTaken = tuple[str, str, str]
+# What a stored vector embeds: an event's text or an active fact's search text.
+VectorKind = Literal["event", "fact"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,16 @@ class ReadTx(Protocol):
         candidate id among them, or (in summary mode) the alias's artifact among them. Reads
         every recall record of the subject; deletions are rare, recalls are not."""
 
+    def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
+        """The subject's stored vectors of ``model`` for ``kind`` (``event`` or ``fact``) as
+        ``(item_id, float32 bytes)``. Only valid events and active facts have vectors: the
+        schema deletes them with the item's content or validity."""
+
+    def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
+                   after_seq: int, limit: int) -> list[tuple[str, int, str]]:
+        """Valid events (``actor: text``) or active facts (their search text) with ``seq >
+        after_seq`` and no vector of ``model`` yet, as ``(item_id, seq, text)``, oldest first."""
+
     def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
         """The subject's rebuild jobs, oldest first, optionally of some statuses. With
         ``subject_id=None`` an admin listing of the whole tenant (``review`` jobs: the
@@ -246,6 +258,12 @@ class WriteTx(ReadTx, Protocol):
         """Bring the full-text index up to date for what this transaction may see (backends that
         index lazily; PostgreSQL indexes the subjects this transaction has locked, as row-level
         security confines it to their tenants). Returns the rows indexed."""
+
+    def put_vectors(self, tenant_id: str, subject_id: str, model: str,
+                    items: Sequence[tuple[VectorKind, str, bytes]]) -> int:
+        """Store ``(kind, item_id, float32 bytes)`` vectors of ``model``. An item that is no
+        longer a valid event or an active fact (deleted while it was being embedded) gets no
+        vector; one that has a vector already keeps it. Returns how many were stored."""
 
     def save_attempt(self, attempt: Attempt) -> None:
         """Insert or replace an attempt record (by attempt id)."""

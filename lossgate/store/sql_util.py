@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
+# What a vector embeds, per kind: (table, id column, text to embed, what makes an item
+# embeddable). Both backends' SQL reads the same rows as ``x``.
+EMBEDDABLE = {
+    "event": ("events", "event_id", "x.actor || ': ' || x.text", "x.state='valid' AND x.text IS NOT NULL"),
+    "fact": ("facts", "fact_id", "x.search_text", "x.status='active' AND x.search_text IS NOT NULL"),
+}
+
 CHUNK = 500  # ids per IN (...) list: well under every backend's parameter limit
 
 

@@ -13,7 +13,8 @@ import orjson
 from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
 from lossgate.records import ArtifactBody, Clock
 from lossgate.store import rows
-from lossgate.store.sql_util import chunks as _chunks, marks as _marks
+from lossgate.store.protocol import VectorKind
+from lossgate.store.sql_util import EMBEDDABLE, chunks as _chunks, marks as _marks
 
 __all__ = ["SQLiteDerivedReads", "SQLiteDerivedWrites"]
 
@@ -147,6 +148,19 @@ class SQLiteDerivedReads:
             " OR (r.mode = 'summary' AND json_extract(r.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?))))"
             " ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted))]
 
+    def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
+        return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "
+                         "AND model=?", (tenant_id, subject_id, kind, model))
+
+    def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
+                   after_seq: int, limit: int) -> list[tuple[str, int, str]]:
+        table, item, text, live = EMBEDDABLE[kind]
+        return self._all(
+            f"SELECT x.{item}, x.seq, {text} FROM {table} x WHERE x.tenant_id=? AND x.subject_id=? AND x.seq > ? "
+            f"AND {live} AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id=x.tenant_id "
+            f"AND v.subject_id=x.subject_id AND v.kind=? AND v.item_id=x.{item} AND v.model=?) ORDER BY x.seq LIMIT ?",
+            (tenant_id, subject_id, after_seq, kind, model, limit))
+
     def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
         where, args = ["tenant_id=?"], [tenant_id]
         if subject_id is not None:
@@ -176,6 +190,19 @@ class SQLiteDerivedWrites:
             "AND text IS NOT NULL", (mark, top)).rowcount
         self._c.execute("UPDATE events_fts_watermark SET indexed_through=? WHERE id=1", (top,))
         return n
+
+    def put_vectors(self, tenant_id: str, subject_id: str, model: str,
+                    items: Sequence[tuple[VectorKind, str, bytes]]) -> int:
+        stored = 0
+        for kind in ("event", "fact"):
+            table, item, _, live = EMBEDDABLE[kind]
+            stored += self._c.executemany(
+                "INSERT INTO vectors (tenant_id, subject_id, kind, item_id, model, vector) SELECT ?,?,?,?,?,? "
+                f"WHERE EXISTS (SELECT 1 FROM {table} x WHERE x.tenant_id=? AND x.{item}=? AND x.subject_id=? "
+                f"AND {live}) ON CONFLICT DO NOTHING",
+                [(tenant_id, subject_id, kind, i, model, v, tenant_id, i, subject_id) for k, i, v in items if k == kind],
+            ).rowcount
+        return stored
 
     def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
         self.lock_clock(tenant_id, subject_id)  # the alias row references the clock row

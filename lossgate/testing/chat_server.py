@@ -1,9 +1,11 @@
-"""A scripted OpenAI-compatible chat-completions server on loopback, for tests and demos
-of :class:`lossgate.consolidate.chat.ChatCompressor` without a model or a network.
+"""A scripted OpenAI-compatible server on loopback, for tests and demos of
+:class:`lossgate.consolidate.chat.ChatCompressor` and
+:class:`lossgate.semantic.HttpEmbedder` without a model or a network.
 
 It is a real HTTP server (``http.server`` in a thread): the client goes through its
 whole protocol (connection, headers, status codes, ``Retry-After``, timeouts). Each
-request to ``POST /v1/chat/completions`` takes the next scripted :class:`Reply` (or
+request to ``POST /v1/chat/completions`` or ``POST /v1/embeddings`` takes the next
+scripted :class:`Reply` (or
 calls a function of the request body that returns one); once the script runs out,
 ``default`` answers. Every request body and its headers are kept for assertions.
 
@@ -107,7 +109,7 @@ class ScriptedChatServer:
 
             def do_POST(self) -> None:  # noqa: N802 - the http.server naming
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                if self.path.rstrip("/") not in ("/v1/chat/completions", "/v1/embeddings"):
                     self._send(Reply(status=404, body={"error": {"message": f"no route {self.path}"}}))
                     return
                 try:

