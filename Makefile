@@ -1,6 +1,11 @@
 # Two entry points: `make demo` and `make test`. Each builds the local virtual
 # environment (.venv) on first use, so a fresh machine needs only Python 3.11+.
 PYTHON ?= python3
+# The [semantic] extra needs torch; a CPU build is installed first so that nothing pulls a
+# CUDA build of several GB. Where the machine has no local torch wheel, name the CPU index:
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH       ?= torch==2.13.0
+TORCH_INDEX ?=
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -10,7 +15,8 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,postgres]'
+	$(BIN)/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) '$(TORCH)'
+	$(BIN)/pip install --quiet -e '.[test,postgres,semantic]'
 	touch $(STAMP)
 
 demo: $(STAMP)
