@@ -325,8 +325,10 @@ def _forget_cached_text() -> None:
     """Deleted text must not linger in this process's gate cache (other processes' caches
     only ever serve authorized snapshots, and evict it in time)."""
     from lossgate.gate.sources import clear_atom_cache
+    from lossgate.semantic.ranking import clear_vector_caches
 
     clear_atom_cache()
+    clear_vector_caches()
 
 
 def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open

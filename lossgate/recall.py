@@ -41,7 +41,7 @@ from lossgate.lines import day_line, event_line, fact_line
 from lossgate.records import Event, Fact, utcnow
 from lossgate.search_terms import query_terms
 from lossgate.semantic.embedders import Embedder
-from lossgate.semantic.ranking import SEMANTIC_WEIGHT, fuse, nearest
+from lossgate.semantic.ranking import SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter
 
@@ -94,8 +94,12 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
             critical_ids = {f.fact_id for f in critical}
             hit_facts = tx.search_facts(tenant_id, subject_id, text, limit=k + len(critical_ids)) if terms else []
             if query_vector is not None and embedder is not None:
-                hit_facts = fuse(hit_facts, nearest(tx.vectors(tenant_id, subject_id, embedder.model, "fact"),
-                                                    query_vector, k + len(critical_ids)),
+                version = tx.vectors_version(tenant_id, subject_id)
+                stored = {kind: vector_cache(store).get(
+                    (tenant_id, subject_id, embedder.model, kind), version,
+                    lambda kind=kind: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)))
+                    for kind in ("fact", "event")}
+                hit_facts = fuse(hit_facts, nearest(stored["fact"], query_vector, k + len(critical_ids)),
                                  weights=(1.0, SEMANTIC_WEIGHT))
             hit_facts = [i for i in hit_facts if i not in critical_ids][:k]
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
@@ -103,8 +107,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
             # Every tier: an event the summary covers is still found by its words.
             hit_ids = tx.search_events(tenant_id, subject_id, text, limit=hits_wanted + len(erased)) if terms else []
             if query_vector is not None and embedder is not None:
-                hit_ids = fuse(hit_ids, nearest(tx.vectors(tenant_id, subject_id, embedder.model, "event"),
-                                                query_vector, hits_wanted + len(erased)),
+                hit_ids = fuse(hit_ids, nearest(stored["event"], query_vector, hits_wanted + len(erased)),
                                weights=(1.0, SEMANTIC_WEIGHT))
             rank = {eid: i for i, eid in enumerate(hit_ids)}
             events = sorted((e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])

@@ -19,6 +19,7 @@ from lossgate import NewEvent
 from lossgate.cli import app
 from lossgate.errors import ConfigError, EmbeddingError
 from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, embedder_from_env, fuse, nearest
+from lossgate.semantic.ranking import VectorCache, VectorSet
 from lossgate.testing.chat_server import Reply, ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings, concept_vector, embeddings_reply
 
@@ -115,8 +116,31 @@ def test_nearest_is_the_exact_top_k_by_cosine():
         rows.append((f"i{i}", np.array([x / n for x in v], dtype="<f4")))
     query = rows[3][1]
     expected = sorted(rows, key=lambda r: -float(r[1] @ query))[:10]
-    assert nearest([(i, v.tobytes()) for i, v in rows], query, 10) == [i for i, _ in expected]
-    assert nearest([], query, 10) == [] and nearest([(i, v.tobytes()) for i, v in rows], query, 0) == []
+    stored = VectorSet([(i, v.tobytes()) for i, v in rows])
+    assert nearest(stored, query, 10) == [i for i, _ in expected]
+    assert nearest(VectorSet([]), query, 10) == [] and nearest(stored, query, 0) == []
+
+
+def test_the_vector_cache_reloads_on_a_new_version_and_evicts_by_size():
+    one = VectorSet([("a", np.ones(4, dtype="<f4").tobytes())])
+    loads = []
+
+    def load(name: str):
+        def run():
+            loads.append(name)
+            return one
+        return run
+
+    cache = VectorCache(max_bytes=2 * one.nbytes)
+    cache.get(("t", "s", "m", "event"), 1, load("first"))
+    cache.get(("t", "s", "m", "event"), 1, load("again"))
+    assert loads == ["first"]
+    cache.get(("t", "s", "m", "event"), 2, load("new version"))
+    assert loads == ["first", "new version"]
+    cache.get(("t", "s2", "m", "event"), 1, load("s2"))
+    cache.get(("t", "s3", "m", "event"), 1, load("s3"))  # over the size: the least recent goes
+    cache.get(("t", "s", "m", "event"), 2, load("evicted"))
+    assert loads[-1] == "evicted"
 
 
 def test_weighted_rank_fusion():

@@ -3,13 +3,17 @@
 The neighbour search is exact: a matrix product of the subject's vectors with the
 query's, then the top ``limit`` by cosine similarity (every vector is unit length).
 One subject's vectors are a range read of the ``vectors`` table's primary key on
-either store, so the cost grows with that subject's history only (``bench/
-bench_semantic.py`` measures it).
+either store, kept in memory (:class:`VectorCache`) while the subject's vectors do not
+change, so the cost grows with that subject's history only (``bench/bench_semantic.py``
+measures it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lossgate.errors import ConfigError
@@ -18,7 +22,8 @@ from lossgate.semantic.embedders import numpy
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["nearest", "fuse", "RRF_K", "SEMANTIC_WEIGHT"]
+__all__ = ["VectorSet", "VectorCache", "vector_cache", "clear_vector_caches", "nearest", "fuse", "RRF_K",
+           "SEMANTIC_WEIGHT"]
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
 # How much the vector ranking counts against the full-text one in recall's fusion. At 0.3
@@ -29,21 +34,102 @@ RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
 SEMANTIC_WEIGHT = 0.3
 
 
-def nearest(stored: Sequence[tuple[str, bytes]], query: "np.ndarray", limit: int) -> list[str]:
-    """Ids of the ``limit`` stored vectors most similar to ``query``, best first."""
-    if not stored or limit <= 0:
+class VectorSet:
+    """One subject's vectors of one model and kind, as ids and a matrix (one row each)."""
+
+    __slots__ = ("ids", "matrix")
+
+    def __init__(self, stored: Sequence[tuple[str, bytes]]) -> None:
+        np = numpy()
+        self.ids = [item for item, _ in stored]
+        flat = np.frombuffer(b"".join(v for _, v in stored), dtype="<f4")
+        dims = {len(v) for _, v in stored}
+        if len(dims) > 1:
+            raise ConfigError("stored vectors of one model have different dimensions")
+        self.matrix = flat.reshape(len(stored), dims.pop() // 4) if stored else flat.reshape(0, 0)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes) + 64 * len(self.ids)
+
+
+class VectorCache:
+    """Recently used subjects' :class:`VectorSet`, per store, while their version holds.
+
+    Reading a subject's 10,000 vectors out of the database takes 20 ms or more; a
+    subject is recalled many times between changes to its vectors. An entry is used
+    only while the subject's ``vectors_version`` (read in the recall's own transaction)
+    is the one it was loaded at, so a deletion is never answered from an old copy; and
+    recall returns only rows it re-reads as valid, whatever the cache holds. Least
+    recently used entries go first once ``max_bytes`` is exceeded.
+    """
+
+    def __init__(self, max_bytes: int = 256 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, str, str, str], tuple[int, VectorSet]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str, str], version: int, load: Callable[[], VectorSet]) -> VectorSet:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and found[0] == version:
+                self._entries.move_to_end(key)
+                return found[1]
+        vectors = load()
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1].nbytes
+            if vectors.nbytes <= self.max_bytes:
+                self._entries[key] = (version, vectors)
+                self._bytes += vectors.nbytes
+            while self._bytes > self.max_bytes and self._entries:
+                _, (_, evicted) = self._entries.popitem(last=False)
+                self._bytes -= evicted.nbytes
+        return vectors
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_CACHES: "weakref.WeakKeyDictionary[object, VectorCache]" = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+def vector_cache(store: object) -> VectorCache:
+    """The :class:`VectorCache` of one store object (it goes when the store does)."""
+    with _CACHES_LOCK:
+        cache = _CACHES.get(store)
+        if cache is None:
+            cache = _CACHES[store] = VectorCache()
+        return cache
+
+
+def clear_vector_caches() -> None:
+    """Drop every in-process copy of stored vectors (after a deletion, as the gate's
+    text cache is dropped: nothing derived from deleted content lingers in memory)."""
+    with _CACHES_LOCK:
+        for cache in _CACHES.values():
+            cache.clear()
+
+
+def nearest(vectors: VectorSet, query: "np.ndarray", limit: int) -> list[str]:
+    """Ids of the ``limit`` vectors most similar to ``query``, best first."""
+    if not vectors.ids or limit <= 0:
         return []
     np = numpy()
     dim = int(query.shape[0])
-    matrix = np.frombuffer(b"".join(v for _, v in stored), dtype="<f4")
-    if matrix.size != len(stored) * dim:
+    if vectors.matrix.shape[1] != dim:
         raise ConfigError(f"stored vectors do not have the query's {dim} dimensions: the model that "
                           "wrote them is not the one embedding the query")
-    scores = matrix.reshape(len(stored), dim) @ query.astype("<f4")
-    k = min(limit, len(stored))
+    scores = vectors.matrix @ query.astype("<f4")
+    k = min(limit, len(vectors.ids))
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top], kind="stable")]
-    return [stored[i][0] for i in top]
+    return [vectors.ids[i] for i in top]
 
 
 def fuse(*rankings: Sequence[str], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:

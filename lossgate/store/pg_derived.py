@@ -196,6 +196,12 @@ class DerivedReads(_Tx):
                         "AND model=%s", (tenant_id, subject_id, kind, model))
             return [(item, bytes(vector)) for item, vector in cur.fetchall()]
 
+    def vectors_version(self, tenant_id: str, subject_id: str) -> int:
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute("SELECT vectors_version FROM clocks WHERE tenant_id=%s AND subject_id=%s",
+                              (tenant_id, subject_id)).fetchone()
+        return row[0] if row else 0
+
     def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
                    after_seq: int, limit: int) -> list[tuple[str, int, str]]:
         self._scope(tenant_id, subject_id)
@@ -265,6 +271,9 @@ class DerivedWrites(_Tx):
                 {"t": tenant_id, "s": subject_id, "k": kind, "m": model,
                  "ids": [i for i, _ in wanted], "vs": [v for _, v in wanted]},
             ).rowcount
+        if stored:
+            self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 "
+                            "WHERE tenant_id=%s AND subject_id=%s", (tenant_id, subject_id))
         return stored
 
     def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:

@@ -182,6 +182,10 @@ class ReadTx(Protocol):
         ``(item_id, float32 bytes)``. Only valid events and active facts have vectors: the
         schema deletes them with the item's content or validity."""
 
+    def vectors_version(self, tenant_id: str, subject_id: str) -> int:
+        """A number that changes whenever the subject's stored vectors change (stored, or
+        deleted with their item): an in-process copy of them is current while it holds."""
+
     def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
                    after_seq: int, limit: int) -> list[tuple[str, int, str]]:
         """Valid events (``actor: text``) or active facts (their search text) with ``seq >

@@ -152,6 +152,11 @@ class SQLiteDerivedReads:
         return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "
                          "AND model=?", (tenant_id, subject_id, kind, model))
 
+    def vectors_version(self, tenant_id: str, subject_id: str) -> int:
+        row = self._c.execute("SELECT vectors_version FROM clocks WHERE tenant_id=? AND subject_id=?",
+                              (tenant_id, subject_id)).fetchone()
+        return row[0] if row else 0
+
     def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
                    after_seq: int, limit: int) -> list[tuple[str, int, str]]:
         table, item, text, live = EMBEDDABLE[kind]
@@ -202,6 +207,9 @@ class SQLiteDerivedWrites:
                 f"AND {live}) ON CONFLICT DO NOTHING",
                 [(tenant_id, subject_id, kind, i, model, v, tenant_id, i, subject_id) for k, i, v in items if k == kind],
             ).rowcount
+        if stored:
+            self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 WHERE tenant_id=? AND subject_id=?",
+                            (tenant_id, subject_id))
         return stored
 
     def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:

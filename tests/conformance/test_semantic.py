@@ -85,6 +85,7 @@ def test_vectors_are_computed_once_and_only_for_what_is_new(pets, server):
 
 
 def test_deleted_and_revoked_events_lose_their_vectors_and_never_come_back(pets):
+    assert "pet" in {e.event_id for e in pets.recall(T, S, query="my feline").events}  # warms the vector cache
     pets.delete_event(T, S, "pet", reason="user asked")
     assert "pet" not in _vectors(pets)
     pets.revoke_event(T, S, "c1", reason="wrong")
@@ -192,3 +193,14 @@ def test_a_worker_embeds_what_its_job_subject_gained(memory, embedder, store_url
 def test_embed_without_an_embedder_is_a_config_error(memory):
     with pytest.raises(ConfigError, match="no embedder"):
         memory.embed(T, S)
+
+
+def test_a_recall_sees_vectors_another_process_stored_after_its_last_recall(pets, embedder, store_url):
+    assert "late" not in {e.event_id for e in pets.recall(T, S, query="canine").events}  # cached now
+    pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="late", text="a hound joined us")])
+    other = lossgate.open(store_url, migrate=False, embedder=embedder)  # its own process, in effect
+    try:
+        assert other.embed(T, S) == 1
+    finally:
+        other.close()
+    assert "late" in {e.event_id for e in pets.recall(T, S, query="canine", context=False).events}

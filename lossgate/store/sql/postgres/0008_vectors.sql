@@ -6,7 +6,11 @@
 -- of one subject's vectors in the client (the primary key makes it a range read); no
 -- extension is needed. Vectors are derived from content, so they go with it: the
 -- triggers delete an event's vectors the moment it stops being valid and a fact's the
--- moment it stops being active, in the same transaction, whatever made the change.
+-- moment it stops being active, in the same transaction, whatever made the change. Each
+-- change to a subject's vectors moves its clock's vectors_version, which tells a reader's
+-- in-process copy of them (lossgate.semantic.ranking.VectorCache) that it is out of date.
+ALTER TABLE clocks ADD COLUMN vectors_version bigint NOT NULL DEFAULT 0;
+
 CREATE TABLE vectors (
     tenant_id  text COLLATE "C" NOT NULL,
     subject_id text COLLATE "C" NOT NULL,
@@ -34,6 +38,8 @@ BEGIN
         DELETE FROM vectors WHERE tenant_id = NEW.tenant_id AND subject_id = NEW.subject_id
                               AND kind = 'fact' AND item_id = NEW.fact_id;
     END IF;
+    UPDATE clocks SET vectors_version = vectors_version + 1
+     WHERE tenant_id = NEW.tenant_id AND subject_id = NEW.subject_id;
     RETURN NULL;
 END
 $$;
