@@ -108,7 +108,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
             hit_ids = tx.search_events(tenant_id, subject_id, text, limit=hits_wanted + len(erased)) if terms else []
             if query_vector is not None and embedder is not None:
                 hit_ids = fuse(hit_ids, nearest(stored["event"], query_vector, hits_wanted + len(erased)),
-                               weights=(1.0, SEMANTIC_WEIGHT))
+                               weights=(1.0, SEMANTIC_WEIGHT))[:hits_wanted + len(erased)]
             rank = {eid: i for i, eid in enumerate(hit_ids)}
             events = sorted((e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
                              if e.event_id not in erased), key=lambda e: rank[e.event_id])[:hits_wanted]
