@@ -15,7 +15,9 @@ values). It reports the median time of
 
 and, as a same-run baseline that makes figures from different machines
 comparable, the time to canonicalise and hash the same facts with
-:func:`lossgate.canonical.content_hash`.
+:func:`lossgate.canonical.content_hash`. Every step and the baseline run once per
+round, alternately (A B A B ...), ``--runs`` rounds; each ratio is the median of
+the per-round ratios to the baseline of the same round.
 
 A second scenario gates one consolidation subject as ``bench_consolidation.py``
 fills it (``--subject-events`` chat events of about 60 characters,
@@ -24,7 +26,8 @@ artifact, and reports the median of ``gate.check`` on the first run (the
 process-wide cache of event atoms emptied before each run) and again (every
 event's atoms cached, as for a retry, another worker or the next consolidation
 of the subject), each as a ratio to the same-run time of extracting the atoms of
-the same event text once (target: under 0.35 s again, on a quiet machine).
+the same event text once (target: under 0.35 s again, on a quiet machine), the
+three timed alternately, ``--subject-runs`` rounds.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._util import median, timed  # noqa: E402
+from bench._util import clocked, interleave, median, median_ratio  # noqa: E402
 from lossgate.canonical import content_hash  # noqa: E402
 from lossgate.gate import check  # noqa: E402
 from lossgate.gate.atoms import extract_atoms  # noqa: E402
@@ -175,16 +178,18 @@ def bench_subject(events: int, facts: int, runs: int) -> None:
     ref = snapshot.events[0].occurred_at
     result = check(snapshot, artifact, registry)
     assert result.passed, result.lines()[:5]
-    base = median(timed(lambda: extract_atoms(source, reference_time=ref), repeat=runs))
-    first = median(timed(lambda: check(snapshot, artifact, registry), repeat=runs, setup=clear_atom_cache))
-    check(snapshot, artifact, registry)
-    again = median(timed(lambda: check(snapshot, artifact, registry), repeat=runs))
+    # Interleaved rounds: baseline, first run (cache emptied, untimed), again (cache warm).
+    base, first, again = interleave([
+        clocked(lambda: extract_atoms(source, reference_time=ref)),
+        clocked(lambda: check(snapshot, artifact, registry), setup=clear_atom_cache),
+        clocked(lambda: check(snapshot, artifact, registry)),
+    ], runs)
 
-    def row(label: str, seconds: float, note: str = "") -> None:
-        print(f"{label:<46} {seconds * 1000:9.2f} ms  {seconds / base:6.2f}x extraction  {note}")
+    def row(label: str, times: list[float], note: str = "") -> None:
+        print(f"{label:<46} {median(times) * 1000:9.2f} ms  {median_ratio(times, base):6.2f}x extraction  {note}")
 
     print(f"\nsubject: {len(texts):,} events ({len(source) / 1000:.0f} kB), {len(snapshot.facts)} facts; "
-          f"outcome {result.outcome} ({len(result.losses):,} recorded losses); median of {runs} runs")
+          f"outcome {result.outcome} ({len(result.losses):,} recorded losses); medians of {runs} interleaved rounds")
     row("baseline: extract the event text's atoms once", base)
     row("gate, first run (no event atoms cached)", first)
     row("gate again (every event's atoms cached)", again, "target < 350 ms on a quiet machine")
@@ -207,31 +212,39 @@ def main() -> None:
 
     inputs = prose_inputs(snapshot)
     must = build_must_preserve(snapshot, registry)
-    runs, slow = args.runs, max(args.runs // 3, 3)
-    base = median(timed(lambda: hash_facts(snapshot), repeat=runs))
-    contract = median(timed(lambda: check_contract(snapshot, artifact), repeat=runs))
-    integrity = median(timed(lambda: check_integrity(snapshot, artifact, registry), repeat=runs))
-    sources = median(timed(lambda: prose_inputs(snapshot), repeat=slow, setup=clear_atom_cache))
-    diff = median(timed(lambda: check_prose(snapshot, artifact, must, inputs=inputs), repeat=slow))
-    full = median(timed(lambda: check(snapshot, artifact, registry), repeat=slow, setup=clear_atom_cache))
-    check(snapshot, artifact, registry)
-    again = median(timed(lambda: check(snapshot, artifact, registry), repeat=slow))
-    extract = median(timed(lambda: extract_atoms(source), repeat=slow))
+    # Interleaved rounds (A B A B ...): the baseline, then every step once, in this order, so
+    # each round's ratios compare times taken under the same load. The cache of event atoms is
+    # emptied (untimed) before "sources" and "full"; "again" follows "full", so it is warm.
+    names = ["base", "contract", "integrity", "sources", "diff", "full", "again", "extract"]
+    times = dict(zip(names, interleave([
+        clocked(lambda: hash_facts(snapshot)),
+        clocked(lambda: check_contract(snapshot, artifact)),
+        clocked(lambda: check_integrity(snapshot, artifact, registry)),
+        clocked(lambda: prose_inputs(snapshot), setup=clear_atom_cache),
+        clocked(lambda: check_prose(snapshot, artifact, must, inputs=inputs)),
+        clocked(lambda: check(snapshot, artifact, registry), setup=clear_atom_cache),
+        clocked(lambda: check(snapshot, artifact, registry)),
+        clocked(lambda: extract_atoms(source)),
+    ], args.runs)))
+    base = times["base"]
+    extract = median(times["extract"])
     size_mb = len(source.encode()) / 1e6
 
-    def row(label: str, seconds: float, note: str = "") -> None:
-        print(f"{label:<46} {seconds * 1000:9.2f} ms  {seconds / base:6.2f}x baseline  {note}")
+    def row(label: str, name: str, note: str = "") -> None:
+        t = times[name]
+        print(f"{label:<46} {median(t) * 1000:9.2f} ms  {median_ratio(t, base):6.2f}x baseline  {note}")
 
     print(f"workload: {args.facts} facts, {len(source.split()):,} source words ({size_mb * 1000:.0f} kB), "
-          f"{len(snapshot.events)} events; outcome {result.outcome} ({len(result.losses)} recorded losses)")
-    row(f"baseline: canonicalise + hash {args.facts} facts", base)
-    row(f"fact contract over {args.facts} facts", contract, "target < 20 ms")
-    row("lineage, trust, open items, conflicts", integrity)
-    row("prose: extract the snapshot's atoms", sources)
-    row("prose: diff one artifact (atoms reused)", diff)
-    row("full gate (all of the above)", full)
-    row("full gate again (event atoms cached)", again)
-    row("atom extractor over the source text", extract, f"{size_mb / extract:.2f} MB/s; target > 1 MB/s")
+          f"{len(snapshot.events)} events; outcome {result.outcome} ({len(result.losses)} recorded losses); "
+          f"medians of {args.runs} interleaved rounds, ratios the medians of per-round ratios")
+    row(f"baseline: canonicalise + hash {args.facts} facts", "base")
+    row(f"fact contract over {args.facts} facts", "contract", "target < 20 ms")
+    row("lineage, trust, open items, conflicts", "integrity")
+    row("prose: extract the snapshot's atoms", "sources")
+    row("prose: diff one artifact (atoms reused)", "diff")
+    row("full gate (all of the above)", "full")
+    row("full gate again (event atoms cached)", "again")
+    row("atom extractor over the source text", "extract", f"{size_mb / extract:.2f} MB/s; target > 1 MB/s")
     if args.subject_events:
         bench_subject(args.subject_events, args.subject_facts, args.subject_runs)
 

@@ -116,6 +116,11 @@ def bench_append(url: str, bare_path: str | None, n: int, batch: int, rounds: in
     bare = Bare(url, bare_path)
     ours, base = [], []
     try:
+        # Untimed warm-up of both connections (statement caches; lossgate's staging table on
+        # PostgreSQL), so no one-off cost lands in the first round of either side.
+        warm = _events(10, "append-warm")
+        mem.append(warm)
+        bare.insert(_rows(warm), batch)
         for r in range(rounds):  # A B A B ...: a fresh subject per round, the same rows on both sides
             events = _events(n, f"append{r}")
             rows = _rows(events)
@@ -321,7 +326,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=5, help="append rounds (each times both sides once)")
     ap.add_argument("--facts", type=int, default=2_000)
     ap.add_argument("--calls", type=int, default=300)
-    ap.add_argument("--subjects", type=int, default=100)
+    ap.add_argument("--subjects", type=int, default=200)
     ap.add_argument("--jobs-rounds", type=int, default=5, help="rounds of 1, 2 and 4 workers")
     ap.add_argument("--only", choices=["sqlite", "postgres"], help="run one store only")
     ap.add_argument("--parts", nargs="+", choices=["jobs", "append", "recall"], default=["jobs", "append", "recall"])

@@ -39,7 +39,7 @@ _JOB_COLS = ",".join(rows.JOB_COLUMNS)
 # 'english' stems like SQLite FTS5's Porter tokenizer (schema 7); recall drops stop words
 # before it searches. Indexed lazily: see sql/postgres/0003_lazy_search.sql.
 _TSV = "to_tsvector('english', coalesce(e.actor, '') || ' ' || coalesce(e.text, ''))"  # who said it, and what
-_MARK = "(SELECT search_indexed_through FROM clocks WHERE tenant_id=%(t)s AND subject_id=%(s)s)"
+_QUERY = "websearch_to_tsquery('english', %(q)s)"
 
 
 class _Tx:
@@ -162,15 +162,27 @@ class DerivedReads(_Tx):
             return []
         self._scope(tenant_id, subject_id)
         found = self._c.execute(
-            "WITH q AS (SELECT websearch_to_tsquery('english', %(q)s) AS q), hits AS MATERIALIZED ("
-            # MATERIALIZED: computed once. Inlined, a stale estimate of one row made the planner
-            # re-run the match for every event of the subject (300 ms at 419 events).
-            " SELECT x.seq, ts_rank(x.terms, q.q) AS rank FROM event_terms x, q"
-            " WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.terms @@ q.q"
-            f" UNION ALL SELECT e.seq, ts_rank({_TSV}, q.q) FROM events e, q"
-            f" WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq > {_MARK} AND {_TSV} @@ q.q)"
-            " SELECT e.event_id FROM hits JOIN events e ON e.tenant_id=%(t)s AND e.subject_id=%(s)s"
-            " AND e.seq=hits.seq WHERE e.state='valid' ORDER BY hits.rank DESC, e.seq DESC LIMIT %(n)s",
+            # Written so that the plan is good with and without table statistics (a subject
+            # loaded a moment ago has none until autovacuum's ANALYZE):
+            # - the tsquery is spelled out in each predicate, not joined from a CTE: only
+            #   then can the planner match it against the GIN index;
+            # - MATERIALIZED: the hits are computed once (inlined, a stale estimate of one
+            #   row made the planner re-run the match for every event of the subject);
+            # - the events past the index mark are read through the clock row as the range
+            #   (mark, high_water], which the planner prices as a short primary-key range: a
+            #   lone "seq > mark" was priced as a third of the subject and scanned it all;
+            # - OFFSET 0 keeps each LATERAL a per-row primary-key look-up, not a join the
+            #   planner may turn into a scan of the subject's events.
+            "WITH hits AS MATERIALIZED ("
+            f" SELECT x.seq, ts_rank(x.terms, {_QUERY}) AS rank FROM event_terms x"
+            f" WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.terms @@ {_QUERY}"
+            f" UNION ALL SELECT e.seq, ts_rank({_TSV}, {_QUERY}) FROM clocks c JOIN LATERAL ("
+            " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
+            " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
+            f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ {_QUERY})"
+            " SELECT e.event_id FROM hits JOIN LATERAL (SELECT event_id, seq FROM events e"
+            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=hits.seq AND e.state='valid' OFFSET 0) e"
+            " ON true ORDER BY hits.rank DESC, e.seq DESC LIMIT %(n)s",
             {"q": " or ".join(f'"{t}"' for t in terms), "t": tenant_id, "s": subject_id, "n": limit},
         ).fetchall()
         return [r[0] for r in found]
@@ -181,10 +193,10 @@ class DerivedReads(_Tx):
             return []
         self._scope(tenant_id, subject_id)
         found = self._c.execute(
-            "WITH q AS (SELECT websearch_to_tsquery('english', %(q)s) AS q) "
-            "SELECT f.fact_id FROM facts f, q WHERE f.tenant_id=%(t)s AND f.subject_id=%(s)s AND f.status='active' "
-            "AND to_tsvector('english', coalesce(f.search_text, '')) @@ q.q "
-            "ORDER BY ts_rank(to_tsvector('english', coalesce(f.search_text, '')), q.q) DESC, f.seq DESC LIMIT %(n)s",
+            "SELECT f.fact_id FROM facts f WHERE f.tenant_id=%(t)s AND f.subject_id=%(s)s AND f.status='active' "
+            f"AND to_tsvector('english', coalesce(f.search_text, '')) @@ {_QUERY} "  # the GIN index facts_search
+            f"ORDER BY ts_rank(to_tsvector('english', coalesce(f.search_text, '')), {_QUERY}) DESC, f.seq DESC "
+            "LIMIT %(n)s",
             {"q": " or ".join(f'"{t}"' for t in terms), "t": tenant_id, "s": subject_id, "n": limit},
         ).fetchall()
         return [r[0] for r in found]
