@@ -140,3 +140,16 @@ def test_eval_locomo_runs_from_the_cli(tmp_path):
     bad.write_text('{"not": "a list"}')
     refused = CliRunner().invoke(app, ["eval", "locomo", "--data", str(bad)])
     assert refused.exit_code == 2
+
+
+def test_events_past_the_index_mark_are_found_by_their_words(memory):
+    """Full-text indexing is off the append path: what was appended since the last
+    refresh is matched on its raw text, before the first consolidation and after it."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"a{i}", occurred_at=AT,
+                            text=f"{CHATTER[i % 4]} ({i})") for i in range(10)]
+                  + [NewEvent(tenant_id=T, subject_id=S, event_id="early", occurred_at=AT, text="the quokka escaped")])
+    assert [e.event_id for e in memory.recall(T, S, query="quokka", context=False).events] == ["early"]
+    assert memory.consolidate(T, S).status == "published"  # indexes everything so far
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="late", occurred_at=AT, text="a wombat appeared")])
+    assert [e.event_id for e in memory.recall(T, S, query="wombat", context=False).events] == ["late"]
+    assert {e.event_id for e in memory.recall(T, S, query="quokka wombat", context=False).events} == {"early", "late"}
