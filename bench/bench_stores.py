@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from bench._util import median, pg_url, percentile, ratios, skip_pg  # noqa: E402
-from lossgate.records import NewEvent, NewFact  # noqa: E402
+from lossgate.records import NewEvent, NewFact, utcnow  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -208,12 +208,20 @@ def bench_recall(url: str, facts: int, calls: int) -> dict:
             "ratio_p50": median(lat) / median(blat)}
 
 
-def _fill_subject(mem: lossgate.Memory, s: str, *, queue: bool) -> None:
-    mem.append(_events(20, s))  # 20 < rebuild_after: appending queues nothing by itself
-    mem.assert_fact(NewFact(tenant_id=T, subject_id=s, fact_id=f"{s}-tz", predicate="timezone",
-                            value="UTC+01:00", source_event_ids=[f"{s}-e0"]))
+def _fill_subjects(mem: lossgate.Memory, subjects: list[str], *, queue: bool) -> None:
+    """20 events and one fact per subject, and (``queue``) a queued rebuild job each, in
+    three transactions (setup, untimed: one per subject costs 3 commits per subject)."""
+    # 20 events < rebuild_after: appending queues nothing by itself.
+    mem.append([e for s in subjects for e in _events(20, s)])
+    with mem.transaction() as led:
+        led.assert_facts([NewFact(tenant_id=T, subject_id=s, fact_id=f"{s}-tz", predicate="timezone",
+                                  value="UTC+01:00", source_event_ids=[f"{s}-e0"]) for s in subjects])
     if queue:
-        mem.request_consolidation(T, s)
+        now = utcnow()
+        with mem.store.write() as tx:  # what Memory.request_consolidation does, for all subjects at once
+            for s in subjects:
+                tx.lock_clock(T, s)
+                assert tx.enqueue_job(T, s, reason="requested", run_after=now, at=now)
 
 
 def _worker_child(url: str, warm_subject: str, barrier: object, results: object) -> None:
@@ -246,10 +254,8 @@ def bench_jobs(url: str, subjects: int, workers: int, tag: str) -> float:
     mem = lossgate.open(url)
     names = [f"w{tag}-{i}" for i in range(subjects)]
     warm = [f"warm{tag}-{i}" for i in range(workers)]
-    for s in warm:
-        _fill_subject(mem, s, queue=False)
-    for s in names:
-        _fill_subject(mem, s, queue=True)
+    _fill_subjects(mem, warm, queue=False)
+    _fill_subjects(mem, names, queue=True)
     mem.close()
     ctx = mp.get_context("spawn")  # as lossgate.worker.run_pool starts its workers
     barrier = ctx.Barrier(workers + 1)

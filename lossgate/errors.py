@@ -60,7 +60,10 @@ class StoreBusy(StoreError):
 
 class EmbeddingError(LossgateError):
     """An embedder failed (server error, timeout, malformed answer). Recall falls back to its
-    lexical ranking; :func:`lossgate.semantic.embed_pending` leaves the items for a later run."""
+    lexical ranking; :func:`lossgate.semantic.embed_pending` leaves the items for a later run.
+    ``http_status`` is the server's status when it answered with an error, else ``None``."""
+
+    http_status: int | None = None
 
 
 class ConfigError(LossgateError):

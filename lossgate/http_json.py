@@ -4,7 +4,8 @@ such a server here shares (the chat compressor, the embeddings client).
 Rate limits and server errors (408, 425, 429, 5xx, refused or reset connections) are
 retried with exponential backoff, honouring ``Retry-After`` up to a cap, inside one
 deadline for the whole exchange. Anything else, and a body that is not a JSON object,
-raises the caller's error class with one line saying what was wrong. Credentials never
+raises the caller's error class with one line saying what was wrong (and, for an HTTP
+error, the status as its ``http_status`` attribute). Credentials never
 appear in a message: the URL is shown without them.
 """
 
@@ -68,7 +69,9 @@ def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, polic
                 raise error("invalid response: the body is not a JSON object")
             return data
         if response is not None and (response.status_code not in _RETRY_STATUS or attempt >= policy.max_retries):
-            raise error(f"HTTP {response.status_code} from {where}: {error_message(response)}")
+            failure = error(f"HTTP {response.status_code} from {where}: {error_message(response)}")
+            failure.http_status = response.status_code  # type: ignore[attr-defined]
+            raise failure
         delay = policy.delay(attempt, response)
         if time.monotonic() + delay >= deadline:
             raise error(f"timeout: {where} kept failing for {policy.timeout_s:g}s")

@@ -169,6 +169,12 @@ _ARG_MAX_CHARS = {"reason": MAX_LABEL_CHARS, "query": MAX_LABEL_CHARS, "tenant_i
                   "old_fact_id": MAX_ID_CHARS, "artifact_id": MAX_ID_CHARS}
 # Counts a caller passes (how many, how much): negative ones mean nothing.
 _ARG_MIN = {"k": 0, "budget": 1, "limit": 0}
+# What each named argument must be (None where it is optional): a caller's 123 as a query
+# or "5" as k gets InvalidInput, not an AttributeError from deep inside.
+_ARG_TYPES: dict[str, tuple[type, ...]] = {
+    **{name: (str,) for name in _ARG_MAX_CHARS}, "query": (str, type(None)),
+    "k": (int,), "limit": (int,), "budget": (int, type(None)), "context": (bool,),
+}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -177,17 +183,25 @@ def checked_args(func: F) -> F:
     """Check every string argument of ``func`` (and strings in list or tuple arguments)
     before it runs: a NUL or a lone surrogate raises :class:`InvalidInput`, as does a
     ``reason`` or ``query`` longer than :data:`MAX_LABEL_CHARS`, an id longer than
-    :data:`MAX_ID_CHARS`, or a negative ``k``, ``limit`` or a ``budget`` under 1.
+    :data:`MAX_ID_CHARS`, a negative ``k``, ``limit`` or a ``budget`` under 1, or an argument
+    of the wrong type (an id that is not a string, a ``k`` that is not an int).
 
     For methods that take ids, reasons and queries as plain arguments rather than in a
     record; the store would otherwise refuse them differently (PostgreSQL fails on NUL,
     SQLite stores it or finds nothing).
     """
-    names = tuple(inspect.signature(func).parameters)
+    signature = inspect.signature(func)
+    names = tuple(signature.parameters)
+    optional = {name for name, p in signature.parameters.items() if p.default is None}  # None is allowed there
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         for name, value in (*zip(names, args), *kwargs.items()):
+            wanted = _ARG_TYPES.get(name)
+            if wanted is not None and not (value is None and name in optional) and (not isinstance(value, wanted) or (
+                    isinstance(value, bool) and bool not in wanted)):
+                names_of = " or ".join("None" if t is type(None) else t.__name__ for t in wanted)
+                raise InvalidInput(f"{name} must be {names_of}, got {type(value).__name__}")
             if isinstance(value, str):
                 _check_arg(name, value)
             elif isinstance(value, int) and name in _ARG_MIN and value < _ARG_MIN[name]:

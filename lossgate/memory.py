@@ -27,7 +27,7 @@ from lossgate.store.protocol import CompactReport, ReadTx
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
-    from lossgate.semantic import Embedder
+    from lossgate.semantic import Embedder, EmbedReport
 
 __all__ = ["Memory", "open"]
 
@@ -217,16 +217,18 @@ class Memory:
                       embedder=self.embedder)
 
     @checked_args
-    def embed(self, tenant_id: str, subject_id: str) -> int:
+    def embed(self, tenant_id: str, subject_id: str, *, rebuild: bool = False) -> "EmbedReport":
         """Compute the vectors the subject's valid events and active facts lack, with this
-        memory's embedder (workers do it after consolidation); returns how many were stored.
-        Raises :class:`~lossgate.errors.ConfigError` when the memory has no embedder."""
+        memory's embedder (workers do it after consolidation); with ``rebuild``, drop the
+        model's vectors of the subject first and embed everything again. Returns what was
+        stored, dropped and skipped (:func:`lossgate.semantic.embed_pending`). Raises
+        :class:`~lossgate.errors.ConfigError` when the memory has no embedder."""
         from lossgate.semantic import embed_pending
 
         if self.embedder is None:
             raise ConfigError("this memory has no embedder: lossgate.open(url, embedder=...) "
                               "or LOSSGATE_EMBEDDER=local|URL")
-        return embed_pending(self.store, self.embedder, tenant_id, subject_id)
+        return embed_pending(self.store, self.embedder, tenant_id, subject_id, rebuild=rebuild)
 
     @checked_args
     def alias(self, tenant_id: str, subject_id: str) -> Alias:

@@ -29,19 +29,21 @@ text a deleted fact was drawn from, never come back on any path.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+import weakref
 from functools import lru_cache
 from typing import Any
 
 from lossgate.consolidate.compressor import CONVERSATION_TITLE
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
-from lossgate.errors import EmbeddingError
+from lossgate.errors import ConfigError
 from lossgate.lines import day_line, event_line, fact_line
 from lossgate.records import Event, Fact, utcnow
 from lossgate.search_terms import query_terms
-from lossgate.semantic.embedders import Embedder
-from lossgate.semantic.ranking import SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
+from lossgate.semantic.embedders import Embedder, normalised
+from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter
 
@@ -63,8 +65,10 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     ``context``, each hit brings the event after it and the one before it (in a
     conversation the answer is often the reply to the turn that names the topic).
     With an ``embedder``, a query is also ranked by vector similarity and the two rankings
-    are fused (:mod:`lossgate.semantic`); if the embedder fails, recall ranks lexically and
-    says so in the record's ``filters["semantic"]``."""
+    are fused (:mod:`lossgate.semantic`); if the embedder fails, or the stored vectors are
+    another model's, recall ranks lexically and says so in the record's
+    ``filters["semantic"]`` (and asks a failed embedder again only after
+    :data:`EMBEDDER_COOLDOWN_S`)."""
     searching = bool(query and query.strip())
     terms = query_terms(query) if searching else []
     semantic, query_vector = _query_vector(embedder, query) if terms else (None, None)
@@ -93,22 +97,20 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
             text = " ".join(terms)
             critical_ids = {f.fact_id for f in critical}
             hit_facts = tx.search_facts(tenant_id, subject_id, text, limit=k + len(critical_ids)) if terms else []
+            near: dict[str, list[str]] = {}
             if query_vector is not None and embedder is not None:
-                version = tx.vectors_version(tenant_id, subject_id)
-                stored = {kind: vector_cache(store).get(
-                    (tenant_id, subject_id, embedder.model, kind), version,
-                    lambda kind=kind: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)))
-                    for kind in ("fact", "event")}
-                hit_facts = fuse(hit_facts, nearest(stored["fact"], query_vector, k + len(critical_ids)),
-                                 weights=(1.0, SEMANTIC_WEIGHT))
+                semantic, near = _nearest(store, tx, tenant_id, subject_id, embedder, query_vector,
+                                          {"fact": k + len(critical_ids), "event": hits_wanted + len(erased)})
+            if near:
+                hit_facts = fuse(hit_facts, near["fact"], weights=(1.0, SEMANTIC_WEIGHT))
             hit_facts = [i for i in hit_facts if i not in critical_ids][:k]
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
-            others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts), key=lambda f: rank_f[f.fact_id])
+            others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
+                            key=lambda f: rank_f[f.fact_id])
             # Every tier: an event the summary covers is still found by its words.
             hit_ids = tx.search_events(tenant_id, subject_id, text, limit=hits_wanted + len(erased)) if terms else []
-            if query_vector is not None and embedder is not None:
-                hit_ids = fuse(hit_ids, nearest(stored["event"], query_vector, hits_wanted + len(erased)),
-                               weights=(1.0, SEMANTIC_WEIGHT))[:hits_wanted + len(erased)]
+            if near:
+                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:hits_wanted + len(erased)]
             rank = {eid: i for i, eid in enumerate(hit_ids)}
             events = sorted((e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
                              if e.event_id not in erased), key=lambda e: rank[e.event_id])[:hits_wanted]
@@ -149,15 +151,58 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     )
 
 
+# After the embedder fails, recall ranks by words alone for this long before it asks the
+# embedder again: an agent's read path must not wait on an embeddings server that is down.
+EMBEDDER_COOLDOWN_S = 30.0
+_down_until: "weakref.WeakKeyDictionary[Any, float]" = weakref.WeakKeyDictionary()
+
+
 def _query_vector(embedder: Embedder | None, query: str | None) -> tuple[str | None, Any]:
-    """The query's vector and what to record about it (the model, or why there is none)."""
+    """The query's vector and what to record about it: the model, or why there is none. The
+    reason names the failure's kind, never its message (a server may echo the query in it,
+    and a recall record outlives a deletion of what the query asked about)."""
     if embedder is None or not query:
         return None, None
+    if time.monotonic() < _failed_until(embedder):
+        return "unavailable: the embedder failed moments ago", None
     try:
-        return embedder.model, embedder.embed([query])[0]
-    except EmbeddingError as exc:  # the embeddings server is down: lexical recall still answers
-        log.warning("recall: semantic ranking unavailable (%s): %s", embedder.model, exc)
-        return f"unavailable: {exc}"[:300], None
+        embed_query = getattr(embedder, "embed_query", None)
+        vector = embed_query(query) if embed_query else embedder.embed([query])[0]
+        return embedder.model, normalised([vector], source=embedder.model, rows=1)[0]
+    except Exception as exc:  # noqa: BLE001 - any embedder failure (a server, torch, a user's class): rank by words
+        log.warning("recall: semantic ranking unavailable for %.0f s (%s): %s", EMBEDDER_COOLDOWN_S,
+                    embedder.model, exc)
+        try:
+            _down_until[embedder] = time.monotonic() + EMBEDDER_COOLDOWN_S
+        except TypeError:  # an embedder that cannot be weakly referenced: no cool-down for it
+            pass
+        status = getattr(exc, "http_status", None)
+        return f"unavailable: {type(exc).__name__}" + (f" (HTTP {status})" if status else ""), None
+
+
+def _failed_until(embedder: Embedder) -> float:
+    try:
+        return _down_until.get(embedder, 0.0)
+    except TypeError:
+        return 0.0
+
+
+def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: Embedder, query_vector: Any,
+             limits: dict[str, int]) -> tuple[str, dict[str, list[str]]]:
+    """The nearest facts and events by vector, or none (and why) when the stored vectors
+    cannot be compared with the query's."""
+    version = tx.vectors_version(tenant_id, subject_id)
+    near: dict[str, list[str]] = {}
+    try:
+        for kind, limit in limits.items():
+            stored = vector_cache(store).get(
+                (tenant_id, subject_id, embedder.model, kind), version,
+                lambda kind=kind: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)))
+            near[kind] = nearest(stored, query_vector, limit, min_similarity=SEMANTIC_MIN_SIMILARITY)
+    except ConfigError as exc:  # another model's vectors under this name: words still answer
+        log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
+        return "unavailable: stored vectors of another size (embed again with rebuild)", {}
+    return embedder.model, near
 
 
 def _with_neighbours(hits: list[Event], around: list[Event], erased: set[str]) -> list[Event]:

@@ -116,8 +116,9 @@ class Worker:
         if self.memory.embedder is None:
             return
         try:
-            stored = self.memory.embed(job.tenant_id, job.subject_id)
-            log.info("job %s: %d vectors stored", job.job_id, stored)
+            report = self.memory.embed(job.tenant_id, job.subject_id)
+            log.info("job %s: %d vectors stored, %d items refused by the embedder", job.job_id, report.stored,
+                     len(report.skipped))
         except LossgateError as exc:
             log.warning("job %s: embedding failed, will retry with the next job: %s", job.job_id, exc)
 

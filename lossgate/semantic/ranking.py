@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["VectorSet", "VectorCache", "vector_cache", "clear_vector_caches", "nearest", "fuse", "RRF_K",
-           "SEMANTIC_WEIGHT"]
+           "SEMANTIC_WEIGHT", "SEMANTIC_MIN_SIMILARITY"]
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
 # How much the vector ranking counts against the full-text one in recall's fusion. At 0.3
@@ -32,6 +32,10 @@ RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
 # Measured on LoCoMo with all-MiniLM-L6-v2 (README): 0.2-0.3 gain on lexical recall, equal
 # weights lose 0.08, because that small model's ranking alone is much weaker than BM25's.
 SEMANTIC_WEIGHT = 0.3
+# Below this cosine similarity a vector hit is noise, not meaning (unrelated sentences score
+# about 0 to 0.15 with all-MiniLM-L6-v2, paraphrases 0.5 and up): a query about nothing the
+# subject said gets no semantic hits, as it gets no word hits.
+SEMANTIC_MIN_SIMILARITY = 0.2
 
 
 class VectorSet:
@@ -60,7 +64,8 @@ class VectorCache:
     subject is recalled many times between changes to its vectors. An entry is used
     only while the subject's ``vectors_version`` (read in the recall's own transaction)
     is the one it was loaded at, so a deletion is never answered from an old copy; and
-    recall returns only rows it re-reads as valid, whatever the cache holds. Least
+    recall returns only events it re-reads as valid and facts it re-reads as active,
+    whatever the cache holds. Least
     recently used entries go first once ``max_bytes`` is exceeded.
     """
 
@@ -116,8 +121,9 @@ def clear_vector_caches() -> None:
             cache.clear()
 
 
-def nearest(vectors: VectorSet, query: "np.ndarray", limit: int) -> list[str]:
-    """Ids of the ``limit`` vectors most similar to ``query``, best first."""
+def nearest(vectors: VectorSet, query: "np.ndarray", limit: int, *, min_similarity: float = -1.0) -> list[str]:
+    """Ids of the ``limit`` vectors most similar to ``query`` (and at least ``min_similarity``
+    by cosine), best first."""
     if not vectors.ids or limit <= 0:
         return []
     np = numpy()
@@ -129,7 +135,7 @@ def nearest(vectors: VectorSet, query: "np.ndarray", limit: int) -> list[str]:
     k = min(limit, len(vectors.ids))
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top], kind="stable")]
-    return [vectors.ids[i] for i in top]
+    return [vectors.ids[i] for i in top if scores[i] >= min_similarity]
 
 
 def fuse(*rankings: Sequence[str], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:

@@ -208,6 +208,12 @@ class DerivedReads(_Tx):
                         "AND model=%s", (tenant_id, subject_id, kind, model))
             return [(item, bytes(vector)) for item, vector in cur.fetchall()]
 
+    def vector_size(self, tenant_id: str, subject_id: str, model: str) -> int | None:
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute("SELECT octet_length(vector) FROM vectors WHERE tenant_id=%s AND subject_id=%s "
+                              "AND model=%s LIMIT 1", (tenant_id, subject_id, model)).fetchone()
+        return row[0] if row else None
+
     def vectors_version(self, tenant_id: str, subject_id: str) -> int:
         self._scope(tenant_id, subject_id)
         row = self._c.execute("SELECT vectors_version FROM clocks WHERE tenant_id=%s AND subject_id=%s",
@@ -287,6 +293,14 @@ class DerivedWrites(_Tx):
             self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 "
                             "WHERE tenant_id=%s AND subject_id=%s", (tenant_id, subject_id))
         return stored
+
+    def drop_vectors(self, tenant_id: str, subject_id: str, model: str) -> int:
+        self._scope(tenant_id, subject_id)
+        dropped = self._c.execute("DELETE FROM vectors WHERE tenant_id=%s AND subject_id=%s AND model=%s",
+                                  (tenant_id, subject_id, model)).rowcount
+        self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 WHERE tenant_id=%s AND subject_id=%s",
+                        (tenant_id, subject_id))
+        return dropped
 
     def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
         self.lock_clock(tenant_id, subject_id)  # the alias row references the clock row; this locks both

@@ -182,6 +182,10 @@ class ReadTx(Protocol):
         ``(item_id, float32 bytes)``. Only valid events and active facts have vectors: the
         schema deletes them with the item's content or validity."""
 
+    def vector_size(self, tenant_id: str, subject_id: str, model: str) -> int | None:
+        """The byte length of the subject's stored vectors of ``model`` (all have one), or
+        ``None`` when it has none."""
+
     def vectors_version(self, tenant_id: str, subject_id: str) -> int:
         """A number that changes whenever the subject's stored vectors change (stored, or
         deleted with their item): an in-process copy of them is current while it holds."""
@@ -268,6 +272,10 @@ class WriteTx(ReadTx, Protocol):
         """Store ``(kind, item_id, float32 bytes)`` vectors of ``model``. An item that is no
         longer a valid event or an active fact (deleted while it was being embedded) gets no
         vector; one that has a vector already keeps it. Returns how many were stored."""
+
+    def drop_vectors(self, tenant_id: str, subject_id: str, model: str) -> int:
+        """Delete the subject's vectors of ``model`` (to embed it again with another model
+        of that name); returns how many."""
 
     def save_attempt(self, attempt: Attempt) -> None:
         """Insert or replace an attempt record (by attempt id)."""

@@ -152,6 +152,11 @@ class SQLiteDerivedReads:
         return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "
                          "AND model=?", (tenant_id, subject_id, kind, model))
 
+    def vector_size(self, tenant_id: str, subject_id: str, model: str) -> int | None:
+        row = self._c.execute("SELECT length(vector) FROM vectors WHERE tenant_id=? AND subject_id=? AND model=? "
+                              "LIMIT 1", (tenant_id, subject_id, model)).fetchone()
+        return row[0] if row else None
+
     def vectors_version(self, tenant_id: str, subject_id: str) -> int:
         row = self._c.execute("SELECT vectors_version FROM clocks WHERE tenant_id=? AND subject_id=?",
                               (tenant_id, subject_id)).fetchone()
@@ -211,6 +216,13 @@ class SQLiteDerivedWrites:
             self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 WHERE tenant_id=? AND subject_id=?",
                             (tenant_id, subject_id))
         return stored
+
+    def drop_vectors(self, tenant_id: str, subject_id: str, model: str) -> int:
+        dropped = self._c.execute("DELETE FROM vectors WHERE tenant_id=? AND subject_id=? AND model=?",
+                                  (tenant_id, subject_id, model)).rowcount
+        self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 WHERE tenant_id=? AND subject_id=?",
+                        (tenant_id, subject_id))
+        return dropped
 
     def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
         self.lock_clock(tenant_id, subject_id)  # the alias row references the clock row

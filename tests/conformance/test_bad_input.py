@@ -402,3 +402,18 @@ def test_out_of_range_arguments_are_invalid_input_and_write_no_recall_record(see
     with pytest.raises(InvalidInput):
         call(seeded)
     assert len(seeded.recalls(T, S, limit=1000)) == before
+
+
+@pytest.mark.parametrize("kwargs, problem", [
+    ({"query": 123}, "query must be str or None, got int"),
+    ({"query": b"cat"}, "query must be str or None, got bytes"),
+    ({"query": ["cat"]}, "query must be str or None, got list"),
+    ({"k": "5"}, "k must be int, got str"),
+    ({"k": True}, "k must be int, got bool"),
+    ({"budget": 1.5}, "budget must be int or None, got float"),
+])
+def test_arguments_of_the_wrong_type_are_invalid_input(memory, kwargs, problem):
+    with pytest.raises(InvalidInput, match=problem):
+        memory.recall("acme", "u1", **kwargs)
+    with pytest.raises(InvalidInput, match="tenant_id must be str, got int"):
+        memory.recall(1, "u1")

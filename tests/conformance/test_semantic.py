@@ -49,7 +49,7 @@ def pets(memory: lossgate.Memory, embedder: HttpEmbedder) -> lossgate.Memory:
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", text=f"{CHATTER[i % 4]} ({i})")
                    for i in range(40)])
     assert memory.consolidate(T, S).status == "published"
-    assert memory.embed(T, S) == 41
+    assert memory.embed(T, S).stored == 41
     return memory
 
 
@@ -76,11 +76,11 @@ def test_fusion_keeps_what_the_words_find(pets):
 
 def test_vectors_are_computed_once_and_only_for_what_is_new(pets, server):
     calls = len(server.requests)
-    assert pets.embed(T, S) == 0
+    assert pets.embed(T, S).stored == 0
     assert len(server.requests) == calls  # nothing left to embed: no request at all
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="new", text="a kitten arrived today")])
     assert _vectors(pets) == _vectors(pets) - {"new"}  # appending computes no vector
-    assert pets.embed(T, S) == 1
+    assert pets.embed(T, S).stored == 1
     assert server.requests[-1]["input"] == ["user: a kitten arrived today"]
 
 
@@ -95,7 +95,7 @@ def test_deleted_and_revoked_events_lose_their_vectors_and_never_come_back(pets)
             ids = {e.event_id for e in result.events}
             assert not ids & {"pet", "c1"}, query
             assert "Zorblax" not in result.render()
-    assert pets.embed(T, S) == 0  # and they are never embedded again
+    assert pets.embed(T, S).stored == 0  # and they are never embedded again
 
 
 def test_facts_are_embedded_and_superseded_or_deleted_ones_lose_their_vectors(pets):
@@ -137,22 +137,48 @@ def test_an_event_deleted_while_being_embedded_gets_no_vector(memory, embedder):
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"my tabby number {i}")
                    for i in range(5)])
     stored = embed_pending(memory.store, _DeletingEmbedder(embedder, memory, "e2"), T, S)
-    assert stored == 4
+    assert stored.stored == 4
     assert _vectors(memory) == {"e0", "e1", "e3", "e4"}
     memory.embedder = embedder
     assert "e2" not in {e.event_id for e in memory.recall(T, S, query="feline").events}
 
 
-def test_a_failing_embedder_leaves_recall_lexical_and_stores_nothing(pets, server):
-    server.push(Reply(status=503, body={"error": {"message": "overloaded"}}))
+def test_a_failing_embedder_leaves_recall_lexical_and_stores_nothing(pets, server, monkeypatch):
+    from lossgate import recall as recall_module
+
+    server.push(Reply(status=503, body={"error": {"message": "overloaded: cannot embed 'Zorblax'"}}))
     result = pets.recall(T, S, query="Zorblax", context=False)
     assert [e.event_id for e in result.events] == ["pet"]  # the words still find it
-    assert result.record.filters["semantic"].startswith("unavailable: HTTP 503")
+    assert result.record.filters["semantic"] == "unavailable: EmbeddingError (HTTP 503)"  # never the server's words
+    calls = len(server.requests)
+    again = pets.recall(T, S, query="my feline", context=False)  # within the cool-down: not asked again
+    assert len(server.requests) == calls and again.record.filters["semantic"].startswith("unavailable")
+    monkeypatch.setattr(recall_module, "_down_until", type(recall_module._down_until)())  # the cool-down is over
+    assert "pet" in {e.event_id for e in pets.recall(T, S, query="my feline", context=False).events}
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="later", text="another kitten")])
     server.push(Reply(status=500, body={"error": {"message": "boom"}}))
     with pytest.raises(EmbeddingError, match="HTTP 500"):
         pets.embed(T, S)
     assert "later" not in _vectors(pets)
+
+
+def test_an_item_the_server_refuses_is_skipped_not_blocking_the_rest(memory, embedder, server):
+    def picky(body):
+        if any("x" * 50 in text for text in body["input"]):
+            return Reply(status=413, body={"error": {"message": "input too long"}})
+        return concept_embeddings(body)
+
+    server._default = picky
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"k{i}", text=f"kitten {i}") for i in range(5)]
+                  + [NewEvent(tenant_id=T, subject_id=S, event_id="long", text="x" * 60)])
+    report = embed_pending(memory.store, embedder, T, S)
+    assert report.stored == 5 and report.skipped == ["long"]
+    assert _vectors(memory) == {f"k{i}" for i in range(5)}
+
+
+def test_a_query_about_nothing_gets_no_semantic_hits(pets):
+    result = pets.recall(T, S, query="xyzzyplugh", budget=2000)
+    assert result.events == () and result.record.filters["semantic"] == "concepts"
 
 
 def test_function_words_match_nothing_by_meaning_either(pets, server):
@@ -162,10 +188,21 @@ def test_function_words_match_nothing_by_meaning_either(pets, server):
     assert len(server.requests) == calls  # no content word: the query is not even embedded
 
 
-def test_vectors_of_another_shape_under_the_same_model_name_are_refused(pets, server):
-    server.push(embeddings_reply([[1.0, 0.0, 0.0]]))  # a 3-dimensional "concepts" model
-    with pytest.raises(ConfigError, match="dimensions"):
-        pets.recall(T, S, query="feline")
+def test_another_model_behind_the_same_name_falls_back_to_words_until_rebuilt(pets, server):
+    def three_dims(body):
+        return embeddings_reply([[1.0, 0.5, float(len(t) % 7)] for t in body["input"]])
+
+    server._default = three_dims  # the server now runs a 3-dimensional "concepts"
+    result = pets.recall(T, S, query="Zorblax", context=False)
+    assert [e.event_id for e in result.events] == ["pet"]
+    assert result.record.filters["semantic"].startswith("unavailable: stored vectors of another size")
+    pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="new", text="a kitten")])
+    with pytest.raises(EmbeddingError, match="rebuild"):
+        pets.embed(T, S)  # never a mix of sizes under one model
+    assert "new" not in _vectors(pets)
+    report = pets.embed(T, S, rebuild=True)
+    assert report.dropped == 41 and report.stored == 42
+    assert pets.recall(T, S, query="Zorblax").record.filters["semantic"] == "concepts"
 
 
 def test_subjects_and_tenants_never_share_vectors(pets, embedder):
@@ -200,7 +237,7 @@ def test_a_recall_sees_vectors_another_process_stored_after_its_last_recall(pets
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="late", text="a hound joined us")])
     other = lossgate.open(store_url, migrate=False, embedder=embedder)  # its own process, in effect
     try:
-        assert other.embed(T, S) == 1
+        assert other.embed(T, S).stored == 1
     finally:
         other.close()
     assert "late" in {e.event_id for e in pets.recall(T, S, query="canine", context=False).events}
