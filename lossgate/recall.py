@@ -72,15 +72,55 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     searching = bool(query and query.strip())
     terms = query_terms(query) if searching else []
     semantic, query_vector = _query_vector(embedder, query) if terms else (None, None)
-    if terms:
-        with store.read() as tx:
-            backlog = tx.search_backlog(tenant_id, subject_id)
-        if backlog > SEARCH_BACKLOG:  # rare: consolidation and earlier recalls keep the index warm
+    hits_wanted = max(k, (budget or 0) // 16)  # a conversation turn is rarely under 16 tokens
+    index_checked = not terms
+    while True:
+        try:
+            result = _read(store, tenant_id, subject_id, terms=terms, searching=searching, k=k,
+                           hits_wanted=hits_wanted, context=context, embedder=embedder, query_vector=query_vector,
+                           semantic=semantic, index_checked=index_checked)
+            break
+        except _IndexBehind:  # rare: consolidation and earlier recalls keep the index warm
             with store.write() as wtx:
                 wtx.lock_clock(tenant_id, subject_id)
                 wtx.refresh_search_index()
-    hits_wanted = max(k, (budget or 0) // 16)  # a conversation turn is rarely under 16 tokens
+            index_checked = True
+    clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic = result
+    summary = artifact.summary if fresh and artifact else None
+    count = counter or default_counter()
+    if searching:
+        summary, others, events, tokens = _fit_relevant(summary, critical, others, events, budget, count)
+    else:
+        events, others, tokens = _fit_recent(summary, critical, others, events, budget, count)
+    events.sort(key=lambda e: e.seq)
+    record = RecallRecord(
+        recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
+        query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
+                              **({"semantic": semantic} if semantic else {})},
+        mode=mode, candidate_ids=tuple(candidates),
+        selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
+        alias=alias, clock=clock,
+    )
+    store.record_recall(record)
+    return RecallResult(
+        tenant_id=tenant_id, subject_id=subject_id, mode=mode,
+        artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
+        open_items=artifact.open_items if fresh and artifact else (),
+        facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
+    )
+
+
+class _IndexBehind(Exception):
+    """The full-text index is more than :data:`SEARCH_BACKLOG` events behind: refresh, read again."""
+
+
+def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], searching: bool, k: int,
+          hits_wanted: int, context: bool, embedder: Embedder | None, query_vector: Any, semantic: str | None,
+          index_checked: bool) -> tuple[Any, ...]:
+    """Everything recall returns, read in one transaction (the index's backlog checked in it)."""
     with store.read() as tx:
+        if not index_checked and tx.search_backlog(tenant_id, subject_id) > SEARCH_BACKLOG:
+            raise _IndexBehind
         clock, alias, artifact = tx.recall_head(tenant_id, subject_id)
         fresh = (artifact is not None and artifact.state == "published"
                  and alias.source_epoch == clock.input_epoch)
@@ -126,29 +166,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
                                limit=k + len(erased), newest_first=True)
             events = [e for e in events if e.event_id not in erased][:k]
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
-
-    summary = artifact.summary if fresh and artifact else None
-    count = counter or default_counter()
-    if searching:
-        summary, others, events, tokens = _fit_relevant(summary, critical, others, events, budget, count)
-    else:
-        events, others, tokens = _fit_recent(summary, critical, others, events, budget, count)
-    events.sort(key=lambda e: e.seq)
-    record = RecallRecord(
-        recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
-        query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
-                              **({"semantic": semantic} if semantic else {})},
-        mode=mode, candidate_ids=tuple(candidates),
-        selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
-        alias=alias, clock=clock,
-    )
-    store.record_recall(record)
-    return RecallResult(
-        tenant_id=tenant_id, subject_id=subject_id, mode=mode,
-        artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
-        open_items=artifact.open_items if fresh and artifact else (),
-        facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
-    )
+    return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic
 
 
 # After the embedder fails, recall ranks by words alone for this long before it asks the

@@ -153,3 +153,14 @@ def test_events_past_the_index_mark_are_found_by_their_words(memory):
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="late", occurred_at=AT, text="a wombat appeared")])
     assert [e.event_id for e in memory.recall(T, S, query="wombat", context=False).events] == ["late"]
     assert {e.event_id for e in memory.recall(T, S, query="quokka wombat", context=False).events} == {"early", "late"}
+
+
+def test_a_recall_that_finds_the_index_far_behind_refreshes_it_first(memory):
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"b{i}", occurred_at=AT,
+                            text=f"{CHATTER[i % 4]} ({i})") for i in range(100)]
+                  + [NewEvent(tenant_id=T, subject_id=S, event_id="numbat", occurred_at=AT, text="a numbat dug a hole")])
+    with memory.store.read() as tx:
+        assert tx.search_backlog(T, S) > 64
+    assert [e.event_id for e in memory.recall(T, S, query="numbat", context=False).events] == ["numbat"]
+    with memory.store.read() as tx:
+        assert tx.search_backlog(T, S) == 0
