@@ -6,19 +6,19 @@ plain ``executemany`` of the same rows into a bare table, timed alternately in t
 Every round (A B A B ...) each side writes the same events into a fresh database file,
 in the same transactions (one per batch of ``--batch``), and each side's clock runs
 from its first batch to its last commit, as ``bench_stores.py`` times both stores:
-opening the file, creating the schema and closing are outside it, as is building the
-input each side is handed (``NewEvent`` objects for lossgate, row tuples for the bare
-table, built once before the rounds). Sides:
+opening the file, creating the schema and closing are outside it. Sides:
 
-* lossgate: ``Memory.append`` of ready ``NewEvent`` objects (the figure for the target);
-* lossgate from dicts: the same, with ``NewEvent.model_validate`` of each raw dict
-  inside the clock (what an application that holds dicts pays in all);
+* lossgate: ``Memory.append`` of ready ``NewEvent`` objects;
 * bare: ``executemany`` of the same rows (same tenant, subject, per-subject seq, event
   id, kind, actor, trust, text, payload JSON and timestamp) inside ``BEGIN IMMEDIATE`` /
-  ``COMMIT``, on a connection set up as the store sets up its own (WAL, synchronous=NORMAL).
+  ``COMMIT``, on a connection set up as the store sets up its own (WAL, synchronous=NORMAL);
+* the same two from the raw dicts, each side's conversion inside its clock
+  (``NewEvent.model_validate``; building the tuples with ``json.dumps`` of the payload):
+  what an application that holds dicts pays in all.
 
 Prints the median throughput of each side and the median of the per-round ratios
-lossgate/bare (throughput, so 1.0 means as fast as the bare insert).
+lossgate/bare (throughput, so 1.0 means as fast as the bare insert). The target
+(ratio >= 0.33, >= 20,000 events/s) is for the first pair.
 """
 
 from __future__ import annotations
@@ -80,13 +80,15 @@ def lossgate_side(events: list[NewEvent] | list[dict], batch: int, *, validate: 
     return took
 
 
-def bare_side(rows: list[tuple], batch: int) -> float:
+def bare_side(rows: list[tuple] | list[dict], batch: int, *, from_dicts: bool = False) -> float:
     with tempfile.TemporaryDirectory() as d:
         conn = sqlite3.connect(os.path.join(d, "bare.db"), isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")  # as lossgate's SQLite store opens its connections
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(BARE)
         t0 = time.perf_counter()
+        if from_dicts:  # the rows built from the raw dicts inside the clock
+            rows = bare_rows(rows)  # type: ignore[arg-type]
         for i in range(0, len(rows), batch):
             conn.execute("BEGIN IMMEDIATE")  # lossgate's write transactions begin so
             conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?)", rows[i : i + batch])
@@ -106,29 +108,33 @@ def main(argv: list[str] | None = None) -> dict:
     events = [NewEvent.model_validate(r) for r in raw]
     rows = bare_rows(raw)
     n, b = args.events, args.batch
-    lg_times, dict_times, bare_times = interleave([
+    lg_times, bare_times, dict_times, bare_dict_times = interleave([
         lambda: lossgate_side(events, b, validate=False),
-        lambda: lossgate_side(raw, b, validate=True),
         lambda: bare_side(rows, b),
+        lambda: lossgate_side(raw, b, validate=True),
+        lambda: bare_side(raw, b, from_dicts=True),
     ], args.repeat)
     # Throughput ratio lossgate/bare = bare time / lossgate time, per round.
-    r_lg, r_dict = ratios(bare_times, lg_times), ratios(bare_times, dict_times)
+    r_lg, r_dict = ratios(bare_times, lg_times), ratios(bare_dict_times, dict_times)
     result = {
         "events": n, "batch": b, "rounds": args.repeat,
-        "lossgate_events_per_s": n / median(lg_times), "lossgate_from_dicts_events_per_s": n / median(dict_times),
-        "bare_events_per_s": n / median(bare_times),
+        "lossgate_events_per_s": n / median(lg_times), "bare_events_per_s": n / median(bare_times),
         "ratio": median(r_lg), "ratio_min": min(r_lg), "ratio_max": max(r_lg),
-        "ratio_from_dicts": median(r_dict),
+        "lossgate_from_dicts_events_per_s": n / median(dict_times),
+        "bare_from_dicts_events_per_s": n / median(bare_dict_times), "ratio_from_dicts": median(r_dict),
     }
-    print(f"append into SQLite  {n} events, batches of {b}, {args.repeat} rounds interleaved "
-          f"(lossgate, lossgate from dicts, bare); clocks from first batch to last commit")
-    print(f"  lossgate append              {result['lossgate_events_per_s']:>10,.0f} events/s (median)")
-    print(f"  lossgate append, from dicts  {result['lossgate_from_dicts_events_per_s']:>10,.0f} events/s "
-          f"(NewEvent.model_validate inside the clock)")
-    print(f"  bare executemany             {result['bare_events_per_s']:>10,.0f} events/s (median)")
+    print(f"append into SQLite  {n} events, batches of {b}, medians of {args.repeat} interleaved rounds; "
+          "each clock runs from the first batch to the last commit")
+    print(f"  lossgate append              {result['lossgate_events_per_s']:>10,.0f} events/s   "
+          "(NewEvent objects built beforehand)")
+    print(f"  bare executemany             {result['bare_events_per_s']:>10,.0f} events/s   "
+          "(row tuples built beforehand)")
+    print(f"  ratio lossgate/bare          {result['ratio']:10.2f}   median of per-round ratios "
+          f"(rounds {result['ratio_min']:.2f}-{result['ratio_max']:.2f})")
+    print(f"  from dicts: lossgate {result['lossgate_from_dicts_events_per_s']:,.0f} events/s (NewEvent.model_validate "
+          f"in the clock), bare {result['bare_from_dicts_events_per_s']:,.0f} events/s (tuples and json.dumps in "
+          f"the clock), ratio {result['ratio_from_dicts']:.2f}")
     met = result["ratio"] >= TARGET_RATIO and result["lossgate_events_per_s"] >= TARGET_RATE
-    print(f"  ratio lossgate/bare          {result['ratio']:.2f} (median of per-round ratios; "
-          f"rounds {result['ratio_min']:.2f}-{result['ratio_max']:.2f}); from dicts {result['ratio_from_dicts']:.2f}")
     print(f"  target >= {TARGET_RATIO:.2f} and >= {TARGET_RATE:,} events/s: {'met' if met else 'NOT met'}")
     return result
 

@@ -4,10 +4,13 @@ server (a plain bulk insert; a plain indexed SELECT of the rows recall returns; 
 timed alternately with it (A B A B ...).
 
     python bench/bench_stores.py [--pg postgresql://postgres@127.0.0.1:5432/postgres]
-                                 [--rounds 5] [--jobs-rounds 5] [--subjects 100]
+                                 [--rounds 5] [--jobs-rounds 5] [--subjects 200]
+                                 [--parts jobs append recall] [--only sqlite|postgres]
 
 PostgreSQL runs when ``--pg`` or ``LOSSGATE_BENCH_PG_URL`` names a server; the benchmark
-creates and drops its own database there. Otherwise its PostgreSQL side is skipped, saying so.
+creates and drops its own databases there. Otherwise its PostgreSQL side is skipped, saying so.
+Each part below runs in a fresh database of its own (a file on SQLite), so no part sees
+another's rows, queued rebuild jobs or table statistics.
 
 * append: each round, lossgate appends ``--events`` new events (one subject, batches of
   ``--batch``, one transaction each) and the bare side inserts the same rows in the same
@@ -16,13 +19,14 @@ creates and drops its own database there. Otherwise its PostgreSQL side is skipp
   last commit: connecting and creating tables are outside it on both stores and both sides.
   The ratio is the median of the per-round throughput ratios lossgate/bare.
 * recall: ``--calls`` calls, each followed by the baseline's two SELECTs.
-* jobs/s: each round runs 1, 2 and 4 workers in turn, each over ``--subjects`` fresh queued
-  subjects. A worker process starts, connects and consolidates a warm-up subject of its
-  own (off the queue), then waits at a barrier; jobs/s is the number of jobs divided by the
+* jobs/s: each round runs 1, 2 and 4
+  workers in turn, each over ``--subjects`` fresh queued subjects (20 events and a fact
+  each). A worker process starts, connects and consolidates a warm-up subject of its own
+  (off the queue), then waits at a barrier; jobs/s is the number of jobs divided by the
   time from the barrier's release to the end of the last job (its ``finish_job`` commit),
-  so process start-up and first-use costs are excluded. Each worker runs lossgate's
-  ``Worker.run_once`` loop (claim, consolidate, finish) with no embedder, whatever
-  ``LOSSGATE_EMBEDDER`` says. The ratio is against the 1-worker run of the same round.
+  so process start-up, imports, connecting and first-use costs are excluded. Each worker
+  runs lossgate's ``Worker.run_once`` loop (claim, consolidate, finish) with no embedder,
+  whatever ``LOSSGATE_EMBEDDER`` says. The ratio is against the 1-worker run of the same round.
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ import sqlite3
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -293,16 +299,35 @@ def run_jobs(url: str, subjects: int, rounds: int) -> dict:
     return out
 
 
-def run_store(name: str, url: str, bare_path: str | None, args: argparse.Namespace) -> dict:
-    boot = lossgate.open(url)
-    boot.load_predicates(ROOT / "examples" / "predicates.toml")
-    boot.close()
+@contextmanager
+def _database(pg: str | None, tmp: str | None, part: str) -> Iterator[tuple[str, str | None]]:
+    """A fresh database for one part, predicates loaded: (its URL, the bare SQLite file or None).
+    Each part gets its own, so none sees another's rows, queued jobs or table statistics."""
+    if tmp is not None:
+        url, bare = f"sqlite:///{tmp}/{part}.db", f"{tmp}/{part}-bare.db"
+    else:
+        from lossgate.testing.postgres import create_database
+
+        assert pg is not None
+        url, bare = create_database(pg, prefix="lossgate_bench"), None
+    try:
+        boot = lossgate.open(url)
+        boot.load_predicates(ROOT / "examples" / "predicates.toml")
+        boot.close()
+        yield url, bare
+    finally:
+        if tmp is None:
+            from lossgate.testing.postgres import drop_database
+
+            drop_database(url)
+
+
+def run_store(name: str, args: argparse.Namespace, *, pg: str | None = None, tmp: str | None = None) -> dict:
     print(f"[{name}]", flush=True)
-    # Jobs first, on an empty queue: the append and recall subjects are big enough to queue
-    # rebuild jobs of their own (rebuild_after), which the workers would otherwise drain.
     out: dict = {}
     if "jobs" in args.parts:
-        out["jobs"] = j = run_jobs(url, args.subjects, args.jobs_rounds)
+        with _database(pg, tmp, "jobs") as (url, _):
+            out["jobs"] = j = run_jobs(url, args.subjects, args.jobs_rounds)
         print(f"  jobs/s   ({args.subjects} jobs per run, {j['rounds']} rounds of 1/2/4 workers interleaved; "
               "warmed-up workers, process start-up excluded)")
         for w in WORKERS:
@@ -311,15 +336,18 @@ def run_store(name: str, url: str, bare_path: str | None, args: argparse.Namespa
                   f"(runs {v['min']:.1f}-{v['max']:.1f})   vs 1 worker {v['ratio']:.2f}x "
                   f"(rounds {v['ratio_min']:.2f}-{v['ratio_max']:.2f})", flush=True)
     if "append" in args.parts:
-        out["append"] = a = bench_append(url, bare_path, args.events, args.batch, args.rounds)
+        with _database(pg, tmp, "append") as (url, bare_path):
+            out["append"] = a = bench_append(url, bare_path, args.events, args.batch, args.rounds)
         bulk = "executemany" if bare_path else "COPY"
         print(f"  append   {a['events_per_s']:>9,.0f} events/s   bare {bulk} {a['bare_per_s']:>9,.0f}/s   "
               f"ratio {a['ratio']:.2f} (rounds {a['ratio_min']:.2f}-{a['ratio_max']:.2f}; medians of {a['rounds']} "
               f"interleaved rounds)", flush=True)
     if "recall" in args.parts:
-        out["recall"] = r = bench_recall(url, args.facts, args.calls)
-        print(f"  recall   p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms   plain SELECT p50 {r['base_p50_ms']:.2f} "
-              f"ms p99 {r['base_p99_ms']:.2f} ms   ratio p50 {r['ratio_p50']:.1f}x ({args.calls} calls interleaved)",
+        with _database(pg, tmp, "recall") as (url, _):
+            out["recall"] = r = bench_recall(url, args.facts, args.calls)
+        print(f"  recall   p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms   "
+              f"plain SELECT p50 {r['base_p50_ms']:.2f} ms p99 {r['base_p99_ms']:.2f} ms   "
+              f"ratio p50 {r['ratio_p50']:.1f}x ({args.calls} calls interleaved)",
               flush=True)
     return out
 
@@ -342,17 +370,11 @@ def main(argv: list[str] | None = None) -> dict:
     results = {}
     if args.only != "postgres":
         with tempfile.TemporaryDirectory() as d:
-            results["sqlite"] = run_store("sqlite", f"sqlite:///{d}/bench.db", f"{d}/bare.db", args)
+            results["sqlite"] = run_store("sqlite", args, tmp=d)
     if args.only == "sqlite":
         pass
     elif args.pg:
-        from lossgate.testing.postgres import create_database, drop_database
-
-        url = create_database(args.pg, prefix="lossgate_bench")
-        try:
-            results["postgres"] = run_store("postgres", url, None, args)
-        finally:
-            drop_database(url)
+        results["postgres"] = run_store("postgres", args, pg=args.pg)
     else:
         skip_pg("append, recall and jobs/s")
     print("cores:", os.cpu_count(), "- jobs/s stops growing once the workers outnumber the cores")
