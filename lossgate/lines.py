@@ -57,7 +57,8 @@ def claim_lines(claims: Any) -> frozenset[str]:
     out = set()
     for c in claims:
         try:
-            typed = coerce_value(c.value_type, c.value)
+            # an enum's allowed values live in the registry; its value is the string it renders
+            typed = c.value if c.value_type == "enum" and isinstance(c.value, str) else coerce_value(c.value_type, c.value)
         except (ValueError, TypeError, ArithmeticError, AttributeError):
             continue
         out.add(fact_line(c.model_copy(update={"value": typed})))

@@ -3,8 +3,9 @@
 :func:`check` runs, in order, the must-preserve set
 (:mod:`~lossgate.gate.preserve`), the fact contract
 (:mod:`~lossgate.gate.contract`), the lineage, trust, open-item and conflict
-checks (:mod:`~lossgate.gate.integrity`) and the prose fact diff
-(:mod:`~lossgate.gate.prose`), and classifies what they found
+checks (:mod:`~lossgate.gate.integrity`), the prose fact diff
+(:mod:`~lossgate.gate.prose`) and the critical-topic fence
+(:mod:`~lossgate.gate.fence`), and classifies what they found
 (:mod:`~lossgate.gate.outcome`). It reads no clock, draws no random number
 and iterates no unordered collection into its output: the same inputs give
 the same :class:`~lossgate.gate.outcome.GateResult` (invariant 10).
@@ -13,6 +14,7 @@ the same :class:`~lossgate.gate.outcome.GateResult` (invariant 10).
 from __future__ import annotations
 
 from lossgate.gate.contract import check_contract
+from lossgate.gate.fence import check_fence
 from lossgate.gate.integrity import check_integrity
 from lossgate.gate.outcome import GateResult, make_result
 from lossgate.gate.preserve import build_must_preserve
@@ -32,7 +34,7 @@ def check(
     Returns a :class:`GateResult`: ``clean`` (nothing lost), ``acceptable`` (only
     important or contextual losses, listed in ``losses``) or ``failed`` (critical
     ``violations``; publish nothing). Never raises on the content of the artifact:
-    every defect is a named violation. ``prose=False`` skips the prose fact diff;
+    every defect is a named violation. ``prose=False`` skips the prose fact diff and the fence;
     ``prose_inputs`` reuses the snapshot's atoms across several artifacts.
     """
     must = build_must_preserve(snapshot, registry)
@@ -40,4 +42,5 @@ def check(
     found += check_integrity(snapshot, artifact, registry)
     if prose:
         found += check_prose(snapshot, artifact, must, inputs=prose_inputs)
+        found += check_fence(snapshot, artifact, must, registry)
     return make_result(found, must)

@@ -40,6 +40,8 @@ Code = Literal[
     "conflict_dropped", "conflict_resolved_by_compressor", "conflict_unsupported",
     # the prose fact diff
     "atom_changed", "atom_added", "atom_missing",
+    # the critical-topic fence (a narrative sentence about a critical topic that no source supports)
+    "narrative_unsupported",
 ]
 
 #: Code -> default severity. ``missing`` and ``atom_missing`` are downgraded by the

@@ -117,10 +117,13 @@ def test_missing_atom_is_critical_when_its_fact_was_dropped_too() -> None:
     assert "f-total" in [v for v in result.violations if v.code == "atom_missing"][0].detail
 
 
-def test_reworded_negation_is_recorded_not_failed() -> None:
+def test_reworded_negation_is_recorded_by_the_diff_and_refused_by_the_fence() -> None:
     result = gate(base(SUMMARY.replace("by phone.", "by phone on weekends.")))
-    assert result.outcome == "acceptable"
+    # the atom diff cannot tell rewording from narrowing: it records the change ...
     assert any(v.code == "atom_changed" and v.severity == "important" for v in result.losses)
+    # ... and the fence refuses it: "on weekends" narrows a critical prohibition no source narrows
+    assert result.outcome == "failed"
+    assert {v.code for v in result.violations} == {"narrative_unsupported"}
 
 
 def test_naming_the_user_is_not_a_rewording() -> None:
