@@ -255,8 +255,10 @@ class Ledger:
     def _erased_with_facts(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> set[str]:
         """Those of ``event_ids`` whose text was erased with a deleted fact drawn from them."""
         wanted = set(event_ids)
-        return {e for f in self.tx.facts_citing(tenant_id, subject_id, list(wanted))
-                if f.status == "deleted" for e in f.source_event_ids if e in wanted}
+        # Only deleted facts: reading every fact citing a popular event made each assert cost
+        # the subject's size (a bulk import of 2,000 facts took 386 s on PostgreSQL).
+        return {e for f in self.tx.facts_citing(tenant_id, subject_id, list(wanted), statuses=["deleted"])
+                for e in f.source_event_ids if e in wanted}
 
     def _standing(self, fact: Fact) -> tuple[list[Event], list[Event]]:
         """``(all sources, standing sources)`` of a fact. A fact *stands on* those of its source

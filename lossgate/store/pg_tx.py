@@ -168,14 +168,17 @@ class PostgresReadTx(DerivedReads):
             return nullcontext()
         return self._c.pipeline()
 
-    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
+    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
+                     statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
         self._scope(tenant_id, subject_id)
+        status_sql = "" if statuses is None else " AND status = ANY(%s)"
         sql = (
-            f"{_FACT_SELECT} WHERE tenant_id=%s AND subject_id=%s AND fact_id IN ("
+            f"{_FACT_SELECT} WHERE tenant_id=%s AND subject_id=%s{status_sql} AND fact_id IN ("
             "SELECT fact_id FROM fact_sources WHERE tenant_id=%s AND subject_id=%s AND event_id = ANY(%s)"
             ") ORDER BY seq"
         )
-        args = [tenant_id, subject_id, tenant_id, subject_id, list(event_ids)]
+        args = [tenant_id, subject_id, *([list(statuses)] if statuses is not None else []),
+                tenant_id, subject_id, list(event_ids)]
         return [rows.fact_from_row(r) for r in self._all(sql, args)]
 
     def conflicts(

@@ -105,8 +105,10 @@ class ReadTx(Protocol):
     def fact_sets(self, tenant_id: str, subject_id: str, filters: Sequence[FactFilter]) -> list[list[Fact]]:
         """:meth:`facts` for each filter, in order; PostgreSQL sends them in one round trip."""
 
-    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
-        """Facts of one subject that list any of ``event_ids`` among their sources."""
+    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
+                     statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
+        """Facts of one subject that list any of ``event_ids`` among their sources (only those in
+        ``statuses``, if given)."""
 
     def conflicts(
         self, tenant_id: str, subject_id: str, *, unresolved_only: bool = False,

@@ -150,13 +150,20 @@ class SQLiteReadTx(SQLiteDerivedReads):
                            through_seq=f.through_seq, criticalities=f.criticalities, limit=f.limit,
                            newest_first=f.newest_first) for f in filters]
 
-    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> list[Fact]:
+    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
+                     statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
         fact_ids: set[str] = set()
         for chunk in _chunks(list(event_ids)):
-            fact_ids.update(r[0] for r in self._all(
-                "SELECT fact_id FROM fact_sources WHERE tenant_id=? AND subject_id=? "
-                f"AND event_id IN ({_marks(len(chunk))})", [tenant_id, subject_id, *chunk],
-            ))
+            if statuses is None:
+                sql = ("SELECT fact_id FROM fact_sources WHERE tenant_id=? AND subject_id=? "
+                       f"AND event_id IN ({_marks(len(chunk))})")
+                args = [tenant_id, subject_id, *chunk]
+            else:  # few facts have the status asked for (deleted ones): start from them
+                sql = ("SELECT s.fact_id FROM facts f JOIN fact_sources s ON s.tenant_id=f.tenant_id "
+                       "AND s.subject_id=f.subject_id AND s.fact_id=f.fact_id WHERE f.tenant_id=? AND f.subject_id=? "
+                       f"AND f.status IN ({_marks(len(statuses))}) AND s.event_id IN ({_marks(len(chunk))})")
+                args = [tenant_id, subject_id, *statuses, *chunk]
+            fact_ids.update(r[0] for r in self._all(sql, args))
         return self.facts(tenant_id, subject_id, ids=sorted(fact_ids)) if fact_ids else []
 
     def conflicts(
