@@ -297,6 +297,101 @@ def invent(case: GateCase) -> Iterator[Mutant]:
                            "atom_added")
 
 
+# --- narratives that contradict the memory in new words (the critical-topic fence) -----------
+
+
+def _topic_words(predicate: str) -> str:
+    return predicate.replace(".", " ").replace("_", " ")
+
+
+def _append(summary: str, sentence: str) -> str:
+    return f"{summary}\n{sentence}"
+
+
+def _critical_claims(case: GateCase) -> list[Claim]:
+    must = build_must_preserve(case.snapshot, case.registry)
+    return [c for c in case.artifact.claims if must.loss_severity(c.fact_id) == "critical"]
+
+
+_CONTRADICTIONS = (
+    "Update: the {words} no longer applies.",
+    "The user now says the opposite about the {words}.",
+    "The {words} was reversed last week and is settled differently now.",
+)
+
+
+def contradict_in_new_words(case: GateCase) -> Iterator[Mutant]:
+    """A narrative sentence that contradicts a critical fact in words no source uses."""
+    for c in _critical_claims(case):
+        for template in _CONTRADICTIONS:
+            summary = _append(case.artifact.summary, template.format(words=_topic_words(c.predicate)))
+            yield mutant(case, "contradict_in_new_words", c.fact_id, "prose",
+                         case.artifact.model_copy(update={"summary": summary}), "narrative_unsupported")
+
+
+_CONDITION = re.compile(r"\s*,?\s*\b(?:only|after|before|unless|until|except|provided)\b[^,;.!?]*")
+
+
+def drop_condition_in_prose(case: GateCase) -> Iterator[Mutant]:
+    """A summary sentence restating a critical fact's value, its condition clause cut ("up to
+    $50 after supervisor review" -> "up to $50"; "the staging account only" -> "the staging
+    account")."""
+    critical = _critical_claims(case)
+    values = [(c, T.atoms_of(" ".join(render_value(c.value_type, c.value))) or [], str(c.value).lower())
+              for c in critical]
+    art = case.artifact
+    for sentence in T.sentences(art.summary):
+        cut = _CONDITION.sub("", sentence)
+        if cut == sentence or not cut.strip(" ."):
+            continue
+        low = sentence.lower()
+        for c, atoms, text in values:
+            states = any(a.text in sentence for a in atoms) or (len(text) > 2 and text in low)
+            if states:
+                summary = art.summary.replace(sentence, cut.rstrip(" ,") + ("." if not cut.rstrip().endswith(".") else ""))
+                yield mutant(case, "drop_condition_in_prose", c.fact_id, "prose",
+                             art.model_copy(update={"summary": summary}), "narrative_unsupported", "atom_missing")
+                break
+
+
+def settle_conflict_in_prose(case: GateCase) -> Iterator[Mutant]:
+    """A narrative that answers an open conflict: one side stated as current, or the other
+    declared void."""
+    facts = {f.fact_id: f for f in case.snapshot.facts}
+    for ref in case.artifact.unresolved_conflicts:
+        sides = [facts[i] for i in ref.fact_ids if i in facts]
+        if len(sides) != 2:
+            continue
+        words = _topic_words(sides[0].predicate)
+        for f in sides:
+            value = render_value(f.value_type, f.value)
+            if value:
+                yield mutant(case, "settle_conflict_in_prose", ref.conflict_id, "prose", case.artifact.model_copy(
+                    update={"summary": _append(case.artifact.summary, f"The {words} is {value[0]}.")}),
+                    "narrative_unsupported")
+        yield mutant(case, "settle_conflict_in_prose", ref.conflict_id, "prose", case.artifact.model_copy(
+            update={"summary": _append(case.artifact.summary, f"The earlier {words} no longer applies.")}),
+            "narrative_unsupported")
+
+
+def elevate_in_prose(case: GateCase) -> Iterator[Mutant]:
+    """Untrusted or tool text restated in the narrative as the user's own standing wish, or as
+    a bare fact."""
+    events = {e.event_id: e for e in case.snapshot.events}
+    for f in case.snapshot.facts:
+        if f.status != "active" or not (f.modality == "quoted" or f.authority in ("untrusted", "tool")):
+            continue
+        for e in f.source_event_ids:
+            text = (events[e].text or "") if e in events else ""
+            said = text.split(":", 1)[1].strip() if ":" in text[:40] else text.strip()
+            if not said:
+                continue
+            for sentence in (f"The user wants this: {said}", said):
+                yield mutant(case, "elevate_in_prose", f.fact_id, "prose", case.artifact.model_copy(
+                    update={"summary": _append(case.artifact.summary, sentence)}),
+                    "narrative_unsupported", "untrusted_elevated")
+
+
 OPERATORS: tuple[Operator, ...] = (
     Operator("drop_fact", "remove a must-preserve claim (and its sentences), or an open item", drop_fact),
     Operator("flip_negation", "flip a polarity or a bool; delete a negation cue from the prose", flip_negation),
@@ -313,4 +408,10 @@ OPERATORS: tuple[Operator, ...] = (
     Operator("shift_date", "move a date or datetime by one day", shift_date),
     Operator("break_lineage", "empty derived_from, or cite a retired input", break_lineage),
     Operator("invent", "add a fact the ledger lacks; add an amount and a date to the prose", invent),
+    Operator("contradict_in_new_words", "append a sentence contradicting a critical fact in new words",
+             contradict_in_new_words),
+    Operator("drop_condition_in_prose", "cut the condition clause from a sentence stating a critical value",
+             drop_condition_in_prose),
+    Operator("settle_conflict_in_prose", "answer an open conflict in the narrative", settle_conflict_in_prose),
+    Operator("elevate_in_prose", "restate untrusted or tool text as the user's wish or as fact", elevate_in_prose),
 )

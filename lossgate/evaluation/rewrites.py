@@ -8,10 +8,12 @@ thing: the gate's result on a variant must equal its result on the original
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from lossgate.gate.casefile import GateCase, parse_artifact
+from lossgate.gate.preserve import build_must_preserve
 from lossgate.evaluation import textops as T
 
 __all__ = ["Variant", "Rewrite", "REWRITES"]
@@ -130,6 +132,43 @@ def reorder_inputs(case: GateCase) -> Iterator[Variant]:
     yield Variant("reorder_inputs", case.case_id, "events, facts and conflicts reversed", _with(case, snapshot=snap))
 
 
+_FIRST_PERSON = ((r"\bI am\b", "the user is"), (r"\bI'm\b", "the user is"), (r"\bI\b", "the user"),
+                 (r"\bmy\b", "the user's"), (r"\bme\b", "the user"), (r"\bMy\b", "The user's"))
+
+
+def _third_person(sentence: str) -> str:
+    for pattern, plain in _FIRST_PERSON:
+        sentence = re.sub(pattern, plain, sentence)
+    return sentence[:1].upper() + sentence[1:]
+
+
+def restate_sources(case: GateCase) -> Iterator[Variant]:
+    """The narrative restates what was said about a critical fact, as a model would: each
+    source sentence reported ("According to the supervisor: ..."), or turned from the
+    first person to the third ("I am allergic" -> "The user is allergic"). Untrusted and
+    tool text is only ever reported, never restated as fact."""
+    events = {e.event_id: e for e in case.snapshot.events if e.state == "valid"}
+    art = case.artifact
+    must = build_must_preserve(case.snapshot, case.registry)
+    cited = dict.fromkeys(e for f in case.snapshot.facts if f.status == "active"
+                          and must.loss_severity(f.fact_id) == "critical" for e in f.source_event_ids if e in events)
+    facts = {f.fact_id: f for f in case.snapshot.facts}
+    contested = {e for c in case.snapshot.conflicts if c.status == "unresolved" for i in c.fact_ids
+                 if i in facts for e in facts[i].source_event_ids}
+    for event_id in cited:
+        e = events[event_id]
+        for sentence in T.sentences(e.text or ""):
+            reported = f"According to the {e.actor}: {sentence}"
+            yield Variant("restate_sources", case.case_id, f"{event_id}: reported",
+                          _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{reported}"})))
+            # a side of an open conflict may only be reported: stated plainly, it answers the conflict
+            if e.trust not in ("untrusted", "tool") and event_id not in contested \
+                    and re.search(r"\b(?:I|I'm|my|me|My)\b", sentence):
+                plain = _third_person(sentence)
+                yield Variant("restate_sources", case.case_id, f"{event_id}: third person",
+                              _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{plain}"})))
+
+
 REWRITES: tuple[Rewrite, ...] = (
     Rewrite("reorder_claims", "claims reversed and rotated", reorder_claims),
     Rewrite("reorder_sentences", "summary sentences reversed", reorder_sentences),
@@ -138,4 +177,6 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("key_order", "qualifier key order, derived_from and open_items order", key_order),
     Rewrite("value_spelling", "equal typed values spelled differently; redundant derived_from", value_spelling),
     Rewrite("reorder_inputs", "snapshot events, facts and conflicts reordered", reorder_inputs),
+    Rewrite("restate_sources", "the narrative reports a fact's source sentence, or restates it in the third person",
+            restate_sources),
 )

@@ -264,7 +264,7 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
         if low and stems & _USER_WORDS and not low_actors & _USER_WORDS:
             return "untrusted text put in the user's mouth"
     for t in touched:
-        if t.sides and not stems & _META:
+        if t.sides and not stems & (_META | _REPORTING):  # "the user said X" reports, it does not answer
             named = [bool(side and side <= content_stems(raw) | _numbers(raw)) for side in t.sides]
             if sum(named) == 1:
                 return "an open conflict settled: one side stated as the answer"

@@ -128,6 +128,12 @@ def _reworded(ch: AtomChange) -> bool:
     return (a ^ b) <= _SELF
 
 
+def _plain(a: Atom) -> tuple[str, ...]:
+    """A negation's words without the subject's names: "not|cal|user" and "not|cal" are one."""
+    head, *rest = a.key.split("|")
+    return (head, *sorted(set(rest) - _SELF - {"me", "i"}))
+
+
 def _v(code: str, subject: str, detail: str, severity: str = "critical", **kw: Any) -> Violation:
     return Violation(code=code, subject=subject, severity=severity, detail=detail, **kw)  # type: ignore[arg-type]
 
@@ -171,7 +177,10 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
     negative = _negative_claims(artifact)
     # Negations pair only with statements, so the other kinds do not change which are lost.
     lost_negations = list(diff_sets(inp.atom_set, summary_set, kinds=("negation",)).missing)
+    said = {_plain(a) for a in inp.atom_set.reps.values() if a.kind == "negation"} if added else set()
     for a in added:
+        if a.kind == "negation" and _plain(a) in said:
+            continue  # a source's negation naming its subject another way ("me" -> "the user")
         if a.kind == "negation":
             twin = _double_negation(a, lost_negations)
             if twin is not None:
