@@ -27,6 +27,7 @@ from lossgate.store.protocol import CompactReport, ReadTx
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
+    from lossgate.judge import ModelJudge
     from lossgate.semantic import Embedder, EmbedReport
 
 __all__ = ["Memory", "open"]
@@ -192,19 +193,22 @@ class Memory:
 
     # -- consolidation and recall --------------------------------------------------------
     def consolidator(self, *, compressor: "Compressor | None" = None, config: "ConsolidationConfig | None" = None,
-                     hooks: "Hooks | None" = None) -> "Consolidator":
+                     hooks: "Hooks | None" = None, judge: "ModelJudge | None" = None) -> "Consolidator":
         """A :class:`~lossgate.consolidate.pipeline.Consolidator` bound to this memory's store."""
         from lossgate.consolidate.pipeline import Consolidator
 
-        return Consolidator(self.store, self._current_registry, compressor=compressor, config=config, hooks=hooks)
+        return Consolidator(self.store, self._current_registry, compressor=compressor, config=config, hooks=hooks,
+                            judge=judge)
 
     @checked_args
     def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
-                    config: "ConsolidationConfig | None" = None) -> Attempt:
+                    config: "ConsolidationConfig | None" = None, judge: "ModelJudge | None" = None) -> Attempt:
         """Build, gate and publish a summary of one subject. Returns the attempt: its status
         (``published``, ``rejected`` by the gate, ``conflict`` at the switch, ``error``),
-        gate outcome, violations, artifact id and the manifest's input root."""
-        return self.consolidator(compressor=compressor, config=config).run(tenant_id, subject_id)
+        gate outcome, violations, artifact id and the manifest's input root. With a
+        ``judge`` (:mod:`lossgate.judge`), a model also reads the narrative; if it cannot,
+        the attempt is an error and nothing is published."""
+        return self.consolidator(compressor=compressor, config=config, judge=judge).run(tenant_id, subject_id)
 
     @checked_args
     def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,

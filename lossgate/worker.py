@@ -31,6 +31,7 @@ from lossgate.consolidate.compressor import Compressor, load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.derived import Job
 from lossgate.errors import LossgateError, StoreError
+from lossgate.judge import ModelJudge
 from lossgate.memory import Memory
 from lossgate.records import utcnow
 from lossgate.semantic import Embedder, embedder_from_env
@@ -67,11 +68,11 @@ class Worker:
 
     def __init__(self, memory: Memory, *, config: WorkerConfig | None = None,
                  consolidation: ConsolidationConfig | None = None, compressor: Compressor | None = None,
-                 owner: str | None = None) -> None:
+                 owner: str | None = None, judge: ModelJudge | None = None) -> None:
         self.memory = memory
         self.config = config or WorkerConfig()
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.consolidator = memory.consolidator(compressor=compressor, config=consolidation)
+        self.consolidator = memory.consolidator(compressor=compressor, config=consolidation, judge=judge)
         self.stopping = threading.Event()
         self.processed = 0
 
@@ -158,7 +159,8 @@ def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | 
            exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
     memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env())  # LOSSGATE_EMBEDDER
     worker = Worker(memory, config=config, consolidation=consolidation,
-                    compressor=load_compressor(compressor) if compressor else None)
+                    compressor=load_compressor(compressor) if compressor else None,
+                    judge=ModelJudge.from_env())  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL
     worker.install_signal_handlers()
     try:
         worker.run(exit_when_idle=exit_when_idle, max_jobs=max_jobs)

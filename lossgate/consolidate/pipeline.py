@@ -15,6 +15,7 @@ its violations and raw output, and queues a retry with exponential backoff; afte
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,10 @@ from lossgate.consolidate.compressor import CompressionError, CompressionRequest
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
 from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
 from lossgate.errors import InvalidInput, NotFound
+from lossgate.gate.fence import narrative_sentences
+from lossgate.gate.outcome import make_result
+from lossgate.gate.preserve import build_must_preserve
+from lossgate.judge import JudgeError, ModelJudge, judge_violations
 from lossgate.publish import switch
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry
@@ -38,6 +43,7 @@ from lossgate.store import Store
 __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTOR_VERSION"]
 
 EXTRACTOR_VERSION = "atoms-v1"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,13 +85,18 @@ class Consolidator:
 
     def __init__(self, store: Store, registry_loader: Callable[[Any], Registry | None], *,
                  compressor: Compressor | None = None, config: ConsolidationConfig | None = None,
-                 hooks: Hooks | None = None) -> None:
+                 hooks: Hooks | None = None, judge: ModelJudge | None = None) -> None:
         self.store = store
         self._registry = registry_loader
         self.compressor = compressor or DeterministicCompressor()
         self.config = config or ConsolidationConfig()
         self.hooks = hooks or Hooks()
+        self.judge = judge
         self._schema: int | None = None
+        model = getattr(getattr(self.compressor, "config", None), "model", None)
+        if judge is not None and model == judge.config.model:
+            log.warning("the judge runs the compressor's own model (%s): their mistakes will agree; "
+                        "configure another model for LOSSGATE_JUDGE_MODEL", model)
 
     # -- the job -------------------------------------------------------------------
     def run(self, tenant_id: str, subject_id: str) -> Attempt:
@@ -139,6 +150,14 @@ class Consolidator:
         t2 = time.perf_counter()
         result = gate.check(sel.snapshot, body, registry)
         timings["gate_s"] = time.perf_counter() - t2
+        if self.judge is not None and result.passed:
+            t3 = time.perf_counter()
+            try:
+                result = self._judged(sel, body, registry, result)
+            except JudgeError as exc:  # an unjudged narrative is never published
+                timings["judge_s"] = time.perf_counter() - t3
+                return self._finish_error(attempt, sel, raw_text, f"JudgeError: {exc}", timings)
+            timings["judge_s"] = time.perf_counter() - t3
         artifact = self._artifact(attempt, sel, body, result, registry, timings)
         passed = result.passed
         attempt = attempt.model_copy(update={
@@ -180,6 +199,22 @@ class Consolidator:
         return attempt
 
     # -- steps -----------------------------------------------------------------------
+    def _judged(self, sel: Selection, body: ArtifactBody, registry: Registry,
+                result: gate.GateResult) -> gate.GateResult:
+        """The gate's result with the model judge's findings on the narrative added."""
+        assert self.judge is not None
+        narrative = "\n".join(raw for raw, _ in narrative_sentences(sel.snapshot, body))
+        if not narrative:
+            return result
+        facts = [{"fact_id": f.fact_id, "predicate": f.predicate, "value": f.value, "polarity": f.polarity,
+                  "modality": f.modality, "authority": f.authority, "qualifiers": dict(f.qualifiers)}
+                 for f in sel.snapshot.facts if f.status == "active"]
+        found = judge_violations(self.judge.statements(sel.snapshot.subject_id, facts, narrative), sel.snapshot)
+        if not found:
+            return result
+        must = build_must_preserve(sel.snapshot, registry)
+        return make_result([*result.violations, *result.losses, *found], must)
+
     def _compressor_label(self) -> str:
         c = self.compressor
         return f"{c.name}@{c.version}"
@@ -261,7 +296,9 @@ class Consolidator:
             new_covers_through=max(sel.snapshot.clock.high_water, sel.expected.covers_through),
             input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected, inputs=sel.inputs,
             input_root=sel.input_root, path=sel.path, selector_version=SELECTOR_VERSION,
-            prompt_version=self.compressor.prompt_version, compressor=self.compressor.name,
+            prompt_version=self.compressor.prompt_version
+            + (f"+{self.judge.name}/{self.judge.prompt_version}" if self.judge else ""),
+            compressor=self.compressor.name,
             compressor_version=self.compressor.version, extractor_version=EXTRACTOR_VERSION,
             schema_version=self._schema_version(), registry_version=registry.version,
             attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=timings,

@@ -58,7 +58,7 @@ from lossgate.gate.sources import render_value
 from lossgate.records import ArtifactBody, Event, Fact, Snapshot
 from lossgate.registry import Registry
 
-__all__ = ["check_fence", "Topic", "topics"]
+__all__ = ["check_fence", "narrative_sentences", "Topic", "topics"]
 
 NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, "Narrative:"})
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -198,8 +198,9 @@ def _source_sentences(events: tuple[Event, ...]) -> dict[str, list[_Source]]:
                          for _, x in _sentences(e.text or "")] for e in events}
 
 
-def _narrative(snapshot: Snapshot, artifact: ArtifactBody) -> list[tuple[str, str]]:
-    """The summary's own sentences: not its structured lines, not its verbatim quotes of events."""
+def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tuple[str, str]]:
+    """The summary's own sentences, as written and with atoms blanked: not its structured
+    lines, not its verbatim quotes of events (what the fence and a model judge read)."""
     quoted = {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} | NARRATIVE_TITLES
     lines = [ln for ln in prose_of(artifact).split("\n") if ln.strip() and ln not in quoted]
     return [pair for ln in lines for pair in _sentences(ln)]
@@ -299,7 +300,7 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
     found = topics(snapshot, must, registry)
     if not found:
         return []
-    sentences = _narrative(snapshot, artifact)
+    sentences = narrative_sentences(snapshot, artifact)
     if not sentences:
         return []
     sources = _source_sentences(snapshot.events)

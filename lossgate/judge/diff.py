@@ -1,0 +1,103 @@
+"""The judge's statements against the ledger: deterministic, like the rest of the gate.
+
+A statement about an active fact (named by id, or by a predicate only one active fact
+has) fails the artifact when it:
+
+* states the fact with the other polarity (``polarity_flipped``): a ``False`` value or a
+  negative fact is negative;
+* states another value (``value_changed``), compared as lower-cased text after
+  whitespace and a currency symbol are set aside, against every way the value renders;
+* drops a qualifier value the fact carries, such as a condition or a scope
+  (``qualifiers_changed``), when it states the value;
+* changes how sure it is (``modality_changed``): asserted made speculative, or the other way;
+* puts quoted, untrusted or tool text in the user's mouth, or states it as fact
+  (``untrusted_elevated``);
+* answers an open conflict (``conflict_resolved_by_compressor``, on the conflict).
+
+A statement about no recorded fact is not judged here: the prose diff and the fence
+judge invented content. Every violation's detail starts with ``judge:``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from lossgate.gate.outcome import Violation
+from lossgate.gate.sources import render_value
+from lossgate.judge.model import Statement
+from lossgate.records import Fact, Snapshot
+
+__all__ = ["judge_violations"]
+
+_USER = frozenset({"user", "the user", "customer", "the customer", "client", "the client", "me", "i"})
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s$€£,]+", " ", text.lower()).strip(" .")
+
+
+def _values(f: Fact) -> set[str]:
+    if f.value is None:
+        return set()
+    out = {_norm(v) for v in render_value(f.value_type, f.value)} | {_norm(str(f.value))}
+    if f.value_type == "money":
+        out |= {_norm(str(f.value.get("amount") if isinstance(f.value, dict) else getattr(f.value, "amount", "")))}
+    return {v for v in out if v}
+
+
+def _negative(f: Fact) -> bool:
+    return f.polarity == "negative" or (f.value_type == "bool" and f.value is False)
+
+
+def _v(code: str, subject: str, detail: str) -> Violation:
+    return Violation(code=code, subject=subject, severity="critical", detail=f"judge: {detail}")  # type: ignore[arg-type]
+
+
+def judge_violations(statements: Sequence[Statement], snapshot: Snapshot) -> list[Violation]:
+    """Violations of the ledger in the judge's ``statements`` (see the module docstring)."""
+    active = {f.fact_id: f for f in snapshot.facts if f.status == "active"}
+    by_predicate: dict[str, list[Fact]] = {}
+    for f in active.values():
+        by_predicate.setdefault(f.predicate, []).append(f)
+    conflict_of = {i: c.conflict_id for c in snapshot.conflicts if c.status == "unresolved" for i in c.fact_ids}
+    out: list[Violation] = []
+    for s in statements:
+        f = active.get(s.fact_id or "")
+        if f is None and s.predicate and len(by_predicate.get(s.predicate, ())) == 1:
+            f = by_predicate[s.predicate][0]
+        if f is None:
+            if s.settles_conflict and s.predicate in {c.predicate for c in snapshot.conflicts
+                                                      if c.status == "unresolved"}:
+                cid = next(c.conflict_id for c in snapshot.conflicts
+                           if c.status == "unresolved" and c.predicate == s.predicate)
+                out.append(_v("conflict_resolved_by_compressor", cid, f"the narrative settles it ({s.value!r})"))
+            continue
+        said = f"{f.predicate} = {s.value!r}"
+        if s.settles_conflict and f.fact_id in conflict_of:
+            out.append(_v("conflict_resolved_by_compressor", conflict_of[f.fact_id], f"the narrative settles it: {said}"))
+        low_trust = f.modality == "quoted" or f.authority in ("untrusted", "tool")
+        if low_trust:
+            by_user = (s.attributed_to or "").strip().lower() in _USER
+            if by_user or s.modality == "asserted":
+                who = "the user's" if by_user else "a fact"
+                out.append(_v("untrusted_elevated", f.fact_id, f"quoted {f.authority} text stated as {who}: {said}"))
+            continue
+        if (s.polarity == "negative") != _negative(f):
+            out.append(_v("polarity_flipped", f.fact_id, f"the narrative says the opposite: {said}"))
+            continue
+        stated = s.value is not None and f.value_type != "bool"
+        if stated and _norm(s.value or "") not in _values(f) and not any(
+                v and (v in _norm(s.value or "") or _norm(s.value or "") in v) for v in _values(f)):
+            out.append(_v("value_changed", f.fact_id, f"the ledger says {sorted(_values(f))[0]!r}: {said}"))
+            continue
+        if f.modality != s.modality and s.modality != "quoted":
+            out.append(_v("modality_changed", f.fact_id, f"{f.modality} stated as {s.modality}: {said}"))
+        if stated or f.value_type == "bool":
+            conditions = _norm(" ".join(s.conditions))
+            dropped = [v for _, v in f.qualifiers if _norm(v) and _norm(v) not in conditions]
+            condition_like = [v for k, v in f.qualifiers if k in ("condition", "environment", "scope", "channel")]
+            lost = [v for v in dropped if v in condition_like]
+            if lost:
+                out.append(_v("qualifiers_changed", f.fact_id, f"the narrative drops {lost[0]!r}: {said}"))
+    return out
