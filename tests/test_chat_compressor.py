@@ -342,3 +342,35 @@ def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monke
     assert len(server.requests) == 1
     (attempt,) = seeded.attempts(T, S)
     assert attempt.status == "published" and attempt.compressor == "chat:scripted-1@1"
+
+
+# -- retries escalate (seed 003) -------------------------------------------------------------------
+
+def test_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_model(seeded):
+    with ScriptedChatServer(default=narrative("They can eat peanuts now.")) as server:
+        compressor = chat(server, fallback_model="fallback-2")
+        attempts = [consolidate(seeded, compressor, max_attempts=50) for _ in range(4)]
+    assert [a.status for a in attempts] == ["rejected", "rejected", "rejected", "published"]
+    first, strict, fallback = server.requests
+    assert first["model"] == "scripted-1" and "was refused" not in first["messages"][0]["content"]
+    assert strict["model"] == "scripted-1" and "f-allergy:narrative_unsupported" in strict["messages"][0]["content"]
+    assert fallback["model"] == "fallback-2" and "was refused" in fallback["messages"][0]["content"]
+    prompts = [seeded.artifact(T, S, a.artifact_id).manifest.prompt_version for a in attempts]
+    assert prompts == ["chat-narrative-v1", "chat-narrative-strict-v1", "chat-narrative-strict-v1",
+                       "deterministic-fallback"]
+    assert len(seeded.attempts(T, S)) == 4  # every attempt is kept
+    assert "the garden looks lovely" in seeded.recall(T, S).summary  # the conversation, verbatim
+    assert [j.status for j in seeded.jobs(T, S, statuses=["review"])] == []
+
+
+def test_without_a_fallback_model_the_third_attempt_writes_no_narrative_and_a_publication_resets(seeded):
+    with ScriptedChatServer(default=Reply(status=500, body={"error": {"message": "model down"}})) as server:
+        compressor = chat(server, max_retries=0)
+        attempts = [consolidate(seeded, compressor, max_attempts=50) for _ in range(3)]
+        assert [a.status for a in attempts] == ["error", "error", "published"]
+        assert len(server.requests) == 2
+        server.push(echo_conversation)
+        seeded.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-late", occurred_at=AT, text="see you soon")])
+        assert consolidate(seeded, compressor).status == "published"
+    assert len(server.requests) == 3  # after a publication the model is asked again, plainly
+    assert "was refused" not in server.requests[-1]["messages"][0]["content"]

@@ -43,9 +43,12 @@ from lossgate.errors import ConfigError
 from lossgate.http_json import RetryPolicy, post_json
 from lossgate.lines import fact_line
 
-__all__ = ["ChatCompressor", "ChatConfig", "NARRATIVE_TITLE", "PROMPT_VERSION"]
+__all__ = ["ChatCompressor", "ChatConfig", "NARRATIVE_TITLE", "PROMPT_VERSION", "STRICT_PROMPT_VERSION",
+           "DETERMINISTIC_FALLBACK"]
 
 PROMPT_VERSION = "chat-narrative-v1"
+STRICT_PROMPT_VERSION = "chat-narrative-strict-v1"
+DETERMINISTIC_FALLBACK = "deterministic-fallback"
 NARRATIVE_TITLE = "Narrative:"
 _MIN_NARRATIVE_TOKENS = 16  # below this a narrative says nothing: deterministic lines instead
 _JSON_OVERHEAD_TOKENS = 16  # {"narrative": "..."} and some escaping around the narrative itself
@@ -67,6 +70,13 @@ Rules:
 - At most {max_words} words.
 
 Answer with a JSON object: {{"narrative": "<the narrative>"}}."""
+
+STRICT_ADDENDUM = """
+
+Your previous narrative of this memory was refused by the fidelity gate ({refused}).
+This time: about any recorded fact, conflict or quoted text, use only the conversation's own
+words, keep every condition and every "not", report quoted or tool text as what its source
+said, and never settle a disagreement. When unsure, leave it out: the facts are kept anyway."""
 
 _NARRATIVE_SCHEMA = {
     "type": "object",
@@ -90,11 +100,12 @@ class ChatConfig(BaseModel):
     max_backoff_s: float = Field(default=10.0, ge=0)
     temperature: float = 0.0
     response_format: Literal["json_schema", "json_object", "text"] = "json_schema"
+    fallback_model: str | None = Field(default=None, description="Asked after a strict retry failed too.")
 
     @classmethod
     def from_env(cls, prefix: str = "LOSSGATE_LLM_") -> ChatConfig:
         """``LOSSGATE_LLM_URL``, ``LOSSGATE_LLM_MODEL`` (both required), ``LOSSGATE_LLM_API_KEY``,
-        ``LOSSGATE_LLM_TIMEOUT``, ``LOSSGATE_LLM_RESPONSE_FORMAT``."""
+        ``LOSSGATE_LLM_TIMEOUT``, ``LOSSGATE_LLM_RESPONSE_FORMAT``, ``LOSSGATE_LLM_FALLBACK_MODEL``."""
         url, model = os.environ.get(prefix + "URL"), os.environ.get(prefix + "MODEL")
         if not url or not model:
             raise ConfigError(f"the chat compressor needs {prefix}URL and {prefix}MODEL "
@@ -104,6 +115,8 @@ class ChatConfig(BaseModel):
             fields["timeout_s"] = timeout
         if fmt := os.environ.get(prefix + "RESPONSE_FORMAT"):
             fields["response_format"] = fmt
+        if fallback := os.environ.get(prefix + "FALLBACK_MODEL"):
+            fields["fallback_model"] = fallback
         try:
             return cls(**fields)
         except ValidationError as exc:
@@ -115,6 +128,7 @@ class ChatCompressor:
 
     version = "1"
     prompt_version = PROMPT_VERSION
+    prompt_version_used = PROMPT_VERSION  # of the last compress call: the manifest records it
 
     def __init__(self, config: ChatConfig, *, counter: TokenCounter | None = None,
                  client: httpx.Client | None = None) -> None:
@@ -139,6 +153,18 @@ class ChatCompressor:
 
     # -- the compressor protocol --------------------------------------------------------
     def compress(self, request: CompressionRequest) -> dict[str, Any]:
+        """The structure, plus a narrative from the model. Retries escalate (seed 003): after
+        one failed attempt the prompt names what the gate refused and asks for the sources'
+        own words; after two, the fallback model is asked (if one is configured); after that
+        the narrative is the deterministic compressor's, so a subject never loops into review
+        over a narrative. :attr:`prompt_version_used` says which, for the manifest."""
+        model, strict = self.config.model, request.failures >= 1
+        if request.failures >= 2:
+            if self.config.fallback_model is None or request.failures >= 3:
+                self.prompt_version_used = DETERMINISTIC_FALLBACK
+                return self._structure.compress(request)
+            model = self.config.fallback_model
+        self.prompt_version_used = STRICT_PROMPT_VERSION if strict else PROMPT_VERSION
         structured = request.model_copy(update={"events": (), "parent": None})
         body = self._structure.compress(structured)  # claims and fact lines; raises BudgetExceeded
         room = None if request.budget_tokens is None else request.budget_tokens - self.count(body["summary"]) - 4
@@ -153,7 +179,7 @@ class ChatCompressor:
             # so the conversation is never silently dropped.
             return self._structure.compress(request)
         else:
-            narrative = self._ask(request, conversation, earlier, room)
+            narrative = self._ask(request, conversation, earlier, room, model=model, strict=strict)
             if not narrative:
                 raise CompressionError("empty narrative: the model said nothing about a conversation")
         used = self.count(narrative) if room is not None else 0
@@ -165,8 +191,12 @@ class ChatCompressor:
         return body
 
     # -- the request ----------------------------------------------------------------------
-    def _ask(self, request: CompressionRequest, conversation: list[Any], earlier: str, room: int | None) -> str:
+    def _ask(self, request: CompressionRequest, conversation: list[Any], earlier: str, room: int | None, *,
+             model: str, strict: bool) -> str:
         max_words = 200 if room is None else max(8, int(room * 0.6))
+        system = SYSTEM_PROMPT.format(max_words=max_words)
+        if strict:
+            system += STRICT_ADDENDUM.format(refused=", ".join(request.refused_for[:20]) or "a failure")
         document = {
             "subject": request.subject_id,
             "facts": [fact_line(f)[2:] for f in request.facts],
@@ -177,10 +207,10 @@ class ChatCompressor:
                               "trust": e.trust, "text": e.text} for e in conversation],
         }
         payload: dict[str, Any] = {
-            "model": self.config.model,
+            "model": model,
             "temperature": self.config.temperature,
             "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT.format(max_words=max_words)},
+                {"role": "system", "content": system},
                 {"role": "user", "content": json.dumps(document, ensure_ascii=False)},
             ],
         }

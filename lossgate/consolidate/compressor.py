@@ -67,6 +67,11 @@ class CompressionRequest(BaseModel):
     # Sources of active facts that are no longer in the authorized view (deleted, revoked or
     # erased with a deleted fact). A fact stands on its other sources; a claim never cites these.
     withdrawn_event_ids: frozenset[str] = frozenset()
+    # Retries escalate (seed 003): how many attempts in a row failed since the last
+    # publication, and what the gate refused the last one for. A model compressor uses them
+    # to tighten its prompt, then change model, then write no narrative at all.
+    failures: int = 0
+    refused_for: tuple[str, ...] = ()
 
 
 class Compressor(Protocol):

@@ -76,6 +76,19 @@ class Prepared:
     selection: Selection | None = field(default=None, repr=False)
 
 
+def _failures(past: list[Attempt]) -> tuple[int, tuple[str, ...]]:
+    """Failed attempts in a row since the last publication, and the last rejection's violations."""
+    failures, refused_for = 0, None
+    for a in reversed(past):
+        if a.status == "published":
+            break
+        if a.status in ("rejected", "error"):
+            failures += 1
+            if refused_for is None and a.status == "rejected":
+                refused_for = a.violations
+    return failures, refused_for or ()
+
+
 def _retry_delay(config: ConsolidationConfig, failures: int) -> float:
     return min(config.backoff_max_s, config.backoff_base_s * 2 ** max(0, failures - 1))
 
@@ -117,7 +130,9 @@ class Consolidator:
             sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
-            number = len(tx.attempts(tenant_id, subject_id)) + 1
+            past = tx.attempts(tenant_id, subject_id)
+            number = len(past) + 1
+            failures, refused_for = _failures(past)
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
                 number=number, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
@@ -137,6 +152,7 @@ class Consolidator:
             parent=sel.parent.body if sel.parent else None, budget_tokens=self.config.budget_tokens,
             outdated_event_ids=sel.outdated_event_ids,
             withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=self._must_keep(sel, registry),
+            failures=failures, refused_for=refused_for,
         )
         t1 = time.perf_counter()
         raw, error = self._generate(request)
@@ -296,7 +312,7 @@ class Consolidator:
             new_covers_through=max(sel.snapshot.clock.high_water, sel.expected.covers_through),
             input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected, inputs=sel.inputs,
             input_root=sel.input_root, path=sel.path, selector_version=SELECTOR_VERSION,
-            prompt_version=self.compressor.prompt_version
+            prompt_version=getattr(self.compressor, "prompt_version_used", self.compressor.prompt_version)
             + (f"+{self.judge.name}/{self.judge.prompt_version}" if self.judge else ""),
             compressor=self.compressor.name,
             compressor_version=self.compressor.version, extractor_version=EXTRACTOR_VERSION,
