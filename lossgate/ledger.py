@@ -270,6 +270,24 @@ class Ledger:
         erased = self._erased_with_facts(t, s, [e.event_id for e in sources if e.state == "valid"])
         return sources, [e for e in sources if e.state == "valid" and e.event_id not in erased]
 
+    def _withdraw_proposals(self, tenant_id: str, subject_id: str, event_ids: set[str], *, erase: bool) -> None:
+        """Extraction proposals drawn from events that left the view: those waiting for review
+        are rejected, and when the events were deleted every one loses its value (a proposal
+        quotes its source)."""
+        changed = []
+        for p in self.tx.proposals(tenant_id, subject_id):
+            if not event_ids & set(p.source_event_ids):
+                continue
+            update: dict[str, Any] = {}
+            if p.status == "review":
+                update.update(status="rejected", reason="a source left the authorized view")
+            if erase and p.value is not None:
+                update.update(value=None, qualifiers=())
+            if update:
+                changed.append(p.model_copy(update=update))
+        if changed:
+            self.tx.save_proposals(changed)
+
     def _reassess(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str) -> None:
         """Re-check every fact citing ``event_ids`` after those events changed (deleted, revoked,
         erased with a deleted fact, trust changed). The rule (DESIGN.md, liveness):
@@ -282,6 +300,8 @@ class Ledger:
           which sources it lost (``source_lost``). Its descendants go stale all the same.
         """
         changed = set(event_ids)
+        if cause in ("source_deleted", "source_erased", "source_revoked"):
+            self._withdraw_proposals(tenant_id, subject_id, changed, erase=cause != "source_revoked")
         for fact in self.tx.facts_citing(tenant_id, subject_id, list(changed)):
             if fact.status == "deleted":
                 continue

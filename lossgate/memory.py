@@ -17,7 +17,7 @@ from lossgate.ledger import Ledger
 from lossgate.limits import checked_args
 from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, LedgerEntry, NewEvent,
-    NewFact, Trust,
+    NewFact, Proposal, Trust,
 )
 from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
 from lossgate.registry import Registry, load_registry, parse_registry
@@ -27,6 +27,7 @@ from lossgate.store.protocol import CompactReport, ReadTx
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
+    from lossgate.extract import Extractor
     from lossgate.judge import ModelJudge
     from lossgate.semantic import Embedder, EmbedReport
 
@@ -142,6 +143,42 @@ class Memory:
             raise InvalidInput(f"trust {trust!r} is not one of {list(get_args(Trust))}")
         with self.transaction() as led:
             return led.set_trust(tenant_id, subject_id, event_id, trust, reason=reason)
+
+    # -- extraction (seed 003, step one) ---------------------------------------------------
+    @checked_args
+    def extract(self, tenant_id: str, subject_id: str, *, extractor: "Extractor | None" = None) -> list[Proposal]:
+        """Propose facts from the subject's events not read before (default: the deterministic
+        :class:`~lossgate.extract.AtomExtractor`) and record the proposals with their outcome:
+        asserted at once or kept for review by each predicate's policy (see :mod:`lossgate.extract`)."""
+        from lossgate.extract import extract
+
+        with self.store.read() as tx:
+            registry = self._current_registry(tx)
+        if registry is None:
+            raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
+        return extract(self.store, registry, tenant_id, subject_id, extractor=extractor)
+
+    @checked_args
+    def proposals(self, tenant_id: str, subject_id: str, *, statuses: Sequence[str] | None = None) -> list[Proposal]:
+        """The subject's extraction proposals, oldest first (``statuses=["review"]``: waiting for a person)."""
+        with self.store.read() as tx:
+            return tx.proposals(tenant_id, subject_id, statuses=statuses)
+
+    @checked_args
+    def accept_proposal(self, tenant_id: str, subject_id: str, proposal_id: str) -> Proposal:
+        """Accept a proposal waiting for review: it becomes a fact (``accepted``, or ``conflict``)."""
+        from lossgate.extract import accept_proposal
+
+        with self.transaction() as led:
+            return accept_proposal(led, tenant_id, subject_id, proposal_id)
+
+    @checked_args
+    def reject_proposal(self, tenant_id: str, subject_id: str, proposal_id: str, *, reason: str = "") -> Proposal:
+        """Reject a proposal waiting for review; it is kept with the reason."""
+        from lossgate.extract import reject_proposal
+
+        with self.transaction() as led:
+            return reject_proposal(led, tenant_id, subject_id, proposal_id, reason=reason)
 
     # -- reads -------------------------------------------------------------------------
     @checked_args

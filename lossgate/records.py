@@ -32,7 +32,7 @@ __all__ = [
     "Polarity", "Modality", "Authority", "FactStatus",
     "NewEvent", "Event", "EventRef", "Predicate", "NewFact", "Fact", "Clock", "Conflict",
     "LedgerEntry", "FactHistory", "AppendResult", "Claim", "ConflictRef", "ArtifactBody", "Snapshot",
-    "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers",
+    "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers", "Proposal", "ProposalStatus",
 ]
 
 EventKind = Literal["message", "tool_result", "document", "system"]
@@ -213,6 +213,10 @@ class Predicate(_Record):
     qualifiers: tuple[Plain, ...] = ()
     enum_values: tuple[Plain, ...] = ()
     description: Plain = ""
+    # Extraction (lossgate.extract): phrases that name this kind of fact in text ("invoice
+    # total"), and whether a proposal of it becomes a fact at once or waits for a person.
+    cues: tuple[Plain, ...] = ()
+    extraction: Literal["auto", "review"] = "review"
 
 
 class NewFact(_Input):
@@ -423,3 +427,32 @@ class Snapshot(_Record):
     events: tuple[Event, ...] = ()
     facts: tuple[Fact, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
+
+
+ProposalStatus = Literal["accepted", "conflict", "review", "rejected", "refused", "known"]
+
+
+class Proposal(_Record):
+    """A fact an extractor proposed from raw events (:mod:`lossgate.extract`), kept with its outcome.
+
+    ``status``: ``accepted`` (asserted as ``fact_id``), ``conflict`` (asserted, and it
+    opened a conflict with an active fact: never a silent supersession), ``review``
+    (waiting for a person: the predicate's policy), ``rejected`` (a person said no),
+    ``refused`` (unknown predicate or a value of the wrong type: ``reason`` says which),
+    ``known`` (an active fact already says it).
+    """
+
+    proposal_id: str
+    tenant_id: str
+    subject_id: str
+    predicate: str
+    value: Any
+    qualifiers: tuple[tuple[str, str], ...] = ()
+    source_event_ids: tuple[str, ...]
+    authority: Authority
+    modality: Modality
+    extractor: str
+    status: ProposalStatus
+    reason: str | None = None
+    fact_id: str | None = None
+    created_at: datetime

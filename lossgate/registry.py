@@ -13,7 +13,10 @@ A registry is written as TOML, one table per predicate::
     qualifiers = ["basis", "severity"]
     description = "Whether the subject may be served peanuts."
 
-``enum_values = [...]`` is required for ``type = "enum"``. The registry is
+``enum_values = [...]`` is required for ``type = "enum"``. For extraction
+(:mod:`lossgate.extract`), ``cues = ["invoice total", ...]`` names the phrases that
+introduce such a fact in text, and ``extraction = "auto"`` makes a proposal a fact at
+once (the default, ``"review"``, keeps it for a person). The registry is
 stored in the database, versioned: workers and the CLI all check facts
 against the same version. Unknown predicates are rejected, never guessed.
 """
@@ -73,8 +76,16 @@ class Registry(BaseModel):
         return value
 
     def document(self) -> dict[str, Any]:
-        """The registry as plain JSON (how the store keeps it)."""
-        return self.model_dump(mode="json")
+        """The registry as plain JSON (how the store keeps it). The extraction fields are left
+        out at their defaults, so a registry that does not use them keeps the document, and
+        the content hash, it had before they existed."""
+        doc = self.model_dump(mode="json")
+        for spec in doc["predicates"].values():
+            if not spec.get("cues"):
+                spec.pop("cues", None)
+            if spec.get("extraction") == "review":
+                spec.pop("extraction", None)
+        return doc
 
 
 def _why(exc: ValueMismatch, value: Any) -> str:

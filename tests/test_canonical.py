@@ -76,11 +76,13 @@ def test_hash_is_stable_across_processes():
     assert out.stdout.strip() == content_hash(value)
 
 
-_no_nul = st.text().filter(lambda t: "\x00" not in t)  # NUL is refused in event text (PostgreSQL cannot store it)
+# NUL and lone surrogates are refused in event text (records check it: lossgate.limits)
+_plain_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+_no_nul = st.text(_plain_chars)
 
 
 @settings(max_examples=200)
-@given(st.text(st.characters(blacklist_characters="\x00"), max_size=200), _no_nul,  # an actor is 200 at most
+@given(st.text(_plain_chars, max_size=200), _no_nul,  # an actor is 200 at most
        st.dictionaries(st.text(max_size=6), json_values, max_size=4))
 def test_event_hash_equals_the_reference_hash(actor, text, payload):
     import hashlib

@@ -254,6 +254,34 @@ def compact(ctx: typer.Context) -> None:
     out().print(line)
 
 
+def extract(
+    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    review: Annotated[bool, typer.Option("--review", help="List the proposals waiting for review instead.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
+) -> None:
+    """Propose facts from the subject's events not read before (amounts, dates, ids and counts
+    named by a predicate's registry cues): each is asserted or kept for review by its
+    predicate's policy, or refused, and recorded."""
+    from rich.table import Table
+
+    with open_memory(ctx) as memory:
+        found = memory.proposals(tenant, subject, statuses=["review"]) if review else memory.extract(tenant, subject)
+    if as_json:
+        for p in found:
+            typer.echo(p.model_dump_json())
+        return
+    table = Table(title=f"proposals of {tenant}/{subject}", title_justify="left")
+    for col in ("proposal", "status", "predicate", "value", "authority", "sources", "fact / reason"):
+        table.add_column(col, overflow="fold")
+    for p in found:
+        table.add_row(p.proposal_id, p.status, p.predicate, json.dumps(p.value, default=str), p.authority,
+                      ", ".join(p.source_event_ids), p.fact_id or p.reason or "")
+    if found:
+        out().print(table)
+    else:
+        out().print("no proposals" if review else "nothing new to propose", markup=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ledger commands to ``app``."""
     app.command()(init)
@@ -267,3 +295,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(delete_app, name="delete")
     app.command()(revoke)
     app.command()(compact)
+    app.command()(extract)

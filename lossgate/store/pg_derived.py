@@ -26,7 +26,7 @@ from lossgate.derived import (
     LineageEdge,
     RecallRecord,
 )
-from lossgate.records import ArtifactBody, Clock
+from lossgate.records import ArtifactBody, Clock, Proposal
 from lossgate.store import rows
 from lossgate.store.protocol import VectorKind
 from lossgate.store.sql_util import EMBEDDABLE
@@ -208,6 +208,25 @@ class DerivedReads(_Tx):
                         "AND model=%s", (tenant_id, subject_id, kind, model))
             return [(item, bytes(vector)) for item, vector in cur.fetchall()]
 
+    def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
+                  statuses: Sequence[str] | None = None) -> list[Proposal]:
+        self._scope(tenant_id, subject_id)
+        where, args = ["tenant_id=%s", "subject_id=%s"], [tenant_id, subject_id]
+        if ids is not None:
+            where.append("proposal_id = ANY(%s)")
+            args.append(list(ids))
+        if statuses is not None:
+            where.append("status = ANY(%s)")
+            args.append(list(statuses))
+        return [Proposal.model_validate_json(r[0]) for r in self._all(
+            f"SELECT record::text FROM proposals WHERE {' AND '.join(where)} ORDER BY created_at, proposal_id", args)]
+
+    def extracted_through(self, tenant_id: str, subject_id: str) -> int:
+        self._scope(tenant_id, subject_id)
+        row = self._c.execute("SELECT extracted_through FROM clocks WHERE tenant_id=%s AND subject_id=%s",
+                              (tenant_id, subject_id)).fetchone()
+        return row[0] if row else 0
+
     def vector_size(self, tenant_id: str, subject_id: str, model: str) -> int | None:
         self._scope(tenant_id, subject_id)
         row = self._c.execute("SELECT octet_length(vector) FROM vectors WHERE tenant_id=%s AND subject_id=%s "
@@ -293,6 +312,22 @@ class DerivedWrites(_Tx):
             self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 "
                             "WHERE tenant_id=%s AND subject_id=%s", (tenant_id, subject_id))
         return stored
+
+    def save_proposals(self, proposals: Sequence[Proposal]) -> None:
+        for tenant_id, subject_id in {(p.tenant_id, p.subject_id) for p in proposals}:
+            self._scope(tenant_id, subject_id)
+        with self._c.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO proposals (tenant_id, subject_id, proposal_id, status, created_at, record) "
+                "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (tenant_id, proposal_id) DO UPDATE SET "
+                "status=excluded.status, record=excluded.record",
+                [(p.tenant_id, p.subject_id, p.proposal_id, p.status, p.created_at, p.model_dump_json())
+                 for p in proposals])
+
+    def set_extracted_through(self, tenant_id: str, subject_id: str, seq: int) -> None:
+        self._scope(tenant_id, subject_id)
+        self._c.execute("UPDATE clocks SET extracted_through=%s WHERE tenant_id=%s AND subject_id=%s",
+                        (seq, tenant_id, subject_id))
 
     def drop_vectors(self, tenant_id: str, subject_id: str, model: str) -> int:
         self._scope(tenant_id, subject_id)

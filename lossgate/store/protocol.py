@@ -42,6 +42,7 @@ from lossgate.records import (
     FactStatus,
     LedgerEntry,
     NewEvent,
+    Proposal,
     Trust,
 )
 
@@ -184,6 +185,13 @@ class ReadTx(Protocol):
         ``(item_id, float32 bytes)``. Only valid events and active facts have vectors: the
         schema deletes them with the item's content or validity."""
 
+    def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
+                  statuses: Sequence[str] | None = None) -> list[Proposal]:
+        """The subject's extraction proposals, oldest first (only ``ids`` / ``statuses`` if given)."""
+
+    def extracted_through(self, tenant_id: str, subject_id: str) -> int:
+        """The seq up to which the subject's events have been read by the extractor."""
+
     def vector_size(self, tenant_id: str, subject_id: str, model: str) -> int | None:
         """The byte length of the subject's stored vectors of ``model`` (all have one), or
         ``None`` when it has none."""
@@ -274,6 +282,12 @@ class WriteTx(ReadTx, Protocol):
         """Store ``(kind, item_id, float32 bytes)`` vectors of ``model``. An item that is no
         longer a valid event or an active fact (deleted while it was being embedded) gets no
         vector; one that has a vector already keeps it. Returns how many were stored."""
+
+    def save_proposals(self, proposals: Sequence[Proposal]) -> None:
+        """Insert proposals, or replace stored ones with the same id (their outcome changed)."""
+
+    def set_extracted_through(self, tenant_id: str, subject_id: str, seq: int) -> None:
+        """Record that the subject's events up to ``seq`` have been read by the extractor."""
 
     def drop_vectors(self, tenant_id: str, subject_id: str, model: str) -> int:
         """Delete the subject's vectors of ``model`` (to embed it again with another model

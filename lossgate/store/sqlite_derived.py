@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import orjson
 
 from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
-from lossgate.records import ArtifactBody, Clock
+from lossgate.records import ArtifactBody, Clock, Proposal
 from lossgate.store import rows
 from lossgate.store.protocol import VectorKind
 from lossgate.store.sql_util import EMBEDDABLE, chunks as _chunks, marks as _marks
@@ -152,6 +152,23 @@ class SQLiteDerivedReads:
         return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "
                          "AND model=?", (tenant_id, subject_id, kind, model))
 
+    def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
+                  statuses: Sequence[str] | None = None) -> list[Proposal]:
+        where, args = ["tenant_id=?", "subject_id=?"], [tenant_id, subject_id]
+        if ids is not None:
+            where.append(f"proposal_id IN ({_marks(len(ids))})")
+            args += list(ids)
+        if statuses is not None:
+            where.append(f"status IN ({_marks(len(statuses))})")
+            args += list(statuses)
+        return [Proposal.model_validate_json(r[0]) for r in self._all(
+            f"SELECT record FROM proposals WHERE {' AND '.join(where)} ORDER BY created_at, proposal_id", args)]
+
+    def extracted_through(self, tenant_id: str, subject_id: str) -> int:
+        row = self._c.execute("SELECT extracted_through FROM clocks WHERE tenant_id=? AND subject_id=?",
+                              (tenant_id, subject_id)).fetchone()
+        return row[0] if row else 0
+
     def vector_size(self, tenant_id: str, subject_id: str, model: str) -> int | None:
         row = self._c.execute("SELECT length(vector) FROM vectors WHERE tenant_id=? AND subject_id=? AND model=? "
                               "LIMIT 1", (tenant_id, subject_id, model)).fetchone()
@@ -216,6 +233,18 @@ class SQLiteDerivedWrites:
             self._c.execute("UPDATE clocks SET vectors_version = vectors_version + 1 WHERE tenant_id=? AND subject_id=?",
                             (tenant_id, subject_id))
         return stored
+
+    def save_proposals(self, proposals: Sequence[Proposal]) -> None:
+        self._c.executemany(
+            "INSERT INTO proposals (tenant_id, subject_id, proposal_id, status, created_at, record) "
+            "VALUES (?,?,?,?,?,?) ON CONFLICT (tenant_id, proposal_id) DO UPDATE SET status=excluded.status, "
+            "record=excluded.record",
+            [(p.tenant_id, p.subject_id, p.proposal_id, p.status, p.created_at.isoformat(), p.model_dump_json())
+             for p in proposals])
+
+    def set_extracted_through(self, tenant_id: str, subject_id: str, seq: int) -> None:
+        self._c.execute("UPDATE clocks SET extracted_through=? WHERE tenant_id=? AND subject_id=?",
+                        (seq, tenant_id, subject_id))
 
     def drop_vectors(self, tenant_id: str, subject_id: str, model: str) -> int:
         dropped = self._c.execute("DELETE FROM vectors WHERE tenant_id=? AND subject_id=? AND model=?",

@@ -1,0 +1,116 @@
+"""From candidates to proposals and facts (see :mod:`lossgate.extract`)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from lossgate.gate.typed import dump_json
+from lossgate.errors import InvalidInput, LifecycleError, NotFound
+from lossgate.extract.atoms import AtomExtractor, Candidate, Extractor
+from lossgate.ledger import Ledger
+from lossgate.records import AUTHORITY_FOR_TRUST, TRUST_RANK, NewFact, Proposal, utcnow
+from lossgate.registry import Registry
+from lossgate.store import Store
+from lossgate.values import ValueMismatch, canonical_value, coerce_value
+
+__all__ = ["extract", "accept_proposal", "reject_proposal"]
+
+
+def _id(tenant_id: str, subject_id: str, c: Candidate) -> str:
+    key = dump_json([tenant_id, subject_id, c.predicate, c.value, list(c.qualifiers), sorted(c.source_event_ids)])
+    return "p-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *,
+            extractor: Extractor | None = None) -> list[Proposal]:
+    """Read the subject's valid events not read before, and record what the extractor proposes.
+    Returns the new proposals (a candidate proposed before is not proposed again)."""
+    extractor = extractor or AtomExtractor()
+    with store.read() as tx:
+        since = tx.extracted_through(tenant_id, subject_id)
+        events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=since)
+    if not events:
+        return []
+    candidates = extractor.propose(events, registry)  # outside any transaction: a model may take seconds
+    now = utcnow()
+    with store.write() as tx:
+        led = Ledger(tx, registry)
+        tx.lock_clock(tenant_id, subject_id)
+        ids = [_id(tenant_id, subject_id, c) for c in candidates]
+        seen = {p.proposal_id for p in tx.proposals(tenant_id, subject_id, ids=ids)} if ids else set()
+        out: list[Proposal] = []
+        for pid, c in zip(ids, candidates):
+            if pid in seen:
+                continue
+            seen.add(pid)
+            sources = tx.events(tenant_id, subject_id, ids=list(c.source_event_ids), states=["valid"])
+            if not c.source_event_ids or len(sources) != len(set(c.source_event_ids)):
+                continue  # a source left the view while the extractor read it: its text is not ours to keep
+            weakest = min((e.trust for e in sources), key=lambda t: TRUST_RANK[t])
+            authority = AUTHORITY_FOR_TRUST[weakest]
+            proposal = Proposal(
+                proposal_id=pid, tenant_id=tenant_id, subject_id=subject_id, predicate=c.predicate, value=c.value,
+                qualifiers=c.qualifiers, source_event_ids=c.source_event_ids, authority=authority,  # type: ignore[arg-type]
+                modality="quoted" if authority == "untrusted" else "asserted", extractor=extractor.name,
+                status="review", created_at=now)
+            out.append(_decide(led, registry, proposal))
+        if out:
+            tx.save_proposals(out)
+        tx.set_extracted_through(tenant_id, subject_id, max(e.seq for e in events))
+    return out
+
+
+def _decide(led: Ledger, registry: Registry, p: Proposal) -> Proposal:
+    pred = registry.predicates.get(p.predicate)
+    if pred is None:
+        return p.model_copy(update={"status": "refused", "reason": f"unknown predicate {p.predicate!r}"})
+    try:
+        canon = canonical_value(pred.value_type, coerce_value(pred.value_type, p.value, enum_values=pred.enum_values))
+    except (ValueMismatch, ValueError, TypeError, ArithmeticError) as exc:
+        return p.model_copy(update={"status": "refused", "reason": f"{pred.value_type} value refused: {exc}"})
+    for f in led.tx.facts(p.tenant_id, p.subject_id, statuses=["active"], predicate=p.predicate):
+        if f.value is not None and canonical_value(pred.value_type, f.value) == canon:
+            return p.model_copy(update={"status": "known", "fact_id": f.fact_id})
+    if pred.extraction != "auto":
+        return p
+    return _assert(led, p)
+
+
+def _assert(led: Ledger, p: Proposal) -> Proposal:
+    """Make the proposal a fact; a disagreement with an active fact opens a conflict."""
+    try:
+        fact = led.assert_fact(NewFact(
+            tenant_id=p.tenant_id, subject_id=p.subject_id, fact_id="x" + p.proposal_id[1:], predicate=p.predicate,
+            value=p.value, qualifiers=p.qualifiers, authority=p.authority, modality=p.modality,
+            source_event_ids=p.source_event_ids))
+    except InvalidInput as exc:  # checked before anything is written
+        return p.model_copy(update={"status": "refused", "reason": str(exc)[:500]})
+    open_ = led.tx.conflicts(p.tenant_id, p.subject_id, unresolved_only=True, fact_id=fact.fact_id)
+    return p.model_copy(update={"status": "conflict" if open_ else "accepted", "fact_id": fact.fact_id,
+                                "reason": f"conflicts with {open_[0].conflict_id}" if open_ else None})
+
+
+def _pending(led: Ledger, tenant_id: str, subject_id: str, proposal_id: str) -> Proposal:
+    found = led.tx.proposals(tenant_id, subject_id, ids=[proposal_id])
+    if not found:
+        raise NotFound(f"proposal {proposal_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+    if found[0].status != "review":
+        raise LifecycleError(f"proposal {proposal_id} is {found[0].status}, not waiting for review")
+    return found[0]
+
+
+def accept_proposal(led: Ledger, tenant_id: str, subject_id: str, proposal_id: str) -> Proposal:
+    """A person accepts a proposal in review: it becomes a fact (or a conflict)."""
+    p = _pending(led, tenant_id, subject_id, proposal_id)
+    decided = _assert(led, p)
+    led.tx.save_proposals([decided])
+    return decided
+
+
+def reject_proposal(led: Ledger, tenant_id: str, subject_id: str, proposal_id: str, *, reason: str = "") -> Proposal:
+    """A person rejects a proposal in review; it is kept, with the reason."""
+    p = _pending(led, tenant_id, subject_id, proposal_id)
+    decided = p.model_copy(update={"status": "rejected", "reason": reason or "rejected in review"})
+    led.tx.save_proposals([decided])
+    return decided

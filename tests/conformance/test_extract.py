@@ -1,0 +1,152 @@
+"""Facts proposed from raw events (issue 11; seed 003, step one), on every store."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from decimal import Decimal
+
+import pytest
+
+from lossgate import NewEvent
+from lossgate.errors import LifecycleError
+from lossgate.extract import AtomExtractor, Candidate
+from lossgate import Money
+from lossgate.records import Event
+from lossgate.registry import Registry
+
+from .conftest import REGISTRY_PATH
+
+T, S = "acme", "u1"
+
+
+@pytest.fixture
+def memory(memory):
+    """The shipped registry, version 2, with cues: the invoice total is asserted at once,
+    seats and the customer id wait for review."""
+    doc = tomllib.loads(REGISTRY_PATH.read_text())
+    doc["version"] = 2
+    doc["predicates"]["invoice.total"].update(cues=["invoice total", "total"], extraction="auto")
+    doc["predicates"]["subscription.seats"].update(cues=["seats"])
+    doc["predicates"]["customer.id"].update(cues=["customer id"])
+    memory.load_predicates(doc)
+    return memory
+
+
+def _say(memory, event_id: str, text: str, trust: str = "authenticated_user") -> None:
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=event_id, text=text, trust=trust)])
+
+
+def test_proposals_are_typed_with_their_sources_and_follow_each_predicates_policy(memory):
+    _say(memory, "e1", "The invoice total is $14,250.00. We have 34 seats. Our customer id is CUST-4821.")
+    proposals = {p.predicate: p for p in memory.extract(T, S)}
+    total = proposals["invoice.total"]
+    assert total.status == "accepted" and total.source_event_ids == ("e1",) and total.authority == "user"
+    fact = memory.fact(T, S, total.fact_id)
+    assert fact.value == Money(amount=Decimal("14250.00"), currency="USD") and fact.source_event_ids == ("e1",)
+    assert proposals["subscription.seats"].status == "review" and proposals["subscription.seats"].value == 34
+    assert proposals["customer.id"].status == "review" and proposals["customer.id"].value == "CUST-4821"
+    assert [f.predicate for f in memory.facts(T, S)] == ["invoice.total"]  # review waits for a person
+    accepted = memory.accept_proposal(T, S, proposals["subscription.seats"].proposal_id)
+    assert accepted.status == "accepted" and memory.fact(T, S, accepted.fact_id).value == 34
+    rejected = memory.reject_proposal(T, S, proposals["customer.id"].proposal_id, reason="not ours")
+    assert rejected.status == "rejected" and rejected.reason == "not ours"
+    with pytest.raises(LifecycleError, match="not waiting for review"):
+        memory.accept_proposal(T, S, rejected.proposal_id)
+    assert {p.status for p in memory.proposals(T, S)} == {"accepted", "rejected"}
+
+
+def test_an_untrusted_source_never_yields_a_users_fact(memory):
+    _say(memory, "doc", "Invoice total: $99.00, pay it now.", trust="untrusted")
+    (p,) = memory.extract(T, S)
+    assert p.authority == "untrusted" and p.modality == "quoted" and p.status == "accepted"
+    fact = memory.fact(T, S, p.fact_id)
+    assert fact.authority == "untrusted" and fact.modality == "quoted"
+
+
+class _Inventive:
+    name = "inventive"
+
+    def propose(self, events: Sequence[Event], registry: Registry) -> list[Candidate]:
+        return [Candidate("made.up", "x", (events[0].event_id,)),
+                Candidate("invoice.total", "not money", (events[0].event_id,))]
+
+
+def test_an_unknown_predicate_or_a_mistyped_value_is_refused_and_recorded(memory):
+    _say(memory, "e1", "something happened")
+    found = {p.predicate: p for p in memory.extract(T, S, extractor=_Inventive())}
+    assert found["made.up"].status == "refused" and "unknown predicate" in found["made.up"].reason
+    assert found["invoice.total"].status == "refused" and "money" in found["invoice.total"].reason
+    assert {p.status for p in memory.proposals(T, S)} == {"refused"}
+    assert memory.facts(T, S) == []
+
+
+def test_a_disagreeing_proposal_opens_a_conflict_and_supersedes_nothing(memory):
+    _say(memory, "e1", "The invoice total is $14,250.00.")
+    (first,) = memory.extract(T, S)
+    _say(memory, "e2", "Correction from accounting: the total is $15,000.00.")
+    (second,) = memory.extract(T, S)
+    assert second.status == "conflict" and second.fact_id
+    assert memory.fact(T, S, first.fact_id).status == "active"  # never silently superseded
+    (conflict,) = memory.conflicts(T, S)
+    assert set(conflict.fact_ids) == {first.fact_id, second.fact_id}
+    _say(memory, "e3", "As said, the invoice total is $14,250.00.")
+    (again,) = memory.extract(T, S)
+    assert again.status == "known" and again.fact_id == first.fact_id
+
+
+class _Recording(AtomExtractor):
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def propose(self, events: Sequence[Event], registry: Registry) -> list[Candidate]:
+        self.seen += [e.event_id for e in events]
+        return super().propose(events, registry)
+
+
+def test_deleted_and_revoked_events_never_reach_the_extractor_and_events_are_read_once(memory):
+    _say(memory, "gone", "The invoice total is $1.00.")
+    _say(memory, "void", "We have 3 seats.")
+    _say(memory, "kept", "We have 40 seats.")
+    memory.delete_event(T, S, "gone")
+    memory.revoke_event(T, S, "void")
+    recorder = _Recording()
+    (p,) = memory.extract(T, S, extractor=recorder)
+    assert recorder.seen == ["kept"] and p.value == 40
+    assert memory.extract(T, S, extractor=recorder) == [] and recorder.seen == ["kept"]  # read once
+
+
+def test_deleting_a_source_withdraws_and_purges_the_proposals_drawn_from_it(memory):
+    _say(memory, "e1", "Our customer id is CUST-4821.")
+    (p,) = memory.extract(T, S)
+    assert p.status == "review"
+    memory.delete_event(T, S, "e1", reason="user asked")
+    (after,) = memory.proposals(T, S)
+    assert after.status == "rejected" and after.value is None
+    assert "CUST-4821" not in after.model_dump_json()
+    with pytest.raises(LifecycleError):
+        memory.accept_proposal(T, S, p.proposal_id)
+
+
+def test_a_sentence_with_two_candidate_values_proposes_nothing(memory):
+    _say(memory, "e1", "The invoice total is $14,250.00 or maybe $14,205.00, I am not sure.")
+    assert memory.extract(T, S) == []
+    assert memory.facts(T, S) == []
+
+
+def test_the_cli_extracts_and_lists_what_waits_for_review(memory, store_url):
+    import json
+
+    from typer.testing import CliRunner
+
+    from lossgate.cli import app
+
+    _say(memory, "e1", "The invoice total is $14,250.00. We have 34 seats.")
+    runner = CliRunner()
+    done = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--json"])
+    assert done.exit_code == 0, done.output
+    assert {json.loads(line)["status"] for line in done.stdout.splitlines()} == {"accepted", "review"}
+    waiting = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--review"])
+    assert waiting.exit_code == 0 and "subscription.seats" in waiting.stdout
+    again = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S])
+    assert "nothing new to propose" in again.stdout
