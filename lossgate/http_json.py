@@ -63,7 +63,7 @@ def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, polic
         if response is not None and response.status_code < 300:
             try:
                 data = response.json()
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested past any sense
                 raise error(f"invalid response: not JSON (HTTP {response.status_code})") from exc
             if not isinstance(data, dict):
                 raise error("invalid response: the body is not a JSON object")

@@ -154,3 +154,34 @@ def test_no_narrative_means_no_judge_call(seed_000):
         attempt = seed_000.consolidate(T, S, judge=ModelJudge(JudgeConfig(base_url=reader.url, model="r")),
                                        config=ConsolidationConfig(budget_tokens=90))
     assert attempt.status == "published" and reader.requests == []
+
+
+@pytest.mark.parametrize("said, ok", [
+    ({"value": "150.00 USD", "conditions": ["after supervisor review"]}, False),   # not a substring match
+    ({"value": "1,050.00 USD", "conditions": ["after supervisor review"]}, False),
+    ({"value": "5", "conditions": ["after supervisor review"]}, False),
+    ({"value": "$50", "conditions": ["up to", "after a supervisor review"]}, True),  # its own words
+    ({"value": "fifty dollars, 50.00 USD", "conditions": ["after supervisor review"]}, True),
+])
+def test_the_judge_compares_amounts_as_numbers_and_limits_by_their_words(contested, said, ok):
+    attempt, _ = run(contested, "The cap is as agreed.", [statements({"fact_id": "f-refund", **said})])
+    assert (attempt.status == "published") is ok, attempt.violations
+
+
+def test_a_judge_answer_nested_past_reason_is_a_failed_attempt_and_escalation_goes_on(contested):
+    deep = "[" * 100_000 + "]" * 100_000
+    attempt, _ = run(contested, "The user is allergic to peanuts, not merely avoiding them.", completion(deep),
+                     max_retries=0)
+    assert attempt.status == "error" and attempt.error.startswith("JudgeError")
+    assert contested.attempts(T, S)[-1].status == "error"  # recorded, so the next attempt escalates
+
+
+def test_a_judge_that_trickles_its_answer_is_stopped_at_its_deadline(contested):
+    import time
+
+    script = Reply(delay_s=2.0, body=statements().body)
+    t0 = time.perf_counter()
+    attempt, _ = run(contested, "The user is allergic to peanuts, not merely avoiding them.", script,
+                     timeout_s=0.5, max_retries=0)
+    assert attempt.status == "error" and "timeout" in attempt.error
+    assert time.perf_counter() - t0 < 5

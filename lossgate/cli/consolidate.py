@@ -53,11 +53,14 @@ def consolidate(
         "--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
     as_json: AsJson = False,
 ) -> None:
-    """Build, gate and publish a summary of one subject. Exit 1 if nothing was published."""
+    """Build, gate and publish a summary of one subject. Exit 1 if nothing was published.
+    With LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL set, a model judge also reads the narrative."""
+    from lossgate.judge import ModelJudge
+
     config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct)
     chosen = _load_compressor(compressor) if compressor else None
     with open_memory(ctx) as memory:
-        attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen)
+        attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env())
     if as_json:
         typer.echo(attempt.model_dump_json())
     else:

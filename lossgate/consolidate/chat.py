@@ -250,6 +250,8 @@ class ChatCompressor:
             answer = json.loads(content)
         except json.JSONDecodeError as exc:
             raise CompressionError(f"invalid output: the answer is not JSON ({exc.msg})") from exc
+        except RecursionError as exc:
+            raise CompressionError("invalid output: the answer nests deeper than a narrative") from exc
         narrative = answer.get("narrative") if isinstance(answer, dict) else None
         if not isinstance(narrative, str):
             raise CompressionError("invalid output: missing field narrative")

@@ -106,8 +106,10 @@ class Consolidator:
         self.hooks = hooks or Hooks()
         self.judge = judge
         self._schema: int | None = None
-        model = getattr(getattr(self.compressor, "config", None), "model", None)
-        if judge is not None and model == judge.config.model:
+        writer = getattr(self.compressor, "config", None)
+        models = {getattr(writer, "model", None), getattr(writer, "fallback_model", None)} - {None}
+        if judge is not None and judge.config.model in models:
+            model = judge.config.model
             log.warning("the judge runs the compressor's own model (%s): their mistakes will agree; "
                         "configure another model for LOSSGATE_JUDGE_MODEL", model)
 
@@ -166,15 +168,17 @@ class Consolidator:
         t2 = time.perf_counter()
         result = gate.check(sel.snapshot, body, registry)
         timings["gate_s"] = time.perf_counter() - t2
+        judged = False
         if self.judge is not None and result.passed:
             t3 = time.perf_counter()
             try:
-                result = self._judged(sel, body, registry, result)
-            except JudgeError as exc:  # an unjudged narrative is never published
+                judged, result = self._judged(sel, body, registry, result)
+            except Exception as exc:  # noqa: BLE001 - a judge is foreign code: an unjudged narrative is never published
                 timings["judge_s"] = time.perf_counter() - t3
-                return self._finish_error(attempt, sel, raw_text, f"JudgeError: {exc}", timings)
+                why = str(exc) if isinstance(exc, JudgeError) else f"{type(exc).__name__}: {exc}"
+                return self._finish_error(attempt, sel, raw_text, f"JudgeError: {why}"[:2000], timings)
             timings["judge_s"] = time.perf_counter() - t3
-        artifact = self._artifact(attempt, sel, body, result, registry, timings)
+        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged)
         passed = result.passed
         attempt = attempt.model_copy(update={
             "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
@@ -216,20 +220,31 @@ class Consolidator:
 
     # -- steps -----------------------------------------------------------------------
     def _judged(self, sel: Selection, body: ArtifactBody, registry: Registry,
-                result: gate.GateResult) -> gate.GateResult:
-        """The gate's result with the model judge's findings on the narrative added."""
-        assert self.judge is not None
+                result: gate.GateResult) -> tuple[bool, gate.GateResult]:
+        """Whether the model judge read a narrative, and the gate's result with its findings.
+        The judge's whole exchange runs under its ``timeout_s`` (a server that trickles its
+        answer a byte at a time would otherwise pass every per-read timeout)."""
+        judge = self.judge
+        assert judge is not None
         narrative = "\n".join(raw for raw, _ in narrative_sentences(sel.snapshot, body))
         if not narrative:
-            return result
+            return False, result
         facts = [{"fact_id": f.fact_id, "predicate": f.predicate, "value": f.value, "polarity": f.polarity,
                   "modality": f.modality, "authority": f.authority, "qualifiers": dict(f.qualifiers)}
                  for f in sel.snapshot.facts if f.status == "active"]
-        found = judge_violations(self.judge.statements(sel.snapshot.subject_id, facts, narrative), sel.snapshot)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lossgate-judge")
+        future = pool.submit(judge.statements, sel.snapshot.subject_id, facts, narrative)
+        try:
+            statements = future.result(timeout=judge.config.timeout_s)
+        except FutureTimeout:
+            raise JudgeError(f"timeout: the judge did not answer within {judge.config.timeout_s:g}s") from None
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        found = judge_violations(statements, sel.snapshot)
         if not found:
-            return result
+            return True, result
         must = build_must_preserve(sel.snapshot, registry)
-        return make_result([*result.violations, *result.losses, *found], must)
+        return True, make_result([*result.violations, *result.losses, *found], must)
 
     def _compressor_label(self) -> str:
         c = self.compressor
@@ -305,7 +320,7 @@ class Consolidator:
         return attempt
 
     def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
-                  registry: Registry, timings: dict[str, float]) -> Artifact:
+                  registry: Registry, timings: dict[str, float], *, judged: bool = False) -> Artifact:
         artifact_id = f"art-{attempt.subject_id}-{sel.snapshot.clock.high_water:06d}-{uuid.uuid4().hex[:8]}"
         manifest = Manifest(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
@@ -313,7 +328,7 @@ class Consolidator:
             input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected, inputs=sel.inputs,
             input_root=sel.input_root, path=sel.path, selector_version=SELECTOR_VERSION,
             prompt_version=getattr(self.compressor, "prompt_version_used", self.compressor.prompt_version)
-            + (f"+{self.judge.name}/{self.judge.prompt_version}" if self.judge else ""),
+            + (f"+{self.judge.name}/{self.judge.prompt_version}" if judged and self.judge else ""),
             compressor=self.compressor.name,
             compressor_version=self.compressor.version, extractor_version=EXTRACTOR_VERSION,
             schema_version=self._schema_version(), registry_version=registry.version,

@@ -146,7 +146,8 @@ def restate_sources(case: GateCase) -> Iterator[Variant]:
     """The narrative restates what was said about a critical fact, as a model would: each
     source sentence reported ("According to the supervisor: ..."), or turned from the
     first person to the third ("I am allergic" -> "The user is allergic"). Untrusted and
-    tool text is only ever reported, never restated as fact."""
+    tool text is only ever reported, never restated as fact; a side of an open conflict is
+    not restated at all (alone, it reads as the conflict's answer)."""
     events = {e.event_id: e for e in case.snapshot.events if e.state == "valid"}
     art = case.artifact
     must = build_must_preserve(case.snapshot, case.registry)
@@ -156,14 +157,14 @@ def restate_sources(case: GateCase) -> Iterator[Variant]:
     contested = {e for c in case.snapshot.conflicts if c.status == "unresolved" for i in c.fact_ids
                  if i in facts for e in facts[i].source_event_ids}
     for event_id in cited:
+        if event_id in contested:
+            continue  # one side of an open conflict, reported alone, reads as its answer
         e = events[event_id]
         for sentence in T.sentences(e.text or ""):
             reported = f"According to the {e.actor}: {sentence}"
             yield Variant("restate_sources", case.case_id, f"{event_id}: reported",
                           _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{reported}"})))
-            # a side of an open conflict may only be reported: stated plainly, it answers the conflict
-            if e.trust not in ("untrusted", "tool") and event_id not in contested \
-                    and re.search(r"\b(?:I|I'm|my|me|My)\b", sentence):
+            if e.trust not in ("untrusted", "tool") and re.search(r"\b(?:I|I'm|my|me|My)\b", sentence):
                 plain = _third_person(sentence)
                 yield Variant("restate_sources", case.case_id, f"{event_id}: third person",
                               _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{plain}"})))

@@ -74,10 +74,10 @@ _CONDITIONS = {
 # A condition clause: from its marker to the next punctuation (what a narrative may drop).
 _CLAUSE = re.compile(r"\b(?:only|after|before|unless|until|till|if|except|excluding|up to|at most|at least|"
                      r"no more than|within|provided)\b[^,;.!?]*")
-_HEDGES = re.compile(r"\b(?:might|maybe|perhaps|possibly|probably|likely|unsure|uncertain)\b")
+_HEDGES = re.compile(r"\b(?:might|could|maybe|perhaps|possibly|probably|likely|unsure|uncertain)\b")
 _NEGATION_CUE = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot)\b|n[’']t\b")
 _ATTRIBUTION = content_stems(
-    "user users customer customers client clients agent assistant member requester subject person account "
+    "user users customer customers client clients agent assistant member requester subject person "
     "said says say saying told tell tells asked asks ask mentioned mentions mention wrote writes write "
     "stated states state according quoted quotes quote claimed claims claim reported reports report "
     "forwarded forwards noted notes replied replies explained explains gave give gives two both "
@@ -87,12 +87,19 @@ _ATTRIBUTION = content_stems(
 _REPORTING = content_stems("said says say saying told tells wrote writes stated states according quoted quotes "
                            "claimed claims reported reports forwarded forwards mentioned mentions asked asks ask")
 _USER_WORDS = content_stems("user users customer customers client clients")
-# How a summary names the state of memory itself; never a claim about the subject.
-_META = content_stems("open pending outstanding disputed dispute disputes conflict conflicting conflicts unresolved "
-                      "undecided unclear quote quoted untrusted source sources either retrieved "
-                      # what a source is: a summary names it when it reports untrusted text
-                      "support ticket tickets email emails mail mails page pages document documents message "
-                      "messages web website tool tools file attachment chat")
+# How a summary names an open question: allowed only about an open conflict or an open
+# item (elsewhere "the peanut allergy is disputed" would invent a doubt).
+_OPEN = content_stems("open pending outstanding disputed dispute disputes conflict conflicting conflicts unresolved "
+                      "undecided unclear either")
+# How a summary names where text came from, when it reports untrusted or tool text.
+_META = content_stems("quote quoted untrusted source sources retrieved support ticket tickets email emails mail "
+                      "mails page pages document documents message messages web website tool tools file "
+                      "attachment chat")
+# Words that order two values in time: naming both sides of a conflict this way settles it.
+_ORDERING = re.compile(r"\b(?:before|after|earlier|later|now|previously|formerly|changed|no longer|used to|"
+                       r"instead|replaced|superseded|current|currently|latest|newer|older)\b")
+# Nouns a summary names the subject by, besides "the user": free to use, still topic words.
+_SUBJECT_NOUNS = content_stems("account team company organisation organization household family")
 _LOW_TRUST = frozenset({"untrusted", "tool"})
 _WORDY = frozenset({"negation", "party"})  # atom kinds that are words, kept in a sentence
 
@@ -108,7 +115,9 @@ class Topic:
     events: tuple[str, ...]  # the event ids it was drawn from
     sides: tuple[frozenset[str], ...] = ()  # an open conflict: each side's value, as stems and numbers
     quoted: bool = False  # quoted, untrusted or tool text: its own words are not the memory's
+    open: bool = False  # an open conflict, or an obligation not yet met: "pending", "disputed" fit it
     value: frozenset[str] = frozenset()  # a fact's value, as the words and numbers that state it
+    negated: frozenset[str] = frozenset()  # a negative fact: its predicate's last word ("allowed"), never said bare
 
 
 @dataclass(frozen=True)
@@ -146,14 +155,19 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
         if must.loss_severity(f.fact_id) == "critical" or quoted:
             what = f"{'quoted text' if quoted else 'critical fact'} {f.predicate}"
             ids = sources_of(f)
-            out.append(Topic(f.fact_id, what, key_of(f), context_of(ids), ids, quoted=quoted, value=_value_words(f)))
+            negative = f.polarity == "negative" or (f.value_type == "bool" and f.value is False)
+            spec = registry.predicates.get(f.predicate)
+            obligation = spec is not None and spec.category == "obligation"
+            last = f.predicate.replace(".", "_").split("_")[-1]
+            out.append(Topic(f.fact_id, what, key_of(f), context_of(ids), ids, quoted=quoted, value=_value_words(f),
+                             negated=content_stems(last) if negative else frozenset(), open=obligation))
     for c in snapshot.conflicts:
         sides = [active[i] for i in c.fact_ids if i in active]
         if c.status == "unresolved" and len(sides) == 2:
             ids = sources_of(*sides)
             values = tuple(_value_words(f) for f in sides)
             out.append(Topic(c.conflict_id, f"open conflict on {sides[0].predicate}", key_of(*sides) - values[0]
-                             - values[1] | (values[0] & values[1]), context_of(ids), ids, values))
+                             - values[1] | (values[0] & values[1]), context_of(ids), ids, values, open=True))
     return out
 
 
@@ -216,7 +230,9 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
     near = [e for e, srcs in sources.items() if any(len(src.stems & stems) >= 2 for src in srcs)]
     ids = tuple(dict.fromkeys(ids + tuple(near)))
     said = [src for e in ids for src in sources.get(e, ())]
-    pool = frozenset().union(*(src.stems for src in said), *(t.key for t in touched)) | _ATTRIBUTION | _META
+    opened = any(t.open for t in touched)
+    pool = (frozenset().union(*(src.stems for src in said), *(t.key for t in touched)) | _ATTRIBUTION | _META
+            | _SUBJECT_NOUNS | (_OPEN if opened else frozenset()))
     actors = frozenset().union(*(content_stems(f"{events[e].actor} {events[e].kind}") for e in ids))
     roots = {_root(w) for w in pool | actors}
     new = {w for w in stems - pool - actors if len(w) > 1 and _root(w) not in roots}
@@ -228,6 +244,9 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
     if any(n.split("|")[1] not in heads for n in negated):
         return "a negation no source states"
     cue = bool(_NEGATION_CUE.search(low))
+    for t in touched:
+        if t.negated and t.negated & stems and not cue:
+            return f"the fact is negative, the sentence states it without a negation ({t.what})"
     for src in said:
         for n in src.negations:
             words = set(n.split("|")[1:])
@@ -240,8 +259,10 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
     # (its words outside the condition clauses): most of it, and best of all the sources.
     # Only a sentence that states a touched fact's value restates the fact ("may refund up to
     # $50"); one that mentions its topic ("they asked about a refund") sets no condition aside.
+    # A sentence restates a fact when it states its value, or when it is no report of what
+    # was said ("they asked about a refund" mentions a topic, sets no condition aside).
     stated = content_stems(raw) | _numbers(raw)
-    states_value = any(t.value and t.value <= stated for t in touched)
+    states_value = any(t.value and t.value <= stated for t in touched) or not stems & _REPORTING
     best = max((len(src.core & stems) for src in said), default=0)
     for src in (src for src in said if states_value and src.conditions and best
                 and len(src.core & stems) == best and 2 * best >= len(src.core)):
@@ -258,17 +279,19 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
     trusted |= frozenset().union(*(t.key for t in touched if not t.quoted))
     quoting = {w for w in stems - _ATTRIBUTION - _META if _root(w) not in {_root(x) for x in trusted}}
     if quoting or (own and all(e.trust in _LOW_TRUST for e in own)):
-        low = [events[e] for e in ids if events[e].trust in _LOW_TRUST]
-        low_actors = frozenset().union(*(content_stems(f"{e.actor} {e.kind}") for e in low))
-        if low and not (stems & _REPORTING or stems & low_actors):
+        untrusted = [events[e] for e in ids if events[e].trust in _LOW_TRUST]
+        low_actors = frozenset().union(*(content_stems(f"{e.actor} {e.kind}") for e in untrusted))
+        if untrusted and not (stems & _REPORTING or stems & low_actors):
             return "untrusted text stated as fact"
-        if low and stems & _USER_WORDS and not low_actors & _USER_WORDS:
+        if untrusted and stems & _USER_WORDS and not low_actors & _USER_WORDS:
             return "untrusted text put in the user's mouth"
     for t in touched:
-        if t.sides and not stems & (_META | _REPORTING):  # "the user said X" reports, it does not answer
-            named = [bool(side and side <= content_stems(raw) | _numbers(raw)) for side in t.sides]
-            if sum(named) == 1:
+        if t.sides:
+            named = sum(bool(side and side <= content_stems(raw) | _numbers(raw)) for side in t.sides)
+            if named == 1 and not stems & _OPEN:
                 return "an open conflict settled: one side stated as the answer"
+            if named == 2 and _ORDERING.search(low) and not stems & _OPEN:
+                return "an open conflict settled: its two sides put in order"
     return None
 
 

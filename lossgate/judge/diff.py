@@ -5,10 +5,12 @@ has) fails the artifact when it:
 
 * states the fact with the other polarity (``polarity_flipped``): a ``False`` value or a
   negative fact is negative;
-* states another value (``value_changed``), compared as lower-cased text after
-  whitespace and a currency symbol are set aside, against every way the value renders;
-* drops a qualifier value the fact carries, such as a condition or a scope
-  (``qualifiers_changed``), when it states the value;
+* states another value (``value_changed``): for an amount or a count, the same number
+  and no other; else the value's text within what was said (lower-cased, whitespace and
+  currency symbols aside);
+* drops a limit the fact carries (a ``condition``, ``environment``, ``scope`` or
+  ``channel`` qualifier) from what it says (``qualifiers_changed``): the limit's content
+  words must be among the statement's conditions or value;
 * changes how sure it is (``modality_changed``): asserted made speculative, or the other way;
 * puts quoted, untrusted or tool text in the user's mouth, or states it as fact
   (``untrusted_elevated``);
@@ -23,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Violation
 from lossgate.gate.sources import render_value
 from lossgate.judge.model import Statement
@@ -30,6 +33,7 @@ from lossgate.records import Fact, Snapshot
 
 __all__ = ["judge_violations"]
 
+_LIMITS = frozenset({"condition", "environment", "scope", "channel"})  # qualifiers that restrict a fact
 _USER = frozenset({"user", "the user", "customer", "the customer", "client", "the client", "me", "i"})
 
 
@@ -44,6 +48,25 @@ def _values(f: Fact) -> set[str]:
     if f.value_type == "money":
         out |= {_norm(str(f.value.get("amount") if isinstance(f.value, dict) else getattr(f.value, "amount", "")))}
     return {v for v in out if v}
+
+
+def _numbers(text: str) -> set[str]:
+    """Numbers written one way: "1,050.00" is "1050", "50.00" is "50"."""
+    out = set()
+    for n in re.findall(r"[0-9][0-9,]*(?:\.[0-9]+)?", text):
+        n = n.replace(",", "")
+        out.add(n.rstrip("0").rstrip(".") if "." in n else n)
+    return out
+
+
+def _same_value(f: Fact, said: str) -> bool:
+    """Whether ``said`` states the fact's value: the same number and no other for an amount
+    or a count, else the value's text within what was said."""
+    if f.value_type in ("money", "int", "decimal"):
+        amount = f.value.get("amount") if isinstance(f.value, dict) else getattr(f.value, "amount", f.value)
+        return _numbers(said) == _numbers(str(amount))
+    text = _norm(said)
+    return any(v and v in text for v in _values(f))
 
 
 def _negative(f: Fact) -> bool:
@@ -87,17 +110,16 @@ def judge_violations(statements: Sequence[Statement], snapshot: Snapshot) -> lis
             out.append(_v("polarity_flipped", f.fact_id, f"the narrative says the opposite: {said}"))
             continue
         stated = s.value is not None and f.value_type != "bool"
-        if stated and _norm(s.value or "") not in _values(f) and not any(
-                v and (v in _norm(s.value or "") or _norm(s.value or "") in v) for v in _values(f)):
+        if stated and not _same_value(f, s.value or ""):
             out.append(_v("value_changed", f.fact_id, f"the ledger says {sorted(_values(f))[0]!r}: {said}"))
             continue
         if f.modality != s.modality and s.modality != "quoted":
             out.append(_v("modality_changed", f.fact_id, f"{f.modality} stated as {s.modality}: {said}"))
         if stated or f.value_type == "bool":
-            conditions = _norm(" ".join(s.conditions))
-            dropped = [v for _, v in f.qualifiers if _norm(v) and _norm(v) not in conditions]
-            condition_like = [v for k, v in f.qualifiers if k in ("condition", "environment", "scope", "channel")]
-            lost = [v for v in dropped if v in condition_like]
+            # a limit is kept when its words are among the statement's conditions or value
+            # ("after a supervisor review" keeps "after supervisor review")
+            kept = content_stems(" ".join([*s.conditions, s.value or ""]))
+            lost = [v for k, v in f.qualifiers if k in _LIMITS and not content_stems(v) <= kept]
             if lost:
                 out.append(_v("qualifiers_changed", f.fact_id, f"the narrative drops {lost[0]!r}: {said}"))
     return out

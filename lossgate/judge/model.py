@@ -24,7 +24,7 @@ from lossgate.http_json import RetryPolicy, post_json
 
 __all__ = ["JUDGE_PROMPT_VERSION", "JudgeConfig", "JudgeError", "ModelJudge", "Statement", "STATEMENTS_SCHEMA"]
 
-JUDGE_PROMPT_VERSION = "judge-v1"
+JUDGE_PROMPT_VERSION = "judge-v2"  # the file prompts/judge-v2.txt; earlier versions stay for audit
 
 
 class JudgeError(LossgateError):
@@ -163,6 +163,8 @@ def _parse(data: dict[str, Any]) -> list[Statement]:
         answer = json.loads(content)
     except json.JSONDecodeError as exc:
         raise JudgeError(f"invalid output: the answer is not JSON ({exc.msg})") from exc
+    except RecursionError as exc:
+        raise JudgeError("invalid output: the answer nests deeper than any statement list") from exc
     if not isinstance(answer, dict) or not isinstance(answer.get("statements"), list):
         raise JudgeError("invalid output: missing field statements (a list)")
     out = []
