@@ -19,7 +19,8 @@ tier, still searched and returned. The query's content words
 (:func:`~lossgate.search_terms.query_terms`) are matched through the store's
 full-text index and ranked by it (FTS5 ``bm25`` on SQLite, ``ts_rank`` on
 PostgreSQL); with an embedder, also by cosine similarity of stored vectors, the two
-rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`). Under a token budget, what comes back is, in this order: the
+rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`). Under a token
+budget, what comes back is, in this order: the
 critical facts and the summary's structured part (never trimmed), then the
 matching facts and events in relevance order, then, while room is left, the
 summary's own recent-conversation lines. Deleted and revoked events, and the

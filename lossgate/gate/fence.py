@@ -7,39 +7,48 @@ without its "after supervisor review". The fence closes that for the topics that
 deterministically, with no model.
 
 **Topics.** Each active fact whose loss is critical (:meth:`MustPreserve.loss_severity`),
-each unresolved conflict, and each instruction that is quoted or came from untrusted or
-tool text has a signature: the stems of its predicate's words, its value and its
-qualifier values (the *key*), and the content stems of the events it was drawn from (the
-*context*).
+each unresolved conflict, and each fact that is quoted or rests on untrusted or tool
+text has a signature: the stems of its predicate's words, its value and its qualifier
+values (the *key*), and the content stems of the events it was drawn from (the *context*).
 
 **Sentences.** The summary less its structured lines (:func:`~lossgate.gate.prose.prose_of`)
 and less the conversation lines that quote an event verbatim (``- actor: text``, under
-their day headers), split into sentences. A sentence *touches* a topic when it shares a
-key stem with it, or two context stems.
+their day headers), split into sentences, each with its atoms (amounts, dates, ids)
+blanked: the prose fact diff compares those. A sentence *touches* a topic when it shares
+a key stem with it, two context stems, or names a side of an open conflict.
 
-**Support.** A touching sentence must be supported by one sentence of a valid source
-event, which it restates without changing its meaning:
+**Support.** A touching sentence must restate what its topics' sources (and the source
+sentences it shares two words with) said:
 
-* its content stems come from that source sentence, from the touched topics' keys, or are
-  attribution ("the user said", "the customer asked");
-* it flips none of that sentence's negated statements ("I can't eat peanuts" -> "they can
-  eat peanuts"), and every negation it states is one the source states;
-* it keeps every condition the source sentence sets ("only", "after", "before", "unless",
-  "until", "if", "except", "up to", "at most", "at least", "no more than", "within",
-  "provided") and adds no hedge ("might", "maybe", "perhaps", "possibly", "probably")
-  the source does not have, nor drops one it has;
-* if the source is untrusted or tool text, the sentence reports it as what that source
-  said (a reporting verb, "according to", or the source's actor) and does not put it in
-  the user's mouth.
+* no word that none of them uses, beyond attribution ("the user said"), permission said
+  another way ("allowed" for "may"), names of the subject ("the account") and of where a
+  quote came from ("a ticket"); "disputed", "pending" and the like only about an open
+  conflict or an obligation;
+* no source's negated statement restated without its negation, no negation the sources
+  do not state, and a negative fact's own predicate word ("allowed" for
+  ``food.peanuts_allowed = false``) never said without a negation;
+* no condition dropped that the source sentence it restates sets ("only", "after",
+  "before", "unless", "until", "if", "except", "up to", "at most", "at least", "no more
+  than", "within", "provided"), unless the sentence only reports that something was
+  said; no hedge ("might", "could", "maybe", "perhaps", "possibly", "probably") added or
+  dropped;
+* words only untrusted or tool text supplies are reported as what that source said (a
+  reporting verb, "according to", or the source's actor), never put in the user's mouth;
+* an open conflict is never answered: one side stated alone, or both put in order
+  ("was X before; it is Y"), unless the sentence calls it disputed or open.
 
 An unsupported sentence fails the artifact with ``narrative_unsupported`` (critical),
-naming the topic and quoting the sentence. A narrative that touches no topic is never
-judged here.
+naming the topic, why, and quoting the sentence. A narrative that touches no topic is
+never judged here.
 
-What the fence does not see: a contradiction that shares no stem with any topic (a
-synonym of every key word), a restatement that keeps the words and changes their roles
-("the user's manager is allergic"), and anything about non-critical facts. A model judge
-(seed 003) is the second line for those.
+What the fence does not see (a model judge, :mod:`lossgate.judge`, is the second line):
+a contradiction that shares no word with a topic (a synonym for every key word, a
+pronoun: "that is no longer true"), the same words with their roles swapped, "may" as a
+hedge (it is read as permission), a restriction invented on another channel, quoted
+text raised to the agent's own instruction, and anything about non-critical facts. It
+is strict the other way too: a faithful paraphrase in new words is refused (55% of 42
+free paraphrases in review; see the README), and escalation then falls back to the
+deterministic narrative.
 """
 
 from __future__ import annotations
@@ -53,8 +62,8 @@ from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import prose_of
-from lossgate.lines import day_line, event_line
 from lossgate.gate.sources import render_value
+from lossgate.lines import day_line, event_line
 from lossgate.records import ArtifactBody, Event, Fact, Snapshot
 from lossgate.registry import Registry
 
