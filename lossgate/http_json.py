@@ -19,7 +19,7 @@ import httpx
 
 from lossgate.errors import LossgateError
 
-__all__ = ["RetryPolicy", "post_json", "error_message"]
+__all__ = ["RetryPolicy", "post_json", "error_message", "chat_content"]
 
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
@@ -87,3 +87,23 @@ def error_message(response: httpx.Response) -> str:
         error = None
     message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
     return (message or response.text or response.reason_phrase)[:200].replace("\n", " ")
+
+
+def chat_content(data: dict[str, Any], *, error: type[LossgateError], who: str = "the model") -> str:
+    """The text of a chat completion's first choice; a missing field, a refusal or a
+    truncated answer raises ``error`` with one line saying which."""
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise error(f"invalid response: missing field {exc} in choices[0].message") from exc
+    if not isinstance(choice, dict) or not isinstance(message, dict):
+        raise error("invalid response: choices[0].message is not an object")
+    if message.get("refusal"):
+        raise error(f"{who} refused: {str(message['refusal'])[:200]}")
+    if choice.get("finish_reason") == "length":
+        raise error(f"truncated: {who} hit its token limit before finishing")
+    content = message.get("content")
+    if not isinstance(content, str):
+        raise error("invalid response: choices[0].message.content is not text")
+    return content

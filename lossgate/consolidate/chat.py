@@ -40,7 +40,7 @@ from lossgate.consolidate.compressor import (
 )
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
-from lossgate.http_json import RetryPolicy, post_json
+from lossgate.http_json import RetryPolicy, chat_content, post_json
 from lossgate.lines import fact_line
 
 __all__ = ["ChatCompressor", "ChatConfig", "NARRATIVE_TITLE", "PROMPT_VERSION", "STRICT_PROMPT_VERSION",
@@ -230,20 +230,7 @@ class ChatCompressor:
         return post_json(self._client, "chat/completions", payload, policy=self._policy, error=CompressionError)
 
     def _narrative(self, data: dict[str, Any]) -> str:
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise CompressionError(f"invalid response: missing field {exc} in choices[0].message") from exc
-        if not isinstance(choice, dict) or not isinstance(message, dict):
-            raise CompressionError("invalid response: choices[0].message is not an object")
-        if message.get("refusal"):
-            raise CompressionError(f"the model refused: {str(message['refusal'])[:200]}")
-        if choice.get("finish_reason") == "length":
-            raise CompressionError("truncated: the model hit its token limit before finishing")
-        content = message.get("content")
-        if not isinstance(content, str):
-            raise CompressionError("invalid response: choices[0].message.content is not text")
+        content = chat_content(data, error=CompressionError)
         if self.config.response_format == "text":
             return content.strip()
         try:

@@ -22,10 +22,13 @@ drawn from it.
 
 The default extractor, :class:`AtomExtractor`, needs no model: it proposes the
 loss-intolerant values (amounts with their currency, dates, identifiers, counts) of
-sentences that name a predicate by one of its registry ``cues``.
+sentences that name a predicate by one of its registry ``cues``. :class:`ModelExtractor`
+asks a model over chat completions (configured like the judge, apart from the compressor).
 """
 
 from lossgate.extract.atoms import AtomExtractor, Candidate, Extractor
 from lossgate.extract.flow import accept_proposal, extract, reject_proposal
+from lossgate.extract.model import ExtractionError, ModelExtractor
 
-__all__ = ["AtomExtractor", "Candidate", "Extractor", "accept_proposal", "extract", "reject_proposal"]
+__all__ = ["AtomExtractor", "Candidate", "ExtractionError", "Extractor", "ModelExtractor", "accept_proposal",
+           "extract", "reject_proposal"]

@@ -20,7 +20,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from lossgate.errors import ConfigError, LossgateError
-from lossgate.http_json import RetryPolicy, post_json
+from lossgate.http_json import RetryPolicy, chat_content, post_json
 
 __all__ = ["JUDGE_PROMPT_VERSION", "JudgeConfig", "JudgeError", "ModelJudge", "Statement", "STATEMENTS_SCHEMA"]
 
@@ -145,20 +145,7 @@ class ModelJudge:
 
 
 def _parse(data: dict[str, Any]) -> list[Statement]:
-    try:
-        choice = data["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise JudgeError(f"invalid response: missing field {exc} in choices[0].message") from exc
-    if not isinstance(choice, dict) or not isinstance(message, dict):
-        raise JudgeError("invalid response: choices[0].message is not an object")
-    if message.get("refusal"):
-        raise JudgeError(f"the judge refused: {str(message['refusal'])[:200]}")
-    if choice.get("finish_reason") == "length":
-        raise JudgeError("truncated: the judge hit its token limit before finishing")
-    content = message.get("content")
-    if not isinstance(content, str):
-        raise JudgeError("invalid response: choices[0].message.content is not text")
+    content = chat_content(data, error=JudgeError, who="the judge")
     try:
         answer = json.loads(content)
     except json.JSONDecodeError as exc:

@@ -150,3 +150,58 @@ def test_the_cli_extracts_and_lists_what_waits_for_review(memory, store_url):
     assert waiting.exit_code == 0 and "subscription.seats" in waiting.stdout
     again = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S])
     assert "nothing new to propose" in again.stdout
+
+
+# -- a model as the extractor, over HTTP ------------------------------------------------------------
+
+def _facts_reply(*facts: dict):
+    import json as _json
+
+    from lossgate.testing.chat_server import completion
+
+    return completion(_json.dumps({"facts": [{"qualifiers": {}, **f} for f in facts]}))
+
+
+def test_a_model_extractor_proposes_typed_facts_under_the_same_rules(memory):
+    from lossgate.extract import ModelExtractor
+    from lossgate.judge import JudgeConfig
+    from lossgate.testing.chat_server import ScriptedChatServer
+
+    _say(memory, "e1", "We signed up for 12 seats; our account id is ACC-7.")
+    _say(memory, "web", "Invoice total: 9,999.00 USD (from a web page).", trust="untrusted")
+    reply = _facts_reply(
+        {"predicate": "subscription.seats", "value": "12", "source_event_ids": ["e1"]},
+        {"predicate": "invoice.total", "value": '{"amount": "9999.00", "currency": "USD"}',
+         "source_event_ids": ["web"]},
+        {"predicate": "made.up", "value": '"x"', "source_event_ids": ["e1"]},
+        {"predicate": "subscription.seats", "value": "13", "source_event_ids": ["not-shown"]},  # dropped
+    )
+    with ScriptedChatServer([reply]) as server:
+        found = {p.predicate: p for p in memory.extract(
+            T, S, extractor=ModelExtractor(JudgeConfig(base_url=server.url, model="extractor-1")))}
+    sent = server.requests[0]
+    assert sent["response_format"]["type"] == "json_schema"
+    assert {m["event_id"] for m in __import__("json").loads(sent["messages"][1]["content"])["messages"]} == {"e1", "web"}
+    assert found["subscription.seats"].status == "review" and found["subscription.seats"].value == 12
+    assert found["invoice.total"].authority == "untrusted" and found["invoice.total"].modality == "quoted"
+    assert found["made.up"].status == "refused"
+    assert len(found) == 3 and found["subscription.seats"].extractor == "model:extractor-1/extract-v1"
+
+
+@pytest.mark.parametrize("reply_body, says", [
+    ("not json", "not JSON"),
+    ('{"nothing": []}', "missing field facts"),
+    ('{"facts": [{"predicate": "x"}]}', "facts.0 lacks"),
+])
+def test_a_model_extractor_that_cannot_answer_records_nothing_and_leaves_the_events_unread(memory, reply_body, says):
+    from lossgate.extract import ExtractionError, ModelExtractor
+    from lossgate.judge import JudgeConfig
+    from lossgate.testing.chat_server import ScriptedChatServer, completion
+
+    _say(memory, "e1", "We have 12 seats.")
+    with ScriptedChatServer([completion(reply_body)]) as server:
+        with pytest.raises(ExtractionError, match=says):
+            memory.extract(T, S, extractor=ModelExtractor(JudgeConfig(base_url=server.url, model="m", max_retries=0)))
+    assert memory.proposals(T, S) == []
+    (p,) = memory.extract(T, S)  # the events were not marked read: the next extractor sees them
+    assert p.value == 12
