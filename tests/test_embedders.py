@@ -21,7 +21,7 @@ from lossgate.errors import ConfigError, EmbeddingError
 from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, embedder_from_env, fuse, nearest
 from lossgate.semantic.ranking import VectorCache, VectorSet
 from lossgate.testing.chat_server import Reply, ScriptedChatServer
-from lossgate.testing.embeddings import concept_embeddings, concept_vector, embeddings_reply
+from lossgate.testing.embeddings import concept_embeddings, concept_vector
 
 np = pytest.importorskip("numpy")
 

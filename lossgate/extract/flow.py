@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from lossgate.gate.typed import dump_json
 from lossgate.errors import InvalidInput, LifecycleError, NotFound
