@@ -374,3 +374,20 @@ def test_without_a_fallback_model_the_third_attempt_writes_no_narrative_and_a_pu
         assert consolidate(seeded, compressor).status == "published"
     assert len(server.requests) == 3  # after a publication the model is asked again, plainly
     assert "was refused" not in server.requests[-1]["messages"][0]["content"]
+
+
+def test_a_carried_narrative_is_not_carried_again_after_a_refusal():
+    """With nothing new to narrate, the story so far is carried verbatim; once an attempt
+    failed, carrying it again could only fail again: the narrative is dropped instead."""
+    from lossgate.consolidate.chat import DETERMINISTIC_FALLBACK
+    from lossgate.consolidate.compressor import CompressionRequest
+    from lossgate.records import ArtifactBody
+
+    parent = ArtifactBody(tenant_id=T, subject_id=S, summary="Memory of x.\nNarrative:\nThey can eat anything.")
+    request = CompressionRequest(tenant_id=T, subject_id=S, facts=(), predicates={}, parent=parent)
+    with ScriptedChatServer() as server:
+        compressor = chat(server)
+        assert "They can eat anything." in compressor.compress(request)["summary"]  # carried, no call
+        retried = compressor.compress(request.model_copy(update={"failures": 1, "refused_for": ("x:y",)}))
+    assert "They can eat anything." not in retried["summary"]
+    assert compressor.prompt_version_used == DETERMINISTIC_FALLBACK and server.requests == []

@@ -172,6 +172,11 @@ class ChatCompressor:
         earlier = _narrative_of(request.parent.summary) if request.parent else ""
         if not conversation and not earlier:
             return body
+        if not conversation and strict:
+            # The carried story was refused once already (a fact it now contradicts): asking
+            # again cannot change it, so no narrative rather than the same refusal.
+            self.prompt_version_used = DETERMINISTIC_FALLBACK
+            return self._structure.compress(request)
         if not conversation:
             narrative = earlier  # nothing new: carry the story over verbatim, never re-summarise it
         elif room is not None and room < _MIN_NARRATIVE_TOKENS:
