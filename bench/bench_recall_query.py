@@ -20,19 +20,17 @@ Prints p50 and p99 of both and the ratio of the medians. PostgreSQL runs with ``
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 import sys
 import tempfile
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
-from bench._util import median, percentile  # noqa: E402
+from bench._util import median, percentile, pg_url, skip_pg  # noqa: E402
 from lossgate.records import NewEvent  # noqa: E402
 from lossgate.search_terms import query_terms  # noqa: E402
 
@@ -116,7 +114,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=300)
-    ap.add_argument("--pg", default=os.environ.get("LOSSGATE_BENCH_PG_URL"))
+    ap.add_argument("--pg", default=None, help="PostgreSQL server URL (default: $LOSSGATE_BENCH_PG_URL)")
     args = ap.parse_args()
     limit = 2000 // 16  # what recall asks the index for at a 2,000-token budget
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,24 +123,21 @@ def main() -> None:
         build(memory, args.events)
         measure("sqlite", memory, sqlite_baseline(path, limit), args.runs)
         memory.close()
-    if args.pg:
+    pg = pg_url(args.pg)
+    if pg:
         import psycopg
 
-        name = f"lossgate_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(args.pg, autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {name}")
-        url = args.pg.rsplit("/", 1)[0] + "/" + name
-        try:
+        from lossgate.testing.postgres import scratch_database
+
+        with scratch_database(pg) as url:  # created here, dropped after
             memory = lossgate.open(url)
             build(memory, args.events)
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("ANALYZE")  # plans as on a server whose autovacuum has run
             measure("postgresql", memory, pg_baseline(memory, limit), args.runs)
             memory.close()
-        finally:
-            with psycopg.connect(args.pg, autocommit=True) as admin:
-                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
+    else:
+        skip_pg("recall with a query")
 
 if __name__ == "__main__":
     main()

@@ -20,11 +20,9 @@ hybrid recall that happens before the store is read). PostgreSQL runs with ``--p
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
-from bench._util import median, percentile  # noqa: E402
+from bench._util import median, percentile, pg_url, skip_pg  # noqa: E402
 from bench.bench_recall_query import QUESTIONS, S, T, build  # noqa: E402
 from lossgate.recall import recall  # noqa: E402
 
@@ -106,7 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=200)
-    ap.add_argument("--pg", default=os.environ.get("LOSSGATE_BENCH_PG_URL"))
+    ap.add_argument("--pg", default=None, help="PostgreSQL server URL (default: $LOSSGATE_BENCH_PG_URL)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         memory = lossgate.open(f"sqlite:///{Path(tmp) / 'bench.db'}")
@@ -114,26 +112,22 @@ def main() -> None:
         add_vectors(memory, args.events)
         measure("sqlite", memory, args.runs)
         memory.close()
-    if args.pg:
+    pg = pg_url(args.pg)
+    if pg:
         import psycopg
 
-        name = f"lossgate_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(args.pg, autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {name}")
-        url = args.pg.rsplit("/", 1)[0] + "/" + name
-        try:
+        from lossgate.testing.postgres import scratch_database
+
+        with scratch_database(pg) as url:  # created here, dropped after
             memory = lossgate.open(url)
             build(memory, args.events)
             add_vectors(memory, args.events)
             with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("ANALYZE")
+                conn.execute("ANALYZE")  # plans as on a server whose autovacuum has run
             measure("postgresql", memory, args.runs)
             memory.close()
-        finally:
-            with psycopg.connect(args.pg, autocommit=True) as admin:
-                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     else:
-        print("postgresql: skipped (set --pg or LOSSGATE_BENCH_PG_URL)")
+        skip_pg("hybrid recall")
     local_model(args.runs)
 
 
