@@ -367,10 +367,12 @@ class Memory:
 def _forget_cached_text() -> None:
     """Deleted text must not linger in this process's gate cache (other processes' caches
     only ever serve authorized snapshots, and evict it in time)."""
+    from lossgate.gate.fence import clear_sentence_cache
     from lossgate.gate.sources import clear_atom_cache
     from lossgate.semantic.ranking import clear_vector_caches
 
     clear_atom_cache()
+    clear_sentence_cache()
     clear_vector_caches()
 
 

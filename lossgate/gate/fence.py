@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from lossgate.consolidate.compressor import CONVERSATION_TITLE
 from lossgate.gate.atoms import extract_atoms
@@ -67,7 +68,7 @@ from lossgate.lines import day_line, event_line
 from lossgate.records import ArtifactBody, Event, Fact, Snapshot
 from lossgate.registry import Registry
 
-__all__ = ["check_fence", "narrative_sentences", "Topic", "topics"]
+__all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "Topic", "topics"]
 
 NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, "Narrative:"})
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -214,11 +215,22 @@ def _conditions(text: str) -> frozenset[str]:
     return frozenset(name for name, rx in _CONDITIONS.items() if rx.search(low))
 
 
-def _source_sentences(events: tuple[Event, ...]) -> dict[str, list[_Source]]:
-    return {e.event_id: [_Source(stems=content_stems(x), core=content_stems(_CLAUSE.sub(" ", x.lower())),
-                                 negations=_negations(x), conditions=_conditions(x),
-                                 hedged=bool(_HEDGES.search(x.lower())))
-                         for _, x in _sentences(e.text or "")] for e in events}
+def _source_sentences(events: tuple[Event, ...]) -> dict[str, tuple[_Source, ...]]:
+    return {e.event_id: _read_source(e.text or "") for e in events}
+
+
+@lru_cache(maxsize=16_384)
+def _read_source(text: str) -> tuple[_Source, ...]:
+    # A subject's events are read again at every consolidation with a narrative: each text
+    # is read once (clear_sentence_cache drops deleted text, as the gate's atom cache does).
+    return tuple(_Source(stems=content_stems(x), core=content_stems(_CLAUSE.sub(" ", x.lower())),
+                         negations=_negations(x), conditions=_conditions(x), hedged=bool(_HEDGES.search(x.lower())))
+                 for _, x in _sentences(text))
+
+
+def clear_sentence_cache() -> None:
+    """Forget every source text read (after a deletion: no deleted text lingers in memory)."""
+    _read_source.cache_clear()
 
 
 def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tuple[str, str]]:
@@ -230,7 +242,7 @@ def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tupl
 
 
 def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic],
-             sources: dict[str, list[_Source]], events: dict[str, Event]) -> str | None:
+             sources: dict[str, tuple[_Source, ...]], events: dict[str, Event]) -> str | None:
     """Why ``sentence`` (``raw`` with its atoms blanked) is not a restatement of what the
     touched topics' sources said, or None."""
     ids = tuple(dict.fromkeys(e for t in touched for e in t.events))
@@ -286,7 +298,8 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
                                   for src in sources.get(e, ())))
     own = [events[e] for e in dict.fromkeys(e for t in touched for e in t.events)]
     trusted |= frozenset().union(*(t.key for t in touched if not t.quoted))
-    quoting = {w for w in stems - _ATTRIBUTION - _META if _root(w) not in {_root(x) for x in trusted}}
+    trusted_roots = {_root(x) for x in trusted}
+    quoting = {w for w in stems - _ATTRIBUTION - _META if _root(w) not in trusted_roots}
     if quoting or (own and all(e.trust in _LOW_TRUST for e in own)):
         untrusted = [events[e] for e in ids if events[e].trust in _LOW_TRUST]
         low_actors = frozenset().union(*(content_stems(f"{e.actor} {e.kind}") for e in untrusted))
