@@ -68,7 +68,7 @@ from lossgate.lines import day_line, event_line
 from lossgate.records import ArtifactBody, Event, Fact, Snapshot
 from lossgate.registry import Registry
 
-__all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "Topic", "topics"]
+__all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "topics"]
 
 NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, "Narrative:"})
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -185,8 +185,8 @@ def _value_words(f: Fact) -> frozenset[str]:
     """A conflict side's value as the words and numbers a sentence would state it with."""
     text = render_value(f.value_type, f.value)[0] if f.value is not None and f.value_type != "bool" else ""
     if f.value_type == "money":  # "$50", "50 USD", "USD 50.00": the amount is what a sentence states
-        return _numbers(text)
-    return content_stems(text) | _numbers(text)
+        return numbers_in(text)
+    return content_stems(text) | numbers_in(text)
 
 
 def _sentences(text: str) -> list[tuple[str, str]]:
@@ -282,7 +282,7 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
     # $50"); one that mentions its topic ("they asked about a refund") sets no condition aside.
     # A sentence restates a fact when it states its value, or when it is no report of what
     # was said ("they asked about a refund" mentions a topic, sets no condition aside).
-    stated = content_stems(raw) | _numbers(raw)
+    stated = content_stems(raw) | numbers_in(raw)
     states_value = any(t.value and t.value <= stated for t in touched) or not stems & _REPORTING
     best = max((len(src.core & stems) for src in said), default=0)
     for src in (src for src in said if states_value and src.conditions and best
@@ -309,7 +309,7 @@ def _problem(raw: str, sentence: str, stems: frozenset[str], touched: list[Topic
             return "untrusted text put in the user's mouth"
     for t in touched:
         if t.sides:
-            named = sum(bool(side and side <= content_stems(raw) | _numbers(raw)) for side in t.sides)
+            named = sum(bool(side and side <= content_stems(raw) | numbers_in(raw)) for side in t.sides)
             if named == 1 and not stems & _OPEN:
                 return "an open conflict settled: one side stated as the answer"
             if named == 2 and _ORDERING.search(low) and not stems & _OPEN:
@@ -328,7 +328,7 @@ def _root(stem: str) -> str:
     return stem
 
 
-def _numbers(text: str) -> frozenset[str]:
+def numbers_in(text: str) -> frozenset[str]:
     """The numbers in ``text``, written one way: "14,250.00" and "14250" are both "14250"."""
     out = set()
     for n in re.findall(r"[0-9][0-9:.,/-]*[0-9]|[0-9]", text):
@@ -354,7 +354,7 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
     for raw, sentence in sentences:
         stems = content_stems(sentence)
         touched = [t for t in found if stems & t.key or len(stems & t.context) >= 2
-                   or any(side and side <= _numbers(raw) for side in t.sides)]
+                   or any(side and side <= numbers_in(raw) for side in t.sides)]
         if not touched:
             continue
         problem = _problem(raw, sentence, stems, touched, sources, events)

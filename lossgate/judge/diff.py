@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 
 from lossgate.gate.atoms.statements import content_stems
+from lossgate.gate.fence import numbers_in
 from lossgate.gate.outcome import Violation
 from lossgate.gate.sources import render_value
 from lossgate.judge.model import Statement
@@ -50,21 +51,12 @@ def _values(f: Fact) -> set[str]:
     return {v for v in out if v}
 
 
-def _numbers(text: str) -> set[str]:
-    """Numbers written one way: "1,050.00" is "1050", "50.00" is "50"."""
-    out = set()
-    for n in re.findall(r"[0-9][0-9,]*(?:\.[0-9]+)?", text):
-        n = n.replace(",", "")
-        out.add(n.rstrip("0").rstrip(".") if "." in n else n)
-    return out
-
-
 def _same_value(f: Fact, said: str) -> bool:
     """Whether ``said`` states the fact's value: the same number and no other for an amount
     or a count, else the value's text within what was said."""
     if f.value_type in ("money", "int", "decimal"):
         amount = f.value.get("amount") if isinstance(f.value, dict) else getattr(f.value, "amount", f.value)
-        return _numbers(said) == _numbers(str(amount))
+        return numbers_in(said) == numbers_in(str(amount))
     text = _norm(said)
     return any(v and v in text for v in _values(f))
 
