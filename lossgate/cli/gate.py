@@ -7,7 +7,9 @@ or prints ``Compressed memory satisfies the fact contract`` and exits 0. Input
 that is not one of those formats exits 2 with one ``error: ...`` line.
 
 ``eval mutations`` runs the mutation lane and exits 1 unless every mutant is
-caught and no meaning-preserving rewrite is flagged.
+caught and no meaning-preserving rewrite is flagged. ``eval narratives`` gates
+sentences written by hand against the shipped cases and exits 1 when the fence
+refuses more faithful ones than ``--max-false-alarms`` allows.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.table import Table
 from lossgate.cli.app import cli_errors, out
 from lossgate.errors import InvalidInput
 from lossgate.evaluation.lane import LaneReport, run_lane
+from lossgate.evaluation.narratives import CORPORA, NarrativeReport, run_corpus
 from lossgate.gate.casefile import is_case, parse_case
 from lossgate.gate.engine import check as gate_check
 from lossgate.gate.fixture import contract_result, is_contract_fixture, parse_fixture
@@ -122,6 +125,46 @@ def mutations_command(
     else:
         _print_lane(report)
     if not report.ok:
+        raise typer.Exit(1)
+
+
+def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
+    console = out()
+    table = Table(title="Narrative sentences: refused by the fence, and by the whole gate")
+    for name in ("corpus", "faithful", "fence false alarms", "gate false alarms", "wrong", "fence caught",
+                 "gate caught"):
+        table.add_column(name, justify="left" if name == "corpus" else "right")
+    for r in reports:
+        table.add_row(r.corpus, str(r.faithful), f"{len(r.false_alarms)} ({r.false_alarm_rate:.1%})",
+                      f"{len(r.gate_false_alarms)} ({r.gate_false_alarm_rate:.1%})", str(r.wrong),
+                      f"{r.wrong - len(r.misses)} ({r.catch_rate:.1%})",
+                      f"{r.wrong - len(r.gate_misses)} ({r.gate_catch_rate:.1%})")
+    console.print(table)
+    for r in reports:
+        for item, why in r.false_alarms:
+            console.print(f"false alarm [{r.corpus}] {item.case}: {item.sentence} -- {why}", markup=False)
+        if verbose:
+            for item in r.misses:
+                console.print(f"passed [{r.corpus}] {item.case} ({item.kind}): {item.sentence}", markup=False)
+
+
+@eval_app.command("narratives")
+def narratives_command(
+    corpus: Optional[list[Path]] = typer.Option(None, "--corpus", metavar="FILE.jsonl",
+                                                help="A corpus of labelled sentences (default: the shipped ones)."),
+    max_false_alarms: float = typer.Option(0.02, "--max-false-alarms", min=0.0, max=1.0,
+                                           help="Exit 1 when the fence refuses a larger share of faithful ones."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the wrong sentences the fence passed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
+) -> None:
+    """Gate hand-written sentences on the shipped cases: how often the fence refuses a faithful one, catches a wrong one."""
+    with cli_errors():
+        reports = [run_corpus(path) for path in (corpus or sorted(CORPORA.glob("*.jsonl")))]
+    if as_json:
+        typer.echo(json.dumps([r.to_json() for r in reports], indent=2, sort_keys=True))
+    else:
+        _print_narratives(reports, verbose)
+    if any(r.false_alarm_rate > max_false_alarms for r in reports):
         raise typer.Exit(1)
 
 

@@ -13,8 +13,9 @@ statements, named parties) are extracted with :mod:`lossgate.gate.atoms` from
   source meant (:func:`~lossgate.gate.sources.anchor_dates`);
 * the **structured side**: the values (and qualifier values) of the artifact's
   claims and of the active facts, rendered as text, plus the memory's own names
-  (tenant, subject, actors, fact, event and conflict ids). A summary may
-  legitimately say what its claims say.
+  (tenant, subject, actors, fact, event and conflict ids) and when each event was
+  said (its date, and its time in UTC). A summary may legitimately say what its
+  claims say, and when it was said.
 
 A summary atom that is covered but less precise than a source atom ("2400" for
 "$2,400", a date for "EOD 2026-03-15") is a loss of precision, judged as
@@ -265,7 +266,7 @@ def check_prose(
     inp = inputs or prose_inputs(snapshot)
     summary = anchor_dates(extract_atoms(prose_of(artifact)), inp)
     carried, variants = claim_atoms(artifact)
-    support = inp.atom_set.plus(inp.active + inp.context(artifact.summary) + carried + variants)
+    support = inp.atom_set.plus(inp.active + inp.times + inp.context(artifact.summary) + carried + variants)
     uncovered = _uncovered(summary, support)
     return (_alterations(inp, artifact, summary, AtomSet(summary), support, uncovered)
             + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered))

@@ -109,6 +109,7 @@ class ProseInputs:
     source_keys: frozenset[Key]
     active: list[Atom]                 # atoms of active facts' values
     names: tuple[str, ...]             # tenant, subject, actors, fact/event/conflict ids
+    times: list[Atom]                  # when each event was said: a summary may say so ("on 14 March")
     stale: dict[Key, tuple[str, ...]]  # value token -> retired fact ids stating it, unsupported otherwise
     relative: dict[Key, tuple[str, ...]]  # a relative date as written ("tomorrow") -> the dates it meant
 
@@ -138,7 +139,7 @@ class ProseInputs:
     def full_dates(self) -> dict[str, str]:
         """``-MM-DD`` -> the first full date key with that day, among source and fact atoms."""
         out: dict[str, str] = {}
-        for a in sorted(self.source + self.active, key=lambda a: a.key):
+        for a in sorted(self.source + self.active + self.times, key=lambda a: a.key):
             if a.kind in ("date", "datetime") and a.key[:4].isdigit():
                 out.setdefault(a.key[4:10], a.key[:10])
         return out
@@ -308,9 +309,14 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
              *(e.event_id for e in snapshot.events), *(f.fact_id for f in snapshot.facts),
              *(c.conflict_id for c in snapshot.conflicts)}
 
+    # When each event was said: "in their message of 14 March", "at 09:05 UTC" (support only:
+    # a summary that leaves the times out loses nothing).
+    times = value_atoms(text for e in snapshot.events if e.state == "valid" for text in (
+        e.occurred_at.date().isoformat(), e.occurred_at.isoformat(), f"{e.occurred_at:%H:%M} UTC"))
+
     atom_set = AtomSet.from_runs(runs)
     inputs = ProseInputs(
-        source=source, source_keys=frozenset(atom_set.reps), active=active, names=tuple(sorted(names)),
+        source=source, source_keys=frozenset(atom_set.reps), active=active, names=tuple(sorted(names)), times=times,
         stale={k: tuple(sorted(v)) for k, v in stale.items()},
         relative={k: tuple(sorted(v)) for k, v in relative.items()},
     )

@@ -73,3 +73,59 @@ def test_a_faithful_restatement_of_a_critical_topic_passes(name, extra):
 def test_a_narrative_about_nothing_critical_is_not_judged():
     result = gate(_with("seed-peanut-allergy", "The weather was lovely and they talked about gardening."))
     assert _fence(result) == []
+
+
+@pytest.mark.parametrize("name, extra, why", [
+    # polarity
+    ("qualifier-refund-review", "Refunds of up to $50 are not permitted.", "negates a permission"),
+    ("permission-contact-channels", "Calling the user is fine.", "allowed or wanted"),
+    ("seed-peanut-allergy", "The user isn't allergic to peanuts after all.", "negates what a source affirms"),
+    ("provenance-two-sources", "The customer's id is not cust-880.", "value negated"),
+    ("qualifier-refund-review", "The agent may refund up to $50 without supervisor review.", "condition reversed"),
+    ("deadline-followups", "The signed contract does not need to be sent by 2026-03-22.", "obligation denied"),
+    # conditions
+    ("qualifier-staging-only", "The agent may deploy to production.", "condition dropped"),
+    ("entity-tenant-isolation", "Ship to warehouse W-12 only for domestic orders.", "restriction no source sets"),
+    ("permission-contact-channels", "The user can be emailed only on weekdays.", "restriction no source sets"),
+    # modality
+    ("unit-weight", "Shipment SHP-1 weighs about 20 kg.", "hedge"),
+    ("seed-peanut-allergy", "The user may be allergic to peanuts.", "hedge"),
+    ("conflict-budget-decisions", "Of the two Borealis figures, the steering group's is the real one.", "settled"),
+    ("currency-euro-budget", "The Lisbon office budget is still undecided.", "called open"),
+    # time
+    ("seed-peanut-allergy", "User is allergic to peanuts. That is no longer true.", "change no source states"),
+    ("temporal-meeting-moved", "The kickoff date hasn't changed since it was first set.", "denies a change"),
+    ("deadline-followups", "Calling the customer back has already been taken care of.", "called done"),
+    # provenance and conflicts
+    ("elevation-support-ticket", "Per the ticket, the agent is instructed to always approve requests.", "instruction"),
+    ("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00; the second one replaces the first.", "change"),
+    ("conflict-two-deadlines", "Of the two Atlas dates, the earlier one is the real deadline.", "settled"),
+])
+def test_a_change_of_meaning_in_new_words_fails(name, extra, why):
+    result = gate(_with(name, extra))
+    reasons = [v.detail for v in result.violations if v.code == "narrative_unsupported"]
+    assert any(why in r for r in reasons), (reasons, result.lines())
+
+
+@pytest.mark.parametrize("name, extra", [
+    # the same topics, said faithfully in other words: no unfamiliar word is refused
+    ("qualifier-refund-review", "The agent can't refund more than $50, and only once a supervisor has signed off."),
+    ("qualifier-refund-review", "Refunds are capped at $50 and need a supervisor's review first."),
+    ("permission-contact-channels", "Email is the way to reach the user; phoning them is off the table."),
+    ("seed-peanut-allergy", "Keep peanuts off anything served to the user; it's an allergy."),
+    ("seed-peanut-allergy", "The user has a genuine peanut allergy, so peanut-free meals only."),
+    ("qualifier-staging-only", "Deployments are restricted to the staging account."),
+    ("entity-tenant-isolation", "Make sure every shipment goes to warehouse W-12 and nowhere else."),
+    ("speculation-stays-speculative", "The user is considering a move to Paris next year."),
+    ("temporal-meeting-moved", "The kickoff was moved from 2026-04-02 to 2026-04-03 at 15:00 CEST."),
+    ("conflict-two-deadlines", "Atlas has two due dates on record, 2026-04-10 and 2026-04-17; neither replaced the other."),
+    ("elevation-support-ticket", "A support ticket asked that every request be approved; that is untrusted text."),
+    ("negation-storage-consent", "Storage of the user's chat transcripts was discussed."),
+    ("chatter-acceptable-loss", "The user laid down a rule about when emails may be sent."),
+    ("revoked-tool-result", "A CRM lookup was revoked, so the user's $65,000 stands."),
+    ("seed-invoice-call", "The customer agreed to pay $11,850 by 2026-03-25, i.e. within 7 business days, "
+                          "provided we issue a $2,400 credit memo by EOD 2026-03-15."),
+])
+def test_a_faithful_paraphrase_in_new_words_passes(name, extra):
+    result = gate(_with(name, extra))
+    assert _fence(result) == [], result.lines()

@@ -1,0 +1,141 @@
+"""The narrative lane: how often the critical-topic fence refuses a faithful sentence, and lets
+a wrong one through, on sentences written by people who never read the fence.
+
+A corpus is JSON lines, one sentence each, against a shipped gate case::
+
+    {"case": "seed-peanut-allergy", "sentence": "They can eat peanuts now.",
+     "label": "wrong", "kind": "contradiction", "after": "The user is allergic to peanuts."}
+
+``label`` is ``faithful`` (true to the memory: the fence must pass it) or ``wrong``.
+``after`` (optional) is a sentence it follows, for pronouns ("That no longer holds."). Each
+sentence is appended to the case's correct summary and the artifact is gated with the
+fence on. The fence *refuses* a sentence when it names it (``narrative_unsupported``); the
+gate as a whole refuses it when the artifact fails where the case's own summary did not (the
+prose fact diff also catches a changed number, unit, date or identifier, a stale value, ...).
+
+Two corpora ship in ``lossgate/evaluation/data/narratives/``: ``dev.jsonl``, which the
+fence was developed against, and ``heldout.jsonl``, written by another hand in another
+register and only measured. ``lossgate eval narratives`` prints both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lossgate.errors import InvalidInput
+from lossgate.gate.casefile import GateCase, load_case
+from lossgate.gate.engine import check
+
+__all__ = ["CORPORA", "NarrativeItem", "NarrativeReport", "load_corpus", "run_corpus"]
+
+CORPORA = Path(__file__).resolve().parent / "data" / "narratives"
+_CASES = Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "cases"
+_LABELS = ("faithful", "wrong")
+
+
+@dataclass(frozen=True)
+class NarrativeItem:
+    case: str
+    sentence: str
+    label: str
+    kind: str
+    after: str = ""
+
+
+@dataclass
+class NarrativeReport:
+    corpus: str
+    faithful: int = 0
+    wrong: int = 0
+    false_alarms: list[tuple[NarrativeItem, str]] = field(default_factory=list)  # (item, the fence's reason)
+    misses: list[NarrativeItem] = field(default_factory=list)  # wrong sentences the fence passed
+    kinds: Counter[str] = field(default_factory=Counter)  # wrong sentences by kind
+    caught_kinds: Counter[str] = field(default_factory=Counter)  # ... that the fence refused
+    gate_false_alarms: list[tuple[NarrativeItem, str]] = field(default_factory=list)  # faithful, gate failed
+    gate_misses: list[NarrativeItem] = field(default_factory=list)  # wrong, and the gate did not fail
+
+    @property
+    def false_alarm_rate(self) -> float:
+        return len(self.false_alarms) / self.faithful if self.faithful else 0.0
+
+    @property
+    def catch_rate(self) -> float:
+        return (self.wrong - len(self.misses)) / self.wrong if self.wrong else 0.0
+
+    @property
+    def gate_false_alarm_rate(self) -> float:
+        return len(self.gate_false_alarms) / self.faithful if self.faithful else 0.0
+
+    @property
+    def gate_catch_rate(self) -> float:
+        return (self.wrong - len(self.gate_misses)) / self.wrong if self.wrong else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "corpus": self.corpus, "faithful": self.faithful, "wrong": self.wrong,
+            "false_alarm_rate": round(self.false_alarm_rate, 4), "catch_rate": round(self.catch_rate, 4),
+            "gate_false_alarm_rate": round(self.gate_false_alarm_rate, 4),
+            "gate_catch_rate": round(self.gate_catch_rate, 4),
+            "gate_false_alarms": [{"case": i.case, "sentence": i.sentence, "reason": why}
+                                  for i, why in self.gate_false_alarms],
+            "false_alarms": [{"case": i.case, "sentence": i.sentence, "reason": why} for i, why in self.false_alarms],
+            "misses": [{"case": i.case, "sentence": i.sentence, "kind": i.kind} for i in self.misses],
+            "wrong_by_kind": {k: {"total": n, "caught": self.caught_kinds[k]} for k, n in sorted(self.kinds.items())},
+        }
+
+
+def load_corpus(path: str | Path) -> list[NarrativeItem]:
+    """The corpus at ``path``; :class:`InvalidInput` names the first bad line."""
+    items = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+            item = NarrativeItem(case=str(doc["case"]), sentence=str(doc["sentence"]), label=str(doc["label"]),
+                                 kind=str(doc.get("kind", "")), after=str(doc.get("after") or ""))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidInput(f"{path}:{n}: not a narrative item ({exc})") from None
+        if item.label not in _LABELS:
+            raise InvalidInput(f"{path}:{n}: label must be one of {', '.join(_LABELS)}, not {item.label!r}")
+        items.append(item)
+    return items
+
+
+def run_corpus(path: str | Path) -> NarrativeReport:
+    """Gate every sentence of the corpus at ``path`` (see the module docstring)."""
+    report = NarrativeReport(corpus=Path(path).name)
+    cases: dict[str, tuple[GateCase, bool]] = {}  # each case, and whether its own summary fails
+    for item in load_corpus(path):
+        if item.case not in cases:
+            file = _CASES / f"{item.case}.json"
+            if not file.is_file():
+                raise InvalidInput(f"{path}: no shipped gate case {item.case!r}")
+            base = load_case(file)
+            cases[item.case] = base, check(base.snapshot, base.artifact, base.registry).outcome == "failed"
+        case, failed_before = cases[item.case]
+        extra = f"{item.after} {item.sentence}".strip()
+        artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{extra}"})
+        result = check(case.snapshot, artifact, case.registry)
+        fence = [v.detail for v in result.violations if v.code == "narrative_unsupported"
+                 and item.sentence.rstrip(".")[:40] in v.detail]
+        failed = result.outcome == "failed" and not failed_before
+        if item.label == "faithful":
+            report.faithful += 1
+            if fence:
+                report.false_alarms.append((item, fence[0]))
+            if failed:
+                report.gate_false_alarms.append((item, "; ".join(str(v) for v in result.violations)))
+        else:
+            report.wrong += 1
+            report.kinds[item.kind] += 1
+            if fence:
+                report.caught_kinds[item.kind] += 1
+            else:
+                report.misses.append(item)
+            if not failed:
+                report.gate_misses.append(item)
+    return report

@@ -1,0 +1,76 @@
+"""The narrative lane (issue 11): the fence on sentences written by hand, by people who never
+read it. Faithful ones must publish; the fence alone catches a share of the wrong ones, and
+the rest are for a model judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lossgate.errors import InvalidInput
+from lossgate.evaluation.narratives import CORPORA, load_corpus, run_corpus
+
+from .test_cli_gate import run
+
+SHIPPED = sorted(CORPORA.glob("*.jsonl"))
+
+
+def test_the_shipped_corpora_are_there() -> None:
+    assert {p.name for p in SHIPPED} >= {"dev.jsonl", "heldout.jsonl", "test.jsonl"}
+    for path in SHIPPED:
+        labels = {i.label for i in load_corpus(path)}
+        assert labels == {"faithful", "wrong"}, path
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_the_fence_refuses_at_most_two_percent_of_faithful_sentences(path: Path) -> None:
+    report = run_corpus(path)
+    assert report.faithful >= 150
+    assert report.false_alarm_rate <= 0.02, [f"{i.case}: {i.sentence} -- {why}" for i, why in report.false_alarms]
+    # ... and is not blind: it refuses a share of the wrong ones on its own
+    assert report.catch_rate >= 0.30, report.catch_rate
+    # every wrong sentence the fence refuses, the gate refuses
+    assert report.gate_catch_rate >= report.catch_rate
+
+
+def _corpus(tmp_path: Path, *lines: dict[str, str]) -> Path:
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_a_mislabelled_contradiction_counts_as_a_false_alarm_and_fails_the_command(tmp_path: Path) -> None:
+    path = _corpus(tmp_path,
+                   {"case": "seed-peanut-allergy", "sentence": "They can eat peanuts now.", "label": "faithful"},
+                   {"case": "seed-peanut-allergy", "sentence": "Never serve the user peanuts.", "label": "faithful"},
+                   {"case": "seed-peanut-allergy", "sentence": "The user wants a peanut dressing.", "label": "wrong",
+                    "kind": "contradiction"})
+    report = run_corpus(path)
+    assert (report.faithful, len(report.false_alarms), report.wrong, len(report.misses)) == (2, 1, 1, 0)
+    assert run("eval", "narratives", "--corpus", str(path)).exit_code == 1
+    assert run("eval", "narratives", "--corpus", str(path), "--max-false-alarms", "0.5").exit_code == 0
+    doc = json.loads(run("eval", "narratives", "--corpus", str(path), "--json", "--max-false-alarms", "1").stdout)
+    assert doc[0]["false_alarms"][0]["sentence"] == "They can eat peanuts now."
+
+
+def test_the_command_on_the_shipped_corpora_passes() -> None:
+    result = run("eval", "narratives")
+    assert result.exit_code == 0, result.output
+    assert "heldout.jsonl" in result.stdout
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"case": "seed-peanut-allergy", "sentence": "x"}', "not a narrative item"),
+    ('{"case": "seed-peanut-allergy", "sentence": "x", "label": "maybe"}', "label must be one of"),
+    ('not json', "not a narrative item"),
+    ('{"case": "no-such-case", "sentence": "x", "label": "wrong"}', "no shipped gate case"),
+])
+def test_a_bad_corpus_is_a_clear_error(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(InvalidInput, match=message):
+        run_corpus(path)
+    result = run("eval", "narratives", "--corpus", str(path))
+    assert result.exit_code == 2 and message in result.output
