@@ -50,8 +50,9 @@ never judged here.
 
 **Precision first.** The fence refuses on evidence that the meaning changed, never on
 unfamiliar words, so that a model's faithful paraphrase publishes: on the shipped
-hand-written corpora (``lossgate eval narratives``) it refuses 0 of 828 faithful
-sentences and catches 35-48% of the wrong ones on its own. What it passes is for a model
+hand-written corpora (``lossgate eval narratives``) it refuses 1 of 1,044 faithful
+sentences and catches 35-48% of the wrong ones on its own; on a corpus it had not
+been fitted to, 2-5% (see the README). What it passes is for a model
 judge (:mod:`lossgate.judge`): antonyms and synonyms ("dislikes", "approved" for "not
 authorized"), a wrong subject, a severity softened ("more of a preference"), and any
 contradiction that touches no topic's words.
@@ -105,7 +106,7 @@ _KINDS = {
 _KEEPS = {
     kind: re.compile(rf"\b(?:{pattern})\b") for kind, pattern in {
         "only": r"only|solely|exclusively|exclusive|sole|single|just|limited to|restrict\w*|confined to|"
-                r"nothing but|nothing else|nowhere else|no one else|no other|not any other",
+                r"nothing but|nothing else|nowhere else|no one else|no other|not any other|other than|anything but",
         "after": r"after|once|following|upon|subject to|pending|requires?|required|needs?|first",
         "before": r"before|until|till|prior to|ahead of|by|no later than|(?:earlier|sooner) than",
         "unless": r"unless|except|excluding|if not|without|other than|apart from|besides",
@@ -144,7 +145,7 @@ _OPEN_RX = re.compile(r"\b(?:open|pending|outstanding|disputed|dispute|conflicti
                       r"unclear|unsettled|undetermined|either|neither|both|whether|confirm|clarify|verify|"
                       r"(?:not|n[’']t)\s+(?:yet\s+)?(?:been\s+)?(?:settled|decided|resolved|clear|confirmed|"
                       r"finali[sz]ed|fixed|reconciled|agreed)|(?:do|does|did)(?: not|n[’']t) (?:yet )?know|"
-                      r"not (?:yet )?known|unknown|which one|which of|not sure)\b")
+                      r"not (?:yet )?known|unknown|which one|which of|not sure|no idea)\b")
 # What calls a fact open: said of a settled fact, it invents a doubt.
 _DOUBT = re.compile(r"\b(?:disputed|in dispute|unresolved|undecided|unclear|unsettled|undetermined|uncertain|"
                     r"open question|still open|up in the air|tbd|to be decided|to be confirmed)\b"
@@ -217,7 +218,7 @@ _MENTION = re.compile(r"\b(?:discussed|mentioned|talked about|came up|brought up
                       r"noted|logged)|(?:scoped|set|granted|defined|configured) by)\b")
 # A sentence that opens with one of these and names no topic speaks of the sentence before it.
 _ANAPHOR = re.compile(r"\s*(?:that|this|it|they|these|those|which|such|he|she|the same)\b", re.IGNORECASE)
-_NEGATION_CUE = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot)\b|n[’']t\b")
+_NEGATION_CUE = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot)\b|n[’']t\b|[✗✘❌]")
 _ATTRIBUTION = content_stems(
     "user users customer customers client clients agent assistant member requester subject person "
     "said says say saying told tell tells asked asks ask mentioned mentions mention wrote writes write "
@@ -261,6 +262,7 @@ class Topic:
     changed: bool = False  # the ledger superseded or revoked an earlier value of its predicate
     object: frozenset[str] = frozenset()  # a negative fact: what it forbids ("peanut", "phone"), not its namespace
     names: frozenset[str] = frozenset()  # its key less its namespace: a sentence naming these states it
+    predicate: str = ""  # a fact's predicate
     forbidden: frozenset[str] = frozenset()  # the words its sources negate ("serve", "call")
     subject_words: frozenset[str] = frozenset()  # what every one of its (two or more) sources speaks of ("kickoff")
     conditional: tuple[frozenset[str], ...] = ()  # qualifiers that set a condition ("staging only"), as stems
@@ -327,7 +329,7 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
             common = (frozenset.intersection(*(context_of((e,)) for e in dict.fromkeys(history)))
                       if len(set(history)) >= 2 else frozenset())
             out.append(Topic(f.fact_id, what, key_of(f), context_of(ids), ids, quoted=quoted, value=_value_words(f),
-                             names=names, subject_words=common,
+                             names=names, subject_words=common, predicate=f.predicate,
                              negated=content_stems(last) if negative else frozenset(), open=obligation,
                              obligation=obligation, forbidden=forbidden, conditional=conditional,
                              speculative=f.modality == "speculative", earlier=earlier.get(f.predicate, frozenset()),
@@ -472,6 +474,11 @@ def _polarity(r: _Reading) -> str | None:
     # "not more than $50 without review" bounds what a source allows: not a flip
     bounded = bool(_BOUND.search(r.low))
     negative = any(t.negated for t in r.touched)
+    # what a positive fact names beside a negative one of the same predicate ("email" / "phone")
+    forbidding = frozenset().union(*(t.names | t.object | t.forbidden for t in r.touched if t.negated))
+    allowed_names = frozenset().union(*(t.names for t in r.touched if not t.negated and not t.quoted
+                                        and any(u.negated and u.predicate == t.predicate for u in r.touched)))
+    allowed_names -= forbidding
     if negative and _UNAVOID.search(r.low):  # "not allergic to peanuts any more"
         return "negates what a source affirms"
     if any(t.obligation for t in r.touched) and _NO_NEED.search(r.low):
@@ -502,6 +509,10 @@ def _polarity(r: _Reading) -> str | None:
         if not akin and not bounded and head in affirmed and (
                 head in positive or (not negative and head in topical)):
             return f"negates what a source affirms ({head})"
+        # "do not contact the customer by email" where email is allowed and phone is not
+        flipped = (mine - _roots(forbidding)) & _roots(allowed_names)
+        if flipped and not bounded:
+            return f"negates what a source affirms ({', '.join(sorted(flipped))})"
         # "do not contact by phone on weekends" for "do not contact the customer by phone":
         # all a source's negated words, and a scope no source names
         extra = (mine - free - _roots(used)) & scoped

@@ -79,6 +79,7 @@ def test_a_narrative_about_nothing_critical_is_not_judged():
     # polarity
     ("qualifier-refund-review", "Refunds of up to $50 are not permitted.", "negates a permission"),
     ("permission-contact-channels", "Calling the user is fine.", "allowed or wanted"),
+    ("negation-do-not-contact", "Do not contact the customer by email.", "negates what a source affirms"),
     ("seed-peanut-allergy", "The user isn't allergic to peanuts after all.", "negates what a source affirms"),
     ("provenance-two-sources", "The customer's id is not cust-880.", "value negated"),
     ("qualifier-refund-review", "The agent may refund up to $50 without supervisor review.", "condition reversed"),

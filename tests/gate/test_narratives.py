@@ -18,7 +18,7 @@ SHIPPED = sorted(CORPORA.glob("*.jsonl"))
 
 
 def test_the_shipped_corpora_are_there() -> None:
-    assert {p.name for p in SHIPPED} >= {"dev.jsonl", "heldout.jsonl", "test.jsonl"}
+    assert {p.name for p in SHIPPED} >= {"dev.jsonl", "heldout.jsonl", "test.jsonl", "final.jsonl", "unseen.jsonl"}
     for path in SHIPPED:
         labels = {i.label for i in load_corpus(path)}
         assert labels == {"faithful", "wrong"}, path
