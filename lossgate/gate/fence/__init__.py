@@ -1,0 +1,125 @@
+"""The critical-topic fence: a narrative sentence about what matters may not change its meaning.
+
+The prose fact diff compares atoms (numbers, dates, ids, negated statements) as sets, so
+a model's narrative can contradict the memory in new words and keep every atom: "they can
+eat peanuts now", "the earlier timezone no longer applies", a refund limit restated
+without its "after supervisor review". The fence closes the most common of these for the
+topics that matter, deterministically, with no model.
+
+**Topics.** Each active fact whose loss is critical (:meth:`MustPreserve.loss_severity`),
+each unresolved conflict, and each fact that is quoted or rests on untrusted or tool
+text has a signature: the stems of its predicate's words, its value and its qualifier
+values (the *key*), and the content stems of the events it was drawn from (the *context*).
+
+**Sentences.** The summary less its structured lines (:func:`~lossgate.gate.prose.prose_of`)
+and less the conversation lines that quote an event verbatim (``- actor: text``, under
+their day headers), split into sentences. A sentence *touches* a topic when it shares a
+key stem with it, two context stems, or names a side of an open conflict; a sentence that
+touches none and opens with a pronoun ("That no longer holds.") speaks of the topics of
+the sentence before it.
+
+**Meaning, not wording.** A touching sentence may say what its sources said in any words.
+What it may not change is the meaning-bearing part, each compared with the source
+sentences of its topics (and those it shares two words with) and with the ledger:
+
+* *polarity*: a word the sources affirm negated ("not permitted" for "you may refund"), a
+  negative fact's value negated or stated as allowed or wanted ("calling the user is
+  fine", "they can eat peanuts"), an avoidance negated ("not allergic"), a source's
+  negation dropped, a prohibition narrowed by a scope no source names ("on weekends"), a
+  source's condition reversed ("without supervisor review"), an obligation denied;
+* *conditions*: a condition dropped that the source sentence it restates sets ("only",
+  "after", "unless", "up to", ...; kept by a word of its kind, "capped at" for "up to",
+  or by what its clause names), a fact's conditional qualifier dropped ("staging only"),
+  a restriction no source sets added ("only for domestic orders", "except weekends");
+* *modality*: a hedge no source has ("may be", "probably", "about 20 kg"), a speculative
+  fact stated as settled, a settled fact called open or disputed;
+* *time*: a change no source states ("no longer", "reversed"; "moved", "updated" are
+  fine where a source or the ledger's history tells of a change), a change the ledger
+  records denied ("hasn't changed"), an open obligation called done;
+* *provenance*: words only untrusted or tool text supplies stated as fact, put in the
+  user's mouth, or raised to an instruction ("the agent must ...") even when attributed;
+* *conflicts*: an open conflict answered: one side stated alone, both put in order, one
+  declared void or "the real one", unless the sentence leaves it open.
+
+A sentence that only tells that something was said ("they discussed the refund policy",
+"a rule about when they may be emailed") states no value and sets no condition aside.
+
+An unsupported sentence fails the artifact with ``narrative_unsupported`` (critical),
+naming the topic, why, and quoting the sentence. A narrative that touches no topic is
+never judged here.
+
+**Precision first.** The fence refuses on evidence that the meaning changed, never on
+unfamiliar words, so that a model's faithful paraphrase publishes: on the shipped
+hand-written corpora (``lossgate eval narratives``) it refuses 1 of 1,044 faithful
+sentences and catches 35-48% of the wrong ones on its own; on a corpus it had not
+been fitted to, 2-5% (see the README). What it passes is for a model
+judge (:mod:`lossgate.judge`): antonyms and synonyms ("dislikes", "approved" for "not
+authorized"), a wrong subject, a severity softened ("more of a preference"), and any
+contradiction that touches no topic's words.
+"""
+
+from __future__ import annotations
+
+from lossgate.consolidate.compressor import CONVERSATION_TITLE
+from lossgate.gate.atoms.statements import content_stems
+from lossgate.gate.fence.checks import change, condition, conflict, elevated, hedge, polarity, read, stance
+from lossgate.gate.fence.lexicon import ANAPHOR
+from lossgate.gate.fence.text import clear_sentence_cache, numbers_in, sentences, source_sentences, stated
+from lossgate.gate.fence.topics import Topic, topics
+from lossgate.gate.outcome import Violation
+from lossgate.gate.preserve import MustPreserve
+from lossgate.gate.prose import prose_of
+from lossgate.lines import day_line, event_line
+from lossgate.records import ArtifactBody, Snapshot
+from lossgate.registry import Registry
+
+__all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "topics"]
+
+NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, "Narrative:"})
+
+
+def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tuple[str, str]]:
+    """The summary's own sentences, as written and with atoms blanked: not its structured
+    lines, not its verbatim quotes of events (what the fence and a model judge read)."""
+    quoted = {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} | NARRATIVE_TITLES
+    lines = [ln for ln in prose_of(artifact).split("\n") if ln.strip() and ln not in quoted]
+    return [pair for ln in lines for pair in sentences(ln)]
+
+
+def touches(found: list[Topic], raw: str, stems: frozenset[str]) -> list[Topic]:
+    written = stated(raw)
+    return [t for t in found if stems & (t.key | t.forbidden | t.subject_words) or len(stems & t.context) >= 2
+            or any(side and side <= written for side in t.sides)]
+
+
+def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, registry: Registry) -> list[Violation]:
+    """``narrative_unsupported`` for every narrative sentence that touches a topic and says
+    something other than its sources (one violation per sentence and topic)."""
+    found = topics(snapshot, must, registry)
+    if not found:
+        return []
+    lines = narrative_sentences(snapshot, artifact)
+    if not lines:
+        return []
+    # only valid events are what was said (a gate case may carry retired ones to forbid them)
+    valid = tuple(e for e in snapshot.events if e.state == "valid")
+    sources = source_sentences(valid)
+    events = {e.event_id: e for e in valid}
+    out: list[Violation] = []
+    previous: list[Topic] = []
+    for raw, sentence in lines:
+        touched = touches(found, raw, content_stems(sentence))
+        if not touched and ANAPHOR.match(sentence):
+            touched = previous  # "That is no longer true." speaks of the sentence before
+        previous = touched
+        if not touched:
+            continue
+        r = read(raw, sentence, touched, sources)
+        problem = (polarity(r) or stance(r) or change(r) or condition(r) or hedge(r)
+                   or elevated(r, sources, events) or conflict(r))
+        if problem is None:
+            continue
+        for t in touched:
+            out.append(Violation(code="narrative_unsupported", subject=t.subject, severity="critical",
+                                 detail=f"{problem} ({t.what}): {raw[:300]!r}"))
+    return out
