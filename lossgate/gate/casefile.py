@@ -175,7 +175,7 @@ def _conflicts(doc: dict[str, Any], t: str, s: str) -> list[Conflict]:
             out.append(Conflict(
                 tenant_id=t, subject_id=s, conflict_id=field(obj, "conflict_id", "string", where),
                 predicate=field(obj, "predicate", "string", where),
-                fact_ids=tuple(sorted(string_list(obj, "fact_ids", where))),
+                fact_ids=tuple(sorted(string_list(obj, "fact_ids", where))),  # type: ignore[arg-type]  # two: pydantic checks
                 status=opt_field(obj, "status", "string", where, "unresolved"),
                 detected_at=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
             ))
@@ -215,7 +215,7 @@ def parse_artifact(art: dict[str, Any], t: str, s: str, registry: Registry) -> A
         obj = require_object(raw, where)
         try:
             refs.append(ConflictRef(conflict_id=field(obj, "conflict_id", "string", where),
-                                    fact_ids=string_list(obj, "fact_ids", where)))
+                                    fact_ids=string_list(obj, "fact_ids", where)))  # type: ignore[arg-type]
         except ValidationError as exc:
             raise InvalidInput(f"{where}: {_first(exc)}") from None
     return ArtifactBody(

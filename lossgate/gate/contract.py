@@ -166,9 +166,9 @@ def compare_facts(
     by_id: dict[str, list[ArtifactFact]] = {}
     for a in observed:
         by_id.setdefault(a.fact_id, []).append(a)
-    for fid, copies in by_id.items():
-        if len(copies) > 1:
-            out.append(_v("duplicate_fact_id", fid, f"{len(copies)} claims share this fact id"))
+    for fid, shared in by_id.items():
+        if len(shared) > 1:
+            out.append(_v("duplicate_fact_id", fid, f"{len(shared)} claims share this fact id"))
     known: set[str] = set()
     for e in expected:
         known.add(e.fact_id)

@@ -98,7 +98,7 @@ class CompressionArtifact:
 
 
 def _choice(obj: dict[str, Any], key: str, where: str, allowed: tuple[str, ...], default: str | None) -> str:
-    value = field(obj, key, "string", where) if default is None else opt_field(obj, key, "string", where, default)
+    value: str = field(obj, key, "string", where) if default is None else opt_field(obj, key, "string", where, default)
     if value not in allowed:
         raise InvalidInput(f"{where}.{key}: unknown {key} {value!r} (expected one of {', '.join(allowed)})")
     return value

@@ -119,11 +119,11 @@ def _open_items(snapshot: Snapshot, artifact: ArtifactBody, idx: _Index, registr
             if fact.fact_id not in carried:
                 out.append(_v("open_item_dropped", fact.fact_id, f"open obligation ({fact.predicate}) not in open_items"))
     for item in sorted(carried):
-        fact = idx.facts.get(item)
-        if fact is None:
+        named = idx.facts.get(item)
+        if named is None:
             out.append(_v("unsupported_fact", item, "open item names no fact in the ledger"))
-        elif fact.status != "active":
-            out.append(_v(f"forbidden_{fact.status}_fact", item, f"open item names a {fact.status} fact"))
+        elif named.status != "active":
+            out.append(_v(f"forbidden_{named.status}_fact", item, f"open item names a {named.status} fact"))
 
 
 def _conflicts(snapshot: Snapshot, artifact: ArtifactBody, out: list[Violation]) -> None:

@@ -88,7 +88,7 @@ def _reasons(fact: Fact, registry: Registry) -> list[str]:
     pred = registry.predicates.get(fact.predicate)
     if pred is None:
         return ["critical"]
-    out = []
+    out: list[str] = []
     if pred.criticality in ("critical", "important"):
         out.append(pred.criticality)
     if fact.polarity == "negative" or (fact.value_type == "bool" and fact.value is False):

@@ -63,7 +63,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from lossgate.lines import claim_lines, conflict_line, header_line
-from lossgate.gate.atoms import Atom, AtomChange, extract_atoms, is_affirmation
+from lossgate.gate.atoms import Atom, AtomChange, AtomKind, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Violation
@@ -78,6 +78,7 @@ __all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs"]
 
 _NEG_PREFIXES = ("un", "in", "im", "dis", "non", "ir", "il")
 _NUMERIC = frozenset({"money", "quantity", "percent"})
+_NEGATION_ONLY: tuple[AtomKind, ...] = ("negation",)
 # Words a summary uses for the subject where the source said "I" or "me".
 _SELF = frozenset({"user", "customer", "client", "subject", "requester", "member"})
 
@@ -177,7 +178,7 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
                       observed=label_of(ch.summary)))
     negative = _negative_claims(artifact)
     # Negations pair only with statements, so the other kinds do not change which are lost.
-    lost_negations = list(diff_sets(inp.atom_set, summary_set, kinds=("negation",)).missing)
+    lost_negations = list(diff_sets(inp.atom_set, summary_set, kinds=_NEGATION_ONLY).missing)
     said = {_plain(a) for a in inp.atom_set.reps.values() if a.kind == "negation"} if added else set()
     for a in added:
         if a.kind == "negation" and _plain(a) in said:

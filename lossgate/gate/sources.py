@@ -290,8 +290,8 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
     wanted = {token_of(a) for _, _, atoms in retired for a in atoms} - active_tokens
     if wanted:
         for d in days:
-            for ev, found in zip(d.events, d.atoms):
-                for a in found:
+            for ev, in_event in zip(d.events, d.atoms):
+                for a in in_event:
                     tok = token_of(a)
                     if tok in wanted:
                         said_by.setdefault(tok, set()).add(ev.event_id)

@@ -35,7 +35,7 @@ class TypedValue(NamedTuple):
     """
 
     type_name: str
-    key: Hashable | tuple | None
+    key: Hashable | tuple[Any, ...] | None
     canonical: Any
 
     def shown(self) -> str:
@@ -103,7 +103,7 @@ def typed_value(value_type: str, value: Any) -> TypedValue:
         return TypedValue("null", None, None)
     plain = _PLAIN.get(value_type)
     if plain is not None and type(value) is plain and value != "" and not (
-            value_type == "entity_id" and not _ENTITY_ID.match(value)):
+            value_type == "entity_id" and not _ENTITY_ID.match(str(value))):
         return TypedValue(value_type, (value_type, value), value)
     if value_type == "money":
         canon = _money(value)

@@ -94,8 +94,8 @@ def polarity(r: Reading) -> str | None:
                     return "a condition reversed"
     scoped = roots(content_stems(" ".join(m.group(1) for m in SCOPE.finditer(r.low))))
     for n in negations(r.low):
-        head, *words = n.split("|")[1:]
-        mine = roots([head, *words]) - roots(ATTRIBUTION)
+        head, *rest = n.split("|")[1:]
+        mine = roots([head, *rest]) - roots(ATTRIBUTION)
         akin = [m for m in source_negations if roots(m) & mine]
         # a negation on a negative fact agrees with it ("cannot have peanuts")
         if not akin and not bounded and head in affirmed and (
@@ -117,10 +117,10 @@ def polarity(r: Reading) -> str | None:
     for t in r.touched:
         if t.negated and t.negated & r.stems and t.object & r.stems and not avoided:
             return "the fact is negative, the sentence states it without a negation"
-    for words in source_negations:
+    for negated in source_negations:
         # a statement ("never serve peanuts"), not a bare noun ("no peanuts"): a sentence
         # that only mentions peanuts asserts nothing about them
-        if len(words) >= 2 and set(words) <= r.stems and not avoided:
+        if len(negated) >= 2 and set(negated) <= r.stems and not avoided:
             return "a source's negation dropped"
     return None
 
