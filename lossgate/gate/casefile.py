@@ -175,7 +175,8 @@ def _conflicts(doc: dict[str, Any], t: str, s: str) -> list[Conflict]:
             out.append(Conflict(
                 tenant_id=t, subject_id=s, conflict_id=field(obj, "conflict_id", "string", where),
                 predicate=field(obj, "predicate", "string", where),
-                fact_ids=tuple(sorted(string_list(obj, "fact_ids", where))),  # type: ignore[arg-type]  # two: pydantic checks
+                # pydantic checks that there are two
+                fact_ids=tuple(sorted(string_list(obj, "fact_ids", where))),  # type: ignore[arg-type]
                 status=opt_field(obj, "status", "string", where, "unresolved"),
                 detected_at=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
             ))
