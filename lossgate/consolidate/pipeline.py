@@ -30,7 +30,7 @@ from lossgate import gate
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor, DeterministicCompressor
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
 from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
-from lossgate.errors import InvalidInput, NotFound
+from lossgate.errors import InvalidInput, NotFound, StoreError
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import build_must_preserve
@@ -87,6 +87,31 @@ def _failures(past: list[Attempt]) -> tuple[int, tuple[str, ...]]:
             if refused_for is None and a.status == "rejected":
                 refused_for = a.violations
     return failures, refused_for or ()
+
+
+def _unstorable(value: Any) -> str | None:
+    """What in ``value`` (strings, at any depth) no store can keep, or None."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "NUL (U+0000)"
+        try:
+            value.encode("utf-8")
+        except UnicodeError:
+            return "an unpaired surrogate"
+        return None
+    items = value.items() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    for item in items:
+        found = _unstorable(item)
+        if found:
+            return found
+    return None
+
+
+def _storable(text: str | None) -> str | None:
+    """``text`` as every store can keep it: NUL and unpaired surrogates escaped."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 def _retry_delay(config: ConsolidationConfig, failures: int) -> float:
@@ -160,6 +185,7 @@ class Consolidator:
         raw, error = self._generate(request)
         timings["compress_s"] = time.perf_counter() - t1
         raw_text = raw if isinstance(raw, str) or raw is None else json.dumps(raw, sort_keys=True, default=str)
+        raw_text = _storable(raw_text)
         if error is None:
             body, error = self._parse(raw)
         if error is not None:
@@ -188,11 +214,18 @@ class Consolidator:
             "finished_at": None if passed else utcnow(),
             "reason": None if passed else "gate failed",
         })
-        with self.store.write() as tx:
-            tx.insert_artifact(artifact, self._edges(artifact, sel))
-            tx.save_attempt(attempt)
-            if not passed:
-                attempt = self._schedule_retry(tx, attempt)
+        try:
+            with self.store.write() as tx:
+                tx.insert_artifact(artifact, self._edges(artifact, sel))
+                tx.save_attempt(attempt)
+                if not passed:
+                    attempt = self._schedule_retry(tx, attempt)
+        except StoreError as exc:
+            # The store refused what this output holds (a value past an engine's limits, say):
+            # the attempt fails as an error, so that the subject retries and escalates instead
+            # of repeating the same write forever. If the store is down, this write fails too.
+            return self._finish_error(attempt.model_copy(update={"artifact_id": None}), sel, None,
+                                      f"invalid output: the store refused it ({exc})"[:2000], timings)
         return Prepared(attempt=attempt, artifact=artifact, gate_result=result, selection=sel)
 
     def publish(self, prepared: Prepared) -> Attempt:
@@ -280,7 +313,11 @@ class Consolidator:
     def _parse(self, raw: Any) -> tuple[ArtifactBody | None, str | None]:
         try:
             data = json.loads(raw) if isinstance(raw, str) else raw
-            return ArtifactBody.model_validate(data), None
+            body = ArtifactBody.model_validate(data)
+            # PostgreSQL keeps no NUL in text or jsonb, and no store encodes a lone surrogate:
+            # refused here, on every store alike, as any other malformed output
+            bad = _unstorable(body.model_dump())
+            return (None, f"invalid output: its text holds {bad}, which no store keeps") if bad else (body, None)
         except json.JSONDecodeError as exc:
             return None, f"invalid output: not JSON ({exc})"
         except ValidationError as exc:
@@ -292,7 +329,7 @@ class Consolidator:
     def _finish_error(self, attempt: Attempt, sel: Selection, raw_text: str | None, error: str,
                       timings: dict[str, float]) -> Prepared:
         attempt = attempt.model_copy(update={
-            "status": "error", "error": error, "raw_output": raw_text, "finished_at": utcnow(),
+            "status": "error", "error": _storable(error), "raw_output": _storable(raw_text), "finished_at": utcnow(),
             "timings": timings, "reason": error.split(":")[0],
         })
         with self.store.write() as tx:

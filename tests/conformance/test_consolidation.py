@@ -360,6 +360,55 @@ def test_generation_failure_is_an_error_attempt_kept_retried_then_escalated(memo
     assert_nothing_published(memory)
 
 
+class _Unstorable(DeterministicCompressor):
+    """A compressor whose narrative ends with text no store can keep (a model that emits NUL)."""
+
+    def __init__(self, junk: str) -> None:
+        super().__init__()
+        self.junk = junk
+
+    def compress(self, request):
+        out = super().compress(request)
+        out["summary"] += f" The user is allergic to peanuts.{self.junk}"
+        return out
+
+
+@pytest.mark.parametrize("junk, what", [("\x00", "NUL (U+0000)"), ("\ud800", "an unpaired surrogate")],
+                         ids=["nul", "surrogate"])
+def test_output_no_store_can_keep_is_an_error_attempt_not_a_stuck_subject(memory, junk, what):
+    """PostgreSQL keeps no NUL in text: once, such a narrative failed every write and the subject
+    retried forever with its attempts left 'selected'. Both stores now refuse it alike."""
+    seed_world(memory)
+    config = ConsolidationConfig(max_attempts=3, backoff_base_s=30)
+    first = memory.consolidate(T, U, compressor=_Unstorable(junk), config=config)
+    assert first.status == "error" and first.error == f"invalid output: its text holds {what}, which no store keeps"
+    assert first.raw_output is not None and "\x00" not in first.raw_output
+    assert memory.artifacts(T, U) == []
+    assert_nothing_published(memory)
+    assert len(pending_jobs(memory)) == 1  # retried later, with backoff
+    assert memory.consolidate(T, U, config=config).status == "published"
+
+
+def test_a_write_the_store_refuses_fails_the_attempt_instead_of_repeating(memory, monkeypatch):
+    seed_world(memory)
+    with memory.store.write() as tx:
+        tx_type = type(tx)
+    real = tx_type.insert_artifact
+
+    def refuse(self, *args, **kwargs):
+        raise lossgate.StoreError("PostgreSQL: unsupported Unicode escape sequence")
+
+    monkeypatch.setattr(tx_type, "insert_artifact", refuse)
+    config = ConsolidationConfig(max_attempts=3, backoff_base_s=30)
+    failed = memory.consolidate(T, U, config=config)
+    assert failed.status == "error" and failed.error.startswith("invalid output: the store refused it")
+    assert failed.artifact_id is None and memory.artifacts(T, U) == []
+    assert [a.status for a in memory.attempts(T, U)] == ["error"]  # kept, not left 'selected'
+    assert len(pending_jobs(memory)) == 1
+    monkeypatch.setattr(tx_type, "insert_artifact", real)
+    assert memory.consolidate(T, U, config=config).status == "published"
+
+
 # -- 5. deletion through repeated compression (seed 000) ---------------------------------------
 
 ADDRESS = "221 Elm Street, Apt 4B, Brooklyn, NY 11201"
