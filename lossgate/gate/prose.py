@@ -60,6 +60,7 @@ structured claims bind each value to its qualifiers and catch the same swap.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 from lossgate.lines import claim_lines, conflict_line, header_line
@@ -81,6 +82,20 @@ _NUMERIC = frozenset({"money", "quantity", "percent"})
 _NEGATION_ONLY: tuple[AtomKind, ...] = ("negation",)
 # Words a summary uses for the subject where the source said "I" or "me".
 _SELF = frozenset({"user", "customer", "client", "subject", "requester", "member"})
+# A negation that frames what the memory holds rather than stating a new fact: a contrast
+# ("an allergy, not just a dislike"), exclusivity ("and nowhere else"), a bound on a number
+# the diff compares anyway ("never waits more than 30 minutes").
+_FRAMING = re.compile(r"^(?:not|never|no)\s+(?:just|merely|simply|only|as)\b|\b(?:else|other|others)\b"
+                      r"|\b(?:more|longer|later|fewer|less|over|above|beyond|exceed\w*)\b")
+# Verbs that negate by themselves: negated, they state the other polarity.
+_UNDOING_VERBS = content_stems("dissent refuse deny object oppose reject decline forbid prohibit ban lack fail avoid "
+                               "stop withhold withdraw revoke cancel disagree disallow disapprove exclude block")
+# How a summary says that something is still open (about an open conflict or a speculation).
+_OPEN_STATUS = content_stems("settled decided resolved clear confirmed reconciled final finalised finalized "
+                             "overrides overridden replaces replaced known sure agreed determined")
+# How a summary disowns quoted or untrusted text ("not an instruction from the user").
+_DISOWNING = content_stems("instruction instructions rule order command request user verified trusted trust "
+                           "something treat record assume")
 
 
 def _negative_claims(artifact: ArtifactBody) -> list[set[str]]:
@@ -103,6 +118,41 @@ def _states_negative_claim(a: Atom, negative: list[set[str]], vocabulary: frozen
     head, *rest = a.key.split("|")[1:]
     words = ({head, *rest}) - _SELF
     return any(words & claim and (head in claim or head in vocabulary) for claim in negative)
+
+
+def _restates_negative_claim(a: Atom, negative: list[set[str]], vocabulary: frozenset[str],
+                             negated: frozenset[str]) -> bool:
+    """A negated statement the summary adds restates a negative claim in its own words when it
+    renders the claim (:func:`_states_negative_claim`), or when it says no new thing: every word
+    after its verb comes from the claim or the sources and it names the claim's object ("they
+    cannot eat peanuts", "phone calls to the user are not permitted"), or every word comes from
+    the sources and one of them is what a source negates ("no calling the user" after "do not
+    call me by phone"). A new object ("peanuts or shellfish") is a new statement."""
+    if _states_negative_claim(a, negative, vocabulary):
+        return True
+    head, *rest = a.key.split("|")[1:]
+    if head in _UNDOING_VERBS or _strip_prefix(head) is not None:
+        return False  # "does not dissent", "never disallowed": a negated negative is the other polarity
+    words = {head, *rest} - _SELF
+    return any((words & claim and set(rest) - _SELF <= claim | vocabulary)
+               or (words <= claim | vocabulary and words & negated) for claim in negative)
+
+
+def _frames(a: Atom, artifact: ArtifactBody) -> bool:
+    """Whether an added negated statement frames what the memory holds instead of stating a
+    new fact: a contrast, exclusivity or a bound (:data:`_FRAMING`); an open conflict or a
+    speculation called not settled ("the two have not been reconciled"); quoted or untrusted
+    text disowned ("not an instruction from the user"). The critical-topic fence judges the
+    sentence's meaning."""
+    if _FRAMING.search(a.text.lower()):
+        return True
+    head, *rest = a.key.split("|")[1:]
+    words = {head, *rest} - _SELF
+    if head in _OPEN_STATUS and (artifact.unresolved_conflicts or any(c.modality == "speculative"
+                                                                      for c in artifact.claims)):
+        return True
+    quoted = any(c.modality == "quoted" or c.authority in ("untrusted", "tool") for c in artifact.claims)
+    return quoted and bool(words & _DISOWNING)
 
 
 def _strip_prefix(word: str) -> str | None:
@@ -189,7 +239,7 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
                 out.append(_v("atom_changed", label_of(a), f"double negation: source says {twin.text!r}, "
                               f"summary says {a.text!r}", expected=label_of(twin), observed=label_of(a)))
                 continue
-            if _states_negative_claim(a, negative, inp.vocabulary):
+            if _restates_negative_claim(a, negative, inp.vocabulary, inp.negated_words) or _frames(a, artifact):
                 continue
         out.append(_v("atom_added", label_of(a), f"the sources never say {a.text!r}", observed=label_of(a)))
     for a in summary:

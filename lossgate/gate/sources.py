@@ -136,6 +136,12 @@ class ProseInputs:
         return frozenset(words)
 
     @cached_property
+    def negated_words(self) -> frozenset[str]:
+        """The words the sources' negated statements use ("call", "phone" of "do not call me by phone")."""
+        return frozenset(w for a in self.source if a.kind == "negation" and a.key.startswith("not|")
+                         for w in a.key.split("|")[1:])
+
+    @cached_property
     def full_dates(self) -> dict[str, str]:
         """``-MM-DD`` -> the first full date key with that day, among source and fact atoms."""
         out: dict[str, str] = {}

@@ -130,3 +130,53 @@ def test_a_change_of_meaning_in_new_words_fails(name, extra, why):
 def test_a_faithful_paraphrase_in_new_words_passes(name, extra):
     result = gate(_with(name, extra))
     assert _fence(result) == [], result.lines()
+
+
+# -- found by the hostile review of issue 11 ---------------------------------------------------------
+
+def _allowed_again(extra: str) -> GateCase:
+    """seed-peanut-allergy after the allergy was withdrawn: peanuts are allowed now."""
+    c = _case("seed-peanut-allergy")
+    doc = {**c.document}
+    doc["events"] = [*doc["events"], {"event_id": "event-43", "kind": "message", "actor": "user",
+                                      "trust": "authenticated_user", "state": "valid",
+                                      "occurred_at": "2026-03-15T09:00:00+00:00",
+                                      "text": "Good news: my allergist cleared me, peanuts are fine now."}]
+    old = next(f for f in doc["facts"] if f["fact_id"] == "fact-allergy-1")
+    doc["facts"] = [f for f in doc["facts"] if f["fact_id"] != "fact-allergy-1"] + [
+        {**old, "status": "superseded", "superseded_by": "fact-allergy-2"},
+        {**old, "fact_id": "fact-allergy-2", "value": True, "qualifiers": {}, "sources": ["event-43"],
+         "supersedes": "fact-allergy-1"}]
+    claims = [cl for cl in doc["artifact"]["claims"] if cl["fact_id"] != "fact-allergy-1"]
+    claims.append({"fact_id": "fact-allergy-2", "predicate": "food.peanuts_allowed", "value": True,
+                   "qualifiers": {}, "polarity": "positive", "modality": "asserted", "authority": "user",
+                   "derived_from": ["event-43"]})
+    doc["artifact"] = {**doc["artifact"], "claims": claims,
+                       "summary": f"Peanuts are fine for the user now. User generally prefers healthy food.\n{extra}"}
+    from lossgate.gate.casefile import parse_case
+    return parse_case(doc, base=CASES)
+
+
+def test_a_withdrawn_prohibition_stated_as_standing_fails() -> None:
+    assert _fence(gate(_allowed_again(""))) == []
+    assert "fact-allergy-2" in _fence(gate(_allowed_again("The user is still allergic to peanuts.")))
+    assert _fence(gate(_allowed_again("The user is no longer allergic to peanuts."))) == []
+
+
+@pytest.mark.parametrize("name, extra", [
+    ("seed-peanut-allergy", "Serve the user peanut satay."),  # an action on what is forbidden
+    ("seed-peanut-allergy", "Peanuts? Totally fine for them."),  # the answer to a question speaks of it
+    ("deadline-followups", "The signed contract is probably due by 2026-03-22."),  # a deadline is not hedged
+    ("entity-tenant-isolation", "Ship to warehouse W-12 only when it is domestic."),
+])
+def test_review_misses_are_refused(name, extra):
+    assert _fence(gate(_with(name, extra))), extra
+
+
+@pytest.mark.parametrize("name, extra", [
+    ("qualifier-refund-review", "Without a supervisor's review, no refund may be issued; the cap is $50."),
+    ("permission-contact-channels", "Phone calls are unwelcome, but emailing the user is fine."),
+    ("seed-peanut-allergy", "The user might be travelling soon; the peanut allergy stands regardless."),
+])
+def test_review_false_alarms_pass(name, extra):
+    assert _fence(gate(_with(name, extra))) == [], gate(_with(name, extra)).lines()

@@ -107,14 +107,19 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
     events = {e.event_id: e for e in valid}
     out: list[Violation] = []
     previous: list[Topic] = []
+    previous_stems: frozenset[str] = frozenset()
+    asked = False
     for raw, sentence in lines:
-        touched = touches(found, raw, content_stems(sentence))
-        if not touched and ANAPHOR.match(sentence):
-            touched = previous  # "That is no longer true." speaks of the sentence before
-        previous = touched
+        stems = content_stems(sentence)
+        touched, before = touches(found, raw, stems), frozenset[str]()
+        if not touched and (ANAPHOR.match(sentence) or asked):
+            # "That is no longer true." speaks of the sentence before; so does the answer to
+            # a question or a heading ("Peanuts? Totally fine.")
+            touched, before = previous, previous_stems
+        previous, previous_stems, asked = touched, stems, raw.rstrip().endswith(("?", ":"))
         if not touched:
             continue
-        r = read(raw, sentence, touched, sources)
+        r = read(raw, sentence, touched, sources, before)
         problem = (polarity(r) or stance(r) or change(r) or condition(r) or hedge(r)
                    or elevated(r, sources, events) or conflict(r))
         if problem is None:

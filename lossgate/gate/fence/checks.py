@@ -32,13 +32,15 @@ class Reading:
     said: tuple[Source, ...]  # the source sentences of its topics and those it shares two words with
     ids: tuple[str, ...]  # the events behind ``said``
     cue: bool  # it holds a negation
+    before: frozenset[str] = frozenset()  # the sentence it speaks of ("Peanuts? Totally fine."): its stems
 
     def restated(self, least: int = 2) -> list[Source]:
         """The source sentences it shares ``least`` content words with."""
         return [src for src in self.said if len(src.stems & self.stems) >= least]
 
 
-def read(raw: str, sentence: str, touched: list[Topic], sources: dict[str, tuple[Source, ...]]) -> Reading:
+def read(raw: str, sentence: str, touched: list[Topic], sources: dict[str, tuple[Source, ...]],
+         before: frozenset[str] = frozenset()) -> Reading:
     stems = content_stems(sentence)
     ids = tuple(dict.fromkeys(e for t in touched for e in t.events))
     # A sentence often joins a topic to what surrounds it: the source sentences it shares two
@@ -47,7 +49,8 @@ def read(raw: str, sentence: str, touched: list[Topic], sources: dict[str, tuple
     ids = tuple(dict.fromkeys(ids + tuple(near)))
     low = sentence.lower()
     return Reading(raw, raw.lower(), low, stems, stated(raw), tuple(touched),
-                    tuple(src for e in ids for src in sources.get(e, ())), ids, bool(NEGATION_CUE.search(low)))
+                   tuple(src for e in ids for src in sources.get(e, ())), ids, bool(NEGATION_CUE.search(low)),
+                   before)
 
 
 def polarity(r: Reading) -> str | None:
@@ -67,9 +70,14 @@ def polarity(r: Reading) -> str | None:
     negative = any(t.negated for t in r.touched)
     # what a positive fact names beside a negative one of the same predicate ("email" / "phone")
     forbidding = frozenset().union(*(t.names | t.object | t.forbidden for t in r.touched if t.negated))
-    allowed_names = frozenset().union(*(t.names for t in r.touched if not t.negated and not t.quoted
-                                        and any(u.negated and u.predicate == t.predicate for u in r.touched)))
+    allowed_names = frozenset().union(*(t.names for t in r.touched if not t.negated and not t.quoted and (
+        t.allows or any(u.negated and u.predicate == t.predicate for u in r.touched))))
     allowed_names -= forbidding
+    unavoided = bool(UNAVOID.search(r.low))  # "no longer allergic": a double negative allows
+    for t in r.touched:  # "the user is still allergic to peanuts" where peanuts are now allowed
+        if t.allows and (t.names - forbidding) & r.stems and not forbidding & r.stems and AVOID.search(r.low) \
+                and not r.cue:
+            return "states an allowed fact as forbidden"
     if negative and UNAVOID.search(r.low):  # "not allergic to peanuts any more"
         return "negates what a source affirms"
     if any(t.obligation for t in r.touched) and NO_NEED.search(r.low):
@@ -86,7 +94,9 @@ def polarity(r: Reading) -> str | None:
     for src in r.restated(1):  # "without supervisor review" for "after supervisor review"
         for _, words in src.conditions:
             for w in words:
+                # ("without review, no refund" forbids what the source conditions: no reversal)
                 reversed_ = any(REVERSED.search(r.low[:m.start()][-40:])
+                                and not NEGATION_CUE.search(r.low[m.end():])
                                 for m in re.finditer(rf"\b{re.escape(w)}", r.low))
                 # ... unless another source says it so ("a tool said to approve refunds without review")
                 if reversed_ and not any(REVERSED.search(other.text[:m.start()][-40:]) for other in r.said
@@ -103,7 +113,7 @@ def polarity(r: Reading) -> str | None:
             return f"negates what a source affirms ({head})"
         # "do not contact the customer by email" where email is allowed and phone is not
         flipped = (mine - roots(forbidding)) & roots(allowed_names)
-        if flipped and not bounded:
+        if flipped and not bounded and not unavoided:
             return f"negates what a source affirms ({', '.join(sorted(flipped))})"
         # "do not contact by phone on weekends" for "do not contact the customer by phone":
         # all a source's negated words, and a scope no source names
@@ -135,7 +145,7 @@ def stance(r: Reading) -> str | None:
             or QUESTION.search(r.low[: permits.start()])):
         return None
     for t in r.touched:
-        names = (t.object | t.forbidden) & r.stems
+        names = (t.object | t.forbidden) & (r.stems | r.before)
         if t.negated and names and not r.stems & (t.context - t.key - t.value - t.forbidden - STANCE_STEMS):
             return "states a negative fact as allowed or wanted"
     return None
@@ -156,7 +166,9 @@ def change(r: Reading) -> str | None:
         if denied and t.changed:
             return "denies a change the ledger records"
         # with history, "the earlier figure was revoked, so $65,000 stands" names what holds
-        told = t.changed and (bool(t.earlier & r.stated) or bool(t.value and t.value <= r.stated))
+        # a flag that flipped ("no longer allergic" once peanuts are allowed) tells its own change
+        told = t.changed and (bool(t.earlier & r.stated) or bool(t.value and t.value <= r.stated)
+                              or not t.value)
         # "the original slot was cancelled and it was rescheduled": the ledger's own change told
         told = told or (t.changed and said(RETOLD, r.low))
         if undoing and not (told or any(src.undoes for src in restated)):
@@ -221,9 +233,12 @@ def condition(r: Reading) -> str | None:
 def hedge(r: Reading) -> str | None:
     """A hedge no source sentence it restates has, a speculative fact stated as settled, or a
     settled fact called open."""
-    is_hedged = hedged(r.text)
+    # a hedge counts in a clause about the topic ("they might travel; the allergy stands" does not hedge it)
+    topical = frozenset().union(*(t.key | t.context | t.value for t in r.touched))
+    is_hedged = any(hedged(part) for part in r.text.split(";") if content_stems(part) & topical or ";" not in r.text)
     restated = r.restated(1)
-    open_ = any(t.open or t.speculative for t in r.touched) or bool(OPEN_RX.search(r.low))
+    # hedging is faithful about an open conflict or a speculation, never about a deadline
+    open_ = any(t.sides or t.speculative for t in r.touched) or bool(OPEN_RX.search(r.low))
     if is_hedged and restated and not open_ and not any(src.hedged for src in restated):
         return "a hedge no source has"
     speculative = [t for t in r.touched if t.speculative]

@@ -49,7 +49,7 @@ KEEPS = {
 }
 # A scope set by "only" before or after it ("only for domestic orders", "for annual plans only").
 ONLY_SCOPES = (
-    re.compile(r"\bonly\s+(?:for|to|during|in|on|after|before|when|if|with|within)\s+([^,;.!?]+)"),
+    re.compile(r"\bonly\s+(?:\w+\s+){0,2}?(?:for|to|during|in|on|after|before|when|if|with|within)\s+([^,;.!?]+)"),
     re.compile(r"\b(?:for|to|during|in|on|with)\s+((?:(?!(?:but|and|or|are|is|was|were|be)\b)[a-z]+\s+){0,3}?[a-z]+)"
                r"\s+only\b"),
 )
@@ -101,7 +101,8 @@ NO_NEED = re.compile(r"\b(?:no need|not (?:need|required|necessary)|(?:does|do|d
 UNDOING = re.compile(r"\b(?:no longer|any ?more|used to|reversed|reverse|opposite|overturned|lifted|outgrew|"
                       r"outgrown|withdrawn|withdrew|retracted|revoked|cancel(?:l?ed)?|scrapped|void|obsolete|"
                       r"outdated|stale|superseded|differently|overrides?|overridden|walked back|went back|"
-                      r"reverted|back to the original|(?:was|were|been|got)\s+(?:\w+\s+)?dropped)\b")
+                      r"reverted|back to the original|cured|went away|resolved itself|no issue any ?more|"
+                      r"(?:was|were|been|got)\s+(?:\w+\s+)?dropped)\b")
 MOVING = re.compile(r"\b(?:changed|changes|change|updated|update|replac\w*|switched|moved|rescheduled|"
                      r"postponed|pushed back|lowered|increased|reduc\w*|decreas\w*|cut back|bumped|upgraded|"
                      r"downgraded|correction|corrected|revised)\b")
@@ -127,7 +128,7 @@ AVOID_WORDS = (r"avoid|avoids|avoiding|refrain|exclude|excluded|excluding|prohib
                r"ban|banned|barred|allergic|allergy|allergies|intolerant|off[- ]limits|off the table|"
                r"keep (?:\w+\s+){1,3}(?:off|out|away)|steer clear|stay away|withheld|withhold|refused|refuses|"
                r"declined|declines|denied|denies|opted out|objects?|lack|lacks|lacked|lacking|missing|absent|"
-               r"failed to|unauthori[sz]ed")
+               r"failed to|unauthori[sz]ed|unwelcome|unwanted|unacceptable|inadvisable|not welcome")
 AVOID = re.compile(rf"\w-free\b|\b(?:{AVOID_WORDS})\b")
 # An avoidance negated ("not allergic", "no longer avoids"): said of a negative fact, a flip.
 UNAVOID = re.compile(rf"(?:\b(?:not|never|no longer)|n[’']t)\s+(?!merely|just|only|simply)(?:\w+\s+){{0,2}}"
@@ -140,17 +141,21 @@ SCOPE = re.compile(r"\b(?:on|at|in|during|for|within|between|outside|before|afte
 QUESTION = re.compile(r"\b(?:how|whether|what|which|if|when|where|why|who)\b")
 PERMITS = re.compile(r"\b(?:can|may|allowed|permitted|fine|ok|okay|safe|happy|glad|good|acceptable|encouraged|"
                       r"free to|able|welcome|want|wants|wanted|like|likes|love|loves|enjoy|enjoys|prefer|"
-                      r"prefers|request|requests|requested|crave|craves|keen)\b")
+                      r"prefers|request|requests|requested|crave|craves|keen|"
+                      # or hands it over: "serve the user peanut satay", "go ahead and call"
+                      r"serve|add|give|offer|include|bring|put|go ahead|feel free|whenever)\b")
 STANCE_STEMS = content_stems("can may allowed permitted fine ok okay safe happy glad good acceptable encouraged "
                               "free able welcome want wants wanted "
                               "like likes love loves enjoy enjoys prefer prefers request requests requested "
-                              "crave craves keen")
+                              "crave craves keen serve add give offer include bring put ahead feel whenever")
 # A sentence that tells *that* something was said or set, not *what*: it states no value.
 MENTION = re.compile(r"\b(?:discussed|mentioned|talked about|came up|brought up|asked about|covered|"
                       r"(?:was|were) (?:set|laid down|given|raised)|laid down|(?:rule|rules|instruction|instructions|"
                       r"policy|question|request|note|permissions?) (?:about|on|for|covering|regarding|concerning)|"
                       r"(?:permissions?|perms|rules?|polic(?:y|ies)) (?:were|was|are|is) set|"
                       r"status (?:captured|recorded|noted|logged)|(?:scoped|set|granted|defined|configured) by)\b")
+# "only" before another condition ("only after review") sharpens that one: it sets none of its own.
+ONLY_SHARPENS = re.compile(r"\bonly\s+(?:after|if|when|once|until|before|within|with|upon|provided|unless)\b")
 # A sentence that opens with one of these and names no topic speaks of the sentence before it.
 ANAPHOR = re.compile(r"\s*(?:that|this|it|they|these|those|which|such|he|she|the same)\b", re.IGNORECASE)
 NEGATION_CUE = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot)\b|n[’']t\b|[✗✘❌]")

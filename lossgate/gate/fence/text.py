@@ -11,8 +11,8 @@ from typing import Iterable
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import (
-    CLAUSE, CONDITIONS, HEDGES, KINDS, MARKER_WORDS, MAY_HEDGE, MOVING, NEGATION_CUE, QUESTION, SENTENCE,
-    UNDOING, WORDY,
+    CLAUSE, CONDITIONS, HEDGES, KINDS, MARKER_WORDS, MAY_HEDGE, MOVING, NEGATION_CUE, ONLY_SHARPENS, QUESTION,
+    SENTENCE, UNDOING, WORDY,
 )
 from lossgate.records import Event
 
@@ -63,9 +63,10 @@ def conditions(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """Each condition ``text`` sets, by kind, with the content stems of its clause ("after
     supervisor review": ``("after", {"supervisor", "review"})``)."""
     low = text.lower()
+    sharpened = bool(ONLY_SHARPENS.search(low)) and low.count("only") == 1
     return tuple((KINDS[name], content_stems(" ".join(m.group(0) for m in CLAUSE.finditer(low)
                                                           if rx.match(m.group(0)))) - MARKER_WORDS)
-                 for name, rx in CONDITIONS.items() if rx.search(low))
+                 for name, rx in CONDITIONS.items() if rx.search(low) and not (name == "only" and sharpened))
 
 
 def hedged(low: str) -> bool:

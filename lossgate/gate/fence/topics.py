@@ -34,6 +34,7 @@ class Topic:
     object: frozenset[str] = frozenset()  # a negative fact: what it forbids ("peanut", "phone"), not its namespace
     names: frozenset[str] = frozenset()  # its key less its namespace: a sentence naming these states it
     predicate: str = ""  # a fact's predicate
+    allows: bool = False  # a flag that is true ("contact.allowed = true"): said as forbidden, it flips
     forbidden: frozenset[str] = frozenset()  # the words its sources negate ("serve", "call")
     subject_words: frozenset[str] = frozenset()  # what every one of its (two or more) sources speaks of ("kickoff")
     conditional: tuple[frozenset[str], ...] = ()  # qualifiers that set a condition ("staging only"), as stems
@@ -89,6 +90,7 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
                       if len(set(history)) >= 2 else frozenset())
             out.append(Topic(f.fact_id, what, key_of(f), context_of(ids), ids, quoted=quoted, value=value_words(f),
                              names=names, subject_words=common, predicate=f.predicate,
+                             allows=f.value_type == "bool" and f.value is True and f.polarity == "positive",
                              negated=content_stems(last) if negative else frozenset(), open=obligation,
                              obligation=obligation, forbidden=forbidden, conditional=conditional,
                              speculative=f.modality == "speculative", earlier=earlier.get(f.predicate, frozenset()),
