@@ -134,7 +134,7 @@ class CoreDerivedReads(TxBase):
     def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
                    after_seq: int, limit: int) -> list[tuple[str, int, str]]:
         table, item, text, live = EMBEDDABLE[kind]
-        return self._all(  # type: ignore[return-value]
+        return self._all(
             f"SELECT x.{item}, x.seq, {text} FROM {table} x WHERE x.tenant_id=? AND x.subject_id=? AND x.seq > ? "
             f"AND {live} AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id=x.tenant_id "
             f"AND v.subject_id=x.subject_id AND v.kind=? AND v.item_id=x.{item} AND v.model=?) ORDER BY x.seq LIMIT ?",

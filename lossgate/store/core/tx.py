@@ -147,7 +147,7 @@ class CoreReadTx(CoreDerivedReads):
             row = self._one("SELECT document FROM registries ORDER BY version DESC LIMIT 1")
         else:
             row = self._one("SELECT document FROM registries WHERE version=?", (version,))
-        return orjson.loads(row[0]) if row else None  # type: ignore[no-any-return]
+        return orjson.loads(row[0]) if row else None
 
     def latest_registry_version(self) -> int | None:
         return self._value("SELECT MAX(version) FROM registries")  # type: ignore[no-any-return]
@@ -187,7 +187,8 @@ class CoreWriteTx(CoreDerivedWrites, CoreReadTx):
         self, tenant_id: str, subject_id: str, fact_id: str, *, status: FactStatus,
         superseded_by: str | None = None, purge: bool = False,
     ) -> None:
-        sets, args = ["status=?"], [status]
+        sets: list[str] = ["status=?"]
+        args: list[Any] = [status]
         if superseded_by is not None:
             sets.append("superseded_by=?")
             args.append(superseded_by)

@@ -65,7 +65,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any, TypeVar
 
@@ -183,9 +183,10 @@ class PostgresStore(CoreStore):
         self._pool_obj: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
         switch = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(self.db_role))] if self.db_role else []
-        self._begin_read = [sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *switch]
-        self._begin_write = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *switch]
-        self._begin_login = [sql.SQL("BEGIN")]  # schema work, as the login role
+        self._begin_read: list[sql.SQL | sql.Composed] = [
+            sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *switch]
+        self._begin_write: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *switch]
+        self._begin_login: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN")]  # schema work, as the login role
 
     # -- connections -------------------------------------------------------------------
     def _pool(self) -> ConnectionPool:
@@ -207,7 +208,7 @@ class PostgresStore(CoreStore):
         return re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", self.url)
 
     @contextmanager
-    def _transaction(self, begin: list[sql.Composable], *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
+    def _transaction(self, begin: Sequence[sql.SQL | sql.Composed], *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
         # The choke point: whatever the body or the commit raises from the
         # driver leaves as a lossgate error; lossgate errors pass untouched.
         # ``pipeline`` sends statements without waiting for their results until a
@@ -298,14 +299,15 @@ class PostgresStore(CoreStore):
             with self._pool().connection() as conn:
                 size = "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname = ANY(%s) " \
                        "AND c.relnamespace = current_schema()::regnamespace"
-                before = conn.execute(size, (list(_TABLES),)).fetchone()[0]
+                before = conn.execute(size, (list(_TABLES),)).fetchone()
                 for table in _TABLES:
                     conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
-                after = conn.execute(size, (list(_TABLES),)).fetchone()[0]
+                after = conn.execute(size, (list(_TABLES),)).fetchone()
         except psycopg.Error as exc:
             raise _translate(exc, None) from exc
         return CompactReport(steps=(f"vacuum {len(_TABLES)} tables",), seconds=time.perf_counter() - t0,
-                             bytes_before=int(before or 0), bytes_after=int(after or 0))
+                             bytes_before=int(before[0] or 0) if before else 0,
+                             bytes_after=int(after[0] or 0) if after else 0)
 
     def close(self) -> None:
         with self._pool_lock:

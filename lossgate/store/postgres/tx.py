@@ -75,7 +75,7 @@ class PostgresReadTx(PostgresDerivedReads, CoreReadTx):
 
     # -- running statements --------------------------------------------------------------
     def _one(self, sql: str, args: Sequence[Any] = ()) -> Row | None:
-        return self._c.execute(self._d.sql(sql), args).fetchone()  # type: ignore[no-any-return]
+        return self._c.execute(self._d.sql(sql), args).fetchone()
 
     def _all(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
         return self._c.execute(self._d.sql(sql), args).fetchall()

@@ -83,7 +83,7 @@ class SQLiteDerivedReads(CoreDerivedReads):
             " ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted))]
 
     def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
-        return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "  # type: ignore[return-value]
+        return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "
                          "AND model=?", (tenant_id, subject_id, kind, model))
 
 

@@ -68,7 +68,7 @@ class SQLiteReadTx(SQLiteDerivedReads, CoreReadTx):
             for chunk in self._d.chunks(sel.ids):
                 condition, args = self._d.in_(sel.id_column, chunk)
                 hits += self._all(f"{sql} AND {condition}", [*sel.args, *args])
-            hits.sort(key=lambda r: r[sel.seq_index], reverse=sel.newest_first)  # type: ignore[no-any-return]
+            hits.sort(key=lambda r: r[sel.seq_index], reverse=sel.newest_first)
             found.append(hits[:sel.limit])
         return found
 
