@@ -42,8 +42,9 @@ every other write transaction that touches the subject wait until this one ends,
 that whatever the transaction read about the subject is still true when it
 commits. Writers of different subjects may run in parallel (PostgreSQL: a row lock
 on the subject's clock) or one at a time (SQLite: one writer lock for the file,
-taken at ``BEGIN IMMEDIATE``). A primitive declared :func:`tenant_of` never waits
-for the subject's writers (a recall's evidence, a job listing).
+taken at ``BEGIN IMMEDIATE``). A primitive declared :func:`tenant_of` does not lock
+the subject (a recall's evidence, a job listing): where writers of one subject are
+serialised apart from the rest, it never waits for them.
 
 **Errors** leave a store as :mod:`lossgate.errors`, translated at one choke point (the
 transaction context manager): an integrity violation is
@@ -52,9 +53,12 @@ transaction context manager): an integrity violation is
 A write transaction commits on normal exit and rolls back on an exception; never a
 commit around a database error the body caught.
 
-**Order.** Lists come in a stated order; where two rows tie on it (the same
-timestamp), the row created first comes first (or last, for newest-first lists):
-creation order, never the id, breaks ties.
+**Order.** Every list comes in the order its primitive states. Where that order is a
+timestamp that two rows can share (artifacts' ``created_at``, recall records' ``at``,
+jobs' ``run_after`` when claiming), the row created first comes first (last, in a
+newest-first list): creation order breaks the tie, not the id, which callers choose.
+Where a primitive names an id as its tie-break (conflicts, proposals), the id breaks it,
+compared bytewise.
 
 Each tier's own rules are on its classes.
 """
