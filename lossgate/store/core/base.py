@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from lossgate.store.core.dialect import Dialect
-from lossgate.store.protocol import Touch, WriteTx, primitives, touch_of
+from lossgate.store.protocol import SUBJECT, Touch, WriteTx, primitives, touch_of
 
 __all__ = ["TxBase", "Select", "by_tenant", "Row"]
 
@@ -69,50 +69,44 @@ class Select:
         return sql + " LIMIT ?", [*args, self.limit]
 
 
-def _argument(index: int, name: str) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    def get(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return args[index] if len(args) > index else kwargs[name]
-
-    return get
+def _subjects(touch: Touch, given: Any) -> list[tuple[str, str]]:
+    """The (tenant, subject) pairs that the argument ``given`` names, by ``touch``: one
+    record's, or each record's of a sequence, sorted (as Ledger.append locks its subjects,
+    so that two such calls never wait for each other in a cycle)."""
+    if touch.kind == "subject":
+        return [(given.tenant_id, given.subject_id)]
+    records = given if touch.item is None else (x[touch.item] for x in given)
+    return sorted({(r.tenant_id, r.subject_id) for r in records})
 
 
 def _scoped(fn: Callable[..., Any], touch: Touch) -> Callable[..., Any]:
     """``fn`` preceded by the scoping that ``touch`` asks for."""
-    names = fn.__code__.co_varnames[1 : fn.__code__.co_argcount]
     if touch.kind in ("own", "none"):
         return fn
-    if touch.kind == "subject" and touch.arg is None:
-        tenant, subject = _argument(0, "tenant_id"), _argument(1, "subject_id")
+    if touch == SUBJECT:  # the common case, kept to one extra call
+        def on_subject(self: TxBase, tenant_id: str, subject_id: str, *args: Any, **kwargs: Any) -> Any:
+            self._scope(tenant_id, subject_id)
+            return fn(self, tenant_id, subject_id, *args, **kwargs)
 
-        def scope(self: TxBase, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            self._scope(tenant(args, kwargs), subject(args, kwargs))
+        run: Callable[..., Any] = on_subject
     else:
-        assert touch.arg is not None
-        value = _argument(names.index(touch.arg), touch.arg)
-        if touch.kind == "subject":
-            def scope(self: TxBase, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-                record = value(args, kwargs)
-                self._scope(record.tenant_id, record.subject_id)
-        elif touch.kind == "subjects":
-            item = touch.item
+        arg = touch.arg
+        assert arg is not None
+        position = fn.__code__.co_varnames[1 : fn.__code__.co_argcount].index(arg)
 
-            def scope(self: TxBase, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-                records = value(args, kwargs) if item is None else (x[item] for x in value(args, kwargs))
-                # Sorted, as Ledger.append locks its subjects: two such calls never deadlock.
-                for tenant_id, subject_id in sorted({(r.tenant_id, r.subject_id) for r in records}):
-                    self._scope(tenant_id, subject_id)
-        else:  # tenant
-            def scope(self: TxBase, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-                given = value(args, kwargs)
+        def on_argument(self: TxBase, *args: Any, **kwargs: Any) -> Any:
+            given = args[position] if len(args) > position else kwargs[arg]
+            if touch.kind == "tenant":
                 self._use_tenant(given if isinstance(given, str) else given.tenant_id)
+            else:
+                for tenant_id, subject_id in _subjects(touch, given):
+                    self._scope(tenant_id, subject_id)
+            return fn(self, *args, **kwargs)
 
-    @functools.wraps(fn)
-    def run(self: TxBase, *args: Any, **kwargs: Any) -> Any:
-        scope(self, args, kwargs)
-        return fn(self, *args, **kwargs)
-
-    run.__lossgate_scoped__ = True  # type: ignore[attr-defined]
-    return run
+        run = on_argument
+    scoped = functools.wraps(fn)(run)
+    scoped.__lossgate_scoped__ = True  # type: ignore[attr-defined]
+    return scoped
 
 
 class TxBase:
