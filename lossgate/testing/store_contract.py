@@ -367,7 +367,7 @@ class StoreContract:
                 held.set()
                 time.sleep(HOLD)
                 tx.lock_alias(T, S)
-            done.append("ledger")
+                done.append("ledger")  # before the commit: the rival cannot have its alias yet
 
         def publish() -> None:
             assert held.wait(30)
