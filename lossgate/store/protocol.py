@@ -502,8 +502,9 @@ class SearchReadTx(Protocol):
 
     **Search covers the fresh tail.** A store may index lazily (off the append path), but
     a search never misses an event because the index has not taken it yet: events past
-    the index are matched on their raw text. Only valid events and active facts match;
-    purged text never does."""
+    the index are matched on their raw text (SQLite: by substring, so a stemmed form of a
+    word finds them only once indexed). Only valid events and active facts match; purged
+    text never does."""
 
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         """Ids of the subject's valid events matching any word of ``query`` (full-text,
