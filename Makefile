@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Strict on the packages [tool.mypy] in pyproject.toml lists.
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)

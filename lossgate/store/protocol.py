@@ -1,4 +1,4 @@
-"""The storage contract every backend implements.
+"""The storage contract every backend implements, in four tiers.
 
 A store hands out transactions. Domain code (the ledger, consolidation,
 publication) composes the typed primitives of one transaction into an
@@ -6,21 +6,70 @@ operation, so a composite change (supersede a fact, resolve its conflicts,
 bump the epoch, mark descendants stale) commits or rolls back as one.
 No SQL exists outside ``lossgate.store``.
 
-Every primitive takes ``tenant_id`` and ``subject_id`` and returns only rows
-of that subject (invariant 7); the only exceptions are the idempotency
-look-ups, which answer "is this id taken in this tenant" without returning
-content, and :meth:`ReadTx.subjects`, the explicit admin listing.
+The primitives come in tiers by capability, each a read half and a write half:
 
-Backends translate their driver's exceptions into :mod:`lossgate.errors` at
-one choke point, the transaction context manager.
+* **ledger** (:class:`LedgerReadTx`, :class:`LedgerWriteTx`): the per-subject
+  clock, the append-only events, the facts with their lifecycle, conflicts, the
+  operation log and the predicate registry. Everything else rests on it.
+* **derived** (:class:`DerivedReadTx`, :class:`DerivedWriteTx`): artifacts with
+  their manifests and lineage, the alias and its compare-and-swap, attempts,
+  recall records and extraction proposals.
+* **queue** (:class:`QueueReadTx`, :class:`QueueWriteTx`): rebuild jobs, their
+  claims and leases.
+* **search** (:class:`SearchReadTx`, :class:`SearchWriteTx`): full-text search
+  of events and facts, and stored vectors for semantic search.
+
+:class:`ReadTx` and :class:`WriteTx` are all four together; lossgate needs every
+tier. ``lossgate.testing.store_contract`` is the test suite that proves a store
+keeps the rules below; run it against a new store (docs/writing-a-store.md).
+
+Rules every store keeps
+-----------------------
+
+**Scope** (invariant 7). A primitive reads and writes only rows of the tenant and
+subject it names, and returns only those. The exceptions say so: the idempotency
+look-ups (:meth:`LedgerReadTx.taken_event_ids`) answer "is this id taken in this
+tenant" without returning content; :meth:`LedgerReadTx.subjects` and
+``jobs(tenant, None)`` are admin listings of one tenant; the registry is global;
+:meth:`QueueWriteTx.claim_job` is the worker's claim across tenants. Which subject a
+primitive touches is read from its arguments: ``(tenant_id, subject_id, ...)`` by
+default, otherwise as its declaration here says (:func:`subject_of`,
+:func:`subjects_of`, :func:`tenant_of`, :func:`locks_itself`, :func:`unscoped`).
+
+**Per-subject serialisation: the subject is locked on first touch.** Within a write
+transaction, the first primitive that names a subject (reading or writing it) makes
+every other write transaction that touches the subject wait until this one ends, so
+that whatever the transaction read about the subject is still true when it
+commits. Writers of different subjects may run in parallel (PostgreSQL: a row lock
+on the subject's clock) or one at a time (SQLite: one writer lock for the file,
+taken at ``BEGIN IMMEDIATE``). A primitive declared :func:`tenant_of` does not lock
+the subject (a recall's evidence, a job listing): where writers of one subject are
+serialised apart from the rest, it never waits for them.
+
+**Errors** leave a store as :mod:`lossgate.errors`, translated at one choke point (the
+transaction context manager): an integrity violation is
+:class:`~lossgate.errors.IdempotencyConflict`, a lock or serialisation failure
+:class:`~lossgate.errors.StoreBusy`, anything else :class:`~lossgate.errors.StoreError`.
+A write transaction commits on normal exit and rolls back on an exception; never a
+commit around a database error the body caught.
+
+**Order.** Every list comes in the order its primitive states. Where that order is a
+timestamp that two rows can share (artifacts' ``created_at``, recall records' ``at``,
+jobs' ``run_after`` when claiming), the row created first comes first (last, in a
+newest-first list): creation order breaks the tie, not the id, which callers choose.
+Where a primitive names an id as its tie-break (conflicts, proposals), the id breaks it,
+compared bytewise.
+
+Each tier's own rules are on its classes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol, Sequence, TypeVar
 
 from lossgate.derived import (
     Alias,
@@ -46,18 +95,100 @@ from lossgate.records import (
     Trust,
 )
 
-__all__ = ["Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind"]
+__all__ = [
+    "Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind",
+    "LedgerReadTx", "LedgerWriteTx", "DerivedReadTx", "DerivedWriteTx", "QueueReadTx", "QueueWriteTx",
+    "SearchReadTx", "SearchWriteTx", "Touch", "touch_of", "primitives",
+    "subject_of", "subjects_of", "tenant_of", "locks_itself", "unscoped",
+]
 
 # (subject_id, content_hash, trust or status) of an id already present in the tenant.
 IdTaken = tuple[str, str, str]
 # What a stored vector embeds: an event's text or an active fact's search text.
 VectorKind = Literal["event", "fact"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# -- which subject a primitive touches -------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """What a primitive touches, read from its arguments.
+
+    ``kind``: ``subject`` (the subject of ``arg``: the ``tenant_id`` and ``subject_id``
+    arguments, or a record's), ``subjects`` (the subject of each record in the sequence
+    ``arg``; ``item`` picks the record out of a tuple), ``tenant`` (only the tenant of
+    ``arg``: row-level security, no lock), ``own`` (the primitive is the lock itself) or
+    ``none`` (global, or admin across tenants)."""
+
+    kind: Literal["subject", "subjects", "tenant", "own", "none"]
+    arg: str | None = None
+    item: int | None = None
+
+
+SUBJECT = Touch("subject")  # the default: the primitive's (tenant_id, subject_id) arguments
+
+
+def _declare(touch: Touch) -> Callable[[F], F]:
+    def mark(fn: F) -> F:
+        fn.__lossgate_touch__ = touch  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def subject_of(arg: str) -> Callable[[F], F]:
+    """Declares that the primitive touches the subject of the record ``arg``."""
+    return _declare(Touch("subject", arg))
+
+
+def subjects_of(arg: str, *, item: int | None = None) -> Callable[[F], F]:
+    """Declares that the primitive touches the subject of each record in ``arg`` (of
+    ``record[item]`` when its items are tuples)."""
+    return _declare(Touch("subjects", arg, item))
+
+
+def tenant_of(arg: str) -> Callable[[F], F]:
+    """Declares that the primitive touches only the tenant ``arg`` (an id, or a record's):
+    it never waits for the subject's writers."""
+    return _declare(Touch("tenant", arg))
+
+
+def locks_itself(fn: F) -> F:
+    """Declares a primitive whose work is to lock its subject (:meth:`LedgerWriteTx.lock_clock`)."""
+    return _declare(Touch("own"))(fn)
+
+
+def unscoped(fn: F) -> F:
+    """Declares a primitive that touches no one subject: the global registry, the index, the
+    worker's claim."""
+    return _declare(Touch("none"))(fn)
+
+
+def touch_of(primitive: Callable[..., Any]) -> Touch:
+    """What ``primitive`` (a method of a protocol class here) touches: its declaration, or
+    the default when its first arguments are ``tenant_id, subject_id``. Raises
+    :class:`TypeError` for a primitive that names neither: a new primitive must say
+    which subject it touches, or nothing could lock it."""
+    declared: Touch | None = getattr(primitive, "__lossgate_touch__", None)
+    if declared is not None:
+        return declared
+    code = primitive.__code__
+    if code.co_varnames[1:3] == ("tenant_id", "subject_id"):
+        return SUBJECT
+    raise TypeError(
+        f"store primitive {primitive.__qualname__} takes no (tenant_id, subject_id): declare what it "
+        "touches in lossgate/store/protocol.py (@subject_of, @subjects_of, @tenant_of, @locks_itself, @unscoped)"
+    )
+
+
+# -- value types ---------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class FactFilter:
-    """The filters of :meth:`ReadTx.facts`, for reading several fact sets at once
-    (:meth:`ReadTx.fact_sets`)."""
+    """The filters of :meth:`LedgerReadTx.facts`, for reading several fact sets at once
+    (:meth:`LedgerReadTx.fact_sets`)."""
 
     ids: Sequence[str] | None = None
     statuses: Sequence[FactStatus] | None = None
@@ -79,8 +210,13 @@ class CompactReport:
     bytes_after: int | None = None
 
 
-class ReadTx(Protocol):
-    """A consistent read view (one snapshot of the database)."""
+# -- ledger --------------------------------------------------------------------------------
+
+class LedgerReadTx(Protocol):
+    """Ledger reads over one consistent view.
+
+    Events and facts come in ``seq`` order (or newest first); a subject that was never
+    written reads as empty, with a zero clock."""
 
     def clock(self, tenant_id: str, subject_id: str) -> Clock:
         """The subject's clock; a zero clock if the subject has never been written."""
@@ -109,33 +245,104 @@ class ReadTx(Protocol):
     def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
                      statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
         """Facts of one subject that list any of ``event_ids`` among their sources (only those in
-        ``statuses``, if given)."""
+        ``statuses``, if given), in seq order."""
 
     def conflicts(
         self, tenant_id: str, subject_id: str, *, unresolved_only: bool = False,
         fact_id: str | None = None,
     ) -> list[Conflict]:
-        """Conflicts of one subject, oldest first; optionally only those involving ``fact_id``."""
+        """Conflicts of one subject, oldest first (``detected_at``, then ``conflict_id``);
+        optionally only those involving ``fact_id``."""
 
     def log(self, tenant_id: str, subject_id: str, *, target_ids: Sequence[str] | None = None) -> list[LedgerEntry]:
-        """The subject's operation log, oldest first."""
+        """The subject's operation log, oldest first (entry ids count up in creation order)."""
 
+    @tenant_of("tenant_id")
     def taken_event_ids(self, tenant_id: str, event_ids: Sequence[str]) -> dict[str, IdTaken]:
         """For each id already used in the tenant: (subject, content hash, trust)."""
 
+    @tenant_of("tenant_id")
     def taken_fact_ids(self, tenant_id: str, fact_ids: Sequence[str]) -> dict[str, IdTaken]:
         """For each id already used in the tenant: (subject, content hash, status)."""
 
+    @unscoped
     def registry_document(self, version: int | None = None) -> dict[str, Any] | None:
         """The stored predicate registry (latest version by default), or ``None``."""
 
+    @unscoped
     def latest_registry_version(self) -> int | None:
         """The newest stored registry version, or ``None`` if none was ever loaded."""
 
+    @tenant_of("tenant_id")
     def subjects(self, tenant_id: str) -> list[str]:
-        """Admin listing: every subject of a tenant that has a clock."""
+        """Admin listing: every subject of a tenant that has a clock, sorted bytewise."""
 
-    # -- derived layer ---------------------------------------------------------------
+
+class LedgerWriteTx(LedgerReadTx, Protocol):
+    """Ledger writes. The caller has checked ids and seqs; a store enforces them anyway:
+    ``(tenant, subject, seq)`` and ``(tenant, event_id)`` / ``(tenant, fact_id)`` are keys,
+    and a violation raises :class:`~lossgate.errors.IdempotencyConflict`."""
+
+    @locks_itself
+    def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
+        """Lock the subject's clock row for this transaction (creating it) and return it:
+        the explicit form of the first-touch lock, which also works for a subject with no
+        clock yet."""
+
+    @subject_of("clock")
+    def save_clock(self, clock: Clock) -> None:
+        """Write a clock previously returned by :meth:`lock_clock`."""
+
+    @subjects_of("items", item=0)
+    def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:
+        """Insert new events as (event, seq, content hash, ISO occurred_at); ids and seqs are
+        already checked free.
+
+        Takes the caller's :class:`NewEvent` rather than a built :class:`Event`: appends are the
+        hot path, and building a model per row would cost more than the insert itself."""
+
+    def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
+        """Change an event's state; ``purge`` erases its text and payload (id and hash stay),
+        from the search index too."""
+
+    def set_event_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust) -> None:
+        """Change an event's trust level."""
+
+    @subjects_of("facts")
+    def insert_facts(self, facts: Sequence[Fact]) -> None:
+        """Insert new facts and their source links."""
+
+    def update_fact(
+        self, tenant_id: str, subject_id: str, fact_id: str, *, status: FactStatus,
+        superseded_by: str | None = None, purge: bool = False,
+    ) -> None:
+        """Change a fact's status; ``purge`` erases its value and qualifiers."""
+
+    @subject_of("conflict")
+    def insert_conflict(self, conflict: Conflict) -> None:
+        """Record a new unresolved conflict."""
+
+    def resolve_conflict(self, tenant_id: str, subject_id: str, conflict_id: str, *, at: datetime, resolution: str) -> None:
+        """Mark a conflict resolved, saying how."""
+
+    def add_log(self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]) -> None:
+        """Append a line to the subject's operation log."""
+
+    @unscoped
+    def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool:
+        """Store a registry version; False if that version already exists with this hash
+        (also when another transaction stores it at the same moment).
+
+        Raises :class:`~lossgate.errors.IdempotencyConflict` if it exists with another hash.
+        """
+
+
+# -- derived -------------------------------------------------------------------------------
+
+class DerivedReadTx(Protocol):
+    """Reads of what consolidation derived: artifacts, lineage, the alias, attempts, recall
+    records and extraction proposals."""
+
     def alias(self, tenant_id: str, subject_id: str) -> Alias:
         """The subject's alias; an empty one (no artifact, epoch 0, covers 0) if never published."""
 
@@ -150,47 +357,171 @@ class ReadTx(Protocol):
         """State, summary and open items of one artifact (the recall hot path: no manifest)."""
 
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
-        """The subject's artifacts, oldest first."""
+        """The subject's artifacts, oldest first (``created_at``, ties in creation order)."""
 
     def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> list[LineageEdge]:
-        """What ``artifact_id`` was derived from."""
+        """What ``artifact_id`` was derived from, sorted by (input kind, input id)."""
 
     def descendants(self, tenant_id: str, subject_id: str, input_ids: Sequence[str]) -> list[str]:
-        """Ids of every artifact derived, directly or through other artifacts, from any of ``input_ids``."""
+        """Ids of every artifact derived, directly or through other artifacts, from any of
+        ``input_ids``, sorted bytewise."""
 
     def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
-        """Every consolidation attempt of the subject, in order."""
+        """Every consolidation attempt of the subject, in order (attempt number, then start)."""
+
+    def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
+        """The subject's most recent recall records, newest first (``at``, ties newest
+        created first)."""
+
+    def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
+        """The subject's recall records that still hold a query and touched any of ``ids``: a
+        candidate id among them, or (in summary mode) the alias's artifact among them; oldest
+        first (``at``, ties in creation order). Reads every recall record of the subject;
+        deletions are rare, recalls are not."""
+
+    def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
+                  statuses: Sequence[str] | None = None) -> list[Proposal]:
+        """The subject's extraction proposals, oldest first (``created_at``, then id; only
+        ``ids`` / ``statuses`` if given)."""
+
+    def extracted_through(self, tenant_id: str, subject_id: str) -> int:
+        """The seq up to which the subject's events have been read by the extractor."""
+
+
+class DerivedWriteTx(DerivedReadTx, Protocol):
+    """Writes of the derived layer.
+
+    **The switch.** :meth:`lock_alias` locks the subject's *clock* first, then reads the
+    alias (creating its row): every transaction that locks both takes them in that order,
+    so a publication never deadlocks with a ledger change, and an alias held means the
+    clock cannot move. :meth:`cas_alias` compares with NULL-safe equality: an expected
+    parent of ``None`` matches an alias that was never published, and nothing else does.
+    """
+
+    @locks_itself
+    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
+        """Lock the subject's clock, then its alias row (creating both), and return the alias."""
+
+    def cas_alias(
+        self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
+        source_epoch: int, covers_through: int, at: datetime,
+    ) -> bool:
+        """Compare-and-swap the alias: succeeds (True) only if its artifact, source epoch and
+        coverage still equal ``expected`` (the artifact compared NULL-safely: ``None`` equals
+        only ``None``) and ``covers_through`` does not regress. Exactly one row changes or
+        none does."""
+
+    @subject_of("artifact")
+    def insert_artifact(self, artifact: Artifact, edges: Sequence[LineageEdge]) -> None:
+        """Store an artifact with its manifest and lineage edges."""
+
+    def set_artifact_state(
+        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
+        from_states: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Move artifacts to ``state`` (published, retired, stale, failed, abandoned), only those
+        currently in ``from_states`` if given. Returns the ids that moved, sorted bytewise."""
+
+    @subject_of("attempt")
+    def save_attempt(self, attempt: Attempt) -> None:
+        """Insert or replace an attempt record (by attempt id)."""
+
+    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody,
+                              gate: dict[str, Any] | None = None) -> None:
+        """Overwrite an artifact's body, and its gate report when ``gate`` is given (used only to
+        purge deleted content; manifest and lineage stay)."""
+
+    @tenant_of("record")
+    def insert_recall(self, record: RecallRecord) -> None:
+        """Persist the evidence of one recall. Evidence, not memory: it never waits for the
+        subject's writers."""
+
+    @subject_of("record")
+    def replace_recall(self, record: RecallRecord) -> None:
+        """Overwrite a stored recall record (same tenant and recall id); used to redact it."""
+
+    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
+        """Move the subject's events with seq <= ``through_seq`` to ``tier``; return how many moved."""
+
+    @subjects_of("proposals")
+    def save_proposals(self, proposals: Sequence[Proposal]) -> None:
+        """Insert proposals, or replace stored ones with the same id (their outcome changed)."""
+
+    def set_extracted_through(self, tenant_id: str, subject_id: str, seq: int) -> None:
+        """Record that the subject's events up to ``seq`` have been read by the extractor."""
+
+
+# -- queue ---------------------------------------------------------------------------------
+
+class QueueReadTx(Protocol):
+    """Reads of the rebuild queue."""
+
+    @tenant_of("tenant_id")
+    def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
+        """The subject's rebuild jobs, oldest first (creation order), optionally of some
+        statuses. With ``subject_id=None`` an admin listing of the whole tenant (``review``
+        jobs: the subjects a person must look at). Never waits for the subject's writers."""
+
+
+class QueueWriteTx(QueueReadTx, Protocol):
+    """The rebuild queue: at most one *pending* job per subject.
+
+    **A retry folds into the job already pending.** :meth:`finish_job` with status
+    ``pending`` (retry later) ends the job ``done`` instead when the subject already has a
+    pending job (queued while this one ran): the pending one covers it, and the subject
+    keeps one pending job. Claiming takes the oldest due job first (``run_after``, then
+    creation order); a job whose lease expired is due again."""
+
+    def enqueue_job(self, tenant_id: str, subject_id: str, *, reason: str, run_after: datetime, at: datetime) -> bool:
+        """Queue a rebuild unless one is already pending for the subject (True if queued)."""
+
+    @unscoped
+    def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
+        """Claim the oldest due pending job, or one whose lease expired, for ``owner``.
+        Admin-level: the only primitive that is not scoped to one subject."""
+
+    @unscoped
+    def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
+        """Extend ``owner``'s lease on a running job; False if the lease was lost."""
+
+    def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
+                   at: datetime, run_after: datetime | None = None) -> bool:
+        """Release a claimed job as done, review or pending again (retry at ``run_after``;
+        folded into a job already pending, see the class). False if ``owner`` no longer
+        holds the lease."""
+
+    def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
+        """Mark the subject's pending jobs, and those waiting for review, done (a publication
+        already covers them); returns how many."""
+
+
+# -- search --------------------------------------------------------------------------------
+
+class SearchReadTx(Protocol):
+    """Full-text search and stored vectors.
+
+    **Search covers the fresh tail.** A store may index lazily (off the append path), but
+    a search never misses an event because the index has not taken it yet: events past
+    the index are matched on their raw text (SQLite: by substring, so a stemmed form of a
+    word finds them only once indexed). Only valid events and active facts match; purged
+    text never does."""
 
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
-        """Ids of the subject's valid events matching ``query`` (full-text), best first."""
+        """Ids of the subject's valid events matching any word of ``query`` (full-text,
+        stemmed), best first. A blank query matches nothing."""
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         """Ids of the subject's active facts whose predicate, value or qualifiers match ``query``, best first."""
 
-    def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
-        """The subject's most recent recall records, newest first."""
-
     def search_backlog(self, tenant_id: str, subject_id: str) -> int:
         """How many events a search of the subject would match on their raw text because the
         full-text index has not taken them yet (SQLite's index is one for the whole file, so
-        its backlog is the file's). :meth:`WriteTx.refresh_search_index` clears it."""
-
-    def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
-        """The subject's recall records that still hold a query and touched any of ``ids``: a
-        candidate id among them, or (in summary mode) the alias's artifact among them. Reads
-        every recall record of the subject; deletions are rare, recalls are not."""
+        its backlog is the file's). :meth:`SearchWriteTx.refresh_search_index` clears it."""
 
     def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
         """The subject's stored vectors of ``model`` for ``kind`` (``event`` or ``fact``) as
         ``(item_id, float32 bytes)``. Only valid events and active facts have vectors: the
         schema deletes them with the item's content or validity."""
-
-    def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
-                  statuses: Sequence[str] | None = None) -> list[Proposal]:
-        """The subject's extraction proposals, oldest first (only ``ids`` / ``statuses`` if given)."""
-
-    def extracted_through(self, tenant_id: str, subject_id: str) -> int:
-        """The seq up to which the subject's events have been read by the extractor."""
 
     def vector_size(self, tenant_id: str, subject_id: str, model: str) -> int | None:
         """The byte length of the subject's stored vectors of ``model`` (all have one), or
@@ -205,73 +536,11 @@ class ReadTx(Protocol):
         """Valid events (``actor: text``) or active facts (their search text) with ``seq >
         after_seq`` and no vector of ``model`` yet, as ``(item_id, seq, text)``, oldest first."""
 
-    def jobs(self, tenant_id: str, subject_id: str | None, *, statuses: Sequence[str] | None = None) -> list[Job]:
-        """The subject's rebuild jobs, oldest first, optionally of some statuses. With
-        ``subject_id=None`` an admin listing of the whole tenant (``review`` jobs: the
-        subjects a person must look at)."""
 
+class SearchWriteTx(SearchReadTx, Protocol):
+    """Index maintenance and vector storage."""
 
-class WriteTx(ReadTx, Protocol):
-    """A serialisable read-write transaction."""
-
-    def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
-        """Lock the subject's clock row for this transaction (creating it) and return it."""
-
-    def save_clock(self, clock: Clock) -> None:
-        """Write a clock previously returned by :meth:`lock_clock`."""
-
-    def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:
-        """Insert new events as (event, seq, content hash, ISO occurred_at); ids and seqs are
-        already checked free.
-
-        Takes the caller's :class:`NewEvent` rather than a built :class:`Event`: appends are the
-        hot path, and building a model per row would cost more than the insert itself."""
-
-    def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
-        """Change an event's state; ``purge`` erases its text and payload (id and hash stay)."""
-
-    def set_event_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust) -> None:
-        """Change an event's trust level."""
-
-    def insert_facts(self, facts: Sequence[Fact]) -> None:
-        """Insert new facts and their source links."""
-
-    def update_fact(
-        self, tenant_id: str, subject_id: str, fact_id: str, *, status: FactStatus,
-        superseded_by: str | None = None, purge: bool = False,
-    ) -> None:
-        """Change a fact's status; ``purge`` erases its value and qualifiers."""
-
-    def insert_conflict(self, conflict: Conflict) -> None:
-        """Record a new unresolved conflict."""
-
-    def resolve_conflict(self, tenant_id: str, subject_id: str, conflict_id: str, *, at: datetime, resolution: str) -> None:
-        """Mark a conflict resolved, saying how."""
-
-    def add_log(self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]) -> None:
-        """Append a line to the subject's operation log."""
-
-    # -- derived layer ---------------------------------------------------------------
-    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
-        """Lock the subject's alias row for this transaction (creating it) and return it."""
-
-    def cas_alias(
-        self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
-        source_epoch: int, covers_through: int, at: datetime,
-    ) -> bool:
-        """Compare-and-swap the alias: succeeds (True) only if it still equals ``expected`` and
-        ``covers_through`` does not regress. Exactly one row changes or none does."""
-
-    def insert_artifact(self, artifact: Artifact, edges: Sequence[LineageEdge]) -> None:
-        """Store an artifact with its manifest and lineage edges."""
-
-    def set_artifact_state(
-        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
-        from_states: Sequence[str] | None = None,
-    ) -> list[str]:
-        """Move artifacts to ``state`` (published, retired, stale, failed, abandoned), only those
-        currently in ``from_states`` if given. Returns the ids that moved."""
-
+    @unscoped
     def refresh_search_index(self) -> int:
         """Bring the full-text index up to date for what this transaction may see (backends that
         index lazily; PostgreSQL indexes the subjects this transaction has locked, as row-level
@@ -283,57 +552,26 @@ class WriteTx(ReadTx, Protocol):
         longer a valid event or an active fact (deleted while it was being embedded) gets no
         vector; one that has a vector already keeps it. Returns how many were stored."""
 
-    def save_proposals(self, proposals: Sequence[Proposal]) -> None:
-        """Insert proposals, or replace stored ones with the same id (their outcome changed)."""
-
-    def set_extracted_through(self, tenant_id: str, subject_id: str, seq: int) -> None:
-        """Record that the subject's events up to ``seq`` have been read by the extractor."""
-
     def drop_vectors(self, tenant_id: str, subject_id: str, model: str) -> int:
         """Delete the subject's vectors of ``model`` (to embed it again with another model
         of that name); returns how many."""
 
-    def save_attempt(self, attempt: Attempt) -> None:
-        """Insert or replace an attempt record (by attempt id)."""
 
-    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody,
-                              gate: dict[str, Any] | None = None) -> None:
-        """Overwrite an artifact's body, and its gate report when ``gate`` is given (used only to
-        purge deleted content; manifest and lineage stay)."""
+# -- the whole ---------------------------------------------------------------------------
 
-    def cancel_pending_jobs(self, tenant_id: str, subject_id: str, *, at: datetime, reason: str) -> int:
-        """Mark the subject's pending jobs, and those waiting for review, done (a publication
-        already covers them); returns how many."""
+class ReadTx(LedgerReadTx, DerivedReadTx, QueueReadTx, SearchReadTx, Protocol):
+    """A consistent read view (one snapshot of the database): every tier's reads."""
 
-    def insert_recall(self, record: RecallRecord) -> None:
-        """Persist the evidence of one recall."""
 
-    def replace_recall(self, record: RecallRecord) -> None:
-        """Overwrite a stored recall record (same tenant and recall id); used to redact it."""
+class WriteTx(ReadTx, LedgerWriteTx, DerivedWriteTx, QueueWriteTx, SearchWriteTx, Protocol):
+    """A read-write transaction, serialised per subject (see the module's rules): every
+    tier's reads and writes."""
 
-    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
-        """Move the subject's events with seq <= ``through_seq`` to ``tier``; return how many moved."""
 
-    def enqueue_job(self, tenant_id: str, subject_id: str, *, reason: str, run_after: datetime, at: datetime) -> bool:
-        """Queue a rebuild unless one is already pending for the subject (True if queued)."""
-
-    def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
-        """Claim the oldest due pending job, or one whose lease expired, for ``owner``.
-        Admin-level: the only primitive that is not scoped to one subject."""
-
-    def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
-        """Extend ``owner``'s lease on a running job; False if the lease was lost."""
-
-    def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
-                   at: datetime, run_after: datetime | None = None) -> bool:
-        """Release a claimed job as done, review or pending again (retry at ``run_after``).
-        False if ``owner`` no longer holds the lease."""
-
-    def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool:
-        """Store a registry version; False if that version already exists with this hash.
-
-        Raises :class:`~lossgate.errors.IdempotencyConflict` if it exists with another hash.
-        """
+def primitives(protocol: type) -> dict[str, Callable[..., Any]]:
+    """The public methods of a protocol class (with those it inherits), by name."""
+    return {name: member for klass in reversed(protocol.__mro__) if klass.__module__ == __name__
+            for name, member in vars(klass).items() if callable(member) and not name.startswith("_")}
 
 
 class Store(Protocol):
@@ -342,7 +580,8 @@ class Store(Protocol):
     url: str
 
     def migrate(self) -> int:
-        """Bring the schema to the latest version (idempotent); return that version."""
+        """Bring the schema to the latest version (idempotent, and safe when several processes
+        migrate at once); return that version."""
 
     def schema_version(self) -> int:
         """The schema version the database is at (0 when uninitialised)."""

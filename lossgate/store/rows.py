@@ -9,7 +9,7 @@ strings from SQLite and as ``datetime`` from PostgreSQL; both are accepted.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -33,9 +33,10 @@ CONFLICT_COLUMNS = (
     "detected_at", "resolved_at", "resolution",
 )
 LOG_COLUMNS = ("tenant_id", "subject_id", "entry_id", "at", "op", "target_id", "detail")
+M = TypeVar("M")
 
 
-def _construct(cls: type, values: dict[str, Any]) -> Any:
+def _construct(cls: type[M], values: dict[str, Any]) -> M:
     """Build a trusted record from stored columns without validation.
 
     pydantic's ``model_construct`` still walks every field for defaults; rows come back
@@ -60,6 +61,11 @@ def _ts(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     return datetime.fromisoformat(value)
+
+
+def _instant(value: Any) -> datetime:
+    """A timestamp of a NOT NULL column."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
 
 def iso(value: datetime | None) -> str | None:
@@ -142,7 +148,7 @@ def artifact_from_row(r: Any) -> Artifact:
     return Artifact(
         tenant_id=r[0], subject_id=r[1], artifact_id=r[2], state=r[3],
         body=ArtifactBody.model_validate(_json(r[4])), manifest=Manifest.model_validate(_json(r[5])),
-        gate=_json(r[6]), created_at=_ts(r[7]), state_reason=r[8],
+        gate=_json(r[6]), created_at=_instant(r[7]), state_reason=r[8],
     )
 
 
@@ -153,7 +159,7 @@ def alias_from_row(r: Any) -> Alias:
 
 def job_from_row(r: Any) -> Job:
     return Job(job_id=r[0], tenant_id=r[1], subject_id=r[2], status=r[3], reason=r[4],
-               run_after=_ts(r[5]), tries=r[6], lease_owner=r[7], lease_expires_at=_ts(r[8]))
+               run_after=_instant(r[5]), tries=r[6], lease_owner=r[7], lease_expires_at=_ts(r[8]))
 
 
 def attempt_from_json(value: Any) -> Attempt:

@@ -1,5 +1,7 @@
 """What only PostgreSQL has: row-level security, the worker's role, concurrent migration,
-concurrent writers from many connections, deadlock translation and the JSON/time encodings."""
+deadlock translation, the pipelined reads and the JSON/time encodings. (Per-subject
+serialisation holds on every store: ``test_serialisation.py`` and the shipped store
+contract, ``test_store_contract.py``.)"""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 
 import lossgate
-from lossgate import IdempotencyConflict, LifecycleError, NewEvent, NewFact
+from lossgate import IdempotencyConflict, NewEvent, NewFact
 from lossgate.errors import StoreError
 from lossgate.registry import load_registry
 
@@ -84,28 +86,6 @@ def in_threads(n: int, work: Callable[[int], None]) -> list[BaseException]:
     for t in threads:
         t.join(timeout=120)
     return errors
-
-
-# -- the contract ----------------------------------------------------------------------------
-
-@pytest.mark.parametrize("names", [("ReadTx", "PostgresReadTx"), ("WriteTx", "PostgresWriteTx"),
-                                   ("Store", "PostgresStore")], ids=lambda n: n[0])
-def test_every_protocol_method_is_implemented_with_its_exact_signature(names):
-    """Works without a server: catches a protocol change the PostgreSQL store has not followed."""
-    import inspect
-
-    from lossgate.store import pg_tx, postgres, protocol
-
-    proto = getattr(protocol, names[0])
-    impl = getattr(pg_tx, names[1], None) or getattr(postgres, names[1])
-    for name, member in inspect.getmembers(proto, inspect.isfunction):
-        if name.startswith("_"):
-            continue
-        assert hasattr(impl, name), f"{names[1]} lacks {name}"
-        want = inspect.signature(member)
-        got = inspect.signature(getattr(impl, name))
-        assert [(p.name, p.kind, p.default) for p in got.parameters.values()] == \
-            [(p.name, p.kind, p.default) for p in want.parameters.values()], f"{names[1]}.{name}{got} != {want}"
 
 
 # -- row-level security ------------------------------------------------------------------
@@ -387,83 +367,6 @@ def test_ids_sort_bytewise_like_sqlite_whatever_the_database_collation(server_ur
 
 # -- concurrency ---------------------------------------------------------------------------
 
-def test_concurrent_appends_to_one_subject_get_gap_free_sequence_numbers(memory):
-    writers, batches, size = 4, 10, 25
-
-    def work(w: int) -> None:
-        for b in range(batches):
-            memory.append([ev(f"w{w}-b{b}-{i}") for i in range(size)])
-
-    assert in_threads(writers, work) == []
-    events = memory.events("acme", "u1")
-    total = writers * batches * size
-    assert [e.seq for e in events] == list(range(1, total + 1))
-    assert len({e.event_id for e in events}) == total
-    assert memory.clock("acme", "u1").high_water == total
-
-
-def test_concurrent_appends_from_processes_get_gap_free_sequence_numbers(pg_url, memory):
-    script = (
-        "import sys, lossgate; from datetime import datetime, timezone; from lossgate import NewEvent\n"
-        "m = lossgate.open(sys.argv[1], migrate=False)\n"
-        "for b in range(10):\n"
-        "    m.append([NewEvent(tenant_id='acme', subject_id='u1', event_id=f'p{sys.argv[2]}-{b}-{i}',\n"
-        "              occurred_at=datetime.now(timezone.utc)) for i in range(20)])\n"
-        "m.close()\n"
-    )
-    procs = [subprocess.Popen([sys.executable, "-c", script, pg_url, str(p)], stderr=subprocess.PIPE, text=True)
-             for p in range(4)]
-    errs = [p.communicate(timeout=120)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0] * 4, errs
-    assert [e.seq for e in memory.events("acme", "u1")] == list(range(1, 801))
-
-
-def test_a_writer_waits_for_the_subject_and_then_sees_the_committed_state(memory):
-    """Per-subject serialisation: a fact asserted while its source is being revoked
-    waits for the revocation to commit, then refuses the revoked source."""
-    memory.append([ev("e1")])
-    outcome: list[object] = []
-
-    def assert_concurrently() -> None:
-        try:
-            outcome.append(memory.assert_fact(fact("f1", "e1")))
-        except LifecycleError as exc:
-            outcome.append(exc)
-
-    with memory.transaction() as led:
-        led.revoke_event("acme", "u1", "e1")
-        t = threading.Thread(target=assert_concurrently)
-        t.start()
-        time.sleep(0.5)
-        assert t.is_alive(), "the second writer should be waiting for the subject's clock"
-    t.join(timeout=30)
-    assert len(outcome) == 1 and isinstance(outcome[0], LifecycleError)
-    assert memory.facts("acme", "u1", statuses=None) == []
-
-
-def test_a_retry_racing_the_original_append_is_a_duplicate(memory):
-    """The ledger locks the clock before checking ids, so the retry waits and then finds the id."""
-    memory.append([ev("e0")])  # the subject's clock exists
-    outcome: list[Any] = []
-
-    def retry() -> None:
-        try:
-            outcome.append(memory.append([ev("e1")]))
-        except IdempotencyConflict as exc:
-            outcome.append(exc)
-
-    with memory.transaction() as led:
-        led.append([ev("e1")])
-        t = threading.Thread(target=retry)
-        t.start()
-        time.sleep(0.5)  # the retry has checked its ids and waits for the clock
-    t.join(timeout=30)
-    (result,) = outcome
-    if isinstance(result, BaseException):
-        raise result
-    assert result.duplicates == ("e1",) and result.appended == ()
-
-
 def test_a_deadlock_becomes_a_retryable_store_error(memory):
     from lossgate.store.postgres import is_transient, retry_transient
 
@@ -549,113 +452,6 @@ def test_each_test_starts_from_an_empty_database_with_fresh_identities(memory):
     memory.assert_fact(fact("f1", "e1"))
     with memory.store.read() as tx:
         assert [line.entry_id for line in tx.log("acme", "u1")] == [1]
-
-
-# -- derived layer: the same calls give the same answers on both stores ---------------------
-
-def _derived_script(store: Any) -> list[Any]:
-    from lossgate.derived import (
-        Alias,
-        Artifact,
-        Attempt,
-        ExpectedAlias,
-        InputRef,
-        LineageEdge,
-        Manifest,
-        RecallRecord,
-    )
-    from lossgate.records import ArtifactBody, Clock
-
-    t, s, now = "acme", "u1", datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
-    out: list[Any] = []
-    with store.write() as tx:
-        clock = tx.lock_clock(t, s)
-        tx.insert_events([(ev("e1", text="refund of 50 dollars approved"), 1, "sha256:1", now.isoformat()),
-                          (ev("e2", text="the customer prefers the aisle seat"), 2, "sha256:2", now.isoformat()),
-                          (ev("e3", text="refund refund"), 3, "sha256:3", now.isoformat())], recorded_at=now)
-        tx.save_clock(clock.model_copy(update={"high_water": 3}))
-        out.append(tx.lock_alias(t, s))
-
-    def artifact(aid: str, parent: Alias) -> Artifact:
-        manifest = Manifest(
-            artifact_id=aid, tenant_id=t, subject_id=s, new_covers_through=3, input_epoch=0,
-            expected_alias=parent.expected(), inputs=(InputRef(kind="event", id="e1", content_hash="sha256:1", seq=1),),
-            input_root="sha256:r", path="direct", selector_version="1", prompt_version="1", compressor="det",
-            compressor_version="1", extractor_version="1", schema_version=2, registry_version=1, attempt=1,
-            timings={"gate": 0.25, "huge": 1e20},
-        )
-        return Artifact(artifact_id=aid, tenant_id=t, subject_id=s, state="candidate",
-                        body=ArtifactBody(tenant_id=t, subject_id=s, summary=f"summary {aid}"),
-                        manifest=manifest, gate={"outcome": "clean", "score": 1.0}, created_at=now)
-
-    with store.write() as tx:
-        alias = tx.lock_alias(t, s)
-        tx.insert_artifact(artifact("a1", alias), [
-            LineageEdge(tenant_id=t, subject_id=s, artifact_id="a1", input_kind="event", input_id="e1"),
-            LineageEdge(tenant_id=t, subject_id=s, artifact_id="a1", input_kind="event", input_id="e2")])
-        tx.insert_artifact(artifact("a2", alias), [
-            LineageEdge(tenant_id=t, subject_id=s, artifact_id="a2", input_kind="artifact", input_id="a1")])
-        out.append(tx.cas_alias(t, s, expected=alias.expected(), artifact_id="a1", source_epoch=0,
-                                covers_through=3, at=now))
-        out.append(tx.cas_alias(t, s, expected=alias.expected(), artifact_id="a2", source_epoch=0,
-                                covers_through=3, at=now))  # stale expectation: refused
-        out.append(tx.cas_alias(t, s, expected=ExpectedAlias(parent_artifact_id="a1", source_epoch=0,
-                                covers_through=3), artifact_id="a2", source_epoch=0, covers_through=2, at=now))
-        tx.set_artifact_state(t, s, ["a1"], "published", reason="gate clean")
-        attempt = Attempt(attempt_id="at1", tenant_id=t, subject_id=s, number=1, status="selected", started_at=now,
-                          high_water=3, input_epoch=0, expected_alias=alias.expected(), selected_ids=("e1",),
-                          input_root="sha256:r", compressor="det", timings={"select": 0.5})
-        tx.save_attempt(attempt)
-        tx.save_attempt(attempt.model_copy(update={"status": "published", "artifact_id": "a1"}))
-        for i in range(2):
-            tx.insert_recall(RecallRecord(
-                recall_id=f"r{i}", tenant_id=t, subject_id=s, at=now, query="refund", filters={"k": 1.5},
-                mode="summary", candidate_ids=("e1",), selected_ids=("e1",), alias=Alias(tenant_id=t, subject_id=s),
-                clock=Clock(tenant_id=t, subject_id=s)))
-        out.append(tx.set_tier(t, s, through_seq=2, tier="cold"))
-        out.append(tx.set_tier(t, s, through_seq=2, tier="cold"))
-        out.append(tx.enqueue_job(t, s, reason="revoke", run_after=now, at=now))
-        out.append(tx.enqueue_job(t, s, reason="again", run_after=now, at=now))
-        out.append(tx.enqueue_job("globex", "u7", reason="other tenant", run_after=now + timedelta(seconds=1), at=now))
-    with store.write() as tx:
-        job = tx.claim_job(owner="w1", lease_seconds=30, now=now + timedelta(seconds=5))
-        job2 = tx.claim_job(owner="w2", lease_seconds=30, now=now + timedelta(seconds=5))
-        out += [job, job2, tx.claim_job(owner="w3", lease_seconds=30, now=now + timedelta(seconds=5))]
-        assert job is not None
-        out.append(tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(minutes=5)))
-        out.append(tx.heartbeat_job(job.job_id, owner="intruder", lease_expires_at=now))
-        out.append(tx.heartbeat_job(999, owner="w1", lease_expires_at=now))
-        out.append(tx.finish_job(t, s, job.job_id, owner="intruder", status="done", at=now))
-        out.append(tx.finish_job(t, s, job.job_id, owner="w1", status="pending", at=now, run_after=now))
-        out.append(tx.cancel_pending_jobs("globex", "u7", at=now, reason="covered"))
-        tx.replace_artifact_body(t, s, "a2", ArtifactBody(tenant_id=t, subject_id=s, summary="[purged]",
-                                                           open_items=("f9",)))
-    with store.read() as tx:
-        out += [tx.alias(t, s), tx.artifact(t, s, "a1"), tx.artifact(t, s, "nope"), tx.artifacts(t, s),
-                tx.artifact_head(t, s, "a2"), tx.artifact_head(t, s, "nope"),
-                tx.artifacts(t, s, states=["published"]), tx.lineage(t, s, "a1"), tx.descendants(t, s, ["e2"]),
-                tx.descendants(t, s, []), tx.attempts(t, s), tx.recalls(t, s, limit=1),
-                [e.tier for e in tx.events(t, s)], tx.search_events(t, s, "refund", limit=5),
-                tx.search_events(t, s, 'aisle "quoted', limit=5), tx.search_events(t, s, "   ", limit=5),
-                tx.jobs(t, s), tx.jobs("globex", "u7")]
-    return out
-
-
-def test_derived_primitives_answer_like_sqlite(pg_url, tmp_path):
-    from lossgate.store.postgres import PostgresStore
-    from lossgate.store.sqlite import SQLiteStore
-
-    answers = []
-    # As the worker: the script claims jobs too (a worker may do all an application may).
-    for store in (SQLiteStore(tmp_path / "ref.db"), PostgresStore(pg_url, role="worker")):
-        try:
-            store.migrate()
-            answers.append(_derived_script(store))
-        finally:
-            store.close()
-    sqlite_answers, pg_answers = answers
-    for i, (a, b) in enumerate(zip(sqlite_answers, pg_answers, strict=True)):
-        assert a == b, f"answer {i} differs"
 
 
 def test_search_reads_the_lazy_index_and_the_fresh_tail_and_forgets_purged_text(memory):

@@ -1,6 +1,6 @@
 -- lossgate schema 2 (PostgreSQL): the derived layer (artifacts, alias, lineage,
 -- attempts), recall records, the rebuild queue and full-text search.
--- Mirrors sql/sqlite/0002_derived.sql. As in schema 1: server instants are
+-- Mirrors sqlite/migrations/0002_derived.sql. As in schema 1: server instants are
 -- timestamptz; whole documents that are stored and returned as written (an
 -- artifact's body, manifest and gate report, attempt and recall records) are
 -- json, which keeps their numbers exactly as written; identity columns stand in

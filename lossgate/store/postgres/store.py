@@ -2,12 +2,14 @@
 
 Connections come from a :class:`psycopg_pool.ConnectionPool`, opened on first
 use. Each public method opens one transaction; the primitives live in
-:mod:`lossgate.store.pg_tx`.
+:mod:`lossgate.store.postgres.tx` and :mod:`lossgate.store.postgres.derived`, beside
+the shared ones of :mod:`lossgate.store.core`.
 
 Isolation. A read is ``REPEATABLE READ, READ ONLY``: one snapshot. A write is
 ``READ COMMITTED`` plus row locks: ``lock_clock`` does ``INSERT ... ON CONFLICT
 DO NOTHING`` then ``SELECT ... FOR UPDATE`` on the subject's clock row, and the
-first primitive touching a subject locks that row too, so writers of one subject
+first primitive touching a subject locks that row too (structurally: every
+primitive is scoped before its body runs), so writers of one subject
 queue behind each other while writers of different subjects run in parallel.
 The database still enforces the invariants on its own: ``(tenant, subject,
 seq)`` and ``(tenant, event_id)`` are keys.
@@ -31,7 +33,7 @@ which login).
 
 * ``"app"`` (the default): ``lossgate_app``, which the first migration creates,
   with ``SELECT, INSERT, UPDATE`` on the tenant tables and no ``DELETE``.
-* ``"worker"``: ``lossgate_worker`` (``sql/postgres/0006_worker_role.sql``), a
+* ``"worker"``: ``lossgate_worker`` (``migrations/0006_worker_role.sql``), a
   member of ``lossgate_app`` that alone may also claim jobs and extend leases.
 * ``None``: no switch; the login role must hold the privileges itself (for
   example a non-superuser login after ``GRANT lossgate_app TO app_user``).
@@ -45,12 +47,12 @@ The rebuild queue is the one table whose rows of every tenant something must
 see: workers claim any tenant's job. Only the ``NOLOGIN`` role ``lossgate_queue``
 can, and only ``lossgate_worker`` reaches it, through two ``SECURITY DEFINER``
 functions, ``lossgate_claim_job`` and ``lossgate_heartbeat_job``, which claim one
-due job or extend one lease (``sql/postgres/0005_queue_role.sql``); an
+due job or extend one lease (``migrations/0005_queue_role.sql``); an
 application connection calling them is refused. Finishing a job is a plain
 update of one row of the tenant the transaction has set. The migrating role
 becomes a member of ``lossgate_queue`` only while it hands it the functions.
 
-Migrations. ``sql/postgres/NNNN_*.sql``, applied in order inside one
+Migrations. ``migrations/NNNN_*.sql``, applied in order inside one
 transaction under ``pg_advisory_xact_lock``, recorded in ``schema_migrations``;
 two processes migrating at once apply each file once. The column encodings
 (ISO text for offset-carrying times, ``json`` versus ``jsonb``, ``COLLATE "C"``
@@ -63,10 +65,8 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from functools import lru_cache
-from importlib import resources
 from typing import Any, TypeVar
 
 import psycopg
@@ -78,7 +78,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from lossgate.derived import RecallRecord
 from lossgate.errors import ConfigError, IdempotencyConflict, LossgateError, StoreBusy, StoreError
-from lossgate.store.pg_tx import PostgresReadTx, PostgresWriteTx
+from lossgate.store.core.migrations import pending
+from lossgate.store.core.store import CoreStore
+from lossgate.store.postgres.tx import PostgresReadTx, PostgresWriteTx
 from lossgate.store.protocol import CompactReport
 
 __all__ = ["APP_ROLE", "WORKER_ROLE", "PostgresStore", "is_transient", "retry_transient"]
@@ -96,16 +98,6 @@ _CONSTRAINT_HINTS = {
     "registries_pkey": "the registry version is already stored",
 }
 T = TypeVar("T")
-
-
-@lru_cache(maxsize=1)
-def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("lossgate.store") / "sql" / "postgres"
-    found = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            found.append((int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
-    return sorted(found)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -169,12 +161,14 @@ _TABLES = ("events", "event_terms", "facts", "fact_sources", "conflicts", "ledge
            "recalls", "lineage", "aliases", "clocks", "jobs")
 
 
-class PostgresStore:
+class PostgresStore(CoreStore):
     """A lossgate database on PostgreSQL (``postgresql://user@host:port/db``).
 
     ``role`` is who the store acts for: ``"app"`` (an application), ``"worker"`` (a
     consolidation worker, the only one that may claim jobs and extend leases) or
     ``None`` (the login role itself); see the module's notes on row-level security."""
+
+    engine = "postgres"
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0,
@@ -189,9 +183,10 @@ class PostgresStore:
         self._pool_obj: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
         switch = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(self.db_role))] if self.db_role else []
-        self._begin_read = [sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *switch]
-        self._begin_write = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *switch]
-        self._begin_login = [sql.SQL("BEGIN")]  # schema work, as the login role
+        self._begin_read: list[sql.SQL | sql.Composed] = [
+            sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *switch]
+        self._begin_write: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *switch]
+        self._begin_login: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN")]  # schema work, as the login role
 
     # -- connections -------------------------------------------------------------------
     def _pool(self) -> ConnectionPool:
@@ -213,7 +208,7 @@ class PostgresStore:
         return re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", self.url)
 
     @contextmanager
-    def _transaction(self, begin: list[sql.Composable], *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
+    def _transaction(self, begin: Sequence[sql.SQL | sql.Composed], *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
         # The choke point: whatever the body or the commit raises from the
         # driver leaves as a lossgate error; lossgate errors pass untouched.
         # ``pipeline`` sends statements without waiting for their results until a
@@ -282,10 +277,7 @@ class PostgresStore:
             row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
             return int(row[0]) if row else 0
 
-    def migrate(self) -> int:
-        latest = _migrations()[-1][0]
-        if self.schema_version() == latest:
-            return latest  # the common case (every open): no lock taken to learn nothing changed
+    def _apply_migrations(self) -> None:
         # As the login role (it owns the tables), never as the application role.
         with self._transaction(self._begin_login) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -293,12 +285,10 @@ class PostgresStore:
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-            for version, script in _migrations():
-                if version not in done:
-                    conn.execute(script.encode())  # no parameters: one multi-statement script
-                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
-        return self.schema_version()
+            applied = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
+            for version, script in pending(self.engine, applied):
+                conn.execute(script.encode())  # no parameters: one multi-statement script
+                conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
 
     # -- maintenance ---------------------------------------------------------------------
     def compact(self) -> CompactReport:
@@ -309,14 +299,15 @@ class PostgresStore:
             with self._pool().connection() as conn:
                 size = "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname = ANY(%s) " \
                        "AND c.relnamespace = current_schema()::regnamespace"
-                before = conn.execute(size, (list(_TABLES),)).fetchone()[0]
+                before = conn.execute(size, (list(_TABLES),)).fetchone()
                 for table in _TABLES:
                     conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
-                after = conn.execute(size, (list(_TABLES),)).fetchone()[0]
+                after = conn.execute(size, (list(_TABLES),)).fetchone()
         except psycopg.Error as exc:
             raise _translate(exc, None) from exc
         return CompactReport(steps=(f"vacuum {len(_TABLES)} tables",), seconds=time.perf_counter() - t0,
-                             bytes_before=int(before or 0), bytes_after=int(after or 0))
+                             bytes_before=int(before[0] or 0) if before else 0,
+                             bytes_after=int(after[0] or 0) if after else 0)
 
     def close(self) -> None:
         with self._pool_lock:

@@ -1,6 +1,6 @@
 -- lossgate schema 1 (PostgreSQL): the raw layer and the fact ledger.
 --
--- Mirrors sql/sqlite/0001_ledger.sql. Differences, and why:
+-- Mirrors sqlite/migrations/0001_ledger.sql. Differences, and why:
 -- * occurred_at and valid_from are ISO 8601 text: they are caller-supplied and
 --   invariant 9 keeps their UTC offset, which timestamptz would discard.
 --   Server-side instants (recorded_at, detected_at, resolved_at, at, loaded_at)

@@ -1,0 +1,84 @@
+"""What the two SQL engines spell differently in the statements they share.
+
+The shared primitives (:mod:`lossgate.store.core.tx`, :mod:`lossgate.store.core.derived`)
+are written once, with ``?`` placeholders; a :class:`Dialect` turns them into each
+engine's SQL: placeholders, list binding, timestamps, the column that records
+creation order, NULL-safe equality, JSON field access and byte lengths. Anything
+more than that is engine-specific and lives in the engine's folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Literal
+
+__all__ = ["Dialect", "CHUNK"]
+
+CHUNK = 500  # ids per IN (...) list: well under every backend's parameter limit
+
+
+@lru_cache(maxsize=2048)
+def _format_style(sql: str) -> str:
+    # psycopg's placeholders are %s, so a literal % must be doubled first.
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One engine's spelling.
+
+    ``placeholder``: ``?`` (qmark, as the shared SQL is written) or ``%s`` (format).
+    ``lists``: ``in`` binds a list as ``col IN (?, ?, ...)``, at most :data:`CHUNK` at a
+    time; ``any`` binds it as one array parameter, ``col = ANY(?)``.
+    ``times``: ``iso`` stores instants as ISO 8601 text, ``native`` hands the driver the
+    ``datetime``.
+    ``creation_order``: per table, the column that counts rows in creation order (the
+    tie-break when two rows share a timestamp).
+    ``null_safe_eq``: the operator for which NULL equals NULL.
+    ``json_text`` / ``json_value``: templates reading ``{key}`` of the JSON column
+    ``{col}`` as text / as JSON text.
+    ``byte_length``: the function giving a blob's length in bytes."""
+
+    name: str
+    placeholder: Literal["?", "%s"]
+    lists: Literal["in", "any"]
+    times: Literal["iso", "native"]
+    creation_order: dict[str, str] = field(default_factory=dict)
+    null_safe_eq: str = "IS"
+    json_text: str = "json_extract({col}, '$.{key}')"
+    json_value: str = "json_extract({col}, '$.{key}')"
+    byte_length: str = "length"
+
+    def sql(self, statement: str) -> str:
+        """``statement``, written with ``?`` placeholders, in this engine's style."""
+        return statement if self.placeholder == "?" else _format_style(statement)
+
+    def in_(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A condition that ``column`` is one of ``values``, and its arguments."""
+        if self.lists == "any":
+            return f"{column} = ANY(?)", [list(values)]
+        return f"{column} IN ({','.join('?' * len(values))})", list(values)
+
+    def chunks(self, values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+        """``values`` in as many slices as :meth:`in_` needs: one for ``any``, slices of
+        :data:`CHUNK` for ``in``. Nothing for an empty sequence."""
+        step = len(values) if self.lists == "any" else CHUNK
+        for i in range(0, len(values), step or 1):
+            yield values[i : i + step]
+
+    def ts(self, value: datetime) -> Any:
+        """An instant as this engine stores it."""
+        return value.isoformat() if self.times == "iso" else value
+
+    def ts_or_none(self, value: datetime | None) -> Any:
+        return None if value is None else self.ts(value)
+
+    def created(self, table: str) -> str:
+        """The column of ``table`` that counts its rows in creation order."""
+        return self.creation_order.get(table, "rowid")
+
+    def json_field(self, col: str, key: str, *, as_text: bool) -> str:
+        return (self.json_text if as_text else self.json_value).format(col=col, key=key)

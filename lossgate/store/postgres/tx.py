@@ -1,0 +1,192 @@
+"""PostgreSQL read and write transactions over one connection inside an open transaction.
+
+:class:`~lossgate.store.postgres.store.PostgresStore` opens the transaction, switches
+to the application role and translates errors; these classes run SQL. The shared
+primitives come from :mod:`lossgate.store.core`; what is PostgreSQL's own is here and
+in :mod:`lossgate.store.postgres.derived`.
+
+Scoping is structural (``locks_subjects``, :mod:`lossgate.store.core.base`): before
+any primitive's body runs, the transaction sets the tenant that row-level security
+checks (``set_config('lossgate.tenant', ...)``, only when it changes) and, in a write
+transaction, locks the subject's clock row on first touch (:meth:`PostgresWriteTx._scope`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+from lossgate.records import Clock, EventState, Fact, FactStatus, NewEvent
+from lossgate.store import rows
+from lossgate.store.core.base import Row, Select, by_tenant
+from lossgate.store.core.dialect import Dialect
+from lossgate.store.core.tx import CoreReadTx, CoreWriteTx
+from lossgate.store.postgres.derived import PostgresDerivedReads, PostgresDerivedWrites
+
+__all__ = ["POSTGRES", "PostgresReadTx", "PostgresWriteTx"]
+
+POSTGRES = Dialect(
+    name="postgres", placeholder="%s", lists="any", times="native",
+    creation_order={"artifacts": "created_no", "recalls": "recall_no"},
+    null_safe_eq="IS NOT DISTINCT FROM", json_text="{col}->>'{key}'", json_value="{col}->'{key}'",
+    byte_length="octet_length",
+)
+
+_FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"
+
+# COPY FROM is refused on tables under row-level security, so a batch is copied
+# into a session-private staging table and moved with one INSERT ... SELECT,
+# which the policies do check. ON COMMIT DELETE ROWS empties it at the end of
+# every transaction. Created once per connection: the connection is remembered
+# only once the creating transaction has committed.
+_EVENT_STAGING = (
+    "CREATE TEMP TABLE IF NOT EXISTS lossgate_events_in "
+    "(LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+)
+_staged: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+_EVENT_COLS = ",".join(rows.EVENT_COLUMNS)
+
+
+class PostgresReadTx(PostgresDerivedReads, CoreReadTx):
+    """Read primitives; the caller holds a REPEATABLE READ, READ ONLY transaction."""
+
+    _d = POSTGRES
+    locks_subjects = True
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._c = conn
+        self._tenant: str | None = None
+
+    def _use_tenant(self, tenant_id: str) -> None:
+        # A transaction may touch several tenants (an ingest file may span
+        # them); set_config is transaction-local, so only a change needs it.
+        if tenant_id != self._tenant:
+            self._c.execute("SELECT set_config('lossgate.tenant', %s, true)", (tenant_id,))
+            self._tenant = tenant_id
+
+    def _scope(self, tenant_id: str, subject_id: str) -> None:
+        self._use_tenant(tenant_id)  # one snapshot: nothing to lock
+
+    # -- running statements --------------------------------------------------------------
+    def _one(self, sql: str, args: Sequence[Any] = ()) -> Row | None:
+        return self._c.execute(self._d.sql(sql), args).fetchone()
+
+    def _all(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+        return self._c.execute(self._d.sql(sql), args).fetchall()
+
+    def _run(self, sql: str, args: Sequence[Any] = ()) -> int:
+        return self._c.execute(self._d.sql(sql), args).rowcount
+
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._c.cursor() as cur:
+            cur.executemany(self._d.sql(sql), rows)
+
+    def _fetch(self, selects: Sequence[Select]) -> list[list[Row]]:
+        queries = [sel.ordered() if sel.ids is None else sel.ordered(self._d.in_(sel.id_column, sel.ids))
+                   for sel in selects]
+        with self._batch(len(queries)):
+            cursors = [self._c.execute(self._d.sql(sql), args) for sql, args in queries]
+            return [cur.fetchall() for cur in cursors]
+
+    def _batch(self, statements: int) -> AbstractContextManager[Any]:
+        # Several independent statements in one round trip: pipeline mode, unless the
+        # transaction is pipelined already (a nested block would add a sync).
+        if statements < 2 or self._c.info.pipeline_status != pq.PipelineStatus.OFF:
+            return nullcontext()
+        return self._c.pipeline()
+
+    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
+                     statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
+        status_sql = "" if statuses is None else " AND status = ANY(%s)"
+        sql = (
+            f"{_FACT_SELECT} WHERE tenant_id=%s AND subject_id=%s{status_sql} AND fact_id IN ("
+            "SELECT fact_id FROM fact_sources WHERE tenant_id=%s AND subject_id=%s AND event_id = ANY(%s)"
+            ") ORDER BY seq"
+        )
+        args = [tenant_id, subject_id, *([list(statuses)] if statuses is not None else []),
+                tenant_id, subject_id, list(event_ids)]
+        return [rows.fact_from_row(r) for r in self._c.execute(sql, args).fetchall()]
+
+
+class PostgresWriteTx(PostgresDerivedWrites, PostgresReadTx, CoreWriteTx):
+    """Write primitives in a READ COMMITTED transaction, serialised per subject.
+
+    The first primitive that touches a subject locks its clock row
+    (``SELECT ... FOR UPDATE``), so everything the ledger reads about that subject
+    afterwards is current and cannot change before commit: per subject, a write
+    transaction behaves like SQLite's ``BEGIN IMMEDIATE``. Without this, an
+    operation that reads a source event before locking the clock could act on a
+    state a concurrent transaction has just changed.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        super().__init__(conn)
+        self._locked: set[tuple[str, str]] = set()
+        self._staging_created = self._staging_dirty = False
+
+    def _scope(self, tenant_id: str, subject_id: str) -> None:
+        # A subject with no clock row yet has nothing to lock: lock_clock creates and locks it.
+        self._use_tenant(tenant_id)
+        key = (tenant_id, subject_id)
+        if key not in self._locked and self._c.execute(
+            "SELECT 1 FROM clocks WHERE tenant_id=%s AND subject_id=%s FOR UPDATE", key,
+        ).fetchone():
+            self._locked.add(key)
+
+    def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
+        self._use_tenant(tenant_id)
+        key = (tenant_id, subject_id)
+        with self._c.pipeline():
+            if key not in self._locked:
+                self._c.execute(
+                    "INSERT INTO clocks (tenant_id, subject_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", key,
+                )
+            cur = self._c.execute(
+                "SELECT high_water, input_epoch FROM clocks WHERE tenant_id=%s AND subject_id=%s FOR UPDATE", key,
+            )
+        hw, ep = cur.fetchone() or (0, 0)
+        self._locked.add(key)
+        return Clock(tenant_id=tenant_id, subject_id=subject_id, high_water=hw, input_epoch=ep)
+
+    def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:
+        # COPY per tenant, then one INSERT ... SELECT: a few round trips for a
+        # batch of any size. Measured at 1,000 rows against executemany in a
+        # pipeline (~2x slower) and INSERT ... SELECT FROM unnest(arrays) (~1.6x).
+        at = recorded_at.isoformat()
+        if self._c not in _staged and not self._staging_created:
+            self._c.execute(_EVENT_STAGING)
+            self._staging_created = True
+        for tenant_id, run in by_tenant(items, lambda item: item[0].tenant_id):
+            self._use_tenant(tenant_id)
+            with self._c.cursor() as cur:
+                if self._staging_dirty:  # a second batch in this transaction
+                    cur.execute("DELETE FROM lossgate_events_in")
+                with cur.copy(f"COPY lossgate_events_in ({_EVENT_COLS}) FROM STDIN") as copy:
+                    for ev, seq, h, iso in run:
+                        copy.write_row(rows.new_event_row(ev, seq, h, iso, at))
+                cur.execute(f"INSERT INTO events ({_EVENT_COLS}) SELECT {_EVENT_COLS} FROM lossgate_events_in")
+                self._staging_dirty = True
+
+    def committed(self) -> None:
+        """Called by the store once this transaction has committed."""
+        if self._staging_created:
+            _staged.add(self._c)
+
+    def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
+        if not purge:
+            CoreWriteTx.set_event_state(self, tenant_id, subject_id, event_id, state, purge=False)
+            return
+        # A purge erases the text's terms from the search index too (invariant 11).
+        self._c.execute(
+            "WITH e AS (UPDATE events SET state=%(st)s, text=NULL, payload=NULL"
+            "  WHERE tenant_id=%(t)s AND subject_id=%(s)s AND event_id=%(id)s RETURNING seq)"
+            " UPDATE event_terms x SET terms='' FROM e"
+            " WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.seq=e.seq",
+            {"st": state, "t": tenant_id, "s": subject_id, "id": event_id},
+        )

@@ -1,0 +1,142 @@
+"""SQLite's own primitives of the derived, queue and search tiers: FTS5 search with its
+watermark, the recall head, recall records touching ids (JSON1), vectors, and claiming
+a job under the file's writer lock. Mixed into :mod:`lossgate.store.sqlite.tx`'s
+transactions, beside the shared ones of :mod:`lossgate.store.core.derived`."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+import orjson
+
+from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
+from lossgate.records import Clock
+from lossgate.store import rows
+from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
+from lossgate.store.protocol import VectorKind
+
+__all__ = ["SQLiteDerivedReads", "SQLiteDerivedWrites"]
+
+_JOB_SELECT = f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs"
+
+
+def _fts_query(query: str) -> str:
+    """Any word of ``query``, each quoted (FTS5 syntax never comes from the caller)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
+
+
+class SQLiteDerivedReads(CoreDerivedReads):
+    """SQLite's own derived-layer and search reads."""
+
+    _c: sqlite3.Connection
+
+    def recall_head(self, tenant_id: str, subject_id: str) -> tuple[Clock, Alias, ArtifactHead | None]:
+        # In-process: three indexed look-ups cost less than building one joined statement.
+        alias = self.alias(tenant_id, subject_id)
+        head = self.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
+        return self.clock(tenant_id, subject_id), alias, head
+
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        # Events appended since the last index refresh are not in the index yet: search them
+        # directly so a search never misses fresh text (refresh_search_index catches up).
+        terms = _fts_query(query)
+        if not terms:
+            return []
+        hits = [r[0] for r in self._all(
+            "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
+            "WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid' "
+            "ORDER BY bm25(events_fts), e.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+        mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
+                              "FROM events_fts_watermark WHERE id=1") or (0, 0)
+        if top <= mark:
+            return hits  # nothing past the index (the usual case): no scan at all
+        words = [w.lower() for w in query.split() if w]
+        likes = " OR ".join("lower(text) LIKE ?" for _ in words)
+        # rowid as a bound parameter: SQLite walks the rowid range past the mark (at most
+        # recall.SEARCH_BACKLOG rows), never the subject's whole history.
+        fresh = self._all(
+            "SELECT event_id FROM events WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
+            f"AND ({likes}) ORDER BY seq DESC LIMIT ?", [mark, tenant_id, subject_id, *[f"%{w}%" for w in words], limit])
+        return ([r[0] for r in fresh] + hits)[:limit]
+
+    def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+        terms = _fts_query(query)
+        if not terms:
+            return []
+        return [r[0] for r in self._all(
+            "SELECT f.fact_id FROM facts_fts x JOIN facts f ON f.rowid = x.rowid "
+            "WHERE facts_fts MATCH ? AND f.tenant_id=? AND f.subject_id=? AND f.status='active' "
+            "ORDER BY bm25(facts_fts), f.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+
+    def search_backlog(self, tenant_id: str, subject_id: str) -> int:
+        return self._value(  # type: ignore[no-any-return]
+            "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM events) - indexed_through FROM events_fts_watermark WHERE id=1")
+
+    def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
+        wanted = orjson.dumps(list(ids)).decode()
+        return [rows.recall_from_json(r[0]) for r in self._all(
+            "SELECT record FROM recalls r WHERE tenant_id=? AND subject_id=? "
+            "AND json_extract(record, '$.query') IS NOT NULL AND ("
+            " EXISTS (SELECT 1 FROM json_each(r.record, '$.candidate_ids') c WHERE c.value IN (SELECT value FROM json_each(?)))"
+            " OR (r.mode = 'summary' AND json_extract(r.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?))))"
+            " ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted))]
+
+    def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
+        return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "
+                         "AND model=?", (tenant_id, subject_id, kind, model))
+
+
+class SQLiteDerivedWrites(CoreDerivedWrites):
+    """SQLite's own derived-layer, queue and search writes; the caller holds the writer lock."""
+
+    _c: sqlite3.Connection
+
+    def refresh_search_index(self) -> int:
+        """Index every event appended since the last refresh; returns how many."""
+        mark = self._value("SELECT indexed_through FROM events_fts_watermark WHERE id=1")
+        top = self._value("SELECT COALESCE(MAX(rowid), 0) FROM events")
+        if top <= mark:
+            return 0
+        n = self._run("INSERT INTO events_fts (rowid, text, actor) SELECT rowid, text, actor FROM events "
+                      "WHERE rowid > ? AND rowid <= ? AND text IS NOT NULL", (mark, top))
+        self._run("UPDATE events_fts_watermark SET indexed_through=? WHERE id=1", (top,))
+        return n
+
+    def put_vectors(self, tenant_id: str, subject_id: str, model: str,
+                    items: Sequence[tuple[VectorKind, str, bytes]]) -> int:
+        stored = 0
+        for kind in ("event", "fact"):
+            table, item, _, live = EMBEDDABLE[kind]
+            stored += self._c.executemany(
+                "INSERT INTO vectors (tenant_id, subject_id, kind, item_id, model, vector) SELECT ?,?,?,?,?,? "
+                f"WHERE EXISTS (SELECT 1 FROM {table} x WHERE x.tenant_id=? AND x.{item}=? AND x.subject_id=? "
+                f"AND {live}) ON CONFLICT DO NOTHING",
+                [(tenant_id, subject_id, kind, i, model, v, tenant_id, i, subject_id) for k, i, v in items if k == kind],
+            ).rowcount
+        if stored:
+            self._bump_vectors_version(tenant_id, subject_id)
+        return stored
+
+    def insert_recall(self, record: RecallRecord) -> None:
+        self._run("INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (?,?,?,?,?,?)",
+                  (record.tenant_id, record.subject_id, record.recall_id, record.at.isoformat(), record.mode,
+                   record.model_dump_json()))
+
+    def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
+        # The writer lock is held: nothing can claim the same job between the read and the update.
+        row = self._one(f"{_JOB_SELECT} WHERE (status='pending' AND run_after<=?) "
+                        "OR (status='running' AND lease_expires_at<?) ORDER BY run_after, job_id LIMIT 1",
+                        (now.isoformat(), now.isoformat()))
+        if row is None:
+            return None
+        expires = (now + timedelta(seconds=lease_seconds)).isoformat()
+        self._run("UPDATE jobs SET status='running', lease_owner=?, lease_expires_at=?, tries=tries+1 WHERE job_id=?",
+                  (owner, expires, row[0]))
+        claimed = self._one(f"{_JOB_SELECT} WHERE job_id=?", (row[0],))
+        assert claimed is not None
+        return rows.job_from_row(claimed)
+
+    def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
+        return self._run("UPDATE jobs SET lease_expires_at=? WHERE job_id=? AND status='running' AND lease_owner=?",
+                         (lease_expires_at.isoformat(), job_id, owner)) == 1
