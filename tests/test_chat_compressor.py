@@ -334,7 +334,7 @@ def test_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_m
     assert strict["model"] == "scripted-1" and "f-allergy:narrative_unsupported" in strict["messages"][0]["content"]
     assert fallback["model"] == "fallback-2" and "was refused" in fallback["messages"][0]["content"]
     prompts = [seeded.artifact(T, S, a.artifact_id).manifest.prompt_version for a in attempts]
-    assert prompts == ["chat-narrative-v1", "chat-narrative-strict-v1", "chat-narrative-strict-v1",
+    assert prompts == ["chat-narrative-v1", "chat-narrative-strict-v1", "chat-narrative-strict-v1+fallback:fallback-2",
                        "deterministic-fallback"]
     assert len(seeded.attempts(T, S)) == 4  # every attempt is kept
     assert "the garden looks lovely" in seeded.recall(T, S).summary  # the conversation, verbatim

@@ -27,8 +27,15 @@ from lossgate.records import Authority, EventState, Modality, NewFact, Polarity
 
 __all__ = ["register"]
 
-Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_default=False)]
-Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False)]
+def _an_id(value: str) -> str:
+    """A tenant or subject id as the ledger takes it: refused here, before any read or write."""
+    if not value or len(value) > 200 or any(ch.isspace() or ch == "\x00" for ch in value):
+        raise typer.BadParameter("must be 1 to 200 characters, with no whitespace or NUL")
+    return value
+
+
+Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_default=False, callback=_an_id)]
+Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False, callback=_an_id)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")]
 Reason = Annotated[str, typer.Option("--reason", help="Why; kept in the ledger log.")]
 RegistryFile = Annotated[Path, typer.Argument(
@@ -257,15 +264,30 @@ def compact(ctx: typer.Context) -> None:
 def extract(
     ctx: typer.Context, tenant: Tenant, subject: Subject,
     review: Annotated[bool, typer.Option("--review", help="List the proposals waiting for review instead.")] = False,
+    accept: Annotated[Optional[str], typer.Option("--accept", metavar="PROPOSAL", help=(
+        "Accept a proposal waiting for review: it becomes a fact, or opens a conflict."))] = None,
+    reject: Annotated[Optional[str], typer.Option("--reject", metavar="PROPOSAL", help=(
+        "Reject a proposal waiting for review (kept, with --reason)."))] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why a proposal is rejected.")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
 ) -> None:
     """Propose facts from the subject's events not read before (amounts, dates, ids and counts
     named by a predicate's registry cues): each is asserted or kept for review by its
-    predicate's policy, or refused, and recorded."""
+    predicate's policy, or refused, and recorded. --review lists those waiting for a person;
+    --accept and --reject decide one."""
     from rich.table import Table
 
+    if sum((review, accept is not None, reject is not None)) > 1:
+        fail("choose one of --review, --accept and --reject", 2)
     with open_memory(ctx) as memory:
-        found = memory.proposals(tenant, subject, statuses=["review"]) if review else memory.extract(tenant, subject)
+        if accept is not None:
+            found = [memory.accept_proposal(tenant, subject, accept)]
+        elif reject is not None:
+            found = [memory.reject_proposal(tenant, subject, reject, reason=reason)]
+        elif review:
+            found = memory.proposals(tenant, subject, statuses=["review"])
+        else:
+            found = memory.extract(tenant, subject)
     if as_json:
         for p in found:
             typer.echo(p.model_dump_json())

@@ -165,6 +165,8 @@ class ChatCompressor:
                 return self._structure.compress(request)
             model = self.config.fallback_model
         self.prompt_version_used = STRICT_PROMPT_VERSION if strict else PROMPT_VERSION
+        if model != self.config.model:  # the manifest names the model that wrote it
+            self.prompt_version_used += f"+fallback:{model}"
         structured = request.model_copy(update={"events": (), "parent": None})
         body = self._structure.compress(structured)  # claims and fact lines; raises BudgetExceeded
         room = None if request.budget_tokens is None else request.budget_tokens - self.count(body["summary"]) - 4

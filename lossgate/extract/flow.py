@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 
 from lossgate.gate.typed import dump_json
-from lossgate.errors import InvalidInput, LifecycleError, NotFound
+from lossgate.errors import InvalidInput, LifecycleError, LossgateError, NotFound
 from lossgate.extract.atoms import AtomExtractor, Candidate, Extractor
+from lossgate.extract.model import ExtractionError
 from lossgate.ledger import Ledger
-from lossgate.records import AUTHORITY_FOR_TRUST, TRUST_RANK, NewFact, Proposal, utcnow
+from lossgate.records import AUTHORITY_FOR_TRUST, TRUST_RANK, Event, NewFact, Proposal, utcnow
 from lossgate.registry import Registry
 from lossgate.store import Store
 from lossgate.values import ValueMismatch, canonical_value, coerce_value
@@ -31,7 +32,7 @@ def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *
         events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=since)
     if not events:
         return []
-    candidates = extractor.propose(events, registry)  # outside any transaction: a model may take seconds
+    candidates = _proposed(extractor, events, registry)  # outside any transaction: a model may take seconds
     now = utcnow()
     with store.write() as tx:
         led = Ledger(tx, registry)
@@ -60,10 +61,38 @@ def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *
     return out
 
 
+def _proposed(extractor: Extractor, events: list[Event], registry: Registry) -> list[Candidate]:
+    """What ``extractor`` proposes, checked: an extractor is foreign code, and what it hands back
+    is input like any other (:class:`ExtractionError` names what is wrong; nothing is recorded)."""
+    name = getattr(extractor, "name", type(extractor).__name__)
+    try:
+        proposed = extractor.propose(events, registry)
+    except LossgateError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - foreign code: a typed error, the events stay unread
+        raise ExtractionError(f"extractor {name!r} failed: {type(exc).__name__}: {exc}"[:500]) from exc
+    if not isinstance(proposed, (list, tuple)):
+        raise ExtractionError(f"extractor {name!r} returned {type(proposed).__name__}, not a list of Candidate")
+    for i, c in enumerate(proposed):
+        if not isinstance(c, Candidate):
+            raise ExtractionError(f"extractor {name!r}: item {i} is {type(c).__name__}, not a Candidate")
+        if not isinstance(c.predicate, str) or not c.predicate or not isinstance(c.source_event_ids, (list, tuple)) \
+                or not all(isinstance(e, str) for e in c.source_event_ids) or not isinstance(c.qualifiers, (list, tuple)) \
+                or not all(isinstance(q, (list, tuple)) and len(q) == 2 and all(isinstance(x, str) and x for x in q)
+                           for q in c.qualifiers):
+            raise ExtractionError(f"extractor {name!r}: item {i} needs a predicate, source event ids and "
+                                  "qualifiers as (key, value) strings")
+    return list(proposed)
+
+
 def _decide(led: Ledger, registry: Registry, p: Proposal) -> Proposal:
     pred = registry.predicates.get(p.predicate)
     if pred is None:
         return p.model_copy(update={"status": "refused", "reason": f"unknown predicate {p.predicate!r}"})
+    unknown = sorted({k for k, _ in p.qualifiers} - set(pred.qualifiers))
+    if unknown:
+        return p.model_copy(update={"status": "refused",
+                                    "reason": f"qualifier(s) {', '.join(unknown)} not in predicate {p.predicate!r}"})
     try:
         canon = canonical_value(pred.value_type, coerce_value(pred.value_type, p.value, enum_values=pred.enum_values))
     except (ValueMismatch, ValueError, TypeError, ArithmeticError) as exc:

@@ -102,10 +102,10 @@ def _candidates(data: dict[str, Any], shown: set[str]) -> list[Candidate]:
             value = json.loads(item["value"])
         except (json.JSONDecodeError, RecursionError):
             value = item["value"]  # a bare string value
-        sources = tuple(str(s) for s in item["source_event_ids"] if str(s) in shown)
+        sources = tuple(str(s) for s in item["source_event_ids"])
         qualifiers = item.get("qualifiers") or {}
-        if not sources or not isinstance(qualifiers, dict):
-            continue  # cites nothing it was shown: dropped, never attached to another event
+        if not sources or any(s not in shown for s in sources) or not isinstance(qualifiers, dict):
+            continue  # cites an event it was not shown: dropped whole, never attached to the rest
         out.append(Candidate(item["predicate"], value, sources,
                              tuple(sorted((str(k), str(v)) for k, v in qualifiers.items()))))
     return out

@@ -12,7 +12,8 @@ has) fails the artifact when it:
   ``channel`` qualifier) from what it says (``qualifiers_changed``): the limit's content
   words must be among the statement's conditions or value;
 * changes how sure it is (``modality_changed``): asserted made speculative, or the other way;
-* puts quoted, untrusted or tool text in the user's mouth, or states it as fact
+* attributes quoted, untrusted or tool text to anyone but where it came from (the user, the
+  subject, a person the narrative names), or states it as fact
   (``untrusted_elevated``);
 * answers an open conflict (``conflict_resolved_by_compressor``, on the conflict).
 
@@ -35,7 +36,10 @@ from lossgate.records import Fact, Snapshot
 __all__ = ["judge_violations"]
 
 _LIMITS = frozenset({"condition", "environment", "scope", "channel"})  # qualifiers that restrict a fact
-_USER = frozenset({"user", "the user", "customer", "the customer", "client", "the client", "me", "i"})
+# What names where quoted text came from: said of anything else, it is raised to a person's word.
+_SOURCE_WORDS = content_stems("ticket tickets tool tools page pages web website document documents email emails "
+                              "mail message messages footer form portal file attachment source sources retrieved "
+                              "untrusted unverified sender quote quoted lookup crm system")
 
 
 def _norm(text: str) -> str:
@@ -93,9 +97,14 @@ def judge_violations(statements: Sequence[Statement], snapshot: Snapshot) -> lis
             out.append(_v("conflict_resolved_by_compressor", conflict_of[f.fact_id], f"the narrative settles it: {said}"))
         low_trust = f.modality == "quoted" or f.authority in ("untrusted", "tool")
         if low_trust:
-            by_user = (s.attributed_to or "").strip().lower() in _USER
+            # attributed to anyone but where it came from (the user, the subject, "the
+            # traveller") it is raised to that person's word
+            who_said = content_stems(s.attributed_to or "")
+            sources = frozenset().union(*(content_stems(f"{e.actor} {e.kind}") for e in snapshot.events
+                                          if e.event_id in f.source_event_ids))
+            by_user = bool(who_said) and not who_said & (sources | _SOURCE_WORDS)
             if by_user or s.modality == "asserted":
-                who = "the user's" if by_user else "a fact"
+                who = f"{s.attributed_to!r}'s" if by_user else "a fact"
                 out.append(_v("untrusted_elevated", f.fact_id, f"quoted {f.authority} text stated as {who}: {said}"))
             continue
         if (s.polarity == "negative") != _negative(f):

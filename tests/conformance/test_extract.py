@@ -81,6 +81,49 @@ def test_an_unknown_predicate_or_a_mistyped_value_is_refused_and_recorded(memory
     assert memory.facts(T, S) == []
 
 
+class _Broken:
+    name = "broken"
+
+    def __init__(self, output) -> None:
+        self.output = output
+
+    def propose(self, events: Sequence[Event], registry: Registry):
+        if isinstance(self.output, Exception):
+            raise self.output
+        return self.output
+
+
+@pytest.mark.parametrize("output, says", [
+    ({"not": "a list"}, "returned dict, not a list of Candidate"),
+    (["a string"], "item 0 is str, not a Candidate"),
+    ([Candidate(None, "x", ("e1",))], "item 0 needs a predicate"),  # type: ignore[arg-type]
+    ([Candidate("invoice.total", "x", ("e1",), (("condition", None),))], "item 0 needs a predicate"),
+    (KeyError("boom"), "extractor 'broken' failed: KeyError"),
+], ids=["not-a-list", "not-a-candidate", "no-predicate", "qualifier-none", "raises"])
+def test_an_extractor_handing_back_nonsense_is_a_typed_error_and_records_nothing(memory, output, says):
+    from lossgate.extract import ExtractionError
+
+    _say(memory, "e1", "The invoice total is $14,250.00.")
+    with pytest.raises(ExtractionError, match=says):
+        memory.extract(T, S, extractor=_Broken(output))
+    assert memory.proposals(T, S) == []
+    (p,) = memory.extract(T, S)  # the events were not marked read
+    assert p.predicate == "invoice.total"
+
+
+class _Qualified:
+    name = "qualified"
+
+    def propose(self, events: Sequence[Event], registry: Registry) -> list[Candidate]:
+        return [Candidate("subscription.seats", 12, (events[0].event_id,), (("colour", "blue"),))]
+
+
+def test_a_qualifier_the_predicate_does_not_allow_is_refused_at_once(memory):
+    _say(memory, "e1", "We have 12 seats.")
+    (p,) = memory.extract(T, S, extractor=_Qualified())
+    assert p.status == "refused" and "colour" in p.reason
+
+
 def test_a_disagreeing_proposal_opens_a_conflict_and_supersedes_nothing(memory):
     _say(memory, "e1", "The invoice total is $14,250.00.")
     (first,) = memory.extract(T, S)
@@ -141,15 +184,28 @@ def test_the_cli_extracts_and_lists_what_waits_for_review(memory, store_url):
 
     from lossgate.cli import app
 
-    _say(memory, "e1", "The invoice total is $14,250.00. We have 34 seats.")
+    _say(memory, "e1", "The invoice total is $14,250.00. We have 34 seats. Our customer id is CUST-4821.")
     runner = CliRunner()
     done = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--json"])
     assert done.exit_code == 0, done.output
-    assert {json.loads(line)["status"] for line in done.stdout.splitlines()} == {"accepted", "review"}
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {p["status"] for p in lines} == {"accepted", "review"}
     waiting = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--review"])
     assert waiting.exit_code == 0 and "subscription.seats" in waiting.stdout
     again = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S])
     assert "nothing new to propose" in again.stdout
+    seats = next(p["proposal_id"] for p in lines if p["predicate"] == "subscription.seats")
+    cust = next(p["proposal_id"] for p in lines if p["predicate"] == "customer.id")
+    accepted = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--accept", seats, "--json"])
+    assert accepted.exit_code == 0 and json.loads(accepted.stdout)["status"] == "accepted"
+    rejected = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--reject", cust,
+                                   "--reason", "not ours", "--json"])
+    assert json.loads(rejected.stdout)["reason"] == "not ours"
+    for bad in (["--accept", seats], ["--accept", "p-nope"], ["--accept", seats, "--reject", cust]):
+        refused = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, *bad])
+        assert refused.exit_code == 2, (bad, refused.output)
+    for who in (["-t", "", "-s", S], ["-t", T, "-s", "two words"]):
+        assert runner.invoke(app, ["--db", store_url, "extract", *who]).exit_code == 2
 
 
 # -- a model as the extractor, over HTTP ------------------------------------------------------------
@@ -175,6 +231,8 @@ def test_a_model_extractor_proposes_typed_facts_under_the_same_rules(memory):
          "source_event_ids": ["web"]},
         {"predicate": "made.up", "value": '"x"', "source_event_ids": ["e1"]},
         {"predicate": "subscription.seats", "value": "13", "source_event_ids": ["not-shown"]},  # dropped
+        # one citation it was shown, one it was not: dropped whole, never kept on the other
+        {"predicate": "subscription.seats", "value": "14", "source_event_ids": ["e1", "ghost-event"]},
     )
     with ScriptedChatServer([reply]) as server:
         found = {p.predicate: p for p in memory.extract(
