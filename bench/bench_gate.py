@@ -149,7 +149,8 @@ def subject_workload(events: int, facts: int) -> tuple[Snapshot, ArtifactBody, R
     """One subject as ``bench_consolidation.py`` fills it, its snapshot as a consolidation
     selects it, and the deterministic compressor's artifact (default budget)."""
     from bench.bench_consolidation import T, _fill, _memory
-    from lossgate.consolidate.compressor import CompressionRequest, DeterministicCompressor
+    from lossgate.consolidate.compressor import CompressionRequest
+    from lossgate.consolidate.deterministic import DeterministicCompressor
     from lossgate.consolidate.pipeline import ConsolidationConfig
     from lossgate.consolidate.selection import select
 

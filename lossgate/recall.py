@@ -36,12 +36,11 @@ import weakref
 from functools import lru_cache
 from typing import Any
 
-from lossgate.consolidate.compressor import CONVERSATION_TITLE
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
 from lossgate.errors import ConfigError
-from lossgate.lines import day_line, event_line, fact_line
 from lossgate.records import Event, Fact, utcnow
+from lossgate.render import CONVERSATION_TITLE, day_line, event_line, fact_line
 from lossgate.search_terms import query_terms
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache

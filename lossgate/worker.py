@@ -27,7 +27,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lossgate.consolidate.compressor import Compressor, load_compressor
+from lossgate.consolidate.compressor import Compressor
+from lossgate.consolidate.factory import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.derived import Job
 from lossgate.errors import LossgateError, StoreError
@@ -159,7 +160,7 @@ def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | 
            exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
     memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env())  # LOSSGATE_EMBEDDER
     worker = Worker(memory, config=config, consolidation=consolidation,
-                    compressor=load_compressor(compressor) if compressor else None,
+                    compressor=load_compressor(compressor, environ=os.environ) if compressor else None,
                     judge=ModelJudge.from_env())  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL
     worker.install_signal_handlers()
     try:
@@ -172,7 +173,7 @@ def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
              consolidation: ConsolidationConfig | None = None, exit_when_idle: bool = False,
              max_jobs: int | None = None, compressor: str | None = None) -> int:
     """Run ``concurrency`` worker processes until they exit or SIGTERM; returns the worst exit code.
-    ``compressor`` is a :func:`~lossgate.consolidate.compressor.load_compressor` spec, made in
+    ``compressor`` is a :func:`~lossgate.consolidate.factory.load_compressor` spec, made in
     each process (a model client does not cross a process boundary)."""
     import multiprocessing as mp
 

@@ -27,7 +27,8 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from lossgate import gate
-from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor, DeterministicCompressor
+from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
+from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
 from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
 from lossgate.errors import InvalidInput, NotFound
