@@ -159,7 +159,7 @@ def subject_workload(events: int, facts: int) -> tuple[Snapshot, ArtifactBody, R
         try:
             _fill(mem, "c", events, facts)
             with mem.store.read() as tx:
-                registry = mem._current_registry(tx)
+                registry = mem.registries.current(tx)
                 assert registry is not None
                 sel = select(tx, T, "c", registry)
         finally:

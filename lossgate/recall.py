@@ -36,6 +36,7 @@ import weakref
 from functools import lru_cache
 from typing import Any
 
+from lossgate.caches import holds_text
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
 from lossgate.errors import ConfigError
@@ -248,6 +249,13 @@ def _line_tokens(line: str, count: TokenCounter) -> int:
     # The same events come back for related questions: a line is counted once (tokenizing
     # was a third of a query recall's time at 10,000 events).
     return count(line)
+
+
+@holds_text
+def _forget_counted_text() -> None:
+    """The counts above are keyed by text, deleted text included: forgotten with it."""
+    _summary_tokens.cache_clear()
+    _line_tokens.cache_clear()
 
 
 def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],

@@ -7,7 +7,7 @@ import hashlib
 from lossgate.gate.typed import dump_json
 from lossgate.errors import InvalidInput, LifecycleError, NotFound
 from lossgate.extract.atoms import AtomExtractor, Candidate, Extractor
-from lossgate.ledger import Ledger
+from lossgate.ledger import Ledger, transaction
 from lossgate.records import AUTHORITY_FOR_TRUST, TRUST_RANK, NewFact, Proposal, utcnow
 from lossgate.registry import Registry
 from lossgate.store import Store
@@ -33,8 +33,8 @@ def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *
         return []
     candidates = extractor.propose(events, registry)  # outside any transaction: a model may take seconds
     now = utcnow()
-    with store.write() as tx:
-        led = Ledger(tx, registry)
+    with transaction(store, registry=registry) as led:
+        tx = led.tx
         tx.lock_clock(tenant_id, subject_id)
         ids = [_id(tenant_id, subject_id, c) for c in candidates]
         seen = {p.proposal_id for p in tx.proposals(tenant_id, subject_id, ids=ids)} if ids else set()

@@ -26,6 +26,7 @@ from itertools import accumulate, chain
 from threading import Lock
 from typing import Any, Iterable
 
+from lossgate.caches import holds_text
 from lossgate.gate.atoms import Atom, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet
 from lossgate.gate.atoms.extract import _atom as new_atom
@@ -162,6 +163,7 @@ _cache: OrderedDict[tuple[str, date], _Entry] = OrderedDict()
 _cache_lock = Lock()
 
 
+@holds_text
 def clear_atom_cache() -> None:
     """Forget every cached extraction (e.g. after content was purged)."""
     with _cache_lock:
