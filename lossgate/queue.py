@@ -134,7 +134,7 @@ def consecutive_failures(attempts: Iterable[Attempt]) -> tuple[int, tuple[str, .
 def retry_delay(failures: int, *, base_s: float, max_s: float) -> float:
     """Seconds before retrying after ``failures`` in a row: ``base_s``, doubled per further
     failure, at most ``max_s``."""
-    return min(max_s, base_s * 2 ** max(0, failures - 1))
+    return min(max_s, base_s * 2.0 ** max(0, failures - 1))
 
 
 # -- workers -------------------------------------------------------------------------------

@@ -38,13 +38,23 @@ NARRATIVE_TITLE = "Narrative:"
 
 
 class _FactLike(Protocol):
-    predicate: str
-    value_type: str
-    value: Any
-    qualifiers: tuple[tuple[str, str], ...]
-    polarity: str
-    modality: str
-    authority: str
+    """A fact or a claim: what a fact line shows (read-only, so a record whose fields are
+    narrower literals fits)."""
+
+    @property
+    def predicate(self) -> str: ...
+    @property
+    def value_type(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def qualifiers(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def polarity(self) -> str: ...
+    @property
+    def modality(self) -> str: ...
+    @property
+    def authority(self) -> str: ...
 
 
 def value_text(record: Any) -> str:

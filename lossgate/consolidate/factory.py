@@ -33,7 +33,7 @@ def load_compressor(spec: str, *, environ: Mapping[str, str]) -> Compressor:
     if not module_name or not attr:
         raise ConfigError(f"compressor {spec!r}: expected deterministic, chat or MODULE:CLASS")
     try:
-        made = getattr(importlib.import_module(module_name), attr)()
+        made: Compressor = getattr(importlib.import_module(module_name), attr)()
     except (ImportError, AttributeError, TypeError, ValueError) as exc:
         raise ConfigError(f"compressor {spec}: {exc}") from exc
     if not callable(getattr(made, "compress", None)):
