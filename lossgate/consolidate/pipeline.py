@@ -9,7 +9,8 @@ candidate, which recall never returns; the next run recovers forward.
 
 A failed gate publishes nothing, keeps the sources hot, keeps the attempt with
 its violations and raw output, and queues a retry with exponential backoff; after
-``max_attempts`` consecutive failures the subject is marked for review.
+``max_attempts`` consecutive failures the subject is marked for review (the rules:
+:mod:`lossgate.queue`).
 """
 
 from __future__ import annotations
