@@ -17,8 +17,8 @@ This module imports nothing, so the lowest layer may call it and any layer may r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from threading import Lock
-from typing import Callable
 
 __all__ = ["holds_text", "forget_text"]
 

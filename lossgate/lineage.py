@@ -23,8 +23,8 @@ parent artifact, written with the artifact). From those edges:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Iterable, Sequence
 
 from lossgate.derived import ArtifactState, LineageEdge, LineageView, RecallRedaction
 from lossgate.errors import NotFound
@@ -88,7 +88,7 @@ def _purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
     (fact, conflict) are not content and stay."""
     out = []
     for line in lines:
-        subject, _, code = line.rpartition(":")
+        _, _, code = line.rpartition(":")
         out.append(f"[purged]:{code}" if code.startswith("atom_") else line)
     return tuple(out)
 

@@ -8,7 +8,8 @@ commit together.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ContextManager, Iterable, Sequence, get_args
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Iterable, Sequence, get_args
 
 from lossgate import ledger, lineage, queue
 from lossgate.canonical import content_hash
@@ -81,7 +82,7 @@ class Memory:
             return self.registries.current(tx)
 
     # -- writes ------------------------------------------------------------------------
-    def transaction(self) -> ContextManager[Ledger]:
+    def transaction(self) -> AbstractContextManager[Ledger]:
         """Several lifecycle operations in one transaction: all commit or none do
         (:func:`lossgate.ledger.transaction`)."""
         return ledger.transaction(self.store, registries=self.registries)

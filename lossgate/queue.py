@@ -41,8 +41,9 @@ infrastructure failed, not the subject).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Iterable, Literal
+from typing import Literal
 
 from lossgate.derived import Attempt, Job
 from lossgate.errors import LossgateError, StoreError

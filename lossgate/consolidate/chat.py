@@ -26,7 +26,8 @@ the user message and the system prompt says so.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError

@@ -9,7 +9,7 @@ instead (``memory.consolidate(..., compressor=ChatCompressor(ChatConfig(...)))``
 from __future__ import annotations
 
 import importlib
-from typing import Mapping
+from collections.abc import Mapping
 
 from lossgate.consolidate.compressor import Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor

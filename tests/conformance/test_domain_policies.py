@@ -6,7 +6,7 @@ queue's rules (lossgate.queue) say what a worker does with a job."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -18,7 +18,7 @@ from lossgate.ingest import ingest_lines
 from lossgate.registry import RegistryCache
 
 T, U = "acme", "user-17"
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 SECRET = "My passport number is X1234567, keep it on file."
 
 
@@ -96,17 +96,16 @@ def test_every_cache_of_text_is_registered():
 def test_a_deletion_that_rolls_back_forgets_nothing_and_an_error_still_propagates(memory):
     memory.append([ev("e-secret", SECRET)])
     read_source(SECRET)
-    with pytest.raises(InvalidInput, match="rolled back on purpose"):
-        with memory.transaction() as led:
-            led.delete_event(T, U, "e-secret", reason="asked")
-            raise InvalidInput("rolled back on purpose")
+    with pytest.raises(InvalidInput, match="rolled back on purpose"), memory.transaction() as led:
+        led.delete_event(T, U, "e-secret", reason="asked")
+        raise InvalidInput("rolled back on purpose")
     assert read_source.cache_info().currsize > 0
     assert memory.events(T, U)[0].text == SECRET
 
 
 def test_the_must_preserve_set_is_built_once_per_consolidation(memory, monkeypatch):
-    import lossgate.consolidate.pipeline as pipeline
-    import lossgate.gate.engine as engine
+    from lossgate.consolidate import pipeline
+    from lossgate.gate import engine
 
     built = []
 
