@@ -149,7 +149,8 @@ def subject_workload(events: int, facts: int) -> tuple[Snapshot, ArtifactBody, R
     """One subject as ``bench_consolidation.py`` fills it, its snapshot as a consolidation
     selects it, and the deterministic compressor's artifact (default budget)."""
     from bench.bench_consolidation import T, _fill, _memory
-    from lossgate.consolidate.compressor import CompressionRequest, DeterministicCompressor
+    from lossgate.consolidate.compressor import CompressionRequest
+    from lossgate.consolidate.deterministic import DeterministicCompressor
     from lossgate.consolidate.pipeline import ConsolidationConfig
     from lossgate.consolidate.selection import select
 
@@ -158,7 +159,7 @@ def subject_workload(events: int, facts: int) -> tuple[Snapshot, ArtifactBody, R
         try:
             _fill(mem, "c", events, facts)
             with mem.store.read() as tx:
-                registry = mem._current_registry(tx)
+                registry = mem.registries.current(tx)
                 assert registry is not None
                 sel = select(tx, T, "c", registry)
         finally:

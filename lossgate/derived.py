@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lossgate.lines import day_line, event_line, fact_line, one_line
 from lossgate.records import ArtifactBody, Clock, Event, Fact
+from lossgate.render import day_line, event_line, fact_line, one_line
 
 __all__ = [
     "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",

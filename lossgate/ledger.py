@@ -3,6 +3,9 @@
 A :class:`Ledger` wraps one open write transaction. Each method is one
 complete lifecycle operation; several methods called on one ledger commit or
 roll back together (``lossgate ingest`` runs a whole file this way).
+:func:`transaction` opens one: it reads the predicate registry only if an
+operation needs it (an append does not), and once a transaction that erased
+content commits, this process's caches of text forget it (:mod:`lossgate.caches`).
 
 The clock rules (DESIGN.md): appending events or asserting facts at the tail
 moves only ``high_water``. Supersession, deletion, revocation, a trust change
@@ -13,53 +16,63 @@ artifact built before it.
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
+from lossgate import lineage, queue
+from lossgate.caches import forget_text
 from lossgate.canonical import content_hash
-from lossgate.derived import RecallRedaction
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.records import (
     TRUST_RANK, AppendResult, Clock, Conflict, Event, EventRef, Fact, NewEvent, NewFact, Trust,
     fact_hash_content, utcnow,
 )
-from lossgate.registry import Registry
-from lossgate.store.protocol import WriteTx
+from lossgate.registry import Registry, RegistryCache
+from lossgate.store.protocol import Store, WriteTx
 from lossgate.values import canonical_value
 
-__all__ = ["Ledger"]
-
-_LIVE = ("candidate", "published", "retired")
+__all__ = ["Ledger", "transaction"]
 
 
 def _short_hash(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
 
 
-def _purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
-    """Gate report lines (``subject:code``) with prose-atom subjects blanked: an atom's key
-    quotes the text it was read from ("money:USD 5412.00", "negation:not|peanut"). Ids
-    (fact, conflict) are not content and stay."""
-    out = []
-    for line in lines:
-        subject, _, code = line.rpartition(":")
-        out.append(f"[purged]:{code}" if code.startswith("atom_") else line)
-    return tuple(out)
+@contextmanager
+def transaction(store: Store, *, registry: Registry | None = None,
+                registries: RegistryCache | None = None) -> Iterator[Ledger]:
+    """A :class:`Ledger` over a new write transaction of ``store``: every operation on it
+    commits when the block ends, or none does if it raises. The registry is ``registry``,
+    or else the newest stored one, read (through ``registries``, a cache shared across
+    transactions) when an operation first needs it. After a commit that erased content,
+    :func:`lossgate.caches.forget_text`."""
+    if registry is None and registries is None:
+        registries = RegistryCache()
+    with store.write() as tx:
+        ledger = Ledger(tx, registry, registries=registries)
+        yield ledger
+    if ledger.erased:
+        forget_text()
 
 
 class Ledger:
     """Lifecycle operations inside one write transaction."""
 
-    def __init__(self, tx: WriteTx, registry: Registry | None, *, now: datetime | None = None,
-                 rebuild_after: int = 50) -> None:
+    def __init__(self, tx: WriteTx, registry: Registry | None = None, *, registries: RegistryCache | None = None,
+                 now: datetime | None = None, rebuild_after: int = queue.REBUILD_AFTER) -> None:
         self.tx = tx
         # Queue a rebuild once this many inputs sit beyond the published summary's coverage.
         self.rebuild_after = rebuild_after
         self._registry = registry
+        self._registries = registries
         self.now = now or utcnow()
         self._clocks: dict[tuple[str, str], Clock] = {}
         # Facts whose state changed in this operation: their descendants go stale.
         self._touched: dict[tuple[str, str], set[str]] = {}
+        # Whether an operation purged content (an event's text, a fact's value): once the
+        # transaction commits, this process's caches of text must forget it.
+        self.erased = False
 
     # -- clock -------------------------------------------------------------------------
     def _clock(self, tenant_id: str, subject_id: str) -> Clock:
@@ -79,62 +92,17 @@ class Ledger:
 
     def _invalidate(self, tenant_id: str, subject_id: str, op: str, target_id: str,
                     erased: Sequence[str] = ()) -> None:
-        """Move the epoch, mark every artifact derived from a changed input stale and queue
-        a rebuild, all in this transaction (invariant 6). The epoch alone already fences
-        the alias out of recall; marking descendants stale also keeps them from ever being
-        used as the parent of an incremental consolidation."""
+        """Move the epoch, mark every artifact derived from a changed input stale (purging
+        deleted content from them) and queue a rebuild, all in this transaction (invariant
+        6; :mod:`lossgate.lineage`, :mod:`lossgate.queue`)."""
         clock = self._advance(tenant_id, subject_id, epoch=True)
         changed = {target_id, *erased} | self._touched.pop((tenant_id, subject_id), set())
-        descendants = self.tx.descendants(tenant_id, subject_id, sorted(changed))
-        if op.startswith("delete"):
-            self._purge_derived(tenant_id, subject_id, descendants, changed)
-            self._redact_recalls(tenant_id, subject_id, changed | set(descendants), f"{op} {target_id}")
-        # A failed or abandoned artifact keeps the record of why it was never published.
-        stale = self.tx.set_artifact_state(tenant_id, subject_id, descendants, "stale",
-                                           reason=f"{op} {target_id}", from_states=_LIVE) if descendants else []
+        cause = f"{op} {target_id}"
+        stale = lineage.invalidate(self.tx, tenant_id, subject_id, changed, cause=cause,
+                                   erase=op.startswith("delete"), now=self.now)
         self._log(tenant_id, subject_id, "epoch", target_id,
                   {"cause": op, "input_epoch": clock.input_epoch, "stale_artifacts": stale})
-        self.tx.enqueue_job(tenant_id, subject_id, reason=f"{op} {target_id}", run_after=self.now, at=self.now)
-
-    def _purge_derived(self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], deleted: set[str]) -> None:
-        """Deleted content is purged from everything derived from it (invariant 11): claims
-        resting on a deleted input are dropped and the prose, which may quote it anywhere, is
-        replaced by a marker; raw compressor outputs of the attempts that read it are erased.
-        Ids, hashes, manifests, lineage and states stay for audit."""
-        marker = f"[summary purged on {self.now.date().isoformat()}: derived from deleted content]"
-        for artifact_id in artifact_ids:
-            art = self.tx.artifact(tenant_id, subject_id, artifact_id)
-            if art is None:
-                continue
-            claims = tuple(c for c in art.body.claims
-                           if c.fact_id not in deleted and not deleted.intersection(c.derived_from))
-            body = art.body.model_copy(update={"claims": claims, "summary": marker,
-                                                "open_items": tuple(i for i in art.body.open_items if i not in deleted)})
-            gate = {**art.gate, **{k: _purged_lines(art.gate.get(k, ())) for k in ("violations", "losses")}}
-            self.tx.replace_artifact_body(tenant_id, subject_id, artifact_id, body, gate)
-        purged = set(artifact_ids)
-        for attempt in self.tx.attempts(tenant_id, subject_id):
-            if attempt.artifact_id in purged or deleted.intersection(attempt.selected_ids):
-                clean = attempt.model_copy(update={"raw_output": None, "violations": _purged_lines(attempt.violations),
-                                                   "losses": _purged_lines(attempt.losses)})
-                if clean != attempt:
-                    self.tx.save_attempt(clean)
-        self._log(tenant_id, subject_id, "purge_derived", ",".join(sorted(deleted)),
-                  {"artifacts": sorted(purged)})
-
-    def _redact_recalls(self, tenant_id: str, subject_id: str, ids: set[str], cause: str) -> None:
-        """Recall records whose candidates (or returned summary) include deleted content lose
-        their query text: it may quote what was deleted ("passport 5412..."). Its sha256 and
-        length stay for audit, with every id and version (invariant 13)."""
-        redacted = []
-        for record in self.tx.recalls_touching(tenant_id, subject_id, sorted(ids)):
-            query = record.query or ""
-            self.tx.replace_recall(record.model_copy(update={"query": None, "redacted": RecallRedaction(
-                at=self.now, cause=cause, query_sha256=hashlib.sha256(query.encode()).hexdigest(),
-                query_chars=len(query))}))
-            redacted.append(record.recall_id)
-        if redacted:
-            self._log(tenant_id, subject_id, "redact_recalls", cause.split(" ", 1)[-1], {"recalls": redacted})
+        queue.input_changed(self.tx, tenant_id, subject_id, cause, now=self.now)
 
     def _touch(self, fact: Fact) -> None:
         self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
@@ -144,6 +112,9 @@ class Ledger:
 
     @property
     def registry(self) -> Registry:
+        """The predicate registry (read on first use); raises :class:`InvalidInput` if none is loaded."""
+        if self._registry is None and self._registries is not None:
+            self._registry = self._registries.current(self.tx)
         if self._registry is None:
             raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
         return self._registry
@@ -203,8 +174,7 @@ class Ledger:
         for key, seq in high.items():
             self._clocks[key] = self._clocks[key].model_copy(update={"high_water": seq})
             self.tx.save_clock(self._clocks[key])
-            if seq - self.tx.alias(*key).covers_through >= self.rebuild_after:
-                self.tx.enqueue_job(*key, reason=f"{self.rebuild_after}+ new inputs", run_after=self.now, at=self.now)
+            queue.tail_grew(self.tx, *key, high_water=seq, now=self.now, threshold=self.rebuild_after)
         return AppendResult(
             appended=tuple(appended), duplicates=tuple(duplicates),
             clocks=tuple(self._clocks[k] for k in high),
@@ -223,6 +193,7 @@ class Ledger:
         if ev.state == "deleted":
             return ev
         self.tx.set_event_state(tenant_id, subject_id, event_id, "deleted", purge=True)
+        self.erased = True
         self._log(tenant_id, subject_id, "delete_event", event_id, {"reason": reason, "content_hash": ev.content_hash})
         self._reassess(tenant_id, subject_id, [event_id], cause="source_deleted")
         self._invalidate(tenant_id, subject_id, "delete_event", event_id)
@@ -283,6 +254,7 @@ class Ledger:
                 update.update(status="rejected", reason="a source left the authorized view")
             if erase and p.value is not None:
                 update.update(value=None, qualifiers=())
+                self.erased = True
             if update:
                 changed.append(p.model_copy(update=update))
         if changed:
@@ -326,6 +298,7 @@ class Ledger:
     def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
         self._touch(fact)
         self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)  # type: ignore[arg-type]
+        self.erased |= purge
         self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
         self._resolve_conflicts(fact, f"{fact.fact_id} {status} ({cause})")
 
@@ -373,6 +346,7 @@ class Ledger:
         for ev in self.tx.events(tenant_id, subject_id, ids=list(fact.source_event_ids)):
             if ev.state != "deleted":
                 self.tx.set_event_state(tenant_id, subject_id, ev.event_id, "deleted", purge=True)
+                self.erased = True
                 self._log(tenant_id, subject_id, "delete_event", ev.event_id,
                           {"reason": f"erased with fact {fact_id}", "content_hash": ev.content_hash})
         self._reassess(tenant_id, subject_id, fact.source_event_ids, cause="source_erased")

@@ -8,21 +8,22 @@ commit together.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, get_args
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Iterable, Sequence, get_args
 
+from lossgate import ledger, lineage, queue
 from lossgate.canonical import content_hash
+from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
 from lossgate.errors import ConfigError, InvalidInput, NotFound
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args
 from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, LedgerEntry, NewEvent,
-    NewFact, Proposal, Trust,
+    NewFact, Proposal, Trust, utcnow,
 )
-from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
-from lossgate.registry import Registry, load_registry, parse_registry
+from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry
 from lossgate.store import Store, open_store
-from lossgate.store.protocol import CompactReport, ReadTx
+from lossgate.store.protocol import CompactReport
 
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
@@ -48,7 +49,9 @@ class Memory:
     def __init__(self, store: Store, *, embedder: "Embedder | None" = None) -> None:
         self.store = store
         self.embedder = embedder
-        self._registry: Registry | None = None
+        # The newest stored predicate registry, parsed once per version, shared with the
+        # ledgers and consolidators this memory opens.
+        self.registries = RegistryCache()
 
     # -- setup -------------------------------------------------------------------------
     def migrate(self) -> int:
@@ -70,29 +73,19 @@ class Memory:
         doc = registry.document()
         with self.store.write() as tx:
             tx.save_registry(registry.version, doc, content_hash(doc))
-        self._registry = None
         return registry
-
-    def _current_registry(self, tx: ReadTx) -> Registry | None:
-        version = tx.latest_registry_version()
-        if version is None:
-            return None
-        if self._registry is None or self._registry.version != version:
-            self._registry = Registry.model_validate(tx.registry_document(version))
-        return self._registry
 
     @property
     def registry(self) -> Registry | None:
         """The newest stored predicate registry, or ``None``."""
         with self.store.read() as tx:
-            return self._current_registry(tx)
+            return self.registries.current(tx)
 
     # -- writes ------------------------------------------------------------------------
-    @contextmanager
-    def transaction(self) -> Iterator[Ledger]:
-        """Several lifecycle operations in one transaction: all commit or none do."""
-        with self.store.write() as tx:
-            yield Ledger(tx, self._current_registry(tx))
+    def transaction(self) -> AbstractContextManager[Ledger]:
+        """Several lifecycle operations in one transaction: all commit or none do
+        (:func:`lossgate.ledger.transaction`)."""
+        return ledger.transaction(self.store, registries=self.registries)
 
     def append(self, events: Iterable[NewEvent]) -> AppendResult:
         """Append events (a batch may span subjects). See :meth:`Ledger.append`."""
@@ -118,17 +111,13 @@ class Memory:
     def delete_fact(self, tenant_id: str, subject_id: str, fact_id: str, *, reason: str = "") -> Fact:
         """Delete a fact: content purged, tombstone (id, hash) kept."""
         with self.transaction() as led:
-            fact = led.delete_fact(tenant_id, subject_id, fact_id, reason=reason)
-        _forget_cached_text()
-        return fact
+            return led.delete_fact(tenant_id, subject_id, fact_id, reason=reason)
 
     @checked_args
     def delete_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
         """Delete an event: content purged, tombstone kept, unsupported facts leave the active set."""
         with self.transaction() as led:
-            event = led.delete_event(tenant_id, subject_id, event_id, reason=reason)
-        _forget_cached_text()
-        return event
+            return led.delete_event(tenant_id, subject_id, event_id, reason=reason)
 
     @checked_args
     def revoke_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
@@ -152,8 +141,7 @@ class Memory:
         asserted at once or kept for review by each predicate's policy (see :mod:`lossgate.extract`)."""
         from lossgate.extract import extract
 
-        with self.store.read() as tx:
-            registry = self._current_registry(tx)
+        registry = self.registry
         if registry is None:
             raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
         return extract(self.store, registry, tenant_id, subject_id, extractor=extractor)
@@ -234,8 +222,8 @@ class Memory:
         """A :class:`~lossgate.consolidate.pipeline.Consolidator` bound to this memory's store."""
         from lossgate.consolidate.pipeline import Consolidator
 
-        return Consolidator(self.store, self._current_registry, compressor=compressor, config=config, hooks=hooks,
-                            judge=judge)
+        return Consolidator(self.store, compressor=compressor, config=config, hooks=hooks, judge=judge,
+                            registries=self.registries)
 
     @checked_args
     def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
@@ -293,20 +281,7 @@ class Memory:
     def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> LineageView:
         """An artifact (in any state, stale ones included: audit) with its inputs and parent chain."""
         with self.store.read() as tx:
-            art = tx.artifact(tenant_id, subject_id, artifact_id)
-            if art is None:
-                raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
-            edges = tx.lineage(tenant_id, subject_id, artifact_id)
-            ancestors = []
-            parent_ids = [e.input_id for e in edges if e.input_kind == "artifact"]
-            while parent_ids:
-                parent = tx.artifact(tenant_id, subject_id, parent_ids[0])
-                if parent is None:
-                    break
-                ancestors.append((parent.artifact_id, parent.state))
-                parent_ids = [e.input_id for e in tx.lineage(tenant_id, subject_id, parent.artifact_id)
-                              if e.input_kind == "artifact"]
-        return LineageView(artifact=art, edges=tuple(edges), ancestors=tuple(ancestors))
+            return lineage.view(tx, tenant_id, subject_id, artifact_id)
 
     @checked_args
     def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
@@ -317,12 +292,10 @@ class Memory:
     @checked_args
     def request_consolidation(self, tenant_id: str, subject_id: str, *, reason: str = "requested") -> bool:
         """Queue a rebuild of one subject for the workers; False if one is already pending."""
-        from lossgate.records import utcnow
-
         now = utcnow()
         with self.store.write() as tx:
             tx.lock_clock(tenant_id, subject_id)
-            return tx.enqueue_job(tenant_id, subject_id, reason=reason, run_after=now, at=now)
+            return queue.requested(tx, tenant_id, subject_id, reason, now=now)
 
     @checked_args
     def jobs(self, tenant_id: str, subject_id: str | None = None, *,
@@ -362,18 +335,6 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _forget_cached_text() -> None:
-    """Deleted text must not linger in this process's gate cache (other processes' caches
-    only ever serve authorized snapshots, and evict it in time)."""
-    from lossgate.gate.fence import clear_sentence_cache
-    from lossgate.gate.sources import clear_atom_cache
-    from lossgate.semantic.ranking import clear_vector_caches
-
-    clear_atom_cache()
-    clear_sentence_cache()
-    clear_vector_caches()
 
 
 def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from lossgate import queue
 from lossgate.derived import Artifact
 from lossgate.store.protocol import WriteTx
 
@@ -89,9 +90,8 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
     if orphans:
         tx.set_artifact_state(t, s, orphans, "abandoned", reason=f"superseded by {artifact.artifact_id}")
     moved = tx.set_tier(t, s, through_seq=m.new_covers_through, tier="cold")
-    if clock.high_water <= m.new_covers_through:
-        # Nothing newer than this artifact exists: queued rebuilds are answered.
-        tx.cancel_pending_jobs(t, s, at=now, reason=f"covered by {artifact.artifact_id}")
+    queue.answered(tx, t, s, high_water=clock.high_water, covers_through=m.new_covers_through,
+                   artifact_id=artifact.artifact_id, now=now)
     tx.add_log(t, s, at=now, op="publish", target_id=artifact.artifact_id,
                detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch, "demoted": moved})
     return SwitchResult(True, "published")

@@ -36,12 +36,12 @@ import weakref
 from functools import lru_cache
 from typing import Any
 
-from lossgate.consolidate.compressor import CONVERSATION_TITLE
+from lossgate.caches import holds_text
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
 from lossgate.errors import ConfigError
-from lossgate.lines import day_line, event_line, fact_line
 from lossgate.records import Event, Fact, utcnow
+from lossgate.render import CONVERSATION_TITLE, day_line, event_line, fact_line
 from lossgate.search_terms import query_terms
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
@@ -249,6 +249,13 @@ def _line_tokens(line: str, count: TokenCounter) -> int:
     # The same events come back for related questions: a line is counted once (tokenizing
     # was a third of a query recall's time at 10,000 events).
     return count(line)
+
+
+@holds_text
+def _forget_counted_text() -> None:
+    """The counts above are keyed by text, deleted text included: forgotten with it."""
+    _summary_tokens.cache_clear()
+    _line_tokens.cache_clear()
 
 
 def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,7 +33,7 @@ from lossgate.errors import ConfigError, InvalidInput, UnknownPredicate, ValueTy
 from lossgate.records import NewFact, Predicate
 from lossgate.values import ValueMismatch, coerce_value, describe_type
 
-__all__ = ["Registry", "load_registry", "parse_registry"]
+__all__ = ["Registry", "RegistryCache", "load_registry", "parse_registry"]
 
 
 class Registry(BaseModel):
@@ -86,6 +86,36 @@ class Registry(BaseModel):
             if spec.get("extraction") == "review":
                 spec.pop("extraction", None)
         return doc
+
+
+class _StoredRegistries(Protocol):
+    """What :class:`RegistryCache` reads: any store transaction has both."""
+
+    def latest_registry_version(self) -> int | None: ...
+    def registry_document(self, version: int | None = None) -> dict[str, Any] | None: ...
+
+
+class RegistryCache:
+    """The newest stored registry, parsed once per version.
+
+    :meth:`current` costs one small read (the newest version number) per call; the
+    document is read and parsed only when that version is new to this cache. A stored
+    version never changes content (``save_registry`` refuses), so a version number is a
+    complete cache key. One per :class:`~lossgate.memory.Memory`, shared with what it opens.
+    """
+
+    def __init__(self) -> None:
+        self._registry: Registry | None = None
+
+    def current(self, tx: _StoredRegistries) -> Registry | None:
+        """The newest registry stored, as ``tx`` sees it; ``None`` if none was ever loaded."""
+        version = tx.latest_registry_version()
+        if version is None:
+            return None
+        registry = self._registry
+        if registry is None or registry.version != version:
+            registry = self._registry = Registry.model_validate(tx.registry_document(version))
+        return registry
 
 
 def _why(exc: ValueMismatch, value: Any) -> str:

@@ -27,9 +27,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lossgate.consolidate.compressor import Compressor, load_compressor
+from lossgate import queue
+from lossgate.consolidate.compressor import Compressor
+from lossgate.consolidate.factory import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.derived import Job
+from lossgate.derived import Attempt, Job
 from lossgate.errors import LossgateError, StoreError
 from lossgate.judge import ModelJudge
 from lossgate.memory import Memory
@@ -88,26 +90,24 @@ class Worker:
         beat_stop = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(job, beat_stop), daemon=True)
         beat.start()
-        status, run_after = "done", None
+        outcome: Attempt | LossgateError
         try:
-            attempt = self.consolidator.run(job.tenant_id, job.subject_id)
-            log.info("job %s %s/%s: %s", job.job_id, job.tenant_id, job.subject_id, attempt.status)
-            if attempt.needs_review:  # failed max_attempts times in a row: no retry is queued
-                log.error("job %s: needs review after repeated failures: %s", job.job_id, attempt.reason)
-                status = "review"
+            outcome = self.consolidator.run(job.tenant_id, job.subject_id)
+            log.info("job %s %s/%s: %s", job.job_id, job.tenant_id, job.subject_id, outcome.status)
+            if outcome.needs_review:  # failed max_attempts times in a row: no retry is queued
+                log.error("job %s: needs review after repeated failures: %s", job.job_id, outcome.reason)
             self._embed(job)
-        except StoreError as exc:  # infrastructure: give the job back for a later try
+        except StoreError as exc:  # infrastructure: the job goes back for a later try
             log.warning("job %s: store error, will retry: %s", job.job_id, exc)
-            status, run_after = "pending", utcnow() + timedelta(seconds=self.config.retry_s)
+            outcome = exc
         except LossgateError as exc:  # the subject cannot be consolidated as it is: a person must look
             log.error("job %s: needs review: %s", job.job_id, exc)
-            status = "review"
+            outcome = exc
         finally:
             beat_stop.set()
             beat.join()
-        with self.memory.store.write() as tx:
-            tx.finish_job(job.tenant_id, job.subject_id, job.job_id, owner=self.owner, status=status,
-                          at=utcnow(), run_after=run_after)
+        with self.memory.store.write() as tx:  # the status: lossgate.queue.job_status
+            queue.release(tx, job, outcome, owner=self.owner, retry_s=self.config.retry_s, now=utcnow())
         self.processed += 1
         return job
 
@@ -159,7 +159,7 @@ def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | 
            exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
     memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env())  # LOSSGATE_EMBEDDER
     worker = Worker(memory, config=config, consolidation=consolidation,
-                    compressor=load_compressor(compressor) if compressor else None,
+                    compressor=load_compressor(compressor, environ=os.environ) if compressor else None,
                     judge=ModelJudge.from_env())  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL
     worker.install_signal_handlers()
     try:
@@ -172,7 +172,7 @@ def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
              consolidation: ConsolidationConfig | None = None, exit_when_idle: bool = False,
              max_jobs: int | None = None, compressor: str | None = None) -> int:
     """Run ``concurrency`` worker processes until they exit or SIGTERM; returns the worst exit code.
-    ``compressor`` is a :func:`~lossgate.consolidate.compressor.load_compressor` spec, made in
+    ``compressor`` is a :func:`~lossgate.consolidate.factory.load_compressor` spec, made in
     each process (a model client does not cross a process boundary)."""
     import multiprocessing as mp
 

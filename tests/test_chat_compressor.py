@@ -5,16 +5,18 @@ makes of a model that loses or invents something."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 
 import pytest
 from typer.testing import CliRunner
 
 from lossgate import NewEvent, NewFact
-from lossgate.consolidate.chat import NARRATIVE_TITLE, ChatCompressor, ChatConfig
-from lossgate.consolidate.compressor import load_compressor
+from lossgate.consolidate.chat import ChatCompressor, ChatConfig
+from lossgate.consolidate.factory import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.errors import ConfigError
+from lossgate.render import NARRATIVE_TITLE
 from lossgate.testing.chat_server import (
     Reply,
     ScriptedChatServer,
@@ -280,18 +282,30 @@ def test_the_chat_compressor_is_configured_from_the_environment(monkeypatch):
     monkeypatch.delenv("LOSSGATE_LLM_URL", raising=False)
     monkeypatch.delenv("LOSSGATE_LLM_MODEL", raising=False)
     with pytest.raises(ConfigError, match="LOSSGATE_LLM_URL and LOSSGATE_LLM_MODEL"):
-        load_compressor("chat")
+        load_compressor("chat", environ=os.environ)
     monkeypatch.setenv("LOSSGATE_LLM_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("LOSSGATE_LLM_MODEL", "qwen")
     monkeypatch.setenv("LOSSGATE_LLM_TIMEOUT", "-1")
     with pytest.raises(ConfigError, match="timeout_s"):
-        load_compressor("chat")
+        load_compressor("chat", environ=os.environ)
     monkeypatch.setenv("LOSSGATE_LLM_TIMEOUT", "5")
-    made = load_compressor("chat")
+    made = load_compressor("chat", environ=os.environ)
     assert isinstance(made, ChatCompressor) and made.name == "chat:qwen" and made.config.timeout_s == 5
     for bad in ("nonsense", "no.such.module:Thing", "lossgate.records:Event"):
         with pytest.raises(ConfigError):
-            load_compressor(bad)
+            load_compressor(bad, environ=os.environ)
+
+
+def test_the_library_reads_only_the_environment_it_is_handed(monkeypatch):
+    """Configuration comes from the environment at the edges only: the factory and the chat
+    settings read the mapping an edge hands them, never the process's own environment."""
+    monkeypatch.setenv("LOSSGATE_LLM_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LOSSGATE_LLM_MODEL", "from-the-process")
+    with pytest.raises(ConfigError, match="LOSSGATE_LLM_URL and LOSSGATE_LLM_MODEL"):
+        load_compressor("chat", environ={})
+    made = load_compressor("chat", environ={"LOSSGATE_LLM_URL": "http://127.0.0.1:9/v1", "LOSSGATE_LLM_MODEL": "given"})
+    assert made.name == "chat:given"
+    assert ChatConfig.from_env({"X_URL": "http://127.0.0.1:9/v1", "X_MODEL": "m"}, prefix="X_").model == "m"
 
 
 def test_the_cli_consolidates_through_a_model(seeded, db_url, monkeypatch):

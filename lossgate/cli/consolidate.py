@@ -71,11 +71,13 @@ def consolidate(
 
 def _load_compressor(spec: str):  # type: ignore[no-untyped-def]
     """The compressor ``--compressor`` names; exit 2 with one line if it cannot be made."""
-    from lossgate.consolidate.compressor import load_compressor
+    import os
+
+    from lossgate.consolidate.factory import load_compressor
     from lossgate.errors import ConfigError
 
     try:
-        return load_compressor(spec)
+        return load_compressor(spec, environ=os.environ)
     except ConfigError as exc:
         fail(f"--compressor: {exc}")
 

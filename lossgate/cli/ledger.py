@@ -20,7 +20,7 @@ from rich.text import Text
 from lossgate.cli.app import fail, open_memory, out
 from lossgate.cli.render import (
     clock_text, conflict_json, conflict_table, event_json, event_table, fact_json, fact_table,
-    history_json, log_table, predicate_table, print_json_lines, print_table, render_value,
+    history_json, log_table, predicate_table, print_json_lines, print_table, value_cell,
 )
 from lossgate.ingest import describe_validation_error
 from lossgate.records import Authority, EventState, Modality, NewFact, Polarity
@@ -215,7 +215,7 @@ def supersede(
         fact = memory.supersede(tenant, subject, old_fact_id, new)
     out().print(Text.assemble(
         "superseded ", (old_fact_id, "cyan"), " by ", (fact.fact_id, "cyan"), f": {fact.predicate} = ",
-        render_value(fact.value_type, fact.value),
+        value_cell(fact.value_type, fact.value),
     ))
 
 

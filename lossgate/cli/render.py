@@ -20,7 +20,7 @@ from lossgate.records import Clock, Conflict, Event, Fact, FactHistory, LedgerEn
 from lossgate.values import Money, encode_value
 
 __all__ = [
-    "render_value", "fact_json", "event_json", "conflict_json", "history_json", "print_json_lines",
+    "value_cell", "fact_json", "event_json", "conflict_json", "history_json", "print_json_lines",
     "fact_table", "event_table", "conflict_table", "log_table", "predicate_table", "clock_text", "print_table",
 ]
 
@@ -30,7 +30,7 @@ _STATUS_STYLE = {
 }
 
 
-def render_value(value_type: str, value: Any) -> Text:
+def value_cell(value_type: str, value: Any) -> Text:
     """A typed value for a table cell; ``(purged)`` once deleted."""
     if value is None:
         return Text("(purged)", style="dim italic")
@@ -110,7 +110,7 @@ def fact_table(facts: Iterable[Fact], *, title: str | None = None) -> Table:
     for f in facts:
         table.add_row(
             Text(f.fact_id, style="cyan"), Text.assemble(f.predicate, "\n", (f.value_type, "dim")),
-            render_value(f.value_type, f.value), _qualifiers(f.qualifiers),
+            value_cell(f.value_type, f.value), _qualifiers(f.qualifiers),
             Text(f.polarity, style="bold red" if f.polarity == "negative" else ""),
             Text(f.modality, style="yellow" if f.modality != "asserted" else ""),
             Text(f.authority, style="red" if f.authority == "untrusted" else ""),

@@ -26,30 +26,24 @@ the user message and the system prompt says so.
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from lossgate.consolidate.compressor import (
-    CONVERSATION_TITLE,
-    CompressionError,
-    CompressionRequest,
-    DeterministicCompressor,
-)
+from lossgate.consolidate.compressor import CompressionError, CompressionRequest
+from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
 from lossgate.http_json import RetryPolicy, chat_content, post_json
-from lossgate.lines import fact_line
+from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, fact_line
 
-__all__ = ["ChatCompressor", "ChatConfig", "NARRATIVE_TITLE", "PROMPT_VERSION", "STRICT_PROMPT_VERSION",
-           "DETERMINISTIC_FALLBACK"]
+__all__ = ["ChatCompressor", "ChatConfig", "PROMPT_VERSION", "STRICT_PROMPT_VERSION", "DETERMINISTIC_FALLBACK"]
 
 PROMPT_VERSION = "chat-narrative-v1"
 STRICT_PROMPT_VERSION = "chat-narrative-strict-v1"
 DETERMINISTIC_FALLBACK = "deterministic-fallback"
-NARRATIVE_TITLE = "Narrative:"
 _MIN_NARRATIVE_TOKENS = 16  # below this a narrative says nothing: deterministic lines instead
 _JSON_OVERHEAD_TOKENS = 16  # {"narrative": "..."} and some escaping around the narrative itself
 
@@ -103,19 +97,22 @@ class ChatConfig(BaseModel):
     fallback_model: str | None = Field(default=None, description="Asked after a strict retry failed too.")
 
     @classmethod
-    def from_env(cls, prefix: str = "LOSSGATE_LLM_") -> ChatConfig:
-        """``LOSSGATE_LLM_URL``, ``LOSSGATE_LLM_MODEL`` (both required), ``LOSSGATE_LLM_API_KEY``,
-        ``LOSSGATE_LLM_TIMEOUT``, ``LOSSGATE_LLM_RESPONSE_FORMAT``, ``LOSSGATE_LLM_FALLBACK_MODEL``."""
-        url, model = os.environ.get(prefix + "URL"), os.environ.get(prefix + "MODEL")
+    def from_env(cls, environ: Mapping[str, str], prefix: str = "LOSSGATE_LLM_") -> ChatConfig:
+        """The settings an edge (the CLI, the worker entry point) read from its environment,
+        handed over as a mapping: ``LOSSGATE_LLM_URL``, ``LOSSGATE_LLM_MODEL`` (both
+        required), ``LOSSGATE_LLM_API_KEY``, ``LOSSGATE_LLM_TIMEOUT``,
+        ``LOSSGATE_LLM_RESPONSE_FORMAT``, ``LOSSGATE_LLM_FALLBACK_MODEL``. Raises
+        :class:`~lossgate.errors.ConfigError` with one line when they do not make a config."""
+        url, model = environ.get(prefix + "URL"), environ.get(prefix + "MODEL")
         if not url or not model:
             raise ConfigError(f"the chat compressor needs {prefix}URL and {prefix}MODEL "
                               "(an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1)")
-        fields: dict[str, Any] = {"base_url": url, "model": model, "api_key": os.environ.get(prefix + "API_KEY")}
-        if timeout := os.environ.get(prefix + "TIMEOUT"):
+        fields: dict[str, Any] = {"base_url": url, "model": model, "api_key": environ.get(prefix + "API_KEY")}
+        if timeout := environ.get(prefix + "TIMEOUT"):
             fields["timeout_s"] = timeout
-        if fmt := os.environ.get(prefix + "RESPONSE_FORMAT"):
+        if fmt := environ.get(prefix + "RESPONSE_FORMAT"):
             fields["response_format"] = fmt
-        if fallback := os.environ.get(prefix + "FALLBACK_MODEL"):
+        if fallback := environ.get(prefix + "FALLBACK_MODEL"):
             fields["fallback_model"] = fallback
         try:
             return cls(**fields)
@@ -140,10 +137,6 @@ class ChatCompressor:
         headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
         self._client = client or httpx.Client(
             base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
-
-    @classmethod
-    def from_env(cls) -> ChatCompressor:
-        return cls(ChatConfig.from_env())
 
     def close(self) -> None:
         self._client.close()

@@ -9,7 +9,8 @@ candidate, which recall never returns; the next run recovers forward.
 
 A failed gate publishes nothing, keeps the sources hot, keeps the attempt with
 its violations and raw output, and queues a retry with exponential backoff; after
-``max_attempts`` consecutive failures the subject is marked for review.
+``max_attempts`` consecutive failures the subject is marked for review (the rules:
+:mod:`lossgate.queue`).
 """
 
 from __future__ import annotations
@@ -21,24 +22,25 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from lossgate import gate
-from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor, DeterministicCompressor
+from lossgate import gate, queue
+from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
+from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
 from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
 from lossgate.errors import InvalidInput, NotFound, StoreError
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
-from lossgate.gate.preserve import build_must_preserve
+from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
 from lossgate.publish import switch
 from lossgate.records import ArtifactBody, utcnow
-from lossgate.registry import Registry
+from lossgate.registry import Registry, RegistryCache
 from lossgate.store import Store
+from lossgate.store.protocol import WriteTx
 
 __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTOR_VERSION"]
 
@@ -76,17 +78,9 @@ class Prepared:
     selection: Selection | None = field(default=None, repr=False)
 
 
-def _failures(past: list[Attempt]) -> tuple[int, tuple[str, ...]]:
-    """Failed attempts in a row since the last publication, and the last rejection's violations."""
-    failures, refused_for = 0, None
-    for a in reversed(past):
-        if a.status == "published":
-            break
-        if a.status in ("rejected", "error"):
-            failures += 1
-            if refused_for is None and a.status == "rejected":
-                refused_for = a.violations
-    return failures, refused_for or ()
+def _must_keep(must: MustPreserve) -> frozenset[str]:
+    """What the gate will refuse to lose, so the compressor never chooses to drop it."""
+    return frozenset(fid for fid in must.fact_ids() if must.loss_severity(fid) == "critical")
 
 
 def _unstorable(value: Any) -> str | None:
@@ -114,18 +108,16 @@ def _storable(text: str | None) -> str | None:
     return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
-def _retry_delay(config: ConsolidationConfig, failures: int) -> float:
-    return min(config.backoff_max_s, config.backoff_base_s * 2 ** max(0, failures - 1))
-
-
 class Consolidator:
     """Runs consolidation jobs for one store with one compressor."""
 
-    def __init__(self, store: Store, registry_loader: Callable[[Any], Registry | None], *,
-                 compressor: Compressor | None = None, config: ConsolidationConfig | None = None,
-                 hooks: Hooks | None = None, judge: ModelJudge | None = None) -> None:
+    def __init__(self, store: Store, *, compressor: Compressor | None = None,
+                 config: ConsolidationConfig | None = None, hooks: Hooks | None = None,
+                 judge: ModelJudge | None = None, registries: RegistryCache | None = None) -> None:
+        """``registries`` shares a parsed predicate registry with the memory that made this
+        consolidator (by default it keeps its own)."""
         self.store = store
-        self._registry = registry_loader
+        self._registries = registries or RegistryCache()
         self.compressor = compressor or DeterministicCompressor()
         self.config = config or ConsolidationConfig()
         self.hooks = hooks or Hooks()
@@ -151,7 +143,7 @@ class Consolidator:
         t0 = time.perf_counter()
         now = utcnow()
         with self.store.write() as tx:
-            registry = self._registry(tx)
+            registry = self._registries.current(tx)
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
@@ -159,7 +151,7 @@ class Consolidator:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             past = tx.attempts(tenant_id, subject_id)
             number = len(past) + 1
-            failures, refused_for = _failures(past)
+            failures, refused_for = queue.consecutive_failures(past)
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
                 number=number, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
@@ -172,13 +164,14 @@ class Consolidator:
 
         if self.hooks.before_compress:
             self.hooks.before_compress(sel)
+        must = build_must_preserve(sel.snapshot, registry)  # once: the compressor, the gate and the judge share it
         request = CompressionRequest(
             tenant_id=tenant_id, subject_id=subject_id, facts=sel.facts,
             predicates={f.predicate: registry.get(f.predicate) for f in sel.facts},
             conflicts=sel.snapshot.conflicts, events=sel.events,
             parent=sel.parent.body if sel.parent else None, budget_tokens=self.config.budget_tokens,
             outdated_event_ids=sel.outdated_event_ids,
-            withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=self._must_keep(sel, registry),
+            withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=_must_keep(must),
             failures=failures, refused_for=refused_for,
         )
         t1 = time.perf_counter()
@@ -192,13 +185,13 @@ class Consolidator:
             return self._finish_error(attempt, sel, raw_text, error, timings)
 
         t2 = time.perf_counter()
-        result = gate.check(sel.snapshot, body, registry)
+        result = gate.check(sel.snapshot, body, registry, must=must)
         timings["gate_s"] = time.perf_counter() - t2
         judged = False
         if self.judge is not None and result.passed:
             t3 = time.perf_counter()
             try:
-                judged, result = self._judged(sel, body, registry, result)
+                judged, result = self._judged(sel, body, must, result)
             except Exception as exc:  # noqa: BLE001 - a judge is foreign code: an unjudged narrative is never published
                 timings["judge_s"] = time.perf_counter() - t3
                 why = str(exc) if isinstance(exc, JudgeError) else f"{type(exc).__name__}: {exc}"
@@ -244,15 +237,14 @@ class Consolidator:
                 if head is not None and head.state == "candidate":
                     tx.set_artifact_state(artifact.tenant_id, artifact.subject_id, [artifact.artifact_id],
                                           "abandoned", reason=result.reason)
-                tx.enqueue_job(artifact.tenant_id, artifact.subject_id, reason=f"switch refused: {result.reason}",
-                               run_after=utcnow(), at=utcnow())
+                queue.switch_refused(tx, artifact.tenant_id, artifact.subject_id, result.reason, now=utcnow())
                 attempt = prepared.attempt.model_copy(update={
                     "status": "conflict", "reason": result.reason, "finished_at": utcnow()})
             tx.save_attempt(attempt)
         return attempt
 
     # -- steps -----------------------------------------------------------------------
-    def _judged(self, sel: Selection, body: ArtifactBody, registry: Registry,
+    def _judged(self, sel: Selection, body: ArtifactBody, must: MustPreserve,
                 result: gate.GateResult) -> tuple[bool, gate.GateResult]:
         """Whether the model judge read a narrative, and the gate's result with its findings.
         The judge's whole exchange runs under its ``timeout_s`` (a server that trickles its
@@ -276,7 +268,6 @@ class Consolidator:
         found = judge_violations(statements, sel.snapshot)
         if not found:
             return True, result
-        must = build_must_preserve(sel.snapshot, registry)
         return True, make_result([*result.violations, *result.losses, *found], must)
 
     def _compressor_label(self) -> str:
@@ -303,12 +294,6 @@ class Consolidator:
         if self._schema is None:
             self._schema = self.store.schema_version()
         return self._schema
-
-    @staticmethod
-    def _must_keep(sel: Selection, registry: Registry) -> frozenset[str]:
-        """What the gate will refuse to lose, so the compressor never chooses to drop it."""
-        mp = gate.build_must_preserve(sel.snapshot, registry)
-        return frozenset(fid for fid in mp.fact_ids() if mp.loss_severity(fid) == "critical")
 
     def _parse(self, raw: Any) -> tuple[ArtifactBody | None, str | None]:
         try:
@@ -337,24 +322,11 @@ class Consolidator:
             attempt = self._schedule_retry(tx, attempt)
         return Prepared(attempt=attempt, selection=sel)
 
-    def _schedule_retry(self, tx: Any, attempt: Attempt) -> Attempt:
-        """Back off exponentially on consecutive failures; after the limit, ask for review
-        (the attempt returned says so)."""
-        failures = 0  # consecutive failed attempts since the last publication, this one included
-        for past in reversed(tx.attempts(attempt.tenant_id, attempt.subject_id)):
-            if past.status == "published":
-                break
-            failures += past.status in ("rejected", "error")
-        if failures >= self.config.max_attempts:
-            attempt = attempt.model_copy(update={"needs_review": True})
-            tx.save_attempt(attempt)
-            tx.add_log(attempt.tenant_id, attempt.subject_id, at=utcnow(), op="review", target_id=attempt.attempt_id,
-                       detail={"failures": failures, "reason": "consolidation failed repeatedly; sources stay hot"})
-            return attempt
-        delay = _retry_delay(self.config, failures)
-        tx.enqueue_job(attempt.tenant_id, attempt.subject_id, reason=f"retry after {attempt.status}",
-                       run_after=utcnow() + timedelta(seconds=delay), at=utcnow())
-        return attempt
+    def _schedule_retry(self, tx: WriteTx, attempt: Attempt) -> Attempt:
+        """Queue the retry of a failed attempt, or mark it for review (:func:`lossgate.queue.after_failure`)."""
+        c = self.config
+        return queue.after_failure(tx, attempt, max_attempts=c.max_attempts, backoff_base_s=c.backoff_base_s,
+                                   backoff_max_s=c.backoff_max_s, now=utcnow())
 
     def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], *, judged: bool = False) -> Artifact:

@@ -45,10 +45,10 @@ import orjson
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallResult
 from lossgate.errors import InvalidInput
-from lossgate.lines import one_line
 from lossgate.memory import Memory
 from lossgate.recall import recall
 from lossgate.records import NewEvent
+from lossgate.render import one_line
 
 __all__ = ["PUBLISHED_SHA256", "CATEGORIES", "Turn", "Question", "Conversation", "load", "ingest",
            "evaluate", "question_count", "Report", "Side"]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Literal
 from lossgate.evaluation import textops as T
 from lossgate.gate.atoms import Atom, diff_atoms, is_affirmation
 from lossgate.gate.casefile import GateCase
-from lossgate.gate.sources import render_value
+from lossgate.gate.sources import value_forms
 from lossgate.gate.typed import typed_value
 from lossgate.records import ArtifactBody, Claim
 
@@ -75,7 +75,7 @@ def supported_atoms(case: GateCase) -> list[Atom]:
         if ev.state == "valid" and ev.text:
             atoms += [a for a in T.extract_atoms(ev.text, reference_time=ev.occurred_at) if not is_affirmation(a)]
     for c in case.artifact.claims:
-        for text in render_value(c.value_type, c.value) + [v for _, v in c.qualifiers]:
+        for text in value_forms(c.value_type, c.value) + [v for _, v in c.qualifiers]:
             atoms += T.atoms_of(text)
     return atoms
 

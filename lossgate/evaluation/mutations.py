@@ -17,7 +17,7 @@ from lossgate.evaluation import textops as T
 from lossgate.evaluation.mutant import Mutant, Operator, claim_value, mutant, prose_edit, replace_claim, with_claims
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.preserve import build_must_preserve
-from lossgate.gate.sources import render_value
+from lossgate.gate.sources import value_forms
 from lossgate.gate.typed import typed_value
 from lossgate.records import Claim
 
@@ -35,7 +35,7 @@ def drop_fact(case: GateCase) -> Iterator[Mutant]:
             continue
         claims = [x for j, x in enumerate(art.claims) if j != i]
         yield mutant(case, "drop_fact", c.fact_id, "claims", with_claims(art, claims), "missing")
-        keys = {(a.kind, a.key) for text in render_value(c.value_type, c.value) for a in T.atoms_of(text)}
+        keys = {(a.kind, a.key) for text in value_forms(c.value_type, c.value) for a in T.atoms_of(text)}
         kept = [s for s in T.sentences(art.summary) if not keys & {(a.kind, a.key) for a in T.atoms_of(s)}]
         both = with_claims(art, claims).model_copy(update={"summary": T.join_sentences(kept)})
         if keys and both.summary != art.summary:
@@ -209,7 +209,7 @@ def resurrect(case: GateCase) -> Iterator[Mutant]:
             if facts.get(c.fact_id) is not None and facts[c.fact_id].supersedes == fid:
                 yield mutant(case, "resurrect", c.fact_id, "claims",
                               replace_claim(art, i, value=ghost.value), "value_changed")
-        texts = render_value(f.value_type, value)
+        texts = value_forms(f.value_type, value)
         if texts and T.atoms_of(texts[0]):
             yield from prose_edit(case, "resurrect", fid, f"{art.summary} Previously: {texts[0]}.", "atom_added")
 
@@ -337,7 +337,7 @@ def drop_condition_in_prose(case: GateCase) -> Iterator[Mutant]:
     $50 after supervisor review" -> "up to $50"; "the staging account only" -> "the staging
     account")."""
     critical = _critical_claims(case)
-    values = [(c, T.atoms_of(" ".join(render_value(c.value_type, c.value))) or [], str(c.value).lower())
+    values = [(c, T.atoms_of(" ".join(value_forms(c.value_type, c.value))) or [], str(c.value).lower())
               for c in critical]
     art = case.artifact
     for sentence in T.sentences(art.summary):
@@ -364,7 +364,7 @@ def settle_conflict_in_prose(case: GateCase) -> Iterator[Mutant]:
             continue
         words = _topic_words(sides[0].predicate)
         for f in sides:
-            value = render_value(f.value_type, f.value)
+            value = value_forms(f.value_type, f.value)
             if value:
                 yield mutant(case, "settle_conflict_in_prose", ref.conflict_id, "prose", case.artifact.model_copy(
                     update={"summary": _append(case.artifact.summary, f"The {words} is {value[0]}.")}),

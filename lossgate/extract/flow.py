@@ -8,7 +8,7 @@ from lossgate.gate.typed import dump_json
 from lossgate.errors import InvalidInput, LifecycleError, LossgateError, NotFound
 from lossgate.extract.atoms import AtomExtractor, Candidate, Extractor
 from lossgate.extract.model import ExtractionError
-from lossgate.ledger import Ledger
+from lossgate.ledger import Ledger, transaction
 from lossgate.records import AUTHORITY_FOR_TRUST, TRUST_RANK, Event, NewFact, Proposal, utcnow
 from lossgate.registry import Registry
 from lossgate.store import Store
@@ -34,8 +34,8 @@ def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *
         return []
     candidates = _proposed(extractor, events, registry)  # outside any transaction: a model may take seconds
     now = utcnow()
-    with store.write() as tx:
-        led = Ledger(tx, registry)
+    with transaction(store, registry=registry) as led:
+        tx = led.tx
         tx.lock_clock(tenant_id, subject_id)
         ids = [_id(tenant_id, subject_id, c) for c in candidates]
         seen = {p.proposal_id for p in tx.proposals(tenant_id, subject_id, ids=ids)} if ids else set()

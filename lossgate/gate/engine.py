@@ -17,7 +17,7 @@ from lossgate.gate.contract import check_contract
 from lossgate.gate.fence import check_fence
 from lossgate.gate.integrity import check_integrity
 from lossgate.gate.outcome import GateResult, make_result
-from lossgate.gate.preserve import build_must_preserve
+from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.gate.prose import ProseInputs, check_prose
 from lossgate.records import ArtifactBody, Snapshot
 from lossgate.registry import Registry
@@ -27,7 +27,7 @@ __all__ = ["check"]
 
 def check(
     snapshot: Snapshot, artifact: ArtifactBody, registry: Registry, *,
-    prose: bool = True, prose_inputs: ProseInputs | None = None,
+    prose: bool = True, prose_inputs: ProseInputs | None = None, must: MustPreserve | None = None,
 ) -> GateResult:
     """Gate ``artifact`` against the ``snapshot`` it was built from.
 
@@ -35,9 +35,12 @@ def check(
     important or contextual losses, listed in ``losses``) or ``failed`` (critical
     ``violations``; publish nothing). Never raises on the content of the artifact:
     every defect is a named violation. ``prose=False`` skips the prose fact diff and the fence;
-    ``prose_inputs`` reuses the snapshot's atoms across several artifacts.
+    ``prose_inputs`` reuses the snapshot's atoms across several artifacts, and ``must`` the
+    snapshot's must-preserve set (:func:`~lossgate.gate.preserve.build_must_preserve` of this
+    snapshot and registry: a caller that built it already).
     """
-    must = build_must_preserve(snapshot, registry)
+    if must is None:
+        must = build_must_preserve(snapshot, registry)
     found = check_contract(snapshot, artifact, loss_severity=must.loss_severity)
     found += check_integrity(snapshot, artifact, registry)
     if prose:

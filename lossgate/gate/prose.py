@@ -63,17 +63,17 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from lossgate.lines import claim_lines, conflict_line, header_line
 from lossgate.gate.atoms import Atom, AtomChange, AtomKind, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.sources import (
-    Key, ProseInputs, anchor_dates, claim_atoms, key_of, label_of, prose_inputs, render_value, token_of,
+    Key, ProseInputs, anchor_dates, claim_atoms, key_of, label_of, prose_inputs, value_forms, token_of,
     value_atoms,
 )
 from lossgate.records import ArtifactBody, Snapshot
+from lossgate.render import claim_lines, conflict_line, header_line
 
 __all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs"]
 
@@ -258,7 +258,7 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
     dropped: dict[Key, list[str]] = {}
     for f in snapshot.facts:
         if f.status == "active" and f.fact_id not in claim_ids and must.loss_severity(f.fact_id) == "critical":
-            for a in value_atoms(render_value(f.value_type, f.value)):
+            for a in value_atoms(value_forms(f.value_type, f.value)):
                 dropped.setdefault(token_of(a), []).append(f.fact_id)
     negative = _negative_claims(artifact)
     # A number a claim carries is carried in any unit or format ("34 seats" by seats = 34,

@@ -4,8 +4,10 @@
 (relative dates resolved against the event's ``occurred_at``), the atoms of the
 active facts' values, the memory's own names, the *stale* values (those only a
 retired fact states) and what each relative date the sources used meant.
-:func:`render_value` writes a typed value the ways a summary might, so a value
-becomes atoms the diff can match.
+:func:`value_forms` writes a typed value the ways a summary might, so a value
+becomes atoms the diff can match. It is not a rendering (:mod:`lossgate.render` is
+the one way memory is written as text): it lists forms to match against, and the
+gate's verdicts rest on exactly these.
 
 Extraction results are cached process-wide (bounded, see ``CACHE_SIZE``): the
 atoms of an event text for its day, and the atoms of rendered values. They are
@@ -24,6 +26,7 @@ from itertools import accumulate, chain
 from threading import Lock
 from typing import Any, Iterable
 
+from lossgate.caches import holds_text
 from lossgate.gate.atoms import Atom, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet
 from lossgate.gate.atoms.extract import _atom as new_atom
@@ -32,7 +35,7 @@ from lossgate.gate.typed import typed_value
 from lossgate.records import ArtifactBody, Event, Snapshot
 from lossgate.values import coerce_value
 
-__all__ = ["ProseInputs", "prose_inputs", "render_value", "value_atoms", "claim_atoms", "anchor_dates",
+__all__ = ["ProseInputs", "prose_inputs", "value_forms", "value_atoms", "claim_atoms", "anchor_dates",
            "key_of", "label_of", "token_of", "Key", "clear_atom_cache"]
 
 Key = tuple[str, str]
@@ -47,8 +50,10 @@ def _dur(td: timedelta) -> str:
     return f"{secs} seconds"
 
 
-def render_value(value_type: str, value: Any) -> list[str]:
-    """Texts a summary might use for a typed value (canonicalised first), for atom matching."""
+def value_forms(value_type: str, value: Any) -> list[str]:
+    """Texts a summary might use for a typed value (canonicalised first), for atom matching:
+    ``["12", "12%"]`` for an int 12, ``["30 minutes", "PT30M"]`` for a duration; none for a
+    bool (its claim says it)."""
     tv = typed_value(value_type, value)
     canon = tv.canonical
     if tv.key is None or value_type == "bool":
@@ -164,6 +169,7 @@ _cache: OrderedDict[tuple[str, date], _Entry] = OrderedDict()
 _cache_lock = Lock()
 
 
+@holds_text
 def clear_atom_cache() -> None:
     """Forget every cached extraction (e.g. after content was purged)."""
     with _cache_lock:
@@ -287,8 +293,8 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
                 if literal.key.startswith("rel:") and literal.kind == a.kind:
                     relative.setdefault(key_of(literal), set()).add(a.key)
     active = value_atoms(text for f in snapshot.facts if f.status == "active" and f.value is not None
-                         for text in render_value(f.value_type, f.value))
-    retired = [(f.fact_id, frozenset(f.source_event_ids), value_atoms(render_value(f.value_type, f.value)))
+                         for text in value_forms(f.value_type, f.value))
+    retired = [(f.fact_id, frozenset(f.source_event_ids), value_atoms(value_forms(f.value_type, f.value)))
                for f in snapshot.facts if f.status != "active" and f.value is not None]
     active_tokens = {token_of(a) for a in active}
     # Which valid events state each value token a retired fact states (and no active one).
@@ -338,7 +344,7 @@ def claim_atoms(artifact: ArtifactBody) -> tuple[list[Atom], list[Atom]]:
     primary: list[str] = []
     others: list[str] = []
     for c in artifact.claims:
-        rendered = render_value(c.value_type, c.value)
+        rendered = value_forms(c.value_type, c.value)
         primary.extend(rendered[:1])
         others.extend(rendered[1:])
         primary.extend(v for _, v in c.qualifiers)

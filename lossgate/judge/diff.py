@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence import numbers_in
 from lossgate.gate.outcome import Violation
-from lossgate.gate.sources import render_value
+from lossgate.gate.sources import value_forms
 from lossgate.judge.model import Statement
 from lossgate.records import Fact, Snapshot
 
@@ -49,7 +49,7 @@ def _norm(text: str) -> str:
 def _values(f: Fact) -> set[str]:
     if f.value is None:
         return set()
-    out = {_norm(v) for v in render_value(f.value_type, f.value)} | {_norm(str(f.value))}
+    out = {_norm(v) for v in value_forms(f.value_type, f.value)} | {_norm(str(f.value))}
     if f.value_type == "money":
         out |= {_norm(str(f.value.get("amount") if isinstance(f.value, dict) else getattr(f.value, "amount", "")))}
     return {v for v in out if v}

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from lossgate.caches import holds_text
 from lossgate.errors import ConfigError
 from lossgate.semantic.embedders import numpy
 
@@ -113,6 +114,7 @@ def vector_cache(store: object) -> VectorCache:
         return cache
 
 
+@holds_text
 def clear_vector_caches() -> None:
     """Drop every in-process copy of stored vectors (after a deletion, as the gate's
     text cache is dropped: nothing derived from deleted content lingers in memory)."""

@@ -37,11 +37,8 @@ import threading
 from decimal import Decimal
 from typing import Any
 
-from lossgate.consolidate.compressor import (
-    CompressionRequest,
-    Compressor,
-    DeterministicCompressor,
-)
+from lossgate.consolidate.compressor import CompressionRequest, Compressor
+from lossgate.consolidate.deterministic import DeterministicCompressor
 
 __all__ = [
     "LOSSY_COMPRESSORS",

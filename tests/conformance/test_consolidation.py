@@ -21,12 +21,12 @@ import pytest
 
 import lossgate
 from lossgate import InvalidInput, Money, NewEvent, NewFact, NotFound
-from lossgate.consolidate.compressor import DeterministicCompressor
-from lossgate.lines import fact_line
+from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.pipeline import ConsolidationConfig, Hooks
 from lossgate.consolidate.selection import input_root, select
 from lossgate.publish import switch
 from lossgate.records import utcnow
+from lossgate.render import fact_line
 from lossgate.testing.compressors import (
     LOSSY_COMPRESSORS,
     MissingFieldCompressor,

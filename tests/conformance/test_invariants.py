@@ -37,8 +37,8 @@ from hypothesis.stateful import (
 )
 
 from lossgate import NewEvent, NewFact
-from lossgate.lines import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.render import fact_line
 
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
 SUBJECTS = ("alice", "bob")

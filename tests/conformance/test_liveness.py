@@ -82,11 +82,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import lossgate
 from lossgate import InvalidInput, LifecycleError, Money, NewEvent, NewFact, NotFound
-from lossgate.consolidate.compressor import DeterministicCompressor
+from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.lines import conflict_line, fact_line, header_line
 from lossgate.records import TRUST_RANK
 from lossgate.registry import load_registry
+from lossgate.render import conflict_line, fact_line, header_line
 
 
 

@@ -13,8 +13,8 @@ from datetime import datetime, timezone
 import pytest
 
 from lossgate import NewEvent, NewFact
-from lossgate.lines import fact_line
 from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.render import fact_line
 from lossgate.testing.compressors import FlipBool
 
 T, U, V = "acme", "user-17", "user-22"

@@ -131,7 +131,7 @@ class _Rewrite:
     name, version, prompt_version = "rewrite", "1", "rewrite-v1"
 
     def __init__(self, old: str, new: str) -> None:
-        from lossgate.consolidate.compressor import DeterministicCompressor
+        from lossgate.consolidate.deterministic import DeterministicCompressor
 
         self._inner, self._old, self._new = DeterministicCompressor(), old, new
 

@@ -18,6 +18,7 @@ from lossgate.gate.casefile import GateCase
 from lossgate.records import ArtifactBody
 
 compressor = pytest.importorskip("lossgate.consolidate.compressor")
+deterministic = pytest.importorskip("lossgate.consolidate.deterministic")
 
 
 def compressed(case: GateCase) -> GateCase:
@@ -32,7 +33,7 @@ def compressed(case: GateCase) -> GateCase:
         outdated_event_ids=frozenset(e for f in snap.facts if f.status != "active"
                                      for e in f.source_event_ids if e not in live),
     )
-    raw = compressor.DeterministicCompressor().compress(request)
+    raw = deterministic.DeterministicCompressor().compress(request)
     doc = {**case.document, "artifact": json.loads(json.dumps(raw, default=str))}
     for claim in doc["artifact"]["claims"]:
         claim["qualifiers"] = dict(claim["qualifiers"])

@@ -60,7 +60,6 @@ contradiction that touches no topic's words.
 
 from __future__ import annotations
 
-from lossgate.consolidate.compressor import CONVERSATION_TITLE
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.checks import change, condition, conflict, elevated, hedge, polarity, read, stance
 from lossgate.gate.fence.lexicon import ANAPHOR
@@ -69,13 +68,13 @@ from lossgate.gate.fence.topics import Topic, topics
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import prose_of
-from lossgate.lines import day_line, event_line
 from lossgate.records import ArtifactBody, Snapshot
 from lossgate.registry import Registry
+from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, day_line, event_line
 
 __all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "topics"]
 
-NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, "Narrative:"})
+NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE})
 
 
 def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tuple[str, str]]:

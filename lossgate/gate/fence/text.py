@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
+from lossgate.caches import holds_text
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import (
@@ -88,6 +89,7 @@ def read_source(text: str) -> tuple[Source, ...]:
                  for _, x in sentences(text))
 
 
+@holds_text
 def clear_sentence_cache() -> None:
     """Forget every source text read (after a deletion: no deleted text lingers in memory)."""
     read_source.cache_clear()

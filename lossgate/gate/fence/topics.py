@@ -9,7 +9,7 @@ from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import ATTRIBUTION, LOW_TRUST, MARKER_WORDS, META
 from lossgate.gate.fence.text import atom_keys, conditions, numbers_in, read_source
 from lossgate.gate.preserve import MustPreserve
-from lossgate.gate.sources import render_value
+from lossgate.gate.sources import value_forms
 from lossgate.records import Fact, Snapshot
 from lossgate.registry import Registry
 
@@ -110,5 +110,5 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
 def value_words(f: Fact) -> frozenset[str]:
     """A fact's value as a sentence states it: its atoms' keys where it has atoms (an amount,
     a date: written any way), else its words and numbers."""
-    text = render_value(f.value_type, f.value)[0] if f.value is not None and f.value_type != "bool" else ""
+    text = value_forms(f.value_type, f.value)[0] if f.value is not None and f.value_type != "bool" else ""
     return atom_keys(text) or content_stems(text) | numbers_in(text)

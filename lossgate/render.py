@@ -1,14 +1,24 @@
-"""Facts and events as lines of text, written the same way wherever they appear.
+"""Facts, values and events as text, written the same way wherever they appear.
 
-The deterministic compressor writes one such line per claim into a summary,
-recall and the chat compressor's prompt render facts with it, and the gate's
-prose diff recognises a summary line that renders one of the artifact's own
-claims: that line says exactly what the claim says, and the fact contract
-already checks the claim field by field (value, polarity, qualifiers,
-provenance). Reading it again as prose would only pair its words with
-whatever the conversation said, e.g. a negation in an untrusted message
-against the claim's ``condition=...`` qualifier. A line that differs from
-every claim's rendering by a single character is prose like any other.
+This is the one rendering of memory as text. The deterministic compressor writes
+one :func:`fact_line` per claim into a summary, under the section titles below;
+the chat compressor puts the same lines in its prompt; recall and
+:meth:`~lossgate.derived.RecallResult.render` write facts and events with them;
+and the gate's prose diff recognises a summary line that renders one of the
+artifact's own claims: that line says exactly what the claim says, and the fact
+contract already checks the claim field by field (value, polarity, qualifiers,
+provenance). Reading it again as prose would only pair its words with whatever
+the conversation said, e.g. a negation in an untrusted message against the
+claim's ``condition=...`` qualifier. A line that differs from every claim's
+rendering by a single character is prose like any other.
+
+Not here, on purpose: the gate's :func:`~lossgate.gate.sources.value_forms`, which
+lists the forms a summary might use for a value ("12" and "12%", "30 minutes"
+and "PT30M", "USD 14250" where this module writes "14250.00 USD"), canonicalised
+the gate's way, so that the atoms of a value can be matched. It answers another question (what may a summary have
+written?) and the gate's verdicts rest on its exact output; and the CLI's table
+cells (:mod:`lossgate.cli.render`), which quote strings so that ``"false"`` is
+not read as ``false``.
 """
 
 from __future__ import annotations
@@ -18,17 +28,33 @@ from typing import Any, Protocol
 from lossgate.values import coerce_value, encode_value
 
 __all__ = ["value_text", "fact_line", "claim_lines", "conflict_line", "event_line", "day_line", "header_line",
-           "one_line"]
+           "one_line", "CONVERSATION_TITLE", "NARRATIVE_TITLE"]
+
+# The titles of a summary's sections after its structured lines: the recent conversation
+# (the deterministic compressor's whole event lines) or a model's narrative. Recall splits
+# a summary at the first; the gate reads the text under either as prose.
+CONVERSATION_TITLE = "Conversation:"
+NARRATIVE_TITLE = "Narrative:"
 
 
 class _FactLike(Protocol):
-    predicate: str
-    value_type: str
-    value: Any
-    qualifiers: tuple[tuple[str, str], ...]
-    polarity: str
-    modality: str
-    authority: str
+    """A fact or a claim: what a fact line shows (read-only, so a record whose fields are
+    narrower literals fits)."""
+
+    @property
+    def predicate(self) -> str: ...
+    @property
+    def value_type(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def qualifiers(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def polarity(self) -> str: ...
+    @property
+    def modality(self) -> str: ...
+    @property
+    def authority(self) -> str: ...
 
 
 def value_text(record: Any) -> str:
