@@ -142,6 +142,9 @@ class Attempt(_Record):
     artifact_id: str | None = None
     gate_outcome: Literal["clean", "acceptable", "failed"] | None = None
     violations: tuple[str, ...] = ()
+    # one line per violation, ``subject:code: detail``: what the gate says of it (the
+    # fence quotes the sentence); erased with the raw output when an input is deleted
+    details: tuple[str, ...] = ()
     losses: tuple[str, ...] = ()
     raw_output: str | None = None
     error: str | None = None

@@ -111,7 +111,7 @@ def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: S
     for attempt in tx.attempts(tenant_id, subject_id):
         if attempt.artifact_id in purged or deleted.intersection(attempt.selected_ids):
             clean = attempt.model_copy(update={"raw_output": None, "violations": _purged_lines(attempt.violations),
-                                               "losses": _purged_lines(attempt.losses)})
+                                               "details": (), "losses": _purged_lines(attempt.losses)})
             if clean != attempt:
                 tx.save_attempt(clean)
     tx.add_log(tenant_id, subject_id, at=now, op="purge_derived", target_id=",".join(sorted(deleted)),

@@ -96,7 +96,7 @@ def after_failure(tx: WriteTx, attempt: Attempt, *, max_attempts: int, backoff_b
     or, at ``max_attempts`` failures in a row, queue nothing and save and return the attempt
     marked ``needs_review``."""
     t, s = attempt.tenant_id, attempt.subject_id
-    failures, _ = consecutive_failures(tx.attempts(t, s))  # this one included: it is saved
+    failures, _ = consecutive_failures(tx.attempt_tail(t, s)[1])  # this one included: it is saved
     if failures >= max_attempts:
         attempt = attempt.model_copy(update={"needs_review": True})
         tx.save_attempt(attempt)

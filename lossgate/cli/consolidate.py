@@ -37,7 +37,7 @@ def _attempt_table(attempts: list[Attempt], title: str) -> Table:
     for col in ("#", "attempt", "status", "gate", "H", "epoch", "selected", "artifact", "violations / reason"):
         table.add_column(col, overflow="fold")
     for a in attempts:
-        why = "\n".join(a.violations) or a.error or a.reason or ", ".join(a.losses)
+        why = "\n".join(a.details or a.violations) or a.error or a.reason or ", ".join(a.losses)
         table.add_row(str(a.number), a.attempt_id, Text(a.status, style=_STATUS_STYLE.get(a.status, "")),
                       a.gate_outcome or "-", str(a.high_water), str(a.input_epoch), str(len(a.selected_ids)),
                       a.artifact_id or "-", why)

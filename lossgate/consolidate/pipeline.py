@@ -149,9 +149,9 @@ class Consolidator:
             sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
-            past = tx.attempts(tenant_id, subject_id)
-            number = len(past) + 1
-            failures, refused_for = queue.consecutive_failures(past)
+            count, since_published = tx.attempt_tail(tenant_id, subject_id)
+            number = count + 1
+            failures, refused_for = queue.consecutive_failures(since_published)
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
                 number=number, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
@@ -202,6 +202,7 @@ class Consolidator:
         attempt = attempt.model_copy(update={
             "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
             "gate_outcome": result.outcome, "violations": tuple(result.lines()),
+            "details": tuple(_storable(f"{v}: {v.detail}") or "" for v in result.violations),
             "losses": tuple(str(v) for v in result.losses), "raw_output": raw_text,
             "covers_through": artifact.manifest.new_covers_through, "timings": timings,
             "finished_at": None if passed else utcnow(),

@@ -369,6 +369,11 @@ class DerivedReadTx(Protocol):
     def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
         """Every consolidation attempt of the subject, in order (attempt number, then start)."""
 
+    def attempt_tail(self, tenant_id: str, subject_id: str) -> tuple[int, list[Attempt]]:
+        """How many attempts the subject has, and those numbered after its latest published
+        one (all of them if none was published), in order: what a consolidation needs to
+        number its attempt and count the failures in a row, without reading the history."""
+
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         """The subject's most recent recall records, newest first (``at``, ties newest
         created first)."""

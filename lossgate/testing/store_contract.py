@@ -170,6 +170,7 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "set_event_trust": lambda tx: tx.set_event_trust(T, S, "e1", "tool"),
     "alias": lambda tx: tx.alias(T, S),
     "attempts": lambda tx: tx.attempts(T, S),
+    "attempt_tail": lambda tx: tx.attempt_tail(T, S),
     "enqueue_job": lambda tx: tx.enqueue_job(T, S, reason="test", run_after=NOW, at=NOW),
     "search_events": lambda tx: tx.search_events(T, S, "text", limit=5),
 }
@@ -455,6 +456,12 @@ class StoreContract:
                               selected_ids=("e1",), input_root="sha256:r", compressor="det", timings={"select": 0.5})
             tx.save_attempt(attempt)
             tx.save_attempt(attempt.model_copy(update={"status": "published", "artifact_id": "a1"}))
+            assert tx.attempt_tail(T, S) == (1, [])  # nothing after the publication
+            for n, status in ((2, "rejected"), (3, "error")):
+                tx.save_attempt(attempt.model_copy(update={"attempt_id": f"at{n}", "number": n, "status": status}))
+            count, tail = tx.attempt_tail(T, S)
+            assert count == 3 and [(a.attempt_id, a.status) for a in tail] == [("at2", "rejected"), ("at3", "error")]
+            assert tx.attempt_tail(T, "nobody") == (0, [])
             tx.insert_recall(recall_record("r0"))
             tx.insert_recall(recall_record("r1"))
             assert tx.set_tier(T, S, through_seq=2, tier="cold") == 2
@@ -500,7 +507,8 @@ class StoreContract:
             assert head1 is not None and (head1.artifact_id, head1.summary) == ("a1", "summary a1")
             assert [(e.input_kind, e.input_id) for e in tx.lineage(T, S, "a1")] == [("event", "e1"), ("event", "e2")]
             assert tx.descendants(T, S, ["e2"]) == ["a1", "a2"] and tx.descendants(T, S, []) == []
-            assert [(a.attempt_id, a.status, a.artifact_id) for a in tx.attempts(T, S)] == [("at1", "published", "a1")]
+            assert [(a.attempt_id, a.status) for a in tx.attempts(T, S)] == [("at1", "published"), ("at2", "rejected"),
+                                                                              ("at3", "error")]
             assert [r.recall_id for r in tx.recalls(T, S, limit=1)] == ["r1"]
             assert [e.tier for e in tx.events(T, S)] == ["cold", "cold", "hot"]
             assert tx.search_events(T, S, "refund", limit=5) == ["e3", "e1"]  # e3 says it twice, and is newer

@@ -497,6 +497,26 @@ def test_deleted_content_is_purged_from_derived_artifacts_and_attempts(memory):
     assert not [a.attempt_id for a in memory.attempts(T, U) if "Elm Street" in (a.raw_output or "")]
 
 
+class _Contradicting(DeterministicCompressor):
+    """A narrative that turns the allergy around: the fence refuses it, quoting it."""
+
+    def compress(self, request):
+        out = super().compress(request)
+        out["summary"] += "\nThey can eat peanuts now, said the user."
+        return out
+
+
+def test_an_attempt_keeps_what_the_gate_said_until_an_input_is_deleted(memory):
+    seed_world(memory)
+    refused = memory.consolidate(T, U, compressor=_Contradicting())
+    assert refused.status == "rejected" and "f-allergy:narrative_unsupported" in refused.violations
+    (detail,) = [d for d in refused.details if d.startswith("f-allergy:narrative_unsupported: ")]
+    assert "They can eat peanuts now" in detail  # it says why and quotes the sentence
+    memory.delete_event(T, U, "e-allergy", reason="user request")
+    (kept,) = [a for a in memory.attempts(T, U) if a.attempt_id == refused.attempt_id]
+    assert kept.details == () and "f-allergy:narrative_unsupported" in kept.violations
+
+
 # -- 6. two subjects with near-identical histories, consolidated concurrently ------------------
 
 # (tenant, subject, house number). globex/user-17 reuses acme/user-17's event and fact ids:

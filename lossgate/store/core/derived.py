@@ -99,6 +99,15 @@ class CoreDerivedReads(TxBase):
             "SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? ORDER BY number, started_at",
             (tenant_id, subject_id))]
 
+    def attempt_tail(self, tenant_id: str, subject_id: str) -> tuple[int, list[Attempt]]:
+        row = self._one("SELECT count(*), max(CASE WHEN status='published' THEN number END) FROM attempts "
+                        "WHERE tenant_id=? AND subject_id=?", (tenant_id, subject_id))
+        count, published = (int(row[0]), row[1]) if row is not None else (0, None)
+        tail = [rows.attempt_from_json(r[0]) for r in self._all(
+            "SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? AND number > ? "
+            "ORDER BY number, started_at", (tenant_id, subject_id, published if published is not None else 0))]
+        return count, tail
+
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         return [rows.recall_from_json(r[0]) for r in self._all(
             "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? "
