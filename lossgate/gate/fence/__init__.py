@@ -60,8 +60,12 @@ contradiction that touches no topic's words.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from lossgate.gate.atoms.statements import content_stems
-from lossgate.gate.fence.checks import change, condition, conflict, elevated, hedge, polarity, read, stance
+from lossgate.gate.fence.checks import (
+    change, condition, conflict, elevated, hedge, polarity, read, source_index, stance,
+)
 from lossgate.gate.fence.lexicon import ANAPHOR
 from lossgate.gate.fence.text import clear_sentence_cache, numbers_in, sentences, source_sentences, stated
 from lossgate.gate.fence.topics import Topic, topics
@@ -85,10 +89,29 @@ def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tupl
     return [pair for ln in lines for pair in sentences(ln)]
 
 
-def touches(found: list[Topic], raw: str, stems: frozenset[str]) -> list[Topic]:
-    written = stated(raw)
-    return [t for t in found if stems & (t.key | t.forbidden | t.subject_words) or len(stems & t.context) >= 2
-            or any(side and side <= written for side in t.sides)]
+class _Touching:
+    """Which topics a sentence touches (see the module docstring), found through an index of
+    their words: a gate run meets hundreds of topics and sentences."""
+
+    def __init__(self, found: list[Topic]) -> None:
+        self.found = found
+        self.names: dict[str, set[int]] = {}
+        self.context: dict[str, set[int]] = {}
+        for i, t in enumerate(found):
+            for w in t.key | t.forbidden | t.subject_words:
+                self.names.setdefault(w, set()).add(i)
+            for w in t.context:
+                self.context.setdefault(w, set()).add(i)
+        self.sided = [i for i, t in enumerate(found) if t.sides]
+
+    def __call__(self, raw: str, stems: frozenset[str]) -> list[Topic]:
+        hits = {i for w in stems for i in self.names.get(w, ())}
+        shared = Counter(i for w in stems for i in self.context.get(w, ()))
+        hits.update(i for i, n in shared.items() if n >= 2)
+        if self.sided:
+            written = stated(raw)
+            hits.update(i for i in self.sided if any(side and side <= written for side in self.found[i].sides))
+        return [self.found[i] for i in sorted(hits)]
 
 
 def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, registry: Registry) -> list[Violation]:
@@ -103,6 +126,8 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
     # only valid events are what was said (a gate case may carry retired ones to forbid them)
     valid = tuple(e for e in snapshot.events if e.state == "valid")
     sources = source_sentences(valid)
+    index = source_index(sources)
+    touches = _Touching(found)
     events = {e.event_id: e for e in valid}
     out: list[Violation] = []
     previous: list[Topic] = []
@@ -110,7 +135,7 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
     asked = False
     for raw, sentence in lines:
         stems = content_stems(sentence)
-        touched, before = touches(found, raw, stems), frozenset[str]()
+        touched, before = touches(raw, stems), frozenset[str]()
         if not touched and (ANAPHOR.match(sentence) or asked):
             # "That is no longer true." speaks of the sentence before; so does the answer to
             # a question or a heading ("Peanuts? Totally fine.")
@@ -118,7 +143,7 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
         previous, previous_stems, asked = touched, stems, raw.rstrip().endswith(("?", ":"))
         if not touched:
             continue
-        r = read(raw, sentence, touched, sources, before)
+        r = read(raw, sentence, touched, sources, index, before)
         problem = (polarity(r) or stance(r) or change(r) or condition(r) or hedge(r)
                    or elevated(r, sources, events) or conflict(r))
         if problem is None:

@@ -4,6 +4,7 @@ ledger, and says why its meaning changed, or None."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from lossgate.gate.atoms import extract_atoms
@@ -39,13 +40,24 @@ class Reading:
         return [src for src in self.said if len(src.stems & self.stems) >= least]
 
 
+def source_index(sources: dict[str, tuple[Source, ...]]) -> dict[str, list[tuple[str, int]]]:
+    """Which source sentences (event id, position) use each stem: built once per gate run."""
+    index: dict[str, list[tuple[str, int]]] = {}
+    for e, srcs in sources.items():
+        for i, src in enumerate(srcs):
+            for w in src.stems:
+                index.setdefault(w, []).append((e, i))
+    return index
+
+
 def read(raw: str, sentence: str, touched: list[Topic], sources: dict[str, tuple[Source, ...]],
-         before: frozenset[str] = frozenset()) -> Reading:
+         index: dict[str, list[tuple[str, int]]], before: frozenset[str] = frozenset()) -> Reading:
     stems = content_stems(sentence)
     ids = tuple(dict.fromkeys(e for t in touched for e in t.events))
     # A sentence often joins a topic to what surrounds it: the source sentences it shares two
     # content words with count as said, too.
-    near = [e for e, srcs in sources.items() if any(len(src.stems & stems) >= 2 for src in srcs)]
+    shared = Counter(hit for w in stems for hit in index.get(w, ()))
+    near = [e for (e, _), n in shared.items() if n >= 2]
     ids = tuple(dict.fromkeys(ids + tuple(near)))
     low = sentence.lower()
     return Reading(raw, raw.lower(), low, stems, stated(raw), tuple(touched),
@@ -70,8 +82,9 @@ def polarity(r: Reading) -> str | None:
     negative = any(t.negated for t in r.touched)
     # what a positive fact names beside a negative one of the same predicate ("email" / "phone")
     forbidding = frozenset().union(*(t.names | t.object | t.forbidden for t in r.touched if t.negated))
+    barred = {t.predicate for t in r.touched if t.negated}
     allowed_names = frozenset().union(*(t.names for t in r.touched if not t.negated and not t.quoted and (
-        t.allows or any(u.negated and u.predicate == t.predicate for u in r.touched))))
+        t.allows or t.predicate in barred)))
     allowed_names -= forbidding
     unavoided = bool(UNAVOID.search(r.low))  # "no longer allergic": a double negative allows
     for t in r.touched:  # "the user is still allergic to peanuts" where peanuts are now allowed
@@ -82,11 +95,12 @@ def polarity(r: Reading) -> str | None:
         return "negates what a source affirms"
     if any(t.obligation for t in r.touched) and NO_NEED.search(r.low):
         return "an obligation denied"
-    for t in r.touched:  # "the customer's id is not cust-880"
-        if t.value and not t.negated and any(
-                f"{a.kind}:{a.key}" in t.value and NEGATION_CUE.search(r.text[max(0, a.start - 16): a.start])
-                and not BOUND.search(r.text[max(0, a.start - 16): a.start]) for a in extract_atoms(r.raw)):
-            return "the fact's value negated"
+    # "the customer's id is not cust-880"
+    negated_values = {f"{a.kind}:{a.key}" for a in extract_atoms(r.raw)
+                      if NEGATION_CUE.search(r.text[max(0, a.start - 16): a.start])
+                      and not BOUND.search(r.text[max(0, a.start - 16): a.start])}
+    if negated_values and any(t.value & negated_values for t in r.touched if not t.negated):
+        return "the fact's value negated"
     # "refunds are not permitted" where a source grants them ("you may refund up to $50")
     if PERMISSION_DENIED.search(r.low) and not bounded and any(
             GRANTS.search(src.text) and not src.negations for src in r.restated(1)):

@@ -69,6 +69,20 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
     def context_of(ids: tuple[str, ...]) -> frozenset[str]:
         return content_stems(" ".join(events[e].text or "" for e in ids)) - ATTRIBUTION - META
 
+    # What every source event of a predicate's facts (two or more) speaks of: once per predicate.
+    said_of: dict[str, dict[str, None]] = {}
+    for g in snapshot.facts:
+        said_of.setdefault(g.predicate, {}).update(dict.fromkeys(e for e in g.source_event_ids if e in events))
+    common_of: dict[str, frozenset[str]] = {}
+    event_words: dict[str, frozenset[str]] = {}
+
+    def common(predicate: str) -> frozenset[str]:
+        if predicate not in common_of:
+            ids = list(said_of.get(predicate, ()))
+            words = [event_words.get(e) or event_words.setdefault(e, context_of((e,))) for e in ids]
+            common_of[predicate] = frozenset.intersection(*words) if len(words) >= 2 else frozenset()
+        return common_of[predicate]
+
     out: list[Topic] = []
     for f in active.values():
         quoted = f.modality == "quoted" or f.authority in LOW_TRUST
@@ -83,20 +97,16 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
                                   for w in n.split("|")[1:]) - ATTRIBUTION
             conditional = tuple(content_stems(str(v)) - MARKER_WORDS for _, v in f.qualifiers
                                 if conditions(str(v)) and content_stems(str(v)) - MARKER_WORDS)
-            names = key_of(f) - content_stems(f.predicate.rpartition(".")[0].replace("_", " "))
-            history = [e for g in snapshot.facts if g.predicate == f.predicate for e in g.source_event_ids
-                       if e in events]
-            common = (frozenset.intersection(*(context_of((e,)) for e in dict.fromkeys(history)))
-                      if len(set(history)) >= 2 else frozenset())
-            out.append(Topic(f.fact_id, what, key_of(f), context_of(ids), ids, quoted=quoted, value=value_words(f),
-                             names=names, subject_words=common, predicate=f.predicate,
+            key = key_of(f)
+            names = key - content_stems(f.predicate.rpartition(".")[0].replace("_", " "))
+            out.append(Topic(f.fact_id, what, key, context_of(ids), ids, quoted=quoted, value=value_words(f),
+                             names=names, subject_words=common(f.predicate), predicate=f.predicate,
                              allows=f.value_type == "bool" and f.value is True and f.polarity == "positive",
                              negated=content_stems(last) if negative else frozenset(), open=obligation,
                              obligation=obligation, forbidden=forbidden, conditional=conditional,
                              speculative=f.modality == "speculative", earlier=earlier.get(f.predicate, frozenset()),
                              changed=f.predicate in retired,
-                             object=key_of(f) - content_stems(f.predicate.rpartition(".")[0].replace("_", " "))
-                             - content_stems(last) if negative else frozenset()))
+                             object=names - content_stems(last) if negative else frozenset()))
     for c in snapshot.conflicts:
         sides = [active[i] for i in c.fact_ids if i in active]
         if c.status == "unresolved" and len(sides) == 2:
