@@ -4,7 +4,9 @@ open conflicts, quoted or untrusted text)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from lossgate.caches import holds_text
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import ATTRIBUTION, LOW_TRUST, MARKER_WORDS, META
 from lossgate.gate.fence.text import atom_keys, conditions, numbers_in, read_source
@@ -66,20 +68,26 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
     def sources_of(*facts_: Fact) -> tuple[str, ...]:
         return tuple(dict.fromkeys(e for f in facts_ for e in f.source_event_ids if e in events))
 
+    event_words: dict[str, frozenset[str]] = {}
+
+    def words_of(e: str) -> frozenset[str]:
+        if e not in event_words:
+            event_words[e] = content_stems(events[e].text or "") - ATTRIBUTION - META
+        return event_words[e]
+
     def context_of(ids: tuple[str, ...]) -> frozenset[str]:
-        return content_stems(" ".join(events[e].text or "" for e in ids)) - ATTRIBUTION - META
+        return frozenset().union(*(words_of(e) for e in ids))
 
     # What every source event of a predicate's facts (two or more) speaks of: once per predicate.
     said_of: dict[str, dict[str, None]] = {}
     for g in snapshot.facts:
         said_of.setdefault(g.predicate, {}).update(dict.fromkeys(e for e in g.source_event_ids if e in events))
     common_of: dict[str, frozenset[str]] = {}
-    event_words: dict[str, frozenset[str]] = {}
 
     def common(predicate: str) -> frozenset[str]:
         if predicate not in common_of:
             ids = list(said_of.get(predicate, ()))
-            words = [event_words.get(e) or event_words.setdefault(e, context_of((e,))) for e in ids]
+            words = [words_of(e) for e in ids]
             common_of[predicate] = frozenset.intersection(*words) if len(words) >= 2 else frozenset()
         return common_of[predicate]
 
@@ -121,4 +129,13 @@ def value_words(f: Fact) -> frozenset[str]:
     """A fact's value as a sentence states it: its atoms' keys where it has atoms (an amount,
     a date: written any way), else its words and numbers."""
     text = value_forms(f.value_type, f.value)[0] if f.value is not None and f.value_type != "bool" else ""
+    return _words_of_value(text)
+
+
+@lru_cache(maxsize=16_384)
+def _words_of_value(text: str) -> frozenset[str]:
+    # a fact's value comes back at every consolidation; a deleted one is forgotten with the gate's text
     return atom_keys(text) or content_stems(text) | numbers_in(text)
+
+
+holds_text(_words_of_value.cache_clear)
