@@ -50,7 +50,7 @@ def transaction(store: Store, *, registry: Registry | None = None,
     if registry is None and registries is None:
         registries = RegistryCache()
     with store.write() as tx:
-        ledger = Ledger(tx, registry, registries=registries)
+        ledger = Ledger(tx, registry, registries=registries, forget_on_commit=True)
         yield ledger
     if ledger.erased:
         forget_text()
@@ -60,8 +60,13 @@ class Ledger:
     """Lifecycle operations inside one write transaction."""
 
     def __init__(self, tx: WriteTx, registry: Registry | None = None, *, registries: RegistryCache | None = None,
-                 now: datetime | None = None, rebuild_after: int = queue.REBUILD_AFTER) -> None:
+                 now: datetime | None = None, rebuild_after: int = queue.REBUILD_AFTER,
+                 forget_on_commit: bool = False) -> None:
+        """``forget_on_commit``: the caller (:func:`transaction`) empties the text caches once
+        the transaction commits; otherwise a ledger empties them as it erases, having no
+        commit to wait for."""
         self.tx = tx
+        self._forget_now = not forget_on_commit
         # Queue a rebuild once this many inputs sit beyond the published summary's coverage.
         self.rebuild_after = rebuild_after
         self._registry = registry
@@ -193,7 +198,7 @@ class Ledger:
         if ev.state == "deleted":
             return ev
         self.tx.set_event_state(tenant_id, subject_id, event_id, "deleted", purge=True)
-        self.erased = True
+        self._erasing()
         self._log(tenant_id, subject_id, "delete_event", event_id, {"reason": reason, "content_hash": ev.content_hash})
         self._reassess(tenant_id, subject_id, [event_id], cause="source_deleted")
         self._invalidate(tenant_id, subject_id, "delete_event", event_id)
@@ -254,7 +259,7 @@ class Ledger:
                 update.update(status="rejected", reason="a source left the authorized view")
             if erase and p.value is not None:
                 update.update(value=None, qualifiers=())
-                self.erased = True
+                self._erasing()
             if update:
                 changed.append(p.model_copy(update=update))
         if changed:
@@ -295,10 +300,18 @@ class Ledger:
                 self._log(tenant_id, subject_id, "source_lost", fact.fact_id, {
                     "cause": cause, "lost": sorted(lost), "standing": [e.event_id for e in standing]})
 
+    def _erasing(self) -> None:
+        """This transaction erases content: the text caches forget it after the commit
+        (:func:`transaction`), or now for a ledger over a bare store transaction."""
+        self.erased = True
+        if self._forget_now:
+            forget_text()
+
     def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
         self._touch(fact)
         self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)  # type: ignore[arg-type]
-        self.erased |= purge
+        if purge:
+            self._erasing()
         self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
         self._resolve_conflicts(fact, f"{fact.fact_id} {status} ({cause})")
 
@@ -346,7 +359,7 @@ class Ledger:
         for ev in self.tx.events(tenant_id, subject_id, ids=list(fact.source_event_ids)):
             if ev.state != "deleted":
                 self.tx.set_event_state(tenant_id, subject_id, ev.event_id, "deleted", purge=True)
-                self.erased = True
+                self._erasing()
                 self._log(tenant_id, subject_id, "delete_event", ev.event_id,
                           {"reason": f"erased with fact {fact_id}", "content_hash": ev.content_hash})
         self._reassess(tenant_id, subject_id, fact.source_event_ids, cause="source_erased")

@@ -31,6 +31,7 @@ from lossgate.consolidate.compressor import CompressionError, CompressionRequest
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
 from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
+from lossgate.caches import epoch_seen
 from lossgate.errors import InvalidInput, NotFound, StoreError
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
@@ -147,6 +148,7 @@ class Consolidator:
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
+            epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
@@ -214,6 +216,9 @@ class Consolidator:
                 tx.save_attempt(attempt)
                 if not passed:
                     attempt = self._schedule_retry(tx, attempt)
+                now_epoch = tx.clock(tenant_id, subject_id).input_epoch
+            # a deletion that committed while this ran: what the gate cached of it goes too
+            epoch_seen(tenant_id, subject_id, now_epoch)
         except StoreError as exc:
             # The store refused what this output holds (a value past an engine's limits, say):
             # the attempt fails as an error, so that the subject retries and escalates instead
@@ -321,6 +326,8 @@ class Consolidator:
         with self.store.write() as tx:
             tx.save_attempt(attempt)
             attempt = self._schedule_retry(tx, attempt)
+            now_epoch = tx.clock(attempt.tenant_id, attempt.subject_id).input_epoch
+        epoch_seen(attempt.tenant_id, attempt.subject_id, now_epoch)
         return Prepared(attempt=attempt, selection=sel)
 
     def _schedule_retry(self, tx: WriteTx, attempt: Attempt) -> Attempt:

@@ -150,3 +150,36 @@ def test_retries_back_off_per_failure_in_a_row_since_the_last_publication():
     delays = [queue.retry_delay(n, base_s=30, max_s=100) for n in (1, 2, 3, 4)]
     assert delays == [30, 60, 100, 100]
     assert timedelta(seconds=queue.retry_delay(0, base_s=30, max_s=3600)) == timedelta(seconds=30)
+
+
+def test_a_ledger_over_a_bare_transaction_forgets_what_it_erases(memory):
+    from lossgate.ledger import Ledger
+
+    memory.append([ev("e-secret", SECRET)])
+    read_source(SECRET)
+    with memory.store.write() as tx:
+        Ledger(tx).delete_event(T, U, "e-secret", reason="asked")
+    assert read_source.cache_info().currsize == 0
+
+
+def test_text_read_while_a_deletion_commits_is_forgotten_when_the_consolidation_ends(memory):
+    """A deletion commits while a consolidation of the subject compresses: the gate then reads
+    (and caches) the text the deletion purged; the consolidation sees the subject's epoch move
+    and forgets it."""
+    from lossgate import caches
+    from lossgate.consolidate.pipeline import Hooks
+
+    memory.append([ev("e-secret", SECRET)])
+
+    def delete_now(_selection) -> None:  # type: ignore[no-untyped-def]
+        memory.delete_event(T, U, "e-secret", reason="asked")
+
+    memory.consolidator(hooks=Hooks(before_compress=delete_now)).run(T, U)
+    assert not any(SECRET in text for text in _cached_atom_texts())  # the prose diff read it
+    assert read_source.cache_info().currsize == 0 and (T, U) in caches._epochs
+
+
+def _cached_atom_texts() -> list[str]:
+    from lossgate.gate import sources
+
+    return [key[0] for key in sources._cache]
