@@ -317,7 +317,7 @@ def check_prose(
     inp = inputs or prose_inputs(snapshot)
     summary = anchor_dates(extract_atoms(prose_of(artifact)), inp)
     carried, variants = claim_atoms(artifact)
-    support = inp.atom_set.plus(inp.active + inp.times + inp.context(artifact.summary) + carried + variants)
+    support = inp.atom_set.plus(inp.active + inp.times_in(summary) + inp.context(artifact.summary) + carried + variants)
     uncovered = _uncovered(summary, support)
     return (_alterations(inp, artifact, summary, AtomSet(summary), support, uncovered)
             + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered))

@@ -72,21 +72,6 @@ def value_forms(value_type: str, value: Any) -> list[str]:
 _JOIN = "\n;\n"
 
 
-def _event_times(moments: Iterable[datetime]) -> list[Atom]:
-    """The date, date-time and UTC time of each moment, as the atoms the extractor reads from
-    them ("2026-03-14", "2026-03-14T09:05+00:00", "09:05+00:00"); built, not extracted: a
-    subject has thousands of events."""
-    keys: dict[tuple[str, str], None] = {}
-    for moment in moments:
-        offset = moment.strftime("%z")
-        offset = f"{offset[:3]}:{offset[3:]}" if offset else "+00:00"
-        utc = moment.astimezone(timezone.utc)
-        keys[("date", moment.date().isoformat())] = None
-        keys[("datetime", f"{moment:%Y-%m-%dT%H:%M}{offset}")] = None
-        keys[("time", f"{utc:%H:%M}+00:00")] = None
-    return [Atom(kind, key, key, 0, len(key)) for kind, key in keys]  # type: ignore[arg-type]
-
-
 def value_atoms(texts: Iterable[str]) -> list[Atom]:
     """The atoms of rendered values (no affirmation helpers: a value is not a statement).
     Offsets refer to the joined text; only kinds and keys are meaningful."""
@@ -129,7 +114,7 @@ class ProseInputs:
     source_keys: frozenset[Key]
     active: list[Atom]                 # atoms of active facts' values
     names: tuple[str, ...]             # tenant, subject, actors, fact/event/conflict ids
-    times: list[Atom]                  # when each event was said: a summary may say so ("on 14 March")
+    moments: tuple[datetime, ...]      # when each valid event was said: a summary may say so ("on 14 March")
     stale: dict[Key, tuple[str, ...]]  # value token -> retired fact ids stating it, unsupported otherwise
     relative: dict[Key, tuple[str, ...]]  # a relative date as written ("tomorrow") -> the dates it meant
 
@@ -156,6 +141,25 @@ class ProseInputs:
         return frozenset(words)
 
     @cached_property
+    def time_keys(self) -> frozenset[tuple[str, str]]:
+        """The date, date-time and UTC time of each event, as the extractor keys them
+        (``("date", "2026-03-14")``, ``("datetime", "2026-03-14T09:05+02:00")``, ``("time",
+        "07:05+00:00")``); computed once, only when a summary names a time."""
+        keys: set[tuple[str, str]] = set()
+        for moment in self.moments:
+            iso = moment.isoformat()
+            offset = iso[-6:] if moment.utcoffset() is not None else "+00:00"
+            utc = moment.astimezone(timezone.utc)
+            keys.add(("date", iso[:10]))
+            keys.add(("datetime", iso[:16] + offset))
+            keys.add(("time", f"{utc.hour:02d}:{utc.minute:02d}+00:00"))
+        return frozenset(keys)
+
+    def times_in(self, summary: Iterable[Atom]) -> list[Atom]:
+        """The summary's dates and times that say when an event was said (support, never a loss)."""
+        return [a for a in summary if a.kind in ("date", "datetime", "time") and (a.kind, a.key) in self.time_keys]
+
+    @cached_property
     def negated_words(self) -> frozenset[str]:
         """The words the sources' negated statements use ("call", "phone" of "do not call me by phone")."""
         return frozenset(w for a in self.source if a.kind == "negation" and a.key.startswith("not|")
@@ -165,9 +169,11 @@ class ProseInputs:
     def full_dates(self) -> dict[str, str]:
         """``-MM-DD`` -> the first full date key with that day, among source and fact atoms."""
         out: dict[str, str] = {}
-        for a in sorted(self.source + self.active + self.times, key=lambda a: a.key):
+        for a in sorted(self.source + self.active, key=lambda a: a.key):
             if a.kind in ("date", "datetime") and a.key[:4].isdigit():
                 out.setdefault(a.key[4:10], a.key[:10])
+        for day in sorted({moment.date().isoformat() for moment in self.moments}):
+            out.setdefault(day[4:10], day)
         return out
 
 
@@ -338,11 +344,11 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
 
     # When each event was said: "in their message of 14 March", "at 09:05 UTC" (support only:
     # a summary that leaves the times out loses nothing).
-    times = _event_times(e.occurred_at for e in snapshot.events if e.state == "valid")
+    moments = tuple(sorted({e.occurred_at for e in snapshot.events if e.state == "valid"}))
 
     atom_set = AtomSet.from_runs(runs)
     inputs = ProseInputs(
-        source=source, source_keys=frozenset(atom_set.reps), active=active, names=tuple(sorted(names)), times=times,
+        source=source, source_keys=frozenset(atom_set.reps), active=active, names=tuple(sorted(names)), moments=moments,
         stale={k: tuple(sorted(v)) for k, v in stale.items()},
         relative={k: tuple(sorted(v)) for k, v in relative.items()},
     )
