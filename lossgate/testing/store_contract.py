@@ -258,9 +258,10 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
 # -- the scope rule: three scopes, each primitive asked for one ---------------------------
 
 # (prefix of every id, tenant, subject, how many events), in the order they are written:
-# the subject under test last, so that a statement that forgets its subject finds another
-# subject's row first.
-SCOPES = (("sib", T, "u2", 3), ("oth", "globex", S, 4), ("own", T, S, 2))
+# the subject under test last, and the others' ids sorting before its own, so that a
+# statement that forgets its subject (or tenant) meets another's row first, in creation
+# order and in key order alike.
+SCOPES = (("sib", T, "u0", 3), ("oth", "aardvark", S, 4), ("own", T, S, 2))
 _PREFIXES = [p for p, *_ in SCOPES]
 
 
@@ -510,8 +511,8 @@ class StoreContract:
                 _write_scope(tx, p, t, s, n)
         with store.write() as tx:
             job = tx.claim_job(owner="w", lease_seconds=600, now=NOW)
-            assert job is not None and (job.tenant_id, job.subject_id) == (T, "u2")  # queued first
-            assert tx.enqueue_job(T, "u2", reason="sib-again", run_after=NOW, at=NOW) is True
+            assert job is not None and (job.tenant_id, job.subject_id) == (T, "u0")  # queued first
+            assert tx.enqueue_job(T, "u0", reason="sib-again", run_after=NOW, at=NOW) is True
 
         def others() -> dict[tuple[str, str], dict[str, object]]:
             with store.read() as tx:
