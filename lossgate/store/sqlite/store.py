@@ -98,16 +98,20 @@ class _Connection(sqlite3.Connection):
     def cursor(self, factory: Any = _Cursor) -> Any:
         return super().cursor(factory)
 
+    def _cursor(self) -> _Cursor:
+        cur: _Cursor = super().cursor(_Cursor)
+        return cur
+
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         try:
-            return self.cursor().execute(sql, parameters)
+            return self._cursor().execute(sql, parameters)
         except sqlite3.Error as exc:
             _failed(self, exc)
             raise
 
     def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
         try:
-            return self.cursor().executemany(sql, parameters)
+            return self._cursor().executemany(sql, parameters)
         except sqlite3.Error as exc:
             _failed(self, exc)
             raise
