@@ -113,8 +113,7 @@ def test_a_registered_scheme_opens_through_open_store_and_lossgate_open(tmp_path
     the built-in schemes cannot be taken over."""
     import lossgate
     from lossgate.errors import ConfigError
-    from lossgate.store import open_store, register_scheme
-    from lossgate.store import _SCHEMES
+    from lossgate.store import _SCHEMES, open_store, register_scheme
     from lossgate.store.sqlite import SQLiteStore
 
     opened: list[tuple[str, str]] = []

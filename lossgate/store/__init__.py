@@ -7,7 +7,7 @@ from collections.abc import Callable
 from lossgate.errors import ConfigError
 from lossgate.store.protocol import ReadTx, Store, WriteTx
 
-__all__ = ["Store", "ReadTx", "WriteTx", "open_store", "register_scheme", "DEFAULT_URL", "ROLES"]
+__all__ = ["DEFAULT_URL", "ROLES", "ReadTx", "Store", "WriteTx", "open_store", "register_scheme"]
 
 DEFAULT_URL = "sqlite:///lossgate.db"
 ROLES = ("app", "worker")

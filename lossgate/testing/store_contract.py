@@ -39,6 +39,7 @@ The tests, by tier:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
 import time
@@ -60,7 +61,14 @@ from lossgate.derived import (
 )
 from lossgate.errors import IdempotencyConflict, StoreError
 from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, Proposal
-from lossgate.store.protocol import FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
+from lossgate.store.protocol import (
+    FactFilter,
+    ReadTx,
+    Store,
+    WriteTx,
+    primitives,
+    touch_of,
+)
 
 __all__ = ["StoreContract", "check_signatures"]
 
@@ -123,7 +131,7 @@ def fact(fact_id: str, seq: int, sources: tuple[str, ...], *, value: int = 5, st
 
 def artifact(artifact_id: str, parent: Alias, *, created_at: datetime = NOW) -> Artifact:
     """An artifact of ``parent``'s subject."""
-    T, S = parent.tenant_id, parent.subject_id  # noqa: N806 - the subject's, not the module's
+    T, S = parent.tenant_id, parent.subject_id
     manifest = Manifest(
         artifact_id=artifact_id, tenant_id=T, subject_id=S, new_covers_through=3, input_epoch=0,
         expected_alias=parent.expected(), inputs=(InputRef(kind="event", id="e1", content_hash="sha256:e1", seq=1),),
@@ -138,7 +146,7 @@ def artifact(artifact_id: str, parent: Alias, *, created_at: datetime = NOW) -> 
 
 def recall_record(recall_id: str, *, at: datetime = NOW, candidates: tuple[str, ...] = ("e1",), tenant: str = T,
                   subject: str = S) -> RecallRecord:
-    T, S = tenant, subject  # noqa: N806
+    T, S = tenant, subject
     return RecallRecord(recall_id=recall_id, tenant_id=T, subject_id=S, at=at, query="refund", filters={"k": 1.5},
                         mode="summary", candidate_ids=candidates, selected_ids=candidates,
                         alias=Alias(tenant_id=T, subject_id=S), clock=Clock(tenant_id=T, subject_id=S))
@@ -301,6 +309,14 @@ def _ids(items: Any, attr: str) -> list[str]:
     return [getattr(x, attr) for x in items]
 
 
+def _recall_head(clock: Clock, alias: Alias, head: Any) -> tuple[int, str | None, str | None]:
+    return clock.high_water, alias.artifact_id, None if head is None else head.artifact_id
+
+
+def _attempt_tail(count: int, tail: list[Attempt]) -> tuple[int, list[str]]:
+    return count, _ids(tail, "attempt_id")
+
+
 # Every read of one subject, asked for scope (t, s), naming the ids of every scope where it
 # takes ids; and what it must answer for the subject under test ("own", 2 events). A
 # statement that forgot its subject (or its tenant) answers with another scope's ids or
@@ -330,8 +346,7 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
     "alias": (lambda tx, t, s: (tx.alias(t, s).artifact_id, tx.alias(t, s).covers_through), ("own-a1", 2)),
     "artifact": (lambda tx, t, s: [None if (a := tx.artifact(t, s, i)) is None else a.artifact_id for i in _all("a1")],
                  [None, None, "own-a1"]),
-    "recall_head": (lambda tx, t, s: (lambda c, a, h: (c.high_water, a.artifact_id, h and h.artifact_id))(
-        *tx.recall_head(t, s)), (2, "own-a1", "own-a1")),
+    "recall_head": (lambda tx, t, s: _recall_head(*tx.recall_head(t, s)), (2, "own-a1", "own-a1")),
     "artifact_head": (lambda tx, t, s: [None if (h := tx.artifact_head(t, s, i)) is None else (h.artifact_id, h.summary)
                                         for i in _all("a2")], [None, None, ("own-a2", "summary own-a2")]),
     "artifacts": (lambda tx, t, s: [[(a.artifact_id, a.state) for a in tx.artifacts(t, s)],
@@ -341,8 +356,7 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
                 [[], [], ["own-e1"]]),
     "descendants": (lambda tx, t, s: tx.descendants(t, s, _all("e1")), ["own-a1", "own-a2"]),
     "attempts": (lambda tx, t, s: _ids(tx.attempts(t, s), "attempt_id"), ["own-at1"]),
-    "attempt_tail": (lambda tx, t, s: (lambda n, tail: (n, _ids(tail, "attempt_id")))(*tx.attempt_tail(t, s)),
-                     (1, ["own-at1"])),
+    "attempt_tail": (lambda tx, t, s: _attempt_tail(*tx.attempt_tail(t, s)), (1, ["own-at1"])),
     "recalls": (lambda tx, t, s: _ids(tx.recalls(t, s), "recall_id"), ["own-r1"]),
     "recalls_touching": (lambda tx, t, s: _ids(tx.recalls_touching(t, s, _all("e1")), "recall_id"), ["own-r1"]),
     "proposals": (lambda tx, t, s: [_ids(tx.proposals(t, s), "proposal_id"),
@@ -558,10 +572,8 @@ class StoreContract:
             append(tx, event("e1"))
         with pytest.raises(StoreError), store.write() as tx:
             append(tx, event("e2"))
-            try:
+            with contextlib.suppress(Exception):  # the body catches the database's error, on purpose
                 tx.insert_events([(event("e1"), 9, "sha256:again", NOW.isoformat())], recorded_at=NOW)
-            except Exception:  # noqa: BLE001 - the body catches the database's error on purpose
-                pass
         with store.read() as tx:
             assert [e.event_id for e in tx.events(T, S)] == ["e1"] and tx.clock(T, S).high_water == 1
 

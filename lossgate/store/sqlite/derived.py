@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+
 import orjson
 
 from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
