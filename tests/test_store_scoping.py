@@ -106,3 +106,34 @@ def test_the_postgres_transactions_are_wrapped_and_sqlite_needs_no_wrapper() -> 
             if impl is not None and touch.kind not in ("own", "none"):
                 assert getattr(impl, "__lossgate_scoped__", False), f"{cls.__name__}.{name} is not scoped"
     assert not any(getattr(getattr(SQLiteWriteTx, name), "__lossgate_scoped__", False) for name in TOUCHES)
+
+
+def test_a_registered_scheme_opens_through_open_store_and_lossgate_open(tmp_path):
+    """A third store's URL scheme, registered, is opened by open_store and lossgate.open;
+    the built-in schemes cannot be taken over."""
+    import lossgate
+    from lossgate.errors import ConfigError
+    from lossgate.store import _SCHEMES, open_store, register_scheme
+    from lossgate.store.sqlite import SQLiteStore
+
+    opened: list[tuple[str, str]] = []
+
+    def opener(url: str, role: str) -> SQLiteStore:
+        opened.append((url, role))
+        return SQLiteStore(tmp_path / "third.db")
+
+    register_scheme("thirdparty://", opener)
+    try:
+        store = open_store("thirdparty://x", role="worker")
+        assert isinstance(store, SQLiteStore) and opened == [("thirdparty://x", "worker")]
+        store.close()
+        with lossgate.open("thirdparty://y") as memory:
+            assert memory.store.url.startswith("sqlite:///")
+        assert opened[-1] == ("thirdparty://y", "app")
+        for prefix in ("sqlite:///", "postgresql://", "postgres:", ""):
+            with pytest.raises(ConfigError):
+                register_scheme(prefix, opener)
+    finally:
+        _SCHEMES.pop("thirdparty://", None)
+    with pytest.raises(ConfigError):
+        open_store("thirdparty://x")

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lossgate.errors import ConfigError
 from lossgate.store.protocol import ReadTx, Store, WriteTx
 
-__all__ = ["Store", "ReadTx", "WriteTx", "open_store", "DEFAULT_URL", "ROLES"]
+__all__ = ["DEFAULT_URL", "ROLES", "ReadTx", "Store", "WriteTx", "open_store", "register_scheme"]
 
 DEFAULT_URL = "sqlite:///lossgate.db"
 ROLES = ("app", "worker")
+_BUILT_IN = ("sqlite:", "postgresql:", "postgres:")
+
+# A third store's URL prefix -> its opener (url, role) -> Store; see register_scheme.
+_SCHEMES: dict[str, Callable[[str, str], Store]] = {}
+
+
+def register_scheme(prefix: str, opener: Callable[[str, str], Store]) -> None:
+    """Let :func:`open_store` (and so ``lossgate.open``, workers and the CLI, in this
+    process) open URLs that start with ``prefix`` (``"mystore://"``) with
+    ``opener(url, role)``. Registering a prefix again replaces its opener. The built-in
+    schemes cannot be taken over: :class:`ConfigError`. A process that did not run the
+    registration (a child process a test starts) does not know the scheme."""
+    if not prefix or any(prefix.startswith(b) or b.startswith(prefix) for b in _BUILT_IN):
+        raise ConfigError(f"URL prefix {prefix!r} is empty or overlaps a built-in scheme ({', '.join(_BUILT_IN)})")
+    _SCHEMES[prefix] = opener
 
 
 def open_store(url: str | None = None, *, role: str = "app") -> Store:
@@ -18,10 +35,13 @@ def open_store(url: str | None = None, *, role: str = "app") -> Store:
     ``role`` is who the store acts for: ``"app"`` or ``"worker"`` (the only one that may
     claim rebuild jobs and extend their leases). PostgreSQL runs every transaction as the
     matching database role (docs/roles.md); SQLite, one embedded file with no database
-    roles, ignores it: whoever can open the file can do everything."""
+    roles, ignores it: whoever can open the file can do everything. A scheme added with
+    :func:`register_scheme` opens with its opener (the longest matching prefix)."""
     if role not in ROLES:
         raise ConfigError(f"unknown store role {role!r} (expected one of {', '.join(ROLES)})")
     url = url or DEFAULT_URL
+    for prefix in sorted((p for p in _SCHEMES if url.startswith(p)), key=len, reverse=True)[:1]:
+        return _SCHEMES[prefix](url, role)
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///"):]
         if not path:

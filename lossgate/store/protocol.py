@@ -40,9 +40,10 @@ default, otherwise as its declaration here says (:func:`subject_of`,
 transaction, the first primitive that names a subject (reading or writing it) makes
 every other write transaction that touches the subject wait until this one ends, so
 that whatever the transaction read about the subject is still true when it
-commits. Writers of different subjects may run in parallel (PostgreSQL: a row lock
-on the subject's clock) or one at a time (SQLite: one writer lock for the file,
-taken at ``BEGIN IMMEDIATE``). A primitive declared :func:`tenant_of` does not lock
+commits; this holds for a subject never written too (it has no row to lock yet).
+Writers of different subjects may run in parallel (PostgreSQL: a transaction-level
+advisory lock keyed by tenant and subject, taken before the subject's clock row) or
+one at a time (SQLite: one writer lock for the file, taken at ``BEGIN IMMEDIATE``). A primitive declared :func:`tenant_of` does not lock
 the subject (a recall's evidence, a job listing): where writers of one subject are
 serialised apart from the rest, it never waits for them.
 
@@ -51,7 +52,16 @@ transaction context manager): an integrity violation is
 :class:`~lossgate.errors.IdempotencyConflict`, a lock or serialisation failure
 :class:`~lossgate.errors.StoreBusy`, anything else :class:`~lossgate.errors.StoreError`.
 A write transaction commits on normal exit and rolls back on an exception; never a
-commit around a database error the body caught.
+commit around a database error the body caught: a transaction in which any statement
+failed rolls back at exit and raises :class:`~lossgate.errors.StoreError`, even if the
+body caught the error.
+
+**Instants.** The times a store compares or sorts (artifacts' ``created_at``, recall
+records' ``at``, jobs' ``run_after`` and leases, conflicts' ``detected_at``, attempts'
+``started_at``, proposals' ``created_at``) are instants: a caller may give them with
+any UTC offset, and they order as time (SQLite stores them as ISO text in UTC; they
+read back in UTC). Caller-supplied domain times (``occurred_at``, ``valid_from``) keep
+their offset (invariant 9) and are never compared by a store.
 
 **Order.** Every list comes in the order its primitive states. Where that order is a
 timestamp that two rows can share (artifacts' ``created_at``, recall records' ``at``,
@@ -507,9 +517,12 @@ class SearchReadTx(Protocol):
 
     **Search covers the fresh tail.** A store may index lazily (off the append path), but
     a search never misses an event because the index has not taken it yet: events past
-    the index are matched on their raw text (SQLite: by substring, so a stemmed form of a
-    word finds them only once indexed). Only valid events and active facts match; purged
-    text never does."""
+    the index are matched on the same fields the index covers (an event's text and
+    actor), on their raw text. SQLite matches that fresh tail by case-insensitive
+    substring, so until the index takes an event, a query word also finds it inside a
+    longer word ("fund" finds "refunds") while another inflection of a word does not
+    ("refunding" finds "refunds" only once indexed, stemmed). Only valid events and
+    active facts match; purged text never does."""
 
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         """Ids of the subject's valid events matching any word of ``query`` (full-text,

@@ -8,7 +8,7 @@ strings from SQLite and as ``datetime`` from PostgreSQL; both are accepted.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import orjson
@@ -69,7 +69,19 @@ def _instant(value: Any) -> datetime:
 
 
 def iso(value: datetime | None) -> str | None:
+    """A caller's time as given, offset kept (occurred_at, valid_from: invariant 9)."""
     return None if value is None else value.isoformat()
+
+
+def instant(value: datetime) -> str:
+    """A machine instant as ISO text in UTC, so that text order is time order (SQLite
+    compares and sorts these columns as text; PostgreSQL parses them into timestamptz).
+    A naive time (which records refuse) is written as it is."""
+    return (value if value.tzinfo is None else value.astimezone(UTC)).isoformat()
+
+
+def instant_or_none(value: datetime | None) -> str | None:
+    return None if value is None else instant(value)
 
 
 def new_event_row(ev: NewEvent, seq: int, content_hash: str, occurred_at: str, recorded_at: str) -> tuple[Any, ...]:
@@ -94,7 +106,7 @@ def fact_row(f: Fact) -> tuple[Any, ...]:
         None if f.value is None else dumps(f.encoded_value()),
         dumps([list(p) for p in f.qualifiers]), f.polarity, f.modality, f.authority,
         dumps(list(f.source_event_ids)), f.status, f.supersedes, f.superseded_by,
-        iso(f.valid_from), f.recorded_at.isoformat(), f.content_hash, f.criticality, f.search_text(),
+        iso(f.valid_from), instant(f.recorded_at), f.content_hash, f.criticality, f.search_text(),
     )
 
 
@@ -116,7 +128,7 @@ def fact_from_row(r: Any) -> Fact:
 def conflict_row(c: Conflict) -> tuple[Any, ...]:
     return (
         c.tenant_id, c.subject_id, c.conflict_id, c.predicate, c.fact_ids[0], c.fact_ids[1],
-        c.status, c.detected_at.isoformat(), iso(c.resolved_at), c.resolution,
+        c.status, instant(c.detected_at), instant_or_none(c.resolved_at), c.resolution,
     )
 
 
@@ -141,7 +153,7 @@ JOB_COLUMNS = ("job_id", "tenant_id", "subject_id", "status", "reason", "run_aft
 
 def artifact_row(a: Artifact) -> tuple[Any, ...]:
     return (a.tenant_id, a.subject_id, a.artifact_id, a.state, a.body.model_dump_json(),
-            a.manifest.model_dump_json(), dumps(a.gate), a.created_at.isoformat(), a.state_reason)
+            a.manifest.model_dump_json(), dumps(a.gate), instant(a.created_at), a.state_reason)
 
 
 def artifact_from_row(r: Any) -> Artifact:

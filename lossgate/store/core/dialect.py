@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -33,7 +33,8 @@ class Dialect:
     ``placeholder``: ``?`` (qmark, as the shared SQL is written) or ``%s`` (format).
     ``lists``: ``in`` binds a list as ``col IN (?, ?, ...)``, at most :data:`CHUNK` at a
     time; ``any`` binds it as one array parameter, ``col = ANY(?)``.
-    ``times``: ``iso`` stores instants as ISO 8601 text, ``native`` hands the driver the
+    ``times``: ``iso`` stores instants as ISO 8601 text in UTC (so that text order is time
+    order, whatever offset the caller's ``datetime`` had), ``native`` hands the driver the
     ``datetime``.
     ``creation_order``: per table, the column that counts rows in creation order (the
     tie-break when two rows share a timestamp).
@@ -71,7 +72,9 @@ class Dialect:
 
     def ts(self, value: datetime) -> Any:
         """An instant as this engine stores it."""
-        return value.isoformat() if self.times == "iso" else value
+        if self.times == "native":
+            return value
+        return (value if value.tzinfo is None else value.astimezone(UTC)).isoformat()
 
     def ts_or_none(self, value: datetime | None) -> Any:
         return None if value is None else self.ts(value)

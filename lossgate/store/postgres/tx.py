@@ -13,6 +13,7 @@ transaction, locks the subject's clock row on first touch (:meth:`PostgresWriteT
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -29,7 +30,7 @@ from lossgate.store.core.dialect import Dialect
 from lossgate.store.core.tx import CoreReadTx, CoreWriteTx
 from lossgate.store.postgres.derived import PostgresDerivedReads, PostgresDerivedWrites
 
-__all__ = ["POSTGRES", "PostgresReadTx", "PostgresWriteTx"]
+__all__ = ["POSTGRES", "PostgresReadTx", "PostgresWriteTx", "subject_lock_key"]
 
 POSTGRES = Dialect(
     name="postgres", placeholder="%s", lists="any", times="native",
@@ -49,6 +50,15 @@ _EVENT_STAGING = (
     "CREATE TEMP TABLE IF NOT EXISTS lossgate_events_in "
     "(LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 )
+def subject_lock_key(tenant_id: str, subject_id: str) -> tuple[int, int]:
+    """The two 32-bit keys of the subject's transaction-level advisory lock
+    (``pg_advisory_xact_lock(int, int)``, a key space apart from the migration lock's one
+    ``bigint``): a hash of (tenant, subject), the same in every process. Two subjects
+    whose hashes collide only wait for each other."""
+    digest = hashlib.blake2b(f"{tenant_id}\0{subject_id}".encode(), digest_size=8, person=b"lossgate-subj").digest()
+    return int.from_bytes(digest[:4], "big", signed=True), int.from_bytes(digest[4:], "big", signed=True)
+
+
 _staged: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
 _EVENT_COLS = ",".join(rows.EVENT_COLUMNS)
 
@@ -117,8 +127,12 @@ class PostgresReadTx(PostgresDerivedReads, CoreReadTx):
 class PostgresWriteTx(PostgresDerivedWrites, PostgresReadTx, CoreWriteTx):
     """Write primitives in a READ COMMITTED transaction, serialised per subject.
 
-    The first primitive that touches a subject locks its clock row
-    (``SELECT ... FOR UPDATE``), so everything the ledger reads about that subject
+    The first primitive that touches a subject takes the subject's lock (a
+    transaction-level advisory lock keyed by tenant and subject,
+    :func:`subject_lock_key`), which holds for a subject never written too (it has no
+    clock row to lock). :meth:`lock_clock` takes the same lock before the clock row, so
+    the lock order is always: the subject's advisory lock, its clock row, its alias row.
+    Everything the ledger reads about that subject
     afterwards is current and cannot change before commit: per subject, a write
     transaction behaves like SQLite's ``BEGIN IMMEDIATE``. Without this, an
     operation that reads a source event before locking the clock could act on a
@@ -127,23 +141,26 @@ class PostgresWriteTx(PostgresDerivedWrites, PostgresReadTx, CoreWriteTx):
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         super().__init__(conn)
-        self._locked: set[tuple[str, str]] = set()
+        self._locked: set[tuple[str, str]] = set()  # subjects whose advisory lock this transaction holds
+        self._clocked: set[tuple[str, str]] = set()  # ... and whose clock row it has created and locked
         self._staging_created = self._staging_dirty = False
 
     def _scope(self, tenant_id: str, subject_id: str) -> None:
-        # A subject with no clock row yet has nothing to lock: lock_clock creates and locks it.
+        # The subject's lock, whether or not it has a clock row yet: a transaction-level
+        # advisory lock keyed by (tenant, subject), released at commit or rollback.
         self._use_tenant(tenant_id)
         key = (tenant_id, subject_id)
-        if key not in self._locked and self._c.execute(
-            "SELECT 1 FROM clocks WHERE tenant_id=%s AND subject_id=%s FOR UPDATE", key,
-        ).fetchone():
+        if key not in self._locked:
+            self._c.execute("SELECT pg_advisory_xact_lock(%s, %s)", subject_lock_key(tenant_id, subject_id))
             self._locked.add(key)
 
     def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
         self._use_tenant(tenant_id)
         key = (tenant_id, subject_id)
         with self._c.pipeline():
-            if key not in self._locked:
+            if key not in self._locked:  # the subject's lock first, as any first touch takes it
+                self._c.execute("SELECT pg_advisory_xact_lock(%s, %s)", subject_lock_key(tenant_id, subject_id))
+            if key not in self._clocked:
                 self._c.execute(
                     "INSERT INTO clocks (tenant_id, subject_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", key,
                 )
@@ -152,6 +169,7 @@ class PostgresWriteTx(PostgresDerivedWrites, PostgresReadTx, CoreWriteTx):
             )
         hw, ep = cur.fetchone() or (0, 0)
         self._locked.add(key)
+        self._clocked.add(key)
         return Clock(tenant_id=tenant_id, subject_id=subject_id, high_water=hw, input_epoch=ep)
 
     def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+
 import orjson
 
 from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
@@ -51,13 +52,16 @@ class SQLiteDerivedReads(CoreDerivedReads):
                               "FROM events_fts_watermark WHERE id=1") or (0, 0)
         if top <= mark:
             return hits  # nothing past the index (the usual case): no scan at all
+        # The fresh tail covers what the index covers (text and actor), by case-insensitive
+        # substring: not stemmed as the index is (see SearchReadTx in protocol.py).
         words = [w.lower() for w in query.split() if w]
-        likes = " OR ".join("lower(text) LIKE ?" for _ in words)
+        likes = " OR ".join("lower(text) LIKE ? OR lower(actor) LIKE ?" for _ in words)
         # rowid as a bound parameter: SQLite walks the rowid range past the mark (at most
         # recall.SEARCH_BACKLOG rows), never the subject's whole history.
         fresh = self._all(
             "SELECT event_id FROM events WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
-            f"AND ({likes}) ORDER BY seq DESC LIMIT ?", [mark, tenant_id, subject_id, *[f"%{w}%" for w in words], limit])
+            f"AND ({likes}) ORDER BY seq DESC LIMIT ?",
+            [mark, tenant_id, subject_id, *[f"%{w}%" for w in words for _ in (0, 1)], limit])
         return ([r[0] for r in fresh] + hits)[:limit]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
@@ -120,17 +124,17 @@ class SQLiteDerivedWrites(CoreDerivedWrites):
 
     def insert_recall(self, record: RecallRecord) -> None:
         self._run("INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (?,?,?,?,?,?)",
-                  (record.tenant_id, record.subject_id, record.recall_id, record.at.isoformat(), record.mode,
+                  (record.tenant_id, record.subject_id, record.recall_id, rows.instant(record.at), record.mode,
                    record.model_dump_json()))
 
     def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
         # The writer lock is held: nothing can claim the same job between the read and the update.
         row = self._one(f"{_JOB_SELECT} WHERE (status='pending' AND run_after<=?) "
                         "OR (status='running' AND lease_expires_at<?) ORDER BY run_after, job_id LIMIT 1",
-                        (now.isoformat(), now.isoformat()))
+                        (rows.instant(now), rows.instant(now)))
         if row is None:
             return None
-        expires = (now + timedelta(seconds=lease_seconds)).isoformat()
+        expires = rows.instant(now + timedelta(seconds=lease_seconds))
         self._run("UPDATE jobs SET status='running', lease_owner=?, lease_expires_at=?, tries=tries+1 WHERE job_id=?",
                   (owner, expires, row[0]))
         claimed = self._one(f"{_JOB_SELECT} WHERE job_id=?", (row[0],))
@@ -139,4 +143,4 @@ class SQLiteDerivedWrites(CoreDerivedWrites):
 
     def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
         return self._run("UPDATE jobs SET lease_expires_at=? WHERE job_id=? AND status='running' AND lease_owner=?",
-                         (lease_expires_at.isoformat(), job_id, owner)) == 1
+                         (rows.instant(lease_expires_at), job_id, owner)) == 1

@@ -5,6 +5,14 @@ writer lock up front, so the clock read at the start of a transaction cannot
 change before it commits (SQLite's equivalent of ``SELECT ... FOR UPDATE``).
 Each thread gets its own connection; any number of processes may share the
 file, serialised by that lock.
+
+Errors. Every statement runs through :class:`_Connection`, which remembers a database
+error raised by any statement of the open transaction: a write transaction whose body
+caught such an error rolls back at exit and raises :class:`~lossgate.errors.StoreError`
+(as PostgreSQL's aborted transactions do), never commits around it. SQLite's busy and
+locked errors (another connection holds the writer lock past ``busy_timeout``) leave as
+:class:`~lossgate.errors.StoreBusy`, wherever they happen: at ``BEGIN IMMEDIATE``, in a
+statement, or at ``COMMIT``.
 """
 
 from __future__ import annotations
@@ -16,9 +24,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from lossgate.derived import RecallRecord
-from lossgate.errors import IdempotencyConflict, StoreBusy, StoreError
+from lossgate.errors import IdempotencyConflict, LossgateError, StoreBusy, StoreError
 from lossgate.store.core.migrations import pending
 from lossgate.store.core.store import CoreStore
 from lossgate.store.protocol import CompactReport
@@ -40,6 +49,74 @@ def _statements(script: str) -> Iterator[str]:
         raise StoreError(f"incomplete SQL statement in migration: {buf[:80]!r}")
 
 
+# SQLite's primary result codes for "another connection holds the lock".
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _translate(exc: sqlite3.Error, doing: str = "SQLite") -> LossgateError:
+    """The one place where driver errors become lossgate errors."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if (code is not None and code & 0xFF in _BUSY_CODES) or (
+            code is None and "locked" in str(exc)):  # errors raised before a statement carry no code
+        return StoreBusy(f"{doing}: {exc} (another connection holds the database's writer lock; "
+                         "nothing was written and the operation is safe to retry)")
+    if isinstance(exc, sqlite3.IntegrityError):
+        return IdempotencyConflict(f"integrity violation: {exc}")
+    return StoreError(f"{doing}: {exc}")
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor whose fetches report a database error to its connection (a statement's
+    error may surface at the row that meets it)."""
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            _failed(self.connection, exc)
+            raise
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            _failed(self.connection, exc)
+            raise
+
+
+def _failed(conn: sqlite3.Connection, exc: sqlite3.Error) -> None:
+    if isinstance(conn, _Connection) and conn.failed is None:
+        conn.failed = exc
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that remembers the first database error of its open transaction
+    (``failed``), whether or not the caller catches it."""
+
+    failed: sqlite3.Error | None = None
+
+    def cursor(self, factory: Any = _Cursor) -> Any:
+        return super().cursor(factory)
+
+    def _cursor(self) -> _Cursor:
+        cur: _Cursor = super().cursor(_Cursor)
+        return cur
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return self._cursor().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            _failed(self, exc)
+            raise
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        try:
+            return self._cursor().executemany(sql, parameters)
+        except sqlite3.Error as exc:
+            _failed(self, exc)
+            raise
+
+
 class SQLiteStore(CoreStore):
     """A lossgate database in one SQLite file (``sqlite:///path.db``)."""
 
@@ -52,47 +129,54 @@ class SQLiteStore(CoreStore):
         self._local = threading.local()
 
     # -- connections -------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+    def _conn(self) -> _Connection:
+        conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
-                conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy / 1000)
+                conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy / 1000,
+                                       factory=_Connection)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA foreign_keys=ON")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(f"PRAGMA busy_timeout={self._busy}")
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
+                raise _translate(exc, f"cannot open SQLite database {self.path}") from exc
             self._local.conn = conn
         return conn
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
+        conn.failed = None
         try:
             conn.execute(begin)
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite: {exc}") from exc
+            raise _translate(exc) from exc
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
+            # A database error the body caught: never commit around it.
+            if conn.failed is not None:
+                raise StoreError(f"the transaction failed earlier ({conn.failed}) and was rolled back")
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
-            raise StoreError(f"SQLite commit failed: {exc}") from exc
+        except BaseException as exc:
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolled back already
+            if isinstance(exc, sqlite3.Error):  # the commit's own failure
+                raise _translate(exc, "SQLite commit failed") from exc
+            raise
+        finally:
+            conn.failed = None
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
-        # The one choke point where driver errors become lossgate errors.
+        # The one choke point where driver errors raised in a body become lossgate errors.
         try:
             yield
-        except sqlite3.IntegrityError as exc:
-            raise IdempotencyConflict(f"integrity violation: {exc}") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite: {exc}") from exc
+            raise _translate(exc) from exc
 
     @contextmanager
     def read(self) -> Iterator[SQLiteReadTx]:

@@ -100,5 +100,5 @@ class SQLiteWriteTx(SQLiteDerivedWrites, SQLiteReadTx, CoreWriteTx):
         return self.clock(tenant_id, subject_id)
 
     def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:
-        at = recorded_at.isoformat()
+        at = rows.instant(recorded_at)
         self._many(_EVENT_INSERT, [rows.new_event_row(ev, seq, h, iso, at) for ev, seq, h, iso in items])
