@@ -59,7 +59,7 @@ from lossgate.derived import (
     RecallRecord,
 )
 from lossgate.errors import IdempotencyConflict
-from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent
+from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, TaintPolicy
 from lossgate.store.protocol import FactFilter, ReadTx, Store, WriteTx, primitives
 
 __all__ = ["StoreContract", "check_signatures"]
@@ -600,3 +600,37 @@ class StoreContract:
             assert tx.search_facts(T, S, "contact email", limit=5) == []
             assert tx.search_facts(T, S, "  ", limit=5) == []
 
+    # -- taint policies ----------------------------------------------------------------------
+    def test_taint_policies_keep_every_version_of_their_tenant_in_order(self, store: Store) -> None:
+        def policy(policy_id: str, version: int, tenant: str = T) -> TaintPolicy:
+            return TaintPolicy(tenant_id=tenant, policy_id=policy_id, version=version, kind="tool_result",
+                               actor=f"tool:{version}", trust="untrusted", created_at=NOW)
+
+        with store.write() as tx:
+            for p in (policy("b", 1), policy("a", 2), policy("a", 1), policy("a", 1, tenant="other")):
+                tx.save_taint_policy(p)
+        with store.read() as tx:
+            assert tx.taint_policies(T) == [policy("a", 1), policy("a", 2), policy("b", 1)]
+            assert tx.taint_policies("other") == [policy("a", 1, tenant="other")]
+            assert tx.taint_policies("nobody") == []
+        with pytest.raises(IdempotencyConflict), store.write() as tx:
+            tx.save_taint_policy(policy("a", 2).model_copy(update={"trust": "tool"}))
+        with store.read() as tx:
+            assert [p.trust for p in tx.taint_policies(T)] == ["untrusted"] * 3
+
+    def test_events_matching_names_the_valid_events_of_a_kind_and_actor_in_seq_order(self, store: Store) -> None:
+        def tool(event_id: str, actor: str, kind: str = "tool_result") -> NewEvent:
+            return event(event_id).model_copy(update={"kind": kind, "actor": actor, "trust": "tool"})
+
+        with store.write() as tx:
+            append(tx, tool("e1", "tool:a"), event("e2"), tool("e3", "tool:b"), tool("e4", "tool:a"),
+                   tool("e5", "tool:a", "document"))
+            tx.set_event_state(T, S, "e4", "revoked", purge=False)
+        with store.read() as tx:
+            assert tx.events_matching(T, S, kind="tool_result", actor=None) == [
+                ("e1", "tool_result", "tool:a", "tool"), ("e3", "tool_result", "tool:b", "tool")]
+            assert tx.events_matching(T, S, kind=None, actor="tool:a") == [
+                ("e1", "tool_result", "tool:a", "tool"), ("e5", "document", "tool:a", "tool")]
+            assert tx.events_matching(T, S, kind="message", actor="user") == [
+                ("e2", "message", "user", "authenticated_user")]
+            assert tx.events_matching(T, "nobody", kind="tool_result", actor=None) == []
