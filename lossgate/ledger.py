@@ -25,8 +25,8 @@ from lossgate.caches import forget_text
 from lossgate.canonical import content_hash
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.records import (
-    TRUST_RANK, AppendResult, Clock, Conflict, Event, EventRef, Fact, NewEvent, NewFact, Trust,
-    fact_hash_content, utcnow,
+    AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, NewEvent,
+    NewFact, TaintOutcome, TaintPolicy, Trust, effective_trust, fact_hash_content, utcnow,
 )
 from lossgate.registry import Registry, RegistryCache
 from lossgate.store.protocol import Store, WriteTx
@@ -75,6 +75,10 @@ class Ledger:
         self._clocks: dict[tuple[str, str], Clock] = {}
         # Facts whose state changed in this operation: their descendants go stale.
         self._touched: dict[tuple[str, str], set[str]] = {}
+        # The taint policies in force, per tenant, read on a tenant's first append.
+        self._policies: dict[str, list[TaintPolicy]] = {}
+        # Facts recorded again at their sources' trust in this operation: (old, new).
+        self._demoted: list[tuple[Fact, Fact]] = []
         # Whether an operation purged content (an event's text, a fact's value): once the
         # transaction commits, this process's caches of text must forget it.
         self.erased = False
@@ -96,7 +100,7 @@ class Ledger:
         return clock
 
     def _invalidate(self, tenant_id: str, subject_id: str, op: str, target_id: str,
-                    erased: Sequence[str] = ()) -> None:
+                    erased: Sequence[str] = ()) -> list[str]:
         """Move the epoch, mark every artifact derived from a changed input stale (purging
         deleted content from them) and queue a rebuild, all in this transaction (invariant
         6; :mod:`lossgate.lineage`, :mod:`lossgate.queue`)."""
@@ -108,6 +112,7 @@ class Ledger:
         self._log(tenant_id, subject_id, "epoch", target_id,
                   {"cause": op, "input_epoch": clock.input_epoch, "stale_artifacts": stale})
         queue.input_changed(self.tx, tenant_id, subject_id, cause, now=self.now)
+        return stale
 
     def _touch(self, fact: Fact) -> None:
         self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
@@ -136,6 +141,13 @@ class Ledger:
         fresh: dict[str, tuple[NewEvent, str, str]] = {}
         by_tenant: dict[str, list[str]] = {}
         for ev in events:
+            policies = self.policies_in_force(ev.tenant_id)
+            if policies:
+                # A taint policy in force sets the trust of a new event it matches (trust is
+                # not hashed: a replay of the event gets the same trust and stays a no-op).
+                trust = effective_trust(policies, ev.kind, ev.actor)
+                if trust is not None and trust != ev.trust:
+                    ev = ev.model_copy(update={"trust": trust})
             iso = ev.occurred_at.isoformat()
             h = ev.content_hash(iso)
             seen = fresh.get(ev.event_id)
@@ -228,6 +240,88 @@ class Ledger:
         self._invalidate(tenant_id, subject_id, "set_trust", event_id)
         return self._event(tenant_id, subject_id, event_id)
 
+    # -- taint policies ----------------------------------------------------------------
+    def policies_in_force(self, tenant_id: str) -> list[TaintPolicy]:
+        """The newest version of each of the tenant's taint policies (read once per ledger)."""
+        if tenant_id not in self._policies:
+            newest: dict[str, TaintPolicy] = {}
+            for p in self.tx.taint_policies(tenant_id):
+                newest[p.policy_id] = p  # versions come in order: the last one is in force
+            self._policies[tenant_id] = list(newest.values())
+        return self._policies[tenant_id]
+
+    def set_taint_policy(self, tenant_id: str, policy_id: str, *, trust: Trust, kind: EventKind | None = None,
+                         actor: str | None = None, reason: str = "") -> TaintOutcome:
+        """Set (or upgrade) a tenant's taint policy and apply it, all in this transaction.
+
+        The policy's next version is stored (setting the same match and trust again is a
+        no-op, ``changed=False``). Then, subject by subject (each locked in bytewise order),
+        every valid event it matches takes the trust the policies in force give it (the
+        lowest of those that match, :func:`~lossgate.records.effective_trust`), each change
+        logged as a ``set_trust``; facts resting on those events are re-checked, and an
+        active fact whose authority now exceeds its sources' trust is revoked and recorded
+        again at that trust (as ``quoted`` when its sources are untrusted); the subject's
+        epoch moves, every artifact derived from the changed events or facts goes stale and
+        a rebuild is queued (:meth:`_invalidate`); one ``taint_policy`` line in the subject's
+        log says which policy version did it. Events appended later get the policy's trust
+        as they are appended (:meth:`append`). Events a new version no longer matches keep
+        the trust they have."""
+        in_force = {p.policy_id: p for p in self.policies_in_force(tenant_id)}
+        previous = in_force.get(policy_id)
+        policy = TaintPolicy(tenant_id=tenant_id, policy_id=policy_id, actor=actor, kind=kind, trust=trust,
+                             reason=reason, version=previous.version + 1 if previous else 1, created_at=self.now)
+        if previous is not None and previous.same_rule(policy):
+            return TaintOutcome(policy=previous, changed=False)
+        self.tx.save_taint_policy(policy)
+        in_force[policy_id] = policy
+        policies = self._policies[tenant_id] = list(in_force.values())
+        changed: list[tuple[str, str]] = []
+        stale: list[tuple[str, str]] = []
+        demoted: list[tuple[str, str, str]] = []
+        label = f"{policy_id} v{policy.version}"
+        for subject_id in self.tx.subjects(tenant_id):
+            self._clock(tenant_id, subject_id)  # lock the subject before reading its events
+            moved: list[str] = []
+            for event_id, ev_kind, ev_actor, ev_trust in self.tx.events_matching(tenant_id, subject_id,
+                                                                                  kind=kind, actor=actor):
+                target = effective_trust(policies, ev_kind, ev_actor)
+                if target is None or target == ev_trust:
+                    continue
+                self.tx.set_event_trust(tenant_id, subject_id, event_id, target)
+                self._log(tenant_id, subject_id, "set_trust", event_id,
+                          {"from": ev_trust, "to": target, "reason": f"taint policy {label}"})
+                moved.append(event_id)
+            if not moved:
+                continue
+            self._log(tenant_id, subject_id, "taint_policy", policy_id, {
+                "version": policy.version, "kind": kind, "actor": actor, "trust": trust, "reason": reason,
+                "events": moved})
+            self._demoted = []
+            self._reassess(tenant_id, subject_id, moved, cause="source_trust_changed", demote=True)
+            demoted += [(subject_id, old.fact_id, new.fact_id) for old, new in self._demoted]
+            # The changed events are inputs too: what was derived from them goes stale.
+            gone = self._invalidate(tenant_id, subject_id, "taint_policy", policy_id, erased=moved)
+            changed += [(subject_id, e) for e in moved]
+            stale += [(subject_id, a) for a in gone]
+        return TaintOutcome(policy=policy, events=tuple(changed), stale_artifacts=tuple(stale),
+                            demoted_facts=tuple(demoted))
+
+    def _demote(self, fact: Fact, standing: list[Event]) -> None:
+        """Revoke ``fact``, whose authority exceeds its standing sources' trust, and record it
+        again at that trust: as ``quoted`` when they are untrusted (an untrusted source is
+        never asserted; invariant 8). The log links the two."""
+        self._leave(fact, "revoked", cause="authority_exceeds_sources")
+        authority = AUTHORITY_FOR_TRUST[max((e.trust for e in standing), key=TRUST_RANK.__getitem__)]
+        modality = "quoted" if authority == "untrusted" else fact.modality
+        again = self._assert(NewFact(
+            tenant_id=fact.tenant_id, subject_id=fact.subject_id, predicate=fact.predicate,
+            value=fact.encoded_value(), qualifiers=fact.qualifiers, polarity=fact.polarity, modality=modality,
+            authority=authority, source_event_ids=tuple(e.event_id for e in standing), valid_from=fact.valid_from,
+        ), supersedes=None)
+        self._log(fact.tenant_id, fact.subject_id, "demote", fact.fact_id,
+                  {"to": again.fact_id, "authority": authority, "modality": modality})
+        self._demoted.append((fact, again))
+
     def _erased_with_facts(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> set[str]:
         """Those of ``event_ids`` whose text was erased with a deleted fact drawn from them."""
         wanted = set(event_ids)
@@ -265,14 +359,16 @@ class Ledger:
         if changed:
             self.tx.save_proposals(changed)
 
-    def _reassess(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str) -> None:
+    def _reassess(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str,
+                  demote: bool = False) -> None:
         """Re-check every fact citing ``event_ids`` after those events changed (deleted, revoked,
         erased with a deleted fact, trust changed). The rule (DESIGN.md, liveness):
 
         * a fact left with no standing source leaves the active set: ``deleted`` (value purged)
           if any source was deleted, else ``revoked``;
         * an active fact whose standing sources no longer reach its authority is ``revoked``
-          (invariant 8: a fact never claims more than what it rests on);
+          (invariant 8: a fact never claims more than what it rests on); with ``demote`` (a
+          taint policy), it is also recorded again at its sources' trust (:meth:`_demote`);
         * otherwise an active fact stands on its remaining sources, and its history records
           which sources it lost (``source_lost``). Its descendants go stale all the same.
         """
@@ -292,7 +388,10 @@ class Ledger:
             if fact.status not in ("active", "superseded"):
                 continue
             if TRUST_RANK[fact.authority] > max(TRUST_RANK[e.trust] for e in standing):
-                self._leave(fact, "revoked", cause="authority_exceeds_sources")
+                if demote and fact.status == "active":
+                    self._demote(fact, standing)
+                else:
+                    self._leave(fact, "revoked", cause="authority_exceeds_sources")
                 continue
             lost = changed & (set(fact.source_event_ids) - {e.event_id for e in standing})
             if lost and fact.status == "active":

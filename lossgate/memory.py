@@ -18,8 +18,8 @@ from lossgate.errors import ConfigError, InvalidInput, NotFound
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args
 from lossgate.records import (
-    AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, LedgerEntry, NewEvent,
-    NewFact, Proposal, Trust, utcnow,
+    AppendResult, Clock, Conflict, Event, EventKind, EventState, Fact, FactHistory, FactStatus, LedgerEntry,
+    NewEvent, NewFact, Proposal, TaintOutcome, TaintPolicy, Trust, utcnow,
 )
 from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry
 from lossgate.store import Store, open_store
@@ -132,6 +132,33 @@ class Memory:
             raise InvalidInput(f"trust {trust!r} is not one of {list(get_args(Trust))}")
         with self.transaction() as led:
             return led.set_trust(tenant_id, subject_id, event_id, trust, reason=reason)
+
+    # -- taint policies ----------------------------------------------------------------------
+    @checked_args
+    def set_taint_policy(self, tenant_id: str, policy_id: str, *, trust: Trust, kind: EventKind | None = None,
+                         actor: str | None = None, reason: str = "") -> TaintOutcome:
+        """Set or upgrade a tenant-level taint policy: every event of the tenant of ``kind``
+        by ``actor`` (at least one of the two) gets ``trust``, now and when appended later.
+        In one transaction: the policy's new version is stored, the matching events change
+        trust, facts that now claim more than their sources are recorded again at their
+        trust (quoted when untrusted), derived artifacts go stale, rebuilds are queued and
+        each subject's log says so (:meth:`lossgate.ledger.Ledger.set_taint_policy`)."""
+        if trust not in get_args(Trust):
+            raise InvalidInput(f"trust {trust!r} is not one of {list(get_args(Trust))}")
+        if kind is not None and kind not in get_args(EventKind):
+            raise InvalidInput(f"kind {kind!r} is not one of {list(get_args(EventKind))}")
+        with self.transaction() as led:
+            return led.set_taint_policy(tenant_id, policy_id, trust=trust, kind=kind, actor=actor, reason=reason)
+
+    @checked_args
+    def taint_policies(self, tenant_id: str, *, history: bool = False) -> list[TaintPolicy]:
+        """The tenant's taint policies in force (the newest version of each), by policy id;
+        with ``history``, every version ever stored."""
+        with self.store.read() as tx:
+            stored = tx.taint_policies(tenant_id)
+        if history:
+            return stored
+        return list({p.policy_id: p for p in stored}.values())
 
     # -- extraction (seed 003, step one) ---------------------------------------------------
     @checked_args

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Literal, NamedTuple
+from typing import Any, Iterable, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -33,6 +33,7 @@ __all__ = [
     "NewEvent", "Event", "EventRef", "Predicate", "NewFact", "Fact", "Clock", "Conflict",
     "LedgerEntry", "FactHistory", "AppendResult", "Claim", "ConflictRef", "ArtifactBody", "Snapshot",
     "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers", "Proposal", "ProposalStatus",
+    "TaintPolicy", "TaintOutcome", "effective_trust",
 ]
 
 EventKind = Literal["message", "tool_result", "document", "system"]
@@ -456,3 +457,65 @@ class Proposal(_Record):
     reason: str | None = None
     fact_id: str | None = None
     created_at: datetime
+
+
+class TaintPolicy(_Input):
+    """A tenant-level rule: every event of the tenant that it matches has trust ``trust``.
+
+    It matches on the event's ``kind`` (its source: ``tool_result``, ``document``, ...)
+    and/or its ``actor`` (who said it; for a tool result, the tool, e.g.
+    ``tool:invoice.adjust``); at least one of the two. A policy is versioned: setting it
+    again with another match or trust stores the next version, and the newest version is
+    the one in force. Where several policies match one event, the lowest trust wins
+    (:func:`effective_trust`). See :meth:`lossgate.ledger.Ledger.set_taint_policy`.
+    """
+
+    tenant_id: Id
+    policy_id: Id
+    version: int = Field(default=1, ge=1)
+    actor: Name | None = None
+    kind: EventKind | None = None
+    trust: Trust
+    reason: Label = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+    _check_aware = field_validator("created_at")(_aware)
+
+    @field_validator("actor")
+    @classmethod
+    def _actor(cls, value: str | None) -> str | None:
+        if value == "":
+            raise ValueError("an actor to match must not be empty (omit it to match any actor)")
+        return value
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.actor is None and self.kind is None:
+            raise InvalidInput(f"taint policy {self.policy_id}: give an actor, a kind, or both to match")
+
+    def matches(self, kind: str, actor: str) -> bool:
+        """Whether an event of ``kind`` said by ``actor`` falls under this policy."""
+        return (self.kind is None or self.kind == kind) and (self.actor is None or self.actor == actor)
+
+    def same_rule(self, other: "TaintPolicy") -> bool:
+        """Same match and trust (setting it again changes nothing)."""
+        return (self.actor, self.kind, self.trust) == (other.actor, other.kind, other.trust)
+
+
+def effective_trust(policies: Iterable[TaintPolicy], kind: str, actor: str) -> Trust | None:
+    """The trust that the policies in force impose on an event of ``kind`` by ``actor``:
+    the lowest among those that match it, or ``None`` when none does."""
+    found = [p.trust for p in policies if p.matches(kind, actor)]
+    return min(found, key=TRUST_RANK.__getitem__) if found else None
+
+
+class TaintOutcome(_Record):
+    """What setting a taint policy did: the version stored (or the one already in force,
+    ``changed=False``), the events whose trust it changed as ``(subject_id, event_id)``,
+    the artifacts that went stale and the facts recorded again as quoted
+    (``(subject_id, old fact id, new fact id)``)."""
+
+    policy: TaintPolicy
+    changed: bool = True
+    events: tuple[tuple[str, str], ...] = ()
+    stale_artifacts: tuple[tuple[str, str], ...] = ()
+    demoted_facts: tuple[tuple[str, str, str], ...] = ()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, gate, ingest, ledger
+from lossgate.cli import consolidate, gate, ingest, ledger, taint
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -18,6 +18,7 @@ GROUPS: tuple[ModuleType, ...] = (
     ingest,  # ingest FILE.jsonl
     consolidate,  # consolidate, recall, embed, lineage, attempts, artifacts, jobs, worker
     gate,  # check FILE.json, eval mutations
+    taint,  # taint set, taint list
 )
 
 for _group in GROUPS:

@@ -102,6 +102,7 @@ from lossgate.records import (
     LedgerEntry,
     NewEvent,
     Proposal,
+    TaintPolicy,
     Trust,
 )
 
@@ -287,6 +288,16 @@ class LedgerReadTx(Protocol):
     def subjects(self, tenant_id: str) -> list[str]:
         """Admin listing: every subject of a tenant that has a clock, sorted bytewise."""
 
+    @tenant_of("tenant_id")
+    def taint_policies(self, tenant_id: str) -> list[TaintPolicy]:
+        """Every stored version of the tenant's taint policies, by policy id (bytewise), then
+        version (the last of a policy's versions is the one in force)."""
+
+    def events_matching(self, tenant_id: str, subject_id: str, *, kind: str | None,
+                        actor: str | None) -> list[tuple[str, str, str, str]]:
+        """The subject's valid events of ``kind`` by ``actor`` (either ``None``: any) as
+        ``(event_id, kind, actor, trust)``, in seq order (what a taint policy reaches)."""
+
 
 class LedgerWriteTx(LedgerReadTx, Protocol):
     """Ledger writes. The caller has checked ids and seqs; a store enforces them anyway:
@@ -345,6 +356,11 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
 
         Raises :class:`~lossgate.errors.IdempotencyConflict` if it exists with another hash.
         """
+
+    @tenant_of("policy")
+    def save_taint_policy(self, policy: TaintPolicy) -> None:
+        """Store a new version of a taint policy. Raises
+        :class:`~lossgate.errors.IdempotencyConflict` if that version is already stored."""
 
 
 # -- derived -------------------------------------------------------------------------------

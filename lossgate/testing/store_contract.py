@@ -60,15 +60,8 @@ from lossgate.derived import (
     RecallRecord,
 )
 from lossgate.errors import IdempotencyConflict, StoreError
-from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, Proposal
-from lossgate.store.protocol import (
-    FactFilter,
-    ReadTx,
-    Store,
-    WriteTx,
-    primitives,
-    touch_of,
-)
+from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, Proposal, TaintPolicy
+from lossgate.store.protocol import FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
 
 __all__ = ["StoreContract", "check_signatures"]
 
@@ -208,6 +201,7 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "facts": lambda tx: tx.facts(T, S),
     "fact_sets": lambda tx: tx.fact_sets(T, S, [FactFilter()]),
     "facts_citing": lambda tx: tx.facts_citing(T, S, ["e1"]),
+    "events_matching": lambda tx: tx.events_matching(T, S, kind="message", actor=None),
     "conflicts": lambda tx: tx.conflicts(T, S),
     "log": lambda tx: tx.log(T, S),
     "lock_clock": lambda tx: tx.lock_clock(T, S),
@@ -337,6 +331,8 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
         [["own-f1", "own-f2"], ["own-f2"], ["own-f1"]]),
     "facts_citing": (lambda tx, t, s: _ids(tx.facts_citing(t, s, _all("e1") + _all("e2")), "fact_id"),
                      ["own-f1", "own-f2"]),
+    "events_matching": (lambda tx, t, s: [e[0] for e in tx.events_matching(t, s, kind="message", actor="user")],
+                        ["own-e1", "own-e2"]),
     "conflicts": (lambda tx, t, s: [[(c.conflict_id, c.status) for c in tx.conflicts(t, s)],
                                     _ids(tx.conflicts(t, s, fact_id="sib-f1"), "conflict_id")],
                   [[("own-c1", "unresolved")], []]),
@@ -963,3 +959,38 @@ class StoreContract:
             tx.lock_clock(T, S)
             tx.refresh_search_index()
         assert search("billing") == ["e1"] and search("refunds") == ["e1"]  # indexed
+
+    # -- taint policies ----------------------------------------------------------------------
+    def test_taint_policies_keep_every_version_of_their_tenant_in_order(self, store: Store) -> None:
+        def policy(policy_id: str, version: int, tenant: str = T) -> TaintPolicy:
+            return TaintPolicy(tenant_id=tenant, policy_id=policy_id, version=version, kind="tool_result",
+                               actor=f"tool:{version}", trust="untrusted", created_at=NOW)
+
+        with store.write() as tx:
+            for p in (policy("b", 1), policy("a", 2), policy("a", 1), policy("a", 1, tenant="other")):
+                tx.save_taint_policy(p)
+        with store.read() as tx:
+            assert tx.taint_policies(T) == [policy("a", 1), policy("a", 2), policy("b", 1)]
+            assert tx.taint_policies("other") == [policy("a", 1, tenant="other")]
+            assert tx.taint_policies("nobody") == []
+        with pytest.raises(IdempotencyConflict), store.write() as tx:
+            tx.save_taint_policy(policy("a", 2).model_copy(update={"trust": "tool"}))
+        with store.read() as tx:
+            assert [p.trust for p in tx.taint_policies(T)] == ["untrusted"] * 3
+
+    def test_events_matching_names_the_valid_events_of_a_kind_and_actor_in_seq_order(self, store: Store) -> None:
+        def tool(event_id: str, actor: str, kind: str = "tool_result") -> NewEvent:
+            return event(event_id).model_copy(update={"kind": kind, "actor": actor, "trust": "tool"})
+
+        with store.write() as tx:
+            append(tx, tool("e1", "tool:a"), event("e2"), tool("e3", "tool:b"), tool("e4", "tool:a"),
+                   tool("e5", "tool:a", "document"))
+            tx.set_event_state(T, S, "e4", "revoked", purge=False)
+        with store.read() as tx:
+            assert tx.events_matching(T, S, kind="tool_result", actor=None) == [
+                ("e1", "tool_result", "tool:a", "tool"), ("e3", "tool_result", "tool:b", "tool")]
+            assert tx.events_matching(T, S, kind=None, actor="tool:a") == [
+                ("e1", "tool_result", "tool:a", "tool"), ("e5", "document", "tool:a", "tool")]
+            assert tx.events_matching(T, S, kind="message", actor="user") == [
+                ("e2", "message", "user", "authenticated_user")]
+            assert tx.events_matching(T, "nobody", kind="tool_result", actor=None) == []
