@@ -21,7 +21,6 @@ from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventState, Fact, FactHistory, FactStatus, LedgerEntry, NewEvent,
     NewFact, Proposal, Trust, utcnow,
 )
-from lossgate.regate import RegateResult, regate_tenant
 from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry
 from lossgate.store import Store, open_store
 from lossgate.store.protocol import CompactReport
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
     from lossgate.extract import Extractor
     from lossgate.judge import ModelJudge
+    from lossgate.regate import RegateResult
     from lossgate.semantic import Embedder, EmbedReport
 
 __all__ = ["Memory", "open"]
@@ -86,17 +86,21 @@ class Memory:
         with self.store.write() as tx:
             tx.save_registry(registry.version, doc, content_hash(doc))
             latest = self.registries.current(tx)
-            if latest is not None and latest.version == registry.version:
+            if latest is not None and latest.version == registry.version and tenants:
+                from lossgate.regate import regate_tenant  # the gate: loaded on first use
+
                 now = utcnow()
                 for tenant_id in dict.fromkeys(tenants):
                     regate_tenant(tx, tenant_id, latest, now=now)
         return registry
 
     @checked_args
-    def regate(self, tenant_id: str, subject_id: str | None = None) -> list[RegateResult]:
+    def regate(self, tenant_id: str, subject_id: str | None = None) -> "list[RegateResult]":
         """Re-gate a tenant's summaries (one subject's, with ``subject_id``) gated under a
         registry version the newest one outdated, in one transaction (:mod:`lossgate.regate`).
         Returns one result per artifact examined."""
+        from lossgate.regate import regate_tenant
+
         with self.store.write() as tx:
             registry = self.registries.current(tx)
             if registry is None:
