@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
     from lossgate.extract import Extractor
     from lossgate.judge import ModelJudge
+    from lossgate.regate import RegateResult
     from lossgate.semantic import Embedder, EmbedReport
 
 __all__ = ["Memory", "open"]
@@ -58,11 +59,22 @@ class Memory:
         """Create or upgrade the schema (idempotent). Returns the schema version."""
         return self.store.migrate()
 
-    def load_predicates(self, source: Registry | str | dict) -> Registry:
+    def load_predicates(self, source: Registry | str | dict, *, tenants: Iterable[str] = ()) -> Registry:
         """Store a predicate registry version (a :class:`Registry`, a TOML path or a document).
 
         Loading the same version with the same content again is a no-op; the same version
         with other content raises :class:`~lossgate.errors.IdempotencyConflict`.
+
+        **Schema upgrades re-gate** (:mod:`lossgate.regate`). When the new version adds a
+        critical predicate, raises a predicate's criticality or changes its type, then in
+        the same transaction, for every subject of each tenant in ``tenants``: the
+        published summary gated under an older version is re-checked against the new
+        must-preserve set (it stays if it passes; if not it goes ``stale``, recall falls
+        back to the raw layer and a rebuild is queued), and candidates gated under an
+        older version go ``stale``. The registry is global but the summaries belong to
+        tenants (on PostgreSQL a transaction sees one tenant's rows), so the tenants are
+        named; :meth:`regate` does the same for a tenant later. Whatever the tenants, the
+        switch never publishes a summary gated under a version the upgrade outdated.
         """
         if isinstance(source, Registry):
             registry = source
@@ -73,7 +85,28 @@ class Memory:
         doc = registry.document()
         with self.store.write() as tx:
             tx.save_registry(registry.version, doc, content_hash(doc))
+            latest = self.registries.current(tx)
+            if latest is not None and latest.version == registry.version and tenants:
+                from lossgate.regate import regate_tenant  # the gate: loaded on first use
+
+                now = utcnow()
+                for tenant_id in dict.fromkeys(tenants):
+                    regate_tenant(tx, tenant_id, latest, now=now)
         return registry
+
+    @checked_args
+    def regate(self, tenant_id: str, subject_id: str | None = None) -> "list[RegateResult]":
+        """Re-gate a tenant's summaries (one subject's, with ``subject_id``) gated under a
+        registry version the newest one outdated, in one transaction (:mod:`lossgate.regate`).
+        Returns one result per artifact examined."""
+        from lossgate.regate import regate_tenant
+
+        with self.store.write() as tx:
+            registry = self.registries.current(tx)
+            if registry is None:
+                raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
+            return regate_tenant(tx, tenant_id, registry, now=utcnow(),
+                                        subjects=None if subject_id is None else [subject_id])
 
     @property
     def registry(self) -> Registry | None:

@@ -2,7 +2,8 @@
 
 One transaction: lock the clock and the alias, re-read every input and
 confirm it is still valid with the same hash, confirm ``input_epoch`` has not
-moved, then CAS the alias on (parent artifact, source epoch, covers_through)
+moved and that no registry loaded since it was gated requires a re-gate
+(:mod:`lossgate.regate`), then CAS the alias on (parent artifact, source epoch, covers_through)
 with coverage never regressing (seed 001). Anything but exactly one changed
 row publishes nothing; the caller records why and rebuilds from current state.
 A stale or racing worker therefore can never overwrite newer memory.
@@ -60,6 +61,14 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
     alias = tx.lock_alias(t, s)
     if clock.input_epoch != m.input_epoch:
         return SwitchResult(False, f"input_epoch moved from {m.input_epoch} to {clock.input_epoch}")
+    latest = tx.latest_registry_version()
+    if latest is not None and latest > m.registry_version:
+        from lossgate.regate import outdated  # noqa: PLC0415 - regate reads the gate, which imports much
+
+        changes = outdated(tx, m.registry_version)
+        if changes:
+            return SwitchResult(False, f"gated under registry v{m.registry_version}; v{latest} requires a re-gate "
+                                       f"({', '.join(changes[:3])})")
     problem = _inputs_unchanged(tx, artifact)
     if problem:
         return SwitchResult(False, problem)

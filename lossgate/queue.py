@@ -17,6 +17,9 @@ nothing else in lossgate calls the store's ``enqueue_job``:
   ``max_attempts`` in a row, nothing is queued: the attempt says ``needs_review``,
   the subject's log says why, and its sources stay hot (recall falls back to the
   raw layer, which stays whole).
+* :func:`registry_upgraded`: a predicate registry upgrade made the gate stricter and the
+  subject's published summary failed its re-gate (:mod:`lossgate.regate`, in the
+  transaction that loaded the registry). Due at once.
 * :func:`requested`: an application asked (:meth:`lossgate.Memory.request_consolidation`).
 
 And one answer: :func:`answered`. A publication that covers the subject's whole
@@ -51,6 +54,7 @@ from lossgate.store.protocol import WriteTx
 
 __all__ = [
     "REBUILD_AFTER", "JobStatus", "input_changed", "tail_grew", "switch_refused", "after_failure", "requested",
+    "registry_upgraded",
     "answered", "consecutive_failures", "retry_delay", "job_status", "release",
 ]
 
@@ -83,6 +87,11 @@ def tail_grew(tx: WriteTx, tenant_id: str, subject_id: str, *, high_water: int, 
 def switch_refused(tx: WriteTx, tenant_id: str, subject_id: str, why: str, *, now: datetime) -> bool:
     """Queue a rebuild from the current state after the switch refused an artifact."""
     return _queue(tx, tenant_id, subject_id, f"switch refused: {why}", now=now)
+
+
+def registry_upgraded(tx: WriteTx, tenant_id: str, subject_id: str, version: int, *, now: datetime) -> bool:
+    """Queue a rebuild after the published summary failed its re-gate under registry ``version``."""
+    return _queue(tx, tenant_id, subject_id, f"re-gate failed under registry v{version}", now=now)
 
 
 def requested(tx: WriteTx, tenant_id: str, subject_id: str, reason: str, *, now: datetime) -> bool:

@@ -334,3 +334,13 @@ def test_the_demo_runs_end_to_end():
                           timeout=240, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "demo complete" in done.stdout and '"UTC+01:00"' in done.stdout
+
+
+def test_predicates_load_names_the_tenants_to_regate(cli, tmp_path):
+    assert cli("predicates", "load", str(PREDICATES)).exit_code == 0
+    text = PREDICATES.read_text().replace("version = 1", "version = 2", 1)
+    v2 = tmp_path / "v2.toml"
+    v2.write_text(text.replace('criticality = "important"\ncategory = "preference"\nowner = "calendar"',
+                               'criticality = "critical"\ncategory = "preference"\nowner = "calendar"', 1))
+    result = cli("predicates", "load", str(v2), "--tenant", "acme", "--tenant", "globex")
+    assert result.exit_code == 0 and "predicate registry version 2" in result.stdout

@@ -95,10 +95,18 @@ def init(
 
 
 @predicates_app.command("load")
-def predicates_load(ctx: typer.Context, file: RegistryFile) -> None:
-    """Store a predicate registry version (the same version again is a no-op)."""
+def predicates_load(
+    ctx: typer.Context, file: RegistryFile,
+    tenants: Annotated[Optional[list[str]], typer.Option(
+        "--tenant", metavar="TENANT",
+        help="Re-gate this tenant's summaries if the version tightens the gate (repeatable).",
+    )] = None,
+) -> None:
+    """Store a predicate registry version (the same version again is a no-op). A version that
+    adds or raises a critical predicate or changes a type re-gates each --tenant's summaries
+    in the same transaction (a failure goes stale and queues a rebuild)."""
     with open_memory(ctx) as memory:
-        registry = memory.load_predicates(file)
+        registry = memory.load_predicates(file, tenants=tenants or ())
     out().print(Text.assemble(
         "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
     ))

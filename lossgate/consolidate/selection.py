@@ -25,7 +25,7 @@ from lossgate.records import Event, Fact, Snapshot
 from lossgate.registry import Registry
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["SELECTOR_VERSION", "Selection", "select", "input_root"]
+__all__ = ["SELECTOR_VERSION", "Selection", "select", "snapshot_at", "input_root"]
 
 SELECTOR_VERSION = "authorized-view-v1"
 
@@ -106,4 +106,23 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
         snapshot=snapshot, expected=alias.expected(), path=path, parent=parent if path == "incremental" else None,
         events=shown, facts=active, inputs=refs, input_root=input_root(refs), outdated_event_ids=outdated,
         withdrawn_event_ids=withdrawn,
+    )
+
+
+def snapshot_at(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, through_seq: int) -> Snapshot:
+    """The gate's view of a subject as of ``through_seq`` (an artifact's ``covers_through``),
+    read now: what :func:`select` would have given the gate on the direct path at that
+    high-water, under ``registry``. Used to re-gate a stored artifact (:mod:`lossgate.regate`).
+    While the subject's ``input_epoch`` has not moved since the artifact was built, the
+    statuses of these facts and events are the ones it was gated against."""
+    clock = tx.clock(tenant_id, subject_id)
+    h = min(through_seq, clock.high_water)
+    all_facts = tx.facts(tenant_id, subject_id, through_seq=h)
+    suppressed = {e for f in all_facts if f.status == "deleted" for e in f.source_event_ids}
+    valid = [e for e in tx.events(tenant_id, subject_id, states=["valid"], through_seq=h)
+             if e.event_id not in suppressed]
+    return Snapshot(
+        tenant_id=tenant_id, subject_id=subject_id, clock=clock.model_copy(update={"high_water": h}),
+        registry_version=registry.version, events=tuple(valid), facts=tuple(all_facts),
+        conflicts=tuple(tx.conflicts(tenant_id, subject_id, unresolved_only=True)),
     )
