@@ -157,10 +157,10 @@ class Worker:
 
 def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
            exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
-    memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env())  # LOSSGATE_EMBEDDER
+    memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env(os.environ))  # LOSSGATE_EMBEDDER
     worker = Worker(memory, config=config, consolidation=consolidation,
                     compressor=load_compressor(compressor, environ=os.environ) if compressor else None,
-                    judge=ModelJudge.from_env())  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL
+                    judge=ModelJudge.from_env(os.environ))  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL
     worker.install_signal_handlers()
     try:
         worker.run(exit_when_idle=exit_when_idle, max_jobs=max_jobs)

@@ -2,8 +2,8 @@
 
 The CLI and the worker entry point read the environment; the library takes what they
 read as arguments (``load_compressor(spec, environ=os.environ)``, ``ChatConfig.from_env(environ)``).
-The judge's and the embedder's ``from_env`` helpers still read it themselves, and are
-called only by those edges. Read from the source with :mod:`ast`: any other
+So do the judge's and the embedder's ``from_env`` helpers (``ModelJudge.from_env(os.environ)``,
+``embedder_from_env(os.environ)``). Read from the source with :mod:`ast`: any other
 ``os.environ`` or ``os.getenv`` under ``lossgate/`` fails this test.
 """
 
@@ -20,8 +20,6 @@ PACKAGE = Path(lossgate.__file__).resolve().parent
 EDGES = {
     ("lossgate.cli", "*"),                               # every command: the CLI is an edge
     ("lossgate.worker", "_child"),                       # the worker process's entry point
-    ("lossgate.judge.model", "from_env"),                # JudgeConfig.from_env, called by the edges
-    ("lossgate.semantic.embedders", "embedder_from_env"),  # called by the edges
     ("lossgate.semantic.embedders", "__init__"),         # LocalEmbedder sets HF_HUB_OFFLINE: writes, never reads
 }
 

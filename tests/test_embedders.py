@@ -8,6 +8,8 @@ switched off, and must put a sentence nearer its paraphrase than an unrelated on
 
 from __future__ import annotations
 
+import os
+
 import math
 import random
 
@@ -110,27 +112,27 @@ def test_huge_components_do_not_overflow_into_a_zero_vector():
 
 def test_the_environment_names_the_embedder(monkeypatch):
     monkeypatch.delenv("LOSSGATE_EMBEDDER", raising=False)
-    assert embedder_from_env() is None
+    assert embedder_from_env(os.environ) is None
     monkeypatch.setenv("LOSSGATE_EMBEDDER", "ftp://example")
     with pytest.raises(ConfigError, match="'local' or an http"):
-        embedder_from_env()
+        embedder_from_env(os.environ)
     monkeypatch.setenv("LOSSGATE_EMBEDDER", "http://127.0.0.1:9/v1")
     monkeypatch.delenv("LOSSGATE_EMBEDDER_MODEL", raising=False)
     with pytest.raises(ConfigError, match="LOSSGATE_EMBEDDER_MODEL"):
-        embedder_from_env()
+        embedder_from_env(os.environ)
     monkeypatch.setenv("LOSSGATE_EMBEDDER_MODEL", "nomic-embed-text")
     monkeypatch.setenv("LOSSGATE_EMBEDDER_BATCH_SIZE", "8")
     monkeypatch.setenv("LOSSGATE_EMBEDDER_MAX_CHARS", "1500")
-    embedder = embedder_from_env()
+    embedder = embedder_from_env(os.environ)
     assert embedder.model == "nomic-embed-text"
     assert (embedder.config.batch_size, embedder.config.max_chars) == (8, 1500)
     monkeypatch.setenv("LOSSGATE_EMBEDDER_BATCH_SIZE", "lots")
     with pytest.raises(ConfigError, match="batch_size"):
-        embedder_from_env()
+        embedder_from_env(os.environ)
     monkeypatch.delenv("LOSSGATE_EMBEDDER_BATCH_SIZE")
     monkeypatch.setenv("LOSSGATE_EMBEDDER", "http://[::1")
     with pytest.raises(ConfigError, match="base_url"):
-        embedder_from_env()
+        embedder_from_env(os.environ)
 
 
 def test_nearest_is_the_exact_top_k_by_cosine():

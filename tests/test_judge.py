@@ -8,6 +8,8 @@ word with the fact), and a judge that cannot answer stops the publication.
 
 from __future__ import annotations
 
+import os
+
 import json
 import logging
 
@@ -136,12 +138,12 @@ def test_the_judge_on_the_compressors_own_model_is_a_warning(contested, caplog):
 def test_the_judge_is_configured_apart_from_the_compressor(monkeypatch):
     for name in ("LOSSGATE_JUDGE_URL", "LOSSGATE_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    assert ModelJudge.from_env() is None
+    assert ModelJudge.from_env(os.environ) is None
     monkeypatch.setenv("LOSSGATE_JUDGE_URL", "http://127.0.0.1:9/v1")
     with pytest.raises(ConfigError, match="both"):
-        ModelJudge.from_env()
+        ModelJudge.from_env(os.environ)
     monkeypatch.setenv("LOSSGATE_JUDGE_MODEL", "reader")
-    assert ModelJudge.from_env().name == "judge:reader"
+    assert ModelJudge.from_env(os.environ).name == "judge:reader"
 
 
 def test_no_narrative_means_no_judge_call(seed_000):

@@ -106,7 +106,7 @@ def open_memory(ctx: typer.Context, *, semantic: bool = False) -> Iterator[Memor
         if semantic:
             from lossgate.semantic import embedder_from_env
 
-            embedder = embedder_from_env()
+            embedder = embedder_from_env(os.environ)
         memory = lossgate.open(state.db_url, embedder=embedder)
         try:
             yield memory

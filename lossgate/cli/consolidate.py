@@ -6,6 +6,7 @@ Each command opens the memory, makes one library call and prints the result.
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Optional
 
 import typer
@@ -60,7 +61,7 @@ def consolidate(
     config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct)
     chosen = _load_compressor(compressor) if compressor else None
     with open_memory(ctx) as memory:
-        attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env())
+        attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env(os.environ))
     if as_json:
         typer.echo(attempt.model_dump_json())
     else:

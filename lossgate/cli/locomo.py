@@ -8,6 +8,7 @@ whole report as JSON with ``--json FILE``.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -43,7 +44,7 @@ def locomo_command(
         convs = convs[:conversations] if conversations else convs
         if digest != locomo.PUBLISHED_SHA256:
             err().print(f"note: {data} is not the published locomo10.json (sha256 {digest[:12]}...)", markup=False)
-        embedder = (embedder_from_env() or LocalEmbedder()) if semantic else None
+        embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
         memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder)
         try:
             if memory.registry is None:

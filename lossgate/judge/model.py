@@ -12,7 +12,7 @@ refusal, a truncated answer, JSON that is not the schema, a missing field) raise
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Literal
 
@@ -83,16 +83,17 @@ class JudgeConfig(BaseModel):
     response_format: Literal["json_schema", "json_object"] = "json_schema"
 
     @classmethod
-    def from_env(cls, prefix: str = "LOSSGATE_JUDGE_") -> "JudgeConfig | None":
-        """``LOSSGATE_JUDGE_URL`` and ``LOSSGATE_JUDGE_MODEL`` (both, or neither: no judge),
-        ``LOSSGATE_JUDGE_API_KEY``, ``LOSSGATE_JUDGE_TIMEOUT``."""
-        url, model = os.environ.get(prefix + "URL"), os.environ.get(prefix + "MODEL")
+    def from_env(cls, environ: Mapping[str, str], prefix: str = "LOSSGATE_JUDGE_") -> "JudgeConfig | None":
+        """From ``environ`` (the CLI and the worker pass ``os.environ``): ``LOSSGATE_JUDGE_URL``
+        and ``LOSSGATE_JUDGE_MODEL`` (both, or neither: no judge), ``LOSSGATE_JUDGE_API_KEY``,
+        ``LOSSGATE_JUDGE_TIMEOUT``."""
+        url, model = environ.get(prefix + "URL"), environ.get(prefix + "MODEL")
         if not url and not model:
             return None
         if not url or not model:
             raise ConfigError(f"a judge needs both {prefix}URL and {prefix}MODEL")
-        fields: dict[str, Any] = {"base_url": url, "model": model, "api_key": os.environ.get(prefix + "API_KEY")}
-        if timeout := os.environ.get(prefix + "TIMEOUT"):
+        fields: dict[str, Any] = {"base_url": url, "model": model, "api_key": environ.get(prefix + "API_KEY")}
+        if timeout := environ.get(prefix + "TIMEOUT"):
             fields["timeout_s"] = timeout
         try:
             return cls(**fields)
@@ -121,8 +122,8 @@ class ModelJudge:
             base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
 
     @classmethod
-    def from_env(cls) -> "ModelJudge | None":
-        config = JudgeConfig.from_env()
+    def from_env(cls, environ: Mapping[str, str]) -> "ModelJudge | None":
+        config = JudgeConfig.from_env(environ)
         return cls(config) if config is not None else None
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -233,27 +233,28 @@ class HttpEmbedder:
         return normalised(np.array(ordered, dtype=np.float64), source=self.model, rows=expected)
 
 
-def embedder_from_env(prefix: str = "LOSSGATE_EMBEDDER") -> Embedder | None:
-    """The embedder that ``LOSSGATE_EMBEDDER`` names, or ``None`` when it is unset.
+def embedder_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_EMBEDDER") -> Embedder | None:
+    """The embedder that ``LOSSGATE_EMBEDDER`` in ``environ`` names (the CLI and the worker pass
+    ``os.environ``), or ``None`` when it is unset.
 
     ``local`` is :class:`LocalEmbedder`; an ``http(s)://`` URL is :class:`HttpEmbedder`,
     with ``LOSSGATE_EMBEDDER_MODEL`` (required), ``LOSSGATE_EMBEDDER_API_KEY``,
     ``LOSSGATE_EMBEDDER_BATCH_SIZE``, ``LOSSGATE_EMBEDDER_MAX_CHARS`` and
     ``LOSSGATE_EMBEDDER_TIMEOUT`` (seconds per batch).
     """
-    where = os.environ.get(prefix, "").strip()
+    where = environ.get(prefix, "").strip()
     if not where:
         return None
     if where == "local":
         return LocalEmbedder()
     if not where.startswith(("http://", "https://")):
         raise ConfigError(f"{prefix} must be 'local' or an http(s):// URL of an embeddings server, not {where!r}")
-    model = os.environ.get(prefix + "_MODEL")
+    model = environ.get(prefix + "_MODEL")
     if not model:
         raise ConfigError(f"{prefix}_MODEL names the model the server at {prefix} should use")
-    fields: dict[str, Any] = {"base_url": where, "model": model, "api_key": os.environ.get(prefix + "_API_KEY")}
+    fields: dict[str, Any] = {"base_url": where, "model": model, "api_key": environ.get(prefix + "_API_KEY")}
     for env, name in (("_BATCH_SIZE", "batch_size"), ("_MAX_CHARS", "max_chars"), ("_TIMEOUT", "timeout_s")):
-        if value := os.environ.get(prefix + env):
+        if value := environ.get(prefix + env):
             fields[name] = value
     try:
         config = HttpEmbedderConfig(**fields)
