@@ -10,22 +10,22 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import lossgate
-from lossgate import IdempotencyConflict, NewEvent, NewFact
+from lossgate import IdempotencyConflict, NewEvent
 from lossgate.errors import StoreError
 from lossgate.registry import load_registry
+
+from .threads import AT, ev, fact, in_threads
 
 pytestmark = pytest.mark.postgres
 
 REGISTRY = load_registry(Path(__file__).resolve().parents[2] / "examples" / "predicates.toml")
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone(timedelta(hours=-5)))
 
 
 @pytest.fixture
@@ -59,33 +59,6 @@ def worker_store(memory: lossgate.Memory, pg_url: str):
     store = PostgresStore(pg_url, role="worker")
     yield store
     store.close()
-
-
-def ev(event_id: str, tenant: str = "acme", subject: str = "u1", **kw: Any) -> NewEvent:
-    kw.setdefault("text", f"text of {event_id}")
-    return NewEvent(tenant_id=tenant, subject_id=subject, event_id=event_id, occurred_at=AT, **kw)
-
-
-def fact(fact_id: str, source: str, tenant: str = "acme", subject: str = "u1", seats: int = 5) -> NewFact:
-    return NewFact(tenant_id=tenant, subject_id=subject, fact_id=fact_id, predicate="subscription.seats",
-                   value=seats, source_event_ids=[source])
-
-
-def in_threads(n: int, work: Callable[[int], None]) -> list[BaseException]:
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            work(i)
-        except BaseException as exc:  # noqa: BLE001 - reported to the test
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    return errors
 
 
 # -- row-level security ------------------------------------------------------------------
