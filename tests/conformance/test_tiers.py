@@ -120,3 +120,14 @@ def test_demote_runs_over_every_subject_of_the_tenant(memory):
     done = memory.demote(T, now=utcnow() + 8 * DAY)
     assert sorted(d.subject_id for d in done) == sorted([U, V])
     assert set(tiers(memory).values()) == set(tiers(memory, subject=V).values()) == {"warm"}
+
+
+def test_a_worker_demotes_the_subject_after_its_consolidation(memory):
+    from lossgate.worker import Worker
+
+    memory.set_tier_policy(T, dormancy=timedelta(0))  # everything is dormant at once
+    seed_world(memory)
+    assert memory.request_consolidation(T, U)
+    assert Worker(memory).run_once() is not None
+    assert set(tiers(memory).values()) == {"warm"}
+    assert [e.detail["to"] for e in log_of(memory, "tier")] == ["warm"]
