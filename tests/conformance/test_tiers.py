@@ -122,12 +122,13 @@ def test_demote_runs_over_every_subject_of_the_tenant(memory):
     assert set(tiers(memory).values()) == set(tiers(memory, subject=V).values()) == {"warm"}
 
 
-def test_a_worker_demotes_the_subject_after_its_consolidation(memory):
-    from lossgate.worker import Worker
+def test_a_worker_demotes_the_subject_after_its_consolidation(memory, store_url):
+    from lossgate.worker import Worker, open_worker_memory
 
     memory.set_tier_policy(T, dormancy=timedelta(0))  # everything is dormant at once
     seed_world(memory)
     assert memory.request_consolidation(T, U)
-    assert Worker(memory).run_once() is not None
+    with open_worker_memory(store_url, migrate=False) as worker_memory:
+        assert Worker(worker_memory).run_once() is not None
     assert set(tiers(memory).values()) == {"warm"}
     assert [e.detail["to"] for e in log_of(memory, "tier")] == ["warm"]
