@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lossgate.records import ArtifactBody, Clock, Event, Fact
+from lossgate.records import ArtifactBody, Clock, Event, Fact, LedgerEntry
 from lossgate.render import day_line, event_line, fact_line, one_line
 
 __all__ = [
@@ -185,6 +185,8 @@ class RecallRecord(_Record):
     alias: Alias
     clock: Clock
     redacted: RecallRedaction | None = None
+    # The tier (hot, warm, cold) of each selected event when it was recalled (lossgate.tiers).
+    tiers: dict[str, str] = Field(default_factory=dict)
 
 
 class RecallResult(_Record):
@@ -242,3 +244,6 @@ class LineageView(_Record):
     artifact: Artifact
     edges: tuple[LineageEdge, ...]
     ancestors: tuple[tuple[str, ArtifactState], ...] = ()
+    # The log lines that moved events between tiers under this artifact (op ``tier``) or
+    # held them hot because of it (op ``retention``), oldest first (lossgate.tiers).
+    tier_moves: tuple[LedgerEntry, ...] = ()

@@ -74,8 +74,9 @@ def view(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str) -> Linea
     if art is None:
         raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
     edges = tx.lineage(tenant_id, subject_id, artifact_id)
+    moves = [e for e in tx.log(tenant_id, subject_id, target_ids=[artifact_id]) if e.op in ("tier", "retention")]
     return LineageView(artifact=art, edges=tuple(edges),
-                       ancestors=tuple(_walk(tx, tenant_id, subject_id, _parents(edges))))
+                       ancestors=tuple(_walk(tx, tenant_id, subject_id, _parents(edges))), tier_moves=tuple(moves))
 
 
 def _parents(edges: Iterable[LineageEdge]) -> list[str]:

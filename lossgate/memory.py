@@ -9,6 +9,7 @@ commit together.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Iterable, Sequence, get_args
 
 from lossgate import ledger, lineage, queue
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from lossgate.judge import ModelJudge
     from lossgate.regate import RegateResult
     from lossgate.semantic import Embedder, EmbedReport
+    from lossgate.tiers import Demotion, TierPolicy
 
 __all__ = ["Memory", "open"]
 
@@ -192,6 +194,42 @@ class Memory:
         if history:
             return stored
         return list({p.policy_id: p for p in stored}.values())
+
+    # -- tiers (seed 003: hot, warm, cold) ------------------------------------------------
+    @checked_args
+    def tier_policy(self, tenant_id: str) -> "TierPolicy":
+        """The tenant's tier clock: its dormancy and cold horizon (defaults if never set)."""
+        from lossgate import tiers
+
+        with self.store.read() as tx:
+            return tiers.policy(tx, tenant_id)
+
+    @checked_args
+    def set_tier_policy(self, tenant_id: str, *, dormancy: timedelta | None = None,
+                        cold_after: timedelta | None = None) -> "TierPolicy":
+        """Set the tenant's dormancy (hot to warm) and cold horizon (warm to cold); an
+        argument left ``None`` keeps its current value."""
+        from lossgate import tiers
+
+        with self.store.write() as tx:
+            current = tiers.policy(tx, tenant_id)
+            new = tiers.TierPolicy(dormancy=current.dormancy if dormancy is None else dormancy,
+                                   cold_after=current.cold_after if cold_after is None else cold_after)
+            tiers.set_policy(tx, tenant_id, new, now=utcnow())
+        return new
+
+    @checked_args
+    def demote(self, tenant_id: str, subject_id: str | None = None, *,
+               now: datetime | None = None) -> "list[Demotion]":
+        """Move the tenant's events (one subject's, with ``subject_id``) between tiers at
+        ``now`` (default: the current time): dormant hot events a fresh gated summary
+        covers go warm, warm events past the cold horizon go cold, and dormant hot events
+        held back by a failed consolidation or a stale summary have their retention
+        extended, with the reason in the log (:mod:`lossgate.tiers`)."""
+        from lossgate import tiers
+
+        return tiers.demote(self.store, tenant_id, subjects=None if subject_id is None else [subject_id],
+                            now=now or utcnow())
 
     # -- extraction (seed 003, step one) ---------------------------------------------------
     @checked_args

@@ -7,6 +7,7 @@ moved and that no registry loaded since it was gated requires a re-gate
 with coverage never regressing (seed 001). Anything but exactly one changed
 row publishes nothing; the caller records why and rebuilds from current state.
 A stale or racing worker therefore can never overwrite newer memory.
+Publishing moves no event's tier: demotion (:mod:`lossgate.tiers`) does, after a dormancy.
 """
 
 from __future__ import annotations
@@ -98,9 +99,8 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
     orphans = [a.artifact_id for a in tx.artifacts(t, s, states=["candidate"]) if a.artifact_id != artifact.artifact_id]
     if orphans:
         tx.set_artifact_state(t, s, orphans, "abandoned", reason=f"superseded by {artifact.artifact_id}")
-    moved = tx.set_tier(t, s, through_seq=m.new_covers_through, tier="cold")
     queue.answered(tx, t, s, high_water=clock.high_water, covers_through=m.new_covers_through,
                    artifact_id=artifact.artifact_id, now=now)
     tx.add_log(t, s, at=now, op="publish", target_id=artifact.artifact_id,
-               detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch, "demoted": moved})
+               detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch})
     return SwitchResult(True, "published")

@@ -100,7 +100,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
                               **({"semantic": semantic} if semantic else {})},
         mode=mode, candidate_ids=tuple(candidates),
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
-        alias=alias, clock=clock,
+        alias=alias, clock=clock, tiers={e.event_id: e.tier for e in events},
     )
     store.record_recall(record)
     return RecallResult(

@@ -33,12 +33,15 @@ __all__ = [
     "NewEvent", "Event", "EventRef", "Predicate", "NewFact", "Fact", "Clock", "Conflict",
     "LedgerEntry", "FactHistory", "AppendResult", "Claim", "ConflictRef", "ArtifactBody", "Snapshot",
     "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers", "Proposal", "ProposalStatus",
-    "TaintPolicy", "TaintOutcome", "effective_trust",
+    "TaintPolicy", "TaintOutcome", "effective_trust", "Tier",
 ]
 
 EventKind = Literal["message", "tool_result", "document", "system"]
 Trust = Literal["authenticated_user", "system", "tool", "untrusted"]
 EventState = Literal["valid", "revoked", "deleted"]
+# hot: raw and recent; warm: dormant and covered by a gated published summary; cold: past
+# the second horizon, raw and still searched (lossgate.tiers).
+Tier = Literal["hot", "warm", "cold"]
 Criticality = Literal["critical", "important", "contextual"]
 Cardinality = Literal["one", "many"]
 # What a predicate's facts are *for*. The gate uses it: an untrusted source may
@@ -199,7 +202,7 @@ class Event(_Record):
     recorded_at: datetime
     content_hash: str
     state: EventState = "valid"
-    tier: Literal["hot", "cold"] = "hot"
+    tier: Tier = "hot"
 
 
 class Predicate(_Record):

@@ -97,6 +97,7 @@ class Worker:
             if outcome.needs_review:  # failed max_attempts times in a row: no retry is queued
                 log.error("job %s: needs review after repeated failures: %s", job.job_id, outcome.reason)
             self._embed(job)
+            self._demote(job)
         except StoreError as exc:  # infrastructure: the job goes back for a later try
             log.warning("job %s: store error, will retry: %s", job.job_id, exc)
             outcome = exc
@@ -110,6 +111,18 @@ class Worker:
             queue.release(tx, job, outcome, owner=self.owner, retry_s=self.config.retry_s, now=utcnow())
         self.processed += 1
         return job
+
+    def _demote(self, job: Job) -> None:
+        """Move the subject's dormant events between tiers now that its consolidation ran
+        (:mod:`lossgate.tiers`): warm under a summary that passed the gate, or kept hot with
+        the failure recorded. A failure here costs only the move, retried with the next job."""
+        try:
+            for d in self.memory.demote(job.tenant_id, job.subject_id):
+                if d.warm or d.cold or d.retention_logged:
+                    log.info("job %s: %d events to warm, %d to cold, %d kept hot", job.job_id, len(d.warm),
+                             len(d.cold), len(d.held))
+        except LossgateError as exc:
+            log.warning("job %s: demotion failed, will retry with the next job: %s", job.job_id, exc)
 
     def _embed(self, job: Job) -> None:
         """Vectors for what the subject gained (hybrid search), under the job's lease. A

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, gate, ingest, ledger, taint
+from lossgate.cli import consolidate, gate, ingest, ledger, taint, tiers
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -19,6 +19,7 @@ GROUPS: tuple[ModuleType, ...] = (
     consolidate,  # consolidate, recall, embed, lineage, attempts, artifacts, jobs, worker
     gate,  # check FILE.json, eval mutations
     taint,  # taint set, taint list
+    tiers,  # demote, tier-policy
 )
 
 for _group in GROUPS:

@@ -133,6 +133,14 @@ def lineage(ctx: typer.Context, artifact_id: str, tenant: Tenant, subject: Subje
     for e in view.edges:
         kinds[e.input_kind] = kinds.get(e.input_kind, 0) + 1
     console.print("inputs: " + ", ".join(f"{n} {k}s" for k, n in sorted(kinds.items())))
+    for entry in view.tier_moves:
+        d = entry.detail
+        if entry.op == "tier":
+            console.print(Text(f"  tier {d.get('from')} -> {d.get('to')}: {len(d.get('event_ids', ()))} events "
+                               f"at {d.get('now', entry.at.isoformat())}"))
+        else:
+            console.print(Text(f"  {d.get('reason', 'retention extended')}: {len(d.get('event_ids', ()))} events "
+                               f"kept hot at {d.get('now', entry.at.isoformat())}"))
 
 
 def attempts(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:

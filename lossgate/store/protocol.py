@@ -293,6 +293,11 @@ class LedgerReadTx(Protocol):
         """Every stored version of the tenant's taint policies, by policy id (bytewise), then
         version (the last of a policy's versions is the one in force)."""
 
+    @tenant_of("tenant_id")
+    def tenant_settings(self, tenant_id: str) -> dict[str, Any]:
+        """The tenant's settings record (a JSON object: today its tier policy), ``{}`` if
+        none was ever saved."""
+
     def events_matching(self, tenant_id: str, subject_id: str, *, kind: str | None,
                         actor: str | None) -> list[tuple[str, str, str, str]]:
         """The subject's valid events of ``kind`` by ``actor`` (either ``None``: any) as
@@ -361,6 +366,10 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
     def save_taint_policy(self, policy: TaintPolicy) -> None:
         """Store a new version of a taint policy. Raises
         :class:`~lossgate.errors.IdempotencyConflict` if that version is already stored."""
+
+    @tenant_of("tenant_id")
+    def save_tenant_settings(self, tenant_id: str, record: dict[str, Any], *, at: datetime) -> None:
+        """Store the tenant's settings record (a JSON object), replacing the previous one."""
 
 
 # -- derived -------------------------------------------------------------------------------
@@ -471,8 +480,10 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
     def replace_recall(self, record: RecallRecord) -> None:
         """Overwrite a stored recall record (same tenant and recall id); used to redact it."""
 
-    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
-        """Move the subject's events with seq <= ``through_seq`` to ``tier``; return how many moved."""
+    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
+                 event_ids: Sequence[str] | None = None) -> int:
+        """Move the subject's events with seq <= ``through_seq`` (and, with ``event_ids``,
+        among those ids) to ``tier`` (``hot``, ``warm``, ``cold``); return how many moved."""
 
     @subjects_of("proposals")
     def save_proposals(self, proposals: Sequence[Proposal]) -> None:

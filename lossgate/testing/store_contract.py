@@ -978,6 +978,30 @@ class StoreContract:
         with store.read() as tx:
             assert [p.trust for p in tx.taint_policies(T)] == ["untrusted"] * 3
 
+    # -- tenant settings and tiers ----------------------------------------------------------------
+    def test_tenant_settings_are_one_record_per_tenant_replaced_whole(self, store: Store) -> None:
+        with store.read() as tx:
+            assert tx.tenant_settings(T) == {}
+        with store.write() as tx:
+            tx.save_tenant_settings(T, {"tiers": {"dormancy_s": 60}}, at=NOW)
+            tx.save_tenant_settings("other", {"tiers": {"dormancy_s": 5}}, at=NOW)
+        with store.write() as tx:
+            tx.save_tenant_settings(T, {"tiers": {"dormancy_s": 120, "cold_after_s": 600}}, at=NOW)
+        with store.read() as tx:
+            assert tx.tenant_settings(T) == {"tiers": {"dormancy_s": 120, "cold_after_s": 600}}
+            assert tx.tenant_settings("other") == {"tiers": {"dormancy_s": 5}}
+
+    def test_set_tier_moves_named_events_to_hot_warm_or_cold(self, store: Store) -> None:
+        with store.write() as tx:
+            tx.lock_clock(T, S)
+            tx.insert_events([(event(f"e{n}"), n, f"sha256:e{n}", NOW.isoformat()) for n in (1, 2, 3)],
+                             recorded_at=NOW)
+            assert tx.set_tier(T, S, through_seq=9, tier="warm", event_ids=["e1", "e3", "nope"]) == 2
+            assert tx.set_tier(T, S, through_seq=2, tier="cold", event_ids=["e1", "e3"]) == 1
+            assert tx.set_tier(T, S, through_seq=9, tier="cold", event_ids=[]) == 0
+        with store.read() as tx:
+            assert [e.tier for e in tx.events(T, S)] == ["cold", "hot", "warm"]
+
     def test_events_matching_names_the_valid_events_of_a_kind_and_actor_in_seq_order(self, store: Store) -> None:
         def tool(event_id: str, actor: str, kind: str = "tool_result") -> NewEvent:
             return event(event_id).model_copy(update={"kind": kind, "actor": actor, "trust": "tool"})

@@ -232,9 +232,18 @@ class CoreDerivedWrites(TxBase):
         self._run("UPDATE recalls SET record=? WHERE tenant_id=? AND subject_id=? AND recall_id=?",
                   (record.model_dump_json(), record.tenant_id, record.subject_id, record.recall_id))
 
-    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str) -> int:
-        return self._run("UPDATE events SET tier=? WHERE tenant_id=? AND subject_id=? AND seq<=? AND tier<>?",
-                         (tier, tenant_id, subject_id, through_seq, tier))
+    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
+                 event_ids: Sequence[str] | None = None) -> int:
+        sql = "UPDATE events SET tier=? WHERE tenant_id=? AND subject_id=? AND seq<=? AND tier<>?"
+        if event_ids is None:
+            return self._run(sql, (tier, tenant_id, subject_id, through_seq, tier))
+        moved = 0
+        ids = list(dict.fromkeys(event_ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            moved += self._run(sql + f" AND event_id IN ({','.join('?' * len(chunk))})",
+                               (tier, tenant_id, subject_id, through_seq, tier, *chunk))
+        return moved
 
     def save_proposals(self, proposals: Sequence[Proposal]) -> None:
         self._many(

@@ -1,0 +1,83 @@
+"""Tier commands: ``lossgate demote`` and ``lossgate tier-policy``.
+
+Events are hot (raw, recent), warm (dormant, covered by a gated published summary) or
+cold (past the tenant's cold horizon; raw and still searched). ``demote`` moves them on
+the tenant's clock (:mod:`lossgate.tiers`); ``tier-policy`` shows or sets that clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Annotated, Optional
+
+import typer
+from rich.text import Text
+
+from lossgate.cli.app import open_memory, out
+from lossgate.cli.ledger import AsJson, Tenant
+
+__all__ = ["register"]
+
+
+def _instant(value: Optional[str]) -> Optional[datetime]:
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}") from exc
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
+
+
+def demote(
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
+    now: Annotated[Optional[str], typer.Option("--now", help="The clock, ISO 8601 (default: now; naive is UTC).")]
+    = None,
+    as_json: AsJson = False,
+) -> None:
+    """Move the tenant's events between tiers: dormant hot events a fresh gated summary
+    covers go warm, warm ones past the cold horizon go cold; a failed consolidation or a
+    stale summary keeps them hot and the log says why."""
+    with open_memory(ctx) as memory:
+        done = memory.demote(tenant, subject, now=_instant(now))
+    if as_json:
+        for d in done:
+            typer.echo(json.dumps(dataclasses.asdict(d)))
+        return
+    console = out()
+    for d in done:
+        line = f"{d.subject_id}: {len(d.warm)} to warm, {len(d.cold)} to cold, {len(d.held)} kept hot"
+        console.print(Text(line + (f" ({d.held_reason})" if d.held_reason and d.held else "")))
+    if not done:
+        console.print(f"no subjects for tenant {tenant}", markup=False)
+
+
+def tier_policy(
+    ctx: typer.Context,
+    tenant: Tenant,
+    dormancy_days: Annotated[Optional[float], typer.Option("--dormancy-days", help="Hot to warm after this.")] = None,
+    cold_days: Annotated[Optional[float], typer.Option("--cold-days", help="Warm to cold after this.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Show the tenant's tier clock, or set it with --dormancy-days / --cold-days."""
+    with open_memory(ctx) as memory:
+        if dormancy_days is None and cold_days is None:
+            policy = memory.tier_policy(tenant)
+        else:
+            policy = memory.set_tier_policy(
+                tenant, dormancy=None if dormancy_days is None else timedelta(days=dormancy_days),
+                cold_after=None if cold_days is None else timedelta(days=cold_days))
+    if as_json:
+        typer.echo(json.dumps(policy.record()))
+        return
+    out().print(Text(f"tenant {tenant}: hot to warm after {policy.dormancy}, warm to cold after {policy.cold_after}"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``demote`` and ``tier-policy`` to ``app``."""
+    app.command("demote")(demote)
+    app.command("tier-policy")(tier_policy)
