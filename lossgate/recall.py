@@ -14,8 +14,8 @@ other facts and the hot tail (the events after the summary's coverage, or the
 newest events in raw fallback).
 
 With a query, recall ranks by relevance over the whole raw layer (invariant
-14): events a fresh summary covers, or left out for its budget, are the cold
-tier, still searched and returned. The query's content words
+14): events a fresh summary covers, or left out for its budget, whatever their tier
+(hot, warm or cold: :mod:`lossgate.tiers`), are still searched and returned. The query's content words
 (:func:`~lossgate.search_terms.query_terms`) are matched through the store's
 full-text index and ranked by it (FTS5 ``bm25`` on SQLite, ``ts_rank`` on
 PostgreSQL); with an embedder, also by cosine similarity of stored vectors, the two
