@@ -10,9 +10,10 @@ import os
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
+from typer.testing import CliRunner, Result
 
 import lossgate
 from lossgate import Money, NewEvent, NewFact
@@ -20,6 +21,22 @@ from lossgate.registry import Registry, load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY_PATH = ROOT / "examples" / "predicates.toml"
+
+
+@pytest.fixture
+def demo_cli(db_url: str) -> Callable[..., Result]:
+    """``lossgate --db <test db> ARGS...`` on a database initialised with the example registry
+    and ``examples/demo.jsonl`` ingested."""
+    from lossgate.cli import app
+
+    runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
+
+    def run(*args: str) -> Result:
+        return runner.invoke(app, ["--db", db_url, *args])
+
+    assert run("init", "--predicates", str(REGISTRY_PATH)).exit_code == 0
+    assert run("ingest", "--quiet", str(ROOT / "examples" / "demo.jsonl")).exit_code == 0
+    return run
 
 
 @pytest.fixture

@@ -4,38 +4,20 @@ from the command line, applied at once and recorded in the subject's log."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
 import lossgate
-from lossgate.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "examples" / "demo.jsonl"
-PREDICATES = ROOT / "examples" / "predicates.toml"
 BILLING = ["--tenant", "acme-billing"]
 TOOL = "tool:invoice.adjust"
 
-runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
 
-
-@pytest.fixture
-def cli(db_url):
-    def run(*args: str) -> Result:
-        return runner.invoke(app, ["--db", db_url, *args])
-
-    assert run("init", "--predicates", str(PREDICATES)).exit_code == 0
-    assert run("ingest", "--quiet", str(DEMO)).exit_code == 0
-    return run
-
-
-def test_taint_set_applies_the_policy_and_the_log_records_it(cli, db_url):
-    assert cli("consolidate", *BILLING, "--subject", "cust_482").exit_code == 0
+def test_taint_set_applies_the_policy_and_the_log_records_it(demo_cli, db_url):
+    assert demo_cli("consolidate", *BILLING, "--subject", "cust_482").exit_code == 0
     with lossgate.open(db_url) as memory:
         published = memory.alias("acme-billing", "cust_482").artifact_id
-    result = cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
+    result = demo_cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
                  "--trust", "untrusted", "--reason", "adjustments are unverified", "--json")
     assert result.exit_code == 0, result.stderr
     outcome = json.loads(result.stdout)
@@ -49,13 +31,13 @@ def test_taint_set_applies_the_policy_and_the_log_records_it(cli, db_url):
         assert (taint["version"], taint["trust"], taint["reason"]) == (1, "untrusted", "adjustments are unverified")
         assert memory.artifact("acme-billing", "cust_482", published).state == "stale"
 
-    again = cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
+    again = demo_cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
                 "--trust", "untrusted")
     assert again.exit_code == 0 and "already in force" in again.stdout
-    listed = cli("taint", "list", *BILLING, "--json")
+    listed = demo_cli("taint", "list", *BILLING, "--json")
     assert [json.loads(line)["policy_id"] for line in listed.stdout.splitlines()] == ["invoice-tool"]
-    assert "invoice-tool" in cli("taint", "list", *BILLING).stdout
-    assert "no taint policies" in cli("taint", "list", "--tenant", "nobody").stdout
+    assert "invoice-tool" in demo_cli("taint", "list", *BILLING).stdout
+    assert "no taint policies" in demo_cli("taint", "list", "--tenant", "nobody").stdout
 
 
 @pytest.mark.parametrize("args", [
@@ -65,7 +47,7 @@ def test_taint_set_applies_the_policy_and_the_log_records_it(cli, db_url):
     ["--trust", "untrusted", "--actor", ""],
     [],  # no trust
 ], ids=["no-match", "bad-trust", "bad-kind", "empty-actor", "no-trust"])
-def test_taint_set_refuses_bad_input_with_exit_2_and_writes_nothing(cli, args):
-    result = cli("taint", "set", "p", *BILLING, *args)
+def test_taint_set_refuses_bad_input_with_exit_2_and_writes_nothing(demo_cli, args):
+    result = demo_cli("taint", "set", "p", *BILLING, *args)
     assert result.exit_code == 2, (result.stdout, result.stderr)
-    assert cli("taint", "list", *BILLING, "--json").stdout == ""
+    assert demo_cli("taint", "list", *BILLING, "--json").stdout == ""

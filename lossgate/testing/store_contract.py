@@ -163,6 +163,27 @@ def in_threads(*work: Callable[[], None]) -> list[BaseException]:
     return errors
 
 
+def _epoch_after_holding(store: Store, touch: Callable[[WriteTx], object]) -> list[int]:
+    """A first writer runs ``touch``, holds its transaction, then moves the subject's epoch; a
+    second writer that started meanwhile locks the clock. The epoch it saw: 1 if it waited."""
+    touched, seen = threading.Event(), []
+
+    def first() -> None:
+        with store.write() as tx:
+            touch(tx)
+            touched.set()
+            time.sleep(HOLD)
+            _bump_epoch(tx)
+
+    def second() -> None:
+        assert touched.wait(30)
+        with store.write() as tx:
+            seen.append(tx.lock_clock(T, S).input_epoch)
+
+    assert in_threads(first, second) == []
+    return seen
+
+
 def _bump_epoch(tx: WriteTx) -> None:
     clock = tx.lock_clock(T, S)
     tx.save_clock(clock.model_copy(update={"input_epoch": clock.input_epoch + 1}))
@@ -609,21 +630,7 @@ class StoreContract:
         with store.write() as tx:
             append(tx, event("e1"))
             tx.insert_facts([fact("f1", 1, ("e1",)), fact("f2", 1, ("e1",), value=6)])
-        touched, seen = threading.Event(), []
-
-        def first() -> None:
-            with store.write() as tx:
-                FIRST_TOUCHES[touch](tx)
-                touched.set()
-                time.sleep(HOLD)
-                _bump_epoch(tx)
-
-        def second() -> None:
-            assert touched.wait(30)
-            with store.write() as tx:
-                seen.append(tx.lock_clock(T, S).input_epoch)
-
-        assert in_threads(first, second) == []
+        seen = _epoch_after_holding(store, FIRST_TOUCHES[touch])
         assert seen == [1], f"a writer got the subject while another held it since its first touch ({touch})"
 
     @pytest.mark.parametrize("touch", sorted(set(FIRST_TOUCHES) & set(primitives(ReadTx))))
@@ -675,22 +682,7 @@ class StoreContract:
     def test_lock_alias_locks_the_clock(self, store: Store) -> None:
         with store.write() as tx:
             append(tx, event("e1"))
-        held, seen = threading.Event(), []
-
-        def publisher() -> None:
-            with store.write() as tx:
-                tx.lock_alias(T, S)
-                held.set()
-                time.sleep(HOLD)
-                _bump_epoch(tx)
-
-        def ledger() -> None:
-            assert held.wait(30)
-            with store.write() as tx:
-                seen.append(tx.lock_clock(T, S).input_epoch)
-
-        assert in_threads(publisher, ledger) == []
-        assert seen == [1]
+        assert _epoch_after_holding(store, lambda tx: tx.lock_alias(T, S)) == [1]
 
     def test_lock_alias_takes_the_clock_before_the_alias(self, store: Store) -> None:
         """A transaction holding the clock and then asking for the alias, against one asking for
