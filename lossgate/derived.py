@@ -18,7 +18,7 @@ from lossgate.records import ArtifactBody, Clock, Event, Fact, LedgerEntry
 from lossgate.render import day_line, event_line, fact_line, one_line
 
 __all__ = [
-    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
+    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
     "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
 ]
 
@@ -63,8 +63,27 @@ class InputRef(_Record):
     seq: int = 0
 
 
+class PartInfo(_Record):
+    """What one part of a hierarchical consolidation covers (:mod:`lossgate.consolidate.parts`):
+    its key (``session 3``, ``2023-05-08``, ``2023-W19``; ``#2`` and on for a part split by
+    size), the times of its first and last events, and its fingerprint: a hash of its inputs
+    with their statuses, its conflicts, the compressor and the digest budget. A later job
+    whose part has the same fingerprint reuses this artifact instead of building it again."""
+
+    key: str
+    first_at: datetime
+    last_at: datetime
+    events: int
+    fingerprint: str
+
+
 class Manifest(_Record):
-    """Everything needed to reproduce or audit one artifact (seed 001)."""
+    """Everything needed to reproduce or audit one artifact (seed 001).
+
+    ``path`` says how it was built: ``direct`` (from every input), ``incremental`` (a
+    published parent plus what is new), ``part`` (one period's digest in a hierarchy, with
+    ``part`` saying which) or ``hierarchical`` (a root that rolls up its parts: its
+    ``artifact`` inputs are its children)."""
 
     artifact_id: str
     tenant_id: str
@@ -74,7 +93,7 @@ class Manifest(_Record):
     expected_alias: ExpectedAlias
     inputs: tuple[InputRef, ...]
     input_root: str
-    path: Literal["direct", "incremental"]
+    path: Literal["direct", "incremental", "part", "hierarchical"]
     selector_version: str
     prompt_version: str
     compressor: str
@@ -85,6 +104,12 @@ class Manifest(_Record):
     attempt: int
     budget_tokens: int | None = None
     timings: dict[str, float] = Field(default_factory=dict)
+    part: PartInfo | None = None
+
+    @property
+    def children(self) -> tuple[str, ...]:
+        """The parts a hierarchical root rolls up (none for any other artifact)."""
+        return tuple(r.id for r in self.inputs if r.kind == "artifact") if self.path == "hierarchical" else ()
 
 
 class Artifact(_Record):

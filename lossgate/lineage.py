@@ -51,8 +51,11 @@ def invalidate(tx: WriteTx, tenant_id: str, subject_id: str, changed: set[str], 
 
 
 def ancestors(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str) -> list[tuple[str, ArtifactState]]:
-    """The parents of ``artifact_id``, nearest first, with their states (stale ones
-    included); the walk stops at a parent that is no longer stored."""
+    """The parents of ``artifact_id`` (the incremental chain), nearest first, with their
+    states (stale ones included); the walk stops at a parent that is no longer stored."""
+    art = tx.artifact(tenant_id, subject_id, artifact_id)
+    if art is None or art.manifest.path == "hierarchical":
+        return []
     return _walk(tx, tenant_id, subject_id, _parents(tx.lineage(tenant_id, subject_id, artifact_id)))
 
 
@@ -63,7 +66,8 @@ def _walk(tx: ReadTx, tenant_id: str, subject_id: str, parent_ids: list[str]) ->
         if parent is None:
             break
         out.append((parent.artifact_id, parent.state))
-        parent_ids = _parents(tx.lineage(tenant_id, subject_id, parent.artifact_id))
+        parent_ids = [] if parent.manifest.path == "hierarchical" else _parents(
+            tx.lineage(tenant_id, subject_id, parent.artifact_id))
     return out
 
 
@@ -75,8 +79,10 @@ def view(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str) -> Linea
         raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
     edges = tx.lineage(tenant_id, subject_id, artifact_id)
     moves = [e for e in tx.log(tenant_id, subject_id, target_ids=[artifact_id]) if e.op in ("tier", "retention")]
+    # A hierarchical root's artifact inputs are its parts (its edges list them), not parents.
+    parents = [] if art.manifest.path == "hierarchical" else _parents(edges)
     return LineageView(artifact=art, edges=tuple(edges),
-                       ancestors=tuple(_walk(tx, tenant_id, subject_id, _parents(edges))), tier_moves=tuple(moves))
+                       ancestors=tuple(_walk(tx, tenant_id, subject_id, parents)), tier_moves=tuple(moves))
 
 
 def _parents(edges: Iterable[LineageEdge]) -> list[str]:

@@ -4,7 +4,7 @@ One transaction: lock the clock and the alias, re-read every input and
 confirm it is still valid with the same hash, confirm ``input_epoch`` has not
 moved and that no registry loaded since it was gated requires a re-gate
 (:mod:`lossgate.regate`), then CAS the alias on (parent artifact, source epoch, covers_through)
-with coverage never regressing (seed 001). Anything but exactly one changed
+with coverage never regressing (seed 001); a hierarchical root publishes its new parts with it. Anything but exactly one changed
 row publishes nothing; the caller records why and rebuilds from current state.
 A stale or racing worker therefore can never overwrite newer memory.
 Publishing moves no event's tier: demotion (:mod:`lossgate.tiers`) does, after a dormancy.
@@ -46,12 +46,32 @@ def _inputs_unchanged(tx: WriteTx, artifact: Artifact) -> str | None:
             f = found_f.get(fact_id)
             if f is None or f.status != "active" or f.content_hash != h:
                 return f"input fact {fact_id} is {'gone' if f is None else f.status} or changed"
+    # A hierarchy's parts are published with their root (gated candidates, or parts an
+    # earlier root published); an incremental parent must be the published one.
+    allowed = ("published", "candidate") if m.path == "hierarchical" else ("published",)
     for ref in m.inputs:
         if ref.kind == "artifact":
-            parent = tx.artifact(t, s, ref.id)
-            if parent is None or parent.state != "published":
-                return f"parent artifact {ref.id} is {'gone' if parent is None else parent.state}"
+            parent = tx.artifact_head(t, s, ref.id)
+            if parent is None or parent.state not in allowed:
+                what = "part" if m.path == "hierarchical" else "parent artifact"
+                return f"{what} {ref.id} is {'gone' if parent is None else parent.state}"
     return None
+
+
+def _publish_parts(tx: WriteTx, artifact: Artifact, previous: Artifact | None) -> None:
+    """With a hierarchical root: its new parts are published with it, and the parts of the
+    root it replaces that it does not reuse are retired."""
+    m = artifact.manifest
+    t, s = m.tenant_id, m.subject_id
+    children = set(m.children)
+    if children:
+        tx.set_artifact_state(t, s, sorted(children), "published", from_states=["candidate"],
+                              reason=f"part of {artifact.artifact_id}")
+    if previous is not None:
+        dropped = sorted(set(previous.manifest.children) - children)
+        if dropped:
+            tx.set_artifact_state(t, s, dropped, "retired", from_states=["published"],
+                                  reason=f"replaced by {artifact.artifact_id}")
 
 
 def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
@@ -92,9 +112,10 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
             f"covers {alias.covers_through})",
         )
     tx.set_artifact_state(t, s, [artifact.artifact_id], "published", reason="switched")
-    previous = tx.artifact_head(t, s, alias.artifact_id) if alias.artifact_id else None
+    previous = tx.artifact(t, s, alias.artifact_id) if alias.artifact_id else None
     if previous is not None and previous.state == "published":  # a stale one stays stale: audit
         tx.set_artifact_state(t, s, [previous.artifact_id], "retired", reason=f"replaced by {artifact.artifact_id}")
+    _publish_parts(tx, artifact, previous)
     # Candidates left by crashed or racing jobs can never win a CAS now: say so.
     orphans = [a.artifact_id for a in tx.artifacts(t, s, states=["candidate"]) if a.artifact_id != artifact.artifact_id]
     if orphans:

@@ -30,6 +30,7 @@ text a deleted fact was drawn from, never come back on any path.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 import weakref
@@ -41,7 +42,7 @@ from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
 from lossgate.errors import ConfigError
 from lossgate.records import Event, Fact, utcnow
-from lossgate.render import CONVERSATION_TITLE, day_line, event_line, fact_line
+from lossgate.render import CONVERSATION_TITLE, PERIODS_TITLE, day_line, event_line, fact_line
 from lossgate.search_terms import query_terms
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
@@ -51,6 +52,9 @@ from lossgate.store.protocol import FactFilter
 __all__ = ["recall", "SEARCH_BACKLOG"]
 
 log = logging.getLogger(__name__)
+
+# A period's title in a hierarchical root (lossgate.render.period_line).
+_PERIOD = re.compile(r"\[\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\]")
 
 # A search also matches the events appended since the full-text index was last
 # refreshed, on their raw text; past this many, recall refreshes the index first.
@@ -281,24 +285,34 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
     return events, others, total
 
 
-def _split_summary(summary: str) -> tuple[str, list[str]]:
-    """The summary's structured part, and its recent-conversation lines (oldest first)."""
+def _split_summary(summary: str) -> tuple[str, str, list[tuple[str, str | None]]]:
+    """The summary's structured part, the title of what follows it, and what follows it
+    (oldest first) as lines with the period each belongs to: a direct summary's recent
+    conversation, or a hierarchical root's period digests (:data:`PERIODS_TITLE`)."""
     lines = summary.split("\n")
-    if CONVERSATION_TITLE not in lines:
-        return summary, []
-    cut = lines.index(CONVERSATION_TITLE)
+    cut = next((i for i, ln in enumerate(lines) if ln in (CONVERSATION_TITLE, PERIODS_TITLE)), None)
+    if cut is None:
+        return summary, "", []
     rest = lines[cut + 1:]
-    tail = [ln for ln in rest if ln.startswith("- ")]
-    if len(tail) != len(rest):  # something else follows the conversation (a narrative): keep it whole
-        return summary, []
-    return "\n".join(lines[:cut]), tail
+    if lines[cut] == CONVERSATION_TITLE:
+        if any(not ln.startswith("- ") for ln in rest):  # a narrative follows: keep it whole
+            return summary, "", []
+        return "\n".join(lines[:cut]), CONVERSATION_TITLE, [(ln, None) for ln in rest]
+    tail: list[tuple[str, str | None]] = []
+    period: str | None = None
+    for line in rest:
+        if _PERIOD.fullmatch(line):
+            period = line
+        elif line.strip():
+            tail.append((line, period))
+    return "\n".join(lines[:cut]), PERIODS_TITLE, tail
 
 
 def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
                   budget: int | None, count: TokenCounter) -> tuple[str | None, list[Fact], list[Event], int]:
     """With a query: critical facts and the summary's structured part first, then hits in
     relevance order (whatever fits), then the summary's recent conversation, newest first."""
-    head, tail = _split_summary(summary) if summary else (None, [])
+    head, title, tail = _split_summary(summary) if summary else (None, "", [])
     if budget is None:
         text = "\n".join([summary or ""] + [fact_line(f) for f in critical + others]
                          + [event_line(e) for e in events] + sorted({day_line(e) for e in events}))
@@ -319,16 +333,28 @@ def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact],
             kept_events.append(e)
             days.add(day)
             used += cost
-    kept_tail: list[str] = []
+    kept: set[int] = set()
+    titled: set[str] = set()
     if tail:
-        used += count(CONVERSATION_TITLE)
-        for line in reversed(tail):
-            cost = _line_tokens(line, count)
+        used += count(title)
+        for i in range(len(tail) - 1, -1, -1):  # newest first, each period's title once
+            line, period = tail[i]
+            cost = _line_tokens(line, count) + (_line_tokens(period, count) if period and period not in titled else 0)
             if used + cost > budget:
                 break
-            kept_tail.append(line)
+            kept.add(i)
             used += cost
+            if period:
+                titled.add(period)
     if head is None:
         return None, kept_facts, kept_events, used
-    text = head if not kept_tail else "\n".join([head, CONVERSATION_TITLE, *reversed(kept_tail)])
+    out: list[str] = []
+    shown: str | None = None
+    for i in sorted(kept):
+        line, period = tail[i]
+        if period and period != shown:
+            out.append(period)
+            shown = period
+        out.append(line)
+    text = head if not out else "\n".join([head, title, *out])
     return text, kept_facts, kept_events, used

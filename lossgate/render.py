@@ -28,13 +28,16 @@ from typing import Any, Protocol
 from lossgate.values import coerce_value, encode_value
 
 __all__ = ["value_text", "fact_line", "claim_lines", "conflict_line", "event_line", "day_line", "header_line",
-           "one_line", "CONVERSATION_TITLE", "NARRATIVE_TITLE"]
+           "period_line", "one_line", "CONVERSATION_TITLE", "NARRATIVE_TITLE", "PERIODS_TITLE"]
 
 # The titles of a summary's sections after its structured lines: the recent conversation
 # (the deterministic compressor's whole event lines) or a model's narrative. Recall splits
 # a summary at the first; the gate reads the text under either as prose.
 CONVERSATION_TITLE = "Conversation:"
 NARRATIVE_TITLE = "Narrative:"
+# The section of a hierarchical root (:mod:`lossgate.consolidate.hierarchy`): one digest per
+# period, oldest first, each under its :func:`period_line`.
+PERIODS_TITLE = "Periods:"
 
 
 class _FactLike(Protocol):
@@ -118,6 +121,13 @@ def event_line(event: Any) -> str:
         # the statement the gate's atom extractor reads, and fail a faithful summary.
         return f"- {actor} (untrusted, quoted): {text}"
     return f"- {actor}: {text}"
+
+
+def period_line(first: Any, last: Any) -> str:
+    """``[2023-05-08]``, or ``[2023-05-08 to 2023-05-12]``: the title of one period's digest,
+    from the times of its first and last events (each in its own offset)."""
+    a, b = first.date().isoformat(), last.date().isoformat()
+    return f"[{a}]" if a == b else f"[{a} to {b}]"
 
 
 def day_line(event: Any) -> str:

@@ -63,6 +63,11 @@ class CompressionRequest(BaseModel):
     # to tighten its prompt, then change model, then write no narrative at all.
     failures: int = 0
     refused_for: tuple[str, ...] = ()
+    # One part of a hierarchical consolidation (:mod:`lossgate.consolidate.hierarchy`): the
+    # title of its period (:func:`~lossgate.render.period_line`), which the summary carries
+    # under its header. Its events are that period's; a digest keeps the lines that carry
+    # numbers, amounts, dates, identifiers and negations first.
+    period: str | None = None
 
 
 class Compressor(Protocol):

@@ -13,6 +13,7 @@ rather than truncate. Same snapshot, same bytes (invariant 10).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lossgate.consolidate.compressor import BudgetExceeded, CompressionRequest, claim_of
@@ -23,6 +24,9 @@ from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_
 __all__ = ["DeterministicCompressor"]
 
 _RANK = {"critical": 0, "important": 1, "contextual": 2}
+# What a period digest keeps first: a digit, a currency sign or a negation. A heuristic of the
+# compressor's own; the gate's atom extractor judges the result independently.
+_SALIENT = re.compile(r"\d|[$€£¥]|\b(?:not|no|never|cannot|can't|won't|don't|didn't|isn't|wasn't)\b", re.I)
 
 
 class DeterministicCompressor:
@@ -47,6 +51,8 @@ class DeterministicCompressor:
             f.fact_id not in keep, _RANK[request.predicates[f.predicate].criticality], f.predicate, f.seq))
         budget = request.budget_tokens
         header = header_line(request.tenant_id, request.subject_id)
+        if request.period:
+            header += "\n" + request.period
         lines = [header]
         # The open conflicts' lines must be carried: their room is taken before any fact's.
         conflict_lines = [conflict_line(c.predicate, c.fact_ids) for c in request.conflicts]
@@ -89,16 +95,24 @@ class DeterministicCompressor:
                       if e.text and e.event_id not in request.outdated_event_ids]
         if request.parent is not None:
             candidates = _section(request.parent.summary, CONVERSATION_TITLE) + candidates
-        chosen: list[str] = []
         title = CONVERSATION_TITLE
         used += self.count(title) + 1
-        for line in reversed(candidates):
-            cost = self.count(line) + 1
+        if request.period is None:
+            order = list(range(len(candidates) - 1, -1, -1))  # newest first, until the budget ends
+        else:
+            # A period's digest: lines with a number, an amount, a date, an identifier or a
+            # negation first (newest first within each rank), then the rest while room is left.
+            order = sorted(range(len(candidates)), key=lambda i: (not _SALIENT.search(candidates[i]), -i))
+        chosen: set[int] = set()
+        for i in order:
+            cost = self.count(candidates[i]) + 1
             if budget is not None and used + cost > budget:
-                break
-            chosen.append(line)
+                if request.period is None:
+                    break
+                continue
+            chosen.add(i)
             used += cost
-        return [title, *reversed(chosen)] if chosen else []
+        return [title, *(candidates[i] for i in sorted(chosen))] if chosen else []
 
 
 def _section(summary: str, title: str) -> list[str]:

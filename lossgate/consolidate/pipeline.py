@@ -27,11 +27,14 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from lossgate import gate, queue
+from lossgate.caches import epoch_seen
+from lossgate.consolidate import hierarchy
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
-from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, select
-from lossgate.derived import Artifact, Attempt, LineageEdge, Manifest
-from lossgate.caches import epoch_seen
+from lossgate.consolidate.hierarchy import HierarchyConfig
+from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select
+from lossgate.consolidate.tokens import default_counter
+from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.errors import InvalidInput, NotFound, StoreError
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
@@ -40,6 +43,7 @@ from lossgate.judge import JudgeError, ModelJudge, judge_violations
 from lossgate.publish import switch
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry, RegistryCache
+from lossgate.render import fact_line
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
 
@@ -59,6 +63,7 @@ class ConsolidationConfig:
     max_attempts: int = 5
     backoff_base_s: float = 30.0
     backoff_max_s: float = 3600.0
+    hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
 
 
 @dataclass
@@ -82,6 +87,10 @@ class Prepared:
 def _must_keep(must: MustPreserve) -> frozenset[str]:
     """What the gate will refuse to lose, so the compressor never chooses to drop it."""
     return frozenset(fid for fid in must.fact_ids() if must.loss_severity(fid) == "critical")
+
+
+def _add(timings: dict[str, float], key: str, seconds: float) -> None:
+    timings[key] = timings.get(key, 0.0) + seconds
 
 
 def _unstorable(value: Any) -> str | None:
@@ -124,6 +133,12 @@ class Consolidator:
         self.hooks = hooks or Hooks()
         self.judge = judge
         self._schema: int | None = None
+        # A hierarchy's root is written by the deterministic compressor whatever writes the
+        # parts: it copies their gated digests and renders the ledger (no model call).
+        # Parts are split and budgeted with the compressor's own token counter, if it has one.
+        own = getattr(self.compressor, "count", None)
+        self._count: Callable[[str], int] = own if callable(own) else (lambda text: default_counter()(text))
+        self._structure = DeterministicCompressor(self._count)
         writer = getattr(self.compressor, "config", None)
         models = {getattr(writer, "model", None), getattr(writer, "fallback_model", None)} - {None}
         if judge is not None and judge.config.model in models:
@@ -140,7 +155,8 @@ class Consolidator:
         return self.publish(prepared)
 
     def prepare(self, tenant_id: str, subject_id: str) -> Prepared:
-        """Snapshot, record the attempt, compress, gate and store the artifact."""
+        """Snapshot, record the attempt, compress, gate and store the artifact (a hierarchy's
+        root, after its parts: :mod:`lossgate.consolidate.hierarchy`)."""
         t0 = time.perf_counter()
         now = utcnow()
         with self.store.write() as tx:
@@ -152,13 +168,14 @@ class Consolidator:
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
-            number = count + 1
             failures, refused_for = queue.consecutive_failures(since_published)
+            tree = self._plan_tree(tx, sel, registry)
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
-                number=number, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
+                number=count + 1, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
                 input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected,
-                selected_ids=sel.selected_ids, input_root=sel.input_root, compressor=self._compressor_label(),
+                selected_ids=tree.selected_ids if tree else sel.selected_ids,
+                input_root=tree.root_preview if tree else sel.input_root, compressor=self._compressor_label(),
             )
             tx.save_attempt(attempt)  # the selection is on record before any generation
             tx.refresh_search_index()  # keep keyword search warm off the append path
@@ -166,6 +183,8 @@ class Consolidator:
 
         if self.hooks.before_compress:
             self.hooks.before_compress(sel)
+        if tree is not None:
+            return self._prepare_tree(attempt, sel, tree, registry, timings, failures, refused_for)
         must = build_must_preserve(sel.snapshot, registry)  # once: the compressor, the gate and the judge share it
         request = CompressionRequest(
             tenant_id=tenant_id, subject_id=subject_id, facts=sel.facts,
@@ -176,36 +195,56 @@ class Consolidator:
             withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=_must_keep(must),
             failures=failures, refused_for=refused_for,
         )
+        built = self._build(attempt, sel, request, must, registry, timings)
+        if isinstance(built, Prepared):
+            return built
+        body, result, raw_text, judged = built
+        return self._conclude(attempt, sel, body, result, registry, timings, raw_text, judged=judged)
+
+    # -- one artifact: compress, parse, gate, judge --------------------------------------
+    def _build(self, attempt: Attempt, sel: Selection, request: CompressionRequest, must: MustPreserve,
+               registry: Registry, timings: dict[str, float], *, label: str = "",
+               ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool]:
+        """The body and the gate's result for one request, or the failed attempt (a
+        compressor error, malformed output, a judge that failed). ``label`` names a part."""
+        where = f"part {label}: " if label else ""
         t1 = time.perf_counter()
         raw, error = self._generate(request)
-        timings["compress_s"] = time.perf_counter() - t1
+        _add(timings, "compress_s", time.perf_counter() - t1)
         raw_text = raw if isinstance(raw, str) or raw is None else json.dumps(raw, sort_keys=True, default=str)
         raw_text = _storable(raw_text)
         if error is None:
             body, error = self._parse(raw)
         if error is not None:
-            return self._finish_error(attempt, sel, raw_text, error, timings)
-
+            return self._finish_error(attempt, sel, raw_text, where + error, timings)
+        assert body is not None
         t2 = time.perf_counter()
         result = gate.check(sel.snapshot, body, registry, must=must)
-        timings["gate_s"] = time.perf_counter() - t2
+        _add(timings, "gate_s", time.perf_counter() - t2)
         judged = False
         if self.judge is not None and result.passed:
             t3 = time.perf_counter()
             try:
                 judged, result = self._judged(sel, body, must, result)
             except Exception as exc:  # noqa: BLE001 - a judge is foreign code: an unjudged narrative is never published
-                timings["judge_s"] = time.perf_counter() - t3
+                _add(timings, "judge_s", time.perf_counter() - t3)
                 why = str(exc) if isinstance(exc, JudgeError) else f"{type(exc).__name__}: {exc}"
-                return self._finish_error(attempt, sel, raw_text, f"JudgeError: {why}"[:2000], timings)
-            timings["judge_s"] = time.perf_counter() - t3
-        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged)
+                return self._finish_error(attempt, sel, raw_text, f"{where}JudgeError: {why}"[:2000], timings)
+            _add(timings, "judge_s", time.perf_counter() - t3)
+        return body, result, raw_text, judged
+
+    def _conclude(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
+                  registry: Registry, timings: dict[str, float], raw_text: str | None, *, judged: bool,
+                  part: PartInfo | None = None) -> Prepared:
+        """Store the artifact and the attempt's outcome; a failed gate schedules the retry."""
+        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part)
         passed = result.passed
+        where = f"part {part.key}: " if part is not None else ""
         attempt = attempt.model_copy(update={
             "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
-            "gate_outcome": result.outcome, "violations": tuple(result.lines()),
-            "details": tuple(_storable(f"{v}: {v.detail}") or "" for v in result.violations),
-            "losses": tuple(str(v) for v in result.losses), "raw_output": raw_text,
+            "gate_outcome": result.outcome, "violations": tuple(where + line for line in result.lines()),
+            "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations),
+            "losses": tuple(where + str(v) for v in result.losses), "raw_output": raw_text,
             "covers_through": artifact.manifest.new_covers_through, "timings": timings,
             "finished_at": None if passed else utcnow(),
             "reason": None if passed else "gate failed",
@@ -216,16 +255,103 @@ class Consolidator:
                 tx.save_attempt(attempt)
                 if not passed:
                     attempt = self._schedule_retry(tx, attempt)
-                now_epoch = tx.clock(tenant_id, subject_id).input_epoch
+                now_epoch = tx.clock(attempt.tenant_id, attempt.subject_id).input_epoch
             # a deletion that committed while this ran: what the gate cached of it goes too
-            epoch_seen(tenant_id, subject_id, now_epoch)
+            epoch_seen(attempt.tenant_id, attempt.subject_id, now_epoch)
         except StoreError as exc:
             # The store refused what this output holds (a value past an engine's limits, say):
             # the attempt fails as an error, so that the subject retries and escalates instead
             # of repeating the same write forever. If the store is down, this write fails too.
             return self._finish_error(attempt.model_copy(update={"artifact_id": None}), sel, None,
-                                      f"invalid output: the store refused it ({exc})"[:2000], timings)
+                                      f"{where}invalid output: the store refused it ({exc})"[:2000], timings)
         return Prepared(attempt=attempt, artifact=artifact, gate_result=result, selection=sel)
+
+    # -- a hierarchy: the parts, then the root ---------------------------------------------
+    def _plan_tree(self, tx: WriteTx, sel: Selection, registry: Registry) -> hierarchy.TreePlan | None:
+        config = self.config.hierarchy
+        if config.mode == "never":
+            return None
+        alias_id = sel.expected.parent_artifact_id
+        current = sel.parent or (tx.artifact(sel.snapshot.tenant_id, sel.snapshot.subject_id, alias_id)
+                                 if alias_id else None)
+        context = hierarchy.context_of(config, self.compressor)
+        if not hierarchy.wanted(sel, current, config, context, self._count):
+            return None
+        return hierarchy.plan(tx, sel, current, split_by=config.split_by, context_tokens=context,
+                              digest_tokens=config.digest_tokens, compressor=self._compressor_label(),
+                              registry_version=registry.version, count=self._count)
+
+    def _prepare_tree(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, registry: Registry,
+                      timings: dict[str, float], failures: int, refused_for: tuple[str, ...]) -> Prepared:
+        """Build the parts that no stored artifact digests yet (each gated against its own
+        snapshot and stored as a candidate), then the root over all of them."""
+        children: list[Artifact] = []
+        raw_parts: dict[str, str | None] = {}
+        for job in tree.parts:
+            if job.reuse is not None:
+                children.append(job.reuse)
+                continue
+            part_sel = Selection(
+                snapshot=job.snapshot, expected=sel.expected, path="part", parent=None, events=job.part.events,
+                facts=job.facts, inputs=job.inputs, input_root=input_root(job.inputs),
+                outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids)
+            must = build_must_preserve(job.snapshot, registry)
+            structure = sum(self._count(fact_line(f)) + 1 for f in job.facts)
+            request = CompressionRequest(
+                tenant_id=sel.snapshot.tenant_id, subject_id=sel.snapshot.subject_id, facts=job.facts,
+                predicates={f.predicate: registry.get(f.predicate) for f in job.facts},
+                conflicts=job.snapshot.conflicts, events=job.part.events,
+                budget_tokens=self.config.hierarchy.digest_tokens + structure + 64,
+                outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
+                must_keep=_must_keep(must), failures=failures, refused_for=refused_for, period=job.title,
+            )
+            built = self._build(attempt, part_sel, request, must, registry, timings, label=job.part.key)
+            if isinstance(built, Prepared):
+                return built
+            body, result, raw_text, judged = built
+            if not result.passed:  # the job fails as a whole: nothing of it is published
+                return self._conclude(attempt, part_sel, body, result, registry, timings, raw_text,
+                                      judged=judged, part=job.info)
+            artifact = self._artifact(attempt, part_sel, body, result, registry, timings, judged=judged,
+                                      part=job.info)
+            try:
+                with self.store.write() as tx:
+                    tx.insert_artifact(artifact, self._edges(artifact, part_sel))
+            except StoreError as exc:
+                return self._finish_error(attempt, part_sel, None, f"part {job.part.key}: invalid output: the "
+                                          f"store refused it ({exc})"[:2000], timings)
+            children.append(artifact)
+            raw_parts[job.part.key] = raw_text
+        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings)
+
+    def _prepare_root(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, children: list[Artifact],
+                      raw_parts: dict[str, str | None], registry: Registry, timings: dict[str, float]) -> Prepared:
+        """The root: the ledger's claims and lines (the deterministic compressor's, under the
+        job's budget), then every part's digest, gated against the whole snapshot."""
+        t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
+        must = build_must_preserve(sel.snapshot, registry)
+        request = CompressionRequest(
+            tenant_id=t, subject_id=s, facts=tree.facts,
+            predicates={f.predicate: registry.get(f.predicate) for f in tree.facts},
+            conflicts=sel.snapshot.conflicts, budget_tokens=self.config.budget_tokens,
+            withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=_must_keep(must))
+        try:
+            structure = self._structure.compress(request)
+        except CompressionError as exc:
+            return self._finish_error(attempt, sel, None, f"{type(exc).__name__}: {exc}", timings)
+        structure["summary"] = hierarchy.rollup_summary(structure["summary"], children)
+        body = ArtifactBody.model_validate(structure)
+        inputs = tuple(
+            [InputRef(kind="artifact", id=c.artifact_id, content_hash=c.manifest.input_root) for c in children]
+            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in tree.facts])
+        root_sel = Selection(snapshot=sel.snapshot, expected=sel.expected, path="hierarchical", parent=None,
+                             events=(), facts=tree.facts, inputs=inputs, input_root=input_root(inputs),
+                             withdrawn_event_ids=sel.withdrawn_event_ids)
+        t2 = time.perf_counter()
+        result = gate.check(sel.snapshot, body, registry, must=must)
+        _add(timings, "gate_s", time.perf_counter() - t2)
+        raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
+        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False)
 
     def publish(self, prepared: Prepared) -> Attempt:
         """Run the switch for a gated artifact. A lost race or a moved input publishes nothing."""
@@ -337,19 +463,25 @@ class Consolidator:
                                    backoff_max_s=c.backoff_max_s, now=utcnow())
 
     def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
-                  registry: Registry, timings: dict[str, float], *, judged: bool = False) -> Artifact:
-        artifact_id = f"art-{attempt.subject_id}-{sel.snapshot.clock.high_water:06d}-{uuid.uuid4().hex[:8]}"
+                  registry: Registry, timings: dict[str, float], *, judged: bool = False,
+                  part: PartInfo | None = None) -> Artifact:
+        if part is None:
+            covers = max(sel.snapshot.clock.high_water, sel.expected.covers_through)
+        else:  # a part covers its own events (it is never offered to the alias)
+            covers = max(e.seq for e in sel.events)
+        artifact_id = f"art-{attempt.subject_id}-{covers:06d}-{uuid.uuid4().hex[:8]}"
         manifest = Manifest(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
-            new_covers_through=max(sel.snapshot.clock.high_water, sel.expected.covers_through),
+            new_covers_through=covers,
             input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected, inputs=sel.inputs,
             input_root=sel.input_root, path=sel.path, selector_version=SELECTOR_VERSION,
-            prompt_version=getattr(self.compressor, "prompt_version_used", self.compressor.prompt_version)
+            prompt_version=(self._structure.prompt_version if sel.path == "hierarchical" else
+                            getattr(self.compressor, "prompt_version_used", self.compressor.prompt_version))
             + (f"+{self.judge.name}/{self.judge.prompt_version}" if judged and self.judge else ""),
-            compressor=self.compressor.name,
-            compressor_version=self.compressor.version, extractor_version=EXTRACTOR_VERSION,
+            compressor=self._structure.name if sel.path == "hierarchical" else self.compressor.name,
+            compressor_version=self._structure.version if sel.path == "hierarchical" else self.compressor.version, extractor_version=EXTRACTOR_VERSION,
             schema_version=self._schema_version(), registry_version=registry.version,
-            attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=timings,
+            attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=dict(timings), part=part,
         )
         return Artifact(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,

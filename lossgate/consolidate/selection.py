@@ -36,7 +36,7 @@ class Selection:
 
     snapshot: Snapshot  # the gate's view: every fact <= H in any state, valid events, open conflicts
     expected: ExpectedAlias
-    path: Literal["direct", "incremental"]
+    path: Literal["direct", "incremental", "part", "hierarchical"]  # the last two: lossgate.consolidate.hierarchy
     parent: Artifact | None
     events: tuple[Event, ...]  # what the compressor may read
     facts: tuple[Fact, ...]  # active facts

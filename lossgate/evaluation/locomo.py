@@ -65,6 +65,7 @@ class Turn:
     speaker: str
     text: str
     at: datetime
+    session: int = 0
 
     @property
     def line(self) -> str:
@@ -121,7 +122,7 @@ def _conversation(c: dict[str, Any]) -> Conversation:
                     text = f"{text} [shares a photo: {t['blip_caption']}]"
                 assert at is not None
                 # One second apart, so a session keeps its order when sorted by time.
-                turns.append(Turn(str(t["dia_id"]), str(t["speaker"]), text, at + timedelta(seconds=i)))
+                turns.append(Turn(str(t["dia_id"]), str(t["speaker"]), text, at + timedelta(seconds=i), n))
             n += 1
         questions = tuple(
             Question(str(q["question"]), int(q["category"]), tuple(str(e) for e in q.get("evidence") or ()))
@@ -136,7 +137,7 @@ def ingest(memory: Memory, conv: Conversation) -> None:
     """Append the conversation's turns as events of subject ``sample_id`` (idempotent)."""
     memory.append([
         NewEvent(tenant_id=TENANT, subject_id=conv.sample_id, event_id=f"{conv.sample_id}:{t.dia_id}",
-                 actor=t.speaker, text=t.text, occurred_at=t.at)
+                 actor=t.speaker, text=t.text, occurred_at=t.at, payload={"session": t.session})
         for t in conv.turns
     ])
 

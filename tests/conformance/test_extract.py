@@ -185,7 +185,7 @@ def test_the_cli_extracts_and_lists_what_waits_for_review(memory, store_url):
     from lossgate.cli import app
 
     _say(memory, "e1", "The invoice total is $14,250.00. We have 34 seats. Our customer id is CUST-4821.")
-    runner = CliRunner()
+    runner = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"})  # a table wraps to the terminal
     done = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--json"])
     assert done.exit_code == 0, done.output
     lines = [json.loads(line) for line in done.stdout.splitlines()]

@@ -1,0 +1,228 @@
+"""Hierarchical consolidation: one gated digest per period, rolled up into a gated root.
+
+A subject whose history is larger than one compressor request (``context_tokens``) is not
+summarised in one pass, which would keep only the newest turns that fit the budget, nor
+truncated. Its events are split into parts (:mod:`lossgate.consolidate.parts`: sessions,
+days, weeks or months, and by size within one), and
+
+* **each part** gets an artifact of its own (``path="part"``): the compressor (either one;
+  a model receives one part at a time) is given that period's events and the facts drawn
+  from them, and writes a digest under the period's title with its dates
+  (:func:`~lossgate.render.period_line`), keeping lines with numbers, amounts, dates,
+  identifiers and negations first. The gate checks it against that part's own snapshot:
+  its events, its facts in every status (a retired value must not come back) and the open
+  conflicts they are in. Its lineage edges are those events and facts.
+* **the root** (``path="hierarchical"``, the artifact the alias publishes) carries the
+  whole ledger as claims (every active fact, open item and conflict, as a direct
+  consolidation does) and, under ``Periods:``, every part's digest in time order, copied
+  from the gated parts, never rewritten. Its inputs are its parts and the active facts; it is
+  gated against the whole snapshot, like any summary the alias publishes.
+
+The switch publishes the root and its new parts in one transaction. Reuse is by
+fingerprint: a part whose inputs (with their statuses), conflicts, compressor and digest
+budget are unchanged keeps its artifact. So a tail append rebuilds the last part and the
+root; revoking one input makes stale only its part and the root (lineage follows the
+edges: :func:`lossgate.lineage.invalidate`), the siblings stay valid, and the rebuild
+redoes that path alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lossgate.canonical import content_hash
+from lossgate.consolidate.parts import Part, SplitBy, split
+from lossgate.consolidate.selection import Selection, input_root
+from lossgate.derived import Artifact, InputRef, PartInfo
+from lossgate.errors import InvalidInput
+from lossgate.records import Conflict, Fact, Snapshot
+from lossgate.regate import outdated
+from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE, event_line, period_line
+from lossgate.store.protocol import ReadTx
+
+__all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "wanted", "plan", "digest_lines",
+           "rollup_summary"]
+
+DEFAULT_CONTEXT_TOKENS = 8000
+_REUSABLE = ("published", "candidate")
+
+
+@dataclass(frozen=True)
+class HierarchyConfig:
+    """When and how a consolidation goes hierarchical.
+
+    ``mode``: ``auto`` (the default) when the subject's events take more than
+    ``context_tokens`` or its published summary is already a hierarchy; ``always``;
+    ``never`` (one pass, the newest turns that fit the budget). ``context_tokens``: the
+    most one compressor request carries (default: the compressor's ``context_tokens``
+    attribute, else :data:`DEFAULT_CONTEXT_TOKENS`). ``digest_tokens``: the budget of one
+    period's conversation lines, besides the facts drawn from that period."""
+
+    mode: Literal["auto", "always", "never"] = "auto"
+    split_by: SplitBy = "session"
+    context_tokens: int | None = None
+    digest_tokens: int = 200
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("auto", "always", "never"):
+            raise InvalidInput(f"hierarchy mode must be auto, always or never, not {self.mode!r}")
+        if self.split_by not in ("session", "day", "week", "month"):
+            raise InvalidInput(f"hierarchy split must be session, day, week or month, not {self.split_by!r}")
+        if self.context_tokens is not None and self.context_tokens < 64:
+            raise InvalidInput(f"hierarchy context_tokens must be at least 64, not {self.context_tokens}")
+        if self.digest_tokens < 16:
+            raise InvalidInput(f"hierarchy digest_tokens must be at least 16, not {self.digest_tokens}")
+
+
+@dataclass(frozen=True)
+class PartJob:
+    """One part of the tree: what its compressor request and its gate read, and the
+    artifact that already digests exactly this (``reuse``), if one is stored."""
+
+    part: Part
+    snapshot: Snapshot  # this part's events, its facts in any status, their open conflicts
+    facts: tuple[Fact, ...]  # its active facts
+    inputs: tuple[InputRef, ...]  # its events and facts (lineage edges)
+    fingerprint: str
+    outdated_event_ids: frozenset[str]
+    reuse: Artifact | None
+
+    @property
+    def info(self) -> PartInfo:
+        return PartInfo(key=self.part.key, first_at=self.part.first_at, last_at=self.part.last_at,
+                        events=len(self.part.events), fingerprint=self.fingerprint)
+
+    @property
+    def title(self) -> str:
+        return period_line(self.part.first_at, self.part.last_at)
+
+
+@dataclass(frozen=True)
+class TreePlan:
+    """A hierarchical job's parts, in time order."""
+
+    parts: tuple[PartJob, ...]
+    facts: tuple[Fact, ...]  # the root's: every active fact
+
+    @property
+    def selected_ids(self) -> tuple[str, ...]:
+        """What the job reads, recorded before any generation: each reused part's artifact,
+        each part to build's events and facts, and the active facts the root carries."""
+        ids: list[str] = []
+        for job in self.parts:
+            ids += [job.reuse.artifact_id] if job.reuse else [r.id for r in job.inputs]
+        seen = set(ids)
+        return tuple(ids + [f.fact_id for f in self.facts if f.fact_id not in seen])
+
+    @property
+    def root_preview(self) -> str:
+        """A hash of the parts and facts the root will roll up (its input root once built)."""
+        return content_hash([[j.fingerprint for j in self.parts], sorted(f.content_hash for f in self.facts)])
+
+
+def context_of(config: HierarchyConfig, compressor: Any) -> int:
+    """The most one compressor request may carry (see :class:`HierarchyConfig`)."""
+    declared = getattr(compressor, "context_tokens", None)
+    return config.context_tokens or (declared if isinstance(declared, int) and declared > 0 else DEFAULT_CONTEXT_TOKENS)
+
+
+def wanted(sel: Selection, parent: Artifact | None, config: HierarchyConfig, context_tokens: int,
+           count: Callable[[str], int]) -> bool:
+    """Whether this job consolidates hierarchically (``mode``, see :class:`HierarchyConfig`)."""
+    if config.mode != "auto":
+        return config.mode == "always"
+    if parent is not None and parent.manifest.path == "hierarchical" and parent.state in ("published", "stale"):
+        return True  # once a hierarchy, always one: the periods stay covered
+    lines = [event_line(e) for e in sel.snapshot.events if e.text]
+    size = sum(len(line.encode("utf-8")) + 1 for line in lines)
+    if size <= context_tokens:  # a token is at least one byte
+        return False
+    return sum(count(line) + 1 for line in lines) > context_tokens
+
+
+def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: SplitBy, context_tokens: int,
+         digest_tokens: int, compressor: str, registry_version: int, count: Callable[[str], int]) -> TreePlan:
+    """Split ``sel``'s authorized events into parts and find the stored artifacts that digest
+    them already (the parts of ``parent``, the alias's current artifact, and any gated
+    candidate parts a failed job left)."""
+    snap = sel.snapshot
+    by_source: dict[str, list[Fact]] = {}
+    for fact in snap.facts:
+        for event_id in fact.source_event_ids:
+            by_source.setdefault(event_id, []).append(fact)
+    fact_by_id = {f.fact_id: f for f in snap.facts}
+    pool = _reusable(tx, sel, parent, registry_version)
+    jobs: list[PartJob] = []
+    for part in split(snap.events, by=split_by, context_tokens=context_tokens, count=count):
+        ids = {e.event_id for e in part.events}
+        facts = {f.fact_id: f for e in part.events for f in by_source.get(e.event_id, ())}
+        # An open conflict travels whole: both sides, wherever the other was said.
+        touching = [c for c in snap.conflicts if facts.keys() & set(c.fact_ids)]
+        for c in touching:
+            facts.update({fid: fact_by_id[fid] for fid in c.fact_ids if fid in fact_by_id})
+        conflicts: tuple[Conflict, ...] = tuple(c for c in touching if set(c.fact_ids) <= facts.keys())
+        ordered = tuple(sorted(facts.values(), key=lambda f: (f.seq, f.fact_id)))
+        inputs = tuple(
+            [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in part.events]
+            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in ordered])
+        fingerprint = content_hash({
+            "key": part.key, "root": input_root(inputs), "statuses": [[f.fact_id, f.status] for f in ordered],
+            "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor, "digest": digest_tokens,
+            "withdrawn": sorted(sel.withdrawn_event_ids & {e for f in ordered for e in f.source_event_ids}),
+        })
+        outdated_ids = frozenset(e for f in ordered if f.status in ("superseded", "revoked")
+                                 for e in f.source_event_ids if e in ids)
+        snapshot = Snapshot(tenant_id=snap.tenant_id, subject_id=snap.subject_id, clock=snap.clock,
+                            registry_version=snap.registry_version, events=part.events, facts=ordered,
+                            conflicts=conflicts)
+        jobs.append(PartJob(part=part, snapshot=snapshot, facts=tuple(f for f in ordered if f.status == "active"),
+                            inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids,
+                            reuse=pool.get(fingerprint)))
+    return TreePlan(parts=tuple(jobs), facts=sel.facts)
+
+
+def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None, registry_version: int) -> dict[str, Artifact]:
+    t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
+    found: list[Artifact] = []
+    if parent is not None:
+        for child_id in parent.manifest.children:
+            child = tx.artifact(t, s, child_id)
+            if child is not None:
+                found.append(child)
+    found += [a for a in tx.artifacts(t, s, states=["candidate"]) if a.manifest.path == "part"]
+    ok_versions: dict[int, bool] = {}
+    pool: dict[str, Artifact] = {}
+    for art in found:
+        part = art.manifest.part
+        if part is None or art.state not in _REUSABLE:
+            continue
+        version = art.manifest.registry_version
+        if version not in ok_versions:
+            ok_versions[version] = version == registry_version or not outdated(tx, version)
+        if ok_versions[version]:
+            pool.setdefault(part.fingerprint, art)
+    return pool
+
+
+def digest_lines(child: Artifact) -> list[str]:
+    """What a part contributes to its root: its period's title and the lines under its
+    conversation or narrative title (its fact lines are the root's own claims)."""
+    part = child.manifest.part
+    assert part is not None
+    lines = child.body.summary.split("\n")
+    body: list[str] = []
+    for i, line in enumerate(lines):
+        if line in (CONVERSATION_TITLE, NARRATIVE_TITLE):
+            body = [ln for ln in lines[i + 1:] if ln.strip() and ln not in (CONVERSATION_TITLE, NARRATIVE_TITLE)]
+            break
+    return [period_line(part.first_at, part.last_at), *body]
+
+
+def rollup_summary(structure: str, children: Sequence[Artifact]) -> str:
+    """The root's summary: its structured lines, then every part's digest, oldest first."""
+    lines = [structure, PERIODS_TITLE]
+    for child in children:
+        lines += digest_lines(child)
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""The parts of a hierarchical consolidation: a subject's events split on natural boundaries.
+
+A part is what one compressor request carries (seeds 000 and 001: an input too large for
+one pass is split, never truncated). Events are grouped by
+
+* **session** (the default): the ``session`` key of an event's payload, where the
+  application records one (LoCoMo's ingest does); an event without one falls back to its
+  calendar day;
+* **day**, **week** (ISO) or **month**: the period of the event's ``occurred_at``, in the
+  event's own offset.
+
+A group whose events take more than ``context_tokens`` (counted on the lines a compressor
+is shown, :func:`~lossgate.render.event_line`) is cut, between whole events, into parts
+``#2``, ``#3`` and on. One event larger than the context is a part of its own: it is never
+cut (a cut could fall inside a number). Parts are ordered by the time of their first event.
+
+Appending at the end of a subject changes only its last part, and an edit inside a period
+only that period's part: the other parts keep their inputs, hence their fingerprint, and
+:mod:`lossgate.consolidate.hierarchy` reuses their artifacts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from lossgate.records import Event
+from lossgate.render import event_line, one_line
+
+__all__ = ["SplitBy", "Part", "period_key", "split", "SPLITS"]
+
+SplitBy = Literal["session", "day", "week", "month"]
+SPLITS: tuple[SplitBy, ...] = ("session", "day", "week", "month")
+_MAX_KEY = 120
+
+
+@dataclass(frozen=True)
+class Part:
+    """Consecutive events of one period (seq order), under a key that names the period."""
+
+    key: str
+    events: tuple[Event, ...]
+
+    @property
+    def first_at(self) -> datetime:
+        return min(e.occurred_at for e in self.events)
+
+    @property
+    def last_at(self) -> datetime:
+        return max(e.occurred_at for e in self.events)
+
+
+def period_key(event: Event, by: SplitBy) -> str:
+    """The period ``event`` belongs to: ``session 3``, ``2023-05-08``, ``2023-W19`` or ``2023-05``."""
+    if by == "session":
+        session = (event.payload or {}).get("session")
+        if isinstance(session, (str, int)) and not isinstance(session, bool) and str(session).strip():
+            return f"session {one_line(str(session))[:_MAX_KEY]}"
+        by = "day"
+    at = event.occurred_at
+    if by == "day":
+        return at.date().isoformat()
+    if by == "week":
+        year, week, _ = at.isocalendar()
+        return f"{year}-W{week:02d}"
+    return f"{at.year:04d}-{at.month:02d}"
+
+
+def split(events: Iterable[Event], *, by: SplitBy, context_tokens: int, count: Callable[[str], int]) -> list[Part]:
+    """The parts of ``events`` (see the module docstring)."""
+    groups: dict[str, list[Event]] = {}
+    for event in sorted(events, key=lambda e: e.seq):
+        groups.setdefault(period_key(event, by), []).append(event)
+    parts = [p for key, group in groups.items() for p in _by_size(key, group, context_tokens, count)]
+    return sorted(parts, key=lambda p: (p.first_at, p.events[0].seq))
+
+
+def _by_size(key: str, events: list[Event], context_tokens: int, count: Callable[[str], int]) -> list[Part]:
+    lines = [event_line(e) for e in events]
+    # A token is at least one byte: a group of fewer bytes than the context fits uncounted.
+    if sum(len(line.encode("utf-8")) + 1 for line in lines) <= context_tokens:
+        return [Part(key, tuple(events))]
+    chunks: list[list[Event]] = [[]]
+    used = 0
+    for event, line in zip(events, lines):
+        cost = count(line) + 1
+        if chunks[-1] and used + cost > context_tokens:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(event)
+        used += cost
+    return [Part(key if i == 0 else f"{key} #{i + 1}", tuple(chunk)) for i, chunk in enumerate(chunks)]
