@@ -57,13 +57,19 @@ class HierarchyConfig:
     ``context_tokens`` or its published summary is already a hierarchy; ``always``;
     ``never`` (one pass, the newest turns that fit the budget). ``context_tokens``: the
     most one compressor request carries (default: the compressor's ``context_tokens``
-    attribute, else :data:`DEFAULT_CONTEXT_TOKENS`). ``digest_tokens``: the budget of one
-    period's conversation lines, besides the facts drawn from that period."""
+    attribute, else :data:`DEFAULT_CONTEXT_TOKENS`). A period's digest keeps
+    ``digest_ratio`` of its conversation's tokens, at most ``digest_tokens`` and at least
+    32, besides the facts drawn from that period (never dropped)."""
 
     mode: Literal["auto", "always", "never"] = "auto"
     split_by: SplitBy = "session"
     context_tokens: int | None = None
     digest_tokens: int = 200
+    digest_ratio: float = 0.15
+
+    def digest_budget(self, part_tokens: int) -> int:
+        """The budget of the conversation lines of a period whose events take ``part_tokens``."""
+        return min(self.digest_tokens, max(32, round(self.digest_ratio * part_tokens)))
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "always", "never"):
@@ -72,8 +78,10 @@ class HierarchyConfig:
             raise InvalidInput(f"hierarchy split must be session, day, week or month, not {self.split_by!r}")
         if self.context_tokens is not None and self.context_tokens < 64:
             raise InvalidInput(f"hierarchy context_tokens must be at least 64, not {self.context_tokens}")
-        if self.digest_tokens < 16:
-            raise InvalidInput(f"hierarchy digest_tokens must be at least 16, not {self.digest_tokens}")
+        if self.digest_tokens < 32:
+            raise InvalidInput(f"hierarchy digest_tokens must be at least 32, not {self.digest_tokens}")
+        if not 0 < self.digest_ratio <= 1:
+            raise InvalidInput(f"hierarchy digest_ratio must be in (0, 1], not {self.digest_ratio}")
 
 
 @dataclass(frozen=True)
@@ -143,7 +151,7 @@ def wanted(sel: Selection, parent: Artifact | None, config: HierarchyConfig, con
 
 
 def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: SplitBy, context_tokens: int,
-         digest_tokens: int, compressor: str, registry_version: int, count: Callable[[str], int]) -> TreePlan:
+         digest: tuple[int, float], compressor: str, registry_version: int, count: Callable[[str], int]) -> TreePlan:
     """Split ``sel``'s authorized events into parts and find the stored artifacts that digest
     them already (the parts of ``parent``, the alias's current artifact, and any gated
     candidate parts a failed job left)."""
@@ -169,7 +177,7 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: Split
             + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in ordered])
         fingerprint = content_hash({
             "key": part.key, "root": input_root(inputs), "statuses": [[f.fact_id, f.status] for f in ordered],
-            "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor, "digest": digest_tokens,
+            "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor, "digest": list(digest),
             "withdrawn": sorted(sel.withdrawn_event_ids & {e for f in ordered for e in f.source_event_ids}),
         })
         outdated_ids = frozenset(e for f in ordered if f.status in ("superseded", "revoked")

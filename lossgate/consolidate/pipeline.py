@@ -43,7 +43,7 @@ from lossgate.judge import JudgeError, ModelJudge, judge_violations
 from lossgate.publish import switch
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry, RegistryCache
-from lossgate.render import fact_line
+from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
 
@@ -278,7 +278,7 @@ class Consolidator:
         if not hierarchy.wanted(sel, current, config, context, self._count):
             return None
         return hierarchy.plan(tx, sel, current, split_by=config.split_by, context_tokens=context,
-                              digest_tokens=config.digest_tokens, compressor=self._compressor_label(),
+                              digest=(config.digest_tokens, config.digest_ratio), compressor=self._compressor_label(),
                               registry_version=registry.version, count=self._count)
 
     def _prepare_tree(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, registry: Registry,
@@ -296,12 +296,18 @@ class Consolidator:
                 facts=job.facts, inputs=job.inputs, input_root=input_root(job.inputs),
                 outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids)
             must = build_must_preserve(job.snapshot, registry)
-            structure = sum(self._count(fact_line(f)) + 1 for f in job.facts)
+            # The digest's budget: its conversation's share, plus what its structure takes (the
+            # facts drawn from this period are never dropped for the conversation's sake).
+            head = header_line(sel.snapshot.tenant_id, sel.snapshot.subject_id) + "\n" + job.title
+            structure = self._count(head) + self._count(CONVERSATION_TITLE) + 1 + sum(
+                self._count(fact_line(f)) + 1 for f in job.facts) + sum(
+                self._count(conflict_line(c.predicate, c.fact_ids)) + 1 for c in job.snapshot.conflicts)
+            said = sum(self._count(event_line(e)) + 1 for e in job.part.events if e.text)
             request = CompressionRequest(
                 tenant_id=sel.snapshot.tenant_id, subject_id=sel.snapshot.subject_id, facts=job.facts,
                 predicates={f.predicate: registry.get(f.predicate) for f in job.facts},
                 conflicts=job.snapshot.conflicts, events=job.part.events,
-                budget_tokens=self.config.hierarchy.digest_tokens + structure + 64,
+                budget_tokens=self.config.hierarchy.digest_budget(said) + structure,
                 outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
                 must_keep=_must_keep(must), failures=failures, refused_for=refused_for, period=job.title,
             )
