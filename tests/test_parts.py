@@ -1,0 +1,76 @@
+"""Splitting a history into the parts of a hierarchical consolidation (lossgate.consolidate.parts)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from lossgate.consolidate.hierarchy import HierarchyConfig
+from lossgate.consolidate.parts import period_key, split
+from lossgate.errors import InvalidInput
+from lossgate.records import Event
+
+AT = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+
+def words(text: str) -> int:  # a token counter: one token per word
+    return len(text.split())
+
+
+def event(seq: int, text: str = "one two three four", *, session=None, at=AT) -> Event:
+    return Event(tenant_id="t", subject_id="s", event_id=f"e{seq}", seq=seq, kind="message", actor="user",
+                 trust="authenticated_user", text=text, payload=None if session is None else {"session": session},
+                 occurred_at=at, recorded_at=at, content_hash=f"sha256:{seq}")
+
+
+def test_period_keys():
+    assert period_key(event(1, session=3), "session") == "session 3"
+    assert period_key(event(1, session="kick-off\nmeeting"), "session") == "session kick-off meeting"
+    assert period_key(event(1), "session") == "2023-05-08"  # no session: its day
+    assert period_key(event(1, session=True), "session") == "2023-05-08"  # not a session name
+    assert period_key(event(1, session=3), "day") == "2023-05-08"
+    assert period_key(event(1), "week") == "2023-W19"
+    assert period_key(event(1), "month") == "2023-05"
+    offset = timezone(timedelta(hours=-5))
+    assert period_key(event(1, at=datetime(2023, 5, 8, 22, 0, tzinfo=offset)), "day") == "2023-05-08"  # its own offset
+
+
+def test_sessions_group_events_even_when_appended_out_of_order_and_parts_follow_time():
+    events = [event(1, session=2, at=AT + timedelta(days=7)), event(2, session=1), event(3, session=2,
+                                                                                     at=AT + timedelta(days=7))]
+    parts = split(events, by="session", context_tokens=1000, count=words)
+    assert [(p.key, [e.seq for e in p.events]) for p in parts] == [("session 1", [2]), ("session 2", [1, 3])]
+    assert parts[1].first_at == AT + timedelta(days=7)
+
+
+def test_a_part_larger_than_the_context_is_cut_between_whole_events_never_inside_one():
+    events = [event(i) for i in range(1, 8)]  # "- user: one two three four": 6 words, 7 with the newline
+    parts = split(events, by="session", context_tokens=20, count=words)
+    assert [p.key for p in parts] == ["2023-05-08", "2023-05-08 #2", "2023-05-08 #3", "2023-05-08 #4"]
+    assert [len(p.events) for p in parts] == [2, 2, 2, 1]
+    assert [e.seq for p in parts for e in p.events] == list(range(1, 8))
+    huge = event(9, " ".join(["word"] * 500))
+    (alone,) = split([huge], by="day", context_tokens=64, count=words)
+    assert alone.events == (huge,)  # one event larger than the context is a part of its own, whole
+
+
+def test_appending_changes_only_the_last_part():
+    events = [event(i) for i in range(1, 8)]
+    before = split(events, by="day", context_tokens=20, count=words)
+    after = split([*events, event(8)], by="day", context_tokens=20, count=words)
+    assert after[:-1] == before[:-1] and after[-1].events[-1].seq == 8
+
+
+@pytest.mark.parametrize("bad", [{"mode": "sometimes"}, {"split_by": "year"}, {"context_tokens": 10},
+                                 {"digest_tokens": 8}, {"digest_ratio": 0}, {"digest_ratio": 1.5}])
+def test_a_bad_hierarchy_config_is_refused_with_a_typed_error(bad):
+    with pytest.raises(InvalidInput):
+        HierarchyConfig(**bad)
+
+
+def test_a_digest_keeps_a_share_of_its_period_within_bounds():
+    config = HierarchyConfig(digest_tokens=200, digest_ratio=0.15)
+    assert config.digest_budget(1000) == 150
+    assert config.digest_budget(10_000) == 200
+    assert config.digest_budget(10) == 32
