@@ -88,6 +88,23 @@ def test_consolidate_exits_nonzero_and_says_why_when_nothing_is_published(seeded
     assert seeded.alias(T, S).artifact_id is None
 
 
+def test_consolidate_by_periods_publishes_a_root_over_gated_parts(seeded, cli):
+    result = cli("consolidate", *WHO, "--hierarchy", "always", "--split", "day", "--json")
+
+    assert result.exit_code == 0, result.output
+    root = seeded.artifact(T, S, json.loads(result.stdout)["artifact_id"])
+    assert root.manifest.path == "hierarchical" and root.manifest.children
+    assert {seeded.artifact(T, S, c).state for c in root.manifest.children} == {"published"}
+
+
+@pytest.mark.parametrize("bad", [["--hierarchy", "sometimes"], ["--split", "year"], ["--context", "3"]])
+def test_consolidate_refuses_a_bad_hierarchy_option_with_exit_2(seeded, cli, bad):
+    result = cli("consolidate", *WHO, *bad)
+
+    assert result.exit_code == 2 and "hierarchy" in result.output
+    assert seeded.attempts(T, S) == []
+
+
 def test_recall_shows_the_fresh_summary(seeded, cli):
     assert cli("consolidate", *WHO).exit_code == 0
     artifact_id = seeded.alias(T, S).artifact_id

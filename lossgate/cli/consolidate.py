@@ -52,13 +52,26 @@ def consolidate(
     direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
     compressor: Annotated[Optional[str], typer.Option(
         "--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
+    hierarchy: Annotated[str, typer.Option("--hierarchy", metavar="auto|always|never", help=(
+        "Consolidate by parts, one gated digest per period under a root: auto (when the history "
+        "exceeds --context, or is already a hierarchy), always or never."))] = "auto",
+    split: Annotated[str, typer.Option("--split", metavar="session|day|week|month",
+                                       help="The periods of a hierarchy.")] = "session",
+    context: Annotated[Optional[int], typer.Option(
+        "--context", help="Tokens one compressor request may carry (default: the compressor's, else 8000).")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Build, gate and publish a summary of one subject. Exit 1 if nothing was published.
     With LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL set, a model judge also reads the narrative."""
+    from lossgate.consolidate.hierarchy import HierarchyConfig
+    from lossgate.errors import InvalidInput
     from lossgate.judge import ModelJudge
 
-    config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct)
+    try:
+        tree = HierarchyConfig(mode=hierarchy, split_by=split, context_tokens=context)  # type: ignore[arg-type]
+    except InvalidInput as exc:
+        fail(str(exc))
+    config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct, hierarchy=tree)
     chosen = _load_compressor(compressor) if compressor else None
     with open_memory(ctx) as memory:
         attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env(os.environ))
