@@ -5,9 +5,9 @@
   summary stands in for it. Demotion to warm happens only once the gate has passed for the
   artifact that replaces the hot entries: a publication alone moves no tier.
 * **cold**: warm for longer than the second horizon (``cold_after``): raw, still found by a
-  query (recall searches every tier), no longer the period a summary is read for. Until
-  hierarchical consolidation rolls periods up, "no longer in any summary" is approximated
-  by this horizon.
+  query (recall searches every tier), no longer the period a summary is read for. "No
+  longer in any summary" is approximated by this horizon: tiers do not read which events a
+  period's digest (:mod:`lossgate.consolidate.hierarchy`) left out.
 
 Dormancy is measured on the store's own clock: an event's ``recorded_at`` (when it entered
 memory), never a caller's domain time. The clock is injectable: every operation takes
