@@ -147,7 +147,12 @@ def wanted(sel: Selection, parent: Artifact | None, config: HierarchyConfig, con
     size = sum(len(line.encode("utf-8")) + 1 for line in lines)
     if size <= context_tokens:  # a token is at least one byte
         return False
-    return sum(count(line) + 1 for line in lines) > context_tokens
+    used = 0
+    for line in reversed(lines):  # counted until the context is exceeded, not further
+        used += count(line) + 1
+        if used > context_tokens:
+            return True
+    return False
 
 
 def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: SplitBy, context_tokens: int,
