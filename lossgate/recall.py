@@ -11,7 +11,8 @@ or response (seed 000).
 
 Without a query, recall returns the summary, the critical facts, the newest
 other facts and the hot tail (the events after the summary's coverage, or the
-newest events in raw fallback).
+newest events in raw fallback). Under a budget it trims, oldest first, a
+hierarchical root's period digest lines, then events, then non-critical facts.
 
 With a query, recall ranks by relevance over the whole raw layer (invariant
 14): events a fresh summary covers, or left out for its budget, whatever their tier
@@ -23,7 +24,7 @@ rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`). Under a t
 budget, what comes back is, in this order: the
 critical facts and the summary's structured part (never trimmed), then the
 matching facts and events in relevance order, then, while room is left, the
-summary's own recent-conversation lines. Deleted and revoked events, and the
+summary's own recent-conversation lines (a root's newest period lines, each under its title). Deleted and revoked events, and the
 text a deleted fact was drawn from, never come back on any path.
 """
 
@@ -96,7 +97,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     if searching:
         summary, others, events, tokens = _fit_relevant(summary, critical, others, events, budget, count)
     else:
-        events, others, tokens = _fit_recent(summary, critical, others, events, budget, count)
+        summary, events, others, tokens = _fit_recent(summary, critical, others, events, budget, count)
     events.sort(key=lambda e: e.seq)
     record = RecallRecord(
         recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
@@ -263,17 +264,25 @@ def _forget_counted_text() -> None:
 
 
 def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
-                budget: int | None, count: TokenCounter) -> tuple[list[Event], list[Fact], int]:
-    """Without a query: trim events (oldest first), then non-critical facts; never critical facts."""
+                budget: int | None, count: TokenCounter) -> tuple[str | None, list[Event], list[Fact], int]:
+    """Without a query: trim a hierarchical root's oldest period lines, then events (oldest
+    first), then non-critical facts; never the summary's structured part or critical facts."""
     cost_summary = _summary_tokens(summary, count) if summary else 0
     if budget is None:  # nothing to trim: one tokenizer call for the rest
         text = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events])
-        return events, others, cost_summary + count(text) + sum(count(d) for d in {day_line(e) for e in events})
+        return summary, events, others, cost_summary + count(text) + sum(count(d) for d in {day_line(e) for e in events})
     fact_costs = [count(fact_line(f)) for f in critical]
     other_costs = [count(fact_line(f)) for f in others]
     # each event pays for its line and a day header (an upper bound: events of one day share it)
     event_costs = [count(event_line(e)) + count(day_line(e)) for e in events]
     total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
+    if summary and total > budget:
+        head, title, tail = _split_summary(summary)
+        if title == PERIODS_TITLE:  # a root's period digests: the oldest lines go first
+            used = total - cost_summary + count(head) + count(title)
+            room = max(0, budget - used)
+            summary, kept = _newest_lines(head, title, tail, room, count)
+            total = used + kept
     events, others = list(events), list(others)
     # events are newest first here: drop from the end (the oldest)
     while total > budget and events:
@@ -282,7 +291,34 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
     while total > budget and others:
         others.pop()
         total -= other_costs.pop()
-    return events, others, total
+    return summary, events, others, total
+
+
+def _newest_lines(head: str, title: str, tail: list[tuple[str, str | None]], room: int,
+                  count: TokenCounter) -> tuple[str, int]:
+    """``head``, then as many of ``tail``'s lines as ``room`` holds, newest first, each
+    period's title once before its first kept line; and the tokens those lines take."""
+    kept: set[int] = set()
+    titled: set[str] = set()
+    used = 0
+    for i in range(len(tail) - 1, -1, -1):
+        line, period = tail[i]
+        cost = _line_tokens(line, count) + (_line_tokens(period, count) if period and period not in titled else 0)
+        if used + cost > room:
+            break
+        kept.add(i)
+        used += cost
+        if period:
+            titled.add(period)
+    out: list[str] = []
+    shown: str | None = None
+    for i in sorted(kept):
+        line, period = tail[i]
+        if period and period != shown:
+            out.append(period)
+            shown = period
+        out.append(line)
+    return ("\n".join([head, title, *out]) if out else head), used
 
 
 def _split_summary(summary: str) -> tuple[str, str, list[tuple[str, str | None]]]:
@@ -333,28 +369,10 @@ def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact],
             kept_events.append(e)
             days.add(day)
             used += cost
-    kept: set[int] = set()
-    titled: set[str] = set()
-    if tail:
-        used += count(title)
-        for i in range(len(tail) - 1, -1, -1):  # newest first, each period's title once
-            line, period = tail[i]
-            cost = _line_tokens(line, count) + (_line_tokens(period, count) if period and period not in titled else 0)
-            if used + cost > budget:
-                break
-            kept.add(i)
-            used += cost
-            if period:
-                titled.add(period)
     if head is None:
         return None, kept_facts, kept_events, used
-    out: list[str] = []
-    shown: str | None = None
-    for i in sorted(kept):
-        line, period = tail[i]
-        if period and period != shown:
-            out.append(period)
-            shown = period
-        out.append(line)
-    text = head if not out else "\n".join([head, title, *out])
-    return text, kept_facts, kept_events, used
+    if not tail:
+        return head, kept_facts, kept_events, used
+    used += count(title)
+    text, kept = _newest_lines(head, title, tail, max(0, budget - used), count)  # newest first, while room is left
+    return text, kept_facts, kept_events, used + kept

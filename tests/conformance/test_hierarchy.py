@@ -298,3 +298,19 @@ def test_a_query_recall_keeps_the_ledger_and_fills_the_rest_of_its_budget_with_t
     newest = parts[-1].body.summary.split("\n")[-1]
     assert kept[-1] == newest  # the newest period's lines come first, each under its title
     assert "peanuts" in " ".join(e.text for e in tight.events)  # the hits come before the digests
+
+
+def test_a_recall_without_query_trims_the_oldest_period_lines_to_its_budget(memory):
+    world(memory)
+    consolidated(memory)
+    root, parts = tree(memory)
+    whole = memory.recall(T, U)
+    assert whole.summary == root.body.summary
+
+    small = memory.recall(T, U, budget=300)
+    assert small.tokens <= 300 < whole.tokens
+    lines, full = small.summary.split("\n"), root.body.summary.split("\n")
+    cut = full.index(PERIODS_TITLE)
+    assert lines[:cut + 1] == full[:cut + 1]  # the header, every fact line and the title stay
+    assert lines[-1] == full[-1] and lines[cut + 1].startswith("[")  # the newest lines, under their title
+    assert {f.fact_id for f in small.facts} >= {"f-allergy"}  # critical facts are never trimmed
