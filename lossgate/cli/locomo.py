@@ -3,6 +3,12 @@
 Runs in a fresh temporary SQLite database unless ``--store URL`` names another (the
 conversations go to tenant ``locomo``). Prints a table per category and writes the
 whole report as JSON with ``--json FILE``.
+
+With ``--periods`` it measures the published memory instead
+(:mod:`lossgate.evaluation.periods`): per conversation, the sessions whose dated digest the
+hierarchy's root carries, its tokens against the raw conversation's, and where each date,
+amount and identifier of the questions' evidence turns is found (the session's digest, a
+recall by the question, a recall by the atom's own text, or nowhere), at the same budget.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from rich.table import Table
 
 import lossgate
 from lossgate.cli.app import cli_errors, err, out
-from lossgate.evaluation import locomo
+from lossgate.consolidate.hierarchy import HierarchyConfig
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.evaluation import locomo, periods
 from lossgate.semantic import LocalEmbedder, embedder_from_env
 
 __all__ = ["locomo_command"]
@@ -37,9 +45,16 @@ def locomo_command(
     semantic: bool = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the "
                                   "embedder LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the "
                                   "[semantic] extra)."),
+    by_period: bool = typer.Option(False, "--periods", help="Measure the published memory instead: sessions "
+                                   "covered with their dates, token reduction, and where each date, amount and "
+                                   "identifier of the evidence turns is found."),
+    hierarchy: str = typer.Option("auto", "--hierarchy", metavar="MODE",
+                                  help="With --periods: when consolidation goes hierarchical (auto, always, never)."),
 ) -> None:
-    """Recall every LoCoMo question at a fixed budget; report evidence recall, tokens and latency."""
+    """Recall every LoCoMo question at a fixed budget; report evidence recall, tokens and latency
+    (with ``--periods``: the published memory's coverage, size and reachable atoms)."""
     with cli_errors(), tempfile.TemporaryDirectory() as tmp:
+        config = ConsolidationConfig(hierarchy=HierarchyConfig(mode=hierarchy))  # type: ignore[arg-type]
         convs, digest = locomo.load(data)
         convs = convs[:conversations] if conversations else convs
         if digest != locomo.PUBLISHED_SHA256:
@@ -49,17 +64,23 @@ def locomo_command(
         try:
             if memory.registry is None:
                 memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")
-            columns = (TextColumn("recall"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-            with Progress(*columns, console=err(), transient=True) as bar:
-                task = bar.add_task("questions", total=locomo.question_count(convs))
-                report = locomo.evaluate(memory, convs, budget=budget, sha256=digest,
-                                         progress=lambda n: bar.advance(task, n))
+            if by_period:
+                columns = (TextColumn("periods"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+                with Progress(*columns, console=err(), transient=True) as bar:
+                    task = bar.add_task("questions", total=periods.question_total(convs))
+                    doc = periods.measure(memory, convs, budget=budget, config=config, sha256=digest,
+                                          progress=lambda n: bar.advance(task, n)).to_json()
+            else:
+                columns = (TextColumn("recall"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+                with Progress(*columns, console=err(), transient=True) as bar:
+                    task = bar.add_task("questions", total=locomo.question_count(convs))
+                    doc = locomo.evaluate(memory, convs, budget=budget, sha256=digest,
+                                          progress=lambda n: bar.advance(task, n)).to_json()
         finally:
             memory.close()
-    doc = report.to_json()
     if json_out:
         json_out.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    _print(doc)
+    (_print_periods if by_period else _print)(doc)
 
 
 def _print(doc: dict) -> None:
@@ -82,3 +103,38 @@ def _print(doc: dict) -> None:
     if doc.get("embedder"):
         out().print(f"semantic: {doc['embedder']}, every turn embedded in {doc['embed_seconds']:.1f} s "
                     "(off the recall path)", markup=False)
+
+
+def _print_periods(doc: dict) -> None:
+    overall = doc["overall"]
+    table = Table(title=f"LoCoMo published memory by period ({overall['conversations']} conversations; "
+                        f"recall at {doc['budget_tokens']} tokens)")
+    for name in ("conversation", "path", "sessions dated", "raw tokens", "published", "reduction", "atoms",
+                 "in digest", "by question", "by atom text", "unreachable"):
+        table.add_column(name, justify="left" if name in ("conversation", "path") else "right")
+
+    def row(name: str, path: str, fig: dict) -> list[str]:
+        atoms = fig["atoms"]
+        return [name, path, f"{fig['sessions_covered']}/{fig['sessions']}", f"{fig['raw_tokens']:,}",
+                f"{fig['published_tokens']:,}", f"{fig['reduction']:.1%}", str(atoms["atoms"]),
+                str(atoms["digest"]), str(atoms["question"]), str(atoms["atom"]), str(atoms["unreachable"])]
+
+    for conv in doc["conversations"]:
+        table.add_row(*row(conv["sample_id"], conv["path"] or "-", conv))
+    table.add_row(*row("overall", f"{overall['hierarchical']} hierarchical", overall), style="bold")
+    out().print(table)
+    kinds = Table(title="evidence atoms by kind (occurrences per question)")
+    for name in ("kind", "atoms", "in digest", "by question", "by atom text", "unreachable"):
+        kinds.add_column(name, justify="left" if name == "kind" else "right")
+    for kind, t in doc["by_kind"].items():
+        kinds.add_row(kind, str(t["atoms"]), str(t["digest"]), str(t["question"]), str(t["atom"]),
+                      str(t["unreachable"]))
+    out().print(kinds)
+    for conv in doc["conversations"]:
+        for problem in conv["misaligned"]:
+            out().print(f"{conv['sample_id']}: {problem}", markup=False)
+        for session, title in conv["missing_sessions"].items():
+            out().print(f"{conv['sample_id']}: session {session} {title} has no digest under its date", markup=False)
+    met = doc["requirements"]
+    out().print("; ".join(f"{name.replace('_', ' ')}: {'yes' if ok else 'NO'}" for name, ok in met.items()),
+                markup=False)
