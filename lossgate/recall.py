@@ -279,9 +279,8 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
     if summary and total > budget:
         head, title, tail = _split_summary(summary)
         if title == PERIODS_TITLE:  # a root's period digests: the oldest lines go first
-            used = total - cost_summary + count(head) + count(title)
-            room = max(0, budget - used)
-            summary, kept = _newest_lines(head, title, tail, room, count)
+            used = total - cost_summary + count(head)
+            summary, kept = _newest_lines(head, title, tail, budget - used, count)
             total = used + kept
     events, others = list(events), list(others)
     # events are newest first here: drop from the end (the oldest)
@@ -296,11 +295,12 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
 
 def _newest_lines(head: str, title: str, tail: list[tuple[str, str | None]], room: int,
                   count: TokenCounter) -> tuple[str, int]:
-    """``head``, then as many of ``tail``'s lines as ``room`` holds, newest first, each
-    period's title once before its first kept line; and the tokens those lines take."""
+    """``head``, then ``title`` and as many of ``tail``'s lines as ``room`` holds with it,
+    newest first, each period's title once before its first kept line; and the tokens
+    that takes beyond ``head`` (none when no line fits: the title is then left out too)."""
     kept: set[int] = set()
     titled: set[str] = set()
-    used = 0
+    used = _line_tokens(title, count)
     for i in range(len(tail) - 1, -1, -1):
         line, period = tail[i]
         cost = _line_tokens(line, count) + (_line_tokens(period, count) if period and period not in titled else 0)
@@ -318,7 +318,7 @@ def _newest_lines(head: str, title: str, tail: list[tuple[str, str | None]], roo
             out.append(period)
             shown = period
         out.append(line)
-    return ("\n".join([head, title, *out]) if out else head), used
+    return ("\n".join([head, title, *out]), used) if out else (head, 0)
 
 
 def _split_summary(summary: str) -> tuple[str, str, list[tuple[str, str | None]]]:
@@ -373,6 +373,5 @@ def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact],
         return None, kept_facts, kept_events, used
     if not tail:
         return head, kept_facts, kept_events, used
-    used += count(title)
-    text, kept = _newest_lines(head, title, tail, max(0, budget - used), count)  # newest first, while room is left
+    text, kept = _newest_lines(head, title, tail, budget - used, count)  # newest first, while room is left
     return text, kept_facts, kept_events, used + kept

@@ -233,7 +233,7 @@ def test_a_session_is_covered_only_under_its_own_date():
 
 def test_eval_locomo_periods_from_the_cli(data_file, tmp_path):
     out = tmp_path / "periods.json"
-    result = CliRunner().invoke(app, ["eval", "locomo", "--data", str(data_file), "--periods", "--hierarchy",
+    result = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(data_file), "--periods", "--hierarchy",
                                       "always", "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert "published memory by period" in result.output and "conv-syn" in result.output
@@ -241,11 +241,11 @@ def test_eval_locomo_periods_from_the_cli(data_file, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["overall"]["sessions_covered"] == 4 and doc["overall"]["hierarchical"] == 1
     assert doc["budget_tokens"] == 2000 and doc["overall"]["atoms"]["unreachable"] == 0
-    assert CliRunner().invoke(app, ["eval", "locomo", "--data", str(tmp_path / "absent.json"),
+    assert CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(tmp_path / "absent.json"),
                                     "--periods"]).exit_code == 2
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a list"}')
-    assert CliRunner().invoke(app, ["eval", "locomo", "--data", str(bad), "--periods"]).exit_code == 2
-    refused = CliRunner().invoke(app, ["eval", "locomo", "--data", str(data_file), "--periods",
+    assert CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(bad), "--periods"]).exit_code == 2
+    refused = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(data_file), "--periods",
                                        "--hierarchy", "sometimes"])
     assert refused.exit_code == 2 and "hierarchy mode" in refused.output

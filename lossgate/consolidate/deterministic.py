@@ -24,9 +24,15 @@ from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_
 __all__ = ["DeterministicCompressor"]
 
 _RANK = {"critical": 0, "important": 1, "contextual": 2}
-# What a period digest keeps first: a digit, a currency sign or a negation. A heuristic of the
-# compressor's own; the gate's atom extractor judges the result independently.
-_SALIENT = re.compile(r"\d|[$€£¥]|\b(?:not|no|never|cannot|can't|won't|don't|didn't|isn't|wasn't)\b", re.I)
+# What a period digest keeps first: a digit, a currency sign, a negation or a word that dates
+# something ("yesterday", "last Friday", "in May"). A heuristic of the compressor's own; the
+# gate's atom extractor judges the result independently.
+_SALIENT = re.compile(
+    r"\d|[$€£¥]|\b(?:not|no|never|cannot|can't|won't|don't|didn't|isn't|wasn't"
+    r"|yesterday|today|tonight|tomorrow|ago|last|next|weekend"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    r"|january|february|march|april|may|june|july|august|september|october|november|december)\b",
+    re.IGNORECASE)
 
 
 class DeterministicCompressor:
