@@ -30,7 +30,7 @@ from lossgate.derived import ArtifactState, LineageEdge, LineageView, RecallReda
 from lossgate.errors import NotFound
 from lossgate.store.protocol import ReadTx, WriteTx
 
-__all__ = ["invalidate", "ancestors", "view"]
+__all__ = ["invalidate", "ancestors", "view", "purged_lines"]
 
 # States a changed input turns stale; "failed" and "abandoned" keep theirs.
 _LIVE = ("candidate", "published", "retired")
@@ -89,7 +89,7 @@ def _parents(edges: Iterable[LineageEdge]) -> list[str]:
     return [e.input_id for e in edges if e.input_kind == "artifact"]
 
 
-def _purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
+def purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
     """Gate report lines (``subject:code``) with prose-atom subjects blanked: an atom's key
     quotes the text it was read from ("money:USD 5412.00", "negation:not|peanut"). Ids
     (fact, conflict) are not content and stay."""
@@ -112,13 +112,13 @@ def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: S
                        if c.fact_id not in deleted and not deleted.intersection(c.derived_from))
         body = art.body.model_copy(update={"claims": claims, "summary": marker,
                                             "open_items": tuple(i for i in art.body.open_items if i not in deleted)})
-        gate = {**art.gate, **{k: _purged_lines(art.gate.get(k, ())) for k in ("violations", "losses")}}
+        gate = {**art.gate, **{k: purged_lines(art.gate.get(k, ())) for k in ("violations", "losses")}}
         tx.replace_artifact_body(tenant_id, subject_id, artifact_id, body, gate)
     purged = set(artifact_ids)
     for attempt in tx.attempts(tenant_id, subject_id):
         if attempt.artifact_id in purged or deleted.intersection(attempt.selected_ids):
-            clean = attempt.model_copy(update={"raw_output": None, "violations": _purged_lines(attempt.violations),
-                                               "details": (), "losses": _purged_lines(attempt.losses)})
+            clean = attempt.model_copy(update={"raw_output": None, "violations": purged_lines(attempt.violations),
+                                               "details": (), "losses": purged_lines(attempt.losses)})
             if clean != attempt:
                 tx.save_attempt(clean)
     tx.add_log(tenant_id, subject_id, at=now, op="purge_derived", target_id=",".join(sorted(deleted)),

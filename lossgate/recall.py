@@ -31,7 +31,6 @@ text a deleted fact was drawn from, never come back on any path.
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 import weakref
@@ -43,7 +42,7 @@ from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallMode, RecallRecord, RecallResult
 from lossgate.errors import ConfigError
 from lossgate.records import Event, Fact, utcnow
-from lossgate.render import CONVERSATION_TITLE, PERIODS_TITLE, day_line, event_line, fact_line
+from lossgate.render import CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line, fact_line
 from lossgate.search_terms import query_terms
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
@@ -53,9 +52,6 @@ from lossgate.store.protocol import FactFilter
 __all__ = ["recall", "SEARCH_BACKLOG"]
 
 log = logging.getLogger(__name__)
-
-# A period's title in a hierarchical root (lossgate.render.period_line).
-_PERIOD = re.compile(r"\[\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\]")
 
 # A search also matches the events appended since the full-text index was last
 # refreshed, on their raw text; past this many, recall refreshes the index first.
@@ -337,7 +333,7 @@ def _split_summary(summary: str) -> tuple[str, str, list[tuple[str, str | None]]
     tail: list[tuple[str, str | None]] = []
     period: str | None = None
     for line in rest:
-        if _PERIOD.fullmatch(line):
+        if PERIOD_LINE.fullmatch(line):
             period = line
         elif line.strip():
             tail.append((line, period))

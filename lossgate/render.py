@@ -23,12 +23,13 @@ not read as ``false``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from lossgate.values import coerce_value, encode_value
 
 __all__ = ["value_text", "fact_line", "claim_lines", "conflict_line", "event_line", "day_line", "header_line",
-           "period_line", "one_line", "CONVERSATION_TITLE", "NARRATIVE_TITLE", "PERIODS_TITLE"]
+           "period_line", "one_line", "CONVERSATION_TITLE", "NARRATIVE_TITLE", "PERIODS_TITLE", "PERIOD_LINE"]
 
 # The titles of a summary's sections after its structured lines: the recent conversation
 # (the deterministic compressor's whole event lines) or a model's narrative. Recall splits
@@ -72,8 +73,10 @@ def value_text(record: Any) -> str:
 
 def fact_line(record: _FactLike) -> str:
     """``- predicate: [NOT ]value (k=v, ...) [modality, authority source]`` for a fact or claim."""
-    quals = ", ".join(f"{k}={v}" for k, v in record.qualifiers)
-    line = f"{record.predicate}: {'NOT ' if record.polarity == 'negative' else ''}{value_text(record)}"
+    # One line whatever a value or qualifier holds: a newline in one must never start a
+    # line of its own in a summary (a forged fact, conversation or period line).
+    quals = ", ".join(f"{k}={one_line(str(v))}" for k, v in record.qualifiers)
+    line = f"{record.predicate}: {'NOT ' if record.polarity == 'negative' else ''}{one_line(value_text(record))}"
     if quals:
         line += f" ({quals})"
     if record.modality != "asserted" or record.authority == "untrusted":
@@ -125,9 +128,13 @@ def event_line(event: Any) -> str:
 
 def period_line(first: Any, last: Any) -> str:
     """``[2023-05-08]``, or ``[2023-05-08 to 2023-05-12]``: the title of one period's digest,
-    from the times of its first and last events (each in its own offset)."""
-    a, b = first.date().isoformat(), last.date().isoformat()
+    from the times of its first and last events (each in its own offset; the earlier day first)."""
+    a, b = sorted((first.date().isoformat(), last.date().isoformat()))
     return f"[{a}]" if a == b else f"[{a} to {b}]"
+
+
+# What :func:`period_line` writes (recall, the gate and the roll-up recognise a title by it).
+PERIOD_LINE = re.compile(r"\[\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\]")
 
 
 def day_line(event: Any) -> str:

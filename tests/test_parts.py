@@ -26,14 +26,21 @@ def event(seq: int, text: str = "one two three four", *, session=None, at=AT) ->
 
 def test_period_keys():
     assert period_key(event(1, session=3), "session") == "session 3"
-    assert period_key(event(1, session="kick-off\nmeeting"), "session") == "session kick-off meeting"
+    assert period_key(event(1, session="12"), "session") == "session 12"
     assert period_key(event(1), "session") == "2023-05-08"  # no session: its day
     assert period_key(event(1, session=True), "session") == "2023-05-08"  # not a session name
+    assert period_key(event(1, session={"a": 1}), "session") == "2023-05-08"
     assert period_key(event(1, session=3), "day") == "2023-05-08"
     assert period_key(event(1), "week") == "2023-W19"
     assert period_key(event(1), "month") == "2023-05"
     offset = timezone(timedelta(hours=-5))
     assert period_key(event(1, at=datetime(2023, 5, 8, 22, 0, tzinfo=offset)), "day") == "2023-05-08"  # its own offset
+
+
+def test_a_session_named_by_text_groups_its_events_but_its_name_never_reaches_a_key():
+    events = [event(1, session="HIV test results"), event(2, session="3 #2"), event(3, session="HIV test results")]
+    parts = split(events, by="session", context_tokens=1000, count=words)
+    assert [(p.key, [e.seq for e in p.events]) for p in parts] == [("session @1", [1, 3]), ("session @2", [2])]
 
 
 def test_sessions_group_events_even_when_appended_out_of_order_and_parts_follow_time():
@@ -45,21 +52,25 @@ def test_sessions_group_events_even_when_appended_out_of_order_and_parts_follow_
 
 
 def test_a_part_larger_than_the_context_is_cut_between_whole_events_never_inside_one():
-    events = [event(i) for i in range(1, 8)]  # "- user: one two three four": 6 words, 7 with the newline
-    parts = split(events, by="session", context_tokens=20, count=words)
-    assert [p.key for p in parts] == ["2023-05-08", "2023-05-08 #2", "2023-05-08 #3", "2023-05-08 #4"]
-    assert [len(p.events) for p in parts] == [2, 2, 2, 1]
-    assert [e.seq for p in parts for e in p.events] == list(range(1, 8))
-    huge = event(9, " ".join(["word"] * 500))
+    events = [event(i) for i in range(1, 61)]  # "- user: one two three four": 6 words, 7 with the newline
+    parts = split(events, by="session", context_tokens=40, count=words)
+    assert len(parts) >= 60 * 7 // 40 and all(sum(7 for _ in p.events) <= 40 for p in parts)
+    assert [e.seq for p in parts for e in p.events] == list(range(1, 61))  # every event, once, in order
+    assert parts[0].key == "2023-05-08" and all(p.key == f"2023-05-08 #{p.events[0].seq}" for p in parts[1:])
+    huge = event(99, " ".join(["word"] * 500))
     (alone,) = split([huge], by="day", context_tokens=64, count=words)
     assert alone.events == (huge,)  # one event larger than the context is a part of its own, whole
 
 
-def test_appending_changes_only_the_last_part():
-    events = [event(i) for i in range(1, 8)]
-    before = split(events, by="day", context_tokens=20, count=words)
-    after = split([*events, event(8)], by="day", context_tokens=20, count=words)
-    assert after[:-1] == before[:-1] and after[-1].events[-1].seq == 8
+def test_removing_or_appending_one_event_changes_only_the_chunks_around_it():
+    events = [event(i) for i in range(1, 301)]
+    before = split(events, by="day", context_tokens=60, count=words)
+    for gone in (40, 150, 260):
+        after = split([e for e in events if e.seq != gone], by="day", context_tokens=60, count=words)
+        changed = set(after) ^ set(before)
+        assert 1 <= len(changed) <= 4, (gone, len(before), len(changed))  # its chunk, the neighbour at most
+    appended = split([*events, event(301)], by="day", context_tokens=60, count=words)
+    assert appended[:-1] == before[:-1] or appended[:-2] == before[:-2]
 
 
 @pytest.mark.parametrize("bad", [{"mode": "sometimes"}, {"split_by": "year"}, {"context_tokens": 10},
@@ -70,7 +81,7 @@ def test_a_bad_hierarchy_config_is_refused_with_a_typed_error(bad):
 
 
 def test_a_digest_keeps_a_share_of_its_period_within_bounds():
-    config = HierarchyConfig(digest_tokens=200, digest_ratio=0.15)
+    config = HierarchyConfig(digest_tokens=200, digest_ratio=0.15)  # a digest's share, its cap and its floor
     assert config.digest_budget(1000) == 150
     assert config.digest_budget(10_000) == 200
     assert config.digest_budget(10) == 32

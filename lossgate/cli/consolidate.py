@@ -47,8 +47,10 @@ def _attempt_table(attempts: list[Attempt], title: str) -> Table:
 
 def consolidate(
     ctx: typer.Context, tenant: Tenant, subject: Subject,
-    budget: Annotated[int, typer.Option("--budget", help="Token budget of the summary.")] = 2000,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds the compressor may take.")] = 60.0,
+    budget: Annotated[int, typer.Option("--budget", min=1, help=(
+        "Token budget of the summary (of a hierarchy's root: its structured part; each period's digest has "
+        "its own)."))] = 2000,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds the compressor may take.")] = 60.0,
     direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
     compressor: Annotated[Optional[str], typer.Option(
         "--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
@@ -69,9 +71,9 @@ def consolidate(
 
     try:
         tree = HierarchyConfig(mode=hierarchy, split_by=split, context_tokens=context)  # type: ignore[arg-type]
+        config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct, hierarchy=tree)
     except InvalidInput as exc:
         fail(str(exc))
-    config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct, hierarchy=tree)
     chosen = _load_compressor(compressor) if compressor else None
     with open_memory(ctx) as memory:
         attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env(os.environ))

@@ -10,8 +10,9 @@ days, weeks or months, and by size within one), and
   from them, and writes a digest under the period's title with its dates
   (:func:`~lossgate.render.period_line`), keeping lines with numbers, amounts, dates,
   identifiers and negations first. The gate checks it against that part's own snapshot:
-  its events, its facts in every status (a retired value must not come back) and the open
-  conflicts they are in. Its lineage edges are those events and facts.
+  its events, its facts in every status (a retired value must not come back), the valid
+  events those facts cite in other periods, and the open conflicts they are in. Its
+  lineage edges are those events and facts.
 * **the root** (``path="hierarchical"``, the artifact the alias publishes) carries the
   whole ledger as claims (every active fact, open item and conflict, as a direct
   consolidation does) and, under ``Periods:``, every part's digest in time order, copied
@@ -28,6 +29,7 @@ redoes that path alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -39,7 +41,7 @@ from lossgate.derived import Artifact, InputRef, PartInfo
 from lossgate.errors import InvalidInput
 from lossgate.records import Conflict, Fact, Snapshot
 from lossgate.regate import outdated
-from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE, event_line, period_line
+from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, event_line, period_line
 from lossgate.store.protocol import ReadTx
 
 __all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "wanted", "plan", "digest_lines",
@@ -72,6 +74,12 @@ class HierarchyConfig:
         return min(self.digest_tokens, max(32, round(self.digest_ratio * part_tokens)))
 
     def __post_init__(self) -> None:
+        for name, kinds in (("context_tokens", (int, type(None))), ("digest_tokens", (int,)),
+                            ("digest_ratio", (int, float))):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, kinds) or (
+                    isinstance(value, float) and not math.isfinite(value)):
+                raise InvalidInput(f"hierarchy {name} must be a finite number, not {value!r}")
         if self.mode not in ("auto", "always", "never"):
             raise InvalidInput(f"hierarchy mode must be auto, always or never, not {self.mode!r}")
         if self.split_by not in ("session", "day", "week", "month"):
@@ -90,7 +98,7 @@ class PartJob:
     artifact that already digests exactly this (``reuse``), if one is stored."""
 
     part: Part
-    snapshot: Snapshot  # this part's events, its facts in any status, their open conflicts
+    snapshot: Snapshot  # its events (and those its facts cite), its facts in any status, their open conflicts
     facts: tuple[Fact, ...]  # its active facts
     inputs: tuple[InputRef, ...]  # its events and facts (lineage edges)
     fingerprint: str
@@ -166,6 +174,7 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: Split
         for event_id in fact.source_event_ids:
             by_source.setdefault(event_id, []).append(fact)
     fact_by_id = {f.fact_id: f for f in snap.facts}
+    valid = {e.event_id: e for e in snap.events}
     pool = _reusable(tx, sel, parent, registry_version)
     jobs: list[PartJob] = []
     for part in split(snap.events, by=split_by, context_tokens=context_tokens, count=count):
@@ -177,18 +186,25 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: Split
             facts.update({fid: fact_by_id[fid] for fid in c.fact_ids if fid in fact_by_id})
         conflicts: tuple[Conflict, ...] = tuple(c for c in touching if set(c.fact_ids) <= facts.keys())
         ordered = tuple(sorted(facts.values(), key=lambda f: (f.seq, f.fact_id)))
+        # The gate also reads the valid events these facts cite in other periods: a claim
+        # cites every source it stands on, and a source the snapshot lacks reads as withdrawn.
+        cited = tuple(sorted((valid[e] for f in ordered for e in set(f.source_event_ids)
+                              if e in valid and e not in ids), key=lambda e: e.seq))
+        cited = tuple({e.event_id: e for e in cited}.values())
         inputs = tuple(
-            [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in part.events]
+            [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq)
+             for e in (*part.events, *cited)]
             + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in ordered])
         fingerprint = content_hash({
             "key": part.key, "root": input_root(inputs), "statuses": [[f.fact_id, f.status] for f in ordered],
+            "trust": [[e.event_id, e.trust] for e in (*part.events, *cited)],  # a content hash leaves trust out
             "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor, "digest": list(digest),
             "withdrawn": sorted(sel.withdrawn_event_ids & {e for f in ordered for e in f.source_event_ids}),
         })
         outdated_ids = frozenset(e for f in ordered if f.status in ("superseded", "revoked")
                                  for e in f.source_event_ids if e in ids)
         snapshot = Snapshot(tenant_id=snap.tenant_id, subject_id=snap.subject_id, clock=snap.clock,
-                            registry_version=snap.registry_version, events=part.events, facts=ordered,
+                            registry_version=snap.registry_version, events=(*part.events, *cited), facts=ordered,
                             conflicts=conflicts)
         jobs.append(PartJob(part=part, snapshot=snapshot, facts=tuple(f for f in ordered if f.status == "active"),
                             inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids,
@@ -226,9 +242,11 @@ def digest_lines(child: Artifact) -> list[str]:
     assert part is not None
     lines = child.body.summary.split("\n")
     body: list[str] = []
+    titles = (CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE)
     for i, line in enumerate(lines):
         if line in (CONVERSATION_TITLE, NARRATIVE_TITLE):
-            body = [ln for ln in lines[i + 1:] if ln.strip() and ln not in (CONVERSATION_TITLE, NARRATIVE_TITLE)]
+            # a model's narrative may write a line that reads as a title: it never becomes one
+            body = [ln for ln in lines[i + 1:] if ln.strip() and ln not in titles and not PERIOD_LINE.fullmatch(ln)]
             break
     return [period_line(part.first_at, part.last_at), *body]
 

@@ -4,14 +4,17 @@ A part is what one compressor request carries (seeds 000 and 001: an input too l
 one pass is split, never truncated). Events are grouped by
 
 * **session** (the default): the ``session`` key of an event's payload, where the
-  application records one (LoCoMo's ingest does); an event without one falls back to its
-  calendar day;
+  application records one (LoCoMo's ingest does): a number names the part ``session 3``,
+  text groups the events but names the part by its first event's seq (``session @1234``:
+  a label is content, and a part's key outlives a deletion in its manifest); an event
+  without one falls back to its calendar day;
 * **day**, **week** (ISO) or **month**: the period of the event's ``occurred_at``, in the
   event's own offset.
 
 A group whose events take more than ``context_tokens`` (counted on the lines a compressor
-is shown, :func:`~lossgate.render.event_line`) is cut, between whole events, into parts
-``#2``, ``#3`` and on. One event larger than the context is a part of its own: it is never
+is shown, :func:`~lossgate.render.event_line`) is cut, between whole events, into chunks
+at boundaries its content defines (:func:`_by_size`), each keyed by its first event's seq
+(``session 3 #1234``). One event larger than the context is a part of its own: it is never
 cut (a cut could fall inside a number). Parts are ordered by the time of their first event.
 
 Appending at the end of a subject changes only its last part, and an edit inside a period
@@ -21,6 +24,8 @@ only that period's part: the other parts keep their inputs, hence their fingerpr
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +38,7 @@ __all__ = ["SplitBy", "Part", "period_key", "split", "SPLITS"]
 
 SplitBy = Literal["session", "day", "week", "month"]
 SPLITS: tuple[SplitBy, ...] = ("session", "day", "week", "month")
-_MAX_KEY = 120
+_LABEL = "session label:"
 
 
 @dataclass(frozen=True)
@@ -53,11 +58,16 @@ class Part:
 
 
 def period_key(event: Event, by: SplitBy) -> str:
-    """The period ``event`` belongs to: ``session 3``, ``2023-05-08``, ``2023-W19`` or ``2023-05``."""
+    """The period ``event`` belongs to, as a grouping key: ``session 3``, ``session label:<text>``
+    (named by :func:`split`, never shown), ``2023-05-08``, ``2023-W19`` or ``2023-05``."""
     if by == "session":
         session = (event.payload or {}).get("session")
-        if isinstance(session, (str, int)) and not isinstance(session, bool) and str(session).strip():
-            return f"session {one_line(str(session))[:_MAX_KEY]}"
+        if isinstance(session, int) and not isinstance(session, bool):
+            return f"session {session}"
+        if isinstance(session, str) and session.strip():
+            label = one_line(session)
+            return f"session {label}" if label.isascii() and label.isdigit() and len(label) <= 18 else \
+                f"{_LABEL}{label}"
         by = "day"
     at = event.occurred_at
     if by == "day":
@@ -73,22 +83,38 @@ def split(events: Iterable[Event], *, by: SplitBy, context_tokens: int, count: C
     groups: dict[str, list[Event]] = {}
     for event in sorted(events, key=lambda e: e.seq):
         groups.setdefault(period_key(event, by), []).append(event)
-    parts = [p for key, group in groups.items() for p in _by_size(key, group, context_tokens, count)]
+    parts = []
+    for key, group in groups.items():
+        # A session named by text is content (a deletion purges its payload), and a part's key
+        # stays in manifests: such a session is named by the seq of its first event instead.
+        name = f"session @{group[0].seq}" if key.startswith(_LABEL) else key
+        parts += _by_size(name, group, context_tokens, count)
     return sorted(parts, key=lambda p: (p.first_at, p.events[0].seq))
 
 
 def _by_size(key: str, events: list[Event], context_tokens: int, count: Callable[[str], int]) -> list[Part]:
+    """One part, or chunks of at most ``context_tokens`` (an event larger alone is a chunk).
+
+    Chunk boundaries are defined by content, so that a change stays local: a chunk may end
+    only before an event whose content hash is 0 modulo ``m``, a power of two sized so that
+    a run between two such events takes half the context to the whole of it on average,
+    and a run longer than the context is cut greedily. Removing or adding one event moves only the boundaries of its
+    own run, and a chunk's key is that of its first event (``session 3 #1234``), so the
+    other chunks keep their inputs, key and fingerprint."""
     lines = [event_line(e) for e in events]
     # A token is at least one byte: a group of fewer bytes than the context fits uncounted.
     if sum(len(line.encode("utf-8")) + 1 for line in lines) <= context_tokens:
         return [Part(key, tuple(events))]
+    costs = [count(line) + 1 for line in lines]
+    per_event = sum(costs) / len(costs)
+    m = 1 << max(0, int(math.log2(max(1.0, context_tokens / per_event))))
     chunks: list[list[Event]] = [[]]
     used = 0
-    for event, line in zip(events, lines):
-        cost = count(line) + 1
-        if chunks[-1] and used + cost > context_tokens:
+    for event, cost in zip(events, costs):
+        anchor = m == 1 or int(hashlib.sha256(event.content_hash.encode()).hexdigest()[:8], 16) % m == 0
+        if chunks[-1] and (used + cost > context_tokens or anchor):
             chunks.append([])
             used = 0
         chunks[-1].append(event)
         used += cost
-    return [Part(key if i == 0 else f"{key} #{i + 1}", tuple(chunk)) for i, chunk in enumerate(chunks)]
+    return [Part(key if i == 0 else f"{key} #{chunk[0].seq}", tuple(chunk)) for i, chunk in enumerate(chunks)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
+from lossgate.lineage import purged_lines
 from lossgate.publish import switch
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry, RegistryCache
@@ -65,6 +67,22 @@ class ConsolidationConfig:
     backoff_max_s: float = 3600.0
     hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
 
+    def __post_init__(self) -> None:
+        def number(name: str, value: Any, low: float, *, integer: bool = False) -> None:
+            kinds = (int,) if integer else (int, float)
+            if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < low:
+                raise InvalidInput(f"consolidation {name} must be {'an integer' if integer else 'a number'} "
+                                   f"of at least {low:g}, not {value!r}")
+
+        if self.budget_tokens is not None:
+            number("budget_tokens", self.budget_tokens, 1, integer=True)
+        number("timeout_s", self.timeout_s, 0.001)
+        number("max_attempts", self.max_attempts, 1, integer=True)
+        number("backoff_base_s", self.backoff_base_s, 0)
+        number("backoff_max_s", self.backoff_max_s, 0)
+        if not isinstance(self.hierarchy, HierarchyConfig):
+            raise InvalidInput(f"consolidation hierarchy must be a HierarchyConfig, not {self.hierarchy!r}")
+
 
 @dataclass
 class Hooks:
@@ -87,6 +105,31 @@ class Prepared:
 def _must_keep(must: MustPreserve) -> frozenset[str]:
     """What the gate will refuse to lose, so the compressor never chooses to drop it."""
     return frozenset(fid for fid in must.fact_ids() if must.loss_severity(fid) == "critical")
+
+
+def _moved(tx: WriteTx, attempt: Attempt) -> tuple[str | None, bool]:
+    """Whether the subject's epoch moved since ``attempt`` selected its inputs (why, or
+    None), and whether one of those inputs was deleted meanwhile. The clock is locked:
+    a change committing now waits, so it finds whatever this transaction stores."""
+    t, s = attempt.tenant_id, attempt.subject_id
+    epoch = tx.lock_clock(t, s).input_epoch
+    if epoch == attempt.input_epoch:
+        return None, False
+    ids = list(attempt.selected_ids)
+    erased = any(e.state == "deleted" for e in tx.events(t, s, ids=ids)) or any(
+        f.status == "deleted" for f in tx.facts(t, s, ids=ids))
+    return f"input_epoch moved from {attempt.input_epoch} to {epoch} while this ran", erased
+
+
+def _withdrawn(attempt: Attempt, reason: str, erased: bool) -> Attempt:
+    """The attempt of a job whose inputs changed before its artifact was stored: nothing is
+    stored (a change's invalidation has already run, and would not reach it), the change
+    queued its own rebuild, and what may quote deleted content goes."""
+    update: dict[str, Any] = {"status": "conflict", "reason": reason, "artifact_id": None, "finished_at": utcnow()}
+    if erased:
+        update.update(raw_output=None, details=(), violations=purged_lines(attempt.violations),
+                      losses=purged_lines(attempt.losses))
+    return attempt.model_copy(update=update)
 
 
 def _add(timings: dict[str, float], key: str, seconds: float) -> None:
@@ -251,9 +294,13 @@ class Consolidator:
         })
         try:
             with self.store.write() as tx:
-                tx.insert_artifact(artifact, self._edges(artifact, sel))
+                moved, erased = _moved(tx, attempt)
+                if moved:
+                    attempt = _withdrawn(attempt, moved, erased)
+                else:
+                    tx.insert_artifact(artifact, self._edges(artifact, sel))
                 tx.save_attempt(attempt)
-                if not passed:
+                if not passed and not moved:
                     attempt = self._schedule_retry(tx, attempt)
                 now_epoch = tx.clock(attempt.tenant_id, attempt.subject_id).input_epoch
             # a deletion that committed while this ran: what the gate cached of it goes too
@@ -322,7 +369,14 @@ class Consolidator:
                                       part=job.info)
             try:
                 with self.store.write() as tx:
-                    tx.insert_artifact(artifact, self._edges(artifact, part_sel))
+                    moved, erased = _moved(tx, attempt)
+                    if moved:
+                        attempt = _withdrawn(attempt, moved, erased)
+                        tx.save_attempt(attempt)
+                    else:
+                        tx.insert_artifact(artifact, self._edges(artifact, part_sel))
+                if moved:
+                    return Prepared(attempt=attempt, selection=sel)
             except StoreError as exc:
                 return self._finish_error(attempt, part_sel, None, f"part {job.part.key}: invalid output: the "
                                           f"store refused it ({exc})"[:2000], timings)
@@ -456,6 +510,10 @@ class Consolidator:
             "timings": timings, "reason": error.split(":")[0],
         })
         with self.store.write() as tx:
+            _, erased = _moved(tx, attempt)
+            if erased:  # what failed may quote what was deleted meanwhile
+                attempt = attempt.model_copy(update={
+                    "raw_output": None, "error": f"{attempt.reason} (details purged: an input was deleted meanwhile)"})
             tx.save_attempt(attempt)
             attempt = self._schedule_retry(tx, attempt)
             now_epoch = tx.clock(attempt.tenant_id, attempt.subject_id).input_epoch

