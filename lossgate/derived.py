@@ -18,7 +18,7 @@ from lossgate.records import ArtifactBody, Clock, Event, Fact, LedgerEntry
 from lossgate.render import day_line, event_line, fact_line, one_line
 
 __all__ = [
-    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
+    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "TreeSettings", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
     "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
 ]
 
@@ -77,6 +77,17 @@ class PartInfo(_Record):
     fingerprint: str
 
 
+class TreeSettings(_Record):
+    """How a hierarchical root's parts were cut and digested
+    (:class:`~lossgate.consolidate.hierarchy.HierarchyConfig`): a later job inherits what
+    its own configuration leaves unset."""
+
+    split_by: Literal["session", "day", "week", "month"]
+    context_tokens: int
+    digest_tokens: int
+    digest_ratio: float
+
+
 class Manifest(_Record):
     """Everything needed to reproduce or audit one artifact (seed 001).
 
@@ -105,6 +116,7 @@ class Manifest(_Record):
     budget_tokens: int | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     part: PartInfo | None = None
+    tree: TreeSettings | None = None  # a hierarchical root's settings
 
     @property
     def children(self) -> tuple[str, ...]:

@@ -111,10 +111,15 @@ def regate_subject(tx: WriteTx, tenant_id: str, subject_id: str, registry: Regis
             reasons[version] = outdated(tx, version, registry)
         return reasons[version]
 
+    live = tx.artifact(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
+    # A hierarchical root's parts are not what recall reads, and the root's own re-gate
+    # covers its text: a part is checked again when a job would reuse it
+    # (lossgate.consolidate.hierarchy.plan), not made stale here.
+    parts = set(live.manifest.children) if live is not None else set()
     for art in tx.artifacts(tenant_id, subject_id, states=["published", "candidate", "abandoned"]):
         gated_under = art.manifest.registry_version
         changes = why(gated_under)
-        if not changes:
+        if not changes or art.artifact_id in parts:
             continue
         t, s, a = tenant_id, subject_id, art.artifact_id
         if art.state == "published" and art.artifact_id == alias.artifact_id:

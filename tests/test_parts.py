@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from lossgate.consolidate.hierarchy import HierarchyConfig
+from lossgate.consolidate.hierarchy import HierarchyConfig, digest_budget
 from lossgate.consolidate.parts import period_key, split
 from lossgate.errors import InvalidInput
 from lossgate.records import Event
@@ -81,7 +81,20 @@ def test_a_bad_hierarchy_config_is_refused_with_a_typed_error(bad):
 
 
 def test_a_digest_keeps_a_share_of_its_period_within_bounds():
-    config = HierarchyConfig(digest_tokens=200, digest_ratio=0.15)  # a digest's share, its cap and its floor
-    assert config.digest_budget(1000) == 150
-    assert config.digest_budget(10_000) == 200
-    assert config.digest_budget(10) == 32
+    settings = HierarchyConfig().settings(None, object())  # the defaults: a share, its cap and its floor
+    assert (settings.split_by, settings.context_tokens, settings.digest_tokens) == ("session", 8000, 200)
+    assert digest_budget(settings, 1000) == 150
+    assert digest_budget(settings, 10_000) == 200
+    assert digest_budget(settings, 10) == 32
+
+
+def test_unset_settings_are_inherited_from_the_current_root_and_set_ones_win():
+    previous = HierarchyConfig(split_by="day", context_tokens=300).settings(None, object())
+    assert HierarchyConfig().settings(previous, object()) == previous
+    assert HierarchyConfig(split_by="week").settings(previous, object()).model_dump() == {
+        **previous.model_dump(), "split_by": "week"}
+
+    class Declares:
+        context_tokens = 4096
+
+    assert HierarchyConfig().settings(None, Declares()).context_tokens == 4096

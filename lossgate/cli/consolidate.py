@@ -57,10 +57,11 @@ def consolidate(
     hierarchy: Annotated[str, typer.Option("--hierarchy", metavar="auto|always|never", help=(
         "Consolidate by parts, one gated digest per period under a root: auto (when the history "
         "exceeds --context, or is already a hierarchy), always or never."))] = "auto",
-    split: Annotated[str, typer.Option("--split", metavar="session|day|week|month",
-                                       help="The periods of a hierarchy.")] = "session",
+    split: Annotated[Optional[str], typer.Option("--split", metavar="session|day|week|month", help=(
+        "The periods of a hierarchy (default: what the subject's current root used, else session)."))] = None,
     context: Annotated[Optional[int], typer.Option(
-        "--context", help="Tokens one compressor request may carry (default: the compressor's, else 8000).")] = None,
+        "--context", help=("Tokens one compressor request may carry (default: what the subject's current root "
+                           "used, else the compressor's, else 8000)."))] = None,
     as_json: AsJson = False,
 ) -> None:
     """Build, gate and publish a summary of one subject. Exit 1 if nothing was published.

@@ -34,18 +34,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lossgate import gate
 from lossgate.canonical import content_hash
-from lossgate.consolidate.parts import Part, SplitBy, split
+from lossgate.consolidate.parts import SPLITS, Part, SplitBy, split
 from lossgate.consolidate.selection import Selection, input_root
-from lossgate.derived import Artifact, InputRef, PartInfo
+from lossgate.derived import Artifact, InputRef, PartInfo, TreeSettings
 from lossgate.errors import InvalidInput
 from lossgate.records import Conflict, Fact, Snapshot
 from lossgate.regate import outdated
+from lossgate.registry import Registry
 from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, event_line, period_line
 from lossgate.store.protocol import ReadTx
 
 __all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "wanted", "plan", "digest_lines",
-           "rollup_summary"]
+           "digest_budget", "rollup_summary"]
 
 DEFAULT_CONTEXT_TOKENS = 8000
 _REUSABLE = ("published", "candidate")
@@ -57,39 +59,57 @@ class HierarchyConfig:
 
     ``mode``: ``auto`` (the default) when the subject's events take more than
     ``context_tokens`` or its published summary is already a hierarchy; ``always``;
-    ``never`` (one pass, the newest turns that fit the budget). ``context_tokens``: the
-    most one compressor request carries (default: the compressor's ``context_tokens``
-    attribute, else :data:`DEFAULT_CONTEXT_TOKENS`). A period's digest keeps
-    ``digest_ratio`` of its conversation's tokens, at most ``digest_tokens`` and at least
-    32, besides the facts drawn from that period (never dropped)."""
+    ``never`` (one pass, the newest turns that fit the budget). ``split_by``: the periods
+    (:mod:`lossgate.consolidate.parts`). ``context_tokens``: the most one compressor
+    request carries. A period's digest keeps ``digest_ratio`` of its conversation's tokens,
+    at most ``digest_tokens`` and at least 32, besides the facts drawn from that period
+    (never dropped).
+
+    A setting left ``None`` is the one the subject's current root was built with
+    (:class:`~lossgate.derived.TreeSettings` in its manifest), else the default: session,
+    the compressor's ``context_tokens`` attribute or :data:`DEFAULT_CONTEXT_TOKENS`, 200
+    tokens, 0.15. So a worker running the defaults keeps what a person chose for a subject
+    (``lossgate consolidate --split day``), and rebuilds only what changed."""
 
     mode: Literal["auto", "always", "never"] = "auto"
-    split_by: SplitBy = "session"
+    split_by: SplitBy | None = None
     context_tokens: int | None = None
-    digest_tokens: int = 200
-    digest_ratio: float = 0.15
-
-    def digest_budget(self, part_tokens: int) -> int:
-        """The budget of the conversation lines of a period whose events take ``part_tokens``."""
-        return min(self.digest_tokens, max(32, round(self.digest_ratio * part_tokens)))
+    digest_tokens: int | None = None
+    digest_ratio: float | None = None
 
     def __post_init__(self) -> None:
-        for name, kinds in (("context_tokens", (int, type(None))), ("digest_tokens", (int,)),
-                            ("digest_ratio", (int, float))):
+        for name, kinds in (("context_tokens", (int,)), ("digest_tokens", (int,)), ("digest_ratio", (int, float))):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, kinds) or (
-                    isinstance(value, float) and not math.isfinite(value)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or (
+                    isinstance(value, float) and not math.isfinite(value))):
                 raise InvalidInput(f"hierarchy {name} must be a finite number, not {value!r}")
         if self.mode not in ("auto", "always", "never"):
             raise InvalidInput(f"hierarchy mode must be auto, always or never, not {self.mode!r}")
-        if self.split_by not in ("session", "day", "week", "month"):
+        if self.split_by is not None and self.split_by not in SPLITS:
             raise InvalidInput(f"hierarchy split must be session, day, week or month, not {self.split_by!r}")
         if self.context_tokens is not None and self.context_tokens < 64:
             raise InvalidInput(f"hierarchy context_tokens must be at least 64, not {self.context_tokens}")
-        if self.digest_tokens < 32:
+        if self.digest_tokens is not None and self.digest_tokens < 32:
             raise InvalidInput(f"hierarchy digest_tokens must be at least 32, not {self.digest_tokens}")
-        if not 0 < self.digest_ratio <= 1:
+        if self.digest_ratio is not None and not 0 < self.digest_ratio <= 1:
             raise InvalidInput(f"hierarchy digest_ratio must be in (0, 1], not {self.digest_ratio}")
+
+    def settings(self, previous: TreeSettings | None, compressor: Any) -> TreeSettings:
+        """The settings of this job: this config's, else ``previous`` (the current root's),
+        else the defaults (see the class docstring)."""
+        declared = getattr(compressor, "context_tokens", None)
+        default_context = declared if isinstance(declared, int) and declared >= 64 else DEFAULT_CONTEXT_TOKENS
+        base = previous or TreeSettings(split_by="session", context_tokens=default_context, digest_tokens=200,
+                                        digest_ratio=0.15)
+        chosen = {k: v for k, v in (("split_by", self.split_by), ("context_tokens", self.context_tokens),
+                                    ("digest_tokens", self.digest_tokens), ("digest_ratio", self.digest_ratio))
+                  if v is not None}
+        return base.model_copy(update=chosen)
+
+
+def digest_budget(settings: TreeSettings, part_tokens: int) -> int:
+    """The budget of the conversation lines of a period whose events take ``part_tokens``."""
+    return min(settings.digest_tokens, max(32, round(settings.digest_ratio * part_tokens)))
 
 
 @dataclass(frozen=True)
@@ -121,6 +141,7 @@ class TreePlan:
 
     parts: tuple[PartJob, ...]
     facts: tuple[Fact, ...]  # the root's: every active fact
+    settings: TreeSettings
 
     @property
     def selected_ids(self) -> tuple[str, ...]:
@@ -138,17 +159,11 @@ class TreePlan:
         return content_hash([[j.fingerprint for j in self.parts], sorted(f.content_hash for f in self.facts)])
 
 
-def context_of(config: HierarchyConfig, compressor: Any) -> int:
-    """The most one compressor request may carry (see :class:`HierarchyConfig`)."""
-    declared = getattr(compressor, "context_tokens", None)
-    return config.context_tokens or (declared if isinstance(declared, int) and declared > 0 else DEFAULT_CONTEXT_TOKENS)
-
-
-def wanted(sel: Selection, parent: Artifact | None, config: HierarchyConfig, context_tokens: int,
+def wanted(sel: Selection, parent: Artifact | None, mode: str, context_tokens: int,
            count: Callable[[str], int]) -> bool:
     """Whether this job consolidates hierarchically (``mode``, see :class:`HierarchyConfig`)."""
-    if config.mode != "auto":
-        return config.mode == "always"
+    if mode != "auto":
+        return mode == "always"
     if parent is not None and parent.manifest.path == "hierarchical" and parent.state in ("published", "stale"):
         return True  # once a hierarchy, always one: the periods stay covered
     lines = [event_line(e) for e in sel.snapshot.events if e.text]
@@ -163,11 +178,12 @@ def wanted(sel: Selection, parent: Artifact | None, config: HierarchyConfig, con
     return False
 
 
-def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: SplitBy, context_tokens: int,
-         digest: tuple[int, float], compressor: str, registry_version: int, count: Callable[[str], int]) -> TreePlan:
+def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSettings, *, compressor: str,
+         registry: Registry, count: Callable[[str], int]) -> TreePlan:
     """Split ``sel``'s authorized events into parts and find the stored artifacts that digest
     them already (the parts of ``parent``, the alias's current artifact, and any gated
-    candidate parts a failed job left)."""
+    candidate parts a failed job left). A part gated under an older registry that the
+    current one outgrew is checked again under it here, and reused only if it passes."""
     snap = sel.snapshot
     by_source: dict[str, list[Fact]] = {}
     for fact in snap.facts:
@@ -175,9 +191,10 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: Split
             by_source.setdefault(event_id, []).append(fact)
     fact_by_id = {f.fact_id: f for f in snap.facts}
     valid = {e.event_id: e for e in snap.events}
-    pool = _reusable(tx, sel, parent, registry_version)
+    pool = _reusable(tx, sel, parent)
+    checked: dict[int, bool] = {}
     jobs: list[PartJob] = []
-    for part in split(snap.events, by=split_by, context_tokens=context_tokens, count=count):
+    for part in split(snap.events, by=settings.split_by, context_tokens=settings.context_tokens, count=count):
         ids = {e.event_id for e in part.events}
         facts = {f.fact_id: f for e in part.events for f in by_source.get(e.event_id, ())}
         # An open conflict travels whole: both sides, wherever the other was said.
@@ -198,7 +215,8 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: Split
         fingerprint = content_hash({
             "key": part.key, "root": input_root(inputs), "statuses": [[f.fact_id, f.status] for f in ordered],
             "trust": [[e.event_id, e.trust] for e in (*part.events, *cited)],  # a content hash leaves trust out
-            "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor, "digest": list(digest),
+            "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor,
+            "digest": [settings.digest_tokens, settings.digest_ratio],
             "withdrawn": sorted(sel.withdrawn_event_ids & {e for f in ordered for e in f.source_event_ids}),
         })
         outdated_ids = frozenset(e for f in ordered if f.status in ("superseded", "revoked")
@@ -206,13 +224,19 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, *, split_by: Split
         snapshot = Snapshot(tenant_id=snap.tenant_id, subject_id=snap.subject_id, clock=snap.clock,
                             registry_version=snap.registry_version, events=(*part.events, *cited), facts=ordered,
                             conflicts=conflicts)
+        reuse = pool.get(fingerprint)
+        if reuse is not None and reuse.manifest.registry_version != registry.version:
+            version = reuse.manifest.registry_version
+            if version not in checked:
+                checked[version] = not outdated(tx, version, registry)
+            if not checked[version] and not gate.check(snapshot, reuse.body, registry).passed:
+                reuse = None
         jobs.append(PartJob(part=part, snapshot=snapshot, facts=tuple(f for f in ordered if f.status == "active"),
-                            inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids,
-                            reuse=pool.get(fingerprint)))
-    return TreePlan(parts=tuple(jobs), facts=sel.facts)
+                            inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids, reuse=reuse))
+    return TreePlan(parts=tuple(jobs), facts=sel.facts, settings=settings)
 
 
-def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None, registry_version: int) -> dict[str, Artifact]:
+def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None) -> dict[str, Artifact]:
     t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
     found: list[Artifact] = []
     if parent is not None:
@@ -221,17 +245,10 @@ def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None, registry_vers
             if child is not None:
                 found.append(child)
     found += [a for a in tx.artifacts(t, s, states=["candidate"]) if a.manifest.path == "part"]
-    ok_versions: dict[int, bool] = {}
     pool: dict[str, Artifact] = {}
     for art in found:
-        part = art.manifest.part
-        if part is None or art.state not in _REUSABLE:
-            continue
-        version = art.manifest.registry_version
-        if version not in ok_versions:
-            ok_versions[version] = version == registry_version or not outdated(tx, version)
-        if ok_versions[version]:
-            pool.setdefault(part.fingerprint, art)
+        if art.manifest.part is not None and art.state in _REUSABLE:
+            pool.setdefault(art.manifest.part.fingerprint, art)
     return pool
 
 

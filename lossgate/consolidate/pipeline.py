@@ -35,7 +35,7 @@ from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select
 from lossgate.consolidate.tokens import default_counter
-from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
+from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo, TreeSettings
 from lossgate.errors import InvalidInput, NotFound, StoreError
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
@@ -278,9 +278,9 @@ class Consolidator:
 
     def _conclude(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], raw_text: str | None, *, judged: bool,
-                  part: PartInfo | None = None) -> Prepared:
+                  part: PartInfo | None = None, tree: TreeSettings | None = None) -> Prepared:
         """Store the artifact and the attempt's outcome; a failed gate schedules the retry."""
-        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part)
+        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree)
         passed = result.passed
         where = f"part {part.key}: " if part is not None else ""
         attempt = attempt.model_copy(update={
@@ -321,12 +321,11 @@ class Consolidator:
         alias_id = sel.expected.parent_artifact_id
         current = sel.parent or (tx.artifact(sel.snapshot.tenant_id, sel.snapshot.subject_id, alias_id)
                                  if alias_id else None)
-        context = hierarchy.context_of(config, self.compressor)
-        if not hierarchy.wanted(sel, current, config, context, self._count):
+        settings = config.settings(current.manifest.tree if current else None, self.compressor)
+        if not hierarchy.wanted(sel, current, config.mode, settings.context_tokens, self._count):
             return None
-        return hierarchy.plan(tx, sel, current, split_by=config.split_by, context_tokens=context,
-                              digest=(config.digest_tokens, config.digest_ratio), compressor=self._compressor_label(),
-                              registry_version=registry.version, count=self._count)
+        return hierarchy.plan(tx, sel, current, settings, compressor=self._compressor_label(), registry=registry,
+                              count=self._count)
 
     def _prepare_tree(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, registry: Registry,
                       timings: dict[str, float], failures: int, refused_for: tuple[str, ...]) -> Prepared:
@@ -354,7 +353,7 @@ class Consolidator:
                 tenant_id=sel.snapshot.tenant_id, subject_id=sel.snapshot.subject_id, facts=job.facts,
                 predicates={f.predicate: registry.get(f.predicate) for f in job.facts},
                 conflicts=job.snapshot.conflicts, events=job.part.events,
-                budget_tokens=self.config.hierarchy.digest_budget(said) + structure,
+                budget_tokens=hierarchy.digest_budget(tree.settings, said) + structure,
                 outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
                 must_keep=_must_keep(must), failures=failures, refused_for=refused_for, period=job.title,
             )
@@ -411,7 +410,7 @@ class Consolidator:
         result = gate.check(sel.snapshot, body, registry, must=must)
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
-        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False)
+        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree.settings)
 
     def publish(self, prepared: Prepared) -> Attempt:
         """Run the switch for a gated artifact. A lost race or a moved input publishes nothing."""
@@ -528,7 +527,7 @@ class Consolidator:
 
     def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], *, judged: bool = False,
-                  part: PartInfo | None = None) -> Artifact:
+                  part: PartInfo | None = None, tree: TreeSettings | None = None) -> Artifact:
         if part is None:
             covers = max(sel.snapshot.clock.high_water, sel.expected.covers_through)
         else:  # a part covers its own events (it is never offered to the alias)
@@ -546,6 +545,7 @@ class Consolidator:
             compressor_version=self._structure.version if sel.path == "hierarchical" else self.compressor.version, extractor_version=EXTRACTOR_VERSION,
             schema_version=self._schema_version(), registry_version=registry.version,
             attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=dict(timings), part=part,
+            tree=tree,
         )
         return Artifact(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
