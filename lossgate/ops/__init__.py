@@ -1,0 +1,2 @@
+"""Operating memory safely (seeds 000 and 001): the tools an operator uses on a running
+store, beside the library's read and write paths. Each module holds one tool."""
