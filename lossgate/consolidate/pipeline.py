@@ -43,6 +43,7 @@ from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
 from lossgate.lineage import purged_lines
 from lossgate.publish import switch
+from lossgate.readback import divergence, representation_loss
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry, RegistryCache
 from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line
@@ -311,7 +312,45 @@ class Consolidator:
             # of repeating the same write forever. If the store is down, this write fails too.
             return self._finish_error(attempt.model_copy(update={"artifact_id": None}), sel, None,
                                       f"{where}invalid output: the store refused it ({exc})"[:2000], timings)
+        if attempt.status == "gated":
+            refused = self._read_back(attempt, sel, artifact, registry, timings, where=where)
+            if refused is not None:
+                return refused
         return Prepared(attempt=attempt, artifact=artifact, gate_result=result, selection=sel)
+
+    def _read_back(self, attempt: Attempt, sel: Selection, artifact: Artifact, registry: Registry,
+                   timings: dict[str, float], *, where: str = "") -> Prepared | None:
+        """Read the stored artifact back through the store's read path (:mod:`lossgate.readback`).
+        None if it came back as written; else it is failed, never published, the attempt is
+        rejected with a ``representation_loss`` violation (and the gate's findings on what came
+        back), and a retry is scheduled."""
+        t, s = artifact.tenant_id, artifact.subject_id
+        t0 = time.perf_counter()
+        with self.store.read() as tx:
+            back = tx.artifact(t, s, artifact.artifact_id)
+        found = divergence(artifact, back)
+        _add(timings, "read_back_s", time.perf_counter() - t0)
+        if found is None:
+            return None
+        loss = representation_loss(found)
+        must = build_must_preserve(sel.snapshot, registry)
+        findings = [loss]
+        if back is not None:
+            again = gate.check(sel.snapshot, back.body, registry, must=must)
+            findings += [*again.violations, *again.losses]
+        result = make_result(findings, must)
+        log.error("read-back of %s differs from what was written: %s", artifact.artifact_id, loss.detail)
+        attempt = attempt.model_copy(update={
+            "status": "rejected", "gate_outcome": "failed", "finished_at": utcnow(), "reason": "read-back differs",
+            "violations": tuple(where + line for line in result.lines()),
+            "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations),
+        })
+        with self.store.write() as tx:
+            tx.set_artifact_state(t, s, [artifact.artifact_id], "failed", from_states=["candidate"],
+                                  reason=f"read-back: {loss.detail}"[:2000])
+            tx.save_attempt(attempt)
+            attempt = self._schedule_retry(tx, attempt)
+        return Prepared(attempt=attempt, artifact=back or artifact, gate_result=result, selection=sel)
 
     # -- a hierarchy: the parts, then the root ---------------------------------------------
     def _plan_tree(self, tx: WriteTx, sel: Selection, registry: Registry) -> hierarchy.TreePlan | None:
@@ -379,6 +418,10 @@ class Consolidator:
             except StoreError as exc:
                 return self._finish_error(attempt, part_sel, None, f"part {job.part.key}: invalid output: the "
                                           f"store refused it ({exc})"[:2000], timings)
+            refused = self._read_back(attempt.model_copy(update={"artifact_id": artifact.artifact_id}), part_sel,
+                                      artifact, registry, timings, where=f"part {job.part.key}: ")
+            if refused is not None:
+                return refused
             children.append(artifact)
             raw_parts[job.part.key] = raw_text
         return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings)

@@ -42,6 +42,8 @@ Code = Literal[
     "atom_changed", "atom_added", "atom_missing",
     # the critical-topic fence (a narrative sentence about a critical topic that no source supports)
     "narrative_unsupported",
+    # read-back: what the store returns differs from what was written (lossgate.readback)
+    "representation_loss",
 ]
 
 #: Code -> default severity. ``missing`` and ``atom_missing`` are downgraded by the
