@@ -22,7 +22,7 @@ __all__ = [
     "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
 ]
 
-ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned"]
+ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined"]
 AttemptStatus = Literal["selected", "gated", "published", "rejected", "conflict", "error"]
 RecallMode = Literal["summary", "raw_fallback"]
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
     from lossgate.extract import Extractor
     from lossgate.judge import ModelJudge
+    from lossgate.ops.quarantine import Quarantined
     from lossgate.regate import RegateResult
     from lossgate.semantic import Embedder, EmbedReport
     from lossgate.tiers import Demotion, TierPolicy
@@ -230,6 +231,30 @@ class Memory:
 
         return tiers.demote(self.store, tenant_id, subjects=None if subject_id is None else [subject_id],
                             now=now or utcnow())
+
+    # -- operations: quarantine and forward recovery ----------------------------------------
+    @checked_args
+    def quarantine(self, tenant_id: str, subject_id: str, artifact_id: str, *, reason: str = "") -> "Quarantined":
+        """Take a published artifact (the subject's summary, or a part of it) out of recall at
+        once; coverage does not move backwards (:mod:`lossgate.ops.quarantine`)."""
+        from lossgate.ops.quarantine import quarantine
+
+        with self.store.write() as tx:
+            return quarantine(tx, tenant_id, subject_id, artifact_id, reason=reason, now=utcnow())
+
+    @checked_args
+    def recover(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
+                config: "ConsolidationConfig | None" = None) -> Attempt:
+        """Build and publish a new summary from the currently valid inputs with the given
+        compressor (default: the deterministic one) and configuration, from scratch (no
+        parent, no reused part), through the compare-and-swap: its coverage is never below
+        the alias's (:mod:`lossgate.ops.quarantine`)."""
+        from dataclasses import replace
+
+        from lossgate.consolidate.pipeline import ConsolidationConfig
+
+        chosen = replace(config or ConsolidationConfig(), incremental=False, reuse_parts=False)
+        return self.consolidator(compressor=compressor, config=chosen).run(tenant_id, subject_id)
 
     # -- extraction (seed 003, step one) ---------------------------------------------------
     @checked_args

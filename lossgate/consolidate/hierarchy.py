@@ -179,11 +179,12 @@ def wanted(sel: Selection, parent: Artifact | None, mode: str, context_tokens: i
 
 
 def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSettings, *, compressor: str,
-         registry: Registry, count: Callable[[str], int]) -> TreePlan:
+         registry: Registry, count: Callable[[str], int], reuse: bool = True) -> TreePlan:
     """Split ``sel``'s authorized events into parts and find the stored artifacts that digest
     them already (the parts of ``parent``, the alias's current artifact, and any gated
-    candidate parts a failed job left). A part gated under an older registry that the
-    current one outgrew is checked again under it here, and reused only if it passes."""
+    candidate parts a failed job left), unless ``reuse`` is off. A part gated under an older
+    registry that the current one outgrew is checked again under it here, and reused only
+    if it passes."""
     snap = sel.snapshot
     by_source: dict[str, list[Fact]] = {}
     for fact in snap.facts:
@@ -191,7 +192,7 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSett
             by_source.setdefault(event_id, []).append(fact)
     fact_by_id = {f.fact_id: f for f in snap.facts}
     valid = {e.event_id: e for e in snap.events}
-    pool = _reusable(tx, sel, parent)
+    pool = _reusable(tx, sel, parent) if reuse else {}
     checked: dict[int, bool] = {}
     jobs: list[PartJob] = []
     for part in split(snap.events, by=settings.split_by, context_tokens=settings.context_tokens, count=count):

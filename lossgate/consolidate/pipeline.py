@@ -67,6 +67,9 @@ class ConsolidationConfig:
     backoff_base_s: float = 30.0
     backoff_max_s: float = 3600.0
     hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
+    # Whether a hierarchy reuses stored parts whose inputs are unchanged (a recovery builds
+    # every part again: lossgate.ops.quarantine).
+    reuse_parts: bool = True
 
     def __post_init__(self) -> None:
         def number(name: str, value: Any, low: float, *, integer: bool = False) -> None:
@@ -363,8 +366,9 @@ class Consolidator:
         settings = config.settings(current.manifest.tree if current else None, self.compressor)
         if not hierarchy.wanted(sel, current, config.mode, settings.context_tokens, self._count):
             return None
-        return hierarchy.plan(tx, sel, current, settings, compressor=self._compressor_label(), registry=registry,
-                              count=self._count)
+        return hierarchy.plan(tx, sel, current if self.config.reuse_parts else None, settings,
+                              compressor=self._compressor_label(), registry=registry, count=self._count,
+                              reuse=self.config.reuse_parts)
 
     def _prepare_tree(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, registry: Registry,
                       timings: dict[str, float], failures: int, refused_for: tuple[str, ...]) -> Prepared:
