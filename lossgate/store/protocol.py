@@ -58,10 +58,11 @@ body caught the error.
 
 **Instants.** The times a store compares or sorts (artifacts' ``created_at``, recall
 records' ``at``, jobs' ``run_after`` and leases, conflicts' ``detected_at``, attempts'
-``started_at``, proposals' ``created_at``) are instants: a caller may give them with
-any UTC offset, and they order as time (SQLite stores them as ISO text in UTC; they
-read back in UTC). Caller-supplied domain times (``occurred_at``, ``valid_from``) keep
-their offset (invariant 9) and are never compared by a store.
+``started_at``, proposals' ``created_at``, events' ``recorded_at`` in the tier reads)
+are instants: a caller may give them with any UTC offset, and they order as time
+(SQLite stores them as ISO text in UTC; they read back in UTC). Caller-supplied domain
+times (``occurred_at``, ``valid_from``) keep their offset (invariant 9) and are never
+compared by a store.
 
 **Order.** Every list comes in the order its primitive states. Where that order is a
 timestamp that two rows can share (artifacts' ``created_at``, recall records' ``at``,
@@ -85,6 +86,7 @@ from lossgate.derived import (
     Alias,
     Artifact,
     ArtifactHead,
+    ArtifactState,
     Attempt,
     ExpectedAlias,
     Job,
@@ -103,6 +105,7 @@ from lossgate.records import (
     NewEvent,
     Proposal,
     TaintPolicy,
+    Tier,
     Trust,
 )
 
@@ -303,6 +306,18 @@ class LedgerReadTx(Protocol):
         """The subject's valid events of ``kind`` by ``actor`` (either ``None``: any) as
         ``(event_id, kind, actor, trust)``, in seq order (what a taint policy reaches)."""
 
+    def tier_events(self, tenant_id: str, subject_id: str, tier: Tier, *,
+                    recorded_through: datetime) -> list[Event]:
+        """The subject's valid events in ``tier`` recorded at or before the instant
+        ``recorded_through``, in seq order: what demotion may move (:mod:`lossgate.tiers`).
+        Read through an index (tenant, subject, tier, ``recorded_at`` of valid events), so
+        that its cost follows the answer, not the subject's history."""
+
+    def tier_oldest(self, tenant_id: str, subject_id: str) -> dict[Tier, datetime]:
+        """For each tier that holds any of the subject's valid events, the ``recorded_at`` of
+        its oldest (in UTC); a tier with none is absent. One index probe per tier: whether
+        anything is due for demotion, without reading an event."""
+
 
 class LedgerWriteTx(LedgerReadTx, Protocol):
     """Ledger writes. The caller has checked ids and seqs; a store enforces them anyway:
@@ -390,6 +405,13 @@ class DerivedReadTx(Protocol):
 
     def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
         """State, summary and open items of one artifact (the recall hot path: no manifest)."""
+
+    def artifact_gate(self, tenant_id: str, subject_id: str,
+                      artifact_id: str) -> tuple[ArtifactState, str | None] | None:
+        """State and gate outcome (the gate report's ``outcome``) of one artifact, or
+        ``None``: what demotion needs of the summary that stands in for the events. Neither
+        the manifest nor the rest of the gate report is decoded: both can grow with the
+        subject's history (a direct consolidation's manifest names every input)."""
 
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         """The subject's artifacts, oldest first (``created_at``, ties in creation order)."""

@@ -68,6 +68,11 @@ def _instant(value: Any) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(value)
 
 
+def instant_from(value: Any) -> datetime:
+    """A stored instant (ISO text in UTC from SQLite, a ``datetime`` from PostgreSQL)."""
+    return _instant(value)
+
+
 def iso(value: datetime | None) -> str | None:
     """A caller's time as given, offset kept (occurred_at, valid_from: invariant 9)."""
     return None if value is None else value.isoformat()

@@ -25,7 +25,8 @@ The tests, by tier:
 * the signature check: every primitive of every protocol class, with its exact
   parameters, on the store and on its read and write transactions;
 * ledger: the zero clock, event and fact filters and their order, conflicts, the log,
-  the id look-ups, the registry;
+  the id look-ups, the registry, the tier reads demotion makes (events of a tier
+  recorded by an instant, the oldest of each tier);
 * per-subject serialisation under concurrency: a write transaction locks a subject on
   its first touch, read or write (a concurrent writer of that subject waits and then
   sees the committed state); concurrent read-modify-write transactions of one subject
@@ -104,11 +105,11 @@ def event(event_id: str, text: str = "", *, subject: str = S, tenant: str = T) -
                     occurred_at=NOW)
 
 
-def append(tx: WriteTx, *events: NewEvent) -> Clock:
+def append(tx: WriteTx, *events: NewEvent, recorded_at: datetime = NOW) -> Clock:
     """Append ``events`` (all of one subject) after the subject's high water, as the ledger does."""
     clock = tx.lock_clock(events[0].tenant_id, events[0].subject_id)
     items = [(e, clock.high_water + i, f"sha256:{e.event_id}", NOW.isoformat()) for i, e in enumerate(events, 1)]
-    tx.insert_events(items, recorded_at=NOW)
+    tx.insert_events(items, recorded_at=recorded_at)
     clock = clock.model_copy(update={"high_water": clock.high_water + len(events)})
     tx.save_clock(clock)
     return clock
@@ -223,6 +224,8 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "fact_sets": lambda tx: tx.fact_sets(T, S, [FactFilter()]),
     "facts_citing": lambda tx: tx.facts_citing(T, S, ["e1"]),
     "events_matching": lambda tx: tx.events_matching(T, S, kind="message", actor=None),
+    "tier_events": lambda tx: tx.tier_events(T, S, "hot", recorded_through=NOW),
+    "tier_oldest": lambda tx: tx.tier_oldest(T, S),
     "conflicts": lambda tx: tx.conflicts(T, S),
     "log": lambda tx: tx.log(T, S),
     "lock_clock": lambda tx: tx.lock_clock(T, S),
@@ -240,6 +243,7 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "artifact": lambda tx: tx.artifact(T, S, "a1"),
     "recall_head": lambda tx: tx.recall_head(T, S),
     "artifact_head": lambda tx: tx.artifact_head(T, S, "a1"),
+    "artifact_gate": lambda tx: tx.artifact_gate(T, S, "a1"),
     "artifacts": lambda tx: tx.artifacts(T, S),
     "lineage": lambda tx: tx.lineage(T, S, "a1"),
     "descendants": lambda tx: tx.descendants(T, S, ["e1"]),
@@ -295,8 +299,10 @@ def _all(suffix: str) -> list[str]:
 
 def _write_scope(tx: WriteTx, p: str, t: str, s: str, n: int) -> None:
     """A subject with something in every table, every id prefixed with ``p``; ``n`` (the
-    number of events) sets each number a primitive reports."""
-    append(tx, *(event(f"{p}-e{i}", f"refund {p} request {i}", subject=s, tenant=t) for i in range(1, n + 1)))
+    number of events) sets each number a primitive reports, and when its events were
+    recorded (``n`` days before NOW: the other scopes' events are older)."""
+    append(tx, *(event(f"{p}-e{i}", f"refund {p} request {i}", subject=s, tenant=t) for i in range(1, n + 1)),
+           recorded_at=NOW - timedelta(days=n))
     tx.insert_facts([fact(f"{p}-f1", 1, (f"{p}-e1",), tenant=t, subject=s),
                      fact(f"{p}-f2", 2, (f"{p}-e2",), value=6, tenant=t, subject=s)])
     tx.update_fact(t, s, f"{p}-f2", status="superseded", superseded_by=f"{p}-f1")
@@ -354,6 +360,12 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
                      ["own-f1", "own-f2"]),
     "events_matching": (lambda tx, t, s: [e[0] for e in tx.events_matching(t, s, kind="message", actor="user")],
                         ["own-e1", "own-e2"]),
+    "tier_events": (lambda tx, t, s: [_ids(tx.tier_events(t, s, "hot", recorded_through=NOW), "event_id"),
+                                      _ids(tx.tier_events(t, s, "hot", recorded_through=NOW - timedelta(days=2)),
+                                           "event_id"),
+                                      _ids(tx.tier_events(t, s, "warm", recorded_through=NOW), "event_id")],
+                    [["own-e1", "own-e2"], ["own-e1", "own-e2"], []]),
+    "tier_oldest": (lambda tx, t, s: tx.tier_oldest(t, s), {"hot": NOW - timedelta(days=2)}),
     "conflicts": (lambda tx, t, s: [[(c.conflict_id, c.status) for c in tx.conflicts(t, s)],
                                     _ids(tx.conflicts(t, s, fact_id="sib-f1"), "conflict_id")],
                   [[("own-c1", "unresolved")], []]),
@@ -366,6 +378,8 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
     "recall_head": (lambda tx, t, s: _recall_head(*tx.recall_head(t, s)), (2, "own-a1", "own-a1")),
     "artifact_head": (lambda tx, t, s: [None if (h := tx.artifact_head(t, s, i)) is None else (h.artifact_id, h.summary)
                                         for i in _all("a2")], [None, None, ("own-a2", "summary own-a2")]),
+    "artifact_gate": (lambda tx, t, s: [tx.artifact_gate(t, s, i) for i in _all("a1")],
+                      [None, None, ("published", "clean")]),
     "artifacts": (lambda tx, t, s: [[(a.artifact_id, a.state) for a in tx.artifacts(t, s)],
                                     _ids(tx.artifacts(t, s, states=["published"]), "artifact_id")],
                   [[("own-a1", "published"), ("own-a2", "candidate")], ["own-a1"]]),
@@ -828,6 +842,9 @@ class StoreContract:
             assert a1.manifest.timings == {"gate": 0.25, "huge": 1e20} and a1.gate == {"outcome": "clean", "score": 1.0}
             assert a1.body.summary == "summary a1" and a1.created_at == NOW
             assert tx.artifact(T, S, "nope") is None
+            assert tx.artifact_gate(T, S, "a1") == ("published", "clean")
+            assert tx.artifact_gate(T, S, "a2") == ("candidate", "clean")
+            assert tx.artifact_gate(T, S, "nope") is None
             assert [(a.artifact_id, a.state) for a in tx.artifacts(T, S)] == [("a1", "published"), ("a2", "candidate")]
             assert [a.artifact_id for a in tx.artifacts(T, S, states=["published"])] == ["a1"]
             head = tx.artifact_head(T, S, "a2")
@@ -993,6 +1010,32 @@ class StoreContract:
             assert tx.set_tier(T, S, through_seq=9, tier="cold", event_ids=[]) == 0
         with store.read() as tx:
             assert [e.tier for e in tx.events(T, S)] == ["cold", "hot", "warm"]
+
+    def test_tier_reads_find_the_valid_events_of_a_tier_recorded_by_an_instant(self, store: Store) -> None:
+        """What demotion may move: the subject's valid events of one tier recorded at or before
+        an instant (given with any UTC offset), in seq order whatever order they were recorded
+        in; and the oldest valid event of each tier."""
+        day = timedelta(days=1)
+        with store.write() as tx:
+            append(tx, event("e1"), recorded_at=NOW - day)
+            append(tx, event("e2"), event("e3"), recorded_at=NOW - 3 * day)
+            append(tx, event("e4"), recorded_at=NOW)
+            append(tx, event("e5"), recorded_at=NOW - 4 * day)
+            append(tx, event("other", subject="u2"), recorded_at=NOW - 9 * day)
+            tx.set_event_state(T, S, "e5", "revoked", purge=False)
+            tx.set_tier(T, S, through_seq=9, tier="warm", event_ids=["e3"])
+        with store.read() as tx:
+            def ids(tier: Any, through: datetime) -> list[str]:
+                return [e.event_id for e in tx.tier_events(T, S, tier, recorded_through=through)]
+
+            assert ids("hot", NOW) == ["e1", "e2", "e4"]  # e5 is revoked, e3 warm
+            assert ids("hot", (NOW - day).astimezone(timezone(timedelta(hours=2)))) == ["e1", "e2"]  # at it counts
+            assert ids("hot", NOW - day - timedelta(microseconds=1)) == ["e2"]
+            assert ids("warm", NOW) == ["e3"] and ids("cold", NOW) == []
+            first = tx.tier_events(T, S, "hot", recorded_through=NOW)[0]
+            assert (first.event_id, first.seq, first.tier, first.recorded_at) == ("e1", 1, "hot", NOW - day)
+            assert tx.tier_oldest(T, S) == {"hot": NOW - 3 * day, "warm": NOW - 3 * day}
+            assert tx.tier_events(T, "nobody", "hot", recorded_through=NOW) == [] and tx.tier_oldest(T, "nobody") == {}
 
     def test_events_matching_names_the_valid_events_of_a_kind_and_actor_in_seq_order(self, store: Store) -> None:
         def tool(event_id: str, actor: str, kind: str = "tool_result") -> NewEvent:

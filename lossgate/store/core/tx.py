@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
@@ -25,6 +25,7 @@ from lossgate.records import (
     Fact,
     FactStatus,
     LedgerEntry,
+    Tier,
     Trust,
     utcnow,
 )
@@ -40,6 +41,12 @@ _EVENT_SELECT = f"SELECT {','.join(rows.EVENT_COLUMNS)} FROM events"
 _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"
 _FACT_INSERT = (f"INSERT INTO facts ({','.join(rows.FACT_INSERT_COLUMNS)}) "
                 f"VALUES ({','.join('?' * len(rows.FACT_INSERT_COLUMNS))})")
+# The oldest valid event of one tier, through the partial index events_by_tier (tenant,
+# subject, tier, recorded_at WHERE state='valid'): one probe of its first entry. state='valid'
+# is written out, never bound, or neither planner would know the partial index applies.
+_TIER_OLDEST = ("(SELECT min(recorded_at) FROM events "
+                "WHERE tenant_id=? AND subject_id=? AND tier=? AND state='valid')")
+_TIERS: tuple[Tier, ...] = get_args(Tier)
 _CONFLICT_INSERT = (f"INSERT INTO conflicts ({','.join(rows.CONFLICT_COLUMNS)}) "
                     f"VALUES ({','.join('?' * len(rows.CONFLICT_COLUMNS))})")
 
@@ -83,6 +90,19 @@ class CoreReadTx(CoreTaintReads, CoreDerivedReads):
     def fact_sets(self, tenant_id: str, subject_id: str, filters: Sequence[FactFilter]) -> list[list[Fact]]:
         found = self._fetch([self._fact_select(tenant_id, subject_id, f) for f in filters])
         return [[rows.fact_from_row(r) for r in rows_of_one] for rows_of_one in found]
+
+    def tier_events(self, tenant_id: str, subject_id: str, tier: Tier, *,
+                    recorded_through: datetime) -> list[Event]:
+        # A range of events_by_tier. Sorted here, not by ORDER BY seq, which could tempt a
+        # planner onto the (tenant, subject, seq) key and through the subject's whole history.
+        found = self._all(f"{_EVENT_SELECT} WHERE tenant_id=? AND subject_id=? AND tier=? AND state='valid' "
+                          "AND recorded_at<=?", (tenant_id, subject_id, tier, self._d.ts(recorded_through)))
+        return sorted((rows.event_from_row(r) for r in found), key=lambda e: e.seq)
+
+    def tier_oldest(self, tenant_id: str, subject_id: str) -> dict[Tier, datetime]:
+        row = self._one(f"SELECT {', '.join([_TIER_OLDEST] * len(_TIERS))}",
+                        [a for tier in _TIERS for a in (tenant_id, subject_id, tier)])
+        return {tier: rows.instant_from(v) for tier, v in zip(_TIERS, row or ()) if v is not None}
 
     def _fact_select(self, tenant_id: str, subject_id: str, f: FactFilter) -> Select:
         sel = self._subject_select(_FACT_SELECT, "fact_id", 3, tenant_id, subject_id, f.ids, f.newest_first, f.limit)

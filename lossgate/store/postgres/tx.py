@@ -36,7 +36,7 @@ POSTGRES = Dialect(
     name="postgres", placeholder="%s", lists="any", times="native",
     creation_order={"artifacts": "created_no", "recalls": "recall_no"},
     null_safe_eq="IS NOT DISTINCT FROM", json_text="{col}->>'{key}'", json_value="{col}->'{key}'",
-    byte_length="octet_length",
+    byte_length="octet_length", unindexed="{col}",
 )
 
 _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"

@@ -1,0 +1,7 @@
+-- lossgate schema 9: what demotion may move, found through an index (lossgate.tiers). The
+-- valid events of a subject in a tier, by recorded_at: demotion reads the hot events
+-- recorded before the dormancy cutoff and the warm ones before the cold horizon, and asks
+-- for the oldest of each tier to learn that nothing is due, so its cost follows what it
+-- moves, not the subject's history. Partial: revoked and deleted events never move, and
+-- would otherwise stay in every range read for ever.
+CREATE INDEX events_by_tier ON events (tenant_id, subject_id, tier, recorded_at) WHERE state = 'valid';
