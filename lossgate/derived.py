@@ -22,7 +22,8 @@ __all__ = [
     "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
 ]
 
-ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined"]
+ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined",
+                        "shadow", "review", "refused"]
 AttemptStatus = Literal["selected", "gated", "published", "rejected", "conflict", "error"]
 RecallMode = Literal["summary", "raw_fallback"]
 
@@ -191,6 +192,9 @@ class Attempt(_Record):
     # Set on the failure that reached ``max_attempts``: no retry is queued and the
     # worker leaves the job in ``review`` for a person.
     needs_review: bool = False
+    # ``shadow``: built by a tenant's shadow configuration (lossgate.ops.rollout): its
+    # artifact is stored, never published, and its failures never count toward retries.
+    lane: Literal["live", "shadow"] = "live"
 
 
 class RecallRedaction(_Record):

@@ -8,14 +8,15 @@ commit together.
 
 from __future__ import annotations
 
+import logging
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Iterable, Sequence, get_args
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence, get_args
 
 from lossgate import ledger, lineage, queue
 from lossgate.canonical import content_hash
 from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
-from lossgate.errors import ConfigError, InvalidInput, NotFound
+from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args
 from lossgate.records import (
@@ -26,12 +27,15 @@ from lossgate.registry import Registry, RegistryCache, load_registry, parse_regi
 from lossgate.store import Store, open_store
 from lossgate.store.protocol import CompactReport
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
     from lossgate.extract import Extractor
     from lossgate.judge import ModelJudge
     from lossgate.ops.quarantine import Quarantined
+    from lossgate.ops.rollout import Rollout, ShadowRow
     from lossgate.regate import RegateResult
     from lossgate.semantic import Embedder, EmbedReport
     from lossgate.tiers import Demotion, TierPolicy
@@ -50,12 +54,17 @@ class Memory:
     their own checks: :mod:`lossgate.limits`).
     """
 
-    def __init__(self, store: Store, *, embedder: "Embedder | None" = None) -> None:
+    def __init__(self, store: Store, *, embedder: "Embedder | None" = None,
+                 compressors: "Callable[[str], Compressor] | None" = None) -> None:
+        """``compressors`` makes the compressor a tenant's rollout names
+        (:mod:`lossgate.ops.rollout`) from its spec; the default reads no environment, so a
+        ``chat`` spec needs the edge's factory (the CLI and workers pass one)."""
         self.store = store
         self.embedder = embedder
         # The newest stored predicate registry, parsed once per version, shared with the
         # ledgers and consolidators this memory opens.
         self.registries = RegistryCache()
+        self.compressors = compressors or _no_environment_compressors
 
     # -- setup -------------------------------------------------------------------------
     def migrate(self) -> int:
@@ -341,12 +350,13 @@ class Memory:
 
     # -- consolidation and recall --------------------------------------------------------
     def consolidator(self, *, compressor: "Compressor | None" = None, config: "ConsolidationConfig | None" = None,
-                     hooks: "Hooks | None" = None, judge: "ModelJudge | None" = None) -> "Consolidator":
+                     hooks: "Hooks | None" = None, judge: "ModelJudge | None" = None,
+                     shadow: bool = False) -> "Consolidator":
         """A :class:`~lossgate.consolidate.pipeline.Consolidator` bound to this memory's store."""
         from lossgate.consolidate.pipeline import Consolidator
 
         return Consolidator(self.store, compressor=compressor, config=config, hooks=hooks, judge=judge,
-                            registries=self.registries)
+                            registries=self.registries, shadow=shadow)
 
     @checked_args
     def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
@@ -355,8 +365,101 @@ class Memory:
         (``published``, ``rejected`` by the gate, ``conflict`` at the switch, ``error``),
         gate outcome, violations, artifact id and the manifest's input root. With a
         ``judge`` (:mod:`lossgate.judge`), a model also reads the narrative; if it cannot,
-        the attempt is an error and nothing is published."""
-        return self.consolidator(compressor=compressor, config=config, judge=judge).run(tenant_id, subject_id)
+        the attempt is an error and nothing is published.
+
+        Without ``compressor``, the tenant's live configuration chooses it (the
+        deterministic compressor if it names none); with a shadow configuration, that one
+        also builds its own artifact, never published; with review, a gated summary waits
+        for :meth:`approve` (:mod:`lossgate.ops.rollout`)."""
+        return self.run_job(tenant_id, subject_id, compressor=compressor, config=config, judge=judge)
+
+    def run_job(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
+                fallback: "Consolidator | None" = None, config: "ConsolidationConfig | None" = None,
+                judge: "ModelJudge | None" = None) -> Attempt:
+        """One consolidation job as the tenant's rollout wants it: ``compressor`` if given,
+        else the tenant's live one, else ``fallback`` (a worker's own consolidator) or the
+        default; then the tenant's shadow configuration, if any (its failures are logged,
+        never raised: the live result stands)."""
+        from lossgate.ops import rollout
+
+        with self.store.read() as tx:
+            plan = rollout.rollout(tx, tenant_id)
+        if compressor is None and plan.live is None and fallback is not None:
+            attempt = fallback.run(tenant_id, subject_id)
+        else:
+            chosen = compressor or (self.compressors(plan.live) if plan.live else None)
+            attempt = self.consolidator(compressor=chosen, config=config, judge=judge).run(tenant_id, subject_id)
+        if plan.shadow:
+            try:
+                shadow = self.consolidator(compressor=self.compressors(plan.shadow), config=config, shadow=True)
+                shadow.run(tenant_id, subject_id)
+            except LossgateError as exc:
+                log.warning("shadow consolidation of %s/%s with %s failed: %s", tenant_id, subject_id, plan.shadow,
+                            exc)
+        return attempt
+
+    # -- rollout: live, shadow and review (lossgate.ops.rollout) ----------------------------
+    @checked_args
+    def rollout(self, tenant_id: str) -> "Rollout":
+        """The tenant's consolidation configuration: live and shadow compressors, review."""
+        from lossgate.ops import rollout
+
+        with self.store.read() as tx:
+            return rollout.rollout(tx, tenant_id)
+
+    @checked_args
+    def set_rollout(self, tenant_id: str, *, live: str | None = None, shadow: str | None = None,
+                    review: bool | None = None, clear_shadow: bool = False, clear_live: bool = False) -> "Rollout":
+        """Change the tenant's configuration: ``live`` or ``shadow`` (compressor specs),
+        ``review``; an argument left ``None`` keeps its value (``clear_shadow`` /
+        ``clear_live`` unset one). Checked by loading each new spec, so a switch never
+        leaves a tenant on a compressor that cannot be made."""
+        from lossgate.ops import rollout
+
+        for spec in (live, shadow):
+            if spec is not None:
+                self.compressors(rollout.valid_spec(spec))
+        with self.store.write() as tx:
+            now = rollout.rollout(tx, tenant_id)
+            new = rollout.Rollout(
+                live=None if clear_live else (live if live is not None else now.live),
+                shadow=None if clear_shadow else (shadow if shadow is not None else now.shadow),
+                review=now.review if review is None else review)
+            return rollout.set_rollout(tx, tenant_id, new, now=utcnow())
+
+    @checked_args
+    def approve(self, tenant_id: str, subject_id: str, artifact_id: str) -> Attempt | None:
+        """Publish a summary waiting for review through the switch; returns its attempt, marked
+        ``published`` or ``conflict`` with the switch's reason."""
+        from lossgate.ops import rollout
+
+        with self.store.write() as tx:
+            published, reason = rollout.approve(tx, tenant_id, subject_id, artifact_id, now=utcnow())
+            attempt = next((a for a in reversed(tx.attempts(tenant_id, subject_id))
+                            if a.artifact_id == artifact_id), None)
+            if attempt is not None:
+                attempt = attempt.model_copy(update={"status": "published" if published else "conflict",
+                                                     "reason": "approved" if published else reason,
+                                                     "finished_at": utcnow()})
+                tx.save_attempt(attempt)
+        return attempt
+
+    @checked_args
+    def refuse(self, tenant_id: str, subject_id: str, artifact_id: str, *, reason: str = "") -> None:
+        """Refuse a summary waiting for review: kept, never published, never compressor input."""
+        from lossgate.ops import rollout
+
+        with self.store.write() as tx:
+            rollout.refuse(tx, tenant_id, subject_id, artifact_id, reason=reason, now=utcnow())
+
+    @checked_args
+    def shadow_report(self, tenant_id: str) -> "list[ShadowRow]":
+        """Each subject's latest shadow attempt beside its latest live one (:mod:`lossgate.ops.rollout`)."""
+        from lossgate.consolidate.tokens import default_counter
+        from lossgate.ops import rollout
+
+        with self.store.read() as tx:
+            return rollout.shadow_report(tx, tenant_id, default_counter())
 
     @checked_args
     def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
@@ -460,14 +563,22 @@ class Memory:
         self.close()
 
 
+def _no_environment_compressors(spec: str) -> "Compressor":
+    """A rollout's compressor from its spec, with no environment (see :class:`Memory`)."""
+    from lossgate.consolidate.factory import load_compressor
+
+    return load_compressor(spec, environ={})
+
+
 def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open
-         embedder: "Embedder | None" = None) -> Memory:
+         embedder: "Embedder | None" = None, compressors: "Callable[[str], Compressor] | None" = None) -> Memory:
     """Open lossgate memory at ``url`` (default ``sqlite:///lossgate.db``).
 
     The schema is created or upgraded on open unless ``migrate=False``. With an
     ``embedder`` (:mod:`lossgate.semantic`), recall ranks queries by meaning as well.
+    ``compressors`` makes a tenant rollout's compressors (see :class:`Memory`).
     """
-    memory = Memory(open_store(url), embedder=embedder)
+    memory = Memory(open_store(url), embedder=embedder, compressors=compressors)
     if migrate:
         memory.migrate()
     return memory

@@ -74,8 +74,10 @@ def _publish_parts(tx: WriteTx, artifact: Artifact, previous: Artifact | None) -
                                   reason=f"replaced by {artifact.artifact_id}")
 
 
-def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
-    """Publish ``artifact`` if, and only if, nothing it rests on has moved."""
+def switch(tx: WriteTx, artifact: Artifact, *, now: datetime,
+           states: tuple[str, ...] = ("candidate", "abandoned")) -> SwitchResult:
+    """Publish ``artifact`` if, and only if, nothing it rests on has moved. ``states``: what
+    it may be stored as (a gated candidate; ``review`` when a person approves it)."""
     m = artifact.manifest
     t, s = m.tenant_id, m.subject_id
     clock = tx.lock_clock(t, s)
@@ -94,7 +96,7 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
     if problem:
         return SwitchResult(False, problem)
     stored = tx.artifact_head(t, s, artifact.artifact_id)
-    if stored is None or stored.state not in ("candidate", "abandoned"):
+    if stored is None or stored.state not in states:
         # Only a gated candidate may be published: never a gate-rejected or stale one. (An
         # abandoned candidate lost to a newer publication: the checks below say exactly how.)
         return SwitchResult(False, f"artifact {artifact.artifact_id} is {stored.state if stored else 'not stored'}, "

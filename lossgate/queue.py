@@ -132,6 +132,8 @@ def consecutive_failures(attempts: Iterable[Attempt]) -> tuple[int, tuple[str, .
     since the last publication, and what the gate refused the latest rejected one for."""
     failures, refused_for = 0, None
     for a in reversed(list(attempts)):
+        if a.lane == "shadow":  # a shadow configuration's attempts are its own
+            continue
         if a.status == "published":
             break
         if a.status in ("rejected", "error"):

@@ -24,6 +24,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -52,13 +53,14 @@ class WorkerConfig:
     retry_s: float = 5.0  # after an infrastructure error, try the job again this much later
 
 
-def open_worker_memory(url: str | None = None, *, migrate: bool = True, embedder: Embedder | None = None) -> Memory:
+def open_worker_memory(url: str | None = None, *, migrate: bool = True, embedder: Embedder | None = None,
+                       compressors: Callable[[str], Compressor] | None = None) -> Memory:
     """:func:`lossgate.open` for a worker: the store acts as ``role="worker"``, the only
     role that may claim jobs and extend leases (on SQLite, which has no roles, the same
     memory as any other). If the login may not act as the worker role, every read and
     write raises :class:`~lossgate.errors.StoreError` saying so. With an ``embedder``,
     each job also embeds what its subject gained (:func:`lossgate.semantic.embed_pending`)."""
-    memory = Memory(open_store(url, role="worker"), embedder=embedder)
+    memory = Memory(open_store(url, role="worker"), embedder=embedder, compressors=compressors)
     if migrate:
         memory.migrate()
     return memory
@@ -75,6 +77,7 @@ class Worker:
         self.config = config or WorkerConfig()
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.consolidator = memory.consolidator(compressor=compressor, config=consolidation, judge=judge)
+        self._consolidation, self._judge = consolidation, judge
         self.stopping = threading.Event()
         self.processed = 0
 
@@ -92,7 +95,9 @@ class Worker:
         beat.start()
         outcome: Attempt | LossgateError
         try:
-            outcome = self.consolidator.run(job.tenant_id, job.subject_id)
+            # the tenant's rollout (live and shadow compressors) decides, else this worker's own
+            outcome = self.memory.run_job(job.tenant_id, job.subject_id, fallback=self.consolidator,
+                                          config=self._consolidation, judge=self._judge)
             log.info("job %s %s/%s: %s", job.job_id, job.tenant_id, job.subject_id, outcome.status)
             if outcome.needs_review:  # failed max_attempts times in a row: no retry is queued
                 log.error("job %s: needs review after repeated failures: %s", job.job_id, outcome.reason)
@@ -170,7 +175,8 @@ class Worker:
 
 def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
            exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
-    memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env(os.environ))  # LOSSGATE_EMBEDDER
+    memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env(os.environ),  # LOSSGATE_EMBEDDER
+                                compressors=lambda spec: load_compressor(spec, environ=os.environ))  # rollouts
     worker = Worker(memory, config=config, consolidation=consolidation,
                     compressor=load_compressor(compressor, environ=os.environ) if compressor else None,
                     judge=ModelJudge.from_env(os.environ))  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, gate, ingest, ledger, recovery, taint, tiers
+from lossgate.cli import consolidate, gate, ingest, ledger, recovery, rollout, taint, tiers
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -21,6 +21,7 @@ GROUPS: tuple[ModuleType, ...] = (
     taint,  # taint set, taint list
     tiers,  # demote, tier-policy
     recovery,  # quarantine, recover
+    rollout,  # rollout show|set, shadow report, review list|approve|refuse
 )
 
 for _group in GROUPS:

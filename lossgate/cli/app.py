@@ -107,7 +107,10 @@ def open_memory(ctx: typer.Context, *, semantic: bool = False) -> Iterator[Memor
             from lossgate.semantic import embedder_from_env
 
             embedder = embedder_from_env(os.environ)
-        memory = lossgate.open(state.db_url, embedder=embedder)
+        from lossgate.consolidate.factory import load_compressor
+
+        memory = lossgate.open(state.db_url, embedder=embedder,
+                               compressors=lambda spec: load_compressor(spec, environ=os.environ))
         try:
             yield memory
         finally:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from lossgate import gate, queue
 from lossgate.caches import epoch_seen
 from lossgate.consolidate import hierarchy
+from lossgate.ops import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import HierarchyConfig
@@ -170,10 +171,14 @@ class Consolidator:
 
     def __init__(self, store: Store, *, compressor: Compressor | None = None,
                  config: ConsolidationConfig | None = None, hooks: Hooks | None = None,
-                 judge: ModelJudge | None = None, registries: RegistryCache | None = None) -> None:
+                 judge: ModelJudge | None = None, registries: RegistryCache | None = None,
+                 shadow: bool = False) -> None:
         """``registries`` shares a parsed predicate registry with the memory that made this
-        consolidator (by default it keeps its own)."""
+        consolidator (by default it keeps its own). A ``shadow`` consolidator (a tenant's
+        shadow configuration, :mod:`lossgate.ops.rollout`) builds, gates and stores its
+        artifacts in the ``shadow`` state: never offered to the switch, no retry queued."""
         self.store = store
+        self.shadow = shadow
         self._registries = registries or RegistryCache()
         self.compressor = compressor or DeterministicCompressor()
         self.config = config or ConsolidationConfig()
@@ -195,10 +200,16 @@ class Consolidator:
 
     # -- the job -------------------------------------------------------------------
     def run(self, tenant_id: str, subject_id: str) -> Attempt:
-        """Prepare and, if the gate passed, publish. Returns the final attempt record."""
+        """Prepare and, if the gate passed, publish (a shadow consolidator never does).
+        Returns the final attempt record."""
         prepared = self.prepare(tenant_id, subject_id)
         if prepared.artifact is None or prepared.attempt.status != "gated":
             return prepared.attempt
+        if self.shadow:
+            attempt = prepared.attempt.model_copy(update={"finished_at": utcnow(), "reason": "shadow: never published"})
+            with self.store.write() as tx:
+                tx.save_attempt(attempt)
+            return attempt
         return self.publish(prepared)
 
     def prepare(self, tenant_id: str, subject_id: str) -> Prepared:
@@ -223,6 +234,7 @@ class Consolidator:
                 input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected,
                 selected_ids=tree.selected_ids if tree else sel.selected_ids,
                 input_root=tree.root_preview if tree else sel.input_root, compressor=self._compressor_label(),
+                lane="shadow" if self.shadow else "live",
             )
             tx.save_attempt(attempt)  # the selection is on record before any generation
             tx.refresh_search_index()  # keep keyword search warm off the append path
@@ -349,7 +361,7 @@ class Consolidator:
             "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations),
         })
         with self.store.write() as tx:
-            tx.set_artifact_state(t, s, [artifact.artifact_id], "failed", from_states=["candidate"],
+            tx.set_artifact_state(t, s, [artifact.artifact_id], "failed", from_states=["candidate", "shadow"],
                                   reason=f"read-back: {loss.detail}"[:2000])
             tx.save_attempt(attempt)
             attempt = self._schedule_retry(tx, attempt)
@@ -467,6 +479,13 @@ class Consolidator:
         if self.hooks.before_switch:
             self.hooks.before_switch(artifact)
         with self.store.write() as tx:
+            if rollout.review_required(tx, artifact.tenant_id):
+                # the tenant wants a person to approve each summary (lossgate.ops.rollout)
+                tx.set_artifact_state(artifact.tenant_id, artifact.subject_id, [artifact.artifact_id], "review",
+                                      from_states=["candidate"], reason="awaiting review")
+                attempt = prepared.attempt.model_copy(update={"reason": "awaiting review", "finished_at": utcnow()})
+                tx.save_attempt(attempt)
+                return attempt
             result = switch(tx, artifact, now=utcnow())
             if result.published:
                 attempt = prepared.attempt.model_copy(update={"status": "published", "finished_at": utcnow()})
@@ -567,7 +586,10 @@ class Consolidator:
         return Prepared(attempt=attempt, selection=sel)
 
     def _schedule_retry(self, tx: WriteTx, attempt: Attempt) -> Attempt:
-        """Queue the retry of a failed attempt, or mark it for review (:func:`lossgate.queue.after_failure`)."""
+        """Queue the retry of a failed attempt, or mark it for review (:func:`lossgate.queue.after_failure`).
+        A shadow attempt's failure queues nothing: it is what the shadow report compares."""
+        if self.shadow:
+            return attempt
         c = self.config
         return queue.after_failure(tx, attempt, max_attempts=c.max_attempts, backoff_base_s=c.backoff_base_s,
                                    backoff_max_s=c.backoff_max_s, now=utcnow())
@@ -596,7 +618,8 @@ class Consolidator:
         )
         return Artifact(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
-            state="candidate" if result.passed else "failed", body=body, manifest=manifest,
+            state=("shadow" if self.shadow else "candidate") if result.passed else "failed", body=body,
+            manifest=manifest,
             gate={"outcome": result.outcome, "violations": result.lines(),
                   "losses": [str(v) for v in result.losses]},
             created_at=utcnow(),

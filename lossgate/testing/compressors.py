@@ -53,6 +53,7 @@ __all__ = [
     "NothingToDamage",
     "RecordingCompressor",
     "SleepingCompressor",
+    "TerseCompressor",
 ]
 
 
@@ -282,3 +283,15 @@ class RecordingCompressor:
     def serialized(self) -> list[str]:
         """Each recorded request as JSON text: everything the compressor could read."""
         return [r.model_dump_json() for r in self.requests]
+
+
+class TerseCompressor(DeterministicCompressor):
+    """The deterministic compressor under another name with a smaller budget: a second
+    configuration to roll out (a tenant's shadow or live compressor) in tests and demos."""
+
+    name = "terse"
+    version = "1"
+
+    def compress(self, request: CompressionRequest) -> dict[str, Any]:
+        budget = request.budget_tokens
+        return super().compress(request.model_copy(update={"budget_tokens": None if budget is None else budget // 2}))

@@ -1,0 +1,173 @@
+"""A tenant's consolidation configuration, rolled out safely (seeds 000 and 001): live,
+shadow, and human review.
+
+A tenant's :class:`Rollout` (kept in its settings record, with the history of changes):
+
+* ``live``: the compressor (a spec: ``deterministic``, ``chat`` or ``module:Class``, see
+  :func:`~lossgate.consolidate.factory.load_compressor`) that builds what is published.
+  Unset, a job uses what its caller or worker was given. Switching it changes what the
+  next job builds; publication is the same compare-and-swap.
+* ``shadow``: a second compressor that, after every live job of the tenant, builds, gates
+  and stores its own artifact from the same inputs, in the ``shadow`` state: never
+  published, never a parent, never reused, its failures queue nothing.
+  :func:`shadow_report` compares it with live: outcomes, fact sets, tokens and time.
+* ``review``: every gated artifact waits in the ``review`` state until a person approves
+  it (:func:`approve`: published through the same switch, which refuses it if anything
+  moved since it was built) or refuses it (:func:`refuse`: ``refused``, kept, never
+  published, never compressor input; a hierarchy's waiting parts are refused with it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from lossgate.derived import Artifact, Attempt
+from lossgate.errors import InvalidInput, NotFound
+from lossgate.store.protocol import ReadTx, WriteTx
+
+__all__ = ["Rollout", "rollout", "set_rollout", "review_required", "approve", "refuse", "ShadowRow",
+           "shadow_report", "valid_spec"]
+
+_KEY = "rollout"
+
+
+def valid_spec(spec: str) -> str:
+    """``spec`` if it names a compressor the way the factory reads it, else InvalidInput
+    (whether it loads is checked where it is loaded: a model's settings live in the
+    environment of the process that runs it)."""
+    module, colon, attr = spec.partition(":")
+    if spec in ("deterministic", "chat") or (colon and module and attr and " " not in spec):
+        return spec
+    raise InvalidInput(f"compressor {spec!r}: expected deterministic, chat or MODULE:CLASS")
+
+
+class Rollout(BaseModel):
+    """A tenant's consolidation configuration (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    live: str | None = None
+    shadow: str | None = None
+    review: bool = False
+
+    @field_validator("live", "shadow")
+    @classmethod
+    def _spec(cls, value: str | None) -> str | None:
+        return None if value is None else valid_spec(value)
+
+
+def rollout(tx: ReadTx, tenant_id: str) -> Rollout:
+    """The tenant's rollout (the defaults if it never set one)."""
+    record = tx.tenant_settings(tenant_id).get(_KEY) or {}
+    return Rollout.model_validate({k: record[k] for k in ("live", "shadow", "review") if k in record})
+
+
+def review_required(tx: ReadTx, tenant_id: str) -> bool:
+    return rollout(tx, tenant_id).review
+
+
+def set_rollout(tx: WriteTx, tenant_id: str, new: Rollout, *, now: datetime) -> Rollout:
+    """Store ``new`` as the tenant's rollout, keeping the history of earlier ones."""
+    settings = tx.tenant_settings(tenant_id)
+    old = settings.get(_KEY) or {}
+    history = [*old.get("history", []), {k: old[k] for k in ("live", "shadow", "review", "at") if k in old}] \
+        if old else []
+    settings[_KEY] = {**new.model_dump(), "at": now.isoformat(), "history": history[-50:]}
+    tx.save_tenant_settings(tenant_id, settings, at=now)
+    return new
+
+
+def _waiting(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact:
+    art = tx.artifact(tenant_id, subject_id, artifact_id)
+    if art is None:
+        raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+    if art.state != "review":
+        raise InvalidInput(f"artifact {artifact_id} is {art.state}, not waiting for review")
+    return art
+
+
+def approve(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, now: datetime) -> tuple[bool, str]:
+    """Publish a waiting artifact through the switch. Returns (published, why not). One
+    the switch refuses (an input, the epoch or the alias moved since it was built) can
+    never win and is ``abandoned``, saying why."""
+    from lossgate.publish import switch  # noqa: PLC0415 - publish imports the queue, which is heavier
+
+    art = _waiting(tx, tenant_id, subject_id, artifact_id)
+    result = switch(tx, art, now=now, states=("review",))
+    if not result.published:
+        tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "abandoned", from_states=["review"],
+                              reason=f"approved, but {result.reason}")
+    tx.add_log(tenant_id, subject_id, at=now, op="review", target_id=artifact_id,
+               detail={"decision": "approved", "published": result.published, "reason": result.reason})
+    return result.published, result.reason
+
+
+def refuse(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, reason: str, now: datetime) -> None:
+    """Refuse a waiting artifact (and a hierarchy's parts waiting with it): kept, never
+    published, never compressor input."""
+    art = _waiting(tx, tenant_id, subject_id, artifact_id)
+    why = f"refused in review: {reason}" if reason else "refused in review"
+    tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "refused", from_states=["review"], reason=why)
+    if art.manifest.children:
+        tx.set_artifact_state(tenant_id, subject_id, list(art.manifest.children), "refused",
+                              from_states=["candidate"], reason=f"part of {artifact_id}, {why}")
+    tx.add_log(tenant_id, subject_id, at=now, op="review", target_id=artifact_id,
+               detail={"decision": "refused", "reason": reason})
+
+
+@dataclass(frozen=True)
+class ShadowRow:
+    """One subject's latest shadow attempt beside its latest live one."""
+
+    subject_id: str
+    live_compressor: str
+    shadow_compressor: str
+    live_status: str
+    shadow_status: str
+    live_outcome: str | None
+    shadow_outcome: str | None
+    only_live: tuple[str, ...]  # fact ids claimed by live only
+    only_shadow: tuple[str, ...]
+    live_tokens: int | None
+    shadow_tokens: int | None
+    live_compress_s: float | None
+    shadow_compress_s: float | None
+
+    def record(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
+    """For each subject of the tenant with a shadow attempt: its latest shadow attempt and
+    its latest live one, side by side (``count`` counts a summary's tokens)."""
+    rows: list[ShadowRow] = []
+    for subject_id in tx.subjects(tenant_id):
+        attempts = tx.attempts(tenant_id, subject_id)
+        shadow = next((a for a in reversed(attempts) if a.lane == "shadow"), None)
+        if shadow is None:
+            continue
+        live = next((a for a in reversed(attempts) if a.lane == "live"), None)
+        arts = {a.attempt_id: _artifact(tx, tenant_id, subject_id, a) for a in (live, shadow) if a is not None}
+        live_art, shadow_art = (arts.get(a.attempt_id) if a else None for a in (live, shadow))
+        live_claims = {c.fact_id for c in live_art.body.claims} if live_art else set()
+        shadow_claims = {c.fact_id for c in shadow_art.body.claims} if shadow_art else set()
+        rows.append(ShadowRow(
+            subject_id=subject_id, live_compressor=live.compressor if live else "-",
+            shadow_compressor=shadow.compressor, live_status=live.status if live else "-",
+            shadow_status=shadow.status, live_outcome=live.gate_outcome if live else None,
+            shadow_outcome=shadow.gate_outcome, only_live=tuple(sorted(live_claims - shadow_claims)),
+            only_shadow=tuple(sorted(shadow_claims - live_claims)),
+            live_tokens=count(live_art.body.summary) if live_art else None,
+            shadow_tokens=count(shadow_art.body.summary) if shadow_art else None,
+            live_compress_s=live.timings.get("compress_s") if live else None,
+            shadow_compress_s=shadow.timings.get("compress_s"),
+        ))
+    return rows
+
+
+def _artifact(tx: ReadTx, tenant_id: str, subject_id: str, attempt: Attempt) -> Artifact | None:
+    return tx.artifact(tenant_id, subject_id, attempt.artifact_id) if attempt.artifact_id else None
