@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, gate, ingest, ledger, recovery, rollout, taint, tiers
+from lossgate.cli import consolidate, diagnose, gate, ingest, ledger, recovery, rollout, taint, tiers
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -22,6 +22,7 @@ GROUPS: tuple[ModuleType, ...] = (
     tiers,  # demote, tier-policy
     recovery,  # quarantine, recover
     rollout,  # rollout show|set, shadow report, review list|approve|refuse
+    diagnose,  # diagnose ATTEMPT_ID
 )
 
 for _group in GROUPS:
