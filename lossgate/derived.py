@@ -195,6 +195,9 @@ class Attempt(_Record):
     # ``shadow``: built by a tenant's shadow configuration (lossgate.ops.rollout): its
     # artifact is stored, never published, and its failures never count toward retries.
     lane: Literal["live", "shadow"] = "live"
+    # Set when a deletion purged what this attempt held of deleted content (lossgate.lineage):
+    # a later save of the attempt keeps it purged (lineage.save_attempt).
+    purged: bool = False
 
 
 class RecallRedaction(_Record):

@@ -426,6 +426,9 @@ class DerivedReadTx(Protocol):
     def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
         """Every consolidation attempt of the subject, in order (attempt number, then start)."""
 
+    def attempt(self, tenant_id: str, subject_id: str, attempt_id: str) -> Attempt | None:
+        """One attempt of the subject by id, or None."""
+
     def attempt_tail(self, tenant_id: str, subject_id: str) -> tuple[int, list[Attempt]]:
         """How many attempts the subject has, and those numbered after its latest published
         one (all of them if none was published), in order: what a consolidation needs to

@@ -116,6 +116,11 @@ class CoreDerivedReads(TxBase):
             "SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? ORDER BY number, started_at",
             (tenant_id, subject_id))]
 
+    def attempt(self, tenant_id: str, subject_id: str, attempt_id: str) -> Attempt | None:
+        row = self._one("SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? AND attempt_id=?",
+                        (tenant_id, subject_id, attempt_id))
+        return rows.attempt_from_json(row[0]) if row else None
+
     def attempt_tail(self, tenant_id: str, subject_id: str) -> tuple[int, list[Attempt]]:
         row = self._one("SELECT count(*), max(CASE WHEN status='published' THEN number END) FROM attempts "
                         "WHERE tenant_id=? AND subject_id=?", (tenant_id, subject_id))
