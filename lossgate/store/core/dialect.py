@@ -41,7 +41,9 @@ class Dialect:
     ``null_safe_eq``: the operator for which NULL equals NULL.
     ``json_text`` / ``json_value``: templates reading ``{key}`` of the JSON column
     ``{col}`` as text / as JSON text.
-    ``byte_length``: the function giving a blob's length in bytes."""
+    ``byte_length``: the function giving a blob's length in bytes.
+    ``same_json``: per JSON column whose type needs it, a condition that the column holds
+    the JSON text bound to its ``?`` as the store handed it back (default ``{col} = ?``)."""
 
     name: str
     placeholder: Literal["?", "%s"]
@@ -52,6 +54,7 @@ class Dialect:
     json_text: str = "json_extract({col}, '$.{key}')"
     json_value: str = "json_extract({col}, '$.{key}')"
     byte_length: str = "length"
+    same_json: dict[str, str] = field(default_factory=dict)
 
     def sql(self, statement: str) -> str:
         """``statement``, written with ``?`` placeholders, in this engine's style."""
@@ -85,3 +88,7 @@ class Dialect:
 
     def json_field(self, col: str, key: str, *, as_text: bool) -> str:
         return (self.json_text if as_text else self.json_value).format(col=col, key=key)
+
+    def json_is(self, col: str) -> str:
+        """A condition that the JSON column ``col`` still holds the text bound to its ``?``."""
+        return self.same_json.get(col, "{col} = ?").format(col=col)
