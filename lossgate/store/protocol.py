@@ -29,8 +29,9 @@ Rules every store keeps
 **Scope** (invariant 7). A primitive reads and writes only rows of the tenant and
 subject it names, and returns only those. The exceptions say so: the idempotency
 look-ups (:meth:`LedgerReadTx.taken_event_ids`) answer "is this id taken in this
-tenant" without returning content; :meth:`LedgerReadTx.subjects` and
-``jobs(tenant, None)`` are admin listings of one tenant; the registry is global;
+tenant" without returning content; :meth:`LedgerReadTx.subjects`,
+``jobs(tenant, None)``, :meth:`DerivedReadTx.artifact_ids` and
+:meth:`DerivedReadTx.artifact_documents` are admin listings of one tenant; the registry is global;
 :meth:`QueueWriteTx.claim_job` is the worker's claim across tenants. Which subject a
 primitive touches is read from its arguments: ``(tenant_id, subject_id, ...)`` by
 default, otherwise as its declaration here says (:func:`subject_of`,
@@ -110,7 +111,7 @@ from lossgate.records import (
 )
 
 __all__ = [
-    "Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind",
+    "Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind", "ArtifactDocument",
     "LedgerReadTx", "LedgerWriteTx", "DerivedReadTx", "DerivedWriteTx", "QueueReadTx", "QueueWriteTx",
     "SearchReadTx", "SearchWriteTx", "Touch", "touch_of", "primitives",
     "subject_of", "subjects_of", "tenant_of", "locks_itself", "unscoped",
@@ -222,6 +223,25 @@ class CompactReport:
     seconds: float
     bytes_before: int | None = None
     bytes_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactDocument:
+    """An artifact's stored documents as the store holds them, not read into records: what
+    a migration of the stored format (:mod:`lossgate.ops.migrate`) reads and writes.
+
+    ``body`` and ``manifest`` are JSON text as the store hands it back (PostgreSQL keeps the
+    body as ``jsonb``, so its text comes back normalised); handed back unchanged to
+    :meth:`DerivedWriteTx.replace_artifact_documents`, they stand for "what I read". A body
+    states its format (``"format"``, :data:`lossgate.store.rows.ARTIFACT_FORMAT`; none: 1),
+    and a store refuses to read an artifact stored in a newer one (:class:`~lossgate.errors.StoreError`)."""
+
+    tenant_id: str
+    subject_id: str
+    artifact_id: str
+    state: str
+    body: str
+    manifest: str
 
 
 # -- ledger --------------------------------------------------------------------------------
@@ -434,6 +454,20 @@ class DerivedReadTx(Protocol):
         one (all of them if none was published), in order: what a consolidation needs to
         number its attempt and count the failures in a row, without reading the history."""
 
+    @tenant_of("tenant_id")
+    def artifact_ids(self, tenant_id: str, *, after: str | None = None, limit: int) -> list[tuple[str, str]]:
+        """Admin listing of one tenant, for a migration of the stored format: ``(artifact id,
+        subject id)`` of the tenant's artifacts, every subject's, in artifact id order
+        (bytewise), only ids after ``after``, at most ``limit``. Never waits for a subject's
+        writers."""
+
+    @tenant_of("tenant_id")
+    def artifact_documents(self, tenant_id: str, artifact_ids: Sequence[str]) -> list[ArtifactDocument]:
+        """Admin read of one tenant, for a migration of the stored format: the stored documents
+        of the tenant's artifacts named in ``artifact_ids`` (of any subject), in artifact id
+        order; an id the tenant has no artifact with is left out. Never waits for a subject's
+        writers."""
+
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         """The subject's most recent recall records, newest first (``at``, ties newest
         created first)."""
@@ -495,6 +529,14 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
                               gate: dict[str, Any] | None = None) -> None:
         """Overwrite an artifact's body, and its gate report when ``gate`` is given (used only to
         purge deleted content; manifest and lineage stay)."""
+
+    @subjects_of("changes", item=0)
+    def replace_artifact_documents(self, changes: Sequence[tuple[ArtifactDocument, str, str]]) -> list[str]:
+        """Compare-and-swap stored documents, for a migration of the stored format: each
+        ``(document as read, new body, new manifest)`` replaces that artifact's body and
+        manifest (JSON text) only if they still hold what the document read holds. Returns
+        the ids replaced, sorted bytewise; one changed since it was read is left as it is.
+        State, gate report and lineage stay."""
 
     @tenant_of("record")
     def insert_recall(self, record: RecallRecord) -> None:

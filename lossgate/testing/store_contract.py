@@ -35,12 +35,15 @@ The tests, by tier:
   and a script of derived-layer calls with the answer each must give;
 * queue: one pending job per subject, claiming order, leases, and a retry that folds
   into the job already pending;
-* search: the fresh tail is searched before the index takes it, purged text is not.
+* search: the fresh tail is searched before the index takes it, purged text is not;
+* the stored format: a tenant's artifacts listed by id, their documents read as stored
+  and swapped only when unchanged since they were read, a newer format refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import threading
 import time
@@ -48,6 +51,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import orjson
 import pytest
 
 from lossgate.derived import (
@@ -62,7 +66,8 @@ from lossgate.derived import (
 )
 from lossgate.errors import IdempotencyConflict, StoreError
 from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, Proposal, TaintPolicy
-from lossgate.store.protocol import FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
+from lossgate.store.protocol import ArtifactDocument, FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
+from lossgate.store.rows import ARTIFACT_FORMAT
 
 __all__ = ["StoreContract", "check_signatures"]
 
@@ -263,6 +268,8 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "save_attempt": lambda tx: tx.save_attempt(_attempt("at1", 1, "rejected")),
     "replace_artifact_body": lambda tx: tx.replace_artifact_body(T, S, "a1", ArtifactBody(tenant_id=T, subject_id=S)),
     "replace_recall": lambda tx: tx.replace_recall(recall_record("r1")),
+    "replace_artifact_documents": lambda tx: tx.replace_artifact_documents(
+        [(ArtifactDocument(T, S, "a1", "candidate", "{}", "{}"), "{}", "{}")]),
     "set_tier": lambda tx: tx.set_tier(T, S, through_seq=1, tier="cold"),
     "save_proposals": lambda tx: tx.save_proposals([_proposal("p1", "e1")]),
     "set_extracted_through": lambda tx: tx.set_extracted_through(T, S, 1),
@@ -580,6 +587,8 @@ class StoreContract:
                                 artifact_id="own-a2", source_epoch=0, covers_through=3, at=NOW) is False
             assert tx.set_artifact_state(T, S, _all("a1"), "retired", reason="test") == ["own-a1"]
             tx.replace_artifact_body(T, S, "sib-a2", ArtifactBody(tenant_id=T, subject_id=S, summary="[purged]"))
+            (sib_a2,) = tx.artifact_documents(T, ["sib-a2"])  # the sibling's, as read, said to be this subject's
+            assert tx.replace_artifact_documents([(dataclasses.replace(sib_a2, subject_id=S), "{}", "{}")]) == []
             tx.replace_recall(recall_record("sib-r1", candidates=()))
             assert tx.set_tier(T, S, through_seq=9, tier="cold") == 2
             tx.set_extracted_through(T, S, 9)
@@ -868,6 +877,56 @@ class StoreContract:
             assert [(j.subject_id, j.status, j.reason, j.tries, j.run_after, j.lease_owner)
                     for j in tx.jobs(T, S)] == [(S, "pending", "revoke", 1, later, None)]
             assert [(j.status, j.lease_owner) for j in tx.jobs("globex", "u7")] == [("running", "w2")]
+
+    # -- the stored format -----------------------------------------------------------------
+    def test_artifact_documents_are_listed_by_id_and_swapped_only_as_they_were_read(self, store: Store) -> None:
+        """A migration of the stored format pages through a tenant's artifacts by id (every
+        subject's, no other tenant's), reads their documents as stored and swaps in new ones,
+        each only if it is unchanged since it was read; the body states its format, and a
+        format newer than the store's is refused, not misread."""
+        with store.write() as tx:
+            for t, s, ids in ((T, S, ("a2", "a1")), (T, "u2", ("b1",)), ("globex", S, ("a0",))):
+                append(tx, event(f"e-{t}-{s}", subject=s, tenant=t))
+                alias = tx.lock_alias(t, s)
+                for aid in ids:
+                    tx.insert_artifact(artifact(aid, alias), [])
+        with store.read() as tx:
+            assert tx.artifact_ids(T, limit=10) == [("a1", S), ("a2", S), ("b1", "u2")]
+            assert tx.artifact_ids(T, after="a1", limit=1) == [("a2", S)]
+            assert tx.artifact_ids(T, after="b1", limit=10) == [] and tx.artifact_ids("nobody", limit=10) == []
+            assert tx.artifact_ids("globex", limit=10) == [("a0", S)]
+            docs = tx.artifact_documents(T, ["b1", "a0", "nope", "a1"])  # a0 is globex's
+            assert tx.artifact_documents(T, []) == []
+        assert [(d.tenant_id, d.subject_id, d.artifact_id, d.state) for d in docs] == [
+            (T, S, "a1", "candidate"), (T, "u2", "b1", "candidate")]
+        a1, b1 = docs
+        body = orjson.loads(a1.body)
+        assert body["format"] == ARTIFACT_FORMAT and body["summary"] == "summary a1"
+        assert orjson.loads(a1.manifest)["artifact_id"] == "a1"
+
+        def without_format(doc: ArtifactDocument, summary: str) -> str:
+            return orjson.dumps({**{k: v for k, v in orjson.loads(doc.body).items() if k != "format"},
+                                 "summary": summary}).decode()
+
+        with store.write() as tx:
+            assert tx.replace_artifact_documents([(a1, without_format(a1, "format 1"), a1.manifest)]) == ["a1"]
+            assert tx.replace_artifact_documents([(a1, without_format(a1, "again"), a1.manifest)]) == []  # changed
+            tx.replace_artifact_body(T, "u2", "b1", ArtifactBody(tenant_id=T, subject_id="u2", summary="[purged]"))
+            assert tx.replace_artifact_documents([(b1, without_format(b1, "resurrected"), b1.manifest)]) == []
+            assert tx.replace_artifact_documents([]) == []
+        with store.read() as tx:
+            read = tx.artifact(T, S, "a1")
+            assert read is not None and (read.body.summary, read.state) == ("format 1", "candidate")
+            assert read.manifest == artifact("a1", Alias(tenant_id=T, subject_id=S)).manifest
+            assert "format" not in orjson.loads(tx.artifact_documents(T, ["a1"])[0].body)
+            b1_now = tx.artifact(T, "u2", "b1")
+            assert b1_now is not None and b1_now.body.summary == "[purged]"
+            (a1,) = tx.artifact_documents(T, ["a1"])
+        newer = orjson.dumps({**orjson.loads(a1.body), "format": ARTIFACT_FORMAT + 97}).decode()
+        with store.write() as tx:
+            assert tx.replace_artifact_documents([(a1, newer, a1.manifest)]) == ["a1"]
+        with pytest.raises(StoreError, match=f"format {ARTIFACT_FORMAT + 97}"), store.read() as tx:
+            tx.artifact(T, S, "a1")
 
     # -- queue ------------------------------------------------------------------------------
     def test_a_retry_folds_into_the_job_already_pending(self, store: Store) -> None:
