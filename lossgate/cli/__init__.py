@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, gate, ingest, ledger, taint, tiers
+from lossgate.cli import consolidate, gate, ingest, ledger, ops, taint, tiers
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -20,6 +20,7 @@ GROUPS: tuple[ModuleType, ...] = (
     gate,  # check FILE.json, eval mutations
     taint,  # taint set, taint list
     tiers,  # demote, tier-policy
+    ops,  # eval daily, report
 )
 
 for _group in GROUPS:

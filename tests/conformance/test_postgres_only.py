@@ -283,6 +283,7 @@ def _schema(url: str) -> tuple[list[str], list[tuple[str, str]], list[int]]:
 
 
 def test_migrations_are_idempotent_on_postgres(server_url):
+    from lossgate.store.core.migrations import migrations
     from lossgate.store.postgres import PostgresStore
     from lossgate.testing.postgres import scratch_database
 
@@ -295,7 +296,8 @@ def test_migrations_are_idempotent_on_postgres(server_url):
             assert store.migrate() == version == store.schema_version() >= 1
             assert _schema(url) == first
             tables, policies, versions = first
-            assert versions == list(range(1, version + 1))
+            # every shipped migration, once (numbers may be reserved by work not merged yet)
+            assert versions == [v for v, _ in migrations("postgres")] and versions[-1] == version
             assert {"events", "facts", "clocks"} <= set(tables)
             assert {t for t, _ in policies} >= set(TENANT_TABLES)
         finally:
@@ -303,6 +305,7 @@ def test_migrations_are_idempotent_on_postgres(server_url):
 
 
 def test_two_processes_migrating_at_once_apply_each_migration_once(server_url):
+    from lossgate.store.core.migrations import migrations
     from lossgate.testing.postgres import scratch_database
 
     script = (
@@ -319,7 +322,7 @@ def test_two_processes_migrating_at_once_apply_each_migration_once(server_url):
         assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
         assert outs[0][0] == outs[1][0] and int(outs[0][0]) >= 1
         _, _, versions = _schema(url)
-        assert versions == list(range(1, int(outs[0][0]) + 1))
+        assert versions == [v for v, _ in migrations("postgres")] and versions[-1] == int(outs[0][0])
 
 
 def test_ids_sort_bytewise_like_sqlite_whatever_the_database_collation(server_url, tmp_path):
