@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, diagnose, gate, ingest, ledger, migrate_artifacts, recovery, rollout, taint, tiers
+from lossgate.cli import consolidate, diagnose, gate, ingest, ledger, migrate_artifacts, ops, recovery, rollout, taint, tiers
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -24,6 +24,7 @@ GROUPS: tuple[ModuleType, ...] = (
     rollout,  # rollout show|set, shadow report, review list|approve|refuse
     diagnose,  # diagnose ATTEMPT_ID
     migrate_artifacts,  # migrate --rehearse / --apply (the stored artifact format)
+    ops,  # eval daily, report
 )
 
 for _group in GROUPS:

@@ -13,7 +13,7 @@ The primitives come in tiers by capability, each a read half and a write half:
   operation log and the predicate registry. Everything else rests on it.
 * **derived** (:class:`DerivedReadTx`, :class:`DerivedWriteTx`): artifacts with
   their manifests and lineage, the alias and its compare-and-swap, attempts,
-  recall records and extraction proposals.
+  recall records, extraction proposals and the daily fidelity metrics.
 * **queue** (:class:`QueueReadTx`, :class:`QueueWriteTx`): rebuild jobs, their
   claims and leases.
 * **search** (:class:`SearchReadTx`, :class:`SearchWriteTx`): full-text search
@@ -59,11 +59,11 @@ body caught the error.
 
 **Instants.** The times a store compares or sorts (artifacts' ``created_at``, recall
 records' ``at``, jobs' ``run_after`` and leases, conflicts' ``detected_at``, attempts'
-``started_at``, proposals' ``created_at``, events' ``recorded_at`` in the tier reads)
-are instants: a caller may give them with any UTC offset, and they order as time
-(SQLite stores them as ISO text in UTC; they read back in UTC). Caller-supplied domain
-times (``occurred_at``, ``valid_from``) keep their offset (invariant 9) and are never
-compared by a store.
+``started_at``, proposals' ``created_at``, events' ``recorded_at`` in the tier reads, daily
+metrics' ``recorded_at``) are instants: a caller may give them with any UTC offset, and
+they order as time (SQLite stores them as ISO text in UTC; they read back in UTC).
+Caller-supplied domain times (``occurred_at``, ``valid_from``) keep their offset
+(invariant 9) and are never compared by a store.
 
 **Order.** Every list comes in the order its primitive states. Where that order is a
 timestamp that two rows can share (artifacts' ``created_at``, recall records' ``at``,
@@ -80,7 +80,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal, Protocol, Sequence, TypeVar
 
 from lossgate.derived import (
@@ -89,6 +89,7 @@ from lossgate.derived import (
     ArtifactHead,
     ArtifactState,
     Attempt,
+    DailyMetric,
     ExpectedAlias,
     Job,
     LineageEdge,
@@ -411,7 +412,7 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
 
 class DerivedReadTx(Protocol):
     """Reads of what consolidation derived: artifacts, lineage, the alias, attempts, recall
-    records and extraction proposals."""
+    records and extraction proposals; and what the daily fidelity runs measured."""
 
     def alias(self, tenant_id: str, subject_id: str) -> Alias:
         """The subject's alias; an empty one (no artifact, epoch 0, covers 0) if never published."""
@@ -486,6 +487,16 @@ class DerivedReadTx(Protocol):
     def extracted_through(self, tenant_id: str, subject_id: str) -> int:
         """The seq up to which the subject's events have been read by the extractor."""
 
+    @tenant_of("tenant_id")
+    def daily_metrics(self, tenant_id: str, *, since: date | None = None, until: date | None = None,
+                      metrics: Sequence[str] | None = None, run_id: str | None = None) -> list[DailyMetric]:
+        """The tenant's stored daily metrics (:mod:`lossgate.ops.daily`) with ``since <= day <=
+        until`` (either ``None``: unbounded), only the ``metrics`` named and the run ``run_id``
+        if given; oldest first: by day, then ``recorded_at`` (an instant), then run id, metric
+        and dimension (its canonical JSON), the last three compared bytewise. Values come
+        back as floats, days as dates, dimensions as they were stored. Never waits for a
+        subject's writers."""
+
 
 class DerivedWriteTx(DerivedReadTx, Protocol):
     """Writes of the derived layer.
@@ -558,6 +569,13 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
 
     def set_extracted_through(self, tenant_id: str, subject_id: str, seq: int) -> None:
         """Record that the subject's events up to ``seq`` have been read by the extractor."""
+
+    @tenant_of("tenant_id")
+    def save_daily_metrics(self, tenant_id: str, metrics: Sequence[DailyMetric]) -> int:
+        """Store one run's figures for the tenant; returns how many. Every metric must name
+        ``tenant_id`` (:class:`~lossgate.errors.InvalidInput` otherwise, before anything is written). ``(tenant,
+        run_id, metric, dimension)`` is a key: storing one again raises
+        :class:`~lossgate.errors.IdempotencyConflict`. Rows are never updated or deleted."""
 
 
 # -- queue ---------------------------------------------------------------------------------

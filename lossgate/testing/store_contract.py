@@ -38,6 +38,8 @@ The tests, by tier:
 * search: the fresh tail is searched before the index takes it, purged text is not;
 * the stored format: a tenant's artifacts listed by id, their documents read as stored
   and swapped only when unchanged since they were read, a newer format refused.
+* tenant records: taint policies, tenant settings and daily metrics, each kept per
+  tenant, in their stated order, with their types.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import inspect
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import orjson
@@ -58,13 +60,14 @@ from lossgate.derived import (
     Alias,
     Artifact,
     Attempt,
+    DailyMetric,
     ExpectedAlias,
     InputRef,
     LineageEdge,
     Manifest,
     RecallRecord,
 )
-from lossgate.errors import IdempotencyConflict, StoreError
+from lossgate.errors import IdempotencyConflict, InvalidInput, StoreError
 from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, Proposal, TaintPolicy
 from lossgate.store.protocol import ArtifactDocument, FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
 from lossgate.store.rows import ARTIFACT_FORMAT
@@ -1048,6 +1051,51 @@ class StoreContract:
             tx.save_taint_policy(policy("a", 2).model_copy(update={"trust": "tool"}))
         with store.read() as tx:
             assert [p.trust for p in tx.taint_policies(T)] == ["untrusted"] * 3
+
+    # -- daily metrics -----------------------------------------------------------------------------
+    def test_daily_metrics_are_kept_per_tenant_in_order_with_their_types(self, store: Store) -> None:
+        plus2 = timezone(timedelta(hours=2))
+        march13, march14 = date(2026, 3, 13), date(2026, 3, 14)
+
+        def metric(run: str, day: date, name: str, value: float, *, dimension: dict[str, str | int] | None = None,
+                   at: datetime = NOW, tenant: str = T) -> DailyMetric:
+            return DailyMetric(tenant_id=tenant, run_id=run, day=day, metric=name, dimension=dimension or {},
+                               value=value, recorded_at=at)
+
+        # r-b is stored first but recorded at noon UTC; r-a at 11:30 UTC, given with a +02:00 offset.
+        late = [metric("r-b", march14, "key_facts", 4), metric("r-b", march14, "key_facts", 3, dimension={"v": 2}),
+                metric("r-b", march14, "key_fact_recall", 0.75)]
+        early = [metric("r-a", march14, "key_facts", 5, at=datetime(2026, 3, 14, 13, 30, tzinfo=plus2))]
+        before = [metric("r-0", march13, "key_facts", 1.5, at=NOW + timedelta(days=1))]
+        with store.write() as tx:
+            assert tx.save_daily_metrics(T, late) == 3
+            assert tx.save_daily_metrics("other", [metric("r-x", march14, "key_facts", 9, tenant="other")]) == 1
+            assert tx.save_daily_metrics(T, early + before) == 2
+            assert tx.save_daily_metrics(T, []) == 0
+        with store.read() as tx:
+            got = tx.daily_metrics(T)  # day, recorded_at as an instant, run, metric, dimension (bytewise)
+            assert [(m.run_id, m.day.isoformat(), m.metric, m.dimension, m.value) for m in got] == [
+                ("r-0", "2026-03-13", "key_facts", {}, 1.5), ("r-a", "2026-03-14", "key_facts", {}, 5.0),
+                ("r-b", "2026-03-14", "key_fact_recall", {}, 0.75), ("r-b", "2026-03-14", "key_facts", {"v": 2}, 3.0),
+                ("r-b", "2026-03-14", "key_facts", {}, 4.0)]
+            first = got[0]
+            assert (type(first.day), type(first.value), first.recorded_at) == (date, float, NOW + timedelta(days=1))
+            assert type(got[3].dimension["v"]) is int
+            assert [m.run_id for m in tx.daily_metrics(T, since=march14)] == ["r-a", "r-b", "r-b", "r-b"]
+            assert [m.run_id for m in tx.daily_metrics(T, until=march13)] == ["r-0"]
+            assert [m.value for m in tx.daily_metrics(T, metrics=["key_fact_recall", "nope"])] == [0.75]
+            assert [m.metric for m in tx.daily_metrics(T, run_id="r-a", since=march13, until=march14)] == ["key_facts"]
+            assert [(m.tenant_id, m.value) for m in tx.daily_metrics("other")] == [("other", 9.0)]
+            assert tx.daily_metrics("nobody") == []
+        with pytest.raises(IdempotencyConflict), store.write() as tx:
+            tx.save_daily_metrics(T, [metric("r-c", march14, "key_facts", 1)])
+            tx.save_daily_metrics(T, [metric("r-b", march14, "key_facts", 7)])  # (tenant, run, metric, dimension) again
+        with pytest.raises(InvalidInput), store.write() as tx:
+            tx.save_daily_metrics(T, [metric("r-d", march14, "key_facts", 1), metric("r-d", march14, "claims", 1,
+                                                                                      tenant="other")])
+        with store.read() as tx:
+            assert sorted({m.run_id for m in tx.daily_metrics(T)}) == ["r-0", "r-a", "r-b"]  # nothing of r-c, r-d
+            assert len(tx.daily_metrics("other")) == 1
 
     # -- tenant settings and tiers ----------------------------------------------------------------
     def test_tenant_settings_are_one_record_per_tenant_replaced_whole(self, store: Store) -> None:
