@@ -26,7 +26,7 @@ from lossgate.derived import (
 )
 from lossgate.errors import (
     ConfigError, IdempotencyConflict, InvalidInput, LifecycleError, LossgateError, NotFound,
-    StoreBusy, StoreError, UnknownPredicate, ValueTypeError,
+    StoreBusy, StoreError, UnknownFormat, UnknownPredicate, ValueTypeError,
 )
 from lossgate.ledger import Ledger
 from lossgate.memory import Memory, open
@@ -80,7 +80,7 @@ __all__ = [
     "Extractor", "ModelJudge", "JudgeConfig",
     # errors
     "LossgateError", "InvalidInput", "UnknownPredicate", "ValueTypeError", "NotFound", "IdempotencyConflict",
-    "LifecycleError", "StoreError", "StoreBusy", "ConfigError", "CompressionError", "BudgetExceeded",
+    "LifecycleError", "StoreError", "StoreBusy", "UnknownFormat", "ConfigError", "CompressionError", "BudgetExceeded",
 ]
 
 

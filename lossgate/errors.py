@@ -53,6 +53,10 @@ class StoreError(LossgateError):
     """The storage backend failed (locked database, lost connection, schema mismatch)."""
 
 
+class UnknownFormat(StoreError):
+    """A stored record is in a format newer than this lossgate reads (a newer one wrote it)."""
+
+
 class StoreBusy(StoreError):
     """A concurrent transaction won (deadlock, serialization failure, lock timeout): nothing was
     written and running the whole operation again may succeed."""

@@ -27,7 +27,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from lossgate.derived import ArtifactState, Attempt, LineageEdge, LineageView, RecallRedaction
-from lossgate.errors import NotFound
+from lossgate.errors import NotFound, UnknownFormat
+from lossgate.records import ArtifactBody
 from lossgate.store.protocol import ReadTx, WriteTx
 
 __all__ = ["invalidate", "ancestors", "view", "purged_lines", "scrubbed", "save_attempt"]
@@ -127,7 +128,14 @@ def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: S
     """Drop deleted content from the artifacts derived from it and from the attempts that read it."""
     marker = f"[summary purged on {now.date().isoformat()}: derived from deleted content]"
     for artifact_id in artifact_ids:
-        art = tx.artifact(tenant_id, subject_id, artifact_id)
+        try:
+            art = tx.artifact(tenant_id, subject_id, artifact_id)
+        except UnknownFormat:
+            # written by a newer lossgate: unreadable here, but erasure never waits for a
+            # reader; its whole body becomes the marker and its gate report goes
+            tx.replace_artifact_body(tenant_id, subject_id, artifact_id,
+                                     ArtifactBody(tenant_id=tenant_id, subject_id=subject_id, summary=marker), {})
+            continue
         if art is None:
             continue
         claims = tuple(c for c in art.body.claims

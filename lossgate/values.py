@@ -30,6 +30,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 __all__ = [
+    "stored_form", "stored_claims",
     "Money",
     "ValueType",
     "VALUE_TYPES",
@@ -259,3 +260,29 @@ def canonical_value(value_type: str, value: Any) -> Any:
     if value_type == "money":
         return {"amount": _plain_decimal(value.amount), "currency": value.currency}
     return encode_value(value_type, value)
+
+
+_FINER_THAN_MICROSECONDS = re.compile(r"\.\d{7,}")
+
+
+def stored_form(value_type: str, value: Any) -> Any:
+    """``value`` in the exact stored form of ``value_type`` (:func:`encode_value` of its typed
+    value) when it reads as that type; otherwise ``value`` as it is, never guessed at. A
+    time or duration written finer than a microsecond is kept as written: its typed value
+    would round it."""
+    if value is None or value_type not in VALUE_TYPES:
+        return value
+    if value_type in ("datetime", "duration") and isinstance(value, str) and _FINER_THAN_MICROSECONDS.search(value):
+        return value
+    try:
+        # an enum's membership is the registry's business; here only its spelling
+        typed = coerce_value("string" if value_type == "enum" else value_type, value)
+    except (ValueMismatch, TypeError, ValueError, AttributeError, ArithmeticError):
+        return value
+    return encode_value(value_type, typed)
+
+
+def stored_claims(body: Any) -> Any:
+    """An :class:`~lossgate.records.ArtifactBody` whose claim values are in their stored form."""
+    claims = tuple(c.model_copy(update={"value": stored_form(c.value_type, c.value)}) for c in body.claims)
+    return body if claims == body.claims else body.model_copy(update={"claims": claims})

@@ -20,8 +20,6 @@ import logging
 import math
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -29,6 +27,7 @@ from pydantic import ValidationError
 
 from lossgate import gate, queue
 from lossgate.caches import epoch_seen
+from lossgate.deadline import Overdue, call_with_deadline
 from lossgate.consolidate import hierarchy
 from lossgate.ops import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
@@ -50,6 +49,7 @@ from lossgate.registry import Registry, RegistryCache
 from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
+from lossgate.values import stored_claims
 
 __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTOR_VERSION"]
 
@@ -497,10 +497,15 @@ class Consolidator:
                 # the tenant wants a person to approve each summary (lossgate.ops.rollout); the
                 # newest waiting one replaces those before it, so a reviewer sees one
                 t, s = artifact.tenant_id, artifact.subject_id
-                older = [a.artifact_id for a in tx.artifacts(t, s, states=["review"])]
+                waiting = tx.artifacts(t, s, states=["review"])
+                older = [a.artifact_id for a in waiting]
                 if older:
-                    tx.set_artifact_state(t, s, older, "abandoned", from_states=["review"],
-                                          reason=f"a newer summary waits for review: {artifact.artifact_id}")
+                    why = f"a newer summary waits for review: {artifact.artifact_id}"
+                    tx.set_artifact_state(t, s, older, "abandoned", from_states=["review"], reason=why)
+                    # and their parts that the newer one does not stand on
+                    parts = {c for a in waiting for c in a.manifest.children} - set(artifact.manifest.children)
+                    if parts:
+                        tx.set_artifact_state(t, s, sorted(parts), "abandoned", from_states=["candidate"], reason=why)
                 tx.set_artifact_state(t, s, [artifact.artifact_id], "review",
                                       from_states=["candidate"], reason="awaiting review")
                 attempt = prepared.attempt.model_copy(update={"reason": "awaiting review", "finished_at": utcnow()})
@@ -534,14 +539,11 @@ class Consolidator:
         facts = [{"fact_id": f.fact_id, "predicate": f.predicate, "value": f.value, "polarity": f.polarity,
                   "modality": f.modality, "authority": f.authority, "qualifiers": dict(f.qualifiers)}
                  for f in sel.snapshot.facts if f.status == "active"]
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lossgate-judge")
-        future = pool.submit(judge.statements, sel.snapshot.subject_id, facts, narrative)
         try:
-            statements = future.result(timeout=judge.config.timeout_s)
-        except FutureTimeout:
+            statements = call_with_deadline(judge.statements, sel.snapshot.subject_id, facts, narrative,
+                                            timeout_s=judge.config.timeout_s, name="lossgate-judge")
+        except Overdue:
             raise JudgeError(f"timeout: the judge did not answer within {judge.config.timeout_s:g}s") from None
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
         found = judge_violations(statements, sel.snapshot)
         if not found:
             return True, result
@@ -553,18 +555,15 @@ class Consolidator:
 
     def _generate(self, request: CompressionRequest) -> tuple[Any, str | None]:
         """Run the compressor under the timeout. Returns (raw output, error or None)."""
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lossgate-compress")
-        future = pool.submit(self.compressor.compress, request)
         try:
-            return future.result(timeout=self.config.timeout_s), None
-        except FutureTimeout:
+            return call_with_deadline(self.compressor.compress, request, timeout_s=self.config.timeout_s,
+                                      name="lossgate-compress"), None
+        except Overdue:
             return None, f"timeout: the compressor did not answer within {self.config.timeout_s:g}s"
         except CompressionError as exc:
             return None, f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a compressor is foreign code: any failure is a failed attempt
             return None, f"compressor error: {type(exc).__name__}: {exc}"
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
 
     def _schema_version(self) -> int:
         # Read once per consolidator: on PostgreSQL it is a transaction of its own.
@@ -575,7 +574,9 @@ class Consolidator:
     def _parse(self, raw: Any) -> tuple[ArtifactBody | None, str | None]:
         try:
             data = json.loads(raw) if isinstance(raw, str) else raw
-            body = ArtifactBody.model_validate(data)
+            # each claim value in its type's exact stored form (format 2: lossgate.ops.migrate),
+            # when it reads as its type; the gate reads either form the same way
+            body = stored_claims(ArtifactBody.model_validate(data))
             # PostgreSQL keeps no NUL in text or jsonb, and no store encodes a lone surrogate:
             # refused here, on every store alike, as any other malformed output
             bad = _unstorable(body.model_dump())

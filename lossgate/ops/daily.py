@@ -60,11 +60,11 @@ Every day, for the tenants named, :func:`run_daily`:
 from __future__ import annotations
 
 import json
+import math
+import re
 import random
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from typing import Any
@@ -73,6 +73,8 @@ from pydantic import ValidationError
 
 from lossgate import gate
 from lossgate.caches import epoch_seen
+from lossgate.deadline import Overdue, call_with_deadline
+from lossgate.limits import MAX_ID_CHARS, text_problem
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.selection import Selection, select
@@ -248,6 +250,14 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
     names = list(dict.fromkeys(tenants))
     if not names:
         raise InvalidInput("name at least one tenant: a store is read one tenant at a time")
+    for name in names:
+        if not isinstance(name, str) or not _TENANT.fullmatch(name) or text_problem(name) is not None:
+            raise InvalidInput(f"tenant {name!r} is not a tenant id (1 to {MAX_ID_CHARS} characters, no whitespace)")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s) \
+            or timeout_s <= 0:
+        raise InvalidInput(f"timeout_s must be a positive number of seconds, not {timeout_s!r}")
+    if budget_tokens is not None and not isinstance(budget_tokens, int):
+        raise InvalidInput(f"budget_tokens must be a whole number, not {budget_tokens!r}")
     if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
         raise InvalidInput(f"sample must be a whole number of subjects, at least 1, not {sample!r}")
     if budget_tokens is not None and (isinstance(budget_tokens, bool) or budget_tokens < 1):
@@ -283,6 +293,9 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
                 wtx.save_daily_metrics(tenant, [r for r in rows if r.tenant_id == tenant])
         report.stored = True
     return report
+
+
+_TENANT = re.compile(rf"[^\s\x00]{{1,{MAX_ID_CHARS}}}")
 
 
 def _registries(tx: ReadTx, versions: Sequence[int] | None) -> list[Registry]:
@@ -349,12 +362,18 @@ def _invalid_inputs(tx: ReadTx, tenant: str, subject: str, artifact_id: str, eve
     found: set[str] = set()
     todo, seen = [artifact_id], {artifact_id}
     while todo:
-        for edge in tx.lineage(tenant, subject, todo.pop()):
+        current = todo.pop()
+        art = tx.artifact(tenant, subject, current)
+        # A hierarchy's part reads the retired facts of its period on purpose (so that their
+        # values never come back): such an input is stale only if the part still claims it.
+        claimed = {c.fact_id for c in art.body.claims} if art is not None and art.manifest.path == "part" else None
+        for edge in tx.lineage(tenant, subject, current):
             if edge.input_kind == "artifact" and edge.input_id not in seen:
                 seen.add(edge.input_id)
                 todo.append(edge.input_id)
             elif (edge.input_kind == "event" and edge.input_id in events) or (
-                    edge.input_kind == "fact" and edge.input_id in facts):
+                    edge.input_kind == "fact" and edge.input_id in facts
+                    and (claimed is None or edge.input_id in claimed)):
                 found.add(f"{edge.input_kind} {edge.input_id}")
     return sorted(found)
 
@@ -368,6 +387,12 @@ def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compre
         sel = select(tx, tenant, subject, registry, incremental=False)
     epoch_seen(tenant, subject, sel.snapshot.clock.input_epoch)  # the gate caches text: see lossgate.caches
     if sel.snapshot.clock.high_water == 0:
+        return
+    unknown = sorted({f.predicate for f in sel.facts if f.predicate not in registry.predicates})
+    if unknown:  # facts of a predicate this (older) version does not define: not rebuilt under it
+        tally.outcome_error += 1
+        findings.append(Finding("error", tenant, subject, f"registry v{registry.version} does not define "
+                                                          f"{', '.join(unknown[:3])}: not rebuilt under it"))
         return
     must = build_must_preserve(sel.snapshot, registry)
     request = CompressionRequest(
@@ -389,12 +414,11 @@ def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compre
 
 def _generate(compressor: Compressor, request: CompressionRequest, timeout_s: float) -> tuple[ArtifactBody | None, str]:
     """The compressor's parsed output, or ``None`` and why (one line, no output quoted)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lossgate-daily")
     try:
-        raw = pool.submit(compressor.compress, request).result(timeout=timeout_s)
+        raw = call_with_deadline(compressor.compress, request, timeout_s=timeout_s, name="lossgate-daily")
         data = json.loads(raw) if isinstance(raw, str) else raw
         return ArtifactBody.model_validate(data), ""
-    except FutureTimeout:
+    except Overdue:
         return None, f"timeout: the compressor did not answer within {timeout_s:g}s"
     except CompressionError as exc:
         return None, f"{type(exc).__name__}: {exc}"
@@ -402,8 +426,6 @@ def _generate(compressor: Compressor, request: CompressionRequest, timeout_s: fl
         return None, f"invalid output: {type(exc).__name__}"
     except Exception as exc:  # noqa: BLE001 - a compressor is foreign code: any failure is an error outcome
         return None, f"compressor error: {type(exc).__name__}"
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _measure(sel: Selection, body: ArtifactBody, must: MustPreserve, count: TokenCounter, tally: Tally,

@@ -87,6 +87,7 @@ from lossgate.gate.preserve import build_must_preserve
 from lossgate.records import ArtifactBody, Clock, Event, Fact, Snapshot, utcnow
 from lossgate.registry import Registry, parse_registry
 from lossgate.store.protocol import ReadTx
+from lossgate.values import stored_claims
 
 if TYPE_CHECKING:
     from lossgate.memory import Memory
@@ -418,7 +419,8 @@ def _immediate(attempt: Attempt, artifact: Artifact | None) -> tuple[ArtifactBod
         return None, "no raw output is kept (an error before any output, or erased with a deleted input)"
     try:
         data = json.loads(attempt.raw_output)
-        return ArtifactBody.model_validate(data), "the attempt's raw output, parsed"
+        # parsed as the pipeline parses it: claim values in their stored form
+        return stored_claims(ArtifactBody.model_validate(data)), "the attempt's raw output, parsed"
     except json.JSONDecodeError:
         return None, "the raw output is not JSON"
     except ValidationError as exc:

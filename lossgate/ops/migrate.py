@@ -89,7 +89,7 @@ from lossgate.gate.typed import TypedValue, json_value, typed_value
 from lossgate.records import ArtifactBody, Claim, Clock, Event, Fact, Snapshot
 from lossgate.store import rows
 from lossgate.store.protocol import ArtifactDocument, ReadTx, Store
-from lossgate.values import VALUE_TYPES, ValueMismatch, coerce_value, encode_value
+from lossgate.values import ValueMismatch, coerce_value, stored_form
 
 __all__ = [
     "Document", "Unreadable", "Format", "Formats", "FORMATS", "v1_to_v2", "Finding", "DocumentCheck",
@@ -133,16 +133,8 @@ def read_v2(doc: Document) -> tuple[ArtifactBody, Manifest]:
 
 
 def _stored_form(value_type: Any, value: Any) -> Any:
-    """``value`` in the exact stored form of ``value_type`` when the gate's strict reader
-    reads it as that type; otherwise ``value`` as it is (never guessed at)."""
-    if value is None or value_type not in VALUE_TYPES:
-        return value
-    try:
-        # an enum's membership is the registry's business; here only its spelling (typed.py does the same)
-        typed = coerce_value("string" if value_type == "enum" else value_type, value)
-    except (ValueMismatch, TypeError, ValueError, AttributeError, ArithmeticError):
-        return value
-    return encode_value(value_type, typed)
+    """``value`` in the exact stored form of ``value_type`` (:func:`lossgate.values.stored_form`)."""
+    return stored_form(value_type, value) if isinstance(value_type, str) else value
 
 
 def v1_to_v2(doc: Document) -> Document:

@@ -37,7 +37,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -130,9 +130,18 @@ def _figure(width: float, height: float) -> Any:
     except ImportError as exc:
         raise ConfigError("the report draws its figures with matplotlib, which is not installed: "
                           "pip install 'lossgate[report]'") from exc
+    import matplotlib
+
+    # A tenant, subject or side is a name, never TeX: "a$x^$" is drawn as written.
+    matplotlib.rcParams["text.parse_math"] = False
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def _legend(name: str) -> str:
+    """``name`` as a legend label: matplotlib leaves out a label starting with "_"."""
+    return "\u200b" + name if name.startswith("_") else name
 
 
 def _png(fig: Any) -> bytes:
@@ -167,7 +176,7 @@ def daily_figure(days: list[DayFigures], tenants: Sequence[str]) -> bytes:
             overall = name == "overall"
             top, low = max(top, *(p[1] for p in points)), min(low, *(p[1] for p in points))
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
-                    label=name, color="black" if overall else None, linewidth=2.2 if overall else 1.2,
+                    label=_legend(name), color="black" if overall else None, linewidth=2.2 if overall else 1.2,
                     linestyle="--" if overall else "-")
         if not ax.lines:
             _no_data(ax, "figures")
@@ -181,7 +190,9 @@ def daily_figure(days: list[DayFigures], tenants: Sequence[str]) -> bytes:
             ax.set_ylim(0, max(1.0, top * 1.1))
             ax.yaxis.set_major_locator(_integers())
         ax.set_xticks(ticks, [d.strftime("%m-%d") for d in ticks])
-        ax.set_xlim(days[0].day - timedelta(hours=12), days[-1].day + timedelta(hours=12))
+        # half a day each side (dates are whole days: as datetimes, or the limits coincide)
+        first, last = (datetime.combine(d, datetime.min.time()) for d in (days[0].day, days[-1].day))
+        ax.set_xlim(first - timedelta(hours=12), last + timedelta(hours=12))
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
         ax.grid(alpha=0.3)
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -280,7 +291,7 @@ def locomo_figure(doc: dict[str, Any]) -> bytes:
         width = 0.8 / max(len(sides), 1)
         for i, (name, figures) in enumerate(sides.items()):
             xs = [j + i * width for j in range(len(cats))]
-            left.bar(xs, [figures.get(c, {}).get("evidence_recall", 0.0) for c in cats], width, label=name)
+            left.bar(xs, [figures.get(c, {}).get("evidence_recall", 0.0) for c in cats], width, label=_legend(name))
         left.set_xticks([j + 0.4 - width / 2 for j in range(len(cats))], cats, fontsize=8)
         left.set_ylim(0, 1)
         left.yaxis.set_major_formatter(_percent())
@@ -408,14 +419,23 @@ def write_report(store: Store, tenants: Sequence[str], out: Path, *, days: int =
     out = Path(out)
     if not out.parent.is_dir():
         raise InvalidInput(f"--out {out}: the directory {out.parent} does not exist")
-    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
-        raise InvalidInput(f"days must be at least 1, not {days!r}")
+    if out.is_dir():
+        raise InvalidInput(f"--out {out}: a directory, not a file")
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3660:
+        raise InvalidInput(f"days must be from 1 to 3660 (ten years), not {days!r}")
     doc = load_locomo(locomo) if locomo is not None else None
     _figure(1, 1)  # matplotlib missing: say so before reading anything
     until = until or utcnow().date()
     data = collect(store, tenants, since=until - timedelta(days=days - 1), until=until, recall_limit=recall_limit)
     data.locomo = doc
-    report = render(data)
+    try:
+        report = render(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if doc is None:
+            raise
+        # the LoCoMo file passed the shape check but holds something else where a figure is read
+        raise InvalidInput(f"--locomo {locomo}: not a result of `lossgate eval locomo --json` "
+                           f"({type(exc).__name__} while drawing it)") from None
     tmp = out.parent / f".{out.name}.{uuid.uuid4().hex[:8]}.tmp"  # beside it: the rename is atomic
     try:
         with open(tmp, "x", encoding="utf-8") as f:  # the umask's permissions, as any file written here

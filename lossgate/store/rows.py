@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import orjson
 
 from lossgate.derived import Alias, Artifact, Attempt, Job, Manifest, RecallRecord
-from lossgate.errors import StoreError
+from lossgate.errors import UnknownFormat
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
 from lossgate.values import decode_value
 
@@ -182,11 +182,11 @@ def stored_format(body: dict[str, Any]) -> int | None:
 
 
 def body_from_json(artifact_id: str, body: dict[str, Any]) -> ArtifactBody:
-    """The body of a stored document of format 1 or 2; :class:`StoreError` for another
+    """The body of a stored document of format 1 or 2; :class:`UnknownFormat` (a StoreError) for another
     format (a newer lossgate wrote it: reading it as this one would misread it)."""
     fmt = stored_format(body)
     if fmt is None or fmt > ARTIFACT_FORMAT:
-        raise StoreError(f"artifact {artifact_id} is stored in format {body.get('format')!r}; this lossgate "
+        raise UnknownFormat(f"artifact {artifact_id} is stored in format {body.get('format')!r}; this lossgate "
                          f"reads formats 1 to {ARTIFACT_FORMAT} (lossgate migrate)")
     return ArtifactBody.model_validate({k: v for k, v in body.items() if k != "format"})
 

@@ -1,0 +1,40 @@
+"""Foreign code under a deadline: a compressor or a judge is called in a daemon thread and
+waited for at most ``timeout_s``. A call that does not answer in time is abandoned: the
+caller gets :class:`Overdue` at once, and the thread, being a daemon, never holds the
+process open at exit (a thread pool's worker would be joined then: a model that hangs for
+ever would keep a cron job or a worker from ending)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["Overdue", "call_with_deadline"]
+
+T = TypeVar("T")
+
+
+class Overdue(Exception):  # noqa: N818 - what happened, not an error class of lossgate's
+    """The call did not return within its deadline."""
+
+
+def call_with_deadline(fn: Callable[..., T], *args: Any, timeout_s: float, name: str = "lossgate-call") -> T:
+    """``fn(*args)``, or :class:`Overdue` after ``timeout_s``; ``fn``'s own exception is re-raised."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as it is
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    if not done.wait(timeout_s):
+        raise Overdue(f"no answer within {timeout_s:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
