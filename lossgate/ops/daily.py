@@ -64,7 +64,7 @@ import math
 import re
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from typing import Any
@@ -182,10 +182,7 @@ class DailyReport:
 
     @property
     def overall(self) -> Tally:
-        total = Tally()
-        for tally in self.tenants.values():
-            total.add(tally)
-        return total
+        return _total(self.tenants.values())
 
     @property
     def blocking(self) -> list[str]:
@@ -293,6 +290,14 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
                 wtx.save_daily_metrics(tenant, [r for r in rows if r.tenant_id == tenant])
         report.stored = True
     return report
+
+
+def _total(tallies: Iterable[Tally]) -> Tally:
+    """The tallies added up (every figure is a count, so the sum's rates are the overall ones)."""
+    total = Tally()
+    for tally in tallies:
+        total.add(tally)
+    return total
 
 
 _TENANT = re.compile(rf"[^\s\x00]{{1,{MAX_ID_CHARS}}}")
@@ -481,10 +486,7 @@ class DayFigures:
 
     @property
     def overall(self) -> Tally:
-        total = Tally()
-        for tally in self.tenants.values():
-            total.add(tally)
-        return total
+        return _total(self.tenants.values())
 
 
 def trend(store: Store, tenants: Sequence[str], *, since: date | None = None,

@@ -75,6 +75,11 @@ def tree(memory, subject: str = U):
     return root, [memory.artifact(T, subject, c) for c in root.manifest.children]
 
 
+def built_since(memory, before: set[str]) -> list:
+    """The subject's artifacts not among ``before`` (ids): what a job built."""
+    return [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+
+
 def consolidated(memory, subject: str = U, config=HIER, **kw):
     attempt = memory.consolidate(T, subject, config=config, **kw)
     assert attempt.status == "published", (attempt.status, attempt.violations, attempt.error, attempt.reason)
@@ -134,7 +139,7 @@ def test_revoking_one_leaf_input_makes_stale_only_its_path_and_the_rebuild_redoe
     assert memory.recall(T, U).mode == "raw_fallback"
 
     consolidated(memory)
-    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    built = built_since(memory, before)
     assert sorted(a.manifest.path for a in built) == ["hierarchical", "part"]  # the path, and only it
     new_root, new_parts = tree(memory)
     assert [p.artifact_id for p in new_parts if p.manifest.part.key != second.manifest.part.key] == [
@@ -153,7 +158,7 @@ def test_a_tail_append_rebuilds_the_last_part_and_the_root_and_reuses_the_rest(m
     memory.append(session_events(4, 2, start=100))
     consolidated(memory)
     new_root, new_parts = tree(memory)
-    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    built = built_since(memory, before)
     # the root and the session's last chunk, or a new chunk after it (a chunk boundary the new turns define)
     assert len(built) in (2, 3) and [a.manifest.path for a in built].count("hierarchical") == 1
     assert {p.artifact_id for p in parts[:-1]} <= {p.artifact_id for p in new_parts}
@@ -391,7 +396,7 @@ def test_revoking_one_turn_of_a_session_cut_by_size_rebuilds_its_run_not_the_ses
     before = {a.artifact_id for a in memory.artifacts(T, U)}
     memory.revoke_event(T, U, "big-3")
     consolidated(memory, config=config)
-    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    built = built_since(memory, before)
     assert len(parts) > 10 and 2 <= len(built) <= 4  # its chunk (and the next of its run) and the root
 
 
@@ -407,7 +412,7 @@ def test_a_registry_upgrade_leaves_the_parts_published_and_a_tail_append_rebuild
     before = {a.artifact_id for a in memory.artifacts(T, U)}
     memory.append(session_events(4, 1, start=500))
     consolidated(memory)
-    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    built = built_since(memory, before)
     assert len(built) <= 3  # the last part (or a new chunk after it) and the root, not every part
 
 
@@ -422,5 +427,5 @@ def test_settings_a_person_chose_stay_with_the_subject_when_a_worker_rebuilds_it
     consolidated(memory, config=ConsolidationConfig())  # what a worker runs: the defaults
     root, new_parts = tree(memory)
     assert root.manifest.tree.split_by == "week" and root.manifest.tree.context_tokens == CONTEXT
-    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    built = built_since(memory, before)
     assert len(built) <= 3 and all("-W" in p.manifest.part.key for p in new_parts)
