@@ -30,6 +30,7 @@ from lossgate.records import (
     utcnow,
 )
 from lossgate.store import rows
+from lossgate.store.core.access import CoreAccessReads, CoreAccessWrites
 from lossgate.store.core.base import Select, by_tenant
 from lossgate.store.core.derived import CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.taint import CoreTaintReads, CoreTaintWrites
@@ -51,7 +52,7 @@ _CONFLICT_INSERT = (f"INSERT INTO conflicts ({','.join(rows.CONFLICT_COLUMNS)}) 
                     f"VALUES ({','.join('?' * len(rows.CONFLICT_COLUMNS))})")
 
 
-class CoreReadTx(CoreTaintReads, CoreDerivedReads):
+class CoreReadTx(CoreTaintReads, CoreAccessReads, CoreDerivedReads):
     """The ledger reads every SQL engine shares."""
 
     def clock(self, tenant_id: str, subject_id: str) -> Clock:
@@ -178,7 +179,7 @@ class CoreReadTx(CoreTaintReads, CoreDerivedReads):
                                         (tenant_id,))]
 
 
-class CoreWriteTx(CoreTaintWrites, CoreDerivedWrites, CoreReadTx):
+class CoreWriteTx(CoreTaintWrites, CoreAccessWrites, CoreDerivedWrites, CoreReadTx):
     """The ledger writes every SQL engine shares. ``lock_clock`` and ``insert_events`` are
     each engine's own."""
 
