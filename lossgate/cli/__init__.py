@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, diagnose, gate, ingest, ledger, recovery, rollout, taint, tiers
+from lossgate.cli import consolidate, diagnose, gate, ingest, keys, ledger, recovery, rollout, serve, taint, tiers
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -23,6 +23,8 @@ GROUPS: tuple[ModuleType, ...] = (
     recovery,  # quarantine, recover
     rollout,  # rollout show|set, shadow report, review list|approve|refuse
     diagnose,  # diagnose ATTEMPT_ID
+    keys,  # keys create|list|revoke
+    serve,  # serve (the HTTP service)
 )
 
 for _group in GROUPS:
