@@ -52,7 +52,7 @@ def append(subject_id: Subject, body: AppendIn, memory: Writer, request: Request
 @router.get("/events", response_model=list[EventOut], responses=errors(), summary="The subject's events")
 def events(subject_id: Subject, memory: Reader,
            state: Annotated[EventState | None, Query(description="Only events in this state.")] = None,
-           after_seq: Annotated[int, Query(ge=0, description="Only events after this seq.")] = 0,
+           after_seq: Annotated[int, Query(ge=0, le=2**63 - 1, description="Only events after this seq.")] = 0,
            limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[EventOut]:
     """Events in seq order, a page at a time (`after_seq`, `limit`). A deleted event keeps its
     id, seq and hash; its text and payload are `null`."""
