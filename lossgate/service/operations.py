@@ -127,7 +127,7 @@ class TenantMemory:
 
     def _fact(self, subject_id: str, f: FactIn) -> NewFact:
         return NewFact(tenant_id=self.tenant_id, subject_id=subject_id, fact_id=f.fact_id, predicate=f.predicate,
-                       value=f.value, qualifiers=f.qualifiers, polarity=f.polarity, modality=f.modality,
+                       value=f.value, qualifiers=tuple(f.qualifiers.items()), polarity=f.polarity, modality=f.modality,
                        authority=f.authority, source_event_ids=tuple(f.source_event_ids), valid_from=f.valid_from)
 
     def supersede(self, subject_id: str, fact_id: str, body: SupersedeIn) -> FactOut:
