@@ -122,8 +122,11 @@ class TenantMemory:
             clock=ClockOut.of(clock))
 
     def _event(self, subject_id: str, e: EventIn) -> NewEvent:
-        given = e.model_dump(exclude_none=True)
-        return NewEvent(tenant_id=self.tenant_id, subject_id=subject_id, **given)
+        optional: dict[str, Any] = {name: value for name, value in (("event_id", e.event_id),
+                                                                    ("occurred_at", e.occurred_at))
+                                    if value is not None}  # left out: the record's defaults (a fresh id, now)
+        return NewEvent(tenant_id=self.tenant_id, subject_id=subject_id, kind=e.kind, actor=e.actor, trust=e.trust,
+                        text=e.text, payload=e.payload, **optional)
 
     def _fact(self, subject_id: str, f: FactIn) -> NewFact:
         return NewFact(tenant_id=self.tenant_id, subject_id=subject_id, fact_id=f.fact_id, predicate=f.predicate,
@@ -157,9 +160,8 @@ class TenantMemory:
     def consolidate(self, subject_id: str) -> ConsolidateOut:
         """Queue a rebuild of the subject for the workers; the job to poll."""
         queued = self.memory.request_consolidation(self.tenant_id, subject_id, reason="requested")
-        jobs = self.memory.jobs(self.tenant_id, subject_id)
-        live = [j for j in jobs if j.status in ("pending", "running")]
-        job = (live or jobs)[-1]
+        live = self.memory.jobs(self.tenant_id, subject_id, statuses=["pending", "running"])
+        job = (live or self.memory.jobs(self.tenant_id, subject_id))[-1]  # a worker may have finished it already
         return ConsolidateOut(subject_id=subject_id, queued=queued, job=JobOut.of(job))
 
     # -- reads -------------------------------------------------------------------------------
@@ -199,8 +201,8 @@ class TenantMemory:
     def attempts(self, subject_id: str) -> list[AttemptOut]:
         return [AttemptOut.of(a) for a in self.memory.attempts(self.tenant_id, subject_id)]
 
-    def artifacts(self, subject_id: str) -> list[ArtifactOut]:
-        return [ArtifactOut.of(a) for a in self.memory.artifacts(self.tenant_id, subject_id)]
+    def artifacts(self, subject_id: str, *, states: Sequence[str] | None = None) -> list[ArtifactOut]:
+        return [ArtifactOut.of(a) for a in self.memory.artifacts(self.tenant_id, subject_id, states=states)]
 
     def lineage(self, subject_id: str, artifact_id: str) -> LineageOut:
         return LineageOut.of(self.memory.lineage(self.tenant_id, subject_id, artifact_id))

@@ -104,7 +104,8 @@ def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     recalled = rw.post(f"/v1/subjects/{s}/recall", json={}).json()
     assert recalled["mode"] == "summary" and recalled["artifact_id"] == attempt["artifact_id"]
     assert recalled["rendered"].startswith(f"Memory of {s} (summary)")
-    (artifact,) = rw.get(f"/v1/subjects/{s}/artifacts").json()
+    (artifact,) = rw.get(f"/v1/subjects/{s}/artifacts", params={"state": "published"}).json()
+    assert rw.get(f"/v1/subjects/{s}/artifacts", params={"state": "stale"}).json() == []
     assert artifact["state"] == "published" and {c["fact_id"] for c in artifact["claims"]} >= {"allergy", "tz-1"}
 
     superseded = rw.post(f"/v1/subjects/{s}/facts/tz-1/supersede", json={"fact": timezone("UTC+01:00", "e2", "tz-2")})

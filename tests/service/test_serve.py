@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 from typer.testing import CliRunner
 
 from lossgate.cli import app

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Query
 
+from lossgate.derived import ArtifactState
 from lossgate.service.auth import reader, writer
 from lossgate.service.bodies import JsonRoute
 from lossgate.service.models import ArtifactOut, AttemptOut, ConsolidateOut, ExtractOut, JobOut, LineageOut
@@ -55,9 +56,12 @@ def attempts(subject_id: Subject, memory: Reader) -> list[AttemptOut]:
 
 
 @router.get("/artifacts", response_model=list[ArtifactOut], responses=errors(), summary="The subject's artifacts")
-def artifacts(subject_id: Subject, memory: Reader) -> list[ArtifactOut]:
-    """Every artifact, in any state (published, stale, failed, ...), oldest first."""
-    return memory.artifacts(subject_id)
+def artifacts(subject_id: Subject, memory: Reader,
+              state: Annotated[ArtifactState | None, Query(description="Only artifacts in this state.")] = None,
+              ) -> list[ArtifactOut]:
+    """The subject's artifacts, in any state (published, stale, failed, ...) or in `state`,
+    oldest first."""
+    return memory.artifacts(subject_id, states=None if state is None else [state])
 
 
 @router.get("/artifacts/{artifact_id}/lineage", response_model=LineageOut, responses=errors(404),
