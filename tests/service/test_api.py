@@ -270,9 +270,8 @@ def test_a_key_of_one_tenant_never_reaches_another_tenants_data(service: Service
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("service", ["postgres"], indirect=True)  # row-level security is PostgreSQL's
 def test_on_postgres_the_keys_tenant_is_what_row_level_security_sees(service: Service) -> None:
-    if service.store != "postgres":
-        pytest.skip("row-level security is PostgreSQL's")
     a, b = service.tenant("a"), service.tenant("b")
     alice = service.client(service.key(a))
     service.key(b)
