@@ -128,5 +128,5 @@ def from_lossgate(exc: lg.LossgateError) -> ApiError:
     if isinstance(exc, lg.StoreBusy):
         return ApiError("store_busy", str(exc), headers={"Retry-After": "1"})
     if isinstance(exc, lg.StoreError):
-        return ApiError("store_unavailable", "the database failed; nothing was written")
+        return ApiError("store_unavailable", "the database failed (the server's log says how)")
     return ApiError("internal_error", "internal error")
