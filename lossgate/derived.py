@@ -9,17 +9,19 @@ only the artifact the alias points at, built at the clock's current
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lossgate.limits import Id
 from lossgate.records import ArtifactBody, Clock, Event, Fact, LedgerEntry
 from lossgate.render import day_line, event_line, fact_line, one_line
 
 __all__ = [
     "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "TreeSettings", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
     "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
+    "DailyMetric",
 ]
 
 ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined",
@@ -195,6 +197,9 @@ class Attempt(_Record):
     # ``shadow``: built by a tenant's shadow configuration (lossgate.ops.rollout): its
     # artifact is stored, never published, and its failures never count toward retries.
     lane: Literal["live", "shadow"] = "live"
+    # Set when a deletion purged what this attempt held of deleted content (lossgate.lineage):
+    # a later save of the attempt keeps it purged (lineage.save_attempt).
+    purged: bool = False
 
 
 class RecallRedaction(_Record):
@@ -288,3 +293,36 @@ class LineageView(_Record):
     # The log lines that moved events between tiers under this artifact (op ``tier``) or
     # held them hot because of it (op ``retention``), oldest first (lossgate.tiers).
     tier_moves: tuple[LedgerEntry, ...] = ()
+
+
+class DailyMetric(_Record):
+    """One figure of a daily fidelity run (:mod:`lossgate.ops.daily`), stored so that a
+    trend exists: ``metric`` (``key_facts``, ``key_facts_kept``, ``erroneous_new_fact_rate``,
+    ...) of one ``tenant_id`` in the run ``run_id`` for ``day``, under ``dimension`` (``{}``
+    for the tenant as a whole, ``{"registry_version": 3}`` for the subjects rebuilt under
+    that predicate registry). Counts are stored beside the rates they make, so figures
+    over several tenants or days are computed from counts, never by averaging rates.
+    ``recorded_at`` is when the run stored it (an instant)."""
+
+    tenant_id: Id
+    run_id: Id
+    day: date
+    metric: str = Field(min_length=1, max_length=200, pattern=r"^[a-z0-9_.:-]+$")
+    dimension: dict[str, str | int] = Field(default_factory=dict)
+    value: float = Field(allow_inf_nan=False)
+    recorded_at: datetime
+
+    @field_validator("recorded_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("recorded_at must carry a UTC offset")
+        return value
+
+    @field_validator("dimension")
+    @classmethod
+    def _dimension(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+        for key, item in value.items():
+            if not key or "\x00" in key or (isinstance(item, str) and "\x00" in item) or isinstance(item, bool):
+                raise ValueError(f"a dimension is a map of names to strings or integers, not {key!r}: {item!r}")
+        return dict(sorted(value.items()))

@@ -26,11 +26,11 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from lossgate.derived import ArtifactState, LineageEdge, LineageView, RecallRedaction
+from lossgate.derived import ArtifactState, Attempt, LineageEdge, LineageView, RecallRedaction
 from lossgate.errors import NotFound
 from lossgate.store.protocol import ReadTx, WriteTx
 
-__all__ = ["invalidate", "ancestors", "view", "purged_lines"]
+__all__ = ["invalidate", "ancestors", "view", "purged_lines", "scrubbed", "save_attempt"]
 
 # States a changed input turns stale; "failed" and "abandoned" keep theirs.
 _LIVE = ("candidate", "published", "retired")
@@ -89,6 +89,28 @@ def _parents(edges: Iterable[LineageEdge]) -> list[str]:
     return [e.input_id for e in edges if e.input_kind == "artifact"]
 
 
+def scrubbed(attempt: Attempt) -> Attempt:
+    """``attempt`` without what may quote deleted content: its raw output, the details of its
+    violations, the atom subjects of its violation lines and its error's message (its kind
+    stays); marked ``purged`` so that no later save brings them back (:func:`save_attempt`)."""
+    error = attempt.error.split(":")[0] + ": [purged]" if attempt.error else None
+    return attempt.model_copy(update={"raw_output": None, "violations": purged_lines(attempt.violations),
+                                      "details": (), "losses": purged_lines(attempt.losses), "error": error,
+                                      "purged": True})
+
+
+def save_attempt(tx: WriteTx, attempt: Attempt) -> Attempt:
+    """Save ``attempt`` over its stored record, never undoing a purge: a job that held the
+    attempt in memory while a deletion purged the stored one saves it scrubbed. Returns
+    what was saved."""
+    if not attempt.purged:
+        stored = tx.attempt(attempt.tenant_id, attempt.subject_id, attempt.attempt_id)
+        if stored is not None and stored.purged:
+            attempt = scrubbed(attempt)
+    tx.save_attempt(attempt)
+    return attempt
+
+
 def purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
     """Gate report lines (``subject:code``) with prose-atom subjects blanked: an atom's key
     quotes the text it was read from ("money:USD 5412.00", "negation:not|peanut"). Ids
@@ -116,9 +138,10 @@ def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: S
         tx.replace_artifact_body(tenant_id, subject_id, artifact_id, body, gate)
     purged = set(artifact_ids)
     for attempt in tx.attempts(tenant_id, subject_id):
-        if attempt.artifact_id in purged or deleted.intersection(attempt.selected_ids):
-            clean = attempt.model_copy(update={"raw_output": None, "violations": purged_lines(attempt.violations),
-                                               "details": (), "losses": purged_lines(attempt.losses)})
+        # an attempt that read the deleted content, directly or through an artifact derived
+        # from it (an incremental parent, a reused part), or that built such an artifact
+        if attempt.artifact_id in purged or (deleted | purged).intersection(attempt.selected_ids):
+            clean = scrubbed(attempt)
             if clean != attempt:
                 tx.save_attempt(clean)
     tx.add_log(tenant_id, subject_id, at=now, op="purge_derived", target_id=",".join(sorted(deleted)),

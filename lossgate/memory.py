@@ -76,7 +76,9 @@ class Memory:
         """Store a predicate registry version (a :class:`Registry`, a TOML path or a document).
 
         Loading the same version with the same content again is a no-op; the same version
-        with other content raises :class:`~lossgate.errors.IdempotencyConflict`.
+        with other content raises :class:`~lossgate.errors.IdempotencyConflict`; a newer
+        version that drops a predicate of the newest stored one raises
+        :class:`~lossgate.errors.InvalidInput` (facts may use it).
 
         **Schema upgrades re-gate** (:mod:`lossgate.regate`). When the new version adds a
         critical predicate, raises a predicate's criticality or changes its type, then in
@@ -97,6 +99,16 @@ class Memory:
             registry = load_registry(source)
         doc = registry.document()
         with self.store.write() as tx:
+            before = self.registries.current(tx)
+            if before is not None and registry.version > before.version:
+                dropped = sorted(set(before.document()["predicates"]) - set(doc["predicates"]))
+                if dropped:
+                    # facts of any tenant may use them: a subject holding one could never be
+                    # consolidated, superseded or recovered again
+                    raise InvalidInput(
+                        f"registry v{registry.version} drops {', '.join(dropped[:5])} of v{before.version}: a "
+                        "predicate is never removed (facts may use it); keep it, with a description saying "
+                        "it is retired")
             tx.save_registry(registry.version, doc, content_hash(doc))
             latest = self.registries.current(tx)
             if latest is not None and latest.version == registry.version and tenants:
@@ -258,13 +270,15 @@ class Memory:
         """Build and publish a new summary from the currently valid inputs with the given
         compressor (default: the deterministic one) and configuration, from scratch (no
         parent, no reused part), through the compare-and-swap: its coverage is never below
-        the alias's (:mod:`lossgate.ops.quarantine`)."""
+        the alias's. The operator who recovers stands for the tenant's review, if it has one
+        (:mod:`lossgate.ops.quarantine`)."""
         from dataclasses import replace
 
         from lossgate.consolidate.pipeline import ConsolidationConfig
 
         chosen = replace(config or ConsolidationConfig(), incremental=False, reuse_parts=False)
-        return self.consolidator(compressor=compressor, config=chosen).run(tenant_id, subject_id)
+        # the operator who recovers is the person a tenant's review waits for
+        return self.consolidator(compressor=compressor, config=chosen, reviewed=True).run(tenant_id, subject_id)
 
     # -- extraction (seed 003, step one) ---------------------------------------------------
     @checked_args
@@ -355,12 +369,12 @@ class Memory:
     # -- consolidation and recall --------------------------------------------------------
     def consolidator(self, *, compressor: "Compressor | None" = None, config: "ConsolidationConfig | None" = None,
                      hooks: "Hooks | None" = None, judge: "ModelJudge | None" = None,
-                     shadow: bool = False) -> "Consolidator":
+                     shadow: bool = False, reviewed: bool = False) -> "Consolidator":
         """A :class:`~lossgate.consolidate.pipeline.Consolidator` bound to this memory's store."""
         from lossgate.consolidate.pipeline import Consolidator
 
         return Consolidator(self.store, compressor=compressor, config=config, hooks=hooks, judge=judge,
-                            registries=self.registries, shadow=shadow)
+                            registries=self.registries, shadow=shadow, reviewed=reviewed)
 
     @checked_args
     def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
@@ -395,7 +409,13 @@ class Memory:
             attempt = self.consolidator(compressor=chosen, config=config, judge=judge).run(tenant_id, subject_id)
         if plan.shadow:
             try:
-                shadow = self.consolidator(compressor=self.compressors(plan.shadow), config=config, shadow=True)
+                from dataclasses import replace
+
+                from lossgate.consolidate.pipeline import ConsolidationConfig
+
+                # the direct path: the shadow reads the valid inputs, never the live summary
+                direct = replace(config or ConsolidationConfig(), incremental=False)
+                shadow = self.consolidator(compressor=self.compressors(plan.shadow), config=direct, shadow=True)
                 shadow.run(tenant_id, subject_id)
             except LossgateError as exc:
                 log.warning("shadow consolidation of %s/%s with %s failed: %s", tenant_id, subject_id, plan.shadow,
@@ -445,7 +465,7 @@ class Memory:
                 attempt = attempt.model_copy(update={"status": "published" if published else "conflict",
                                                      "reason": "approved" if published else reason,
                                                      "finished_at": utcnow()})
-                tx.save_attempt(attempt)
+                attempt = lineage.save_attempt(tx, attempt)
         return attempt
 
     @checked_args

@@ -119,7 +119,9 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime,
         tx.set_artifact_state(t, s, [previous.artifact_id], "retired", reason=f"replaced by {artifact.artifact_id}")
     _publish_parts(tx, artifact, previous)
     # Candidates left by crashed or racing jobs can never win a CAS now: say so.
-    orphans = [a.artifact_id for a in tx.artifacts(t, s, states=["candidate"]) if a.artifact_id != artifact.artifact_id]
+    # (and summaries waiting for review: a newer one is published)
+    orphans = [a.artifact_id for a in tx.artifacts(t, s, states=["candidate", "review"])
+               if a.artifact_id != artifact.artifact_id]
     if orphans:
         tx.set_artifact_state(t, s, orphans, "abandoned", reason=f"superseded by {artifact.artifact_id}")
     queue.answered(tx, t, s, high_water=clock.high_water, covers_through=m.new_covers_through,

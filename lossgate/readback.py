@@ -17,7 +17,7 @@ from typing import Any
 from lossgate.derived import Artifact
 from lossgate.gate.outcome import Violation
 
-__all__ = ["divergence", "representation_loss"]
+__all__ = ["divergence", "representation_loss", "without_values"]
 
 _MISSING = object()
 
@@ -68,3 +68,16 @@ def representation_loss(found: tuple[str, Any, Any]) -> Violation:
               + (f" (the type changed from {type(written).__name__} to {type(read).__name__})" if changed else ""))
     return Violation(code="representation_loss", subject=path, severity="critical", detail=detail,
                      expected=_shown(written), observed=_shown(read))
+
+
+def without_values(found: tuple[str, Any, Any]) -> str:
+    """The divergence named by its field and types only, for records that outlive a deletion
+    (an artifact's state reason, a log line): the values themselves may be deleted content."""
+    path, written, read = found
+    if type(written) is not type(read):
+        return f"{path}: the type changed from {_kind(written)} to {_kind(read)}"
+    return f"{path}: the {_kind(written)} changed"
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is _MISSING else type(value).__name__

@@ -99,7 +99,7 @@ def _why_held(artifact_id: str | None, state: str | None, fresh: bool,
     """Why dormant hot events stay hot, and the log target if it is a retention extension
     (a failed attempt after the last publication, or a summary no longer fresh).
     ``artifact_id`` and ``state``: the summary the alias points at (``None``: none)."""
-    failed = [a for a in tail if a.status in _FAILED]
+    failed = [a for a in tail if a.status in _FAILED and a.lane == "live"]  # a shadow's failures are its own
     if failed:
         a = failed[-1]
         why = a.reason or a.error or ", ".join(a.violations[:3]) or a.status

@@ -44,3 +44,28 @@ def test_a_lock_met_by_a_statement_is_store_busy(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
     store.close()
+
+
+def test_a_migration_numbered_below_the_newest_applied_is_still_applied(tmp_path):
+    """Numbers are reserved per change, so a lower-numbered migration can ship after a
+    higher one: opening the store applies it even though the newest is already applied."""
+    import sqlite3
+
+    import lossgate
+
+    path = tmp_path / "gap.db"
+    lossgate.open(f"sqlite:///{path}").close()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX events_by_tier")
+    conn.execute("DELETE FROM schema_migrations WHERE version = 9")  # as if 9 shipped after the newest
+    conn.commit()
+    conn.close()
+
+    memory = lossgate.open(f"sqlite:///{path}")
+    try:
+        assert 9 in memory.store.applied_migrations()
+    finally:
+        memory.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events_by_tier'").fetchone()
+    conn.close()

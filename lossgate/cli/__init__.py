@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, diagnose, gate, ingest, keys, ledger, recovery, rollout, serve, taint, tiers
+from lossgate.cli import (
+    consolidate, diagnose, gate, ingest, keys, ledger, migrate_artifacts, ops, recovery, rollout, serve, taint, tiers,
+)
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -23,6 +25,8 @@ GROUPS: tuple[ModuleType, ...] = (
     recovery,  # quarantine, recover
     rollout,  # rollout show|set, shadow report, review list|approve|refuse
     diagnose,  # diagnose ATTEMPT_ID
+    migrate_artifacts,  # migrate --rehearse / --apply (the stored artifact format)
+    ops,  # eval daily, report
     keys,  # keys create|list|revoke
     serve,  # serve (the HTTP service)
 )

@@ -33,8 +33,14 @@ def load_compressor(spec: str, *, environ: Mapping[str, str]) -> Compressor:
     if not module_name or not attr:
         raise ConfigError(f"compressor {spec!r}: expected deterministic, chat or MODULE:CLASS")
     try:
-        made: Compressor = getattr(importlib.import_module(module_name), attr)()
+        cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError, TypeError, ValueError) as exc:
+        raise ConfigError(f"compressor {spec}: {exc}") from exc
+    if not isinstance(cls, type):  # never call an arbitrary function a spec names (sys:exit)
+        raise ConfigError(f"compressor {spec}: {attr} is not a class")
+    try:
+        made: Compressor = cls()
+    except (TypeError, ValueError) as exc:
         raise ConfigError(f"compressor {spec}: {exc}") from exc
     if not callable(getattr(made, "compress", None)):
         raise ConfigError(f"compressor {spec}: {type(made).__name__} has no compress(request) method")

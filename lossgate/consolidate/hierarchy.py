@@ -179,7 +179,7 @@ def wanted(sel: Selection, parent: Artifact | None, mode: str, context_tokens: i
 
 
 def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSettings, *, compressor: str,
-         registry: Registry, count: Callable[[str], int], reuse: bool = True) -> TreePlan:
+         registry: Registry, count: Callable[[str], int], reuse: bool = True, shadow: bool = False) -> TreePlan:
     """Split ``sel``'s authorized events into parts and find the stored artifacts that digest
     them already (the parts of ``parent``, the alias's current artifact, and any gated
     candidate parts a failed job left), unless ``reuse`` is off. A part gated under an older
@@ -192,7 +192,7 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSett
             by_source.setdefault(event_id, []).append(fact)
     fact_by_id = {f.fact_id: f for f in snap.facts}
     valid = {e.event_id: e for e in snap.events}
-    pool = _reusable(tx, sel, parent) if reuse else {}
+    pool = _reusable(tx, sel, parent, shadow=shadow) if reuse else {}
     checked: dict[int, bool] = {}
     jobs: list[PartJob] = []
     for part in split(snap.events, by=settings.split_by, context_tokens=settings.context_tokens, count=count):
@@ -237,7 +237,10 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSett
     return TreePlan(parts=tuple(jobs), facts=sel.facts, settings=settings)
 
 
-def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None) -> dict[str, Artifact]:
+def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None, *, shadow: bool = False) -> dict[str, Artifact]:
+    """Parts a job may reuse, by fingerprint: the parts of ``parent`` and gated candidate
+    parts; for a shadow job, the parts of the subject's latest shadow tree, and only those
+    (a shadow part is never live, a live part never reused by a shadow)."""
     t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
     found: list[Artifact] = []
     if parent is not None:
@@ -245,10 +248,12 @@ def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None) -> dict[str, 
             child = tx.artifact(t, s, child_id)
             if child is not None:
                 found.append(child)
-    found += [a for a in tx.artifacts(t, s, states=["candidate"]) if a.manifest.path == "part"]
+    if not shadow:
+        found += [a for a in tx.artifacts(t, s, states=["candidate"]) if a.manifest.path == "part"]
+    states = ("shadow",) if shadow else _REUSABLE
     pool: dict[str, Artifact] = {}
     for art in found:
-        if art.manifest.part is not None and art.state in _REUSABLE:
+        if art.manifest.part is not None and art.state in states:
             pool.setdefault(art.manifest.part.fingerprint, art)
     return pool
 

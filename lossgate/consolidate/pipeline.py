@@ -42,9 +42,9 @@ from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
-from lossgate.lineage import purged_lines
+from lossgate.lineage import purged_lines, save_attempt
 from lossgate.publish import switch
-from lossgate.readback import divergence, representation_loss
+from lossgate.readback import divergence, representation_loss, without_values
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry, RegistryCache
 from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line
@@ -172,13 +172,16 @@ class Consolidator:
     def __init__(self, store: Store, *, compressor: Compressor | None = None,
                  config: ConsolidationConfig | None = None, hooks: Hooks | None = None,
                  judge: ModelJudge | None = None, registries: RegistryCache | None = None,
-                 shadow: bool = False) -> None:
+                 shadow: bool = False, reviewed: bool = False) -> None:
         """``registries`` shares a parsed predicate registry with the memory that made this
         consolidator (by default it keeps its own). A ``shadow`` consolidator (a tenant's
         shadow configuration, :mod:`lossgate.ops.rollout`) builds, gates and stores its
-        artifacts in the ``shadow`` state: never offered to the switch, no retry queued."""
+        artifacts in the ``shadow`` state: never offered to the switch, no retry queued. A
+        ``reviewed`` consolidator publishes without the tenant's review: an operator's own
+        recovery (:mod:`lossgate.ops.quarantine`)."""
         self.store = store
         self.shadow = shadow
+        self.reviewed = reviewed
         self._registries = registries or RegistryCache()
         self.compressor = compressor or DeterministicCompressor()
         self.config = config or ConsolidationConfig()
@@ -208,7 +211,7 @@ class Consolidator:
         if self.shadow:
             attempt = prepared.attempt.model_copy(update={"finished_at": utcnow(), "reason": "shadow: never published"})
             with self.store.write() as tx:
-                tx.save_attempt(attempt)
+                attempt = save_attempt(tx, attempt)
             return attempt
         return self.publish(prepared)
 
@@ -315,7 +318,15 @@ class Consolidator:
                     attempt = _withdrawn(attempt, moved, erased)
                 else:
                     tx.insert_artifact(artifact, self._edges(artifact, sel))
-                tx.save_attempt(attempt)
+                    if self.shadow and passed:  # the subject keeps one shadow summary: the newest
+                        keep = {artifact.artifact_id, *artifact.manifest.children}
+                        older = [a.artifact_id for a in tx.artifacts(attempt.tenant_id, attempt.subject_id,
+                                                                      states=["shadow"]) if a.artifact_id not in keep]
+                        if older:
+                            tx.set_artifact_state(attempt.tenant_id, attempt.subject_id, older, "abandoned",
+                                                  from_states=["shadow"],
+                                                  reason=f"a newer shadow summary: {artifact.artifact_id}")
+                attempt = save_attempt(tx, attempt)
                 if not passed and not moved:
                     attempt = self._schedule_retry(tx, attempt)
                 now_epoch = tx.clock(attempt.tenant_id, attempt.subject_id).input_epoch
@@ -354,7 +365,7 @@ class Consolidator:
             again = gate.check(sel.snapshot, back.body, registry, must=must)
             findings += [*again.violations, *again.losses]
         result = make_result(findings, must)
-        log.error("read-back of %s differs from what was written: %s", artifact.artifact_id, loss.detail)
+        log.error("read-back of %s differs from what was written: %s", artifact.artifact_id, without_values(found))
         attempt = attempt.model_copy(update={
             "status": "rejected", "gate_outcome": "failed", "finished_at": utcnow(), "reason": "read-back differs",
             "violations": tuple(where + line for line in result.lines()),
@@ -362,8 +373,8 @@ class Consolidator:
         })
         with self.store.write() as tx:
             tx.set_artifact_state(t, s, [artifact.artifact_id], "failed", from_states=["candidate", "shadow"],
-                                  reason=f"read-back: {loss.detail}"[:2000])
-            tx.save_attempt(attempt)
+                                  reason=f"read-back: {without_values(found)}"[:2000])
+            attempt = save_attempt(tx, attempt)
             attempt = self._schedule_retry(tx, attempt)
         return Prepared(attempt=attempt, artifact=back or artifact, gate_result=result, selection=sel)
 
@@ -373,14 +384,17 @@ class Consolidator:
         if config.mode == "never":
             return None
         alias_id = sel.expected.parent_artifact_id
-        current = sel.parent or (tx.artifact(sel.snapshot.tenant_id, sel.snapshot.subject_id, alias_id)
-                                 if alias_id else None)
+        t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
+        current = sel.parent or (tx.artifact(t, s, alias_id) if alias_id else None)
         settings = config.settings(current.manifest.tree if current else None, self.compressor)
+        if self.shadow:  # a shadow tree reuses the parts of the latest shadow tree, never live ones
+            current = next((a for a in tx.artifacts(t, s, states=["shadow"]) if a.manifest.path == "hierarchical"),
+                           None)
         if not hierarchy.wanted(sel, current, config.mode, settings.context_tokens, self._count):
             return None
         return hierarchy.plan(tx, sel, current if self.config.reuse_parts else None, settings,
                               compressor=self._compressor_label(), registry=registry, count=self._count,
-                              reuse=self.config.reuse_parts)
+                              reuse=self.config.reuse_parts, shadow=self.shadow)
 
     def _prepare_tree(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, registry: Registry,
                       timings: dict[str, float], failures: int, refused_for: tuple[str, ...]) -> Prepared:
@@ -426,7 +440,7 @@ class Consolidator:
                     moved, erased = _moved(tx, attempt)
                     if moved:
                         attempt = _withdrawn(attempt, moved, erased)
-                        tx.save_attempt(attempt)
+                        attempt = save_attempt(tx, attempt)
                     else:
                         tx.insert_artifact(artifact, self._edges(artifact, part_sel))
                 if moved:
@@ -479,12 +493,18 @@ class Consolidator:
         if self.hooks.before_switch:
             self.hooks.before_switch(artifact)
         with self.store.write() as tx:
-            if rollout.review_required(tx, artifact.tenant_id):
-                # the tenant wants a person to approve each summary (lossgate.ops.rollout)
-                tx.set_artifact_state(artifact.tenant_id, artifact.subject_id, [artifact.artifact_id], "review",
+            if not self.reviewed and rollout.review_required(tx, artifact.tenant_id):
+                # the tenant wants a person to approve each summary (lossgate.ops.rollout); the
+                # newest waiting one replaces those before it, so a reviewer sees one
+                t, s = artifact.tenant_id, artifact.subject_id
+                older = [a.artifact_id for a in tx.artifacts(t, s, states=["review"])]
+                if older:
+                    tx.set_artifact_state(t, s, older, "abandoned", from_states=["review"],
+                                          reason=f"a newer summary waits for review: {artifact.artifact_id}")
+                tx.set_artifact_state(t, s, [artifact.artifact_id], "review",
                                       from_states=["candidate"], reason="awaiting review")
                 attempt = prepared.attempt.model_copy(update={"reason": "awaiting review", "finished_at": utcnow()})
-                tx.save_attempt(attempt)
+                attempt = save_attempt(tx, attempt)
                 return attempt
             result = switch(tx, artifact, now=utcnow())
             if result.published:
@@ -497,7 +517,7 @@ class Consolidator:
                 queue.switch_refused(tx, artifact.tenant_id, artifact.subject_id, result.reason, now=utcnow())
                 attempt = prepared.attempt.model_copy(update={
                     "status": "conflict", "reason": result.reason, "finished_at": utcnow()})
-            tx.save_attempt(attempt)
+            attempt = save_attempt(tx, attempt)
         return attempt
 
     # -- steps -----------------------------------------------------------------------
@@ -579,7 +599,7 @@ class Consolidator:
             if erased:  # what failed may quote what was deleted meanwhile
                 attempt = attempt.model_copy(update={
                     "raw_output": None, "error": f"{attempt.reason} (details purged: an input was deleted meanwhile)"})
-            tx.save_attempt(attempt)
+            attempt = save_attempt(tx, attempt)
             attempt = self._schedule_retry(tx, attempt)
             now_epoch = tx.clock(attempt.tenant_id, attempt.subject_id).input_epoch
         epoch_seen(attempt.tenant_id, attempt.subject_id, now_epoch)

@@ -5,8 +5,9 @@ bad, take it out of recall at once, and build a new one forward; never roll back
   locks the subject's clock and alias. Recall serves only a ``published`` artifact, so it
   falls back to the raw layer at once. The alias keeps its ``covers_through`` (coverage
   never moves backwards) and its artifact id (the next publication's compare-and-swap
-  expects it). A part of a hierarchy can be quarantined too: the root that copies its
-  digest goes ``stale`` with it. A quarantined artifact is never a parent, never a reused
+  expects it). A hierarchical root's parts are quarantined with it (their digests are its
+  text); a part can be quarantined alone too, and the root that copies its digest goes
+  ``stale`` with it. A quarantined artifact is never a parent, never a reused
   part and never compressor input; it stays stored, with its manifest, lineage and attempt.
 * :func:`recover` is a consolidation from the currently valid inputs (the direct path: no
   parent) with a configuration the operator chooses (an earlier compressor, the
@@ -35,6 +36,7 @@ class Quarantined:
     subject_id: str
     artifact_id: str
     stale_roots: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()  # a quarantined root's parts, quarantined with it
     already: bool = False
 
 
@@ -55,6 +57,12 @@ def quarantine(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *
                            "(recall never serves any other)")
     why = f"quarantined: {reason}" if reason else "quarantined"
     tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "quarantined", from_states=["published"], reason=why)
+    art = tx.artifact(tenant_id, subject_id, artifact_id)
+    parts: list[str] = []
+    if art is not None and art.manifest.children:
+        # a root's digests are its parts': they go with it, so no later job reuses them
+        parts = tx.set_artifact_state(tenant_id, subject_id, list(art.manifest.children), "quarantined",
+                                      from_states=["published"], reason=f"part of {artifact_id}, {why}")
     stale: list[str] = []
     if alias.artifact_id and alias.artifact_id != artifact_id:
         root = tx.artifact(tenant_id, subject_id, alias.artifact_id)
@@ -62,5 +70,5 @@ def quarantine(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *
             stale = tx.set_artifact_state(tenant_id, subject_id, [root.artifact_id], "stale",
                                           from_states=["published"], reason=f"its part {artifact_id} was {why}")
     tx.add_log(tenant_id, subject_id, at=now, op="quarantine", target_id=artifact_id,
-               detail={"reason": reason, "stale": stale, "covers_through": alias.covers_through})
-    return Quarantined(tenant_id, subject_id, artifact_id, stale_roots=tuple(stale))
+               detail={"reason": reason, "stale": stale, "parts": parts, "covers_through": alias.covers_through})
+    return Quarantined(tenant_id, subject_id, artifact_id, stale_roots=tuple(stale), parts=tuple(parts))

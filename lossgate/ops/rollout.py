@@ -96,11 +96,14 @@ def approve(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, n
     never win and is ``abandoned``, saying why."""
     from lossgate.publish import switch  # noqa: PLC0415 - publish imports the queue, which is heavier
 
+    from lossgate import queue  # noqa: PLC0415
+
     art = _waiting(tx, tenant_id, subject_id, artifact_id)
     result = switch(tx, art, now=now, states=("review",))
     if not result.published:
         tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "abandoned", from_states=["review"],
                               reason=f"approved, but {result.reason}")
+        queue.switch_refused(tx, tenant_id, subject_id, result.reason, now=now)  # a rebuild, for the next review
     tx.add_log(tenant_id, subject_id, at=now, op="review", target_id=artifact_id,
                detail={"decision": "approved", "published": result.published, "reason": result.reason})
     return result.published, result.reason
@@ -113,8 +116,13 @@ def refuse(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, re
     why = f"refused in review: {reason}" if reason else "refused in review"
     tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "refused", from_states=["review"], reason=why)
     if art.manifest.children:
-        tx.set_artifact_state(tenant_id, subject_id, list(art.manifest.children), "refused",
-                              from_states=["candidate"], reason=f"part of {artifact_id}, {why}")
+        # its own parts, not those another waiting summary also stands on
+        others = {c for a in tx.artifacts(tenant_id, subject_id, states=["review"]) if a.artifact_id != artifact_id
+                  for c in a.manifest.children}
+        mine = sorted(set(art.manifest.children) - others)
+        if mine:
+            tx.set_artifact_state(tenant_id, subject_id, mine, "refused", from_states=["candidate"],
+                                  reason=f"part of {artifact_id}, {why}")
     tx.add_log(tenant_id, subject_id, at=now, op="review", target_id=artifact_id,
                detail={"decision": "refused", "reason": reason})
 

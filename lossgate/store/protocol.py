@@ -13,7 +13,7 @@ The primitives come in tiers by capability, each a read half and a write half:
   operation log and the predicate registry. Everything else rests on it.
 * **derived** (:class:`DerivedReadTx`, :class:`DerivedWriteTx`): artifacts with
   their manifests and lineage, the alias and its compare-and-swap, attempts,
-  recall records and extraction proposals.
+  recall records, extraction proposals and the daily fidelity metrics.
 * **queue** (:class:`QueueReadTx`, :class:`QueueWriteTx`): rebuild jobs, their
   claims and leases.
 * **search** (:class:`SearchReadTx`, :class:`SearchWriteTx`): full-text search
@@ -31,8 +31,9 @@ Rules every store keeps
 **Scope** (invariant 7). A primitive reads and writes only rows of the tenant and
 subject it names, and returns only those. The exceptions say so: the idempotency
 look-ups (:meth:`LedgerReadTx.taken_event_ids`) answer "is this id taken in this
-tenant" without returning content; :meth:`LedgerReadTx.subjects` and
-``jobs(tenant, None)`` are admin listings of one tenant; the registry is global;
+tenant" without returning content; :meth:`LedgerReadTx.subjects`,
+``jobs(tenant, None)``, :meth:`DerivedReadTx.artifact_ids` and
+:meth:`DerivedReadTx.artifact_documents` are admin listings of one tenant; the registry is global;
 :meth:`QueueWriteTx.claim_job` is the worker's claim across tenants;
 :meth:`AccessReadTx.api_key_by_hash` is authentication, which finds a key's tenant. Which subject a
 primitive touches is read from its arguments: ``(tenant_id, subject_id, ...)`` by
@@ -61,11 +62,11 @@ body caught the error.
 
 **Instants.** The times a store compares or sorts (artifacts' ``created_at``, recall
 records' ``at``, jobs' ``run_after`` and leases, conflicts' ``detected_at``, attempts'
-``started_at``, proposals' ``created_at``, events' ``recorded_at`` in the tier reads)
-are instants: a caller may give them with any UTC offset, and they order as time
-(SQLite stores them as ISO text in UTC; they read back in UTC). Caller-supplied domain
-times (``occurred_at``, ``valid_from``) keep their offset (invariant 9) and are never
-compared by a store.
+``started_at``, proposals' ``created_at``, events' ``recorded_at`` in the tier reads, daily
+metrics' ``recorded_at``) are instants: a caller may give them with any UTC offset, and
+they order as time (SQLite stores them as ISO text in UTC; they read back in UTC).
+Caller-supplied domain times (``occurred_at``, ``valid_from``) keep their offset
+(invariant 9) and are never compared by a store.
 
 **Order.** Every list comes in the order its primitive states. Where that order is a
 timestamp that two rows can share (artifacts' ``created_at``, recall records' ``at``,
@@ -82,7 +83,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal, Protocol, Sequence, TypeVar
 
 from lossgate.access import ApiKey, IdempotencyRecord
@@ -92,6 +93,7 @@ from lossgate.derived import (
     ArtifactHead,
     ArtifactState,
     Attempt,
+    DailyMetric,
     ExpectedAlias,
     Job,
     LineageEdge,
@@ -114,7 +116,7 @@ from lossgate.records import (
 )
 
 __all__ = [
-    "Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind",
+    "Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind", "ArtifactDocument",
     "LedgerReadTx", "LedgerWriteTx", "DerivedReadTx", "DerivedWriteTx", "QueueReadTx", "QueueWriteTx",
     "SearchReadTx", "SearchWriteTx", "AccessReadTx", "AccessWriteTx", "Touch", "touch_of", "primitives",
     "subject_of", "subjects_of", "tenant_of", "locks_itself", "unscoped",
@@ -226,6 +228,25 @@ class CompactReport:
     seconds: float
     bytes_before: int | None = None
     bytes_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactDocument:
+    """An artifact's stored documents as the store holds them, not read into records: what
+    a migration of the stored format (:mod:`lossgate.ops.migrate`) reads and writes.
+
+    ``body`` and ``manifest`` are JSON text as the store hands it back (PostgreSQL keeps the
+    body as ``jsonb``, so its text comes back normalised); handed back unchanged to
+    :meth:`DerivedWriteTx.replace_artifact_documents`, they stand for "what I read". A body
+    states its format (``"format"``, :data:`lossgate.store.rows.ARTIFACT_FORMAT`; none: 1),
+    and a store refuses to read an artifact stored in a newer one (:class:`~lossgate.errors.StoreError`)."""
+
+    tenant_id: str
+    subject_id: str
+    artifact_id: str
+    state: str
+    body: str
+    manifest: str
 
 
 # -- ledger --------------------------------------------------------------------------------
@@ -395,7 +416,7 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
 
 class DerivedReadTx(Protocol):
     """Reads of what consolidation derived: artifacts, lineage, the alias, attempts, recall
-    records and extraction proposals."""
+    records and extraction proposals; and what the daily fidelity runs measured."""
 
     def alias(self, tenant_id: str, subject_id: str) -> Alias:
         """The subject's alias; an empty one (no artifact, epoch 0, covers 0) if never published."""
@@ -430,10 +451,27 @@ class DerivedReadTx(Protocol):
     def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
         """Every consolidation attempt of the subject, in order (attempt number, then start)."""
 
+    def attempt(self, tenant_id: str, subject_id: str, attempt_id: str) -> Attempt | None:
+        """One attempt of the subject by id, or None."""
+
     def attempt_tail(self, tenant_id: str, subject_id: str) -> tuple[int, list[Attempt]]:
         """How many attempts the subject has, and those numbered after its latest published
         one (all of them if none was published), in order: what a consolidation needs to
         number its attempt and count the failures in a row, without reading the history."""
+
+    @tenant_of("tenant_id")
+    def artifact_ids(self, tenant_id: str, *, after: str | None = None, limit: int) -> list[tuple[str, str]]:
+        """Admin listing of one tenant, for a migration of the stored format: ``(artifact id,
+        subject id)`` of the tenant's artifacts, every subject's, in artifact id order
+        (bytewise), only ids after ``after``, at most ``limit``. Never waits for a subject's
+        writers."""
+
+    @tenant_of("tenant_id")
+    def artifact_documents(self, tenant_id: str, artifact_ids: Sequence[str]) -> list[ArtifactDocument]:
+        """Admin read of one tenant, for a migration of the stored format: the stored documents
+        of the tenant's artifacts named in ``artifact_ids`` (of any subject), in artifact id
+        order; an id the tenant has no artifact with is left out. Never waits for a subject's
+        writers."""
 
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         """The subject's most recent recall records, newest first (``at``, ties newest
@@ -452,6 +490,16 @@ class DerivedReadTx(Protocol):
 
     def extracted_through(self, tenant_id: str, subject_id: str) -> int:
         """The seq up to which the subject's events have been read by the extractor."""
+
+    @tenant_of("tenant_id")
+    def daily_metrics(self, tenant_id: str, *, since: date | None = None, until: date | None = None,
+                      metrics: Sequence[str] | None = None, run_id: str | None = None) -> list[DailyMetric]:
+        """The tenant's stored daily metrics (:mod:`lossgate.ops.daily`) with ``since <= day <=
+        until`` (either ``None``: unbounded), only the ``metrics`` named and the run ``run_id``
+        if given; oldest first: by day, then ``recorded_at`` (an instant), then run id, metric
+        and dimension (its canonical JSON), the last three compared bytewise. Values come
+        back as floats, days as dates, dimensions as they were stored. Never waits for a
+        subject's writers."""
 
 
 class DerivedWriteTx(DerivedReadTx, Protocol):
@@ -497,6 +545,14 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
         """Overwrite an artifact's body, and its gate report when ``gate`` is given (used only to
         purge deleted content; manifest and lineage stay)."""
 
+    @subjects_of("changes", item=0)
+    def replace_artifact_documents(self, changes: Sequence[tuple[ArtifactDocument, str, str]]) -> list[str]:
+        """Compare-and-swap stored documents, for a migration of the stored format: each
+        ``(document as read, new body, new manifest)`` replaces that artifact's body and
+        manifest (JSON text) only if they still hold what the document read holds. Returns
+        the ids replaced, sorted bytewise; one changed since it was read is left as it is.
+        State, gate report and lineage stay."""
+
     @tenant_of("record")
     def insert_recall(self, record: RecallRecord) -> None:
         """Persist the evidence of one recall. Evidence, not memory: it never waits for the
@@ -517,6 +573,13 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
 
     def set_extracted_through(self, tenant_id: str, subject_id: str, seq: int) -> None:
         """Record that the subject's events up to ``seq`` have been read by the extractor."""
+
+    @tenant_of("tenant_id")
+    def save_daily_metrics(self, tenant_id: str, metrics: Sequence[DailyMetric]) -> int:
+        """Store one run's figures for the tenant; returns how many. Every metric must name
+        ``tenant_id`` (:class:`~lossgate.errors.InvalidInput` otherwise, before anything is written). ``(tenant,
+        run_id, metric, dimension)`` is a key: storing one again raises
+        :class:`~lossgate.errors.IdempotencyConflict`. Rows are never updated or deleted."""
 
 
 # -- queue ---------------------------------------------------------------------------------

@@ -4,6 +4,12 @@ Both backends hand back JSON columns as text (the PostgreSQL store registers a
 text loader for json/jsonb: a decoded JSON string could not be told apart from
 undecoded text) and these helpers decode it. Timestamps come back as ISO
 strings from SQLite and as ``datetime`` from PostgreSQL; both are accepted.
+
+An artifact's stored body states its format (``"format": 2``, :data:`ARTIFACT_FORMAT`);
+a body without one is format 1, as every artifact was stored before formats existed.
+The reader here reads both (their structure is the same) and refuses a newer one.
+What format 2 asks of a body, and the migration from 1, are in
+:mod:`lossgate.ops.migrate`.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any, TypeVar
 import orjson
 
 from lossgate.derived import Alias, Artifact, Attempt, Job, Manifest, RecallRecord
+from lossgate.errors import StoreError
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
 from lossgate.values import decode_value
 
@@ -156,15 +163,43 @@ ALIAS_COLUMNS = ("tenant_id", "subject_id", "artifact_id", "source_epoch", "cove
 JOB_COLUMNS = ("job_id", "tenant_id", "subject_id", "status", "reason", "run_after", "tries", "lease_owner", "lease_expires_at")
 
 
+# The format of the artifact bodies this lossgate writes; a stored body without a
+# ``format`` key is format 1 (lossgate.ops.migrate has the formats and the migration).
+ARTIFACT_FORMAT = 2
+
+
+def body_json(body: ArtifactBody) -> str:
+    """An artifact body as stored: its JSON with ``"format"`` first."""
+    text = body.model_dump_json()  # an object with at least tenant_id and subject_id: "{...}"
+    return f'{{"format":{ARTIFACT_FORMAT},{text[1:]}'
+
+
+def stored_format(body: dict[str, Any]) -> int | None:
+    """The format a stored body states (1 when it states none), or ``None`` when its
+    ``format`` is not a positive integer."""
+    value = body.get("format", 1)
+    return value if type(value) is int and value >= 1 else None
+
+
+def body_from_json(artifact_id: str, body: dict[str, Any]) -> ArtifactBody:
+    """The body of a stored document of format 1 or 2; :class:`StoreError` for another
+    format (a newer lossgate wrote it: reading it as this one would misread it)."""
+    fmt = stored_format(body)
+    if fmt is None or fmt > ARTIFACT_FORMAT:
+        raise StoreError(f"artifact {artifact_id} is stored in format {body.get('format')!r}; this lossgate "
+                         f"reads formats 1 to {ARTIFACT_FORMAT} (lossgate migrate)")
+    return ArtifactBody.model_validate({k: v for k, v in body.items() if k != "format"})
+
+
 def artifact_row(a: Artifact) -> tuple[Any, ...]:
-    return (a.tenant_id, a.subject_id, a.artifact_id, a.state, a.body.model_dump_json(),
+    return (a.tenant_id, a.subject_id, a.artifact_id, a.state, body_json(a.body),
             a.manifest.model_dump_json(), dumps(a.gate), instant(a.created_at), a.state_reason)
 
 
 def artifact_from_row(r: Any) -> Artifact:
     return Artifact(
         tenant_id=r[0], subject_id=r[1], artifact_id=r[2], state=r[3],
-        body=ArtifactBody.model_validate(_json(r[4])), manifest=Manifest.model_validate(_json(r[5])),
+        body=body_from_json(r[2], _json(r[4])), manifest=Manifest.model_validate(_json(r[5])),
         gate=_json(r[6]), created_at=_instant(r[7]), state_reason=r[8],
     )
 

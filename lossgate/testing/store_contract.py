@@ -36,6 +36,10 @@ The tests, by tier:
 * queue: one pending job per subject, claiming order, leases, and a retry that folds
   into the job already pending;
 * search: the fresh tail is searched before the index takes it, purged text is not;
+* the stored format: a tenant's artifacts listed by id, their documents read as stored
+  and swapped only when unchanged since they were read, a newer format refused.
+* tenant records: taint policies, tenant settings and daily metrics, each kept per
+  tenant, in their stated order, with their types.
 * access: API keys found by the hash of their secret across tenants, listed and revoked
   per tenant, never two with one hash; idempotency records kept once per tenant and key.
 """
@@ -43,13 +47,15 @@ The tests, by tier:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
+import orjson
 import pytest
 
 from lossgate.access import ApiKey, IdempotencyRecord
@@ -57,15 +63,17 @@ from lossgate.derived import (
     Alias,
     Artifact,
     Attempt,
+    DailyMetric,
     ExpectedAlias,
     InputRef,
     LineageEdge,
     Manifest,
     RecallRecord,
 )
-from lossgate.errors import IdempotencyConflict, StoreError
+from lossgate.errors import IdempotencyConflict, InvalidInput, StoreError
 from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, Proposal, TaintPolicy
-from lossgate.store.protocol import FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
+from lossgate.store.protocol import ArtifactDocument, FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
+from lossgate.store.rows import ARTIFACT_FORMAT
 
 __all__ = ["StoreContract", "check_signatures"]
 
@@ -252,6 +260,7 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "descendants": lambda tx: tx.descendants(T, S, ["e1"]),
     "attempts": lambda tx: tx.attempts(T, S),
     "attempt_tail": lambda tx: tx.attempt_tail(T, S),
+    "attempt": lambda tx: tx.attempt(T, S, "at1"),
     "recalls": lambda tx: tx.recalls(T, S),
     "recalls_touching": lambda tx: tx.recalls_touching(T, S, ["e1"]),
     "proposals": lambda tx: tx.proposals(T, S),
@@ -265,6 +274,8 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "save_attempt": lambda tx: tx.save_attempt(_attempt("at1", 1, "rejected")),
     "replace_artifact_body": lambda tx: tx.replace_artifact_body(T, S, "a1", ArtifactBody(tenant_id=T, subject_id=S)),
     "replace_recall": lambda tx: tx.replace_recall(recall_record("r1")),
+    "replace_artifact_documents": lambda tx: tx.replace_artifact_documents(
+        [(ArtifactDocument(T, S, "a1", "candidate", "{}", "{}"), "{}", "{}")]),
     "set_tier": lambda tx: tx.set_tier(T, S, through_seq=1, tier="cold"),
     "save_proposals": lambda tx: tx.save_proposals([_proposal("p1", "e1")]),
     "set_extracted_through": lambda tx: tx.set_extracted_through(T, S, 1),
@@ -391,6 +402,8 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
     "descendants": (lambda tx, t, s: tx.descendants(t, s, _all("e1")), ["own-a1", "own-a2"]),
     "attempts": (lambda tx, t, s: _ids(tx.attempts(t, s), "attempt_id"), ["own-at1"]),
     "attempt_tail": (lambda tx, t, s: _attempt_tail(*tx.attempt_tail(t, s)), (1, ["own-at1"])),
+    "attempt": (lambda tx, t, s: [None if (a := tx.attempt(t, s, i)) is None else a.attempt_id for i in _all("at1")],
+                [None, None, "own-at1"]),
     "recalls": (lambda tx, t, s: _ids(tx.recalls(t, s), "recall_id"), ["own-r1"]),
     "recalls_touching": (lambda tx, t, s: _ids(tx.recalls_touching(t, s, _all("e1")), "recall_id"), ["own-r1"]),
     "proposals": (lambda tx, t, s: [_ids(tx.proposals(t, s), "proposal_id"),
@@ -580,6 +593,8 @@ class StoreContract:
                                 artifact_id="own-a2", source_epoch=0, covers_through=3, at=NOW) is False
             assert tx.set_artifact_state(T, S, _all("a1"), "retired", reason="test") == ["own-a1"]
             tx.replace_artifact_body(T, S, "sib-a2", ArtifactBody(tenant_id=T, subject_id=S, summary="[purged]"))
+            (sib_a2,) = tx.artifact_documents(T, ["sib-a2"])  # the sibling's, as read, said to be this subject's
+            assert tx.replace_artifact_documents([(dataclasses.replace(sib_a2, subject_id=S), "{}", "{}")]) == []
             tx.replace_recall(recall_record("sib-r1", candidates=()))
             assert tx.set_tier(T, S, through_seq=9, tier="cold") == 2
             tx.set_extracted_through(T, S, 9)
@@ -869,6 +884,56 @@ class StoreContract:
                     for j in tx.jobs(T, S)] == [(S, "pending", "revoke", 1, later, None)]
             assert [(j.status, j.lease_owner) for j in tx.jobs("globex", "u7")] == [("running", "w2")]
 
+    # -- the stored format -----------------------------------------------------------------
+    def test_artifact_documents_are_listed_by_id_and_swapped_only_as_they_were_read(self, store: Store) -> None:
+        """A migration of the stored format pages through a tenant's artifacts by id (every
+        subject's, no other tenant's), reads their documents as stored and swaps in new ones,
+        each only if it is unchanged since it was read; the body states its format, and a
+        format newer than the store's is refused, not misread."""
+        with store.write() as tx:
+            for t, s, ids in ((T, S, ("a2", "a1")), (T, "u2", ("b1",)), ("globex", S, ("a0",))):
+                append(tx, event(f"e-{t}-{s}", subject=s, tenant=t))
+                alias = tx.lock_alias(t, s)
+                for aid in ids:
+                    tx.insert_artifact(artifact(aid, alias), [])
+        with store.read() as tx:
+            assert tx.artifact_ids(T, limit=10) == [("a1", S), ("a2", S), ("b1", "u2")]
+            assert tx.artifact_ids(T, after="a1", limit=1) == [("a2", S)]
+            assert tx.artifact_ids(T, after="b1", limit=10) == [] and tx.artifact_ids("nobody", limit=10) == []
+            assert tx.artifact_ids("globex", limit=10) == [("a0", S)]
+            docs = tx.artifact_documents(T, ["b1", "a0", "nope", "a1"])  # a0 is globex's
+            assert tx.artifact_documents(T, []) == []
+        assert [(d.tenant_id, d.subject_id, d.artifact_id, d.state) for d in docs] == [
+            (T, S, "a1", "candidate"), (T, "u2", "b1", "candidate")]
+        a1, b1 = docs
+        body = orjson.loads(a1.body)
+        assert body["format"] == ARTIFACT_FORMAT and body["summary"] == "summary a1"
+        assert orjson.loads(a1.manifest)["artifact_id"] == "a1"
+
+        def without_format(doc: ArtifactDocument, summary: str) -> str:
+            return orjson.dumps({**{k: v for k, v in orjson.loads(doc.body).items() if k != "format"},
+                                 "summary": summary}).decode()
+
+        with store.write() as tx:
+            assert tx.replace_artifact_documents([(a1, without_format(a1, "format 1"), a1.manifest)]) == ["a1"]
+            assert tx.replace_artifact_documents([(a1, without_format(a1, "again"), a1.manifest)]) == []  # changed
+            tx.replace_artifact_body(T, "u2", "b1", ArtifactBody(tenant_id=T, subject_id="u2", summary="[purged]"))
+            assert tx.replace_artifact_documents([(b1, without_format(b1, "resurrected"), b1.manifest)]) == []
+            assert tx.replace_artifact_documents([]) == []
+        with store.read() as tx:
+            read = tx.artifact(T, S, "a1")
+            assert read is not None and (read.body.summary, read.state) == ("format 1", "candidate")
+            assert read.manifest == artifact("a1", Alias(tenant_id=T, subject_id=S)).manifest
+            assert "format" not in orjson.loads(tx.artifact_documents(T, ["a1"])[0].body)
+            b1_now = tx.artifact(T, "u2", "b1")
+            assert b1_now is not None and b1_now.body.summary == "[purged]"
+            (a1,) = tx.artifact_documents(T, ["a1"])
+        newer = orjson.dumps({**orjson.loads(a1.body), "format": ARTIFACT_FORMAT + 97}).decode()
+        with store.write() as tx:
+            assert tx.replace_artifact_documents([(a1, newer, a1.manifest)]) == ["a1"]
+        with pytest.raises(StoreError, match=f"format {ARTIFACT_FORMAT + 97}"), store.read() as tx:
+            tx.artifact(T, S, "a1")
+
     # -- queue ------------------------------------------------------------------------------
     def test_a_retry_folds_into_the_job_already_pending(self, store: Store) -> None:
         later = NOW + timedelta(minutes=5)
@@ -1038,6 +1103,51 @@ class StoreContract:
             tx.save_taint_policy(policy("a", 2).model_copy(update={"trust": "tool"}))
         with store.read() as tx:
             assert [p.trust for p in tx.taint_policies(T)] == ["untrusted"] * 3
+
+    # -- daily metrics -----------------------------------------------------------------------------
+    def test_daily_metrics_are_kept_per_tenant_in_order_with_their_types(self, store: Store) -> None:
+        plus2 = timezone(timedelta(hours=2))
+        march13, march14 = date(2026, 3, 13), date(2026, 3, 14)
+
+        def metric(run: str, day: date, name: str, value: float, *, dimension: dict[str, str | int] | None = None,
+                   at: datetime = NOW, tenant: str = T) -> DailyMetric:
+            return DailyMetric(tenant_id=tenant, run_id=run, day=day, metric=name, dimension=dimension or {},
+                               value=value, recorded_at=at)
+
+        # r-b is stored first but recorded at noon UTC; r-a at 11:30 UTC, given with a +02:00 offset.
+        late = [metric("r-b", march14, "key_facts", 4), metric("r-b", march14, "key_facts", 3, dimension={"v": 2}),
+                metric("r-b", march14, "key_fact_recall", 0.75)]
+        early = [metric("r-a", march14, "key_facts", 5, at=datetime(2026, 3, 14, 13, 30, tzinfo=plus2))]
+        before = [metric("r-0", march13, "key_facts", 1.5, at=NOW + timedelta(days=1))]
+        with store.write() as tx:
+            assert tx.save_daily_metrics(T, late) == 3
+            assert tx.save_daily_metrics("other", [metric("r-x", march14, "key_facts", 9, tenant="other")]) == 1
+            assert tx.save_daily_metrics(T, early + before) == 2
+            assert tx.save_daily_metrics(T, []) == 0
+        with store.read() as tx:
+            got = tx.daily_metrics(T)  # day, recorded_at as an instant, run, metric, dimension (bytewise)
+            assert [(m.run_id, m.day.isoformat(), m.metric, m.dimension, m.value) for m in got] == [
+                ("r-0", "2026-03-13", "key_facts", {}, 1.5), ("r-a", "2026-03-14", "key_facts", {}, 5.0),
+                ("r-b", "2026-03-14", "key_fact_recall", {}, 0.75), ("r-b", "2026-03-14", "key_facts", {"v": 2}, 3.0),
+                ("r-b", "2026-03-14", "key_facts", {}, 4.0)]
+            first = got[0]
+            assert (type(first.day), type(first.value), first.recorded_at) == (date, float, NOW + timedelta(days=1))
+            assert type(got[3].dimension["v"]) is int
+            assert [m.run_id for m in tx.daily_metrics(T, since=march14)] == ["r-a", "r-b", "r-b", "r-b"]
+            assert [m.run_id for m in tx.daily_metrics(T, until=march13)] == ["r-0"]
+            assert [m.value for m in tx.daily_metrics(T, metrics=["key_fact_recall", "nope"])] == [0.75]
+            assert [m.metric for m in tx.daily_metrics(T, run_id="r-a", since=march13, until=march14)] == ["key_facts"]
+            assert [(m.tenant_id, m.value) for m in tx.daily_metrics("other")] == [("other", 9.0)]
+            assert tx.daily_metrics("nobody") == []
+        with pytest.raises(IdempotencyConflict), store.write() as tx:
+            tx.save_daily_metrics(T, [metric("r-c", march14, "key_facts", 1)])
+            tx.save_daily_metrics(T, [metric("r-b", march14, "key_facts", 7)])  # (tenant, run, metric, dimension) again
+        with pytest.raises(InvalidInput), store.write() as tx:
+            tx.save_daily_metrics(T, [metric("r-d", march14, "key_facts", 1), metric("r-d", march14, "claims", 1,
+                                                                                      tenant="other")])
+        with store.read() as tx:
+            assert sorted({m.run_id for m in tx.daily_metrics(T)}) == ["r-0", "r-a", "r-b"]  # nothing of r-c, r-d
+            assert len(tx.daily_metrics("other")) == 1
 
     # -- tenant settings and tiers ----------------------------------------------------------------
     def test_tenant_settings_are_one_record_per_tenant_replaced_whole(self, store: Store) -> None:

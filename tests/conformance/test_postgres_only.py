@@ -19,7 +19,6 @@ import pytest
 import lossgate
 from lossgate import IdempotencyConflict, NewEvent
 from lossgate.errors import StoreError
-from lossgate.store.core.migrations import migrations
 from lossgate.registry import load_registry
 
 from .threads import AT, ev, fact, in_threads
@@ -284,6 +283,7 @@ def _schema(url: str) -> tuple[list[str], list[tuple[str, str]], list[int]]:
 
 
 def test_migrations_are_idempotent_on_postgres(server_url):
+    from lossgate.store.core.migrations import migrations
     from lossgate.store.postgres import PostgresStore
     from lossgate.testing.postgres import scratch_database
 
@@ -296,6 +296,7 @@ def test_migrations_are_idempotent_on_postgres(server_url):
             assert store.migrate() == version == store.schema_version() >= 1
             assert _schema(url) == first
             tables, policies, versions = first
+            # every shipped migration, once (numbers may be reserved by work not merged yet)
             assert versions == [v for v, _ in migrations("postgres")] and versions[-1] == version
             assert {"events", "facts", "clocks"} <= set(tables)
             assert {t for t, _ in policies} >= set(TENANT_TABLES)
@@ -304,6 +305,7 @@ def test_migrations_are_idempotent_on_postgres(server_url):
 
 
 def test_two_processes_migrating_at_once_apply_each_migration_once(server_url):
+    from lossgate.store.core.migrations import migrations
     from lossgate.testing.postgres import scratch_database
 
     script = (

@@ -118,3 +118,16 @@ def test_the_cli_quarantines_and_recovers(memory, store_url):
     again = run("recover", "-t", T, "-s", U, "--json")
     assert again.exit_code == 0, again.output
     assert memory.recall(T, U).mode == "summary"
+
+
+def test_quarantining_a_root_takes_its_parts_with_it_so_no_later_job_reuses_them(memory):
+    seed_world(memory)
+    tree = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", split_by="day"))
+    published(memory, hierarchy=tree.hierarchy)
+    root = memory.artifact(T, U, memory.alias(T, U).artifact_id)
+    done = memory.quarantine(T, U, root.artifact_id, reason="bad digests")
+    assert set(done.parts) == set(root.manifest.children)
+    chatter(memory, "tail", 1)
+    again = published(memory)  # an ordinary job, not a recovery
+    new_root = memory.artifact(T, U, again.artifact_id)
+    assert not set(new_root.manifest.children) & set(root.manifest.children)

@@ -25,7 +25,9 @@ def test_a_codec_that_turns_a_boolean_into_a_string_is_caught_on_read_back_and_n
     assert "body.claims[" in loss and ".value" in loss
     assert "written as bool False, read back as str 'false'" in loss and "from bool to str" in loss
     assert memory.alias(T, U).artifact_id is None  # nothing published
-    assert memory.artifact(T, U, attempt.artifact_id).state == "failed"
+    art = memory.artifact(T, U, attempt.artifact_id)
+    assert art.state == "failed" and "from bool to str" in art.state_reason
+    assert "False" not in art.state_reason and "false" not in art.state_reason  # field and types, never values
     assert memory.recall(T, U).mode == "raw_fallback"
     assert memory.jobs(T, U)  # a retry is queued
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lossgate.consolidate.compressor import CompressionRequest
 from lossgate.consolidate.pipeline import Hooks
 from lossgate.regate import upgrade_changes
@@ -161,3 +163,13 @@ def test_upgrade_changes_names_added_raised_and_retyped_predicates(memory):
     assert upgrade_changes(old, parse_registry(doc)) == [
         "badge.id: added as critical", "timezone: important -> critical", "timezone: type string -> enum"]
     assert upgrade_changes(parse_registry(doc), old) == []  # an older version re-gates nothing
+
+
+def test_a_registry_version_that_drops_a_predicate_is_refused(memory):
+    from lossgate import InvalidInput
+
+    doc = upgraded(memory)
+    del doc["predicates"]["chat.topic"]
+    with pytest.raises(InvalidInput, match="drops chat.topic"):
+        memory.load_predicates(doc)
+    assert memory.registry.version == 1

@@ -12,7 +12,7 @@ import pytest
 
 from lossgate import ConfigError, InvalidInput
 from lossgate.testing.compressors import RecordingCompressor
-from tests.conformance.test_consolidation import T, U, chatter, published, seed_world
+from tests.conformance.test_consolidation import T, U, chatter, seed_world
 
 TERSE = "lossgate.testing.compressors:TerseCompressor"
 FLIP = "lossgate.testing.compressors:FlipBool"
@@ -37,7 +37,9 @@ def test_a_shadow_configuration_builds_gates_and_stores_but_never_publishes(memo
     assert memory.consolidate(T, U, compressor=recorder).status == "published"
     assert recorder.requests[-1].parent is not None
     assert recorder.requests[-1].parent == memory.artifact(T, U, live.artifact_id).body  # live, never the shadow
-    assert {a.state for a in memory.artifacts(T, U) if a.manifest.compressor == "terse"} == {"shadow"}
+    shadows = [a for a in memory.artifacts(T, U) if a.manifest.compressor == "terse"]
+    assert len(shadows) == 2 and sorted(a.state for a in shadows) == ["abandoned", "shadow"]  # the newest is kept
+    assert all(a.manifest.path == "direct" for a in shadows)  # from the valid inputs, never from the live summary
 
     (row,) = memory.shadow_report(T)
     assert (row.subject_id, row.live_compressor, row.shadow_compressor) == (U, "deterministic@1", "terse@1")
@@ -149,3 +151,64 @@ def test_the_cli_sets_a_rollout_reports_the_shadow_and_reviews(memory, store_url
     assert run("review", "approve", artifact_id, "-t", T, "-s", U).exit_code == 0
     assert memory.alias(T, U).artifact_id == artifact_id
     assert run("review", "refuse", artifact_id, "-t", T, "-s", U).exit_code == 2  # no longer waiting
+
+
+# -- what a hostile review found (each fixed) ---------------------------------------------
+
+def _tree_config():
+    from lossgate.consolidate.hierarchy import HierarchyConfig
+    from lossgate.consolidate.pipeline import ConsolidationConfig
+
+    return ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", split_by="day"))
+
+
+def test_a_newer_waiting_summary_replaces_the_older_and_refusing_spares_what_others_stand_on(memory):
+    seed_world(memory)
+    memory.set_rollout(T, review=True)
+    first = memory.consolidate(T, U, config=_tree_config())
+    chatter(memory, "tail", 1)
+    second = memory.consolidate(T, U, config=_tree_config())
+    assert [a.artifact_id for a in memory.artifacts(T, U, states=["review"])] == [second.artifact_id]
+    assert memory.artifact(T, U, first.artifact_id).state == "abandoned"  # one waits, not a pile
+
+    with pytest.raises(InvalidInput):
+        memory.refuse(T, U, first.artifact_id)  # no longer waiting
+    approved = memory.approve(T, U, second.artifact_id)
+    assert approved.status == "published"
+
+
+def test_an_approval_the_switch_refuses_queues_a_rebuild(memory):
+    seed_world(memory)
+    memory.set_rollout(T, review=True)
+    waiting = memory.consolidate(T, U)
+    memory.revoke_event(T, U, "e-topic")
+    for job in memory.jobs(T, U):  # the revoke queued one: take it away, the approval must queue its own
+        with memory.store.write() as tx:
+            tx.cancel_pending_jobs(T, U, at=job.run_after, reason="test")
+    assert memory.approve(T, U, waiting.artifact_id).status == "conflict"
+    assert [j for j in memory.jobs(T, U) if j.status == "pending"]
+
+
+def test_recovery_is_the_operators_review(memory):
+    seed_world(memory)
+    memory.set_rollout(T, review=True)
+    assert memory.recover(T, U).status == "published"
+    assert memory.recall(T, U).mode == "summary"
+
+
+def test_a_shadow_tree_reuses_its_own_parts(memory):
+    seed_world(memory)
+    memory.set_rollout(T, shadow=TERSE)
+    memory.consolidate(T, U, config=_tree_config())
+    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    chatter(memory, "tail", 1)
+    memory.consolidate(T, U, config=_tree_config())
+    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    shadow_built = [a for a in built if a.manifest.compressor == "terse" or a.state == "shadow"]
+    assert len(shadow_built) <= 3  # the changed day and the root, not every period again
+
+
+def test_a_spec_naming_a_function_is_never_called(memory):
+    with pytest.raises(ConfigError, match="not a class"):
+        memory.set_rollout(T, live="sys:exit")
+    assert memory.rollout(T).live is None

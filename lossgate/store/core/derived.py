@@ -29,7 +29,7 @@ from lossgate.derived import (
 from lossgate.records import ArtifactBody, Clock, Proposal
 from lossgate.store import rows
 from lossgate.store.core.base import TxBase
-from lossgate.store.protocol import VectorKind
+from lossgate.store.protocol import ArtifactDocument, VectorKind
 
 __all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE"]
 
@@ -90,6 +90,21 @@ class CoreDerivedReads(TxBase):
         order = f" ORDER BY created_at, {self._d.created('artifacts')}"
         return [rows.artifact_from_row(r) for r in self._all(sql + order, args)]
 
+    def artifact_ids(self, tenant_id: str, *, after: str | None = None, limit: int) -> list[tuple[str, str]]:
+        # The primary key (tenant_id, artifact_id) walks them in order: no sort, no scan of the rest.
+        return [(r[0], r[1]) for r in self._all(
+            "SELECT artifact_id, subject_id FROM artifacts WHERE tenant_id=? AND artifact_id > ? "
+            "ORDER BY artifact_id LIMIT ?", (tenant_id, "" if after is None else after, limit))]
+
+    def artifact_documents(self, tenant_id: str, artifact_ids: Sequence[str]) -> list[ArtifactDocument]:
+        found: list[ArtifactDocument] = []
+        for chunk in self._d.chunks(list(artifact_ids)):
+            condition, args = self._d.in_("artifact_id", chunk)
+            found += [ArtifactDocument(*r) for r in self._all(
+                "SELECT tenant_id, subject_id, artifact_id, state, body, manifest FROM artifacts "
+                f"WHERE tenant_id=? AND {condition}", [tenant_id, *args])]
+        return sorted(found, key=lambda d: d.artifact_id)  # bytewise on both engines (code point order)
+
     def lineage(self, tenant_id: str, subject_id: str, artifact_id: str) -> list[LineageEdge]:
         return [
             LineageEdge(tenant_id=tenant_id, subject_id=subject_id, artifact_id=artifact_id, input_kind=k, input_id=i)
@@ -115,6 +130,11 @@ class CoreDerivedReads(TxBase):
         return [rows.attempt_from_json(r[0]) for r in self._all(
             "SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? ORDER BY number, started_at",
             (tenant_id, subject_id))]
+
+    def attempt(self, tenant_id: str, subject_id: str, attempt_id: str) -> Attempt | None:
+        row = self._one("SELECT record FROM attempts WHERE tenant_id=? AND subject_id=? AND attempt_id=?",
+                        (tenant_id, subject_id, attempt_id))
+        return rows.attempt_from_json(row[0]) if row else None
 
     def attempt_tail(self, tenant_id: str, subject_id: str) -> tuple[int, list[Attempt]]:
         row = self._one("SELECT count(*), max(CASE WHEN status='published' THEN number END) FROM attempts "
@@ -242,8 +262,19 @@ class CoreDerivedWrites(TxBase):
         self._run(
             f"UPDATE artifacts SET body=?{', gate=?' if gate is not None else ''} "
             "WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
-            (body.model_dump_json(), *([rows.dumps(gate)] if gate is not None else []), tenant_id, subject_id, artifact_id),
+            (rows.body_json(body), *([rows.dumps(gate)] if gate is not None else []), tenant_id, subject_id, artifact_id),
         )
+
+    def replace_artifact_documents(self, changes: Sequence[tuple[ArtifactDocument, str, str]]) -> list[str]:
+        # One statement per document: the compare is in its WHERE, so a document changed
+        # since it was read (a deletion purged it) is never overwritten with what was read.
+        sql = (f"UPDATE artifacts SET body=?, manifest=? WHERE tenant_id=? AND subject_id=? AND artifact_id=? "
+               f"AND {self._d.json_is('body')} AND {self._d.json_is('manifest')} RETURNING artifact_id")
+        replaced: list[str] = []
+        for read, body, manifest in changes:
+            replaced += [r[0] for r in self._all(sql, (body, manifest, read.tenant_id, read.subject_id,
+                                                        read.artifact_id, read.body, read.manifest))]
+        return sorted(replaced)
 
     def replace_recall(self, record: RecallRecord) -> None:
         self._run("UPDATE recalls SET record=? WHERE tenant_id=? AND subject_id=? AND recall_id=?",

@@ -46,7 +46,9 @@ class Dialect:
     ``unindexed``: a template spelling the column ``{col}`` so that the planner uses no index
     on it. SQLite's (``+col``), without statistics, would walk a subject's whole history by
     the (tenant, subject, seq) key for a statement naming the subject and a list of ids;
-    PostgreSQL's needs no such hint (and text has no unary ``+`` there)."""
+    PostgreSQL's needs no such hint (and text has no unary ``+`` there).
+    ``same_json``: per JSON column whose type needs it, a condition that the column holds
+    the JSON text bound to its ``?`` as the store handed it back (default ``{col} = ?``)."""
 
     name: str
     placeholder: Literal["?", "%s"]
@@ -58,6 +60,7 @@ class Dialect:
     json_value: str = "json_extract({col}, '$.{key}')"
     byte_length: str = "length"
     unindexed: str = "+{col}"
+    same_json: dict[str, str] = field(default_factory=dict)
 
     def sql(self, statement: str) -> str:
         """``statement``, written with ``?`` placeholders, in this engine's style."""
@@ -95,3 +98,7 @@ class Dialect:
 
     def json_field(self, col: str, key: str, *, as_text: bool) -> str:
         return (self.json_text if as_text else self.json_value).format(col=col, key=key)
+
+    def json_is(self, col: str) -> str:
+        """A condition that the JSON column ``col`` still holds the text bound to its ``?``."""
+        return self.same_json.get(col, "{col} = ?").format(col=col)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from lossgate.store.core.migrations import latest_version
+from lossgate.store.core.migrations import migrations
 
 __all__ = ["CoreStore"]
 
@@ -21,12 +21,19 @@ class CoreStore:
     def schema_version(self) -> int:
         raise NotImplementedError
 
+    def applied_migrations(self) -> frozenset[int]:
+        """The versions recorded in ``schema_migrations`` (none before the first migration)."""
+        raise NotImplementedError
+
     def _apply_migrations(self) -> None:
         raise NotImplementedError
 
     def migrate(self) -> int:
-        latest = latest_version(self.engine)
-        if self.schema_version() == latest:
-            return latest  # the common case (every open): no lock taken to learn nothing changed
+        shipped = frozenset(v for v, _ in migrations(self.engine))
+        if self.applied_migrations() >= shipped:
+            # the common case (every open): no lock taken to learn nothing changed. Every
+            # version is compared, not the highest: a lower-numbered migration shipped later
+            # (numbers are reserved per change) is still applied.
+            return max(shipped)
         self._apply_migrations()
         return self.schema_version()

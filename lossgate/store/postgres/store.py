@@ -271,11 +271,13 @@ class PostgresStore(CoreStore):
 
     # -- schema ------------------------------------------------------------------------
     def schema_version(self) -> int:
+        return max(self.applied_migrations(), default=0)
+
+    def applied_migrations(self) -> frozenset[int]:
         with self._transaction(self._begin_login) as conn:
             if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
-                return 0
-            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
-            return int(row[0]) if row else 0
+                return frozenset()
+            return frozenset(int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations"))
 
     def _apply_migrations(self) -> None:
         # As the login role (it owns the tables), never as the application role.

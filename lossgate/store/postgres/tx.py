@@ -37,6 +37,8 @@ POSTGRES = Dialect(
     creation_order={"artifacts": "created_no", "recalls": "recall_no"},
     null_safe_eq="IS NOT DISTINCT FROM", json_text="{col}->>'{key}'", json_value="{col}->'{key}'",
     byte_length="octet_length", unindexed="{col}",
+    # the body is jsonb (equal as JSON to the text read back), the manifest json (kept as written)
+    same_json={"body": "{col} = ?::jsonb", "manifest": "{col}::text = ?"},
 )
 
 _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"

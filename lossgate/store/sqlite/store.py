@@ -194,11 +194,14 @@ class SQLiteStore(CoreStore):
 
     # -- schema ------------------------------------------------------------------------
     def schema_version(self) -> int:
+        return max(self.applied_migrations(), default=0)
+
+    def applied_migrations(self) -> frozenset[int]:
         conn = self._conn()
         has = conn.execute("SELECT 1 FROM sqlite_master WHERE name='schema_migrations'").fetchone()
         if not has:
-            return 0
-        return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+            return frozenset()
+        return frozenset(int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations"))
 
     def _apply_migrations(self) -> None:
         with self._transaction("BEGIN IMMEDIATE") as conn, self._translated():

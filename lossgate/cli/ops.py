@@ -1,0 +1,150 @@
+"""Operating commands: ``lossgate eval daily`` (daily fidelity metrics with blocking rules)
+and ``lossgate report`` (an HTML page with figures).
+
+``eval daily`` rebuilds a sample of each named tenant's subjects without publishing,
+checks what recall would serve, stores the figures and exits 1 when a blocking rule
+fires (an erroneous-new-fact rate above 0, or a stale artifact visible to recall),
+whatever the averages say (:mod:`lossgate.ops.daily`). ``report`` writes one
+self-contained HTML file, its PNG figures embedded (:mod:`lossgate.ops.report`).
+Bad input exits 2 with one line, before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from lossgate.cli.app import err, fail, open_memory, out
+from lossgate.ops.daily import DailyReport, Tally
+
+__all__ = ["register", "daily_command", "report_command"]
+
+Tenants = Annotated[list[str], typer.Option("--tenant", "-t", help=(
+    "A tenant to measure (repeat for several). Required: a store is read one tenant at a time."),
+    show_default=False, metavar="TENANT")]
+
+
+def _day(value: Optional[str], option: str) -> Optional[date]:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        fail(f"{option}: {value!r} is not a date (YYYY-MM-DD)")
+
+
+def _print_daily(report: DailyReport) -> None:
+    table = Table(title=f"daily fidelity {report.day.isoformat()} (run {report.run_id}, {report.compressor}, "
+                        f"registry {', '.join(f'v{v}' for v in report.registry_versions)}, sample {report.sample}, "
+                        f"seed {report.seed!r})", title_justify="left")
+    # key facts kept, erroneous claims, conflicts kept; outcomes clean/acceptable/failed/error
+    for name in ("tenant", "schema", "rebuilt", "key facts", "erroneous", "conflicts", "reduction", "c/a/f/e",
+                 "failures", "stale visible", "raw fallback"):
+        table.add_column(name, justify="left" if name in ("tenant", "schema") else "right")
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1%}"
+
+    def row(name: str, schema: str, t: Tally, *, stale: bool = True, style: str = "") -> None:
+        r = t.rates()
+        table.add_row(Text(name), schema, str(t.subjects), f"{t.key_facts_kept}/{t.key_facts} {pct(r['key_fact_recall'])}",
+                      f"{t.erroneous_claims}/{t.claims}", f"{t.conflicts_kept}/{t.conflicts}",
+                      pct(r["token_reduction"]),
+                      f"{t.outcome_clean}/{t.outcome_acceptable}/{t.outcome_failed}/{t.outcome_error}",
+                      pct(r["failure_rate"]), str(t.stale_visible) if stale else "", str(t.raw_fallback) if stale else "",
+                      style=style)
+
+    for tenant, tally in report.tenants.items():
+        row(tenant, "all", tally)
+        for version, vt in sorted(report.versions.get(tenant, {}).items()):
+            if len(report.registry_versions) > 1:
+                row("", f"v{version}", vt, stale=False)
+    row("overall", "all", report.overall, style="bold")
+    console = out()
+    console.print(table)
+    for finding in report.findings:
+        console.print(Text(f"{finding.kind} {finding.tenant_id}/{finding.subject_id}: {finding.detail}"))
+    verdict = "; ".join(report.blocking) or "no blocking rule fired"
+    console.print(Text(("BLOCKED: " if report.blocked else "ok: ") + verdict,
+                       style="bold red" if report.blocked else "green"))
+    if not report.stored:
+        console.print(Text("(not stored: --no-store)", style="dim"))
+
+
+def daily_command(
+    ctx: typer.Context,
+    tenant: Tenants,
+    sample: Annotated[int, typer.Option("--sample", min=1, help="Subjects rebuilt per tenant.")] = 50,
+    seed: Annotated[Optional[str], typer.Option("--seed", help=(
+        "Seed of the sample (default: the day, so each day draws other subjects and a rerun the same)."))] = None,
+    day: Annotated[Optional[str], typer.Option("--day", metavar="YYYY-MM-DD",
+                                               help="The day the figures are for (default: today, UTC).")] = None,
+    compressor: Annotated[Optional[str], typer.Option("--compressor", metavar="SPEC", help=(
+        "The compressor under test: deterministic (the default), chat, or MODULE:CLASS, e.g. "
+        "lossgate.testing.compressors:InventClaim."))] = None,
+    registry_version: Annotated[Optional[list[int]], typer.Option(
+        "--registry-version", min=1, help="Rebuild under this stored predicate registry version (repeatable; "
+        "default: the newest).")] = None,
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Token budget of each rebuilt summary.")] = 2000,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds the compressor may take.")] = 60.0,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Measure without storing the figures.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
+) -> None:
+    """Rebuild a sample of each tenant's summaries without publishing, measure their fidelity and
+    what recall serves, store the figures; exit 1 when a blocking rule fires."""
+    from lossgate.cli.consolidate import _load_compressor
+    from lossgate.ops.daily import run_daily
+
+    chosen_day = _day(day, "--day")
+    chosen = _load_compressor(compressor) if compressor else None
+    console = err()
+    with open_memory(ctx) as memory:
+        columns = (TextColumn("rebuild"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        # a bar for a person at a terminal; nothing on a pipe, where it would only add blank lines
+        with Progress(*columns, console=console, transient=True, disable=as_json or not console.is_terminal) as bar:
+            task = bar.add_task("subjects", total=None)
+            report = run_daily(memory.store, tenant, day=chosen_day, sample=sample, seed=seed, compressor=chosen,
+                               registry_versions=registry_version, budget_tokens=budget, timeout_s=timeout,
+                               store_results=not no_store,
+                               progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    else:
+        _print_daily(report)
+    if report.blocked:
+        raise typer.Exit(1)
+
+
+def report_command(
+    ctx: typer.Context,
+    tenant: Tenants,
+    out_file: Annotated[Path, typer.Option("--out", metavar="FILE.html", help="Where to write the page.")],
+    days: Annotated[int, typer.Option("--days", min=1, help="The window: this many days, ending --until.")] = 30,
+    until: Annotated[Optional[str], typer.Option("--until", metavar="YYYY-MM-DD",
+                                                 help="The window's last day (default: today, UTC).")] = None,
+    locomo: Annotated[Optional[Path], typer.Option("--locomo", metavar="FILE.json", help=(
+        "Results of `lossgate eval locomo --json FILE`, to show their table and figures."))] = None,
+) -> None:
+    """Write a self-contained HTML report (PNG figures embedded): daily metrics over time, gate
+    outcomes and violation codes, recall served from summary and raw, LoCoMo results."""
+    from lossgate.ops.report import write_report
+
+    last = _day(until, "--until")
+    with open_memory(ctx) as memory:
+        report = write_report(memory.store, tenant, out_file, days=days, until=last, locomo=locomo)
+    typer.echo(f"wrote {out_file} ({len(report.figures)} figures embedded)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``eval daily`` to the ``eval`` group (made by :mod:`lossgate.cli.gate`) and ``report`` to ``app``."""
+    from lossgate.cli.gate import eval_app
+
+    eval_app.command("daily")(daily_command)
+    app.command("report")(report_command)
