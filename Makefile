@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) '$(TORCH)'
-	$(BIN)/pip install --quiet -e '.[test,postgres,semantic]'
+	$(BIN)/pip install --quiet -e '.[test,postgres,semantic,service]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -30,6 +30,7 @@ from lossgate.store.protocol import CompactReport
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from lossgate.access import ApiKey
     from lossgate.consolidate.compressor import Compressor
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
     from lossgate.extract import Extractor
@@ -336,9 +337,12 @@ class Memory:
         return found[0]
 
     @checked_args
-    def events(self, tenant_id: str, subject_id: str, *, states: Sequence[EventState] | None = None) -> list[Event]:
+    def events(self, tenant_id: str, subject_id: str, *, states: Sequence[EventState] | None = None,
+               after_seq: int | None = None, limit: int | None = None) -> list[Event]:
+        """Events of one subject in seq order (only ``states``, if given), those after
+        ``after_seq``, at most ``limit``."""
         with self.store.read() as tx:
-            return tx.events(tenant_id, subject_id, states=states)
+            return tx.events(tenant_id, subject_id, states=states, after_seq=after_seq, limit=limit)
 
     @checked_args
     def conflicts(self, tenant_id: str, subject_id: str, *, unresolved_only: bool = True) -> list[Conflict]:
@@ -567,6 +571,56 @@ class Memory:
         """Admin listing of a tenant's subjects."""
         with self.store.read() as tx:
             return tx.subjects(tenant_id)
+
+    # -- access: the HTTP service's API keys (lossgate.access) -----------------------------
+    @checked_args
+    def create_api_key(self, tenant_id: str, *, scopes: Sequence[str], name: str = "") -> "tuple[ApiKey, str]":
+        """A new API key for ``tenant_id`` with ``scopes`` (``read``, ``write``, ``admin``;
+        each stands alone). Returns the stored key and its secret: the secret is not stored
+        (only its sha256) and cannot be shown again."""
+        from lossgate.access import ApiKey, hash_secret, new_secret, parse_scopes
+
+        from pydantic import ValidationError
+
+        key_id, secret = new_secret()
+        try:
+            key = ApiKey(tenant_id=tenant_id, key_id=key_id, key_hash=hash_secret(secret),
+                         scopes=parse_scopes(scopes), name=name, created_at=utcnow())
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]
+            raise InvalidInput(f"API key {'.'.join(map(str, problem['loc']))}: {problem['msg']}") from None
+        with self.store.write() as tx:
+            tx.insert_api_key(key)
+        return key, secret
+
+    @checked_args
+    def api_keys(self, tenant_id: str) -> "list[ApiKey]":
+        """The tenant's API keys, revoked ones included, oldest first."""
+        with self.store.read() as tx:
+            return tx.api_keys(tenant_id)
+
+    @checked_args
+    def revoke_api_key(self, tenant_id: str, key_id: str) -> "ApiKey":
+        """Revoke one of the tenant's keys (at once: the next request with it is refused);
+        revoking a revoked key changes nothing. Raises :class:`~lossgate.errors.NotFound`
+        for a key the tenant does not have."""
+        with self.store.write() as tx:
+            tx.revoke_api_key(tenant_id, key_id, at=utcnow())
+            found = [k for k in tx.api_keys(tenant_id) if k.key_id == key_id]
+        if not found:
+            raise NotFound(f"API key {key_id} does not exist for tenant {tenant_id!r}")
+        return found[0]
+
+    def authenticate(self, secret: str) -> "ApiKey | None":
+        """The active key whose secret is ``secret``, or ``None`` (unknown, malformed or
+        revoked). The one read that finds a tenant instead of being given one."""
+        from lossgate.access import hash_secret, looks_like_secret
+
+        if not isinstance(secret, str) or not looks_like_secret(secret):
+            return None
+        with self.store.read() as tx:
+            key = tx.api_key_by_hash(hash_secret(secret))
+        return key if key is not None and key.active else None
 
     def compact(self) -> CompactReport:
         """Run the maintenance after which deleted text is gone from the database's files,

@@ -67,7 +67,10 @@ def test_every_primitive_of_the_protocol_says_what_it_touches() -> None:
         "taint_policies", "save_taint_policy",  # a tenant's rules: no one subject's
         "tenant_settings", "save_tenant_settings",
         "artifact_ids", "artifact_documents",  # a format migration's admin reads of one tenant
-        "daily_metrics", "save_daily_metrics"}  # a tenant's daily fidelity figures
+        "daily_metrics", "save_daily_metrics",  # a tenant's daily fidelity figures
+        "api_keys", "insert_api_key", "revoke_api_key",  # a tenant's API keys
+        "idempotency_record", "save_idempotency_record"}  # a tenant's idempotency records
+    assert touch_of(primitives(WriteTx)["api_key_by_hash"]).kind == "none"  # authentication: no tenant yet
 
 
 def test_a_primitive_that_names_no_subject_and_declares_nothing_is_refused() -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lossgate.cli import consolidate, diagnose, gate, ingest, ledger, migrate_artifacts, ops, recovery, rollout, taint, tiers
+from lossgate.cli import (
+    consolidate, diagnose, gate, ingest, keys, ledger, migrate_artifacts, ops, recovery, rollout, serve, taint, tiers,
+)
 from lossgate.cli.app import app
 
 __all__ = ["app", "main", "GROUPS"]
@@ -25,6 +27,8 @@ GROUPS: tuple[ModuleType, ...] = (
     diagnose,  # diagnose ATTEMPT_ID
     migrate_artifacts,  # migrate --rehearse / --apply (the stored artifact format)
     ops,  # eval daily, report
+    keys,  # keys create|list|revoke
+    serve,  # serve (the HTTP service)
 )
 
 for _group in GROUPS:

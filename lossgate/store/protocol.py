@@ -1,4 +1,4 @@
-"""The storage contract every backend implements, in four tiers.
+"""The storage contract every backend implements, in five tiers.
 
 A store hands out transactions. Domain code (the ledger, consolidation,
 publication) composes the typed primitives of one transaction into an
@@ -18,8 +18,10 @@ The primitives come in tiers by capability, each a read half and a write half:
   claims and leases.
 * **search** (:class:`SearchReadTx`, :class:`SearchWriteTx`): full-text search
   of events and facts, and stored vectors for semantic search.
+* **access** (:class:`AccessReadTx`, :class:`AccessWriteTx`): the HTTP service's API
+  keys and idempotency records (:mod:`lossgate.access`).
 
-:class:`ReadTx` and :class:`WriteTx` are all four together; lossgate needs every
+:class:`ReadTx` and :class:`WriteTx` are all five together; lossgate needs every
 tier. ``lossgate.testing.store_contract`` is the test suite that proves a store
 keeps the rules below; run it against a new store (docs/writing-a-store.md).
 
@@ -32,7 +34,8 @@ look-ups (:meth:`LedgerReadTx.taken_event_ids`) answer "is this id taken in this
 tenant" without returning content; :meth:`LedgerReadTx.subjects`,
 ``jobs(tenant, None)``, :meth:`DerivedReadTx.artifact_ids` and
 :meth:`DerivedReadTx.artifact_documents` are admin listings of one tenant; the registry is global;
-:meth:`QueueWriteTx.claim_job` is the worker's claim across tenants. Which subject a
+:meth:`QueueWriteTx.claim_job` is the worker's claim across tenants;
+:meth:`AccessReadTx.api_key_by_hash` is authentication, which finds a key's tenant. Which subject a
 primitive touches is read from its arguments: ``(tenant_id, subject_id, ...)`` by
 default, otherwise as its declaration here says (:func:`subject_of`,
 :func:`subjects_of`, :func:`tenant_of`, :func:`locks_itself`, :func:`unscoped`).
@@ -83,6 +86,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal, Protocol, Sequence, TypeVar
 
+from lossgate.access import ApiKey, IdempotencyRecord
 from lossgate.derived import (
     Alias,
     Artifact,
@@ -114,7 +118,7 @@ from lossgate.records import (
 __all__ = [
     "Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind", "ArtifactDocument",
     "LedgerReadTx", "LedgerWriteTx", "DerivedReadTx", "DerivedWriteTx", "QueueReadTx", "QueueWriteTx",
-    "SearchReadTx", "SearchWriteTx", "Touch", "touch_of", "primitives",
+    "SearchReadTx", "SearchWriteTx", "AccessReadTx", "AccessWriteTx", "Touch", "touch_of", "primitives",
     "subject_of", "subjects_of", "tenant_of", "locks_itself", "unscoped",
 ]
 
@@ -687,13 +691,62 @@ class SearchWriteTx(SearchReadTx, Protocol):
         of that name); returns how many."""
 
 
+# -- access --------------------------------------------------------------------------------
+
+class AccessReadTx(Protocol):
+    """Reads of the HTTP service's API keys and idempotency records (:mod:`lossgate.access`).
+
+    **Authentication comes before the tenant is known.** :meth:`api_key_by_hash` is the
+    one read that finds a row without its tenant: by the sha256 of a secret that only the
+    key's holder knows. Every other primitive here is scoped to the tenant it names. On
+    PostgreSQL, row-level security lets a transaction see a key's row either by its tenant
+    (the tenant it has set) or by its hash (``lossgate.key_hash``, which only
+    :meth:`api_key_by_hash` sets): a transaction that does not know a secret's hash sees
+    no other tenant's keys."""
+
+    @unscoped
+    def api_key_by_hash(self, key_hash: str) -> ApiKey | None:
+        """The key whose secret hashes to ``key_hash``, whatever its tenant, revoked or not,
+        or ``None``."""
+
+    @tenant_of("tenant_id")
+    def api_keys(self, tenant_id: str) -> list[ApiKey]:
+        """Every key of the tenant, revoked ones included, oldest first (``created_at``,
+        then ``key_id`` bytewise)."""
+
+    @tenant_of("tenant_id")
+    def idempotency_record(self, tenant_id: str, idempotency_key: str) -> IdempotencyRecord | None:
+        """The answer stored for the tenant's idempotency key, or ``None``."""
+
+
+class AccessWriteTx(AccessReadTx, Protocol):
+    """Writes of API keys and idempotency records. Neither is ever deleted: a key is
+    revoked (kept for audit), and an idempotency record holds no content to erase."""
+
+    @tenant_of("key")
+    def insert_api_key(self, key: ApiKey) -> None:
+        """Store a new key. Raises :class:`~lossgate.errors.IdempotencyConflict` if its id is
+        taken in the tenant or its hash anywhere."""
+
+    @tenant_of("tenant_id")
+    def revoke_api_key(self, tenant_id: str, key_id: str, *, at: datetime) -> bool:
+        """Mark the tenant's key revoked at ``at``; True if it was active (False if it was
+        already revoked or is not the tenant's)."""
+
+    @tenant_of("record")
+    def save_idempotency_record(self, record: IdempotencyRecord) -> None:
+        """Store the answer to a request under its tenant and idempotency key. Raises
+        :class:`~lossgate.errors.IdempotencyConflict` if the key already has one (a
+        concurrent request with the same key committed first)."""
+
+
 # -- the whole ---------------------------------------------------------------------------
 
-class ReadTx(LedgerReadTx, DerivedReadTx, QueueReadTx, SearchReadTx, Protocol):
+class ReadTx(LedgerReadTx, DerivedReadTx, QueueReadTx, SearchReadTx, AccessReadTx, Protocol):
     """A consistent read view (one snapshot of the database): every tier's reads."""
 
 
-class WriteTx(ReadTx, LedgerWriteTx, DerivedWriteTx, QueueWriteTx, SearchWriteTx, Protocol):
+class WriteTx(ReadTx, LedgerWriteTx, DerivedWriteTx, QueueWriteTx, SearchWriteTx, AccessWriteTx, Protocol):
     """A read-write transaction, serialised per subject (see the module's rules): every
     tier's reads and writes."""
 

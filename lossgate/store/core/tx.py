@@ -30,6 +30,7 @@ from lossgate.records import (
     utcnow,
 )
 from lossgate.store import rows
+from lossgate.store.core.access import CoreAccessReads, CoreAccessWrites
 from lossgate.store.core.base import Select, by_tenant
 from lossgate.store.core.derived import CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.metrics import CoreMetricsReads, CoreMetricsWrites
@@ -52,7 +53,7 @@ _CONFLICT_INSERT = (f"INSERT INTO conflicts ({','.join(rows.CONFLICT_COLUMNS)}) 
                     f"VALUES ({','.join('?' * len(rows.CONFLICT_COLUMNS))})")
 
 
-class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreDerivedReads):
+class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedReads):
     """The ledger reads every SQL engine shares."""
 
     def clock(self, tenant_id: str, subject_id: str) -> Clock:
@@ -179,7 +180,7 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreDerivedReads):
                                         (tenant_id,))]
 
 
-class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreDerivedWrites, CoreReadTx):
+class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDerivedWrites, CoreReadTx):
     """The ledger writes every SQL engine shares. ``lock_clock`` and ``insert_events`` are
     each engine's own."""
 

@@ -85,6 +85,11 @@ class PostgresReadTx(PostgresDerivedReads, CoreReadTx):
     def _scope(self, tenant_id: str, subject_id: str) -> None:
         self._use_tenant(tenant_id)  # one snapshot: nothing to lock
 
+    def _reveal_key(self, key_hash: str) -> None:
+        # Authentication, before any tenant is known: row-level security shows a key's row
+        # to a transaction that names its hash (migrations/0017_api_keys.sql), and no other.
+        self._c.execute("SELECT set_config('lossgate.key_hash', %s, true)", (key_hash,))
+
     # -- running statements --------------------------------------------------------------
     def _one(self, sql: str, args: Sequence[Any] = ()) -> Row | None:
         return self._c.execute(self._d.sql(sql), args).fetchone()

@@ -1,0 +1,21 @@
+"""The memory service: lossgate over HTTP, with per-tenant API keys (``lossgate serve``).
+
+Install the ``service`` extra (``pip install 'lossgate[service]'``: FastAPI, uvicorn,
+prometheus-client). :func:`create_app` makes the application; ``lossgate serve`` runs it
+with uvicorn. The modules:
+
+* :mod:`.app`: the factory, the middleware order, the error handlers;
+* :mod:`.auth`: API keys (``Authorization: Bearer``), scopes, the tenant of a request;
+* :mod:`.operations`: :class:`TenantMemory`, what the service does for one tenant,
+  without HTTP (the MCP tools can call it too), and idempotent appends;
+* :mod:`.models`: request and response models; :mod:`.errors`: the stable error codes;
+* :mod:`.bodies`: body size, media type, exact JSON numbers; :mod:`.metrics`: Prometheus;
+* :mod:`.routes`: the routes by area; :mod:`.openapi`: the committed OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from lossgate.service.app import create_app
+from lossgate.service.operations import TenantMemory
+
+__all__ = ["create_app", "TenantMemory"]

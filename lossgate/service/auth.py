@@ -1,0 +1,74 @@
+"""Authentication: every route but ``/healthz``, ``/metrics`` and ``/openapi.json`` needs an
+API key, sent as ``Authorization: Bearer <secret>``.
+
+The secret is hashed and looked up (:meth:`lossgate.Memory.authenticate`: one read, by the
+hash, before any tenant is known). A missing header, another scheme, a malformed secret,
+an unknown one and a revoked one all get the same 401 (``unauthorized``), so a caller
+learns nothing about which keys exist. A key without the scope a route needs gets 403
+(``forbidden``). The key's tenant is the only tenant the request can reach: the routes
+receive a :class:`~lossgate.service.operations.TenantMemory` bound to it, and no route
+reads a tenant from the path, the query or the body.
+
+Nothing is cached between requests: a revoked key is refused from the next request on,
+by every worker process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from lossgate.access import ApiKey, Scope
+from lossgate.memory import Memory
+from lossgate.service.errors import ApiError
+from lossgate.service.operations import TenantMemory
+
+__all__ = ["bearer", "api_key", "scoped", "memory_of"]
+
+bearer = HTTPBearer(auto_error=False, scheme_name="apiKey",
+                    description="An API key from `lossgate keys create` (`Authorization: Bearer lg_...`).")
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="lossgate"'}
+
+
+def memory_of(request: Request) -> Memory:
+    memory: Memory = request.app.state.memory
+    return memory
+
+
+def api_key(request: Request, credentials: HTTPAuthorizationCredentials | None = Security(bearer)) -> ApiKey:
+    """The active key the request carries; 401 otherwise."""
+    if credentials is None:
+        _failed(request, "missing")
+        raise ApiError("unauthorized", "an API key is required: send Authorization: Bearer <key>", headers=_CHALLENGE)
+    key = memory_of(request).authenticate(credentials.credentials)
+    if key is None:
+        _failed(request, "invalid")
+        raise ApiError("unauthorized", "the API key is invalid or revoked", headers=_CHALLENGE)
+    request.state.key_id = key.key_id
+    return key
+
+
+def _failed(request: Request, reason: str) -> None:
+    metrics = getattr(request.app.state, "metrics", None)
+    if metrics is not None:
+        metrics.auth_failures.labels(reason=reason).inc()
+
+
+def scoped(scope: Scope) -> Callable[..., TenantMemory]:
+    """A dependency: the memory of the key's tenant, if the key has ``scope``; 403 otherwise."""
+
+    def dependency(request: Request, key: ApiKey = Depends(api_key)) -> TenantMemory:
+        if scope not in key.scopes:
+            raise ApiError("forbidden", f"this API key lacks the {scope!r} scope (it has: {', '.join(key.scopes)})")
+        return TenantMemory.of_key(memory_of(request), key)
+
+    dependency.__name__ = f"{scope}_scope"
+    return dependency
+
+
+reader = scoped("read")
+writer = scoped("write")
+administrator = scoped("admin")
+__all__ += ["reader", "writer", "administrator"]

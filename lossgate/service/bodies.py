@@ -1,0 +1,137 @@
+"""Request bodies: their size, their media type, and JSON numbers read exactly.
+
+:class:`BodyLimit` is ASGI middleware that reads a body before the application sees it:
+a ``Content-Length`` over the limit is refused at once, a body that grows past it while
+being read (chunked) is refused when it does, and a body that is not ``application/json``
+(or ``+json``) is refused too; each with the service's error body
+(:mod:`lossgate.service.errors`: ``body_too_large`` 413, ``unsupported_media_type``
+415). Nothing reaches a route, so nothing is written.
+
+:class:`JsonRoute` parses JSON the way ``lossgate ingest`` does: a number with a fraction
+or an exponent becomes a :class:`~decimal.Decimal`, never a binary float, so ``50.0`` given
+for an ``int`` predicate is refused instead of becoming ``50``, and ``0.1`` stays ``0.1``
+(invariant 9); ``NaN`` and ``Infinity`` are not JSON and are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from decimal import Decimal
+from typing import Any
+
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lossgate.service.errors import ApiError
+
+__all__ = ["BodyLimit", "JsonRoute", "DEFAULT_MAX_BODY_BYTES", "error_bytes"]
+
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_no_constants)
+
+
+def error_bytes(error: ApiError) -> bytes:
+    return error.body().model_dump_json().encode()
+
+
+class BodyLimit:
+    """Refuse bodies over ``max_bytes`` and bodies that are not JSON (see the module)."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                if int(declared) > self.max_bytes:
+                    await self._refuse(send, self._too_large())
+                    return
+            except ValueError:
+                pass  # the server refuses a malformed Content-Length itself
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(send, self._too_large())
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if body and not _is_json(headers.get(b"content-type", b"")):
+            await self._refuse(send, ApiError("unsupported_media_type",
+                                              "the body must be JSON: send Content-Type: application/json"))
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect, as the server would
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self) -> ApiError:
+        return ApiError("body_too_large", f"the request body is over the limit of {self.max_bytes:,} bytes")
+
+    @staticmethod
+    async def _refuse(send: Send, error: ApiError) -> None:
+        body = error_bytes(error)
+        await send({"type": "http.response.start", "status": error.status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _is_json(content_type: bytes) -> bool:
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
+
+
+class _ExactJsonRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            raw = await self.body()
+            try:
+                self._json = _DECODER.decode(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise json.JSONDecodeError(f"the body is not UTF-8 ({exc.reason})", "", 0) from None
+            except ValueError as exc:
+                if isinstance(exc, json.JSONDecodeError):
+                    raise
+                raise json.JSONDecodeError(str(exc), "", 0) from None
+        return self._json
+
+
+class JsonRoute(APIRoute):
+    """A route whose JSON body is parsed with exact numbers (see the module)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def exact(request: Request) -> Response:
+            return await handler(_ExactJsonRequest(request.scope, request.receive))
+
+        return exact

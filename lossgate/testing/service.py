@@ -1,0 +1,51 @@
+"""A running memory service for tests: uvicorn on a free local port, in a thread.
+
+::
+
+    from lossgate.service import create_app
+    from lossgate.testing.service import serving
+
+    with serving(create_app(memory)) as url:       # "http://127.0.0.1:PORT"
+        httpx.get(f"{url}/healthz")
+
+Real HTTP over a real socket (no in-process transport), so tests see what a client sees:
+the body limit, the headers, the status codes. Needs the ``service`` extra.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["serving"]
+
+
+@contextmanager
+def serving(app: Any, *, timeout: float = 10.0) -> Iterator[str]:
+    """Serve the ASGI ``app`` on ``127.0.0.1`` at a free port for the block; yields its base URL.
+    The server runs the app's lifespan, and stops (finishing requests in flight) at the end."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the test server on port {port} did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)
+        sock.close()
