@@ -11,6 +11,19 @@ A failed gate publishes nothing, keeps the sources hot, keeps the attempt with
 its violations and raw output, and queues a retry with exponential backoff; after
 ``max_attempts`` consecutive failures the subject is marked for review (the rules:
 :mod:`lossgate.queue`).
+
+Around those steps:
+
+* a subject larger than one compressor request is consolidated by parts, each gated,
+  under a root gated against the whole snapshot (:mod:`lossgate.consolidate.hierarchy`);
+* every stored artifact is read back and compared with what was written before it may be
+  published (:mod:`lossgate.readback`);
+* nothing is stored from a step that finds the subject's epoch moved since the job
+  selected its inputs (the clock is locked in that step's transaction), and an attempt
+  saved after a deletion purged it stays purged (:func:`lossgate.lineage.save_attempt`);
+* a shadow consolidator stores its artifacts in the ``shadow`` state and never publishes;
+  with the tenant's review on, a gated summary waits in ``review`` instead of going to
+  the switch (:mod:`lossgate.ops.rollout`).
 """
 
 from __future__ import annotations
