@@ -38,6 +38,7 @@ HTTP request must carry the same key, ``Authorization: Bearer <key>``; any other
 from __future__ import annotations
 
 import hmac
+import inspect
 import json
 import logging
 from typing import Annotated, Any, Callable, Literal, TypeVar
@@ -122,10 +123,26 @@ def _validation_error(exc: ValidationError) -> ApiError:
 
 class _Server(MCPServer[Any]):
     """:class:`MCPServer` whose argument-validation failures carry the service's error body
-    (``validation_error``, with ``details``) instead of the SDK's text."""
+    (``validation_error``, with ``details``) instead of the SDK's text, and which refuses
+    arguments a tool does not take (the SDK drops them; the HTTP API refuses unknown fields,
+    a ``tenant_id`` above all)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parameters: dict[str, frozenset[str]] = {}
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        super().add_tool(fn, name, *args, **kwargs)
+        self._parameters[name or fn.__name__] = frozenset(inspect.signature(fn).parameters)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None,
                         ) -> CallToolResult | InputRequiredResult:
+        unknown = sorted(set(arguments) - self._parameters.get(name, frozenset(arguments)))
+        if unknown:
+            return _error_result(ApiError(
+                "validation_error", f"the arguments do not fit the tool's schema: {', '.join(unknown)}",
+                details=[ErrorDetail(loc=u, message="Extra inputs are not permitted", type="extra_forbidden")
+                         for u in unknown]))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
