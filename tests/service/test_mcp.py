@@ -45,6 +45,7 @@ class Keys:
     reader: str
     revoked: str
     other_tenant: str
+    short_lived: str
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +59,11 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keys]:
         revoked_key, revoked = memory.create_api_key("travel-co", scopes=["read", "write"])
         memory.revoke_api_key("travel-co", revoked_key.key_id)
         _, other = memory.create_api_key("globex", scopes=["read", "write"])
+        _, short_lived = memory.create_api_key("travel-co", scopes=["read", "write"])
     finally:
         memory.close()
-    yield Keys(db_url=db_url, writer=writer, reader=reader, revoked=revoked, other_tenant=other)
+    yield Keys(db_url=db_url, writer=writer, reader=reader, revoked=revoked, other_tenant=other,
+               short_lived=short_lived)
 
 
 def _over_stdio(keys: Keys, secret: str, scenario: Callable[[Client], Awaitable[None]], tmp_path: Path, *,
@@ -101,6 +104,8 @@ ALLERGY = {"event_id": "msg-41", "text": "I am allergic to peanuts, not merely a
 FACT = {"fact_id": "allergy-1", "predicate": "food.peanuts_allowed", "value": False,
         "qualifiers": {"basis": "allergy", "severity": "critical"}, "source_event_ids": ["msg-41"]}
 SEAT = {"event_id": "msg-42", "text": "Put me in a window seat on the Lisbon flight."}
+TZ_1 = {"event_id": "msg-43", "text": "I live in Lisbon now, so UTC+01:00 in summer."}
+TZ_2 = {"event_id": "msg-44", "text": "My calendar is on New York time."}
 
 
 def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -> None:
@@ -130,6 +135,14 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
         inspected = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content
         assert [(f["fact_id"], f["value"], f["status"]) for f in inspected["facts"]] == [("allergy-1", False, "active")]
         assert inspected["conflicts"] == [] and inspected["clock"] == {"high_water": 3, "input_epoch": 0}
+        await _ok(client, "remember", {"subject_id": "user-17", "events": [TZ_1, TZ_2], "facts": [
+            {"fact_id": "tz-1", "predicate": "timezone", "value": "UTC+01:00", "source_event_ids": ["msg-43"]},
+            {"fact_id": "tz-2", "predicate": "timezone", "value": "UTC-05:00", "source_event_ids": ["msg-44"]}]})
+        inspected = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content
+        assert [(c["predicate"], sorted(c["fact_ids"])) for c in inspected["conflicts"]] == [
+            ("timezone", ["tz-1", "tz-2"])]
+        only = await _ok(client, "inspect", {"subject_id": "user-17", "predicate": "timezone"})
+        assert {f["fact_id"] for f in only.structured_content["facts"]} == {"tz-1", "tz-2"}
 
         forgotten = (await _ok(client, "forget", {"subject_id": "user-17", "kind": "event", "id": "msg-42",
                                                   "reason": "user asked"})).structured_content
@@ -139,7 +152,8 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
         assert "Lisbon" not in block and "peanuts" in block
         fact = (await _ok(client, "forget", {"subject_id": "user-17", "kind": "fact", "id": "allergy-1"}))
         assert fact.structured_content["fact"]["status"] == "deleted"
-        assert (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["facts"] == []
+        facts = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["facts"]
+        assert "allergy-1" not in {f["fact_id"] for f in facts}
         block = (await _ok(client, "recall", {"subject_id": "user-17"})).content[0].text
         assert "food.peanuts_allowed" not in block
 
@@ -149,10 +163,12 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
         invalid = await _error(client, "remember", {"subject_id": "user 17", "events": [{"txt": "typo"}]})
         assert invalid["code"] == "validation_error"
         assert {d["loc"] for d in invalid["details"]} == {"subject_id", "events.0.txt"}
+        high_water = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["clock"]["high_water"]
         unknown = await _error(client, "remember", {"subject_id": "user-17", "events": [{"event_id": "e9"}], "facts": [
             {"predicate": "no.such", "value": 1, "source_event_ids": ["e9"]}]})
         assert unknown["code"] == "unknown_predicate"
-        assert (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["clock"]["high_water"] == 3
+        after = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["clock"]["high_water"]
+        assert after == high_water  # the refused call wrote nothing, not even its event
         tenant = await _error(client, "remember", {"subject_id": "u", "events": [], "tenant_id": "globex"})
         assert tenant["code"] == "validation_error"  # no tool takes a tenant
 
@@ -162,6 +178,13 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
 def test_scopes_and_tenants_over_stdio(keys: Keys, tmp_path: Path) -> None:
     async def seed(client: Client) -> None:
         await _ok(client, "remember", {"subject_id": "user-9", "events": [{"event_id": "e1", "text": "likes tea"}]})
+        memory = lossgate.open(keys.db_url, migrate=False)
+        try:
+            memory.revoke_api_key("travel-co", keys.short_lived.split("_")[1])
+        finally:
+            memory.close()
+        refused = await _error(client, "recall", {"subject_id": "user-9"})  # revoked while the server runs
+        assert refused["code"] == "unauthorized"
 
     async def read_only(client: Client) -> None:
         assert "likes tea" in (await _ok(client, "recall", {"subject_id": "user-9"})).content[0].text
@@ -176,7 +199,7 @@ def test_scopes_and_tenants_over_stdio(keys: Keys, tmp_path: Path) -> None:
         gone = await _error(client, "forget", {"subject_id": "user-9", "kind": "event", "id": "e1"})
         assert gone["code"] == "not_found"  # another tenant's event reads as a missing one
 
-    _over_stdio(keys, keys.writer, seed, tmp_path)
+    _over_stdio(keys, keys.short_lived, seed, tmp_path)
     _over_stdio(keys, keys.reader, read_only, tmp_path)
     _over_stdio(keys, keys.other_tenant, other_tenant, tmp_path, key_in_env=True)
 
