@@ -9,7 +9,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from lossgate.cli import (
-    consolidate, diagnose, gate, ingest, keys, ledger, migrate_artifacts, ops, recovery, rollout, serve, taint, tiers,
+    consolidate, diagnose, gate, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, rollout, serve, taint,
+    tiers,
 )
 from lossgate.cli.app import app
 
@@ -29,6 +30,7 @@ GROUPS: tuple[ModuleType, ...] = (
     ops,  # eval daily, report
     keys,  # keys create|list|revoke
     serve,  # serve (the HTTP service)
+    mcp,  # mcp (the MCP server: memory as tools for agents)
 )
 
 for _group in GROUPS:

@@ -11,6 +11,8 @@ with uvicorn. The modules:
 * :mod:`.models`: request and response models; :mod:`.errors`: the stable error codes;
 * :mod:`.bodies`: body size, media type, exact JSON numbers; :mod:`.metrics`: Prometheus;
 * :mod:`.routes`: the routes by area; :mod:`.openapi`: the committed OpenAPI document.
+* :mod:`.mcp`: the MCP server (``lossgate mcp``): remember, recall, forget and inspect as
+  tools, bound to one API key's tenant.
 """
 
 from __future__ import annotations
