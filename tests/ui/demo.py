@@ -13,6 +13,8 @@ from lossgate.testing.compressors import FlipBool
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
 SUBJECT = "user-17"
+# what a hostile writer might put in any text: the page must show it as text
+MARKUP = "<script>alert('x')</script><b onmouseover=\"x\">"
 
 
 @dataclass(frozen=True)
