@@ -9,7 +9,8 @@ metrics are per process (:mod:`lossgate.service.metrics`).
 
 Layers, outermost first: the metrics middleware (counts every answer, errors included),
 the body limit (:mod:`lossgate.service.bodies`: size and media type, before any route
-runs), FastAPI's routing and validation, the routes (:mod:`lossgate.service.routes`),
+runs), FastAPI's routing and validation, the routes (:mod:`lossgate.service.routes`, and
+the inspection page, :mod:`lossgate.service.ui`),
 which call :class:`~lossgate.service.operations.TenantMemory`. Every error leaves as the
 typed body of :mod:`lossgate.service.errors`.
 """
@@ -33,6 +34,8 @@ from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from lossgate.service.errors import ApiError, ErrorCode, ErrorDetail, from_lossgate
 from lossgate.service.metrics import Metrics, MetricsMiddleware
 from lossgate.service.routes import consolidation, ledger, recall, system
+from lossgate.service.ui import FORM_PATHS
+from lossgate.service.ui import router as ui_router
 
 __all__ = ["create_app", "routes", "DESCRIPTION"]
 
@@ -68,7 +71,7 @@ def create_app(memory: Memory | str, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     app.state.memory = opened
     app.state.metrics = metrics = Metrics()
     _install_error_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, form_paths=FORM_PATHS)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost
     return app
 
@@ -80,6 +83,7 @@ def routes(*, lifespan: Any = None) -> FastAPI:
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     for module in (ledger, consolidation, recall, system):
         app.include_router(module.router)
+    app.include_router(ui_router)  # the inspection page (/ui): HTML, left out of the OpenAPI document
     return app
 
 

@@ -3,7 +3,8 @@
 :class:`BodyLimit` is ASGI middleware that reads a body before the application sees it:
 a ``Content-Length`` over the limit is refused at once, a body that grows past it while
 being read (chunked) is refused when it does, and a body that is not ``application/json``
-(or ``+json``) is refused too; each with the service's error body
+(or ``+json``) is refused too, except an HTML form (``application/x-www-form-urlencoded``)
+posted to one of ``form_paths`` (the inspection page's login); each with the service's error body
 (:mod:`lossgate.service.errors`: ``body_too_large`` 413, ``unsupported_media_type``
 415). Nothing reaches a route, so nothing is written.
 
@@ -46,9 +47,11 @@ def error_bytes(error: ApiError) -> bytes:
 class BodyLimit:
     """Refuse bodies over ``max_bytes`` and bodies that are not JSON (see the module)."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 form_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.form_paths = form_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -78,7 +81,8 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if body and not _is_json(headers.get(b"content-type", b"")):
+        media = headers.get(b"content-type", b"")
+        if body and not _is_json(media) and not (scope.get("path") in self.form_paths and _is_form(media)):
             await self._refuse(send, ApiError("unsupported_media_type",
                                               "the body must be JSON: send Content-Type: application/json"))
             return
@@ -108,6 +112,10 @@ class BodyLimit:
 def _is_json(content_type: bytes) -> bool:
     media = content_type.split(b";", 1)[0].strip().lower()
     return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
+
+
+def _is_form(content_type: bytes) -> bool:
+    return content_type.split(b";", 1)[0].strip().lower() == b"application/x-www-form-urlencoded"
 
 
 class _ExactJsonRequest(Request):

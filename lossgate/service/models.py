@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from lossgate.access import ApiKey, Scope
-from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallResult
+from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
 from lossgate.limits import MAX_DEPTH, MAX_ID_CHARS, MAX_LABEL_CHARS, Key, Label, Name, Text
 from lossgate.records import (
     Authority, Clock, Conflict, Event, EventKind, EventState, Fact, FactStatus, LedgerEntry, Modality, Polarity,
@@ -31,7 +31,7 @@ from lossgate.records import (
 __all__ = [
     "MAX_BATCH", "SubjectId", "ItemId", "EventIn", "FactIn", "AppendIn", "SupersedeIn", "RecallIn",
     "EventRef", "FactRef", "ClockOut", "AliasOut", "SubjectClockOut", "AppendOut", "EventOut", "FactOut",
-    "ConflictOut", "RecallOut", "ProposalOut", "ExtractOut", "JobOut", "ConsolidateOut", "AttemptOut", "ArtifactOut",
+    "ConflictOut", "RecallOut", "RecallRecordOut", "ProposalOut", "ExtractOut", "JobOut", "ConsolidateOut", "AttemptOut", "ArtifactOut",
     "ClaimOut", "ManifestOut", "LineageEdgeOut", "AncestorOut", "LineageOut", "LogEntryOut", "KeyOut", "HealthOut",
     "SubjectsOut",
 ]
@@ -270,6 +270,34 @@ class RecallOut(_Out):
                    open_items=list(r.open_items), facts=[FactOut.of(f) for f in r.facts],
                    events=[EventOut.of(e) for e in r.events], tokens=r.tokens, recall_id=r.record.recall_id,
                    rendered=r.render())
+
+
+class RecallRecordOut(_Out):
+    """Evidence of one recall: what was asked (``None`` once redacted: the recall touched
+    content deleted since; ``query_sha256`` and ``query_chars`` stay for audit), the ids
+    considered and returned, and the clock and alias it read."""
+
+    recall_id: str
+    at: datetime
+    mode: Literal["summary", "raw_fallback"]
+    query: str | None
+    redacted: bool
+    query_sha256: str | None
+    query_chars: int | None
+    filters: dict[str, Any]
+    candidate_ids: list[str]
+    selected_ids: list[str]
+    tiers: dict[str, str]
+    alias: AliasOut
+    clock: ClockOut
+
+    @classmethod
+    def of(cls, r: RecallRecord) -> "RecallRecordOut":
+        red = r.redacted
+        return cls(recall_id=r.recall_id, at=r.at, mode=r.mode, query=r.query, redacted=red is not None,
+                   query_sha256=red.query_sha256 if red else None, query_chars=red.query_chars if red else None,
+                   filters=dict(r.filters), candidate_ids=list(r.candidate_ids), selected_ids=list(r.selected_ids),
+                   tiers=dict(r.tiers), alias=AliasOut.of(r.alias), clock=ClockOut.of(r.clock))
 
 
 class ProposalOut(_Out):

@@ -33,7 +33,7 @@ from lossgate.service.errors import ApiError
 from lossgate.service.models import (
     AliasOut, AppendIn, AppendOut, ArtifactOut, AttemptOut, ClockOut, ConflictOut, ConsolidateOut, EventIn, EventOut,
     EventRef, ExtractOut, FactIn, FactOut, FactRef, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
-    SubjectClockOut, SubjectsOut, SupersedeIn,
+    RecallRecordOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
 
 __all__ = ["TenantMemory", "Answer", "request_hash"]
@@ -169,6 +169,10 @@ class TenantMemory:
         """What an agent should read now, with the rendered prompt block."""
         return RecallOut.of(self.memory.recall(self.tenant_id, subject_id, query=body.query or None, k=body.k,
                                                budget=body.budget, context=body.context))
+
+    def recalls(self, subject_id: str, *, limit: int = 100) -> list[RecallRecordOut]:
+        """The subject's recall records, newest first."""
+        return [RecallRecordOut.of(r) for r in self.memory.recalls(self.tenant_id, subject_id, limit=limit)]
 
     def clock(self, subject_id: str) -> SubjectClockOut:
         return SubjectClockOut(subject_id=subject_id, clock=ClockOut.of(self.memory.clock(self.tenant_id, subject_id)),

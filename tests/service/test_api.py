@@ -104,6 +104,10 @@ def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     recalled = rw.post(f"/v1/subjects/{s}/recall", json={}).json()
     assert recalled["mode"] == "summary" and recalled["artifact_id"] == attempt["artifact_id"]
     assert recalled["rendered"].startswith(f"Memory of {s} (summary)")
+    records = rw.get(f"/v1/subjects/{s}/recalls").json()  # the evidence each recall left, newest first
+    assert [(r["recall_id"], r["mode"]) for r in records[:2]] == [(recalled["recall_id"], "summary"),
+                                                                   (records[1]["recall_id"], "raw_fallback")]
+    assert records[1]["query"] == "peanuts" and records[0]["alias"]["artifact_id"] == attempt["artifact_id"]
     (artifact,) = rw.get(f"/v1/subjects/{s}/artifacts", params={"state": "published"}).json()
     assert rw.get(f"/v1/subjects/{s}/artifacts", params={"state": "stale"}).json() == []
     assert artifact["state"] == "published" and {c["fact_id"] for c in artifact["claims"]} >= {"allergy", "tz-1"}
@@ -235,6 +239,8 @@ def test_a_key_of_one_tenant_never_reaches_another_tenants_data(service: Service
     assert bob.get(f"/v1/subjects/{s}/clock").json()["clock"] == {"high_water": 0, "input_epoch": 0}
     recalled = bob.post(f"/v1/subjects/{s}/recall", json={"query": "peanuts"}).json()
     assert recalled["facts"] == [] and recalled["events"] == [] and "peanut" not in recalled["rendered"]
+    # bob sees his own recall record, none of alice's
+    assert [r["recall_id"] for r in bob.get(f"/v1/subjects/{s}/recalls").json()] == [recalled["recall_id"]]
     assert bob_admin.get("/v1/subjects").json() == {"subjects": []}
 
     # Alice's ids, named by bob: exactly what a missing id answers.
