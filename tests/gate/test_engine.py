@@ -74,10 +74,12 @@ def test_contract_over_1000_facts_is_fast(registry) -> None:
 
     snapshot, artifact, _ = build_workload(facts=1000, words=0)
     check_contract(snapshot, artifact)  # warm up
-    start = time.perf_counter()
+    runs = []
     for _ in range(5):
+        start = time.perf_counter()
         found = check_contract(snapshot, artifact)
-    per_run = (time.perf_counter() - start) / 5
+        runs.append(time.perf_counter() - start)
+    per_run = min(runs)  # the best of five: a loaded machine delays some runs, never speeds one up
     assert found == []
     assert per_run < 0.2, f"contract took {per_run * 1000:.1f} ms for 1,000 facts"  # target 20 ms; CI slack
 
