@@ -449,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.pg = pg_url(args.pg)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed benchmark still stops its server
     results: dict[str, Any] = {}
     if args.only != "postgres":
         with tempfile.TemporaryDirectory(prefix="lossgate-load-") as d:
