@@ -10,12 +10,16 @@ nothing from its file is written).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -72,6 +76,90 @@ def step(title: str, args: list[str], *, workdir: Path, expect: int = 0) -> None
         sys.exit(done.returncode or 1)
     if expect:
         console.print(f"[dim]exit code {done.returncode}, as expected[/]")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server: SIGTERM (uvicorn finishes what is in flight), then SIGKILL its group."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def service(workdir: Path) -> None:
+    """``lossgate serve`` on the demo's database, on a free local port: a key, one recall over
+    HTTP, the inspection page's address; the server is stopped whatever happens."""
+    import httpx
+
+    console.print()
+    console.print(Rule("[bold]The memory service: a key, lossgate serve, one recall over HTTP", align="left",
+                       style="blue"))
+    env = {**os.environ, "LOSSGATE_DB": DB}
+    args = ["keys", "create", "--tenant", "travel-co", "--scopes", "read", "--name", "demo", "--json"]
+    console.print(f"[bold green]$[/] [bold]lossgate {' '.join(args)}[/]", highlight=False)
+    done = subprocess.run([sys.executable, "-m", "lossgate", *args], env=env, cwd=workdir, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        sys.stdout.write(done.stdout + done.stderr)
+        console.print(f"[bold red]step failed:[/] exit code {done.returncode}")
+        sys.exit(done.returncode or 1)
+    key = json.loads(done.stdout)
+    secret = key["secret"]
+    console.print(f"key {key['key_id']} for tenant travel-co, scopes {','.join(key['scopes'])}; its secret "
+                  "(printed once, only its sha256 is stored):", highlight=False)
+    console.print(f"KEY={secret}", highlight=False)
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    console.print(f"[bold green]$[/] [bold]lossgate serve --port {port} &[/]", highlight=False)
+    log = workdir / "serve.log"
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed demo still stops its server
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "lossgate", "serve", "--port", str(port), "--log-level",
+                                 "warning"], env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                sys.stdout.write(log.read_text(errors="replace"))
+                console.print("[bold red]step failed:[/] lossgate serve did not come up")
+                sys.exit(1)
+            time.sleep(0.1)
+        console.print(f"[dim]serving {DB} at {url}[/]", highlight=False)
+        body = {"query": "Can I order the satay?", "budget": 2000}
+        console.print(f"[bold green]$[/] [bold]curl -s {url}/v1/subjects/user-17/recall "
+                      "-H \"Authorization: Bearer $KEY\" -H 'Content-Type: application/json' "
+                      f"-d '{json.dumps(body)}' | jq -r .mode,.rendered[/]", highlight=False)
+        r = httpx.post(f"{url}/v1/subjects/user-17/recall", json=body, timeout=30,
+                       headers={"Authorization": f"Bearer {secret}"})
+        if r.status_code != 200:
+            console.print(f"[bold red]step failed:[/] HTTP {r.status_code}: {r.text}")
+            sys.exit(1)
+        answer = r.json()
+        lines = answer["rendered"].splitlines()
+        print(answer["mode"])
+        print("\n".join(lines[:12]) + (f"\n... ({len(lines) - 12} more lines)" if len(lines) > 12 else ""))
+        console.print(f"the inspection page of this subject: [bold]{url}/ui/subjects/user-17[/] "
+                      "(same key; while the server runs)", highlight=False)
+    finally:
+        _stop(proc)
+        signal.signal(signal.SIGTERM, previous)
+    console.print("[dim]server stopped[/]")
 
 
 def main() -> None:
@@ -140,6 +228,7 @@ def main() -> None:
             run("Recall: the facts, then the model's narrative", ["recall", *TRAVEL])
         run("The billing customer: invoice ids, amounts and deadlines survive compression",
             ["consolidate", *BILLING])
+        service(workdir)
 
     console.print()
     console.print(Panel.fit("[bold green]demo complete[/]", border_style="green"))
