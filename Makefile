@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# On every core (pytest-xdist); PYTEST_ARGS="-n 0" runs it in one process.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 # Strict on the packages [tool.mypy] in pyproject.toml lists.
 typecheck: $(STAMP)
