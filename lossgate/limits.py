@@ -31,6 +31,8 @@ the CLI all refuse the same input with the same message.
 
 from __future__ import annotations
 
+import math
+
 import functools
 import inspect
 import re
@@ -106,8 +108,9 @@ def json_problem(value: Any, max_bytes: int, *, nul_ok: bool = False) -> str | N
 
     Checks nesting (at most :data:`MAX_DEPTH` levels of objects and arrays), every
     string and object key (no lone surrogate; no NUL unless ``nul_ok``) and the size of
-    the compact UTF-8 JSON form (at most ``max_bytes``). Values JSON cannot hold (a
-    non-string key, NaN) are left to the canonical hash, which refuses them.
+    the compact UTF-8 JSON form (at most ``max_bytes``), and refuses NaN and infinities
+    (orjson would write them as ``null``). A non-string key is left to the canonical hash,
+    which refuses it.
     """
     try:
         out: bytes | None = orjson.dumps(value, default=str)
@@ -116,7 +119,9 @@ def json_problem(value: Any, max_bytes: int, *, nul_ok: bool = False) -> str | N
     # The append hot path: orjson refuses lone surrogates and writes NUL as \u0000, and
     # nesting cannot exceed the number of brackets. Only a value that fails one of
     # those tests (rare, and possibly a false alarm) is walked.
-    if out is None or (not nul_ok and b"\\u0000" in out) or out.count(b"[") + out.count(b"{") > MAX_DEPTH:
+    # orjson writes NaN and infinities as null: a payload holding "null" is walked for them.
+    if out is None or (not nul_ok and b"\\u0000" in out) or out.count(b"[") + out.count(b"{") > MAX_DEPTH \
+            or b"null" in out:
         problem = _walk(value, nul_ok=nul_ok)
         if problem is not None:
             return problem
@@ -136,6 +141,8 @@ def _walk(value: Any, *, nul_ok: bool = False, max_depth: int = MAX_DEPTH, strin
             if (problem := text_problem(node, nul_ok=nul_ok)) is not None:
                 return f"a string {problem}"
             continue
+        if isinstance(node, float) and not math.isfinite(node):
+            return "a number that is not finite (NaN or an infinity): JSON has none"
         children = _children(node)
         if children is None:
             continue

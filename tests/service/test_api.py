@@ -473,3 +473,27 @@ def test_bad_paths_queries_and_methods_get_typed_errors(service: Service) -> Non
     error(client.post("/v1/subjects/u1/facts/address/supersede",
                       json={"fact": {"predicate": "contact.home_address", "value": "1 Main St",
                                      "source_event_ids": ["e2"]}}), 409, "lifecycle_conflict")
+
+
+def test_a_retry_without_idempotency_key_or_time_is_a_no_op_not_a_conflict(service: Service) -> None:
+    """The hostile review's finding: an event that named its id but not its time got the
+    service's "now" each try, so the retry hashed differently and was refused with 409."""
+    tenant = service.tenant()
+    api = service.client(service.key(tenant))
+    body = {"events": [{"event_id": "rt1", "text": "same"}]}
+    first = api.post("/v1/subjects/rt/append", json=body)
+    again = api.post("/v1/subjects/rt/append", json=body)
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.json()["duplicates"] == ["rt1"]
+    changed = api.post("/v1/subjects/rt/append", json={"events": [{"event_id": "rt1", "text": "other"}]})
+    assert changed.status_code == 409  # the same id with other content is still refused
+    assert [e.event_id for e in service.memory.events(tenant, "rt")] == ["rt1"]
+
+
+def test_a_payload_number_that_is_not_finite_is_refused(service: Service) -> None:
+    tenant = service.tenant()
+    api = service.client(service.key(tenant))
+    answer = api.post("/v1/subjects/nan/append", content=b'{"events": [{"text": "a", "payload": {"a": 1e309}}]}',
+                      headers={"Content-Type": "application/json"})
+    assert 400 <= answer.status_code < 500
+    assert service.memory.events(tenant, "nan") == []
