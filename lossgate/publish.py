@@ -4,8 +4,10 @@ One transaction: lock the clock and the alias, re-read every input and
 confirm it is still valid with the same hash, confirm ``input_epoch`` has not
 moved and that no registry loaded since it was gated requires a re-gate
 (:mod:`lossgate.regate`), then CAS the alias on (parent artifact, source epoch, covers_through)
-with coverage never regressing (seed 001); a hierarchical root publishes its new parts with it. Anything but exactly one changed
-row publishes nothing; the caller records why and rebuilds from current state.
+with coverage never regressing (seed 001); a hierarchical root publishes its new parts with
+it, and the parts of the root it replaces that it does not reuse are retired. Anything but
+exactly one changed row publishes nothing; the caller records why and rebuilds from current
+state.
 A stale or racing worker therefore can never overwrite newer memory.
 Publishing moves no event's tier: demotion (:mod:`lossgate.tiers`) does, after a dormancy.
 """
