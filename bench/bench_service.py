@@ -312,20 +312,9 @@ class Server:
             env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_up(self, timeout: float = 60) -> None:
-        import httpx
+        from lossgate.testing.service import wait_healthy
 
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"lossgate serve exited with {self.proc.returncode}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("lossgate serve did not come up")
-            time.sleep(0.1)
+        wait_healthy(self.url, self.proc, timeout=timeout)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["serving"]
+__all__ = ["serving", "wait_healthy"]
 
 
 @contextmanager
@@ -49,3 +49,23 @@ def serving(app: Any, *, timeout: float = 10.0) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout)
         sock.close()
+
+
+def wait_healthy(url: str, proc: Any, *, timeout: float = 60.0) -> None:
+    """Wait until ``lossgate serve`` at ``url`` answers ``/healthz`` with 200. Raises
+    :class:`RuntimeError` if its process (``proc``, a ``subprocess.Popen``) exits first or
+    ``timeout`` seconds pass."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"lossgate serve exited with {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError("lossgate serve did not come up")
+        time.sleep(0.1)

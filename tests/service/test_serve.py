@@ -9,13 +9,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
 from typer.testing import CliRunner
 
 from lossgate.cli import app
+from lossgate.testing.service import wait_healthy
 
 from .conftest import Service
 
@@ -73,16 +73,10 @@ def test_several_worker_processes_serve_one_database(service: Service) -> None:
          "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else "serve exited"
-            assert time.monotonic() < deadline, "lossgate serve did not come up"
-            time.sleep(0.1)
+        try:
+            wait_healthy(url, proc)
+        except RuntimeError as exc:
+            raise AssertionError(proc.stdout.read().decode() if proc.stdout and proc.poll() is not None else exc)
         assert len(_children(proc.pid)) >= 2, "uvicorn runs a process per worker"
         tenant = service.tenant()
         secret = service.key(tenant)
