@@ -38,7 +38,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
+from lossgate.testing.service import free_port, stop_process, wait_healthy  # noqa: E402
 from bench._util import median, percentile, pg_url, ratios, skip_pg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -290,12 +290,6 @@ def read_memory(memory: lossgate.Memory, tenant: str) -> Callable[[str], list[tu
 
 # -- the server ------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Server:
     """``lossgate --db URL serve --port P --workers N`` in a process group of its own; stopped
     (SIGTERM, then SIGKILL of the group) by :meth:`stop`, also when it never came up."""
@@ -312,18 +306,10 @@ class Server:
             env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_up(self, timeout: float = 60) -> None:
-        from lossgate.testing.service import wait_healthy
-
         wait_healthy(self.url, self.proc, timeout=timeout)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+        stop_process(self.proc)
         if self._log is not subprocess.DEVNULL:
             self._log.close()
 

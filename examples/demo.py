@@ -15,11 +15,9 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from rich.console import Console
@@ -27,6 +25,7 @@ from rich.panel import Panel
 from rich.rule import Rule
 
 from lossgate.testing.chat_server import ScriptedChatServer, echo_conversation, narrative
+from lossgate.testing.service import free_port, stop_process, wait_healthy
 
 HERE = Path(__file__).resolve().parent
 PREDICATES = HERE / "predicates.toml"
@@ -78,23 +77,6 @@ def step(title: str, args: list[str], *, workdir: Path, expect: int = 0) -> None
         console.print(f"[dim]exit code {done.returncode}, as expected[/]")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the server: SIGTERM (uvicorn finishes what is in flight), then SIGKILL its group."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
 def service(workdir: Path) -> None:
     """``lossgate serve`` on the demo's database, on a free local port: a key, one recall over
     HTTP, the inspection page's address; the server is stopped whatever happens."""
@@ -118,7 +100,7 @@ def service(workdir: Path) -> None:
                   "(printed once, only its sha256 is stored):", highlight=False)
     console.print(f"KEY={secret}", highlight=False)
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     console.print(f"[bold green]$[/] [bold]lossgate serve --port {port} &[/]", highlight=False)
     log = workdir / "serve.log"
@@ -128,18 +110,12 @@ def service(workdir: Path) -> None:
                                  "warning"], env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                sys.stdout.write(log.read_text(errors="replace"))
-                console.print("[bold red]step failed:[/] lossgate serve did not come up")
-                sys.exit(1)
-            time.sleep(0.1)
+        try:
+            wait_healthy(url, proc)
+        except RuntimeError:
+            sys.stdout.write(log.read_text(errors="replace"))
+            console.print("[bold red]step failed:[/] lossgate serve did not come up")
+            sys.exit(1)
         console.print(f"[dim]serving {DB} at {url}[/]", highlight=False)
         body = {"query": "Can I order the satay?", "budget": 2000}
         console.print(f"[bold green]$[/] [bold]curl -s {url}/v1/subjects/user-17/recall "
@@ -157,7 +133,7 @@ def service(workdir: Path) -> None:
         console.print(f"the inspection page of this subject: [bold]{url}/ui/subjects/user-17[/] "
                       "(same key; while the server runs)", highlight=False)
     finally:
-        _stop(proc)
+        stop_process(proc, grace=15)
         signal.signal(signal.SIGTERM, previous)
     console.print("[dim]server stopped[/]")
 

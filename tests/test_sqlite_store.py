@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -11,20 +13,27 @@ from lossgate.errors import StoreBusy
 from lossgate.store.sqlite import SQLiteStore
 
 
+@contextmanager
+def _writer_lock_held(path: Path) -> Iterator[None]:
+    """Another connection holds the database's writer lock for the block."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
 def test_a_writer_lock_held_elsewhere_is_store_busy(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     store = SQLiteStore(path, busy_timeout_ms=100)
     store.migrate()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
+    with _writer_lock_held(path):
         with pytest.raises(StoreBusy, match="locked"), store.write() as tx:
             tx.lock_clock("t", "s")
         with store.read() as rtx:  # readers are not blocked (WAL)
             assert rtx.clock("t", "s").high_water == 0
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
     with store.write() as tx:  # and the store works once the lock is free
         tx.lock_clock("t", "s")
     store.close()
@@ -35,14 +44,8 @@ def test_a_lock_met_by_a_statement_is_store_busy(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     store = SQLiteStore(path, busy_timeout_ms=100)
     store.migrate()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        with pytest.raises(StoreBusy), store.read() as rtx:
-            rtx._run("INSERT INTO clocks (tenant_id, subject_id) VALUES ('t', 's')")  # type: ignore[attr-defined]
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+    with _writer_lock_held(path), pytest.raises(StoreBusy), store.read() as rtx:
+        rtx._run("INSERT INTO clocks (tenant_id, subject_id) VALUES ('t', 's')")  # type: ignore[attr-defined]
     store.close()
 
 

@@ -105,26 +105,25 @@ def _validation_details(exc: ValidationError) -> list[ErrorDetail]:
             for e in exc.errors(include_url=False)]
 
 
+# lossgate's errors whose message is the answer, most specific first (subclasses before
+# their bases: an UnknownPredicate is an InvalidInput).
+_CODES: tuple[tuple[type[lg.LossgateError], ErrorCode], ...] = (
+    (lg.NotFound, "not_found"), (lg.UnknownPredicate, "unknown_predicate"),
+    (lg.ValueTypeError, "value_type_mismatch"), (lg.IdempotencyConflict, "id_conflict"),
+    (lg.LifecycleError, "lifecycle_conflict"), (lg.InvalidInput, "invalid_input"),
+    (lg.ConfigError, "not_configured"),
+)
+
+
 def from_lossgate(exc: lg.LossgateError) -> ApiError:
     """The :class:`ApiError` for an error lossgate raised on purpose."""
     if isinstance(exc, lg.InvalidRecord):
         from lossgate.ingest import describe_validation_error
 
         return ApiError("invalid_input", describe_validation_error(exc), details=_validation_details(exc))
-    if isinstance(exc, lg.NotFound):
-        return ApiError("not_found", str(exc))
-    if isinstance(exc, lg.UnknownPredicate):
-        return ApiError("unknown_predicate", str(exc))
-    if isinstance(exc, lg.ValueTypeError):
-        return ApiError("value_type_mismatch", str(exc))
-    if isinstance(exc, lg.IdempotencyConflict):
-        return ApiError("id_conflict", str(exc))
-    if isinstance(exc, lg.LifecycleError):
-        return ApiError("lifecycle_conflict", str(exc))
-    if isinstance(exc, lg.InvalidInput):
-        return ApiError("invalid_input", str(exc))
-    if isinstance(exc, lg.ConfigError):
-        return ApiError("not_configured", str(exc))
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return ApiError(code, str(exc))
     if isinstance(exc, lg.StoreBusy):
         return ApiError("store_busy", str(exc), headers={"Retry-After": "1"})
     if isinstance(exc, lg.StoreError):

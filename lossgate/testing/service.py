@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["serving", "wait_healthy"]
+__all__ = ["serving", "free_port", "wait_healthy", "stop_process"]
 
 
 @contextmanager
@@ -69,3 +69,27 @@ def wait_healthy(url: str, proc: Any, *, timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError("lossgate serve did not come up")
         time.sleep(0.1)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server started in another process)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop_process(proc: Any, *, grace: float = 30.0) -> None:
+    """Stop a server started with ``start_new_session=True``: SIGTERM (uvicorn finishes what
+    is in flight), then, after ``grace`` seconds, SIGKILL of its whole process group."""
+    import os
+    import signal
+    import subprocess
+
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)

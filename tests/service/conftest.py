@@ -9,7 +9,6 @@ data; that separation is itself what the service promises.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import pytest
 import lossgate
 from lossgate.memory import Memory
 from lossgate.registry import load_registry
+from tests.conftest import store_database
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
 
@@ -53,37 +53,21 @@ class Service:
         return client
 
 
-def _pg_server_url() -> str | None:
-    return os.environ.get("LOSSGATE_TEST_PG_URL")
-
-
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     from lossgate.service import create_app
     from lossgate.testing.service import serving
 
-    drop = None
-    if request.param == "sqlite":
-        db_url = f"sqlite:///{tmp_path_factory.mktemp('service') / 'service.db'}"
-    else:
-        server_url = _pg_server_url()
-        if not server_url:
-            pytest.skip("PostgreSQL service tests need LOSSGATE_TEST_PG_URL (set by .ci/run)")
-        from lossgate.testing.postgres import create_database, drop_database
-
-        db_url = create_database(server_url, prefix="lossgate_service")
-        drop = drop_database
-    served = lossgate.open(db_url)
-    served.load_predicates(load_registry(REGISTRY_PATH))
-    behind = lossgate.open(db_url, migrate=False)
-    service = Service(url="", db_url=db_url, store=request.param, memory=behind)
-    try:
-        with serving(create_app(served, close_memory=True)) as url:
-            service.url = url
-            yield service
-    finally:
-        for client in service.clients:
-            client.close()
-        behind.close()
-        if drop is not None:
-            drop(db_url)
+    with store_database(request.param, tmp_path_factory, "service") as db_url:
+        served = lossgate.open(db_url)
+        served.load_predicates(load_registry(REGISTRY_PATH))
+        behind = lossgate.open(db_url, migrate=False)
+        service = Service(url="", db_url=db_url, store=request.param, memory=behind)
+        try:
+            with serving(create_app(served, close_memory=True)) as url:
+                service.url = url
+                yield service
+        finally:
+            for client in service.clients:
+                client.close()
+            behind.close()

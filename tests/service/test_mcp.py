@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +25,7 @@ import pytest
 
 import lossgate
 from lossgate.registry import load_registry
+from lossgate.testing.service import free_port, stop_process
 
 pytest.importorskip("mcp.server.mcpserver", reason="the [service] extra (mcp 2.x) is not installed")
 
@@ -215,16 +214,10 @@ def test_a_bad_key_stops_the_server_at_start(keys: Keys, which: str) -> None:
     assert ("API key is required" if which == "missing" else "invalid or revoked") in proc.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_streamable_http_needs_the_key(keys: Keys) -> None:
     import httpx2
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "lossgate", "mcp", "--db", keys.db_url, "--transport", "http", "--port", str(port),
          "--log-level", "warning"], env={**os.environ, **ENV, "LOSSGATE_MCP_KEY": keys.writer},
@@ -255,9 +248,4 @@ def test_streamable_http_needs_the_key(keys: Keys) -> None:
 
         anyio.run(scenario)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_process(proc, grace=15)

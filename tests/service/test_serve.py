@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,7 +13,7 @@ import httpx
 from typer.testing import CliRunner
 
 from lossgate.cli import app
-from lossgate.testing.service import wait_healthy
+from lossgate.testing.service import free_port, stop_process, wait_healthy
 
 from .conftest import Service
 
@@ -52,12 +50,6 @@ def test_keys_are_created_listed_and_revoked_from_the_command_line(tmp_path: Pat
     assert run("keys", "list", "-t", "nobody")[1].strip() == "no API keys for tenant nobody"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
@@ -66,7 +58,7 @@ def _children(pid: int) -> list[int]:
 def test_several_worker_processes_serve_one_database(service: Service) -> None:
     """``lossgate serve --workers 2`` on the session's database (the in-thread server keeps
     serving it too): 8 clients append at once, with retries; every event lands once."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "lossgate", "--db", service.db_url, "serve", "--port", str(port), "--workers", "2",
@@ -103,9 +95,4 @@ def test_several_worker_processes_serve_one_database(service: Service) -> None:
         assert sorted(e.seq for e in service.memory.events(tenant, "shared", limit=1000)) == list(range(1, 81))
         assert all(len(service.memory.events(tenant, f"own-{n}")) == 10 for n in range(8))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_process(proc)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from lossgate.memory import Memory
 from lossgate.registry import load_registry
 
 from .demo import MARKUP, REGISTRY_PATH, Demo, build_demo
+from tests.conftest import store_database
 
 
 @dataclass
@@ -36,24 +36,12 @@ def page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     from lossgate.service import create_app
     from lossgate.testing.service import serving
 
-    drop = None
-    if request.param == "sqlite":
-        db_url = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'ui.db'}"
-    else:
-        server_url = os.environ.get("LOSSGATE_TEST_PG_URL")
-        if not server_url:
-            pytest.skip("PostgreSQL page tests need LOSSGATE_TEST_PG_URL (set by .ci/run)")
-        from lossgate.testing.postgres import create_database, drop_database
-
-        db_url = create_database(server_url, prefix="lossgate_ui")
-        drop = drop_database
-    memory = lossgate.open(db_url)
-    try:
-        memory.load_predicates(load_registry(REGISTRY_PATH))
-        demo = build_demo(memory, f"ui-{uuid.uuid4().hex[:10]}", marker=MARKUP)
-        with serving(create_app(memory, close_memory=False)) as url:
-            yield Page(url=url, store=request.param, memory=memory, demo=demo)
-    finally:
-        memory.close()
-        if drop is not None:
-            drop(db_url)
+    with store_database(request.param, tmp_path_factory, "ui") as db_url:
+        memory = lossgate.open(db_url)
+        try:
+            memory.load_predicates(load_registry(REGISTRY_PATH))
+            demo = build_demo(memory, f"ui-{uuid.uuid4().hex[:10]}", marker=MARKUP)
+            with serving(create_app(memory, close_memory=False)) as url:
+                yield Page(url=url, store=request.param, memory=memory, demo=demo)
+        finally:
+            memory.close()
