@@ -166,6 +166,11 @@ class Ledger:
         for tenant_id, ids in by_tenant.items():
             for event_id, (subject_id, stored_hash, trust) in self.tx.taken_event_ids(tenant_id, ids).items():
                 ev, h, _ = fresh.pop(event_id)
+                if stored_hash != h and subject_id == ev.subject_id and "occurred_at" not in ev.model_fields_set:
+                    # A retry that named the id but not the time: the time defaulted to now on
+                    # each try, so the retry is compared at the stored event's time.
+                    (stored,) = self.tx.events(tenant_id, subject_id, ids=[event_id])
+                    h = ev.content_hash(stored.occurred_at.isoformat())
                 if subject_id != ev.subject_id or stored_hash != h or trust != ev.trust:
                     raise IdempotencyConflict(
                         f"event {event_id}: already stored with different content "

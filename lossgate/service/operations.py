@@ -111,15 +111,7 @@ class TenantMemory:
                 led.registry  # noqa: B018 - read now: a deployment without a registry says so
             except InvalidInput as exc:
                 raise ApiError("not_configured", str(exc)) from None
-        events = [self._event(subject_id, e) for e in body.events]
-        # A retry of an event that named its id but not its time: the time is the stored one
-        # (the service's "now" of the first try), so the same content is the same event.
-        undated = [ev.event_id for ev, src in zip(events, body.events) if src.occurred_at is None and src.event_id]
-        if undated:
-            stored = {x.event_id: x.occurred_at for x in led.tx.events(t, subject_id, ids=undated)}
-            events = [ev.model_copy(update={"occurred_at": stored[ev.event_id]}) if ev.event_id in stored else ev
-                      for ev in events]
-        result = led.append(events)
+        result = led.append([self._event(subject_id, e) for e in body.events])
         facts = led.assert_facts([self._fact(subject_id, f) for f in body.facts])
         clock = led.tx.clock(t, subject_id)
         return AppendOut(

@@ -376,3 +376,15 @@ def test_registry_versions(memory):
     doc["version"] = reg.version + 1
     assert memory.load_predicates(doc).version == reg.version + 1
     assert memory.registry.predicates["timezone"].criticality == "critical"
+
+
+def test_a_retry_that_named_the_id_but_not_the_time_is_a_duplicate(memory):
+    """Its time defaults to now on each try: the retry is compared at the stored time, and
+    the same id with other content is still refused."""
+    from lossgate import IdempotencyConflict, NewEvent
+
+    first = memory.append([NewEvent(tenant_id="acme", subject_id="u-rt", event_id="rt1", text="same")])
+    again = memory.append([NewEvent(tenant_id="acme", subject_id="u-rt", event_id="rt1", text="same")])
+    assert len(first.appended) == 1 and again.duplicates == ("rt1",) and again.appended == ()
+    with pytest.raises(IdempotencyConflict):
+        memory.append([NewEvent(tenant_id="acme", subject_id="u-rt", event_id="rt1", text="other")])
