@@ -405,7 +405,7 @@ class Consolidator:
                            None)
         if not hierarchy.wanted(sel, current, config.mode, settings.context_tokens, self._count):
             return None
-        return hierarchy.plan(tx, sel, current if self.config.reuse_parts else None, settings,
+        return hierarchy.plan(tx, sel, current, settings,
                               compressor=self._compressor_label(), registry=registry, count=self._count,
                               reuse=self.config.reuse_parts, shadow=self.shadow)
 
