@@ -89,6 +89,9 @@ class TreeSettings(_Record):
     context_tokens: int
     digest_tokens: int
     digest_ratio: float
+    # The most tokens of period digests the root inlines, newest first (the older digests
+    # stay its parts): a root that grows with history would make every read of it grow too.
+    window_tokens: int = 8000
 
 
 class Manifest(_Record):
@@ -97,7 +100,11 @@ class Manifest(_Record):
     ``path`` says how it was built: ``direct`` (from every input), ``incremental`` (a
     published parent plus what is new), ``part`` (one period's digest in a hierarchy, with
     ``part`` saying which) or ``hierarchical`` (a root that rolls up its parts: its
-    ``artifact`` inputs are its children)."""
+    ``artifact`` inputs are its children). A root that ``extends`` the published root
+    (:mod:`lossgate.consolidate.tail`) lists that root and its own new parts as inputs, and
+    the parent's parts it keeps as ``carried``: its children are those, then its new parts.
+    Its ``input_root`` chains the parent's (the parent's input is pinned by its input root),
+    so it still commits to everything it covers."""
 
     artifact_id: str
     tenant_id: str
@@ -120,11 +127,22 @@ class Manifest(_Record):
     timings: dict[str, float] = Field(default_factory=dict)
     part: PartInfo | None = None
     tree: TreeSettings | None = None  # a hierarchical root's settings
+    extends: str | None = None  # the root this one extends
+    carried: tuple[str, ...] = ()  # the parts of that root this one keeps, oldest first
 
     @property
     def children(self) -> tuple[str, ...]:
-        """The parts a hierarchical root rolls up (none for any other artifact)."""
-        return tuple(r.id for r in self.inputs if r.kind == "artifact") if self.path == "hierarchical" else ()
+        """The parts a hierarchical root rolls up, oldest first (none for any other artifact)."""
+        if self.path != "hierarchical":
+            return ()
+        return (*self.carried, *self.new_parts)
+
+    @property
+    def new_parts(self) -> tuple[str, ...]:
+        """The parts a hierarchical root brings itself (all of them, unless it extends a root)."""
+        if self.path != "hierarchical":
+            return ()
+        return tuple(r.id for r in self.inputs if r.kind == "artifact" and r.id != self.extends)
 
 
 class Artifact(_Record):

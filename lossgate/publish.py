@@ -5,7 +5,10 @@ confirm it is still valid with the same hash, confirm ``input_epoch`` has not
 moved and that no registry loaded since it was gated requires a re-gate
 (:mod:`lossgate.regate`), then CAS the alias on (parent artifact, source epoch, covers_through)
 with coverage never regressing (seed 001); a hierarchical root publishes its new parts with
-it, and the parts of the root it replaces that it does not reuse are retired. Anything but
+it, and the parts of the root it replaces that it does not reuse are retired. A root that
+extends the published one (:mod:`lossgate.consolidate.tail`) lists that root among its
+inputs: the CAS on the alias (the same root, at the same epoch) is the fence of every part
+it carries, so those are not read again. Anything but
 exactly one changed row publishes nothing; the caller records why and rebuilds from current
 state.
 A stale or racing worker therefore can never overwrite newer memory.
@@ -65,12 +68,12 @@ def _publish_parts(tx: WriteTx, artifact: Artifact, previous: Artifact | None) -
     root it replaces that it does not reuse are retired."""
     m = artifact.manifest
     t, s = m.tenant_id, m.subject_id
-    children = set(m.children)
-    if children:
-        tx.set_artifact_state(t, s, sorted(children), "published", from_states=["candidate"],
+    # A root that extends its parent brings only its new parts; the ones it carries are published.
+    if m.new_parts:
+        tx.set_artifact_state(t, s, sorted(m.new_parts), "published", from_states=["candidate"],
                               reason=f"part of {artifact.artifact_id}")
     if previous is not None:
-        dropped = sorted(set(previous.manifest.children) - children)
+        dropped = sorted(set(previous.manifest.children) - set(m.children))
         if dropped:
             tx.set_artifact_state(t, s, dropped, "retired", from_states=["published"],
                                   reason=f"replaced by {artifact.artifact_id}")

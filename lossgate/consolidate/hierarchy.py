@@ -46,8 +46,8 @@ from lossgate.registry import Registry
 from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, event_line, period_line
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "wanted", "plan", "digest_lines",
-           "digest_budget", "rollup_summary"]
+__all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "wanted", "plan", "part_jobs",
+           "digest_lines", "digest_budget", "rollup_summary", "period_blocks", "periods_of"]
 
 DEFAULT_CONTEXT_TOKENS = 8000
 _REUSABLE = ("published", "candidate")
@@ -63,12 +63,13 @@ class HierarchyConfig:
     (:mod:`lossgate.consolidate.parts`). ``context_tokens``: the most one compressor
     request carries. A period's digest keeps ``digest_ratio`` of its conversation's tokens,
     at most ``digest_tokens`` and at least 32, besides the facts drawn from that period
-    (never dropped).
+    (never dropped). The root inlines the newest digests that fit in ``window_tokens``
+    together; the older ones stay its parts (published, in its lineage, reused).
 
     A setting left ``None`` is the one the subject's current root was built with
     (:class:`~lossgate.derived.TreeSettings` in its manifest), else the default: session,
     the compressor's ``context_tokens`` attribute or :data:`DEFAULT_CONTEXT_TOKENS`, 200
-    tokens, 0.15. So a worker running the defaults keeps what a person chose for a subject
+    tokens, 0.15, a window of 8,000 tokens. So a worker running the defaults keeps what a person chose for a subject
     (``lossgate consolidate --split day``), and rebuilds only what changed."""
 
     mode: Literal["auto", "always", "never"] = "auto"
@@ -76,9 +77,11 @@ class HierarchyConfig:
     context_tokens: int | None = None
     digest_tokens: int | None = None
     digest_ratio: float | None = None
+    window_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name, kinds in (("context_tokens", (int,)), ("digest_tokens", (int,)), ("digest_ratio", (int, float))):
+        for name, kinds in (("context_tokens", (int,)), ("digest_tokens", (int,)), ("digest_ratio", (int, float)),
+                            ("window_tokens", (int,))):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or (
                     isinstance(value, float) and not math.isfinite(value))):
@@ -91,6 +94,8 @@ class HierarchyConfig:
             raise InvalidInput(f"hierarchy context_tokens must be at least 64, not {self.context_tokens}")
         if self.digest_tokens is not None and self.digest_tokens < 32:
             raise InvalidInput(f"hierarchy digest_tokens must be at least 32, not {self.digest_tokens}")
+        if self.window_tokens is not None and self.window_tokens < 64:
+            raise InvalidInput(f"hierarchy window_tokens must be at least 64, not {self.window_tokens}")
         if self.digest_ratio is not None and not 0 < self.digest_ratio <= 1:
             raise InvalidInput(f"hierarchy digest_ratio must be in (0, 1], not {self.digest_ratio}")
 
@@ -102,7 +107,8 @@ class HierarchyConfig:
         base = previous or TreeSettings(split_by="session", context_tokens=default_context, digest_tokens=200,
                                         digest_ratio=0.15)
         chosen = {k: v for k, v in (("split_by", self.split_by), ("context_tokens", self.context_tokens),
-                                    ("digest_tokens", self.digest_tokens), ("digest_ratio", self.digest_ratio))
+                                    ("digest_tokens", self.digest_tokens), ("digest_ratio", self.digest_ratio),
+                                    ("window_tokens", self.window_tokens))
                   if v is not None}
         return base.model_copy(update=chosen)
 
@@ -142,12 +148,17 @@ class TreePlan:
     parts: tuple[PartJob, ...]
     facts: tuple[Fact, ...]  # the root's: every active fact
     settings: TreeSettings
+    # A root that extends the published one (:mod:`lossgate.consolidate.tail`): that root,
+    # the parts of it this one keeps as they are, and their digest lines in it.
+    extends: Artifact | None = None
+    carried: tuple[str, ...] = ()
+    carried_lines: tuple[str, ...] = ()
 
     @property
     def selected_ids(self) -> tuple[str, ...]:
         """What the job reads, recorded before any generation: each reused part's artifact,
         each part to build's events and facts, and the active facts the root carries."""
-        ids: list[str] = []
+        ids: list[str] = [self.extends.artifact_id] if self.extends is not None else []
         for job in self.parts:
             ids += [job.reuse.artifact_id] if job.reuse else [r.id for r in job.inputs]
         seen = set(ids)
@@ -156,7 +167,11 @@ class TreePlan:
     @property
     def root_preview(self) -> str:
         """A hash of the parts and facts the root will roll up (its input root once built)."""
-        return content_hash([[j.fingerprint for j in self.parts], sorted(f.content_hash for f in self.facts)])
+        parts = [j.fingerprint for j in self.parts]
+        facts = sorted(f.content_hash for f in self.facts)
+        if self.extends is None:
+            return content_hash([parts, facts])
+        return content_hash([self.extends.manifest.input_root, list(self.carried), parts, facts])
 
 
 def wanted(sel: Selection, parent: Artifact | None, mode: str, context_tokens: int,
@@ -186,16 +201,28 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSett
     registry that the current one outgrew is checked again under it here, and reused only
     if it passes."""
     snap = sel.snapshot
+    pool = _reusable(tx, sel, parent, shadow=shadow) if reuse else {}
+    parts = split(snap.events, by=settings.split_by, context_tokens=settings.context_tokens, count=count)
+    jobs = part_jobs(tx, parts, snap, sel.withdrawn_event_ids, settings, compressor=compressor, registry=registry,
+                     pool=pool)
+    return TreePlan(parts=jobs, facts=sel.facts, settings=settings)
+
+
+def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: frozenset[str], settings: TreeSettings,
+              *, compressor: str, registry: Registry, pool: dict[str, Artifact]) -> tuple[PartJob, ...]:
+    """One :class:`PartJob` per part: its snapshot, inputs and fingerprint, read from ``snap``
+    (which holds at least the parts' events, every fact citing them in any status, the valid
+    events those facts cite and the open conflicts), and the artifact of ``pool`` (by
+    fingerprint) that digests it already, if any."""
     by_source: dict[str, list[Fact]] = {}
     for fact in snap.facts:
         for event_id in fact.source_event_ids:
             by_source.setdefault(event_id, []).append(fact)
     fact_by_id = {f.fact_id: f for f in snap.facts}
     valid = {e.event_id: e for e in snap.events}
-    pool = _reusable(tx, sel, parent, shadow=shadow) if reuse else {}
     checked: dict[int, bool] = {}
     jobs: list[PartJob] = []
-    for part in split(snap.events, by=settings.split_by, context_tokens=settings.context_tokens, count=count):
+    for part in parts:
         ids = {e.event_id for e in part.events}
         facts = {f.fact_id: f for e in part.events for f in by_source.get(e.event_id, ())}
         # An open conflict travels whole: both sides, wherever the other was said.
@@ -218,7 +245,7 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSett
             "trust": [[e.event_id, e.trust] for e in (*part.events, *cited)],  # a content hash leaves trust out
             "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor,
             "digest": [settings.digest_tokens, settings.digest_ratio],
-            "withdrawn": sorted(sel.withdrawn_event_ids & {e for f in ordered for e in f.source_event_ids}),
+            "withdrawn": sorted(withdrawn & {e for f in ordered for e in f.source_event_ids}),
         })
         outdated_ids = frozenset(e for f in ordered if f.status in ("superseded", "revoked")
                                  for e in f.source_event_ids if e in ids)
@@ -234,7 +261,7 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSett
                 reuse = None
         jobs.append(PartJob(part=part, snapshot=snapshot, facts=tuple(f for f in ordered if f.status == "active"),
                             inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids, reuse=reuse))
-    return TreePlan(parts=tuple(jobs), facts=sel.facts, settings=settings)
+    return tuple(jobs)
 
 
 def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None, *, shadow: bool = False) -> dict[str, Artifact]:
@@ -274,9 +301,42 @@ def digest_lines(child: Artifact) -> list[str]:
     return [period_line(part.first_at, part.last_at), *body]
 
 
-def rollup_summary(structure: str, children: Sequence[Artifact]) -> str:
-    """The root's summary: its structured lines, then every part's digest, oldest first."""
-    lines = [structure, PERIODS_TITLE]
-    for child in children:
-        lines += digest_lines(child)
-    return "\n".join(lines)
+def period_blocks(lines: Sequence[str]) -> list[list[str]]:
+    """The lines under a root's ``Periods:`` title, cut into one block per period (each
+    starts with its title, :data:`~lossgate.render.PERIOD_LINE`)."""
+    blocks: list[list[str]] = []
+    for line in lines:
+        if PERIOD_LINE.fullmatch(line) or not blocks:
+            blocks.append([])
+        blocks[-1].append(line)
+    return blocks
+
+
+def periods_of(summary: str) -> list[str]:
+    """The lines under a root summary's ``Periods:`` title (none if it has no such title)."""
+    lines = summary.split("\n")
+    return lines[lines.index(PERIODS_TITLE) + 1:] if PERIODS_TITLE in lines else []
+
+
+def rollup_summary(structure: str, children: Sequence[Artifact], *, carried: Sequence[str] = (),
+                   window: int | None = None, count: Callable[[str], int] | None = None) -> tuple[str, str]:
+    """The root's summary: its structured lines, then the period digests, oldest first:
+    ``carried`` (a parent root's digest lines, kept as they were gated) and every child's.
+    With a ``window`` (tokens), only the newest digests that fit in it together are inlined
+    (at least the newest one); the older ones stay the root's parts. Returns the summary and
+    the same without ``carried``: what the gate reads of a root that extends its parent."""
+    blocks = period_blocks(carried) + [digest_lines(child) for child in children]
+    own = len(blocks) - len(period_blocks(carried))
+    kept = len(blocks)
+    if window is not None and count is not None:
+        used, kept = 0, 0
+        for block in reversed(blocks):
+            used += sum(count(line) + 1 for line in block)
+            if kept and used > window:
+                break
+            kept += 1
+    chosen = blocks[len(blocks) - kept:]
+    fresh = blocks[len(blocks) - min(own, kept):] if own else []
+    whole = [structure, PERIODS_TITLE, *(line for block in chosen for line in block)]
+    gated = [structure, PERIODS_TITLE, *(line for block in fresh for line in block)]
+    return "\n".join(whole), "\n".join(gated)

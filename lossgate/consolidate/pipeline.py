@@ -40,15 +40,16 @@ from pydantic import ValidationError
 
 from lossgate import gate, queue
 from lossgate.caches import epoch_seen
+from lossgate.canonical import content_hash
 from lossgate.deadline import Overdue, call_with_deadline
-from lossgate.consolidate import hierarchy
+from lossgate.consolidate import hierarchy, tail
 from lossgate.ops import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select
 from lossgate.consolidate.tokens import default_counter
-from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo, TreeSettings
+from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.errors import InvalidInput, NotFound, StoreError
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.outcome import make_result
@@ -237,13 +238,18 @@ class Consolidator:
             registry = self._registries.current(tx)
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
-            sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
+            extended = self._extend(tx, tenant_id, subject_id, registry)
+            if extended is not None:  # a fresh hierarchy grows by its tail: what is new is what it reads
+                sel, tree = extended.selection, extended.tree
+            else:
+                sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
             epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
             failures, refused_for = queue.consecutive_failures(since_published)
-            tree = self._plan_tree(tx, sel, registry)
+            if extended is None:
+                tree = self._plan_tree(tx, sel, registry)
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
                 number=count + 1, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
@@ -310,7 +316,7 @@ class Consolidator:
 
     def _conclude(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], raw_text: str | None, *, judged: bool,
-                  part: PartInfo | None = None, tree: TreeSettings | None = None) -> Prepared:
+                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None) -> Prepared:
         """Store the artifact and the attempt's outcome; a failed gate schedules the retry."""
         artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree)
         passed = result.passed
@@ -392,6 +398,15 @@ class Consolidator:
         return Prepared(attempt=attempt, artifact=back or artifact, gate_result=result, selection=sel)
 
     # -- a hierarchy: the parts, then the root ---------------------------------------------
+    def _extend(self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry) -> tail.Tail | None:
+        """The job that extends the subject's fresh published root by its tail, if this
+        consolidator may take one (:mod:`lossgate.consolidate.tail`)."""
+        c = self.config
+        if not c.incremental or not c.reuse_parts or c.hierarchy.mode == "never" or self.shadow:
+            return None
+        return tail.extend(tx, tenant_id, subject_id, registry, c.hierarchy, compressor=self.compressor,
+                           label=self._compressor_label(), count=self._count)
+
     def _plan_tree(self, tx: WriteTx, sel: Selection, registry: Registry) -> hierarchy.TreePlan | None:
         config = self.config.hierarchy
         if config.mode == "never":
@@ -484,19 +499,27 @@ class Consolidator:
             structure = self._structure.compress(request)
         except CompressionError as exc:
             return self._finish_error(attempt, sel, None, f"{type(exc).__name__}: {exc}", timings)
-        structure["summary"] = hierarchy.rollup_summary(structure["summary"], children)
-        body = ArtifactBody.model_validate(structure)
+        summary, gated = hierarchy.rollup_summary(structure["summary"], children, carried=tree.carried_lines,
+                                                  window=tree.settings.window_tokens, count=self._count)
+        body = ArtifactBody.model_validate({**structure, "summary": summary})
+        parent = tree.extends
         inputs = tuple(
-            [InputRef(kind="artifact", id=c.artifact_id, content_hash=c.manifest.input_root) for c in children]
+            ([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
+             if parent is not None else [])
+            + [InputRef(kind="artifact", id=c.artifact_id, content_hash=c.manifest.input_root) for c in children]
             + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in tree.facts])
+        root = input_root(inputs) if parent is None else content_hash([input_root(inputs), list(tree.carried)])
         root_sel = Selection(snapshot=sel.snapshot, expected=sel.expected, path="hierarchical", parent=None,
-                             events=(), facts=tree.facts, inputs=inputs, input_root=input_root(inputs),
+                             events=(), facts=tree.facts, inputs=inputs, input_root=root,
                              withdrawn_event_ids=sel.withdrawn_event_ids)
         t2 = time.perf_counter()
-        result = gate.check(sel.snapshot, body, registry, must=must)
+        # A root that extends its parent is gated on what it adds: the parent's digest lines it
+        # carries were gated with the parent, against a snapshot this one only extends.
+        result = gate.check(sel.snapshot, body if parent is None else body.model_copy(update={"summary": gated}),
+                            registry, must=must)
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
-        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree.settings)
+        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree)
 
     def publish(self, prepared: Prepared) -> Attempt:
         """Run the switch for a gated artifact. A lost race or a moved input publishes nothing."""
@@ -630,7 +653,7 @@ class Consolidator:
 
     def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], *, judged: bool = False,
-                  part: PartInfo | None = None, tree: TreeSettings | None = None) -> Artifact:
+                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None) -> Artifact:
         if part is None:
             covers = max(sel.snapshot.clock.high_water, sel.expected.covers_through)
         else:  # a part covers its own events (it is never offered to the alias)
@@ -648,7 +671,8 @@ class Consolidator:
             compressor_version=self._structure.version if sel.path == "hierarchical" else self.compressor.version, extractor_version=EXTRACTOR_VERSION,
             schema_version=self._schema_version(), registry_version=registry.version,
             attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=dict(timings), part=part,
-            tree=tree,
+            tree=tree.settings if tree else None, extends=tree.extends.artifact_id if tree and tree.extends else None,
+            carried=tree.carried if tree else (),
         )
         return Artifact(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,

@@ -1,0 +1,164 @@
+"""A hierarchy that grows by its tail (issue 16; lossgate.consolidate.tail), on both stores.
+
+While the published root is fresh, a consolidation of new events extends it: it reads the
+new events and the last period's parts, cuts them as a full plan would, carries the other
+parts by reference and chains its input root to its parent's. What must not move:
+
+* the parts it builds are those a full plan of the same state would build (same
+  fingerprints), so a later full rebuild reuses them;
+* revoking an input covered ten generations back makes the head, every root of the chain
+  and the part that covered it stale in the revoking transaction, recall falls back to the
+  raw layer, and the rebuild leaves the input out and reuses every other part;
+* anything that is not a tail append takes the full plan.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from lossgate import NewEvent
+from lossgate.consolidate.hierarchy import HierarchyConfig, plan
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.consolidate.selection import select
+from lossgate.consolidate.tokens import default_counter
+from lossgate.render import PERIODS_TITLE
+from tests.conformance.test_consolidation import SMALL_TALK, T, U, fact
+from tests.conformance.test_hierarchy import CONTEXT, day, world
+
+HIER = ConsolidationConfig(hierarchy=HierarchyConfig(context_tokens=CONTEXT))
+SECRET = "The gate code for the north warehouse is 8812."
+
+
+def turns(session: int, n: int, *, start: int = 0) -> list[NewEvent]:
+    """``n`` turns of small talk in ``session``, on its own day."""
+    return [NewEvent(tenant_id=T, subject_id=U, event_id=f"s{session}-{start + i}", actor="user",
+                     text=f"{SMALL_TALK[(start + i) % len(SMALL_TALK)]} on day {session}",
+                     payload={"session": session}, occurred_at=day(session) + timedelta(minutes=start + i))
+            for i in range(n)]
+
+
+def head(memory):
+    alias = memory.alias(T, U)
+    return memory.artifact(T, U, alias.artifact_id)
+
+
+def consolidated(memory, config=HIER):
+    attempt = memory.consolidate(T, U, config=config)
+    assert attempt.status == "published", (attempt.status, attempt.violations, attempt.error, attempt.reason)
+    return head(memory)
+
+
+def full_plan(memory, config=HIER):
+    """What a full plan of the current state would cut (the fingerprints of its parts)."""
+    registry = memory.registry
+    root = head(memory)
+    with memory.store.read() as tx:
+        sel = select(tx, T, U, registry, incremental=False)
+        settings = config.hierarchy.settings(root.manifest.tree, None)
+        tree = plan(tx, sel, root, settings, compressor="deterministic@1", registry=registry,
+                    count=default_counter(), reuse=False)
+    return [job.fingerprint for job in tree.parts]
+
+
+def fingerprints(memory, root):
+    return [memory.artifact(T, U, c).manifest.part.fingerprint for c in root.manifest.children]
+
+
+def secret_session(memory):
+    world(memory)
+    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="e-secret", actor="user", text=SECRET,
+                            payload={"session": 1}, occurred_at=day(1) + timedelta(minutes=40))])
+
+
+def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory):
+    secret_session(memory)
+    first = consolidated(memory)
+    assert first.manifest.extends is None and SECRET in first.body.summary
+    chain = [first]
+    for g in range(1, 11):  # ten sessions, one per generation, each on a later day
+        memory.append(turns(4 + g, 6))
+        before = {a.artifact_id for a in memory.artifacts(T, U)}
+        root = consolidated(memory)
+        assert root.manifest.extends == chain[-1].artifact_id  # it extended the published root
+        # it built the new session's part alone (the last period, cut again, was reused)
+        built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before and a.manifest.path == "part"]
+        assert built and all(a.manifest.part.key.split(" #")[0] == f"session {4 + g}" for a in built)
+        assert set(root.manifest.new_parts) <= {*chain[-1].manifest.children, *(a.artifact_id for a in built)}
+        # its children are the parent's, then its own; the chain commits to everything covered
+        assert root.manifest.children[:len(root.manifest.carried)] == root.manifest.carried
+        assert root.manifest.input_root != chain[-1].manifest.input_root
+        chain.append(root)
+    assert fingerprints(memory, chain[-1]) == full_plan(memory)
+    part_of_secret = next(c for c in chain[-1].manifest.children
+                          if "e-secret" in {r.id for r in memory.artifact(T, U, c).manifest.inputs})
+
+    with memory.transaction() as led:
+        led.revoke_event(T, U, "e-secret", reason="said by mistake")
+        # in the same transaction: the head, every root it extends and the part are stale
+        for root in chain:
+            assert led.tx.artifact_head(T, U, root.artifact_id).state == "stale"
+        assert led.tx.artifact_head(T, U, part_of_secret).state == "stale"
+
+    recalled = memory.recall(T, U)
+    assert recalled.mode != "summary" and recalled.summary is None
+    assert all(e.event_id != "e-secret" for e in recalled.events)
+
+    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    rebuilt = consolidated(memory)
+    assert rebuilt.manifest.extends is None  # the head was stale: the full plan
+    assert SECRET not in rebuilt.body.summary and "8812" not in rebuilt.body.summary
+    covered = {r.id for c in rebuilt.manifest.children for r in memory.artifact(T, U, c).manifest.inputs}
+    assert "e-secret" not in covered and part_of_secret not in rebuilt.manifest.children
+    # the rebuild redid the secret's period alone: every other part was reused
+    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before and a.manifest.path == "part"]
+    assert len(built) == 1
+    assert fingerprints(memory, rebuilt) == full_plan(memory)
+
+
+def test_a_tail_in_the_same_period_cuts_the_last_period_again_as_a_full_plan_would(memory):
+    world(memory)
+    consolidated(memory)
+    for start in (12, 24, 36):  # the last session grows past the context: it is cut by size
+        memory.append(turns(4, 12, start=100 + start))
+        root = consolidated(memory)
+        assert root.manifest.extends is not None
+        assert fingerprints(memory, root) == full_plan(memory)
+    keys = [memory.artifact(T, U, c).manifest.part.key for c in root.manifest.children]
+    assert sum(k.startswith("session 4") for k in keys) > 1
+
+
+def test_what_is_not_a_tail_append_takes_the_full_plan(memory):
+    world(memory)
+    consolidated(memory)
+    # a new event of an earlier period: the full plan puts it in its period
+    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="late", actor="user", text=SMALL_TALK[0],
+                            payload={"session": 2}, occurred_at=day(2) + timedelta(minutes=50))])
+    root = consolidated(memory)
+    assert root.manifest.extends is None
+    assert fingerprints(memory, root) == full_plan(memory)
+    # a new fact drawn from an earlier period changes that period's part: the full plan
+    memory.append(turns(5, 4))
+    memory.assert_facts([fact("f-more", "subscription.seats", 41, ["e-seats"])])
+    root = consolidated(memory)
+    assert root.manifest.extends is None
+    # a plain tail append again extends
+    memory.append(turns(6, 4))
+    assert consolidated(memory).manifest.extends == root.artifact_id
+
+
+def test_the_root_inlines_the_newest_digests_that_fit_its_window(memory):
+    config = ConsolidationConfig(hierarchy=HierarchyConfig(context_tokens=CONTEXT, window_tokens=64))
+    world(memory)
+    for g in range(5, 9):
+        memory.append(turns(g, 6))
+    root = consolidated(memory, config)
+    lines = root.body.summary.split("\n")
+    periods = [ln for ln in lines[lines.index(PERIODS_TITLE) + 1:] if ln.startswith("[")]
+    parts = [memory.artifact(T, U, c) for c in root.manifest.children]
+    assert 1 <= len(periods) < len(parts)  # the newest, not all: the rest stay its parts
+    assert periods[-1].startswith(f"[{day(8).date().isoformat()}")
+    assert {p.state for p in parts} == {"published"}
+    memory.append(turns(9, 6))
+    grown = consolidated(memory, config)
+    assert grown.manifest.extends == root.artifact_id
+    assert len(grown.body.summary) < 2 * len(root.body.summary) + 200
