@@ -17,7 +17,8 @@ parent artifact, written with the artifact). From those edges:
   attempts that read it are erased, and recall records that touched it lose their
   query text. Ids, hashes, manifests, lineage, states and log lines stay for audit.
 * :func:`view` is the audit read: an artifact in any state, its edges and the chain
-  of parents behind it (:func:`ancestors`).
+  of parents behind it (:func:`ancestors`): an incremental artifact's parents, or the
+  roots a hierarchical root extends.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from lossgate.derived import ArtifactState, Attempt, LineageEdge, LineageView, RecallRedaction
+from lossgate.derived import ArtifactState, Attempt, LineageEdge, LineageView, Manifest, RecallRedaction
 from lossgate.errors import NotFound, UnknownFormat
 from lossgate.records import ArtifactBody
 from lossgate.store.protocol import ReadTx, WriteTx
@@ -55,9 +56,18 @@ def ancestors(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str) -> 
     """The parents of ``artifact_id`` (the incremental chain), nearest first, with their
     states (stale ones included); the walk stops at a parent that is no longer stored."""
     art = tx.artifact(tenant_id, subject_id, artifact_id)
-    if art is None or art.manifest.path == "hierarchical":
+    if art is None:
         return []
-    return _walk(tx, tenant_id, subject_id, _parents(tx.lineage(tenant_id, subject_id, artifact_id)))
+    return _walk(tx, tenant_id, subject_id, _parents_of(tx, art.manifest, artifact_id))
+
+
+def _parents_of(tx: ReadTx, manifest: Manifest, artifact_id: str) -> list[str]:
+    """The artifact an artifact was built on: an incremental one's parent, or the root a
+    hierarchical root extends (:mod:`lossgate.consolidate.tail`); a root's other artifact
+    inputs are its parts, not parents."""
+    if manifest.path == "hierarchical":
+        return [manifest.extends] if manifest.extends else []
+    return _parents(tx.lineage(manifest.tenant_id, manifest.subject_id, artifact_id))
 
 
 def _walk(tx: ReadTx, tenant_id: str, subject_id: str, parent_ids: list[str]) -> list[tuple[str, ArtifactState]]:
@@ -67,8 +77,7 @@ def _walk(tx: ReadTx, tenant_id: str, subject_id: str, parent_ids: list[str]) ->
         if parent is None:
             break
         out.append((parent.artifact_id, parent.state))
-        parent_ids = [] if parent.manifest.path == "hierarchical" else _parents(
-            tx.lineage(tenant_id, subject_id, parent.artifact_id))
+        parent_ids = _parents_of(tx, parent.manifest, parent.artifact_id)
     return out
 
 
@@ -80,8 +89,10 @@ def view(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str) -> Linea
         raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
     edges = tx.lineage(tenant_id, subject_id, artifact_id)
     moves = [e for e in tx.log(tenant_id, subject_id, target_ids=[artifact_id]) if e.op in ("tier", "retention")]
-    # A hierarchical root's artifact inputs are its parts (its edges list them), not parents.
-    parents = [] if art.manifest.path == "hierarchical" else _parents(edges)
+    # A hierarchical root's artifact inputs are its parts (its edges list them), not parents;
+    # a root that extends another has that one as its parent.
+    parents = [art.manifest.extends] if art.manifest.extends else \
+        [] if art.manifest.path == "hierarchical" else _parents(edges)
     return LineageView(artifact=art, edges=tuple(edges),
                        ancestors=tuple(_walk(tx, tenant_id, subject_id, parents)), tier_moves=tuple(moves))
 

@@ -23,8 +23,10 @@ at the same epoch).
 
 Anything else takes the full plan (:func:`lossgate.consolidate.hierarchy.plan`): a stale or
 unpublished root, a moved epoch, another registry, compressor or tree setting, a new fact
-citing an event of an earlier period, or a new event dated before the last period (it
-belongs to an earlier part). Correctness does not rest on this module: a change to any
+citing an event of an earlier period, or a new event of an earlier period (dated before the
+last one starts, or of a lower session number, day, week or month). A session named by
+text has no order: a new event under an older label starts a new part after the others (a
+later full plan regroups it with its session). Correctness does not rest on this module: a change to any
 input covered generations back moves the epoch and marks the whole chain stale at once
 (lineage follows every root to the one it extends: :func:`lossgate.lineage.invalidate`).
 """
@@ -92,6 +94,9 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
         last_key = key
         replaced.append((part, events))
     replaced.reverse()
+    first = replaced[0][0].manifest.part
+    if first is None or " #" in first.key:
+        return None  # the last period began in a part the others' order put before: the full plan
     old = [e for _, events in replaced for e in events]
 
     delta = tx.events(t, s, states=["valid"], after_seq=alias.covers_through, through_seq=clock.high_water)
@@ -100,7 +105,8 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     suppressed = {e for f in citing if f.status == "deleted" for e in f.source_event_ids}
     delta = [e for e in delta if e.event_id not in suppressed]
     start = min(e.occurred_at for e in old)
-    if not delta or any(e.occurred_at < start for e in delta):
+    if not delta or any(e.occurred_at < start or _earlier(period_key(e, settings.split_by), last_key)
+                        for e in delta):
         return None  # nothing new to digest, or a new event belongs to an earlier period
     tail_ids = set(shown_ids)
     active = tx.facts(t, s, statuses=["active"], through_seq=clock.high_water)
@@ -152,3 +158,17 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     tree = TreePlan(parts=jobs, facts=tuple(active), settings=settings, extends=root, carried=carried,
                     carried_lines=carried_lines)
     return Tail(selection=selection, tree=tree)
+
+
+def _earlier(key: str, last: str | None) -> bool:
+    """Whether period ``key`` sorts before the last period ``last``: a lower session number,
+    or an earlier day, week or month (their keys sort as text). A session named by text has
+    no order; a new label starts a new period."""
+    if last is None or key == last:
+        return False
+    numbered = [k.removeprefix("session ") for k in (key, last)]
+    if all(k.isdigit() for k in numbered):
+        return int(numbered[0]) < int(numbered[1])
+    if any(k.startswith("session ") for k in (key, last)):
+        return False
+    return key < last

@@ -89,6 +89,10 @@ def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory):
         assert root.manifest.input_root != chain[-1].manifest.input_root
         chain.append(root)
     assert fingerprints(memory, chain[-1]) == full_plan(memory)
+    # the audit read walks the chain back to the first root, nearest first
+    ancestors = memory.lineage(T, U, chain[-1].artifact_id).ancestors
+    assert [a for a, _ in ancestors] == [r.artifact_id for r in reversed(chain[:-1])]
+    assert {state for _, state in ancestors} == {"retired"}
     part_of_secret = next(c for c in chain[-1].manifest.children
                           if "e-secret" in {r.id for r in memory.artifact(T, U, c).manifest.inputs})
 
@@ -143,7 +147,17 @@ def test_what_is_not_a_tail_append_takes_the_full_plan(memory):
     assert root.manifest.extends is None
     # a plain tail append again extends
     memory.append(turns(6, 4))
-    assert consolidated(memory).manifest.extends == root.artifact_id
+    root = consolidated(memory)
+    assert root.manifest.extends is not None
+    # an event of an earlier session, said after everything else: it joins its session
+    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="later", actor="user", text=SMALL_TALK[1],
+                            payload={"session": 3}, occurred_at=day(9))])
+    root = consolidated(memory)
+    assert root.manifest.extends is None
+    assert fingerprints(memory, root) == full_plan(memory)
+    # and after it, a new session is cut with it as a full plan would
+    memory.append(turns(10, 4))
+    assert fingerprints(memory, consolidated(memory)) == full_plan(memory)
 
 
 def test_the_root_inlines_the_newest_digests_that_fit_its_window(memory):
