@@ -15,7 +15,8 @@ over a small set of keys so that the active ledger stays bounded while its histo
   in turn as a duplicate at the total after).
 
 :func:`fill` appends events ``[start, stop)`` and their facts, in batches of one
-transaction each; the same arguments give the same rows.
+transaction each; the same arguments give the same rows. Event ids (``e<i>``) are unique
+within a tenant: two histories in one database need two tenants.
 """
 
 from __future__ import annotations
