@@ -62,6 +62,9 @@ def consolidate(
     context: Annotated[Optional[int], typer.Option(
         "--context", help=("Tokens one compressor request may carry (default: what the subject's current root "
                            "used, else the compressor's, else 8000)."))] = None,
+    window: Annotated[Optional[int], typer.Option(
+        "--window", help=("Tokens of period digests a hierarchy's root inlines, newest first; the older ones "
+                          "stay its parts (default: what the subject's current root used, else 8000)."))] = None,
     as_json: AsJson = False,
 ) -> None:
     """Build, gate and publish a summary of one subject. Exit 1 if nothing was published.
@@ -71,7 +74,8 @@ def consolidate(
     from lossgate.judge import ModelJudge
 
     try:
-        tree = HierarchyConfig(mode=hierarchy, split_by=split, context_tokens=context)  # type: ignore[arg-type]
+        tree = HierarchyConfig(mode=hierarchy, split_by=split, context_tokens=context,  # type: ignore[arg-type]
+                               window_tokens=window)
         config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct, hierarchy=tree)
     except InvalidInput as exc:
         fail(str(exc))

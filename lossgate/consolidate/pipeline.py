@@ -47,11 +47,12 @@ from lossgate.ops import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import HierarchyConfig
-from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select
+from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select, select_delta, snapshot_at
 from lossgate.consolidate.tokens import default_counter
 from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.errors import InvalidInput, NotFound, StoreError
 from lossgate.gate.fence import narrative_sentences
+from lossgate.gate.prose import prose_inputs, prose_of
 from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
@@ -151,6 +152,26 @@ def _withdrawn(attempt: Attempt, reason: str, erased: bool) -> Attempt:
     return attempt.model_copy(update=update)
 
 
+def _carried_lines(sel: Selection, body: ArtifactBody) -> set[str] | None:
+    """The lines of ``body``'s prose (:func:`~lossgate.gate.prose.prose_of`: its structured
+    lines blanked) that are lines of the parent's conversation, if every other line is a
+    title or quotes an event of the selection; else None."""
+    parent = sel.parent
+    if parent is None:
+        return None
+    lines = parent.body.summary.split("\n")
+    said = set(lines[lines.index(CONVERSATION_TITLE) + 1:]) if CONVERSATION_TITLE in lines else set()
+    quoted = {event_line(e) for e in sel.events}
+    carried: set[str] = set()
+    for line in prose_of(body).split("\n"):
+        if not line.strip() or line == CONVERSATION_TITLE or line in quoted:
+            continue
+        if line not in said:
+            return None
+        carried.add(line)
+    return carried
+
+
 def _add(timings: dict[str, float], key: str, seconds: float) -> None:
     timings[key] = timings.get(key, 0.0) + seconds
 
@@ -242,7 +263,8 @@ class Consolidator:
             if extended is not None:  # a fresh hierarchy grows by its tail: what is new is what it reads
                 sel, tree = extended.selection, extended.tree
             else:
-                sel = select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
+                delta = select_delta(tx, tenant_id, subject_id, registry) if self._flat_delta() else None
+                sel = delta or select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
             epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
@@ -300,7 +322,7 @@ class Consolidator:
             return self._finish_error(attempt, sel, raw_text, where + error, timings)
         assert body is not None
         t2 = time.perf_counter()
-        result = gate.check(sel.snapshot, body, registry, must=must)
+        result = self._gate(sel, body, registry, must)
         _add(timings, "gate_s", time.perf_counter() - t2)
         judged = False
         if self.judge is not None and result.passed:
@@ -396,6 +418,32 @@ class Consolidator:
             attempt = save_attempt(tx, attempt)
             attempt = self._schedule_retry(tx, attempt)
         return Prepared(attempt=attempt, artifact=back or artifact, gate_result=result, selection=sel)
+
+    def _flat_delta(self) -> bool:
+        """Whether a flat incremental job may read only what is new (:func:`select_delta`): a
+        hierarchy in ``auto`` mode must see the whole history's size to know whether to go
+        hierarchical, so only ``never`` does."""
+        c = self.config
+        return c.incremental and c.hierarchy.mode == "never" and not self.shadow
+
+    def _gate(self, sel: Selection, body: ArtifactBody, registry: Registry, must: MustPreserve) -> gate.GateResult:
+        """The gate's result for ``body``. On a bounded selection, when every line of prose
+        it writes is a line of the parent's conversation (gated with the parent, at this
+        epoch) or quotes a new event, the gate reads what is new: those quotes and the
+        structured part against the bounded snapshot, the parent's lines by reference.
+        Otherwise it reads the whole snapshot at the same high-water."""
+        if not sel.bounded:
+            return gate.check(sel.snapshot, body, registry, must=must)
+        carried = _carried_lines(sel, body)
+        if carried is not None:
+            blanked = "\n".join("" if line in carried else line for line in body.summary.split("\n"))
+            new_text = prose_inputs(sel.snapshot.model_copy(update={"events": sel.events}))
+            return gate.check(sel.snapshot, body.model_copy(update={"summary": blanked}), registry, must=must,
+                              prose_inputs=new_text)
+        t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
+        with self.store.read() as tx:
+            whole = snapshot_at(tx, t, s, registry, through_seq=sel.snapshot.clock.high_water)
+        return gate.check(whole, body, registry, must=build_must_preserve(whole, registry))
 
     # -- a hierarchy: the parts, then the root ---------------------------------------------
     def _extend(self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry) -> tail.Tail | None:

@@ -12,6 +12,13 @@ Two paths produce the same active fact set:
 * **incremental**: the published parent artifact plus the events after its
   ``covers_through``; allowed only when the parent is fresh (published, built
   at the current epoch), so nothing it carries can be stale or deleted.
+
+:func:`select_delta` reads an incremental selection without the history: the events after
+the parent's coverage, the active facts, the facts citing those events in any status, the
+valid events all of these cite, and the open conflicts (``Selection.bounded``). The gate
+then reads what is new against that snapshot and the parent's lines by reference
+(:func:`lossgate.consolidate.pipeline.Consolidator`), or the whole snapshot at the same
+high-water when what the compressor wrote is not made of those lines.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from lossgate.records import Event, Fact, Snapshot
 from lossgate.registry import Registry
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["SELECTOR_VERSION", "Selection", "select", "snapshot_at", "input_root"]
+__all__ = ["SELECTOR_VERSION", "Selection", "select", "select_delta", "snapshot_at", "input_root"]
 
 SELECTOR_VERSION = "authorized-view-v1"
 
@@ -46,6 +53,9 @@ class Selection:
     # Sources of active facts that left the authorized view (deleted, revoked, erased with a
     # deleted fact): a fact stands on its other sources, and its claim cites only those.
     withdrawn_event_ids: frozenset[str] = frozenset()
+    # Whether ``snapshot`` holds only what is new since the parent (and what its facts cite):
+    # :func:`select_delta`.
+    bounded: bool = False
 
     @property
     def selected_ids(self) -> tuple[str, ...]:
@@ -125,4 +135,48 @@ def snapshot_at(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry,
         tenant_id=tenant_id, subject_id=subject_id, clock=clock.model_copy(update={"high_water": h}),
         registry_version=registry.version, events=tuple(valid), facts=tuple(all_facts),
         conflicts=tuple(tx.conflicts(tenant_id, subject_id, unresolved_only=True)),
+    )
+
+
+def select_delta(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry) -> Selection | None:
+    """The incremental selection of a subject whose published summary is fresh and flat (a
+    direct or incremental artifact gated under ``registry``), read without the history; None
+    when there is no such parent (:func:`select` then reads the whole snapshot)."""
+    t, s = tenant_id, subject_id
+    clock, alias = tx.clock(t, s), tx.alias(t, s)
+    h = clock.high_water
+    if alias.artifact_id is None or alias.source_epoch != clock.input_epoch or h <= alias.covers_through:
+        return None
+    parent = tx.artifact(t, s, alias.artifact_id)
+    if (parent is None or parent.state != "published" or parent.manifest.path not in ("direct", "incremental")
+            or parent.manifest.registry_version != registry.version):
+        return None
+    delta = tx.events(t, s, states=["valid"], after_seq=alias.covers_through, through_seq=h)
+    citing = tx.facts_citing(t, s, [e.event_id for e in delta]) if delta else []
+    suppressed = {e for f in citing if f.status == "deleted" for e in f.source_event_ids}
+    shown = tuple(e for e in delta if e.event_id not in suppressed)
+    active = tuple(tx.facts(t, s, statuses=["active"], through_seq=h))
+    facts = {f.fact_id: f for f in (*active, *citing)}
+    known = {e.event_id for e in shown}
+    wanted = sorted({e for f in facts.values() for e in f.source_event_ids} - known)
+    hidden = {e for f in tx.facts_citing(t, s, wanted, statuses=["deleted"]) for e in f.source_event_ids} \
+        if wanted else set()
+    cited = [e for e in (tx.events(t, s, ids=wanted) if wanted else []) if e.state == "valid" and e.event_id not in hidden]
+    authorized = known | {e.event_id for e in cited}
+    withdrawn = frozenset(e for f in active for e in f.source_event_ids if e not in authorized)
+    outdated = frozenset(e for f in citing if f.status in ("superseded", "revoked") for e in f.source_event_ids
+                         if e in known)
+    inputs = tuple([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
+                   + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
+                   + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
+    snapshot = Snapshot(
+        tenant_id=t, subject_id=s, clock=clock, registry_version=registry.version,
+        events=tuple(sorted([*shown, *cited], key=lambda e: e.seq)),
+        facts=tuple(sorted(facts.values(), key=lambda f: (f.seq, f.fact_id))),
+        conflicts=tuple(tx.conflicts(t, s, unresolved_only=True)),
+    )
+    return Selection(
+        snapshot=snapshot, expected=alias.expected(), path="incremental", parent=parent, events=shown, facts=active,
+        inputs=inputs, input_root=input_root(inputs), outdated_event_ids=outdated, withdrawn_event_ids=withdrawn,
+        bounded=True,
     )

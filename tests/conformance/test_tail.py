@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from lossgate import NewEvent
+from lossgate.consolidate import pipeline
 from lossgate.consolidate.hierarchy import HierarchyConfig, plan
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.selection import select
@@ -70,7 +71,11 @@ def secret_session(memory):
                             payload={"session": 1}, occurred_at=day(1) + timedelta(minutes=40))])
 
 
-def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory):
+def history_read(*args, **kw):
+    raise AssertionError("a tail job read the whole history")
+
+
+def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, monkeypatch):
     secret_session(memory)
     first = consolidated(memory)
     assert first.manifest.extends is None and SECRET in first.body.summary
@@ -78,7 +83,9 @@ def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory):
     for g in range(1, 11):  # ten sessions, one per generation, each on a later day
         memory.append(turns(4 + g, 6))
         before = {a.artifact_id for a in memory.artifacts(T, U)}
-        root = consolidated(memory)
+        with monkeypatch.context() as patched:  # it never reads the whole history
+            patched.setattr(pipeline, "select", history_read)
+            root = consolidated(memory)
         assert root.manifest.extends == chain[-1].artifact_id  # it extended the published root
         # it built the new session's part alone (the last period, cut again, was reused)
         built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before and a.manifest.path == "part"]
