@@ -2,7 +2,7 @@
 the history and what should not.
 
     python bench/bench_scale.py [--sizes 1000,10000,100000] [--rounds 5] [--tail 100] [--calls 200]
-                                [--pg URL] [--only sqlite|postgresql] [--json PATH] [--strict]
+                                [--pg URL] [--no-analyze] [--only sqlite|postgresql] [--json PATH] [--strict]
 
 Each size is one subject in a database of its own (a file on SQLite; a scratch database on
 PostgreSQL, created here and dropped after), filled by :func:`bench.scale_data.fill`: 12-word
@@ -24,11 +24,14 @@ costs (imports, the tokenizer) out of the figures. For each store and size:
    its connections (WAL, synchronous=NORMAL; foreign keys not enforced); on PostgreSQL,
    ``CREATE TABLE ... (LIKE events INCLUDING ALL)`` in the same database (no row-level
    security, no foreign key). The two sides alternate batch by batch. Ratio: lossgate/baseline
-   throughput (1.0 is as fast as the baseline);
+   throughput (1.0 is as fast as the baseline). On PostgreSQL, ``ANALYZE`` runs (untimed)
+   during the fill whenever the subject has grown by autovacuum's default analyze threshold
+   (50 rows + 10 %), and after the first consolidation (it fills the search index,
+   ``event_terms``): the figures are those of a server whose autovacuum keeps up, whether or
+   not the server's own is on (``--no-analyze``: never; without statistics the fact writes of
+   the fill slow down as the history grows);
 2. the first consolidation (``Memory.consolidate``, default configuration): seconds, status
-   and the artifact's ``manifest.path``. On PostgreSQL, ``ANALYZE`` runs (untimed) before it
-   and after it (it fills the search index, ``event_terms``), as on a server whose autovacuum
-   has caught up;
+   and the artifact's ``manifest.path``;
 3. incremental: ``--rounds`` rounds; in each, every size in turn (1k, 10k, 100k: the sizes
    see the same machine load) appends ``--tail`` new events (a pure tail append:
    ``fill(..., changes=False)``) and consolidates, timed. Median seconds, and the median of
@@ -107,7 +110,7 @@ class Backend(Protocol):
     def baseline(self, url: str) -> Baseline: ...
 
     def settle(self, url: str) -> None:
-        """After a fill, untimed (PostgreSQL: ANALYZE)."""
+        """Untimed, as the server's own maintenance would (PostgreSQL: ANALYZE)."""
 
     def size_bytes(self, url: str) -> int: ...
 
@@ -200,8 +203,9 @@ class PostgresBaseline:
 class PostgresBackend:
     name = "postgresql"
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, *, analyze: bool = True) -> None:
         self.server = server
+        self.analyze = analyze
 
     def database(self, stack: ExitStack, label: str) -> str:
         from lossgate.testing.postgres import scratch_database
@@ -212,10 +216,19 @@ class PostgresBackend:
         return PostgresBaseline(url)
 
     def settle(self, url: str) -> None:
+        if not self.analyze:
+            return
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("ANALYZE")
+
+    def autovacuum(self) -> str:
+        import psycopg
+
+        with psycopg.connect(self.server, autocommit=True) as conn:
+            row = conn.execute("SHOW autovacuum").fetchone()
+        return str(row[0]) if row else "?"
 
     def size_bytes(self, url: str) -> int:
         import psycopg
@@ -272,7 +285,7 @@ def fill_timed(backend: Backend, sub: Subject) -> dict[str, Any]:
     """Fill the subject, alternating batch by batch with the baseline's insert of the same rows."""
     baseline = backend.baseline(sub.url)
     ours = base = 0.0
-    last_seq = 0
+    last_seq = analyzed = 0
     step = max(BATCH, sub.size // 10 // BATCH * BATCH)
     try:
         for lo in range(0, sub.size, BATCH):
@@ -284,6 +297,9 @@ def fill_timed(backend: Backend, sub: Subject) -> dict[str, Any]:
             assert len(rows) == hi - lo, (len(rows), hi - lo)
             last_seq = rows[-1][2]  # seq: the third column, as the migrations create the table
             base += baseline.insert(rows)
+            if hi - analyzed >= 50 + analyzed // 10:  # autovacuum's default analyze threshold
+                backend.settle(sub.url)
+                analyzed = hi
             if hi % step == 0 or hi == sub.size:
                 say(f"  [{backend.name}] {sub.size:>9,}: filled {hi:>9,} events  "
                     f"({hi / ours:,.0f} events/s; baseline {hi / base:,.0f} events/s)")
@@ -345,7 +361,6 @@ def run_store(backend: Backend, sizes: Sequence[int], rounds: int, tail: int, ca
             sub = Subject(size=size, url=url, memory=open_memory(stack, url))
             subjects.append(sub)
             sub.figures["append"] = fill_timed(backend, sub)
-            backend.settle(url)
             first = sub.figures["first"] = consolidate(sub)
             say(f"  [{backend.name}] {size:>9,}: first consolidation {describe(first)}")
             backend.settle(url)  # again: the first consolidation filled PostgreSQL's search index
@@ -462,7 +477,11 @@ def _backends(args: argparse.Namespace) -> Iterator[list[Backend]]:
         if args.only in (None, "postgresql"):
             server = pg_url(args.pg)
             if server:
-                out.append(PostgresBackend(server))
+                pg = PostgresBackend(server, analyze=not args.no_analyze)
+                say(f"[postgresql] the server's autovacuum: {pg.autovacuum()}; this benchmark "
+                    + ("never runs ANALYZE (--no-analyze)" if args.no_analyze else
+                       "runs ANALYZE (untimed) as autovacuum would"))
+                out.append(pg)
             else:
                 skip_pg("scale")
         yield out
@@ -476,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tail", type=int, default=100, help="events appended before each incremental consolidation")
     ap.add_argument("--calls", type=int, default=200, help="recall calls per size, with and without a query")
     ap.add_argument("--pg", default=None, help="PostgreSQL server URL (default: $LOSSGATE_BENCH_PG_URL)")
+    ap.add_argument("--no-analyze", action="store_true",
+                    help="PostgreSQL: never run ANALYZE (as a server with autovacuum off)")
     ap.add_argument("--only", choices=STORES, default=None, help="run one store only")
     ap.add_argument("--json", type=Path, default=None, help="write every figure to this file")
     ap.add_argument("--strict", action="store_true", help="exit 1 when an acceptance check fails")
@@ -494,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         table(result, args.tail, args.rounds, args.calls)
         print()
     report = {"sizes": args.sizes, "rounds": args.rounds, "tail": args.tail, "calls": args.calls,
+              "pg_analyze": not args.no_analyze,
               "seconds": round(time.time() - started, 1), "load_average": os.getloadavg(), "stores": results}
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
