@@ -2,7 +2,8 @@
 the history and what should not.
 
     python bench/bench_scale.py [--sizes 1000,10000,100000] [--rounds 5] [--tail 100] [--calls 200]
-                                [--pg URL] [--no-analyze] [--only sqlite|postgresql] [--json PATH] [--strict]
+                                [--budget TOKENS] [--pg URL] [--no-analyze] [--only sqlite|postgresql]
+                                [--json PATH] [--strict]
 
 Each size is one subject in a database of its own (a file on SQLite; a scratch database on
 PostgreSQL, created here and dropped after), filled by :func:`bench.scale_data.fill`: 12-word
@@ -40,8 +41,10 @@ costs (imports, the tokenizer) out of the figures. For each store and size:
    reuses its stored parts whose inputs did not change), then
    ``ConsolidationConfig(incremental=False, reuse_parts=False)`` (every part built again);
 5. recall p50 and p99: ``Memory.recall(query=q)`` over ``bench.scale_data.questions()``, then
-   ``Memory.recall()`` with no query, ``--calls`` calls each, the sizes interleaved call by
-   call (a few untimed calls per size first); the p99 ratio to the smallest size;
+   ``Memory.recall()`` with no query, ``--calls`` calls each (no budget, as the default; or
+   ``--budget``), the sizes interleaved call by call (a few untimed calls per size first); the
+   p99 ratio to the smallest size; and what the last call returned (tokens, events, the
+   summary's length);
 6. storage: after ``Memory.compact()`` (SQLite: FTS optimize, VACUUM, WAL truncated;
    PostgreSQL: VACUUM ANALYZE), the database's size (SQLite: the file and its -wal;
    PostgreSQL: ``pg_database_size``) less the size of an empty store set up the same way
@@ -76,7 +79,7 @@ from bench._util import median, percentile, pg_url, ratios, skip_pg  # noqa: E40
 from bench.scale_data import fill, questions  # noqa: E402
 from lossgate.caches import forget_text  # noqa: E402
 from lossgate.consolidate.pipeline import ConsolidationConfig  # noqa: E402
-from lossgate.derived import Attempt  # noqa: E402
+from lossgate.derived import Attempt, RecallResult  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PREDICATES = ROOT / "examples" / "predicates.toml"
@@ -329,28 +332,34 @@ def empty_bytes(backend: Backend) -> int:
         return backend.size_bytes(url)
 
 
-def recall_latencies(subjects: Sequence[Subject], calls: int, *, query: bool) -> list[list[float]]:
-    """``calls`` recalls per subject, interleaved call by call; seconds per subject."""
+def recall_latencies(subjects: Sequence[Subject], calls: int, *, query: bool, budget: int | None,
+                     ) -> tuple[list[list[float]], list[dict[str, Any]]]:
+    """``calls`` recalls per subject, interleaved call by call: seconds per subject, and what
+    the last call returned (what a recall reads and sends back grows with it)."""
     qs = questions()
     for sub in subjects:  # untimed: connection and statement caches
         for warm in qs[-3:]:
-            sub.memory.recall(T, S, query=warm if query else None)
+            sub.memory.recall(T, S, query=warm if query else None, budget=budget)
     out: list[list[float]] = [[] for _ in subjects]
+    last: list[RecallResult | None] = [None for _ in subjects]
     for i in range(calls):
         q: str | None = qs[i % len(qs)] if query else None
-        for times, sub in zip(out, subjects):
+        for j, sub in enumerate(subjects):
             t0 = time.perf_counter()
-            sub.memory.recall(T, S, query=q)
-            times.append(time.perf_counter() - t0)
-    return out
+            last[j] = sub.memory.recall(T, S, query=q, budget=budget)
+            out[j].append(time.perf_counter() - t0)
+    shapes = [{"mode": r.mode, "tokens": r.tokens, "events": len(r.events), "facts": len(r.facts),
+               "summary_chars": len(r.summary or "")} for r in last if r is not None]
+    return out, shapes
 
 
-def latency(times: Sequence[float], base: Sequence[float]) -> dict[str, float]:
+def latency(times: Sequence[float], base: Sequence[float], shape: dict[str, Any]) -> dict[str, Any]:
     return {"p50_ms": percentile(times, 50) * 1e3, "p99_ms": percentile(times, 99) * 1e3,
-            "p99_ratio": percentile(times, 99) / percentile(base, 99)}
+            "p99_ratio": percentile(times, 99) / percentile(base, 99), "last": shape}
 
 
-def run_store(backend: Backend, sizes: Sequence[int], rounds: int, tail: int, calls: int) -> dict[str, Any]:
+def run_store(backend: Backend, sizes: Sequence[int], rounds: int, tail: int, calls: int,
+              budget: int | None) -> dict[str, Any]:
     say(f"\n=== {backend.name} ===")
     warm_up(backend)
     empty = empty_bytes(backend)
@@ -386,9 +395,9 @@ def run_store(backend: Backend, sizes: Sequence[int], rounds: int, tail: int, ca
                 say(f"  [{backend.name}] {sub.size:>9,}: {key:<17} {describe(c)}")
 
         for key, query in (("recall_query", True), ("recall", False)):  # 5: recall
-            lat = recall_latencies(subjects, calls, query=query)
-            for sub, times in zip(subjects, lat):
-                sub.figures[key] = latency(times, lat[0])
+            lat, shapes = recall_latencies(subjects, calls, query=query, budget=budget)
+            for sub, times, shape in zip(subjects, lat, shapes):
+                sub.figures[key] = latency(times, lat[0], shape)
             say(f"  [{backend.name}] {key}: {calls} calls per size done")
 
         for sub in subjects:  # 6: storage
@@ -449,6 +458,8 @@ def table(result: dict[str, Any], tail: int, rounds: int, calls: int) -> None:
     for key, label in (("recall_query", "query recall"), ("recall", "recall, no query")):
         row(f"{label} p50 / p99 (ms, {calls} calls)", lambda f: f"{f[key]['p50_ms']:.2f} / {f[key]['p99_ms']:.2f}")
         row(f"  p99 ratio to {int(base):,}", lambda f: f"{f[key]['p99_ratio']:.2f}")
+        row("  last: tokens, events, summary chars",
+            lambda f: f"{f[key]['last']['tokens']:,}, {f[key]['last']['events']}, {f[key]['last']['summary_chars']:,}")
     row("database size after compact (MB)", lambda f: f"{f['storage']['bytes'] / 1e6:.1f}")
     row("  bytes per event (less an empty store)", lambda f: f"{f['storage']['bytes_per_event']:,.0f}")
     console = Console() if sys.stdout.isatty() else Console(width=140)
@@ -494,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="incremental rounds (default 5)")
     ap.add_argument("--tail", type=int, default=100, help="events appended before each incremental consolidation")
     ap.add_argument("--calls", type=int, default=200, help="recall calls per size, with and without a query")
+    ap.add_argument("--budget", type=int, default=None,
+                    help="recall's token budget (default: none, as Memory.recall's default)")
     ap.add_argument("--pg", default=None, help="PostgreSQL server URL (default: $LOSSGATE_BENCH_PG_URL)")
     ap.add_argument("--no-analyze", action="store_true",
                     help="PostgreSQL: never run ANALYZE (as a server with autovacuum off)")
@@ -501,20 +514,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write every figure to this file")
     ap.add_argument("--strict", action="store_true", help="exit 1 when an acceptance check fails")
     args = ap.parse_args(argv)
-    if args.rounds < 1 or args.tail < 1 or args.calls < 1:
-        ap.error("--rounds, --tail and --calls must be at least 1")
+    if args.rounds < 1 or args.tail < 1 or args.calls < 1 or (args.budget is not None and args.budget < 1):
+        ap.error("--rounds, --tail, --calls and --budget must be at least 1")
     started = time.time()
     say(f"scale: sizes {', '.join(f'{s:,}' for s in args.sizes)}; {args.rounds} incremental rounds of "
         f"+{args.tail}; {args.calls} recall calls; load average {os.getloadavg()[0]:.2f}")
     results = []
     with _backends(args) as backends:
         for backend in backends:
-            results.append(run_store(backend, args.sizes, args.rounds, args.tail, args.calls))
+            results.append(run_store(backend, args.sizes, args.rounds, args.tail, args.calls, args.budget))
     print()
     for result in results:
         table(result, args.tail, args.rounds, args.calls)
         print()
-    report = {"sizes": args.sizes, "rounds": args.rounds, "tail": args.tail, "calls": args.calls,
+    report = {"sizes": args.sizes, "rounds": args.rounds, "tail": args.tail, "calls": args.calls, "budget": args.budget,
               "pg_analyze": not args.no_analyze,
               "seconds": round(time.time() - started, 1), "load_average": os.getloadavg(), "stores": results}
     if args.json is not None:

@@ -36,6 +36,7 @@ def _assert_shape(store: dict[str, Any]) -> None:
         assert f["rebuild"]["status"] == f["rebuild_all_parts"]["status"] == "published"
         for key in ("recall_query", "recall"):
             assert 0 < f[key]["p50_ms"] <= f[key]["p99_ms"]
+            assert f[key]["last"]["mode"] == "summary" and f[key]["last"]["tokens"] > 0
         assert f["storage"]["events"] == int(size) + 2 * 20
         assert f["storage"]["bytes"] > f["storage"]["empty_bytes"]
     smallest = store["sizes"][SIZES[0]]
