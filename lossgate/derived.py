@@ -129,6 +129,9 @@ class Manifest(_Record):
     tree: TreeSettings | None = None  # a hierarchical root's settings
     extends: str | None = None  # the root this one extends
     carried: tuple[str, ...] = ()  # the parts of that root this one keeps, oldest first
+    # A root's: a hash of each child's period (its grouping key), in the children's order; a
+    # job that extends the root tells by them whether a new event belongs to an older period.
+    periods: tuple[str, ...] = ()
 
     @property
     def children(self) -> tuple[str, ...]:

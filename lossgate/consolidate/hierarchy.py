@@ -29,6 +29,7 @@ redoes that path alone.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from typing import Any, Literal
 
 from lossgate import gate
 from lossgate.canonical import content_hash
-from lossgate.consolidate.parts import SPLITS, Part, SplitBy, split
+from lossgate.consolidate.parts import SPLITS, Part, SplitBy, period_key, split
 from lossgate.consolidate.selection import Selection, input_root
 from lossgate.derived import Artifact, InputRef, PartInfo, TreeSettings
 from lossgate.errors import InvalidInput
@@ -46,10 +47,13 @@ from lossgate.registry import Registry
 from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, event_line, period_line
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "wanted", "plan", "part_jobs",
-           "digest_lines", "digest_budget", "rollup_summary", "period_blocks", "periods_of"]
+__all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "MAX_TOKENS", "wanted", "plan", "part_jobs",
+           "digest_lines", "digest_budget", "rollup_summary", "period_blocks", "periods_of", "period_hash"]
 
 DEFAULT_CONTEXT_TOKENS = 8000
+# The most tokens any budget, context or window may name: beyond every model's context, and
+# far inside what a JSON number keeps exactly when a manifest is stored and read back.
+MAX_TOKENS = 1_000_000_000
 _REUSABLE = ("published", "candidate")
 
 
@@ -80,12 +84,14 @@ class HierarchyConfig:
     window_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name, kinds in (("context_tokens", (int,)), ("digest_tokens", (int,)), ("digest_ratio", (int, float)),
-                            ("window_tokens", (int,))):
+        for name in ("context_tokens", "digest_tokens", "window_tokens"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or (
-                    isinstance(value, float) and not math.isfinite(value))):
-                raise InvalidInput(f"hierarchy {name} must be a finite number, not {value!r}")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value > MAX_TOKENS):
+                raise InvalidInput(f"hierarchy {name} must be an integer of at most {MAX_TOKENS:,}, not {value!r}")
+        ratio = self.digest_ratio
+        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
+                                  or not math.isfinite(ratio)):
+            raise InvalidInput(f"hierarchy digest_ratio must be a finite number, not {ratio!r}")
         if self.mode not in ("auto", "always", "never"):
             raise InvalidInput(f"hierarchy mode must be auto, always or never, not {self.mode!r}")
         if self.split_by is not None and self.split_by not in SPLITS:
@@ -130,6 +136,7 @@ class PartJob:
     fingerprint: str
     outdated_event_ids: frozenset[str]
     reuse: Artifact | None
+    period: str = ""  # a hash of its period's grouping key (:func:`period_hash`)
 
     @property
     def info(self) -> PartInfo:
@@ -153,6 +160,12 @@ class TreePlan:
     extends: Artifact | None = None
     carried: tuple[str, ...] = ()
     carried_lines: tuple[str, ...] = ()
+    carried_periods: tuple[str, ...] = ()
+
+    @property
+    def periods(self) -> tuple[str, ...]:
+        """The period hash of every part the root rolls up, in its children's order."""
+        return (*self.carried_periods, *(job.period for job in self.parts))
 
     @property
     def selected_ids(self) -> tuple[str, ...]:
@@ -260,7 +273,8 @@ def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: froz
             if not checked[version] and not gate.check(snapshot, reuse.body, registry).passed:
                 reuse = None
         jobs.append(PartJob(part=part, snapshot=snapshot, facts=tuple(f for f in ordered if f.status == "active"),
-                            inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids, reuse=reuse))
+                            inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids, reuse=reuse,
+                            period=period_hash(period_key(part.events[0], settings.split_by))))
     return tuple(jobs)
 
 
@@ -299,6 +313,12 @@ def digest_lines(child: Artifact) -> list[str]:
             body = [ln for ln in lines[i + 1:] if ln.strip() and ln not in titles and not PERIOD_LINE.fullmatch(ln)]
             break
     return [period_line(part.first_at, part.last_at), *body]
+
+
+def period_hash(key: str) -> str:
+    """A period's grouping key (:func:`~lossgate.consolidate.parts.period_key`) as a root's
+    manifest keeps it: hashed, since a session's label is content."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
 def period_blocks(lines: Sequence[str]) -> list[list[str]]:

@@ -46,7 +46,7 @@ from lossgate.consolidate import hierarchy, tail
 from lossgate.ops import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
-from lossgate.consolidate.hierarchy import HierarchyConfig
+from lossgate.consolidate.hierarchy import MAX_TOKENS, HierarchyConfig
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select, select_delta, snapshot_at
 from lossgate.consolidate.tokens import default_counter
 from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
@@ -88,14 +88,16 @@ class ConsolidationConfig:
     reuse_parts: bool = True
 
     def __post_init__(self) -> None:
-        def number(name: str, value: Any, low: float, *, integer: bool = False) -> None:
+        def number(name: str, value: Any, low: float, *, integer: bool = False, high: float = math.inf) -> None:
             kinds = (int,) if integer else (int, float)
-            if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < low:
+            if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
+                    or not low <= value <= high:
+                bounds = f"from {low:g} to {int(high):,}" if math.isfinite(high) else f"of at least {low:g}"
                 raise InvalidInput(f"consolidation {name} must be {'an integer' if integer else 'a number'} "
-                                   f"of at least {low:g}, not {value!r}")
+                                   f"{bounds}, not {value!r}")
 
         if self.budget_tokens is not None:
-            number("budget_tokens", self.budget_tokens, 1, integer=True)
+            number("budget_tokens", self.budget_tokens, 1, integer=True, high=MAX_TOKENS)
         number("timeout_s", self.timeout_s, 0.001)
         number("max_attempts", self.max_attempts, 1, integer=True)
         number("backoff_base_s", self.backoff_base_s, 0)
@@ -393,9 +395,14 @@ class Consolidator:
         back), and a retry is scheduled."""
         t, s = artifact.tenant_id, artifact.subject_id
         t0 = time.perf_counter()
-        with self.store.read() as tx:
-            back = tx.artifact(t, s, artifact.artifact_id)
-        found = divergence(artifact, back)
+        try:
+            with self.store.read() as tx:
+                back = tx.artifact(t, s, artifact.artifact_id)
+            found = divergence(artifact, back)
+        except ValidationError as exc:  # stored, but what comes back is no artifact: the root differs
+            error = exc.errors()[0]
+            back, found = None, (".".join(str(p) for p in ("artifact", *error["loc"])), "a valid record",
+                                 f"invalid: {error['msg']}")
         _add(timings, "read_back_s", time.perf_counter() - t0)
         if found is None:
             return None
@@ -720,7 +727,7 @@ class Consolidator:
             schema_version=self._schema_version(), registry_version=registry.version,
             attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=dict(timings), part=part,
             tree=tree.settings if tree else None, extends=tree.extends.artifact_id if tree and tree.extends else None,
-            carried=tree.carried if tree else (),
+            carried=tree.carried if tree else (), periods=tree.periods if tree else (),
         )
         return Artifact(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,

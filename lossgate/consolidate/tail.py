@@ -23,10 +23,9 @@ at the same epoch).
 
 Anything else takes the full plan (:func:`lossgate.consolidate.hierarchy.plan`): a stale or
 unpublished root, a moved epoch, another registry, compressor or tree setting, a new fact
-citing an event of an earlier period, or a new event of an earlier period (dated before the
-last one starts, or of a lower session number, day, week or month). A session named by
-text has no order: a new event under an older label starts a new part after the others (a
-later full plan regroups it with its session). Correctness does not rest on this module: a change to any
+citing an event of an earlier period, or a new event of an earlier period: dated before
+the last period starts, or of a period one of the carried parts holds (the root's manifest
+keeps a hash of each part's period: ``Manifest.periods``). Correctness does not rest on this module: a change to any
 input covered generations back moves the epoch and marks the whole chain stale at once
 (lineage follows every root to the one it extends: :func:`lossgate.lineage.invalidate`).
 """
@@ -37,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lossgate.consolidate.hierarchy import (
-    HierarchyConfig, TreePlan, digest_lines, part_jobs, period_blocks, periods_of,
+    HierarchyConfig, TreePlan, digest_lines, part_jobs, period_blocks, period_hash, periods_of,
 )
 from lossgate.consolidate.parts import period_key, split
 from lossgate.consolidate.selection import Selection, input_root
@@ -69,9 +68,9 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
             or root.manifest.tree is None or root.manifest.registry_version != registry.version):
         return None
     settings = config.settings(root.manifest.tree, compressor)
-    children = root.manifest.children
-    if settings != root.manifest.tree or not children:
-        return None
+    children, periods = root.manifest.children, root.manifest.periods
+    if settings != root.manifest.tree or not children or len(periods) != len(children):
+        return None  # (a root stored before roots kept their periods: the full plan, once)
 
     # The parts of the last period, newest first (and the part before them, which stays).
     replaced: list[tuple[Artifact, list[Event]]] = []
@@ -94,9 +93,11 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
         last_key = key
         replaced.append((part, events))
     replaced.reverse()
-    first = replaced[0][0].manifest.part
-    if first is None or " #" in first.key:
-        return None  # the last period began in a part the others' order put before: the full plan
+    carried = children[:len(children) - len(replaced)]
+    carried_periods = periods[:len(carried)]
+    older = set(carried_periods)
+    if period_hash(last_key or "") in older:
+        return None  # the last period began in a part the others' order put before it
     old = [e for _, events in replaced for e in events]
 
     delta = tx.events(t, s, states=["valid"], after_seq=alias.covers_through, through_seq=clock.high_water)
@@ -105,7 +106,7 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     suppressed = {e for f in citing if f.status == "deleted" for e in f.source_event_ids}
     delta = [e for e in delta if e.event_id not in suppressed]
     start = min(e.occurred_at for e in old)
-    if not delta or any(e.occurred_at < start or _earlier(period_key(e, settings.split_by), last_key)
+    if not delta or any(e.occurred_at < start or period_hash(period_key(e, settings.split_by)) in older
                         for e in delta):
         return None  # nothing new to digest, or a new event belongs to an earlier period
     tail_ids = set(shown_ids)
@@ -133,16 +134,21 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     if before is not None and before.manifest.part is not None and any(
             p.first_at < before.manifest.part.first_at for p in parts):
         return None  # the full plan would order these parts among the older ones
-    # What the parent says of the parts it keeps: its digest lines, less those of the parts
-    # this job cuts again (the newest blocks, which must be theirs).
+    # What the parent inlines of the parts it keeps: its newest digest blocks, less those of
+    # the parts this job cuts again (the newest, which its window may hold only in part).
     blocks = period_blocks(periods_of(root.body.summary))
     ends = [digest_lines(part) for part, _ in replaced]
-    if len(blocks) < len(ends) or blocks[len(blocks) - len(ends):] != ends:
+    if len(blocks) >= len(ends):
+        if blocks[len(blocks) - len(ends):] != ends:
+            return None
+        blocks = blocks[:len(blocks) - len(ends)]
+    elif blocks != ends[len(ends) - len(blocks):]:
         return None
-    carried_lines = tuple(line for block in blocks[:len(blocks) - len(ends)] for line in block)
+    else:
+        blocks = []
+    carried_lines = tuple(line for block in blocks for line in block)
     pool = {p.manifest.part.fingerprint: p for p, _ in replaced if p.manifest.part is not None}
     jobs = part_jobs(tx, parts, snapshot, withdrawn, settings, compressor=label, registry=registry, pool=pool)
-    carried = children[:len(children) - len(replaced)]
 
     shown = tuple(delta)
     outdated = frozenset(e for f in citing if f.status in ("superseded", "revoked") for e in f.source_event_ids
@@ -156,19 +162,6 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
         withdrawn_event_ids=withdrawn,
     )
     tree = TreePlan(parts=jobs, facts=tuple(active), settings=settings, extends=root, carried=carried,
-                    carried_lines=carried_lines)
+                    carried_lines=carried_lines, carried_periods=carried_periods)
     return Tail(selection=selection, tree=tree)
 
-
-def _earlier(key: str, last: str | None) -> bool:
-    """Whether period ``key`` sorts before the last period ``last``: a lower session number,
-    or an earlier day, week or month (their keys sort as text). A session named by text has
-    no order; a new label starts a new period."""
-    if last is None or key == last:
-        return False
-    numbered = [k.removeprefix("session ") for k in (key, last)]
-    if all(k.isdigit() for k in numbered):
-        return int(numbered[0]) < int(numbered[1])
-    if any(k.startswith("session ") for k in (key, last)):
-        return False
-    return key < last

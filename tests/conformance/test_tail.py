@@ -183,3 +183,34 @@ def test_the_root_inlines_the_newest_digests_that_fit_its_window(memory):
     grown = consolidated(memory, config)
     assert grown.manifest.extends == root.artifact_id
     assert len(grown.body.summary) < 2 * len(root.body.summary) + 200
+
+
+def test_an_event_of_a_carried_period_after_a_day_without_session_takes_the_full_plan(memory):
+    world(memory)
+    consolidated(memory)
+    # a turn with no session falls back to its day: a period of its own, after the sessions
+    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="no-session", actor="user", text=SMALL_TALK[2],
+                            occurred_at=day(7))])
+    assert consolidated(memory).manifest.extends is not None
+    # then a turn of session 3, said later still: it belongs to session 3's period
+    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="back-to-3", actor="user", text=SMALL_TALK[3],
+                            payload={"session": 3}, occurred_at=day(8))])
+    root = consolidated(memory)
+    assert root.manifest.extends is None
+    assert fingerprints(memory, root) == full_plan(memory)
+    keys = [memory.artifact(T, U, c).manifest.part.key for c in root.manifest.children]
+    assert len(keys) == len(set(keys))
+
+
+def test_a_last_period_wider_than_the_window_still_grows_by_its_tail(memory):
+    config = ConsolidationConfig(hierarchy=HierarchyConfig(context_tokens=CONTEXT, window_tokens=64))
+    world(memory)
+    consolidated(memory, config)
+    for start in (100, 140, 180):  # session 4 grows to several parts, more than the window inlines
+        memory.append(turns(4, 30, start=start))
+        root = consolidated(memory, config)
+        assert root.manifest.extends is not None
+        assert fingerprints(memory, root) == full_plan(memory, config)
+    parts = [memory.artifact(T, U, c) for c in root.manifest.children]
+    inlined = [ln for ln in root.body.summary.split("\n") if ln.startswith("[")]
+    assert sum(p.manifest.part.key.startswith("session 4") for p in parts) > len(inlined)
