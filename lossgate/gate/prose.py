@@ -55,7 +55,11 @@ Codes (subject: the atom's ``kind:key``):
 
 Known limit: atoms compare as sets. A summary that swaps two values it already
 states ("INV-1001 totals $1,452; INV-1002 totals $1,425") changes no atom; the
-structured claims bind each value to its qualifiers and catch the same swap.
+structured claims bind each value to its qualifiers and catch the same swap. Likewise,
+where several source lines say the same negated thing ("they do not want calls"), a
+summary that flips one of them to the positive while keeping another can pass: the
+negation is still in the summary's set, so nothing reads as lost or changed. A negative
+claim of the ledger is checked by the contract either way.
 """
 
 from __future__ import annotations
