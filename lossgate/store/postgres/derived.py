@@ -25,6 +25,7 @@ from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
 from lossgate.records import Clock
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
+from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
 
 __all__ = ["PostgresDerivedReads", "PostgresDerivedWrites"]
@@ -74,7 +75,8 @@ class PostgresDerivedReads(CoreDerivedReads):
             artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]")))
         return clock, alias, head
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                      skip_erased: bool = False) -> list[str]:
         # Events past the subject's index mark are matched on their text directly.
         q = _tsquery(query)
         if q is None:
@@ -99,7 +101,8 @@ class PostgresDerivedReads(CoreDerivedReads):
             " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
             f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ {_QUERY})"
             " SELECT e.event_id FROM hits JOIN LATERAL (SELECT event_id, seq FROM events e"
-            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=hits.seq AND e.state='valid' OFFSET 0) e"
+            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=hits.seq AND e.state='valid'"
+            f"{' AND ' + UNERASED.format(e='e') if skip_erased else ''} OFFSET 0) e"
             " ON true ORDER BY hits.rank DESC, e.seq DESC LIMIT %(n)s",
             {"q": q, "t": tenant_id, "s": subject_id, "n": limit},
         ).fetchall()

@@ -15,6 +15,7 @@ from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
 from lossgate.records import Clock
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
+from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
 
 __all__ = ["SQLiteDerivedReads", "SQLiteDerivedWrites"]
@@ -38,15 +39,17 @@ class SQLiteDerivedReads(CoreDerivedReads):
         head = self.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
         return self.clock(tenant_id, subject_id), alias, head
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                      skip_erased: bool = False) -> list[str]:
         # Events appended since the last index refresh are not in the index yet: search them
         # directly so a search never misses fresh text (refresh_search_index catches up).
         terms = _fts_query(query)
         if not terms:
             return []
+        unerased = f" AND {UNERASED.format(e='e')}" if skip_erased else ""
         hits = [r[0] for r in self._all(
             "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
-            "WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid' "
+            f"WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid'{unerased} "
             "ORDER BY bm25(events_fts), e.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
         mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
                               "FROM events_fts_watermark WHERE id=1") or (0, 0)
@@ -59,8 +62,8 @@ class SQLiteDerivedReads(CoreDerivedReads):
         # rowid as a bound parameter: SQLite walks the rowid range past the mark (at most
         # recall.SEARCH_BACKLOG rows), never the subject's whole history.
         fresh = self._all(
-            "SELECT event_id FROM events WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
-            f"AND ({likes}) ORDER BY seq DESC LIMIT ?",
+            "SELECT event_id FROM events e WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
+            f"AND ({likes}){unerased} ORDER BY seq DESC LIMIT ?",
             [mark, tenant_id, subject_id, *[f"%{w}%" for w in words for _ in (0, 1)], limit])
         return ([r[0] for r in fresh] + hits)[:limit]
 
