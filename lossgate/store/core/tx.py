@@ -52,10 +52,12 @@ _TIERS: tuple[Tier, ...] = get_args(Tier)
 # An event that no deleted fact cites (recall never returns what a deleted fact was drawn
 # from). Per event: one probe of fact_sources_by_event (tenant, subject, event_id), then the
 # citing facts by primary key; never a read of the subject's deleted facts, which grow with
-# its history. {e} names the events table or its alias.
+# its history. {e} names the events table or its alias; {fence} is the dialect's
+# (Dialect.fence): PostgreSQL would otherwise turn the NOT EXISTS into a hash anti-join
+# over every source of every deleted fact of the subject.
 UNERASED = ("NOT EXISTS (SELECT 1 FROM fact_sources s JOIN facts d ON d.tenant_id = s.tenant_id "
             "AND d.fact_id = s.fact_id WHERE s.tenant_id = {e}.tenant_id AND s.subject_id = {e}.subject_id "
-            "AND s.event_id = {e}.event_id AND d.status = 'deleted')")
+            "AND s.event_id = {e}.event_id AND d.status = 'deleted'{fence})")
 _CONFLICT_INSERT = (f"INSERT INTO conflicts ({','.join(rows.CONFLICT_COLUMNS)}) "
                     f"VALUES ({','.join('?' * len(rows.CONFLICT_COLUMNS))})")
 
@@ -85,7 +87,7 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
         if through_seq is not None:
             sel.when("seq<=?", through_seq)
         if skip_erased:
-            sel.when(UNERASED.format(e="events"))
+            sel.when(UNERASED.format(e="events", fence=self._d.fence))
         return [rows.event_from_row(r) for r in self._fetch([sel])[0]]
 
     def facts(

@@ -82,10 +82,13 @@ class PostgresDerivedReads(CoreDerivedReads):
         if q is None:
             return []
         found = self._c.execute(
-            # Written so that the plan is good with and without table statistics (a subject
-            # loaded a moment ago has none until autovacuum's ANALYZE):
+            # The indexed hits come from lossgate_event_hits (migrations/0018): the match is not
+            # LEAKPROOF, so under the tenant policy the planner could not use the GIN index
+            # and scanned every row of event_terms. Otherwise written so that the plan is
+            # good with and without table statistics (a subject loaded a moment ago has none
+            # until autovacuum's ANALYZE):
             # - the tsquery is spelled out in each predicate, not joined from a CTE: only
-            #   then can the planner match it against the GIN index;
+            #   then can the planner match it against an index;
             # - MATERIALIZED: the hits are computed once (inlined, a stale estimate of one
             #   row made the planner re-run the match for every event of the subject);
             # - the events past the index mark are read through the clock row as the range
@@ -94,15 +97,14 @@ class PostgresDerivedReads(CoreDerivedReads):
             # - OFFSET 0 keeps each LATERAL a per-row primary-key look-up, not a join the
             #   planner may turn into a scan of the subject's events.
             "WITH hits AS MATERIALIZED ("
-            f" SELECT x.seq, ts_rank(x.terms, {_QUERY}) AS rank FROM event_terms x"
-            f" WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.terms @@ {_QUERY}"
+            " SELECT h.seq, h.rank FROM lossgate_event_hits(%(s)s, %(q)s) h"
             f" UNION ALL SELECT e.seq, ts_rank({_TSV}, {_QUERY}) FROM clocks c JOIN LATERAL ("
             " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
             " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
             f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ {_QUERY})"
             " SELECT e.event_id FROM hits JOIN LATERAL (SELECT event_id, seq FROM events e"
             " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=hits.seq AND e.state='valid'"
-            f"{' AND ' + UNERASED.format(e='e') if skip_erased else ''} OFFSET 0) e"
+            f"{' AND ' + UNERASED.format(e='e', fence=' OFFSET 0') if skip_erased else ''} OFFSET 0) e"
             " ON true ORDER BY hits.rank DESC, e.seq DESC LIMIT %(n)s",
             {"q": q, "t": tenant_id, "s": subject_id, "n": limit},
         ).fetchall()
@@ -112,12 +114,11 @@ class PostgresDerivedReads(CoreDerivedReads):
         q = _tsquery(query)
         if q is None:
             return []
+        # Through the partial GIN index of active facts, in lossgate_fact_hits (migrations/0018:
+        # under the tenant policy the non-LEAKPROOF match could use no index).
         found = self._c.execute(
-            "SELECT f.fact_id FROM facts f WHERE f.tenant_id=%(t)s AND f.subject_id=%(s)s AND f.status='active' "
-            f"AND to_tsvector('english', coalesce(f.search_text, '')) @@ {_QUERY} "  # the GIN index facts_search
-            f"ORDER BY ts_rank(to_tsvector('english', coalesce(f.search_text, '')), {_QUERY}) DESC, f.seq DESC "
-            "LIMIT %(n)s",
-            {"q": q, "t": tenant_id, "s": subject_id, "n": limit},
+            "SELECT h.fact_id FROM lossgate_fact_hits(%(s)s, %(q)s) h ORDER BY h.rank DESC, h.seq DESC LIMIT %(n)s",
+            {"q": q, "s": subject_id, "n": limit},
         ).fetchall()
         return [r[0] for r in found]
 

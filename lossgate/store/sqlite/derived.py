@@ -46,7 +46,7 @@ class SQLiteDerivedReads(CoreDerivedReads):
         terms = _fts_query(query)
         if not terms:
             return []
-        unerased = f" AND {UNERASED.format(e='e')}" if skip_erased else ""
+        unerased = f" AND {UNERASED.format(e='e', fence='')}" if skip_erased else ""
         hits = [r[0] for r in self._all(
             "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
             f"WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid'{unerased} "
