@@ -157,14 +157,12 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
                        if terms else [])
             if near:
                 hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:hits_wanted]
-            rank = {eid: i for i, eid in enumerate(hit_ids)}
-            events = sorted(tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"], skip_erased=True),
-                            key=lambda e: rank[e.event_id])[:hits_wanted]
-            if context and events:
-                events = _with_neighbours(events, tx.events(
-                    tenant_id, subject_id, states=["valid"], skip_erased=True,
-                    seqs=sorted({e.seq + d for e in events for d in (-1, 1)} - {e.seq for e in events})),
-                    )[:hits_wanted]
+            if context:
+                events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted)
+            else:
+                rank = {eid: i for i, eid in enumerate(hit_ids)}
+                events = sorted(tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"], skip_erased=True),
+                                key=lambda e: rank[e.event_id])[:hits_wanted]
         else:
             others = newest[0][:k]
             after = alias.covers_through if fresh else None
@@ -228,18 +226,37 @@ def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: E
     return embedder.model, near
 
 
-def _with_neighbours(hits: list[Event], around: list[Event]) -> list[Event]:
-    """Hits in relevance order, each followed by its next and previous event (once each)."""
-    by_seq = {e.seq: e for e in around}
+def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int) -> list[Event]:
+    """The hits in relevance order, each followed by its next and previous event (once
+    each, and not when that event is a hit itself: it comes at its own rank), at most
+    ``wanted`` events in all.
+
+    Each hit brings up to two neighbours, so a third of ``wanted`` hits usually fills the
+    list: the hits are read in rank order, that many first, then (rarely) as many more as
+    events are still missing, each batch with its neighbours; the list is the same as if
+    every hit and neighbour had been read, for a third of the rows."""
+    rank = {eid: i for i, eid in enumerate(hit_ids)}
+    is_hit = set(hit_ids)
     out: list[Event] = []
     seen: set[int] = set()
-    for hit in hits:
-        for seq in (hit.seq, hit.seq + 1, hit.seq - 1):
-            e = hit if seq == hit.seq else by_seq.get(seq)
-            if e is not None and seq not in seen:
-                seen.add(seq)
-                out.append(e)
-    return out
+    start, take = 0, -(-wanted // 3)
+    while start < len(hit_ids) and len(out) < wanted:
+        batch = hit_ids[start:start + take]
+        start += len(batch)
+        hits = sorted(tx.events(tenant_id, subject_id, ids=batch, states=["valid"], skip_erased=True),
+                      key=lambda e: rank[e.event_id])
+        if hits:
+            around = tx.events(tenant_id, subject_id, states=["valid"], skip_erased=True,
+                               seqs=sorted({e.seq + d for e in hits for d in (-1, 1)} - {e.seq for e in hits}))
+            by_seq = {e.seq: e for e in around if e.event_id not in is_hit}
+            for hit in hits:
+                for seq in (hit.seq, hit.seq + 1, hit.seq - 1):
+                    e = hit if seq == hit.seq else by_seq.get(seq)
+                    if e is not None and seq not in seen:
+                        seen.add(seq)
+                        out.append(e)
+        take = wanted - len(out)  # each hit adds at least itself: this batch finishes the list
+    return out[:wanted]
 
 
 @lru_cache(maxsize=1024)

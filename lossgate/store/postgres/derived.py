@@ -95,17 +95,21 @@ class PostgresDerivedReads(CoreDerivedReads):
             #   (mark, high_water], which the planner prices as a short primary-key range: a
             #   lone "seq > mark" was priced as a third of the subject and scanned it all;
             # - OFFSET 0 keeps each LATERAL a per-row primary-key look-up, not a join the
-            #   planner may turn into a scan of the subject's events.
+            #   planner may turn into a scan of the subject's events;
+            # - the hits are ranked first and the events looked up in that order, so the limit
+            #   stops the look-ups: ranking reads the index (every match), but only about
+            #   ``limit`` events are read (the tie-break, the event's seq, is the hit's).
             "WITH hits AS MATERIALIZED ("
             " SELECT h.seq, h.rank FROM lossgate_event_hits(%(s)s, %(q)s) h"
             f" UNION ALL SELECT e.seq, ts_rank({_TSV}, {_QUERY}) FROM clocks c JOIN LATERAL ("
             " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
             " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
             f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ {_QUERY})"
-            " SELECT e.event_id FROM hits JOIN LATERAL (SELECT event_id, seq FROM events e"
-            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=hits.seq AND e.state='valid'"
+            " SELECT e.event_id FROM (SELECT seq, rank FROM hits ORDER BY rank DESC, seq DESC) h"
+            " JOIN LATERAL (SELECT event_id FROM events e"
+            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=h.seq AND e.state='valid'"
             f"{' AND ' + UNERASED.format(e='e', fence=' OFFSET 0') if skip_erased else ''} OFFSET 0) e"
-            " ON true ORDER BY hits.rank DESC, e.seq DESC LIMIT %(n)s",
+            " ON true ORDER BY h.rank DESC, h.seq DESC LIMIT %(n)s",
             {"q": q, "t": tenant_id, "s": subject_id, "n": limit},
         ).fetchall()
         return [r[0] for r in found]

@@ -47,24 +47,34 @@ DECLARE
 BEGIN
     -- search_path pinned to this schema (then pg_temp): a caller cannot substitute its
     -- own tables inside a SECURITY DEFINER function.
+    -- PL/pgSQL, not SQL: a SQL function's body is parsed and planned again at every call
+    -- (1.0 ms a search at 100,000 events, against 0.35 ms). Custom plans always: a generic
+    -- plan, not knowing which subject, may price one subject as a few rows and walk its
+    -- events by primary key instead of the index.
     EXECUTE pg_catalog.format($f$
         CREATE FUNCTION lossgate_event_hits(p_subject text, p_query text)
-        RETURNS TABLE (seq bigint, rank real) LANGUAGE sql STABLE SECURITY DEFINER
-        SET search_path = %I, pg_temp AS $body$
+        RETURNS TABLE (seq bigint, rank real) LANGUAGE plpgsql STABLE SECURITY DEFINER
+        SET search_path = %I, pg_temp SET plan_cache_mode = force_custom_plan AS $body$
+        BEGIN
+            RETURN QUERY
             SELECT x.seq, ts_rank(x.terms, websearch_to_tsquery('english', p_query)) FROM event_terms x
             WHERE x.tenant_id = current_setting('lossgate.tenant', true) AND x.subject_id = p_subject
-              AND x.terms @@ websearch_to_tsquery('english', p_query)
+              AND x.terms @@ websearch_to_tsquery('english', p_query);
+        END
         $body$ $f$, current_schema());
     EXECUTE pg_catalog.format($f$
         CREATE FUNCTION lossgate_fact_hits(p_subject text, p_query text)
-        RETURNS TABLE (fact_id text, seq bigint, rank real) LANGUAGE sql STABLE SECURITY DEFINER
-        SET search_path = %I, pg_temp AS $body$
-            SELECT f.fact_id, f.seq,
+        RETURNS TABLE (fact_id text, seq bigint, rank real) LANGUAGE plpgsql STABLE SECURITY DEFINER
+        SET search_path = %I, pg_temp SET plan_cache_mode = force_custom_plan AS $body$
+        BEGIN
+            RETURN QUERY
+            SELECT f.fact_id::text, f.seq,
                    ts_rank(to_tsvector('english', coalesce(f.search_text, '')), websearch_to_tsquery('english', p_query))
             FROM facts f
             WHERE f.tenant_id = current_setting('lossgate.tenant', true) AND f.subject_id = p_subject
               AND f.status = 'active'
-              AND to_tsvector('english', coalesce(f.search_text, '')) @@ websearch_to_tsquery('english', p_query)
+              AND to_tsvector('english', coalesce(f.search_text, '')) @@ websearch_to_tsquery('english', p_query);
+        END
         $body$ $f$, current_schema());
 
     -- Hand the functions to lossgate_search, as 0005 hands the queue's to lossgate_queue:
