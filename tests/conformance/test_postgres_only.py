@@ -218,7 +218,7 @@ def test_a_login_that_is_only_an_application_cannot_claim_even_by_switching_role
         finally:
             as_worker.close()
         with psycopg.connect(user_url(pg_url, app_login), autocommit=True) as conn:
-            for role in ("lossgate_worker", "lossgate_queue"):
+            for role in ("lossgate_worker", "lossgate_queue", "lossgate_search"):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(f"SET ROLE {role}")
             with pytest.raises(psycopg.errors.InsufficientPrivilege):  # as the login itself: not PUBLIC's either
