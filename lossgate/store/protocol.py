@@ -264,10 +264,13 @@ class LedgerReadTx(Protocol):
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
         through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
-        seqs: Sequence[int] | None = None,
+        seqs: Sequence[int] | None = None, skip_erased: bool = False,
     ) -> list[Event]:
         """Events of one subject in seq order (or newest first), filtered by id, state, seq
-        range and exact seqs, at most ``limit``."""
+        range and exact seqs, at most ``limit``. With ``skip_erased``, an event that a
+        deleted fact cites (erased with it: :meth:`Ledger.delete_fact
+        <lossgate.ledger.Ledger.delete_fact>` deletes such events, but rows stored before it
+        did may still be valid) is left out in the statement, before ``limit`` counts."""
 
     def facts(
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
@@ -640,9 +643,12 @@ class SearchReadTx(Protocol):
     ("refunding" finds "refunds" only once indexed, stemmed). Only valid events and
     active facts match; purged text never does."""
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                      skip_erased: bool = False) -> list[str]:
         """Ids of the subject's valid events matching any word of ``query`` (full-text,
-        stemmed), best first. A blank query matches nothing."""
+        stemmed), best first. A blank query matches nothing. ``skip_erased`` leaves out an
+        event that a deleted fact cites, as :meth:`LedgerReadTx.events` does, before
+        ``limit`` counts."""
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         """Ids of the subject's active facts whose predicate, value or qualifiers match ``query``, best first."""

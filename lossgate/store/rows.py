@@ -14,10 +14,11 @@ What format 2 asks of a body, and the migration from 1, are in
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, TypeVar
 
 import orjson
+from pydantic_core import TzInfo
 
 from lossgate.derived import Alias, Artifact, Attempt, Job, Manifest, RecallRecord
 from lossgate.errors import UnknownFormat
@@ -43,17 +44,35 @@ LOG_COLUMNS = ("tenant_id", "subject_id", "entry_id", "at", "op", "target_id", "
 M = TypeVar("M")
 
 
-def _construct(cls: type[M], values: dict[str, Any]) -> M:
-    """Build a trusted record from stored columns without validation.
+_new = object.__new__
+_set = object.__setattr__
 
-    pydantic's ``model_construct`` still walks every field for defaults; rows come back
-    with every field present, and this is the read hot path (recall builds hundreds)."""
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", values)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
+
+def _construct(cls: type[M], fields: frozenset[str], values: dict[str, Any]) -> M:
+    """A record built from stored columns without validation: the store wrote these rows
+    from validated records, and hashed them (the read hot path: recall and consolidation
+    build hundreds to thousands per call).
+
+    ``values`` must hold every field of ``cls`` (``fields``, its field names), in the order
+    ``cls`` declares them, with the Python types validation would give (tuples, not lists;
+    datetimes as :func:`_ts` parses them): the record is then indistinguishable from a
+    validated one (equal, the same ``model_dump`` and JSON in the same key order, the same
+    ``repr`` and hash, frozen). ``tests/conformance/test_trusted_rows.py`` compares the two
+    for rows of every shape on both stores, and ``bench/bench_rows.py`` times them.
+    pydantic's ``model_construct`` does the same but walks every field for defaults, which
+    costs more than validating."""
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", set(fields))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
     return obj
+
+
+_EVENT_FIELDS = frozenset(Event.model_fields)
+_FACT_FIELDS = frozenset(Fact.model_fields)
+_CONFLICT_FIELDS = frozenset(Conflict.model_fields)
+_LOG_FIELDS = frozenset(LedgerEntry.model_fields)
 
 
 def dumps(value: Any) -> str:
@@ -64,10 +83,36 @@ def _json(value: Any) -> Any:
     return orjson.loads(value) if isinstance(value, (str, bytes)) else value
 
 
+# tzinfo of a parsed ISO time -> the one pydantic gives the same text (see _ts)
+_SAME_TZ: dict[tzinfo, tzinfo | None] = {}
+
+
+def _pydantic_tz(tz: tzinfo, at: datetime) -> tzinfo | None:
+    """The tzinfo pydantic gives a parsed ISO time of ``tz``'s UTC offset (``TzInfo``), or
+    ``None`` for an offset finer than a second, which ``TzInfo`` cannot hold."""
+    offset = tz.utcoffset(at)
+    same = None if offset is None or offset.microseconds else TzInfo(offset.days * 86_400 + offset.seconds)
+    if len(_SAME_TZ) < 4096:  # offsets are few; a bound all the same
+        _SAME_TZ[tz] = same
+    return same
+
+
 def _ts(value: Any) -> datetime | None:
+    """A stored time: ``None``, a ``datetime`` (PostgreSQL's timestamptz: kept as it is, as
+    validation keeps it) or ISO text (SQLite, and caller times kept as text), parsed into
+    the very datetime pydantic makes of that text: the same instant and offset, and its
+    ``TzInfo`` (``datetime.fromisoformat`` gives a ``timezone``: equal, but ``tzname()`` and
+    ``repr`` differ). Rebuilt by the constructor, which costs a fifth of ``replace``."""
     if value is None or isinstance(value, datetime):
         return value
-    return datetime.fromisoformat(value)
+    p = datetime.fromisoformat(value)
+    tz = p.tzinfo
+    if tz is None:
+        return p
+    same = _SAME_TZ[tz] if tz in _SAME_TZ else _pydantic_tz(tz, p)
+    if same is None:
+        return p
+    return datetime(p.year, p.month, p.day, p.hour, p.minute, p.second, p.microsecond, same)
 
 
 def _instant(value: Any) -> datetime:
@@ -105,11 +150,22 @@ def new_event_row(ev: NewEvent, seq: int, content_hash: str, occurred_at: str, r
 
 
 def event_from_row(r: Any) -> Event:
-    return _construct(Event, dict(
-        tenant_id=r[0], subject_id=r[1], seq=r[2], event_id=r[3], kind=r[4], actor=r[5],
-        trust=r[6], text=r[7], payload=None if r[8] is None else _json(r[8]),
-        occurred_at=_ts(r[9]), recorded_at=_ts(r[10]), content_hash=r[11], state=r[12], tier=r[13],
-    ))
+    """An :class:`Event` from a row of :data:`EVENT_COLUMNS`, without validation (:func:`_construct`)."""
+    return _construct(Event, _EVENT_FIELDS, {
+        "tenant_id": r[0], "subject_id": r[1], "event_id": r[3], "seq": r[2], "kind": r[4], "actor": r[5],
+        "trust": r[6], "text": r[7], "payload": None if r[8] is None else _json(r[8]),
+        "occurred_at": _ts(r[9]), "recorded_at": _ts(r[10]), "content_hash": r[11], "state": r[12], "tier": r[13],
+    })
+
+
+def event_from_row_validated(r: Any) -> Event:
+    """The same record as :func:`event_from_row`, through full validation: what the fast path
+    must equal (the conformance test and ``bench/bench_rows.py`` compare them)."""
+    return Event.model_validate({
+        "tenant_id": r[0], "subject_id": r[1], "event_id": r[3], "seq": r[2], "kind": r[4], "actor": r[5],
+        "trust": r[6], "text": r[7], "payload": None if r[8] is None else _json(r[8]),
+        "occurred_at": r[9], "recorded_at": r[10], "content_hash": r[11], "state": r[12], "tier": r[13],
+    })
 
 
 def fact_row(f: Fact) -> tuple[Any, ...]:
@@ -123,18 +179,32 @@ def fact_row(f: Fact) -> tuple[Any, ...]:
 
 
 def fact_from_row(r: Any) -> Fact:
+    """A :class:`Fact` from a row of :data:`FACT_COLUMNS`, without validation (:func:`_construct`).
+    A purged fact's value and qualifiers are NULL: ``None`` and ``()``."""
     value_type = r[6]
     raw = _json(r[7])
-    quals = _json(r[8]) or []
-    return _construct(Fact, dict(
-        tenant_id=r[0], subject_id=r[1], fact_id=r[2], seq=r[3], predicate=r[4],
-        registry_version=r[5], value_type=value_type,
-        value=None if raw is None else decode_value(value_type, raw),
-        qualifiers=tuple((k, v) for k, v in quals), polarity=r[9], modality=r[10],
-        authority=r[11], source_event_ids=tuple(_json(r[12])), status=r[13], supersedes=r[14],
-        superseded_by=r[15], valid_from=_ts(r[16]), recorded_at=_ts(r[17]), content_hash=r[18],
-        criticality=r[19],
-    ))
+    return _construct(Fact, _FACT_FIELDS, {
+        "tenant_id": r[0], "subject_id": r[1], "fact_id": r[2], "seq": r[3], "predicate": r[4],
+        "registry_version": r[5], "value_type": value_type,
+        "value": None if raw is None else decode_value(value_type, raw),
+        "qualifiers": tuple([(k, v) for k, v in _json(r[8]) or ()]), "polarity": r[9], "modality": r[10],
+        "authority": r[11], "source_event_ids": tuple(_json(r[12])), "status": r[13], "supersedes": r[14],
+        "superseded_by": r[15], "valid_from": _ts(r[16]), "recorded_at": _ts(r[17]), "content_hash": r[18],
+        "criticality": r[19],
+    })
+
+
+def fact_from_row_validated(r: Any) -> Fact:
+    """The same record as :func:`fact_from_row`, through full validation (see
+    :func:`event_from_row_validated`)."""
+    raw = _json(r[7])
+    return Fact.model_validate({
+        "tenant_id": r[0], "subject_id": r[1], "fact_id": r[2], "seq": r[3], "predicate": r[4],
+        "registry_version": r[5], "value_type": r[6], "value": None if raw is None else decode_value(r[6], raw),
+        "qualifiers": _json(r[8]) or [], "polarity": r[9], "modality": r[10], "authority": r[11],
+        "source_event_ids": _json(r[12]), "status": r[13], "supersedes": r[14], "superseded_by": r[15],
+        "valid_from": r[16], "recorded_at": r[17], "content_hash": r[18], "criticality": r[19],
+    })
 
 
 def conflict_row(c: Conflict) -> tuple[Any, ...]:
@@ -145,17 +215,33 @@ def conflict_row(c: Conflict) -> tuple[Any, ...]:
 
 
 def conflict_from_row(r: Any) -> Conflict:
-    return Conflict.model_construct(
-        tenant_id=r[0], subject_id=r[1], conflict_id=r[2], predicate=r[3], fact_ids=(r[4], r[5]),
-        status=r[6], detected_at=_ts(r[7]), resolved_at=_ts(r[8]), resolution=r[9],
-    )
+    """A :class:`Conflict` from a row of :data:`CONFLICT_COLUMNS`, without validation."""
+    return _construct(Conflict, _CONFLICT_FIELDS, {
+        "tenant_id": r[0], "subject_id": r[1], "conflict_id": r[2], "predicate": r[3], "fact_ids": (r[4], r[5]),
+        "status": r[6], "detected_at": _ts(r[7]), "resolved_at": _ts(r[8]), "resolution": r[9],
+    })
+
+
+def conflict_from_row_validated(r: Any) -> Conflict:
+    return Conflict.model_validate({
+        "tenant_id": r[0], "subject_id": r[1], "conflict_id": r[2], "predicate": r[3], "fact_ids": (r[4], r[5]),
+        "status": r[6], "detected_at": r[7], "resolved_at": r[8], "resolution": r[9],
+    })
 
 
 def log_from_row(r: Any) -> LedgerEntry:
-    return LedgerEntry.model_construct(
-        tenant_id=r[0], subject_id=r[1], entry_id=r[2], at=_ts(r[3]), op=r[4], target_id=r[5],
-        detail=_json(r[6]) or {},
-    )
+    """A :class:`LedgerEntry` from a row of :data:`LOG_COLUMNS`, without validation."""
+    return _construct(LedgerEntry, _LOG_FIELDS, {
+        "tenant_id": r[0], "subject_id": r[1], "entry_id": r[2], "at": _ts(r[3]), "op": r[4], "target_id": r[5],
+        "detail": _json(r[6]) or {},
+    })
+
+
+def log_from_row_validated(r: Any) -> LedgerEntry:
+    return LedgerEntry.model_validate({
+        "tenant_id": r[0], "subject_id": r[1], "entry_id": r[2], "at": r[3], "op": r[4], "target_id": r[5],
+        "detail": _json(r[6]) or {},
+    })
 
 
 ARTIFACT_COLUMNS = ("tenant_id", "subject_id", "artifact_id", "state", "body", "manifest", "gate", "created_at", "state_reason")

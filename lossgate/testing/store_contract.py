@@ -71,7 +71,7 @@ from lossgate.derived import (
     RecallRecord,
 )
 from lossgate.errors import IdempotencyConflict, InvalidInput, StoreError
-from lossgate.records import ArtifactBody, Clock, Conflict, Fact, NewEvent, Proposal, TaintPolicy
+from lossgate.records import ArtifactBody, Clock, Conflict, Event, Fact, NewEvent, Proposal, TaintPolicy
 from lossgate.store.protocol import ArtifactDocument, FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
 from lossgate.store.rows import ARTIFACT_FORMAT
 
@@ -1019,6 +1019,51 @@ class StoreContract:
             assert tx.search_facts(T, S, "contact email", limit=5) == []
             assert tx.search_facts(T, S, "  ", limit=5) == []
 
+
+    def test_skip_erased_leaves_out_what_a_deleted_fact_cites_before_the_limit(self, store: Store) -> None:
+        """An event a deleted fact cites is erased content (the ledger deletes it with the
+        fact; a row stored before it did stays valid): events and search_events leave it out
+        in the statement, so ``limit`` counts only what comes back."""
+        with store.write() as tx:
+            append(tx, event("e1", "refund one"), event("e2", "refund two"), event("e3", "refund three"),
+                   event("e4", "refund four"))
+            tx.insert_facts([fact("f-gone", 2, ("e2",)), fact("f-kept", 3, ("e3",)), fact("f-old", 4, ("e4",))])
+            tx.update_fact(T, S, "f-gone", status="deleted", purge=True)  # e2 stays valid: a legacy row
+            tx.update_fact(T, S, "f-old", status="superseded", superseded_by="f-kept")
+
+        def ids(found: list[Event]) -> list[str]:
+            return [e.event_id for e in found]
+
+        for indexed in (False, True):  # the fresh tail, then the index
+            with store.read() as tx:
+                assert ids(tx.events(T, S)) == ["e1", "e2", "e3", "e4"]
+                assert ids(tx.events(T, S, skip_erased=True)) == ["e1", "e3", "e4"]
+                assert ids(tx.events(T, S, ids=["e2", "e3"], skip_erased=True)) == ["e3"]
+                assert ids(tx.events(T, S, seqs=[1, 2, 3], states=["valid"], skip_erased=True)) == ["e1", "e3"]
+                assert ids(tx.events(T, S, after_seq=1, limit=2, skip_erased=True)) == ["e3", "e4"]
+                assert ids(tx.events(T, S, limit=2, newest_first=True, skip_erased=True)) == ["e4", "e3"]
+                assert ids(tx.events(T, S, through_seq=2, newest_first=True, limit=1, skip_erased=True)) == ["e1"]
+                assert sorted(tx.search_events(T, S, "refund", limit=10)) == ["e1", "e2", "e3", "e4"]
+                assert sorted(tx.search_events(T, S, "refund", limit=10, skip_erased=True)) == ["e1", "e3", "e4"]
+                assert len(tx.search_events(T, S, "refund", limit=3, skip_erased=True)) == 3
+                assert tx.search_events(T, S, "two", limit=5, skip_erased=True) == []
+            with store.write() as tx:
+                tx.lock_clock(T, S)
+                tx.refresh_search_index()
+
+    def test_fact_search_forgets_a_fact_as_it_leaves_the_active_set(self, store: Store) -> None:
+        with store.write() as tx:
+            append(tx, event("e1"))
+            tx.insert_facts([fact(f"f{i}", 1, ("e1",), value=i) for i in range(1, 5)])
+        with store.read() as tx:
+            assert sorted(tx.search_facts(T, S, "seats", limit=10)) == ["f1", "f2", "f3", "f4"]
+        with store.write() as tx:
+            tx.update_fact(T, S, "f1", status="superseded", superseded_by="f4")
+            tx.update_fact(T, S, "f2", status="revoked")
+            tx.update_fact(T, S, "f3", status="deleted", purge=True)
+        with store.read() as tx:
+            assert tx.search_facts(T, S, "seats", limit=10) == ["f4"]
+            assert tx.search_facts(T, S, "4", limit=10) == ["f4"] and tx.search_facts(T, S, "2", limit=10) == []
 
     def test_the_fresh_tail_covers_what_the_index_covers(self, store: Store) -> None:
         """The index takes an event's text and actor: a search finds both before it does too."""

@@ -218,7 +218,7 @@ def test_a_login_that_is_only_an_application_cannot_claim_even_by_switching_role
         finally:
             as_worker.close()
         with psycopg.connect(user_url(pg_url, app_login), autocommit=True) as conn:
-            for role in ("lossgate_worker", "lossgate_queue"):
+            for role in ("lossgate_worker", "lossgate_queue", "lossgate_search"):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(f"SET ROLE {role}")
             with pytest.raises(psycopg.errors.InsufficientPrivilege):  # as the login itself: not PUBLIC's either
@@ -257,6 +257,43 @@ def test_a_migration_by_an_owner_that_is_not_a_superuser_leaves_claiming_to_the_
             ).fetchall()
             assert set(may) == {("lossgate_app", False), ("lossgate_worker", True), (owner, False)}
             assert conn.execute("SELECT pg_has_role(%s, 'lossgate_queue', 'MEMBER')", (owner,)).fetchone() == (False,)
+            # the search functions (0018): the application and the worker may search, PUBLIC may not,
+            # and the owner keeps no membership in the role that reads past the tenant policy
+            search = ("lossgate_event_hits(text, text)", "lossgate_fact_hits(text, text)")
+            may = conn.execute(
+                "SELECT r, has_function_privilege(r, f, 'EXECUTE') FROM unnest(%s::text[]) r, unnest(%s::text[]) f",
+                (["lossgate_app", "lossgate_worker", owner], list(search)),
+            ).fetchall()
+            assert set(may) == {("lossgate_app", True), ("lossgate_worker", True), (owner, False)}
+            assert conn.execute("SELECT pg_has_role(%s, 'lossgate_search', 'MEMBER')", (owner,)).fetchone() == (False,)
+            assert conn.execute("SELECT proowner::regrole::text FROM pg_proc WHERE proname = 'lossgate_event_hits'"
+                                ).fetchone() == ("lossgate_search",)
+
+
+def test_the_search_functions_find_only_the_tenant_the_transaction_has_set(memory):
+    """lossgate_event_hits and lossgate_fact_hits (migrations/0018) read past the tenant
+    policy to use their GIN indexes, so they keep the tenant themselves: the one the
+    transaction has set, none when none is set; and they hand back positions, not text."""
+    memory.append([ev("a1", text="refund the seats"), ev("b1", tenant="globex", text="refund the seats")])
+    memory.assert_facts([fact("fa", "a1"), fact("fb", "b1", tenant="globex")])
+    for tenant in ("acme", "globex"):
+        with memory.store.write() as tx:
+            tx.lock_clock(tenant, "u1")
+            tx.refresh_search_index()
+    with memory.store.tenant_connection("acme") as conn:
+        assert conn.execute("SELECT seq FROM lossgate_event_hits('u1', 'refund')").fetchall() == [(1,)]
+        assert conn.execute("SELECT fact_id FROM lossgate_fact_hits('u1', 'seats')").fetchall() == [("fa",)]
+        assert conn.execute("SELECT count(*) FROM lossgate_event_hits('u2', 'refund')").fetchone() == (0,)
+        conn.execute("SELECT set_config('lossgate.tenant', '', true)")
+        assert conn.execute("SELECT count(*) FROM lossgate_event_hits('u1', 'refund')").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM lossgate_fact_hits('u1', 'seats')").fetchone() == (0,)
+    with memory.store.tenant_connection("globex") as conn:
+        assert conn.execute("SELECT fact_id FROM lossgate_fact_hits('u1', 'seats')").fetchall() == [("fb",)]
+        # the function's role reads past the policy; the application's does not
+        assert conn.execute("SELECT count(*) FROM event_terms").fetchone() == (1,)
+    with memory.store.read() as tx:
+        assert tx.search_events("acme", "u1", "refund", limit=5) == ["a1"]
+        assert tx.search_facts("globex", "u1", "seats", limit=5) == ["fb"]
 
 
 def test_one_transaction_may_span_tenants(memory):

@@ -48,7 +48,10 @@ class Dialect:
     the (tenant, subject, seq) key for a statement naming the subject and a list of ids;
     PostgreSQL's needs no such hint (and text has no unary ``+`` there).
     ``same_json``: per JSON column whose type needs it, a condition that the column holds
-    the JSON text bound to its ``?`` as the store handed it back (default ``{col} = ?``)."""
+    the JSON text bound to its ``?`` as the store handed it back (default ``{col} = ?``).
+    ``fence``: what ends a correlated subquery so that the planner runs it per outer row
+    instead of flattening it into a join over everything it could match (PostgreSQL:
+    ``OFFSET 0``; SQLite runs it per row anyway, and takes no OFFSET without a LIMIT)."""
 
     name: str
     placeholder: Literal["?", "%s"]
@@ -61,6 +64,7 @@ class Dialect:
     byte_length: str = "length"
     unindexed: str = "+{col}"
     same_json: dict[str, str] = field(default_factory=dict)
+    fence: str = ""
 
     def sql(self, statement: str) -> str:
         """``statement``, written with ``?`` placeholders, in this engine's style."""

@@ -37,7 +37,7 @@ from lossgate.store.core.metrics import CoreMetricsReads, CoreMetricsWrites
 from lossgate.store.core.taint import CoreTaintReads, CoreTaintWrites
 from lossgate.store.protocol import FactFilter, IdTaken
 
-__all__ = ["CoreReadTx", "CoreWriteTx"]
+__all__ = ["CoreReadTx", "CoreWriteTx", "UNERASED"]
 
 _EVENT_SELECT = f"SELECT {','.join(rows.EVENT_COLUMNS)} FROM events"
 _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"
@@ -49,6 +49,15 @@ _FACT_INSERT = (f"INSERT INTO facts ({','.join(rows.FACT_INSERT_COLUMNS)}) "
 _TIER_OLDEST = ("(SELECT min(recorded_at) FROM events "
                 "WHERE tenant_id=? AND subject_id=? AND tier=? AND state='valid')")
 _TIERS: tuple[Tier, ...] = get_args(Tier)
+# An event that no deleted fact cites (recall never returns what a deleted fact was drawn
+# from). Per event: one probe of fact_sources_by_event (tenant, subject, event_id), then the
+# citing facts by primary key; never a read of the subject's deleted facts, which grow with
+# its history. {e} names the events table or its alias; {fence} is the dialect's
+# (Dialect.fence): PostgreSQL would otherwise turn the NOT EXISTS into a hash anti-join
+# over every source of every deleted fact of the subject.
+UNERASED = ("NOT EXISTS (SELECT 1 FROM fact_sources s JOIN facts d ON d.tenant_id = s.tenant_id "
+            "AND d.fact_id = s.fact_id WHERE s.tenant_id = {e}.tenant_id AND s.subject_id = {e}.subject_id "
+            "AND s.event_id = {e}.event_id AND d.status = 'deleted'{fence})")
 _CONFLICT_INSERT = (f"INSERT INTO conflicts ({','.join(rows.CONFLICT_COLUMNS)}) "
                     f"VALUES ({','.join('?' * len(rows.CONFLICT_COLUMNS))})")
 
@@ -66,7 +75,7 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
         self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
         states: Sequence[EventState] | None = None, after_seq: int | None = None,
         through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
-        seqs: Sequence[int] | None = None,
+        seqs: Sequence[int] | None = None, skip_erased: bool = False,
     ) -> list[Event]:
         sel = self._subject_select(_EVENT_SELECT, "event_id", 2, tenant_id, subject_id, ids, newest_first, limit)
         if seqs is not None:
@@ -77,6 +86,8 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
             sel.when("seq>?", after_seq)
         if through_seq is not None:
             sel.when("seq<=?", through_seq)
+        if skip_erased:
+            sel.when(UNERASED.format(e="events", fence=self._d.fence))
         return [rows.event_from_row(r) for r in self._fetch([sel])[0]]
 
     def facts(

@@ -25,6 +25,7 @@ from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
 from lossgate.records import Clock
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
+from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
 
 __all__ = ["PostgresDerivedReads", "PostgresDerivedWrites"]
@@ -74,33 +75,41 @@ class PostgresDerivedReads(CoreDerivedReads):
             artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]")))
         return clock, alias, head
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                      skip_erased: bool = False) -> list[str]:
         # Events past the subject's index mark are matched on their text directly.
         q = _tsquery(query)
         if q is None:
             return []
         found = self._c.execute(
-            # Written so that the plan is good with and without table statistics (a subject
-            # loaded a moment ago has none until autovacuum's ANALYZE):
+            # The indexed hits come from lossgate_event_hits (migrations/0018): the match is not
+            # LEAKPROOF, so under the tenant policy the planner could not use the GIN index
+            # and scanned every row of event_terms. Otherwise written so that the plan is
+            # good with and without table statistics (a subject loaded a moment ago has none
+            # until autovacuum's ANALYZE):
             # - the tsquery is spelled out in each predicate, not joined from a CTE: only
-            #   then can the planner match it against the GIN index;
+            #   then can the planner match it against an index;
             # - MATERIALIZED: the hits are computed once (inlined, a stale estimate of one
             #   row made the planner re-run the match for every event of the subject);
             # - the events past the index mark are read through the clock row as the range
             #   (mark, high_water], which the planner prices as a short primary-key range: a
             #   lone "seq > mark" was priced as a third of the subject and scanned it all;
             # - OFFSET 0 keeps each LATERAL a per-row primary-key look-up, not a join the
-            #   planner may turn into a scan of the subject's events.
+            #   planner may turn into a scan of the subject's events;
+            # - the hits are ranked first and the events looked up in that order, so the limit
+            #   stops the look-ups: ranking reads the index (every match), but only about
+            #   ``limit`` events are read (the tie-break, the event's seq, is the hit's).
             "WITH hits AS MATERIALIZED ("
-            f" SELECT x.seq, ts_rank(x.terms, {_QUERY}) AS rank FROM event_terms x"
-            f" WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.terms @@ {_QUERY}"
+            " SELECT h.seq, h.rank FROM lossgate_event_hits(%(s)s, %(q)s) h"
             f" UNION ALL SELECT e.seq, ts_rank({_TSV}, {_QUERY}) FROM clocks c JOIN LATERAL ("
             " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
             " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
             f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ {_QUERY})"
-            " SELECT e.event_id FROM hits JOIN LATERAL (SELECT event_id, seq FROM events e"
-            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=hits.seq AND e.state='valid' OFFSET 0) e"
-            " ON true ORDER BY hits.rank DESC, e.seq DESC LIMIT %(n)s",
+            " SELECT e.event_id FROM (SELECT seq, rank FROM hits ORDER BY rank DESC, seq DESC) h"
+            " JOIN LATERAL (SELECT event_id FROM events e"
+            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=h.seq AND e.state='valid'"
+            f"{' AND ' + UNERASED.format(e='e', fence=' OFFSET 0') if skip_erased else ''} OFFSET 0) e"
+            " ON true ORDER BY h.rank DESC, h.seq DESC LIMIT %(n)s",
             {"q": q, "t": tenant_id, "s": subject_id, "n": limit},
         ).fetchall()
         return [r[0] for r in found]
@@ -109,12 +118,11 @@ class PostgresDerivedReads(CoreDerivedReads):
         q = _tsquery(query)
         if q is None:
             return []
+        # Through the partial GIN index of active facts, in lossgate_fact_hits (migrations/0018:
+        # under the tenant policy the non-LEAKPROOF match could use no index).
         found = self._c.execute(
-            "SELECT f.fact_id FROM facts f WHERE f.tenant_id=%(t)s AND f.subject_id=%(s)s AND f.status='active' "
-            f"AND to_tsvector('english', coalesce(f.search_text, '')) @@ {_QUERY} "  # the GIN index facts_search
-            f"ORDER BY ts_rank(to_tsvector('english', coalesce(f.search_text, '')), {_QUERY}) DESC, f.seq DESC "
-            "LIMIT %(n)s",
-            {"q": q, "t": tenant_id, "s": subject_id, "n": limit},
+            "SELECT h.fact_id FROM lossgate_fact_hits(%(s)s, %(q)s) h ORDER BY h.rank DESC, h.seq DESC LIMIT %(n)s",
+            {"q": q, "s": subject_id, "n": limit},
         ).fetchall()
         return [r[0] for r in found]
 

@@ -36,7 +36,7 @@ POSTGRES = Dialect(
     name="postgres", placeholder="%s", lists="any", times="native",
     creation_order={"artifacts": "created_no", "recalls": "recall_no"},
     null_safe_eq="IS NOT DISTINCT FROM", json_text="{col}->>'{key}'", json_value="{col}->'{key}'",
-    byte_length="octet_length", unindexed="{col}",
+    byte_length="octet_length", unindexed="{col}", fence=" OFFSET 0",
     # the body is jsonb (equal as JSON to the text read back), the manifest json (kept as written)
     same_json={"body": "{col} = ?::jsonb", "manifest": "{col}::text = ?"},
 )

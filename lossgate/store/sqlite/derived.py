@@ -15,6 +15,7 @@ from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
 from lossgate.records import Clock
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
+from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
 
 __all__ = ["SQLiteDerivedReads", "SQLiteDerivedWrites"]
@@ -38,16 +39,15 @@ class SQLiteDerivedReads(CoreDerivedReads):
         head = self.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
         return self.clock(tenant_id, subject_id), alias, head
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                      skip_erased: bool = False) -> list[str]:
         # Events appended since the last index refresh are not in the index yet: search them
         # directly so a search never misses fresh text (refresh_search_index catches up).
         terms = _fts_query(query)
         if not terms:
             return []
-        hits = [r[0] for r in self._all(
-            "SELECT e.event_id FROM events_fts f JOIN events e ON e.rowid = f.rowid "
-            "WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? AND e.state='valid' "
-            "ORDER BY bm25(events_fts), e.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+        unerased = f" AND {UNERASED.format(e='e', fence='')}" if skip_erased else ""
+        hits = self._ranked_hits(terms, tenant_id, subject_id, limit, unerased)
         mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
                               "FROM events_fts_watermark WHERE id=1") or (0, 0)
         if top <= mark:
@@ -59,10 +59,42 @@ class SQLiteDerivedReads(CoreDerivedReads):
         # rowid as a bound parameter: SQLite walks the rowid range past the mark (at most
         # recall.SEARCH_BACKLOG rows), never the subject's whole history.
         fresh = self._all(
-            "SELECT event_id FROM events WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
-            f"AND ({likes}) ORDER BY seq DESC LIMIT ?",
+            "SELECT event_id FROM events e WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
+            f"AND ({likes}){unerased} ORDER BY seq DESC LIMIT ?",
             [mark, tenant_id, subject_id, *[f"%{w}%" for w in words for _ in (0, 1)], limit])
         return ([r[0] for r in fresh] + hits)[:limit]
+
+    def _ranked_hits(self, terms: str, tenant_id: str, subject_id: str, limit: int, unerased: str) -> list[str]:
+        """The indexed events matching ``terms`` of the subject, valid (and unerased, when
+        ``unerased`` says so), best first, at most ``limit``.
+
+        Ranked in the index alone (bm25 reads each match's term counts and length from the
+        index), then the events of the best candidates looked up by rowid and filtered, in
+        rounds of growing size until ``limit`` pass or the matches run out: the subject's
+        rows read are about ``limit``, not every match (a question's words match more and
+        more events as a history grows). The tie-break, newest first, is the rowid's order:
+        a subject's events are inserted in seq order and never deleted. The index is one
+        for the file, so in a file of many subjects a round may hold other subjects' events."""
+        hits: list[str] = []
+        offset, batch = 0, limit + limit // 4 + 16  # a little more than asked: some may be filtered out
+        while len(hits) < limit:
+            candidates = [r[0] for r in self._all(
+                "SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY bm25(events_fts), rowid DESC "
+                "LIMIT ? OFFSET ?", (terms, batch, offset))]
+            found: dict[int, str] = {}
+            for chunk in self._d.chunks(candidates):
+                # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
+                # events_by_tier too), which would walk the subject's whole history.
+                condition, args = self._d.in_("e.rowid", chunk)
+                found.update(self._all(
+                    f"SELECT e.rowid, e.event_id FROM events e WHERE {condition} AND {self._d.no_index('e.tenant_id')}=? "
+                    f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
+                    [*args, tenant_id, subject_id]))
+            hits += [found[r] for r in candidates if r in found]
+            if len(candidates) < batch:
+                break  # every match ranked
+            offset, batch = offset + batch, batch * 4
+        return hits[:limit]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         terms = _fts_query(query)
