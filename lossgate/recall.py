@@ -368,9 +368,10 @@ def _split_summary(summary: str) -> tuple[str, str, Iterator[tuple[str, str | No
     lines with the period each belongs to, newest first: a direct summary's recent
     conversation, or a hierarchical root's period digests (:data:`PERIODS_TITLE`).
 
-    A root carries one digest per period of the subject's whole history, so its lines are
-    found from the end and read lazily: a recall pays for the lines it keeps (and the rest
-    of their period), not for the root's size. The structured part before the title is
+    A root carries up to its window of period digests (8,000 tokens by default; roots built
+    before the window carried every period's), so its lines are found from the end and read
+    lazily: a recall pays for the lines it keeps (and the rest of their period), not for the
+    root's size. The structured part before the title is
     what consolidation bounds by its budget."""
     cut = _title_at(summary)
     if cut is None:
