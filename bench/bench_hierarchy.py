@@ -9,9 +9,10 @@ per session, consolidated
   whole snapshot) against the same history consolidated in one pass (``mode="never"``,
   the direct path, default budget): the same selection and the same whole-snapshot gate,
   without the parts;
-* **again after a tail append** of 5 turns to the last session: the hierarchy rebuilds
-  the last part and the root, against one pass on the incremental path (the published
-  parent plus the new turns).
+* **again after a tail append** of 5 turns to the last session: the hierarchy grows by its
+  tail (the last part cut again, the root's new lines gated against what is new:
+  :mod:`lossgate.consolidate.tail`), against one pass on the incremental path (the
+  published parent plus the new turns, read without the history: ``select_delta``).
 
 Each round uses fresh subjects for both sides. Also prints the published tokens of each
 side (the hierarchy covers every session; one pass keeps the newest turns that fit).
