@@ -23,6 +23,7 @@ high-water when what the compressor wrote is not made of those lines.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,7 +33,7 @@ from lossgate.records import Event, Fact, Snapshot
 from lossgate.registry import Registry
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["SELECTOR_VERSION", "Selection", "select", "select_delta", "snapshot_at", "input_root"]
+__all__ = ["SELECTOR_VERSION", "Selection", "select", "select_delta", "snapshot_at", "input_root", "cited_sources"]
 
 SELECTOR_VERSION = "authorized-view-v1"
 
@@ -158,12 +159,7 @@ def select_delta(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry
     active = tuple(tx.facts(t, s, statuses=["active"], through_seq=h))
     facts = {f.fact_id: f for f in (*active, *citing)}
     known = {e.event_id for e in shown}
-    wanted = sorted({e for f in facts.values() for e in f.source_event_ids} - known)
-    hidden = {e for f in tx.facts_citing(t, s, wanted, statuses=["deleted"]) for e in f.source_event_ids} \
-        if wanted else set()
-    cited = [e for e in (tx.events(t, s, ids=wanted) if wanted else []) if e.state == "valid" and e.event_id not in hidden]
-    authorized = known | {e.event_id for e in cited}
-    withdrawn = frozenset(e for f in active for e in f.source_event_ids if e not in authorized)
+    cited, withdrawn = cited_sources(tx, t, s, facts.values(), active, known)
     outdated = frozenset(e for f in citing if f.status in ("superseded", "revoked") for e in f.source_event_ids
                          if e in known)
     inputs = tuple([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
@@ -180,3 +176,18 @@ def select_delta(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry
         inputs=inputs, input_root=input_root(inputs), outdated_event_ids=outdated, withdrawn_event_ids=withdrawn,
         bounded=True,
     )
+
+
+def cited_sources(tx: ReadTx, tenant_id: str, subject_id: str, facts: Iterable[Fact], active: Iterable[Fact],
+                  known: set[str]) -> tuple[list[Event], frozenset[str]]:
+    """What a bounded snapshot needs besides the events it shows (``known``): the valid
+    events that ``facts`` cite among the others (not the text of a deleted fact), and the
+    sources of the ``active`` facts that left the authorized view (withdrawn)."""
+    t, s = tenant_id, subject_id
+    wanted = sorted({e for f in facts for e in f.source_event_ids} - known)
+    if not wanted:
+        return [], frozenset(e for f in active for e in f.source_event_ids if e not in known)
+    hidden = {e for f in tx.facts_citing(t, s, wanted, statuses=["deleted"]) for e in f.source_event_ids}
+    cited = [e for e in tx.events(t, s, ids=wanted) if e.state == "valid" and e.event_id not in hidden]
+    authorized = known | {e.event_id for e in cited}
+    return cited, frozenset(e for f in active for e in f.source_event_ids if e not in authorized)

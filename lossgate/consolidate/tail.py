@@ -39,7 +39,7 @@ from lossgate.consolidate.hierarchy import (
     HierarchyConfig, TreePlan, digest_lines, part_jobs, period_blocks, period_hash, periods_of,
 )
 from lossgate.consolidate.parts import period_key, split
-from lossgate.consolidate.selection import Selection, input_root
+from lossgate.consolidate.selection import Selection, cited_sources, input_root
 from lossgate.derived import Artifact, InputRef
 from lossgate.records import Event, Snapshot
 from lossgate.registry import Registry
@@ -117,13 +117,7 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     facts = {f.fact_id: f for f in (*active, *citing)}
     ordered_facts = tuple(sorted(facts.values(), key=lambda f: (f.seq, f.fact_id)))
     known = {e.event_id: e for e in (*old, *delta)}
-    wanted = sorted({e for f in ordered_facts for e in f.source_event_ids} - known.keys())
-    cited_events = tx.events(t, s, ids=wanted) if wanted else []
-    hidden = {e for f in tx.facts_citing(t, s, wanted, statuses=["deleted"]) for e in f.source_event_ids} \
-        if wanted else set()
-    cited = [e for e in cited_events if e.state == "valid" and e.event_id not in hidden]
-    authorized = {*known, *(e.event_id for e in cited)}
-    withdrawn = frozenset(e for f in active for e in f.source_event_ids if e not in authorized)
+    cited, withdrawn = cited_sources(tx, t, s, ordered_facts, active, set(known))
     snapshot = Snapshot(
         tenant_id=t, subject_id=s, clock=clock, registry_version=registry.version,
         events=tuple(sorted({**known, **{e.event_id: e for e in cited}}.values(), key=lambda e: e.seq)),
