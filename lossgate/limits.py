@@ -174,8 +174,13 @@ def _children(node: Any) -> Any:
 _ARG_MAX_CHARS = {"reason": MAX_LABEL_CHARS, "query": MAX_LABEL_CHARS, "tenant_id": MAX_ID_CHARS,
                   "subject_id": MAX_ID_CHARS, "event_id": MAX_ID_CHARS, "fact_id": MAX_ID_CHARS,
                   "old_fact_id": MAX_ID_CHARS, "artifact_id": MAX_ID_CHARS}
-# Counts a caller passes (how many, how much): negative ones mean nothing.
+# Counts a caller passes (how many, how much): negative ones mean nothing, and past the
+# maxima no store can count that far (SQLite and PostgreSQL integers are 64-bit) nor would a
+# reader want it (a budget: at most MAX_BUDGET_TOKENS, as consolidation's).
+MAX_COUNT = 1_000_000
+MAX_BUDGET_TOKENS = 1_000_000_000
 _ARG_MIN = {"k": 0, "budget": 1, "limit": 0}
+_ARG_MAX = {"k": MAX_COUNT, "budget": MAX_BUDGET_TOKENS, "limit": MAX_COUNT}
 # What each named argument must be (None where it is optional): a caller's 123 as a query
 # or "5" as k gets InvalidInput, not an AttributeError from deep inside.
 _ARG_TYPES: dict[str, tuple[type, ...]] = {
@@ -190,7 +195,8 @@ def checked_args(func: F) -> F:
     """Check every string argument of ``func`` (and strings in list or tuple arguments)
     before it runs: a NUL or a lone surrogate raises :class:`InvalidInput`, as does a
     ``reason`` or ``query`` longer than :data:`MAX_LABEL_CHARS`, an id longer than
-    :data:`MAX_ID_CHARS`, a negative ``k``, ``limit`` or a ``budget`` under 1, or an argument
+    :data:`MAX_ID_CHARS`, a negative ``k`` or ``limit`` or a ``budget`` under 1 (or any of them past
+    :data:`MAX_COUNT` / :data:`MAX_BUDGET_TOKENS`), or an argument
     of the wrong type (an id that is not a string, a ``k`` that is not an int).
 
     For methods that take ids, reasons and queries as plain arguments rather than in a
@@ -211,8 +217,8 @@ def checked_args(func: F) -> F:
                 raise InvalidInput(f"{name} must be {names_of}, got {type(value).__name__}")
             if isinstance(value, str):
                 _check_arg(name, value)
-            elif isinstance(value, int) and name in _ARG_MIN and value < _ARG_MIN[name]:
-                raise InvalidInput(f"{name} must be at least {_ARG_MIN[name]}, got {value}")
+            elif isinstance(value, int) and name in _ARG_MIN and not _ARG_MIN[name] <= value <= _ARG_MAX[name]:
+                raise InvalidInput(f"{name} must be from {_ARG_MIN[name]} to {_ARG_MAX[name]:,}, got {value}")
             elif isinstance(value, (list, tuple)):
                 for item in value:
                     if isinstance(item, str):

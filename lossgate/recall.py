@@ -11,8 +11,9 @@ or response (seed 000).
 
 Without a query, recall returns the summary, the critical facts, the newest
 other facts and the hot tail (the events after the summary's coverage, or the
-newest events in raw fallback). Under a budget it trims, oldest first, a
-hierarchical root's period digest lines, then events, then non-critical facts.
+newest events in raw fallback). Under a budget it trims, oldest first, the summary's
+recent-conversation lines or a hierarchical root's period digest lines, then events, then
+non-critical facts.
 
 With a query, recall ranks by relevance over the whole raw layer (invariant
 14): events a fresh summary covers, or left out for its budget, whatever their tier
@@ -308,8 +309,9 @@ def _forget_counted_text() -> None:
 
 def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
                 budget: int | None, count: TokenCounter) -> tuple[str | None, list[Event], list[Fact], int]:
-    """Without a query: trim a hierarchical root's oldest period lines, then events (oldest
-    first), then non-critical facts; never the summary's structured part or critical facts."""
+    """Without a query: trim the summary's oldest recent-conversation lines or a hierarchical
+    root's oldest period lines, then events (oldest first), then non-critical facts; never
+    the summary's structured part or critical facts."""
     cost_summary = _summary_tokens(summary, count) if summary else 0
     if budget is None:  # nothing to trim: one tokenizer call for the rest
         text = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events])
@@ -321,7 +323,7 @@ def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], e
     total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
     if summary and total > budget:
         head, title, tail = _split_summary(summary)
-        if title == PERIODS_TITLE:  # a root's period digests: the oldest lines go first
+        if title:  # a summary's recent conversation or a root's period digests: the oldest lines go first
             used = total - cost_summary + _summary_tokens(head, count)
             summary, kept = _newest_lines(head, title, tail, budget - used, count)
             total = used + kept

@@ -92,6 +92,8 @@ class HierarchyConfig:
         if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
                                   or not math.isfinite(ratio)):
             raise InvalidInput(f"hierarchy digest_ratio must be a finite number, not {ratio!r}")
+        if isinstance(ratio, int):  # a manifest keeps it as the float it is (1, not 1.0, would read back changed)
+            object.__setattr__(self, "digest_ratio", float(ratio))
         if self.mode not in ("auto", "always", "never"):
             raise InvalidInput(f"hierarchy mode must be auto, always or never, not {self.mode!r}")
         if self.split_by is not None and self.split_by not in SPLITS:

@@ -396,7 +396,12 @@ def _assert_nothing_written(store_url: str) -> None:
     lambda m: m.recall(T, S, budget=-5),
     lambda m: m.recalls(T, S, limit=-1),
     lambda m: m.revoke_event(T, S, "e" * 100_000),
-], ids=["long-subject", "negative-k", "negative-budget", "negative-limit", "long-event-id"])
+    lambda m: m.recall(T, S, query="cat", k=2 ** 63),
+    lambda m: m.recall(T, S, k=2 ** 63),
+    lambda m: m.recall(T, S, query="cat", budget=2 ** 67),
+    lambda m: m.recalls(T, S, limit=2 ** 64),
+], ids=["long-subject", "negative-k", "negative-budget", "negative-limit", "long-event-id", "huge-k-query",
+        "huge-k", "huge-budget", "huge-limit"])
 def test_out_of_range_arguments_are_invalid_input_and_write_no_recall_record(seeded, call):
     before = len(seeded.recalls(T, S, limit=1000))
     with pytest.raises(InvalidInput):

@@ -175,6 +175,24 @@ def test_recall_budget_trims_events_and_context_but_never_critical_facts(memory)
     assert len(roomy.events) == 20 and {f.fact_id for f in roomy.facts} == {"f-allergy", "f-tz", "f-topic"}
 
 
+def test_recall_budget_without_query_trims_a_summarys_oldest_conversation_lines(memory):
+    world(memory)
+    memory.append([ev(f"chat-{i}", f"long chat line number {i} about gardens and jazz and films") for i in range(30)])
+    publish(memory, U)
+    whole = memory.recall(T, U)
+    assert whole.mode == "summary" and "number 0 " in whole.summary
+
+    r = memory.recall(T, U, budget=whole.tokens // 2)
+
+    assert r.tokens <= whole.tokens // 2
+    assert [f.fact_id for f in r.facts][:1] == ["f-allergy"]
+    kept = [line for line in r.summary.split("\n") if "long chat line" in line]
+    assert kept and "number 29 " in kept[-1]  # the newest lines stay, the oldest go first
+    assert "number 0 " not in r.summary
+    head = whole.summary.split("\nConversation:")[0]
+    assert r.summary.startswith(head)  # the structured part is never trimmed
+
+
 @pytest.mark.parametrize("change", ["revoke_event", "delete_event"])
 def test_recall_after_a_revoked_source_shows_neither_its_fact_nor_its_text(memory, change):
     world(memory)

@@ -214,3 +214,12 @@ def test_a_last_period_wider_than_the_window_still_grows_by_its_tail(memory):
     parts = [memory.artifact(T, U, c) for c in root.manifest.children]
     inlined = [ln for ln in root.body.summary.split("\n") if ln.startswith("[")]
     assert sum(p.manifest.part.key.startswith("session 4") for p in parts) > len(inlined)
+
+
+def test_a_whole_number_digest_ratio_is_kept_as_the_ratio_it_is(memory):
+    config = ConsolidationConfig(hierarchy=HierarchyConfig(context_tokens=CONTEXT, digest_ratio=1))
+    world(memory)
+    root = consolidated(memory, config)
+    assert root.manifest.tree.digest_ratio == 1.0
+    memory.append(turns(5, 4))
+    assert consolidated(memory, config).manifest.extends == root.artifact_id
