@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lossgate.canonical import envelope_hash
 from lossgate.errors import InvalidInput, InvalidRecord
+from lossgate.search_terms import searchable
 from lossgate.limits import (
     MAX_PAYLOAD_BYTES, MAX_VALUE_BYTES, Id, Key, Label, Name, Plain, Text, json_problem,
 )
@@ -301,7 +302,7 @@ class Fact(_Record):
             v = f"{v['amount']} {v['currency']}"
         words = [re.sub(r"[._]", " ", self.predicate), str(v).lower() if isinstance(v, bool) else str(v)]
         words += [f"{k} {q}" for k, q in self.qualifiers]
-        return " ".join(words)
+        return searchable(" ".join(words))
 
 
 def fact_hash_content(

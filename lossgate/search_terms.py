@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOP_WORDS", "query_terms"]
+__all__ = ["STOP_WORDS", "SEARCH_SEPARATORS", "query_terms", "searchable"]
+
+# The punctuation that glues words into one token for PostgreSQL's text-search parser (an
+# e-mail address, a host, a URL or file path, a signed or hyphenated number, a version):
+# what the store indexes has them replaced by spaces, so that the words of a query, split at
+# punctuation, find their parts (``bob`` in ``bob@example.com``, ``2041`` in ``INV-2041``),
+# as SQLite's tokenizer, which splits at every punctuation mark, finds them. ASCII only, so
+# that the replacement means the same under every locale the database may run in.
+SEARCH_SEPARATORS = "@./-:_+~#&=?"
+_SEPARATE = str.maketrans(SEARCH_SEPARATORS, " " * len(SEARCH_SEPARATORS))
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
@@ -41,3 +50,8 @@ def query_terms(query: str | None) -> list[str]:
         if word not in STOP_WORDS and not (len(word) == 1 and not word.isdigit()):
             seen.setdefault(word, None)
     return list(seen)
+
+
+def searchable(text: str) -> str:
+    """``text`` as the store indexes it: :data:`SEARCH_SEPARATORS` replaced by spaces."""
+    return text.translate(_SEPARATE)

@@ -487,3 +487,46 @@ def test_search_reads_the_lazy_index_and_the_fresh_tail_and_forgets_purged_text(
         assert conn.execute("SELECT terms::text FROM event_terms ORDER BY seq").fetchall() == [
             ("",), ("'aisl':2 'pleas':4 'seat':3 'user':1",)]
     assert refresh() == 1 and set(search("refund request")) == {"e3"}
+
+
+def test_schema_19_rewrites_every_tenants_search_text_when_its_owner_is_not_a_superuser(pg_url, server_url):
+    """The tenant policies are forced, so they bind a migrating owner that is not a superuser:
+    schema 19 lifts them for its own rewrite, and every tenant's facts and marks change
+    (run again here, as that owner, over rows written the way schema 18 wrote them)."""
+    import psycopg
+
+    from lossgate.store.core.migrations import migrations
+    from lossgate.testing.postgres import login_role, scratch_database, user_url
+
+    script = dict(migrations("postgres"))[19]
+    with login_role(server_url, createrole=True) as owner, scratch_database(server_url, owner=owner) as url:
+        memory = lossgate.open(user_url(url, owner))  # the owner migrates
+        memory.close()
+        memory = lossgate.open(url)  # the application's work, through the superuser's login
+        try:
+            memory.load_predicates(load_registry(Path(__file__).parents[2] / "examples" / "predicates.toml"))
+            for tenant in ("acme", "globex"):
+                memory.append([ev(f"{tenant}-1", tenant=tenant, text="write to bob@example.com")])
+                memory.assert_facts([fact(f"{tenant}-f", f"{tenant}-1", tenant=tenant)])
+                with memory.store.write() as tx:
+                    tx.lock_clock(tenant, "u1")
+                    tx.refresh_search_index()
+        finally:
+            memory.close()
+        with psycopg.connect(url, autocommit=True) as admin:  # as schema 18 left them
+            admin.execute("UPDATE facts SET search_text = search_text || ' bob@example.com'")
+        with psycopg.connect(user_url(url, owner)) as conn:
+            conn.execute(script)
+        with psycopg.connect(url) as admin:
+            texts = [r[0] for r in admin.execute("SELECT search_text FROM facts ORDER BY tenant_id")]
+            assert len(texts) == 2 and all("bob example com" in t and "@" not in t for t in texts)
+            assert admin.execute("SELECT array_agg(DISTINCT search_indexed_through) FROM clocks").fetchone() == ([0],)
+            assert admin.execute("SELECT count(*) FROM event_terms").fetchone() == (0,)
+            forced = admin.execute("SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE relname IN "
+                                   "('facts', 'clocks')").fetchone()
+            assert forced == (True,)
+        memory = lossgate.open(url)
+        try:  # and a search finds the part of the address again, on the text, then through the index
+            assert [e.event_id for e in memory.recall("globex", "u1", query="bob", context=False).events] == ["globex-1"]
+        finally:
+            memory.close()

@@ -234,3 +234,36 @@ def test_keyword_recall_finds_old_facts_and_events_through_the_full_text_index(m
     gone = memory.recall(T, U, query="saxophone Coltrane", k=10)
     assert "topic-jazz" not in {f.fact_id for f in gone.facts}
     assert all("Coltrane" not in (e.text or "") for e in gone.events)
+
+
+IDENTIFIED = {
+    "e-mail": "Write to bob@example.com about the order.",
+    "e-url": "The guide is at https://docs.example.org/guide for now.",
+    "e-path": "The log sits in /var/log/lossgate.log on the host.",
+    "e-invoice": "Invoice INV-2041 is still open, call 555-0199.",
+}
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("bob@example.com", "e-mail"), ("bob", "e-mail"), ("example.com", "e-mail"),
+    ("docs.example.org", "e-url"), ("guide", "e-url"), ("/var/log/lossgate.log", "e-path"), ("lossgate", "e-path"),
+    ("INV-2041", "e-invoice"), ("2041", "e-invoice"), ("0199", "e-invoice"), ("555-0199", "e-invoice"),
+])
+def test_a_query_finds_the_parts_of_an_address_a_path_or_an_identifier_on_every_store(memory, query, expected):
+    """The words of a query are split at punctuation; so is what the store indexes (on
+    PostgreSQL its parser would otherwise keep an e-mail address, a URL, a path or a signed
+    number as one token that no word of a query matches). Before and after indexing, and
+    facts alike."""
+    memory.append([ev(i, text) for i, text in IDENTIFIED.items()])
+    memory.assert_facts([fact("f-customer", "customer.id", "INV-2041", ["e-invoice"])])
+
+    def found(result) -> set[str]:
+        return {e.event_id for e in result.events} | {f.fact_id for f in result.facts}
+
+    fresh = memory.recall(T, U, query=query, context=False)  # matched on the raw text
+    assert expected in found(fresh)
+    publish(memory, U)  # the consolidation indexes every event
+    indexed = memory.recall(T, U, query=query, context=False)
+    assert expected in found(indexed)
+    if expected == "e-invoice" and query != "0199":
+        assert "f-customer" in found(indexed)

@@ -23,6 +23,7 @@ import psycopg
 
 from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
 from lossgate.records import Clock
+from lossgate.search_terms import SEARCH_SEPARATORS
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.tx import UNERASED
@@ -33,7 +34,10 @@ __all__ = ["PostgresDerivedReads", "PostgresDerivedWrites"]
 _JOB_COLS = ",".join(rows.JOB_COLUMNS)
 # 'english' stems like SQLite FTS5's Porter tokenizer (schema 7); recall drops stop words
 # before it searches. Indexed lazily: see migrations/0003_lazy_search.sql.
-_TSV = "to_tsvector('english', coalesce(e.actor, '') || ' ' || coalesce(e.text, ''))"  # who said it, and what
+# Who said it, and what, with the punctuation that glues words into one token of the
+# parser replaced by spaces (lossgate.search_terms.SEARCH_SEPARATORS; schema 19).
+_TSV = ("to_tsvector('english', translate(coalesce(e.actor, '') || ' ' || coalesce(e.text, ''), "
+        f"'{SEARCH_SEPARATORS}', '{' ' * len(SEARCH_SEPARATORS)}'))")
 _QUERY = "websearch_to_tsquery('english', %(q)s)"
 
 
