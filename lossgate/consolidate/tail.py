@@ -145,8 +145,9 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     jobs = part_jobs(tx, parts, snapshot, withdrawn, settings, compressor=label, registry=registry, pool=pool)
 
     shown = tuple(delta)
+    shown_new = {e.event_id for e in shown}
     outdated = frozenset(e for f in citing if f.status in ("superseded", "revoked") for e in f.source_event_ids
-                         if e in {x.event_id for x in shown})
+                         if e in shown_new)
     inputs = tuple([InputRef(kind="artifact", id=root.artifact_id, content_hash=root.manifest.input_root)]
                    + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
                    + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
