@@ -22,10 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lossgate.canonical import envelope_hash
 from lossgate.errors import InvalidInput, InvalidRecord
-from lossgate.search_terms import searchable
 from lossgate.limits import (
     MAX_PAYLOAD_BYTES, MAX_VALUE_BYTES, Id, Key, Label, Name, Plain, Text, json_problem,
 )
+from lossgate.search_terms import searchable
 from lossgate.values import ValueType, canonical_value, encode_value
 
 __all__ = [

@@ -33,7 +33,8 @@ from lossgate.records import Event, Fact, Snapshot
 from lossgate.registry import Registry
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["SELECTOR_VERSION", "Selection", "select", "select_delta", "snapshot_at", "input_root", "cited_sources"]
+__all__ = ["SELECTOR_VERSION", "Selection", "select", "select_delta", "snapshot_at", "input_root", "cited_sources",
+           "delta_inputs", "outdated_in"]
 
 SELECTOR_VERSION = "authorized-view-v1"
 
@@ -160,11 +161,7 @@ def select_delta(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry
     facts = {f.fact_id: f for f in (*active, *citing)}
     known = {e.event_id for e in shown}
     cited, withdrawn = cited_sources(tx, t, s, facts.values(), active, known)
-    outdated = frozenset(e for f in citing if f.status in ("superseded", "revoked") for e in f.source_event_ids
-                         if e in known)
-    inputs = tuple([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
-                   + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
-                   + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
+    inputs = delta_inputs(parent, shown, active)
     snapshot = Snapshot(
         tenant_id=t, subject_id=s, clock=clock, registry_version=registry.version,
         events=tuple(sorted([*shown, *cited], key=lambda e: e.seq)),
@@ -173,8 +170,8 @@ def select_delta(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry
     )
     return Selection(
         snapshot=snapshot, expected=alias.expected(), path="incremental", parent=parent, events=shown, facts=active,
-        inputs=inputs, input_root=input_root(inputs), outdated_event_ids=outdated, withdrawn_event_ids=withdrawn,
-        bounded=True,
+        inputs=inputs, input_root=input_root(inputs), outdated_event_ids=outdated_in(citing, known),
+        withdrawn_event_ids=withdrawn, bounded=True,
     )
 
 
@@ -191,3 +188,17 @@ def cited_sources(tx: ReadTx, tenant_id: str, subject_id: str, facts: Iterable[F
     cited = [e for e in tx.events(t, s, ids=wanted) if e.state == "valid" and e.event_id not in hidden]
     authorized = known | {e.event_id for e in cited}
     return cited, frozenset(e for f in active for e in f.source_event_ids if e not in authorized)
+
+
+def delta_inputs(parent: Artifact, shown: Iterable[Event], active: Iterable[Fact]) -> tuple[InputRef, ...]:
+    """A job's inputs when it builds on ``parent``: that artifact (pinned by its input root,
+    so the chain commits to everything covered), the events it shows, the active facts."""
+    return tuple([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
+                 + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
+                 + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
+
+
+def outdated_in(facts: Iterable[Fact], shown: set[str]) -> frozenset[str]:
+    """The events of ``shown`` that a superseded or revoked fact of ``facts`` was drawn from."""
+    return frozenset(e for f in facts if f.status in ("superseded", "revoked") for e in f.source_event_ids
+                     if e in shown)

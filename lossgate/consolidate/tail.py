@@ -39,8 +39,8 @@ from lossgate.consolidate.hierarchy import (
     HierarchyConfig, TreePlan, digest_lines, part_jobs, period_blocks, period_hash, periods_of,
 )
 from lossgate.consolidate.parts import period_key, split
-from lossgate.consolidate.selection import Selection, cited_sources, input_root
-from lossgate.derived import Artifact, InputRef
+from lossgate.consolidate.selection import Selection, cited_sources, delta_inputs, input_root, outdated_in
+from lossgate.derived import Artifact
 from lossgate.records import Event, Snapshot
 from lossgate.registry import Registry
 from lossgate.store.protocol import ReadTx
@@ -145,16 +145,11 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     jobs = part_jobs(tx, parts, snapshot, withdrawn, settings, compressor=label, registry=registry, pool=pool)
 
     shown = tuple(delta)
-    shown_new = {e.event_id for e in shown}
-    outdated = frozenset(e for f in citing if f.status in ("superseded", "revoked") for e in f.source_event_ids
-                         if e in shown_new)
-    inputs = tuple([InputRef(kind="artifact", id=root.artifact_id, content_hash=root.manifest.input_root)]
-                   + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
-                   + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
+    inputs = delta_inputs(root, shown, active)
     selection = Selection(
         snapshot=snapshot, expected=alias.expected(), path="hierarchical", parent=None, events=shown,
-        facts=tuple(active), inputs=inputs, input_root=input_root(inputs), outdated_event_ids=outdated,
-        withdrawn_event_ids=withdrawn,
+        facts=tuple(active), inputs=inputs, input_root=input_root(inputs),
+        outdated_event_ids=outdated_in(citing, {e.event_id for e in shown}), withdrawn_event_ids=withdrawn,
     )
     tree = TreePlan(parts=jobs, facts=tuple(active), settings=settings, extends=root, carried=carried,
                     carried_lines=carried_lines, carried_periods=carried_periods)
