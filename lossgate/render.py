@@ -29,7 +29,8 @@ from typing import Any, Protocol
 from lossgate.values import coerce_value, encode_value
 
 __all__ = ["value_text", "fact_line", "claim_lines", "conflict_line", "event_line", "day_line", "header_line",
-           "period_line", "one_line", "CONVERSATION_TITLE", "NARRATIVE_TITLE", "PERIODS_TITLE", "PERIOD_LINE"]
+           "period_line", "one_line", "section_lines", "CONVERSATION_TITLE", "NARRATIVE_TITLE", "PERIODS_TITLE",
+           "PERIOD_LINE"]
 
 # The titles of a summary's sections after its structured lines: the recent conversation
 # (the deterministic compressor's whole event lines) or a model's narrative. Recall splits
@@ -140,3 +141,12 @@ PERIOD_LINE = re.compile(r"\[\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\]")
 def day_line(event: Any) -> str:
     """``[2023-05-08]``: the header of the events of one day (in the event's own offset)."""
     return f"[{event.occurred_at.date().isoformat()}]"
+
+
+def section_lines(summary: str, title: str) -> list[str]:
+    """The ``- `` lines under ``title`` in ``summary`` (a direct summary's recent
+    conversation, under :data:`CONVERSATION_TITLE`); none without that title."""
+    lines = summary.splitlines()
+    if title not in lines:
+        return []
+    return [ln for ln in lines[lines.index(title) + 1:] if ln.startswith("- ")]

@@ -19,7 +19,7 @@ from typing import Any
 from lossgate.consolidate.compressor import BudgetExceeded, CompressionRequest, claim_of
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.records import Fact
-from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line
+from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 
 __all__ = ["DeterministicCompressor"]
 
@@ -100,7 +100,7 @@ class DeterministicCompressor:
         candidates = [event_line(e) for e in request.events
                       if e.text and e.event_id not in request.outdated_event_ids]
         if request.parent is not None:
-            candidates = _section(request.parent.summary, CONVERSATION_TITLE) + candidates
+            candidates = section_lines(request.parent.summary, CONVERSATION_TITLE) + candidates
         title = CONVERSATION_TITLE
         used += self.count(title) + 1
         if request.period is None:
@@ -120,9 +120,3 @@ class DeterministicCompressor:
             used += cost
         return [title, *(candidates[i] for i in sorted(chosen))] if chosen else []
 
-
-def _section(summary: str, title: str) -> list[str]:
-    lines = summary.splitlines()
-    if title not in lines:
-        return []
-    return [ln for ln in lines[lines.index(title) + 1:] if ln.startswith("- ")]

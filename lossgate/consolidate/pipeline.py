@@ -61,7 +61,7 @@ from lossgate.publish import switch
 from lossgate.readback import divergence, representation_loss, without_values
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry, RegistryCache
-from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line
+from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
 from lossgate.values import stored_claims
@@ -161,8 +161,7 @@ def _carried_lines(sel: Selection, body: ArtifactBody) -> set[str] | None:
     parent = sel.parent
     if parent is None:
         return None
-    lines = parent.body.summary.split("\n")
-    said = set(lines[lines.index(CONVERSATION_TITLE) + 1:]) if CONVERSATION_TITLE in lines else set()
+    said = set(section_lines(parent.body.summary, CONVERSATION_TITLE))
     quoted = {event_line(e) for e in sel.events}
     carried: set[str] = set()
     for line in prose_of(body).split("\n"):

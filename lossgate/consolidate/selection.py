@@ -92,24 +92,15 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     if path == "incremental":
         assert parent is not None
         shown = tuple(e for e in valid if e.seq > alias.covers_through)
-        inputs = [InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
+        refs = delta_inputs(parent, shown, active)
     else:
         shown = tuple(valid)
-        inputs = []
-    inputs += [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
-    inputs += [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
-    refs = tuple(inputs)
+        refs = tuple([InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
+                     + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
     live_sources = {e for f in active for e in f.source_event_ids}
     authorized = {e.event_id for e in valid}
     withdrawn = frozenset(e for e in live_sources if e not in authorized)
-    shown_ids = {e.event_id for e in shown}
-    # The text of an event a retired fact was drawn from states the retired value: it leaves
-    # the conversation even when the event also supports an active fact, whose claim line
-    # carries that fact (the gate refuses a summary that restates a retired value).
-    outdated = frozenset(
-        e for f in all_facts if f.status in ("superseded", "revoked") for e in f.source_event_ids
-        if e in shown_ids
-    )
+    outdated = outdated_in(all_facts, {e.event_id for e in shown})
     snapshot = Snapshot(
         tenant_id=tenant_id, subject_id=subject_id, clock=clock, registry_version=registry.version,
         events=tuple(valid), facts=tuple(all_facts), conflicts=conflicts,
@@ -199,6 +190,9 @@ def delta_inputs(parent: Artifact, shown: Iterable[Event], active: Iterable[Fact
 
 
 def outdated_in(facts: Iterable[Fact], shown: set[str]) -> frozenset[str]:
-    """The events of ``shown`` that a superseded or revoked fact of ``facts`` was drawn from."""
+    """The events of ``shown`` that a superseded or revoked fact of ``facts`` was drawn from.
+    Such text states the retired value: it leaves the conversation even when the event also
+    supports an active fact, whose claim line carries that fact (the gate refuses a summary
+    that restates a retired value)."""
     return frozenset(e for f in facts if f.status in ("superseded", "revoked") for e in f.source_event_ids
                      if e in shown)
