@@ -72,3 +72,21 @@ class EmbeddingError(LossgateError):
 
 class ConfigError(LossgateError):
     """lossgate is configured wrongly (bad URL, unreadable registry file)."""
+
+
+def crash_reason(exc: BaseException) -> str:
+    """A short, content-free line for an exception lossgate did not raise on purpose (a bug,
+    an overflow, a failure in foreign code): its kind and where it was raised, never its
+    message, which may quote what a user stored (``"crash: OverflowError at
+    lossgate/gate/sources.py:152 in time_keys"``). Kept on failed attempts and in job logs."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "/lossgate/" in f.filename.replace("\\", "/")] or frames
+    where = ""
+    if ours:
+        last = ours[-1]
+        path = last.filename.replace("\\", "/")
+        path = "lossgate/" + path.rsplit("/lossgate/", 1)[1] if "/lossgate/" in path else path.rsplit("/", 1)[-1]
+        where = f" at {path}:{last.lineno} in {last.name}"
+    return f"crash: {type(exc).__name__}{where}"

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence, get_args
 from lossgate import ledger, lineage, queue
 from lossgate.canonical import content_hash
 from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
-from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound
+from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound, crash_reason
+from lossgate.instants import checked_instant
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args
 from lossgate.records import (
@@ -251,8 +252,8 @@ class Memory:
         extended, with the reason in the log (:mod:`lossgate.tiers`)."""
         from lossgate import tiers
 
-        return tiers.demote(self.store, tenant_id, subjects=None if subject_id is None else [subject_id],
-                            now=now or utcnow())
+        at = utcnow() if now is None else checked_instant(now, "now")
+        return tiers.demote(self.store, tenant_id, subjects=None if subject_id is None else [subject_id], now=at)
 
     # -- operations: quarantine and forward recovery ----------------------------------------
     @checked_args
@@ -417,9 +418,9 @@ class Memory:
                 direct = replace(config or ConsolidationConfig(), incremental=False)
                 shadow = self.consolidator(compressor=self.compressors(plan.shadow), config=direct, shadow=True)
                 shadow.run(tenant_id, subject_id)
-            except LossgateError as exc:
+            except Exception as exc:  # noqa: BLE001 - a shadow's failure never touches the live result
                 log.warning("shadow consolidation of %s/%s with %s failed: %s", tenant_id, subject_id, plan.shadow,
-                            exc)
+                            exc if isinstance(exc, LossgateError) else crash_reason(exc))
         return attempt
 
     # -- rollout: live, shadow and review (lossgate.ops.rollout) ----------------------------

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lossgate.canonical import envelope_hash
 from lossgate.errors import InvalidInput, InvalidRecord
+from lossgate.instants import instant_problem
 from lossgate.limits import (
     MAX_PAYLOAD_BYTES, MAX_VALUE_BYTES, Id, Key, Label, Name, Plain, Text, json_problem,
 )
@@ -67,8 +68,9 @@ def utcnow() -> datetime:
 
 
 def _aware(value: datetime | None) -> datetime | None:
-    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-        raise ValueError("datetime must carry a UTC offset")
+    """``value`` if it is an instant lossgate keeps (:mod:`lossgate.instants`)."""
+    if value is not None and (problem := instant_problem(value)) is not None:
+        raise ValueError(f"datetime {problem}")
     return value
 
 

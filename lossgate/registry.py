@@ -157,9 +157,16 @@ def load_registry(path: str | Path) -> Registry:
     """Read a registry TOML file. Raises :class:`ConfigError` if unreadable or invalid."""
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            raw = fh.read()
     except OSError as exc:
         raise ConfigError(f"cannot read registry {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib would raise this untyped
+        raise ConfigError(f"registry {path} is not UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
+                          "TOML files are UTF-8") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"registry {path} is not valid TOML: {exc}") from None
     return parse_registry(data)

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from lossgate.derived import Attempt
 from lossgate.errors import InvalidInput
+from lossgate.instants import SPAN_DAYS, before, utc
 from lossgate.records import Event, Tier
 from lossgate.store.protocol import ReadTx, Store, WriteTx
 
@@ -49,8 +50,9 @@ class TierPolicy:
     cold_after: timedelta = DEFAULT_COLD_AFTER
 
     def __post_init__(self) -> None:
-        if self.dormancy < timedelta(0) or self.cold_after < self.dormancy:
-            raise InvalidInput(f"tier policy: need 0 <= dormancy ({self.dormancy}) <= cold_after ({self.cold_after})")
+        if self.dormancy < timedelta(0) or self.cold_after < self.dormancy or self.cold_after > timedelta(SPAN_DAYS):
+            raise InvalidInput(f"tier policy: need 0 <= dormancy ({self.dormancy}) <= cold_after ({self.cold_after})"
+                               f" <= {SPAN_DAYS:,} days (the whole calendar)")
 
     def record(self) -> dict[str, Any]:
         return {"dormancy_s": self.dormancy.total_seconds(), "cold_after_s": self.cold_after.total_seconds()}
@@ -91,7 +93,7 @@ def set_policy(tx: WriteTx, tenant_id: str, tiers: TierPolicy, *, now: datetime)
 
 
 def _utc(at: datetime) -> datetime:
-    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
+    return utc(at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc))
 
 
 def _why_held(artifact_id: str | None, state: str | None, fresh: bool,
@@ -115,8 +117,8 @@ def _due(oldest: dict[Tier, datetime], tiers: TierPolicy, now: datetime) -> bool
     """Whether a subject whose oldest valid event per tier is ``oldest`` has anything for
     :func:`demote_subject` at ``now``: a dormant hot event, or a warm one past the horizon."""
     hot, warm = oldest.get("hot"), oldest.get("warm")
-    return ((hot is not None and _utc(hot) <= now - tiers.dormancy)
-            or (warm is not None and _utc(warm) <= now - tiers.cold_after))
+    return ((hot is not None and _utc(hot) <= before(now, tiers.dormancy))
+            or (warm is not None and _utc(warm) <= before(now, tiers.cold_after)))
 
 
 def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierPolicy,
@@ -128,8 +130,8 @@ def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierP
     now = _utc(now)
     clock = tx.lock_clock(tenant_id, subject_id)
     alias = tx.lock_alias(tenant_id, subject_id)
-    dormant = tx.tier_events(tenant_id, subject_id, "hot", recorded_through=now - tiers.dormancy)
-    aged = tx.tier_events(tenant_id, subject_id, "warm", recorded_through=now - tiers.cold_after)
+    dormant = tx.tier_events(tenant_id, subject_id, "hot", recorded_through=before(now, tiers.dormancy))
+    aged = tx.tier_events(tenant_id, subject_id, "warm", recorded_through=before(now, tiers.cold_after))
     if not dormant and not aged:
         return Demotion(tenant_id=tenant_id, subject_id=subject_id, artifact_id=alias.artifact_id)
     # The summary's state and gate outcome only: its manifest and gate report may list
@@ -166,7 +168,7 @@ def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierP
                                    "event_ids": [e.event_id for e in held]})
                 logged = True
     # Warm past the horizon: those warm before, and those just moved that are as old.
-    cold = sorted(aged + [e for e in warm if _utc(e.recorded_at) <= now - tiers.cold_after], key=lambda e: e.seq)
+    cold = sorted(aged + [e for e in warm if _utc(e.recorded_at) <= before(now, tiers.cold_after)], key=lambda e: e.seq)
     if cold:
         tx.set_tier(tenant_id, subject_id, through_seq=clock.high_water, tier="cold",
                     event_ids=[e.event_id for e in cold])

@@ -29,6 +29,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from lossgate.instants import instant_problem
+
 __all__ = [
     "stored_form", "stored_claims",
     "Money",
@@ -127,6 +129,8 @@ def _datetime(value: Any) -> datetime:
         raise ValueMismatch(f"got {describe_type(value)}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueMismatch("datetime has no UTC offset (naive datetimes are ambiguous)")
+    if (problem := instant_problem(value)) is not None:
+        raise ValueMismatch(problem)
     return value
 
 

@@ -33,7 +33,7 @@ from lossgate.consolidate.compressor import Compressor
 from lossgate.consolidate.factory import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.derived import Attempt, Job
-from lossgate.errors import LossgateError, StoreError
+from lossgate.errors import LossgateError, StoreError, crash_reason
 from lossgate.judge import ModelJudge
 from lossgate.memory import Memory
 from lossgate.records import utcnow
@@ -109,6 +109,8 @@ class Worker:
         except LossgateError as exc:  # the subject cannot be consolidated as it is: a person must look
             log.error("job %s: needs review: %s", job.job_id, exc)
             outcome = exc
+        except Exception as exc:  # noqa: BLE001 - no job may stop a worker: recorded as a failed attempt
+            outcome = self._crashed(job, exc)
         finally:
             beat_stop.set()
             beat.join()
@@ -116,6 +118,18 @@ class Worker:
             queue.release(tx, job, outcome, owner=self.owner, retry_s=self.config.retry_s, now=utcnow())
         self.processed += 1
         return job
+
+    def _crashed(self, job: Job, exc: Exception) -> Attempt | LossgateError:
+        """What a job that raised ``exc`` (not a lossgate error: a bug outside the consolidation
+        proper, which records its own) comes to: an ``error`` attempt with its retry or review
+        queued, or, if even that cannot be written, the error to release the job with."""
+        try:
+            return self.consolidator.crashed(job.tenant_id, job.subject_id, exc)
+        except LossgateError as failed:
+            return failed
+        except Exception as failed:  # noqa: BLE001 - the job goes to review; the worker goes on
+            log.error("job %s: could not record its failure: %s", job.job_id, crash_reason(failed))
+            return LossgateError(crash_reason(exc))
 
     def _demote(self, job: Job) -> None:
         """Move the subject's dormant events between tiers now that its consolidation ran
@@ -126,8 +140,9 @@ class Worker:
                 if d.warm or d.cold or d.retention_logged:
                     log.info("job %s: %d events to warm, %d to cold, %d kept hot", job.job_id, len(d.warm),
                              len(d.cold), len(d.held))
-        except LossgateError as exc:
-            log.warning("job %s: demotion failed, will retry with the next job: %s", job.job_id, exc)
+        except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
+            log.warning("job %s: demotion failed, will retry with the next job: %s", job.job_id,
+                        exc if isinstance(exc, LossgateError) else crash_reason(exc))
 
     def _embed(self, job: Job) -> None:
         """Vectors for what the subject gained (hybrid search), under the job's lease. A
@@ -138,8 +153,9 @@ class Worker:
             report = self.memory.embed(job.tenant_id, job.subject_id)
             log.info("job %s: %d vectors stored, %d items refused by the embedder", job.job_id, report.stored,
                      len(report.skipped))
-        except LossgateError as exc:
-            log.warning("job %s: embedding failed, will retry with the next job: %s", job.job_id, exc)
+        except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
+            log.warning("job %s: embedding failed, will retry with the next job: %s", job.job_id,
+                        exc if isinstance(exc, LossgateError) else crash_reason(exc))
 
     def _heartbeat(self, job: Job, stop: threading.Event) -> None:
         while not stop.wait(self.config.heartbeat_s):
@@ -150,15 +166,30 @@ class Worker:
                 if not alive:
                     log.warning("job %s: lease lost; the alias CAS keeps the result safe", job.job_id)
                     return
-            except StoreError as exc:
-                log.warning("job %s: heartbeat failed: %s", job.job_id, exc)
+            except Exception as exc:  # noqa: BLE001 - a missed beat costs at most the lease
+                log.warning("job %s: heartbeat failed: %s", job.job_id,
+                            exc if isinstance(exc, LossgateError) else crash_reason(exc))
 
     def run(self, *, max_jobs: int | None = None, exit_when_idle: bool = False) -> int:
-        """Process jobs until stopped (SIGTERM/SIGINT finish the current job first). Returns jobs done."""
+        """Process jobs until stopped (SIGTERM/SIGINT finish the current job first). Returns jobs done.
+
+        A job never stops the loop (it ends as a recorded attempt: :meth:`run_once`), nor does
+        an outage: a claim or release that fails is tried again after ``retry_s``. With
+        ``exit_when_idle`` such a failure is raised instead."""
         while not self.stopping.is_set():
             if max_jobs is not None and self.processed >= max_jobs:
                 break
-            if self.run_once() is None:
+            try:
+                job = self.run_once()
+            except Exception as exc:  # noqa: BLE001 - the store is down, or a bug: wait, then go on
+                if exit_when_idle:  # a drain (tests, one-shot runs) reports it instead
+                    raise
+                # A job claimed and not released goes back to the queue when its lease runs out.
+                log.warning("worker %s: %s; trying again in %gs", self.owner,
+                            exc if isinstance(exc, LossgateError) else crash_reason(exc), self.config.retry_s)
+                self.stopping.wait(self.config.retry_s)
+                continue
+            if job is None:
                 if exit_when_idle:
                     break
                 self.stopping.wait(self.config.poll_s)

@@ -84,7 +84,8 @@ def test_consolidate_exits_nonzero_and_says_why_when_nothing_is_published(seeded
     result = cli("consolidate", *WHO, "--budget", "5")
 
     assert result.exit_code == 1
-    assert "error" in result.stdout and "BudgetExceeded" in result.stdout
+    (line,) = result.stderr.splitlines()  # one line: the attempt and why it failed
+    assert line.startswith("error: consolidation of") and "BudgetExceeded" in line
     assert seeded.alias(T, S).artifact_id is None
 
 

@@ -84,6 +84,8 @@ def consolidate(
         attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env(os.environ))
     if as_json:
         typer.echo(attempt.model_dump_json())
+    elif attempt.status == "error":  # nothing was gated: the one line that says why is the whole story
+        fail(f"consolidation of {tenant}/{subject} failed (attempt {attempt.attempt_id}): {attempt.error}", code=1)
     else:
         out().print(_attempt_table([attempt], title=f"consolidation of {tenant}/{subject}"))
     if attempt.status != "published":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Annotated, Optional
 
 import typer
@@ -17,6 +17,7 @@ from rich.text import Text
 
 from lossgate.cli.app import open_memory, out
 from lossgate.cli.ledger import AsJson, Tenant
+from lossgate.instants import SPAN_DAYS, instant_problem
 
 __all__ = ["register"]
 
@@ -28,14 +29,16 @@ def _instant(value: Optional[str]) -> Optional[datetime]:
         at = datetime.fromisoformat(value)
     except ValueError as exc:
         raise typer.BadParameter(f"not an ISO 8601 time: {value!r}") from exc
-    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
+    if (problem := instant_problem(at)) is not None:
+        raise typer.BadParameter(problem)
+    return at
 
 
 def demote(
     ctx: typer.Context,
     tenant: Tenant,
     subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
-    now: Annotated[Optional[str], typer.Option("--now", help="The clock, ISO 8601 (default: now; naive is UTC).")]
+    now: Annotated[Optional[str], typer.Option("--now", help="The clock, ISO 8601 with a UTC offset (default: now).")]
     = None,
     as_json: AsJson = False,
 ) -> None:
@@ -59,8 +62,10 @@ def demote(
 def tier_policy(
     ctx: typer.Context,
     tenant: Tenant,
-    dormancy_days: Annotated[Optional[float], typer.Option("--dormancy-days", help="Hot to warm after this.")] = None,
-    cold_days: Annotated[Optional[float], typer.Option("--cold-days", help="Warm to cold after this.")] = None,
+    dormancy_days: Annotated[Optional[float], typer.Option(
+        "--dormancy-days", min=0, max=SPAN_DAYS, help="Hot to warm after this.")] = None,
+    cold_days: Annotated[Optional[float], typer.Option(
+        "--cold-days", min=0, max=SPAN_DAYS, help="Warm to cold after this.")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Show the tenant's tier clock, or set it with --dormancy-days / --cold-days."""

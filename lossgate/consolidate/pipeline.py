@@ -50,7 +50,7 @@ from lossgate.consolidate.hierarchy import MAX_TOKENS, HierarchyConfig
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select, select_delta, snapshot_at
 from lossgate.consolidate.tokens import default_counter
 from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
-from lossgate.errors import InvalidInput, NotFound, StoreError
+from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.prose import prose_inputs, prose_of
 from lossgate.gate.outcome import make_result
@@ -240,16 +240,62 @@ class Consolidator:
     # -- the job -------------------------------------------------------------------
     def run(self, tenant_id: str, subject_id: str) -> Attempt:
         """Prepare and, if the gate passed, publish (a shadow consolidator never does).
-        Returns the final attempt record."""
-        prepared = self.prepare(tenant_id, subject_id)
+        Returns the final attempt record.
+
+        One subject's input can never stop a worker: whatever a step raises that is not a
+        :class:`~lossgate.errors.LossgateError` (a bug, an ``OverflowError``, a
+        ``RecursionError``) ends the job as an ``error`` attempt (:meth:`crashed`), retried
+        with backoff and then left for review like any failure. Raised: a
+        :class:`~lossgate.errors.StoreError` (the infrastructure failed, not the subject),
+        and, before any attempt is recorded, :class:`~lossgate.errors.InvalidInput` (no
+        registry) or :class:`~lossgate.errors.NotFound` (nothing to consolidate)."""
+        try:
+            prepared = self.prepare(tenant_id, subject_id)
+        except LossgateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - see the docstring: recorded, never raised
+            return self.crashed(tenant_id, subject_id, exc)
         if prepared.artifact is None or prepared.attempt.status != "gated":
             return prepared.attempt
-        if self.shadow:
-            attempt = prepared.attempt.model_copy(update={"finished_at": utcnow(), "reason": "shadow: never published"})
-            with self.store.write() as tx:
-                attempt = save_attempt(tx, attempt)
-            return attempt
-        return self.publish(prepared)
+        try:
+            if self.shadow:
+                attempt = prepared.attempt.model_copy(update={"finished_at": utcnow(),
+                                                              "reason": "shadow: never published"})
+                with self.store.write() as tx:
+                    attempt = save_attempt(tx, attempt)
+                return attempt
+            return self.publish(prepared)
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as above
+            return self.crashed(tenant_id, subject_id, exc, attempt=prepared.attempt)
+
+    def crashed(self, tenant_id: str, subject_id: str, exc: BaseException, *,
+                attempt: Attempt | None = None) -> Attempt:
+        """Record ``exc``, raised while consolidating the subject, as an ``error`` attempt
+        (``attempt``, the one in flight, or a new one when none was recorded yet) whose error
+        is :func:`~lossgate.errors.crash_reason` (its kind and place, none of its message),
+        and queue the retry or mark it for review (:func:`lossgate.queue.after_failure`).
+        The traceback goes to the log. Returns the saved attempt."""
+        reason = exc if isinstance(exc, LossgateError) and not isinstance(exc, StoreError) else None
+        error = f"{type(exc).__name__}: {exc}"[:2000] if reason is not None else crash_reason(exc)
+        log.error("consolidation of %s/%s failed: %s", tenant_id, subject_id, error, exc_info=exc)
+        now = utcnow()
+        with self.store.write() as tx:
+            if attempt is None:
+                clock, alias = tx.clock(tenant_id, subject_id), tx.alias(tenant_id, subject_id)
+                count, _ = tx.attempt_tail(tenant_id, subject_id)
+                attempt = Attempt(
+                    attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
+                    number=count + 1, status="error", started_at=now, high_water=clock.high_water,
+                    input_epoch=clock.input_epoch, expected_alias=alias.expected(), selected_ids=(), input_root="",
+                    compressor=self._compressor_label(), lane="shadow" if self.shadow else "live")
+            attempt = attempt.model_copy(update={
+                "status": "error", "error": error, "reason": error.split(":")[0], "raw_output": None,
+                "finished_at": now})
+            attempt = save_attempt(tx, attempt)
+            attempt = self._schedule_retry(tx, attempt)
+        return attempt
 
     def prepare(self, tenant_id: str, subject_id: str) -> Prepared:
         """Snapshot, record the attempt, compress, gate and store the artifact (a hierarchy's
@@ -284,7 +330,18 @@ class Consolidator:
             tx.save_attempt(attempt)  # the selection is on record before any generation
             tx.refresh_search_index()  # keep keyword search warm off the append path
         timings = {"select_s": time.perf_counter() - t0}
+        try:
+            return self._compress_and_gate(attempt, sel, tree, registry, timings, failures, refused_for)
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the attempt is on record: it ends as an error, never "selected"
+            return Prepared(attempt=self.crashed(tenant_id, subject_id, exc, attempt=attempt), selection=sel)
 
+    def _compress_and_gate(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan | None,
+                           registry: Registry, timings: dict[str, float], failures: int,
+                           refused_for: tuple[str, ...]) -> Prepared:
+        """Everything ``prepare`` does once the attempt is on record."""
+        tenant_id, subject_id = attempt.tenant_id, attempt.subject_id
         if self.hooks.before_compress:
             self.hooks.before_compress(sel)
         if tree is not None:

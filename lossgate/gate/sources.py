@@ -149,9 +149,12 @@ class ProseInputs:
         for moment in self.moments:
             iso = moment.isoformat()
             offset = iso[-6:] if moment.utcoffset() is not None else "+00:00"
-            utc = moment.astimezone(timezone.utc)
             keys.add(("date", iso[:10]))
             keys.add(("datetime", iso[:16] + offset))
+            try:
+                utc = moment.astimezone(timezone.utc)
+            except OverflowError:  # no UTC form (a row stored before lossgate refused such times)
+                continue
             keys.add(("time", f"{utc.hour:02d}:{utc.minute:02d}+00:00"))
         return frozenset(keys)
 
@@ -337,8 +340,8 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
                 continue
             stale.setdefault(tok, set()).add(fid)
     # The memory's own names: a summary may mention its subject, the actors, and the ids
-    # of facts, events and conflicts (lineage, not content).
-    names = {snapshot.tenant_id, snapshot.subject_id, *(e.actor for e in snapshot.events),
+    # of facts, events and conflicts (lineage, not content); a deleted event's actor is erased.
+    names = {snapshot.tenant_id, snapshot.subject_id, *(e.actor for e in snapshot.events if e.actor is not None),
              *(e.event_id for e in snapshot.events), *(f.fact_id for f in snapshot.facts),
              *(c.conflict_id for c in snapshot.conflicts)}
 

@@ -18,10 +18,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from lossgate.access import ApiKey, Scope
 from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
+from lossgate.instants import Instant
 from lossgate.limits import MAX_DEPTH, MAX_ID_CHARS, MAX_LABEL_CHARS, Key, Label, Name, Text
 from lossgate.records import (
     Authority, Clock, Conflict, Event, EventKind, EventState, Fact, FactStatus, LedgerEntry, Modality, Polarity,
@@ -77,7 +78,7 @@ class EventIn(_In):
     trust: Trust = "authenticated_user"
     text: Text = ""
     payload: dict[str, Any] = Field(default_factory=dict)
-    occurred_at: AwareDatetime | None = None
+    occurred_at: Instant | None = None
 
     @field_validator("payload", mode="after")
     @classmethod
@@ -99,7 +100,7 @@ class FactIn(_In):
     modality: Modality = "asserted"
     authority: Authority = "user"
     source_event_ids: list[Key] = Field(min_length=1, max_length=MAX_BATCH)
-    valid_from: AwareDatetime | None = None
+    valid_from: Instant | None = None
 
 
 class AppendIn(_In):

@@ -179,14 +179,18 @@ def _add_months(d: date, n: int) -> date:
     return date(y, mo + 1, min(d.day, monthrange(y, mo + 1)[1]))
 
 
-def _resolve(days: int, months: int, ref: datetime | None) -> str | None:
+def _resolve(days: int, months: int, ref: datetime | None) -> str:
+    """The calendar date ``days`` or ``months`` from ``ref``'s date; without ``ref``, or where
+    that date is not in the calendar (past 9999-12-31 or before 0001-01-01), the words as
+    written (``rel:+1d``), so that a source and a summary that use them agree."""
+    literal = f"rel:{months:+d}mo" if months else f"rel:{days:+d}d"
     if ref is None:
-        return f"rel:{months:+d}mo" if months else f"rel:{days:+d}d"
+        return literal
     try:
         base = ref.date()
         return (_add_months(base, months) if months else base + timedelta(days=days)).isoformat()
     except (OverflowError, ValueError):
-        return None
+        return literal
 
 
 def word_date(word: str, before: str | None, ref: datetime | None) -> str | None:
@@ -207,8 +211,9 @@ def weekday_date(modifier: str, weekday: str, ref: datetime | None) -> str | Non
     mod = modifier.lower()
     mod = "next" if mod == "coming" else mod
     wd = WEEKDAYS[weekday.lower()]
+    literal = f"rel:{mod}-{WEEKDAY_ABBR[wd]}"
     if ref is None:
-        return f"rel:{mod}-{WEEKDAY_ABBR[wd]}"
+        return literal
     delta = (wd - ref.weekday()) % 7
     if mod == "next":
         days = delta or 7
@@ -216,7 +221,8 @@ def weekday_date(modifier: str, weekday: str, ref: datetime | None) -> str | Non
         days = delta
     else:
         days = -((ref.weekday() - wd) % 7 or 7)
-    return _resolve(days, 0, ref)
+    resolved = _resolve(days, 0, ref)
+    return literal if resolved.startswith("rel:") else resolved
 
 
 def span_date(count: str, unit: str, sign: int, ref: datetime | None) -> str | None:
