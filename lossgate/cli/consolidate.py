@@ -225,8 +225,15 @@ def worker(
     lease: Annotated[float, typer.Option("--lease", help="Seconds a claimed job is held between heartbeats.")] = 30.0,
     exit_when_idle: Annotated[bool, typer.Option("--exit-when-idle", help="Stop once no job is due.")] = False,
     compressor: Annotated[Optional[str], typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
+    max_attempts: Annotated[int, typer.Option("--max-attempts", min=1, max=1000, help=(
+        "Failures in a row after which a subject waits for review instead of a retry."))] = 5,
+    backoff: Annotated[float, typer.Option("--backoff", min=0, max=86_400, help=(
+        "Seconds before the first retry of a failed attempt, doubled per further failure up to an hour (or --backoff, if longer)."))]
+    = 30.0,
 ) -> None:
     """Run consolidation workers that drain the rebuild queue (SIGTERM finishes the current job).
+    A job that fails, even by a crash, is recorded as a failed attempt and retried with
+    backoff, then left for review; it never stops a worker.
     On PostgreSQL the --db login must be a member of lossgate_worker (docs/roles.md)."""
     import logging
 
@@ -238,8 +245,10 @@ def worker(
     if compressor:
         _load_compressor(compressor)  # a wrong spec fails here, once, not in every worker process
     with cli_errors():
+        retries = ConsolidationConfig(max_attempts=max_attempts, backoff_base_s=backoff,
+                                      backoff_max_s=max(backoff, 3600.0))
         code = run_pool(state.db_url, concurrency, config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3),
-                        exit_when_idle=exit_when_idle, compressor=compressor)
+                        consolidation=retries, exit_when_idle=exit_when_idle, compressor=compressor)
     raise typer.Exit(code)
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from lossgate.cli.app import open_memory, out
+from lossgate.cli.app import fail, open_memory, out
 from lossgate.cli.ledger import AsJson, Tenant
 from lossgate.instants import SPAN_DAYS, instant_problem
 
@@ -27,10 +27,10 @@ def _instant(value: Optional[str]) -> Optional[datetime]:
         return None
     try:
         at = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}") from exc
+    except ValueError:
+        fail(f"--now: not an ISO 8601 time: {value!r}")
     if (problem := instant_problem(at)) is not None:
-        raise typer.BadParameter(problem)
+        fail(f"--now: {problem}")
     return at
 
 

@@ -309,7 +309,9 @@ def prose_inputs(snapshot: Snapshot) -> ProseInputs:
     relative: dict[Key, set[str]] = {}
     literals: dict[str, list[Atom]] = {}
     for a in source:
-        if (a.kind == "date" or a.kind == "datetime") and not a.text[:1].isdigit():
+        # Every date's words, read again without a reference: those that are relative ("tomorrow",
+        # "2 weeks ago": a relative phrase may start with a digit) key what a summary may quote.
+        if a.kind == "date" or a.kind == "datetime":
             found = literals.get(a.text)
             if found is None:
                 found = literals[a.text] = extract_atoms(a.text, affirmations=False)

@@ -21,7 +21,8 @@ sooner or later produce, without a model and without mocks:
 * **broken** compressors fail the way a remote model fails:
   :class:`SleepingCompressor` (a timeout), :class:`MissingFieldCompressor`
   (well-formed JSON lacking a required field) and :class:`NonJsonCompressor`
-  (chatty text instead of JSON);
+  (chatty text instead of JSON); :class:`PoisonedCompressor` crashes on the subjects
+  named ``poison...`` and no others;
 * :class:`RecordingCompressor` keeps every :class:`CompressionRequest` it is given,
   so a test can prove what reached the compressor (deleted content must not).
 
@@ -51,6 +52,7 @@ __all__ = [
     "MissingFieldCompressor",
     "NonJsonCompressor",
     "NothingToDamage",
+    "PoisonedCompressor",
     "RecordingCompressor",
     "SleepingCompressor",
     "TerseCompressor",
@@ -295,3 +297,24 @@ class TerseCompressor(DeterministicCompressor):
     def compress(self, request: CompressionRequest) -> dict[str, Any]:
         budget = request.budget_tokens
         return super().compress(request.model_copy(update={"budget_tokens": None if budget is None else budget // 2}))
+
+
+class PoisonedCompressor(DeterministicCompressor):
+    """The deterministic compressor, except for subjects whose id starts with ``poison``:
+    for ``poison-raise...`` it raises ``RecursionError`` itself, and for any other
+    ``poison...`` it returns output nested 100,000 levels deep, which the pipeline raises
+    ``RecursionError`` reading. One subject that fails this way on every attempt, while
+    other subjects and tenants are consolidated, proves that no job stops a worker."""
+
+    name = "poisoned"
+    version = "1"
+
+    def compress(self, request: CompressionRequest) -> Any:
+        if not request.subject_id.startswith("poison"):
+            return super().compress(request)
+        if request.subject_id.startswith("poison-raise"):
+            raise RecursionError("maximum recursion depth exceeded")
+        deep: Any = []
+        for _ in range(100_000):
+            deep = [deep]
+        return {**super().compress(request), "open_items": deep}
