@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lossgate.errors import ConfigError, InvalidInput
+from lossgate.instants import shift_date
 from lossgate.ops.daily import RATES, DayFigures, Tally, trend
 from lossgate.records import utcnow
 from lossgate.store import Store
@@ -192,7 +193,8 @@ def daily_figure(days: list[DayFigures], tenants: Sequence[str]) -> bytes:
         ax.set_xticks(ticks, [d.strftime("%m-%d") for d in ticks])
         # half a day each side (dates are whole days: as datetimes, or the limits coincide)
         first, last = (datetime.combine(d, datetime.min.time()) for d in (days[0].day, days[-1].day))
-        ax.set_xlim(first - timedelta(hours=12), last + timedelta(hours=12))
+        pad = timedelta(hours=12)  # none past the calendar's ends
+        ax.set_xlim(first - pad if first >= datetime.min + pad else first, last + pad if last <= datetime.max - pad else last)
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
         ax.grid(alpha=0.3)
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -426,7 +428,8 @@ def write_report(store: Store, tenants: Sequence[str], out: Path, *, days: int =
     doc = load_locomo(locomo) if locomo is not None else None
     _figure(1, 1)  # matplotlib missing: say so before reading anything
     until = until or utcnow().date()
-    data = collect(store, tenants, since=until - timedelta(days=days - 1), until=until, recall_limit=recall_limit)
+    since = shift_date(until, 1 - days) or date.min  # a window that starts before year 1 starts there
+    data = collect(store, tenants, since=since, until=until, recall_limit=recall_limit)
     data.locomo = doc
     try:
         report = render(data)
