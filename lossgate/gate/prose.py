@@ -77,7 +77,7 @@ from lossgate.gate.sources import (
     value_atoms,
 )
 from lossgate.records import ArtifactBody, Snapshot
-from lossgate.render import claim_lines, conflict_line, header_line
+from lossgate.render import claim_lines, conflict_line, event_line, header_line
 
 __all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs"]
 
@@ -310,6 +310,24 @@ def prose_of(artifact: ArtifactBody) -> str:
     return "\n".join("" if line in rendered else line for line in artifact.summary.split("\n"))
 
 
+def quotes_as_said(prose: str, snapshot: Snapshot) -> str:
+    """``prose`` with each line that quotes one of the snapshot's events as a summary writes it
+    (:func:`~lossgate.render.event_line`: ``- actor: text``, the text on one line) read as
+    that event's own text, as the sources are read.
+
+    A quote says what it quotes; read with its ``- actor:`` lead, the extractor would join
+    the lead to the first clause and find atoms the source, read from the start of its
+    text, does not have (``- user: $1e999 NaN P1D`` names a party "NaN P"; the source
+    does not), and a text whose spacing the line collapses reads otherwise (``+00  000000``
+    is two numbers, ``+00 000000`` a phone number): the deterministic compressor's own
+    output would then fail for such texts on every attempt. The quote keeps its own lines,
+    so clauses never join across it."""
+    quoted = {event_line(e): e.text for e in snapshot.events if e.text}
+    if not quoted:
+        return prose
+    return "\n".join(quoted.get(line, line) for line in prose.split("\n"))
+
+
 def check_prose(
     snapshot: Snapshot, artifact: ArtifactBody, must_preserve: MustPreserve,
     *, inputs: ProseInputs | None = None,
@@ -319,7 +337,7 @@ def check_prose(
     ``inputs`` are the snapshot's atoms from :func:`prose_inputs`, to reuse across artifacts.
     """
     inp = inputs or prose_inputs(snapshot)
-    summary = anchor_dates(extract_atoms(prose_of(artifact)), inp)
+    summary = anchor_dates(extract_atoms(quotes_as_said(prose_of(artifact), snapshot)), inp)
     carried, variants = claim_atoms(artifact)
     support = inp.atom_set.plus(inp.active + inp.times_in(summary) + inp.context(artifact.summary) + carried + variants)
     uncovered = _uncovered(summary, support)
