@@ -190,14 +190,16 @@ class EventRef(NamedTuple):
 
 
 class Event(_Record):
-    """An event in the raw layer. After deletion ``text`` and ``payload`` are ``None``; id and hash stay."""
+    """An event in the raw layer. After deletion ``actor``, ``text`` and ``payload`` are
+    ``None`` (who said it is erased with what was said); id, seq, hash, kind, trust and
+    times stay."""
 
     tenant_id: str
     subject_id: str
     event_id: str
     seq: int
     kind: EventKind
-    actor: str
+    actor: str | None
     trust: Trust
     text: str | None
     payload: dict[str, Any] | None

@@ -119,7 +119,7 @@ def event_line(event: Any) -> str:
     """``- Caroline: text``: an event as a summary's conversation and recall write it (recall
     under its day's header, :func:`day_line`). One line whatever the text holds; untrusted
     text is marked as a quote, so an agent never reads it as an instruction (invariant 8)."""
-    actor, text = one_line(event.actor), one_line(event.text or "")
+    actor, text = one_line(event.actor or ""), one_line(event.text or "")
     if event.trust == "untrusted":
         # Marked, not wrapped in quotation marks: a mark glued to the first word would change
         # the statement the gate's atom extractor reads, and fail a faithful summary.

@@ -136,8 +136,9 @@ def event_table(events: Iterable[Event], *, title: str | None = None) -> Table:
         table.add_column(name, overflow="fold", no_wrap=name in _ONE_WORD, justify="right" if name == "seq" else "left")
     for e in events:
         text = Text("(purged)", style="dim italic") if e.text is None else Text(e.text)
+        actor = Text("(purged)", style="dim italic") if e.actor is None else Text(e.actor)
         table.add_row(
-            str(e.seq), Text(e.event_id, style="cyan"), e.kind, Text(e.actor),
+            str(e.seq), Text(e.event_id, style="cyan"), e.kind, actor,
             Text(e.trust, style="red" if e.trust == "untrusted" else ""), _status(e.state),
             _ts(e.occurred_at), text,
         )

@@ -23,7 +23,7 @@ One file is one case, readable and checkable by hand::
 ``registry`` is a path relative to the case file (a registry TOML) or an
 inline registry document (``{"version": 1, "predicates": {...}}``). Events
 default to kind ``message``, actor ``user``, trust ``authenticated_user``,
-state ``valid``; a deleted event has no text. Facts default to polarity
+state ``valid``; a deleted event has no actor and no text. Facts default to polarity
 ``positive``, modality ``asserted``, authority ``user``, status ``active``; a
 deleted fact's value is purged on load (the ledger keeps only its tombstone),
 so it may be written as ``null``. Claims take tenant, subject and value type
@@ -111,10 +111,11 @@ def _events(doc: dict[str, Any], t: str, s: str) -> list[Event]:
                 trust=opt_field(obj, "trust", "string", where, "authenticated_user"),
                 text=text, occurred_at=_when(obj, "occurred_at", where),
             )
+            deleted = state == "deleted"
             events.append(Event(
-                **new.model_dump(exclude={"text", "payload"}), seq=i + 1, recorded_at=new.occurred_at,
-                content_hash=new.content_hash(), state=state,
-                text=None if state == "deleted" else text, payload=None if state == "deleted" else {},
+                **new.model_dump(exclude={"actor", "text", "payload"}), seq=i + 1, recorded_at=new.occurred_at,
+                content_hash=new.content_hash(), state=state, actor=None if deleted else new.actor,
+                text=None if deleted else text, payload=None if deleted else {},
             ))
         except ValidationError as exc:
             raise InvalidInput(f"{where}: {_first(exc)}") from None

@@ -136,7 +136,7 @@ class EventEvidence(_Model):
     event_id: str
     seq: int
     kind: str
-    actor: str
+    actor: str | None  # None once the event is deleted, as its text
     trust: str
     state: str
     occurred_at: datetime

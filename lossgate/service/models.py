@@ -188,7 +188,7 @@ class EventOut(_Out):
     event_id: str
     seq: int
     kind: EventKind
-    actor: str
+    actor: str | None = Field(description="None once the event is deleted: who said it is erased with what was said.")
     trust: Trust
     text: str | None = Field(description="None once the event is deleted (its id and hash stay).")
     payload: dict[str, Any] | None

@@ -371,8 +371,8 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
         hot path, and building a model per row would cost more than the insert itself."""
 
     def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
-        """Change an event's state; ``purge`` erases its text and payload (id and hash stay),
-        from the search index too."""
+        """Change an event's state; ``purge`` erases its actor, text and payload (id, seq,
+        hash, kind, trust and times stay), from the search index too."""
 
     def set_event_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust) -> None:
         """Change an event's trust level."""

@@ -24,7 +24,8 @@ The tests, by tier:
 
 * the signature check: every primitive of every protocol class, with its exact
   parameters, on the store and on its read and write transactions;
-* ledger: the zero clock, event and fact filters and their order, conflicts, the log,
+* ledger: the zero clock, event and fact filters and their order, a purged event's
+  tombstone (no actor, text or payload; id, seq and hash kept), conflicts, the log,
   the id look-ups, the registry, the tier reads demotion makes (events of a tier
   recorded by an instant, the oldest of each tier);
 * per-subject serialisation under concurrency: a write transaction locks a subject on
@@ -471,7 +472,9 @@ class StoreContract:
             assert ids(ids=["e4", "e1", "e3"], newest_first=True, limit=2) == ["e4", "e3"]
             assert ids(seqs=[5, 1]) == ["e1", "e5"] and ids(seqs=[]) == []
             (purged,) = tx.events(T, S, ids=["e2"])
-            assert (purged.state, purged.text, purged.content_hash) == ("deleted", None, "sha256:e2")
+            assert (purged.state, purged.seq, purged.content_hash) == ("deleted", 2, "sha256:e2")
+            assert (purged.actor, purged.text, purged.payload) == (None, None, None)
+            assert [e.actor for e in tx.events(T, S, states=["valid"])] == ["user"] * 4
             assert tx.clock(T, S).high_water == 5 and tx.subjects(T) == [S, "u2"]
             assert tx.taken_event_ids(T, ["e3", "other", "nope"]) == {
                 "e3": (S, "sha256:e3", "authenticated_user"), "other": ("u2", "sha256:other", "authenticated_user")}

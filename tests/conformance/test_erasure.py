@@ -4,6 +4,8 @@ Deleted text leaves every row a user can read back (events, facts, artifacts, at
 their gate reports, recall records) as soon as the deletion commits, and, after the
 documented maintenance (``Memory.compact`` / ``lossgate compact``), the SQLite file and its
 WAL. PostgreSQL's physical guarantees are documented in the README (dead tuples, WAL).
+A deleted event's actor (often a person's name or e-mail address) goes with its text: from
+the row, the search indexes and every record and page that showed it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lossgate import NewEvent, NewFact
+from lossgate import IdempotencyConflict, NewEvent, NewFact
 from lossgate.cli import app
 from lossgate.consolidate.pipeline import ConsolidationConfig
 
@@ -125,17 +127,288 @@ def test_compact_runs_from_the_cli(secret_subject, store_url):
     assert "compacted:" in result.output
 
 
-def test_no_postgresql_row_holds_deleted_text(secret_subject, store_url):
-    """Every row of every table, read as the owner (no row-level security in the way)."""
-    if not store_url.startswith("postgresql"):
-        pytest.skip("the SQLite file is grepped byte for byte in test_compact_removes_deleted_text_...")
+def _postgresql_tables_holding(url: str, word: str) -> list[str]:
+    """The tables with a row whose text holds ``word``: every row of every table, read as the
+    owner (no row-level security in the way)."""
     import psycopg
 
-    secret_subject.delete_event(T, S, "pp", reason="erasure request")
-    with psycopg.connect(store_url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn:
         tables = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()]
         assert "events" in tables and "recalls" in tables
-        holding = [t for t in tables if conn.execute(
-            f'SELECT count(*) FROM "{t}" x WHERE lower(x::text) LIKE %s', (f"%{SECRET.lower()}%",)).fetchone()[0]]
-    assert holding == []
+        return [t for t in tables if conn.execute(
+            f'SELECT count(*) FROM "{t}" x WHERE lower(x::text) LIKE %s', (f"%{word.lower()}%",)).fetchone()[0]]
+
+
+def test_no_postgresql_row_holds_deleted_text(secret_subject, store_url):
+    if not store_url.startswith("postgresql"):
+        pytest.skip("the SQLite file is grepped byte for byte in test_compact_removes_deleted_text_...")
+    secret_subject.delete_event(T, S, "pp", reason="erasure request")
+    assert _postgresql_tables_holding(store_url, SECRET) == []
+
+
+# -- the actor -------------------------------------------------------------------------------
+
+ACTOR = "actor-zq7x@example.org"  # who said it: a person's e-mail address
+ACTOR_WORD = "zq7x"  # the one word of it no other record holds (search indexes keep words)
+ERASED_ACTOR_SCHEMA = {"sqlite": 15, "postgres": 20}  # the migration that erases stored tombstones' actors
+
+
+def _said() -> NewEvent:
+    return NewEvent(tenant_id=T, subject_id=S, event_id="said", actor=ACTOR, text="please call me back about it")
+
+
+@pytest.fixture
+def actor_subject(memory):
+    """A subject whose one event by ACTOR is indexed for search, quoted by the published
+    summary, read by its attempt and found by a recall that named the actor."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather")
+                   for i in range(60)])
+    memory.append([_said()])
+    assert memory.consolidate(T, S).status == "published"  # the consolidation indexes every event too
+    assert "said" in memory.recall(T, S, query=ACTOR).record.candidate_ids
+    assert ACTOR in json.dumps([a.model_dump(mode="json") for a in memory.artifacts(T, S)])
+    return memory
+
+
+def _tombstone(memory) -> dict:
+    return next(e for e in memory.events(T, S) if e.event_id == "said").model_dump(mode="json")
+
+
+def _indexed(store_url: str) -> int:
+    """How many entries of the event search index hold ACTOR_WORD, read past the store."""
+    if store_url.startswith("sqlite"):
+        conn = sqlite3.connect(store_url.removeprefix("sqlite:///"))
+        try:
+            return conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?",
+                                (f'"{ACTOR_WORD}"',)).fetchone()[0]
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM event_terms WHERE terms @@ to_tsquery('english', %s)",
+                            (ACTOR_WORD,)).fetchone()[0]
+
+
+def test_deleting_an_event_erases_its_actor_and_keeps_the_rest_of_its_tombstone(actor_subject, store_url):
+    memory = actor_subject
+    before = _tombstone(memory)
+    assert before["actor"] == ACTOR and _indexed(store_url) == 1
+    memory.delete_event(T, S, "said", reason="erasure request")
+    after = _tombstone(memory)
+    assert (after["actor"], after["text"], after["payload"], after["state"]) == (None, None, None, "deleted")
+    kept = ("event_id", "seq", "content_hash", "kind", "trust", "occurred_at", "recorded_at", "tier")
+    assert {k: after[k] for k in kept} == {k: before[k] for k in kept}
+    assert ACTOR_WORD not in _everything(memory)
+    assert memory.consolidate(T, S).status == "published"
+    assert ACTOR_WORD not in _everything(memory)
+    # search: neither the index nor a recall by the actor's name finds it (that recall's
+    # record keeps its own query: the caller's words, read nothing deleted)
+    assert _indexed(store_url) == 0
+    with memory.store.read() as tx:
+        assert tx.search_events(T, S, ACTOR_WORD, limit=10) == []
+    found = memory.recall(T, S, query=ACTOR)
+    assert "said" not in found.record.candidate_ids and ACTOR_WORD not in found.render()
+
+
+def test_a_replay_of_a_deleted_event_stays_a_no_op_and_other_content_is_refused(actor_subject):
+    """The tombstone keeps the hash, which covers the actor: a replay is recognised without it."""
+    memory = actor_subject
+    memory.delete_event(T, S, "said")
+    assert memory.append([_said()]).duplicates == ("said",)  # its time defaulted: compared at the stored one
+    assert _tombstone(memory)["actor"] is None and _tombstone(memory)["state"] == "deleted"
+    with pytest.raises(IdempotencyConflict):
+        memory.append([_said().model_copy(update={"actor": "someone-else@example.org"})])
+    assert ACTOR_WORD not in _everything(memory)
+
+
+def test_lossgate_events_shows_the_tombstone_without_its_actor(actor_subject, store_url):
+    runner = CliRunner(env={"COLUMNS": "400", "NO_COLOR": "1", "LOSSGATE_DB": None})
+
+    def events(*options: str) -> str:
+        result = runner.invoke(app, ["--db", store_url, "events", "--tenant", T, "--subject", S, *options])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert ACTOR in events()
+    actor_subject.delete_event(T, S, "said")
+    table, lines = events(), events("--json")
+    assert ACTOR_WORD not in table and ACTOR_WORD not in lines
+    said = next(json.loads(line) for line in lines.splitlines() if '"said"' in line)
+    assert (said["actor"], said["text"], said["state"]) == (None, None, "deleted")
+    assert "(purged)" in next(line for line in table.splitlines() if " said " in line)
+
+
+@pytest.fixture
+def served(actor_subject):
+    """The memory service over the subject's database, and a client with a key of its tenant."""
+    import httpx
+
+    from lossgate.service import create_app
+    from lossgate.testing.service import serving
+
+    _, secret = actor_subject.create_api_key(T, scopes=["read", "write"])
+    with serving(create_app(actor_subject, close_memory=False)) as url, \
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client:
+        yield client
+
+
+def test_the_api_and_the_inspection_page_show_no_deleted_actor(served):
+    def said() -> dict:
+        listed = served.get(f"/v1/subjects/{S}/events")
+        assert listed.status_code == 200, listed.text
+        return next(e for e in listed.json() if e["event_id"] == "said")
+
+    def page() -> str:
+        shown = served.get(f"/ui/subjects/{S}")
+        assert shown.status_code == 200, shown.text
+        return shown.text
+
+    assert said()["actor"] == ACTOR and ACTOR in page()  # the published summary quotes the line
+    gone = served.delete(f"/v1/subjects/{S}/events/said", params={"reason": "erasure request"})
+    assert gone.status_code == 200, gone.text
+    assert (gone.json()["actor"], gone.json()["text"], gone.json()["state"]) == (None, None, "deleted")
+    assert said()["actor"] is None
+    assert ACTOR_WORD not in served.get(f"/v1/subjects/{S}/events").text
+    for read in ("artifacts", "attempts", "recalls"):
+        assert ACTOR_WORD not in served.get(f"/v1/subjects/{S}/{read}").text, read
+    assert ACTOR_WORD not in page()
+
+
+def test_a_diagnosis_bundle_shows_no_deleted_actor(actor_subject):
+    from lossgate.ops.diagnose import diagnose
+
+    memory = actor_subject
+    attempt = next(a for a in memory.attempts(T, S) if "said" in a.selected_ids)
+
+    def bundle() -> str:
+        return json.dumps(diagnose(memory, T, S, attempt.attempt_id, include_text=True).files()).lower()
+
+    assert ACTOR in bundle()
+    memory.delete_event(T, S, "said")
+    assert ACTOR_WORD not in bundle()
+    (said,) = [e for e in diagnose(memory, T, S, attempt.attempt_id).events if e.event_id == "said"]
+    assert (said.actor, said.text, said.state) == (None, None, "deleted")
+
+
+def test_compact_leaves_no_byte_of_a_deleted_actor_in_the_sqlite_file(actor_subject, store_url):
+    if not store_url.startswith("sqlite"):
+        pytest.skip("file bytes are SQLite's; PostgreSQL's rows are read in test_no_postgresql_row_holds_...")
+    memory = actor_subject
+    path = Path(store_url.removeprefix("sqlite:///"))
+    memory.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    memory.delete_event(T, S, "said", reason="erasure request")
+
+    def found() -> dict[str, int]:
+        return {f"{p.name} {word}": p.read_bytes().lower().count(word.encode())
+                for p in (path, path.with_name(path.name + "-wal")) if p.exists() for word in (ACTOR, ACTOR_WORD)}
+
+    assert sum(found().values()) > 0  # free space and the index's segments keep it until compact
+    memory.compact()
+    assert sum(found().values()) == 0, found()
+    hits = sqlite3.connect(path).execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH 'weather'")
+    assert hits.fetchone()[0] == 60
+
+
+def test_no_postgresql_row_holds_a_deleted_actor(actor_subject, store_url):
+    if not store_url.startswith("postgresql"):
+        pytest.skip("the SQLite file is grepped byte for byte in test_compact_leaves_no_byte_...")
+    assert _postgresql_tables_holding(store_url, ACTOR_WORD) != []
+    actor_subject.delete_event(T, S, "said", reason="erasure request")
+    assert _postgresql_tables_holding(store_url, ACTOR) == []
+    assert _postgresql_tables_holding(store_url, ACTOR_WORD) == []
+
+
+@pytest.fixture
+def before_erased_actors(store_url, monkeypatch):
+    """``(url, owner_url)``: an empty database migrated up to the schema before the one that
+    erases stored tombstones' actors, opened by ``url`` (on PostgreSQL, as an owner that is
+    not a superuser, as the migration will run) and read past row-level security by
+    ``owner_url``. Migrating further is left to the test (the monkeypatch is undone first)."""
+    import lossgate.store.postgres.store as postgres_store
+    import lossgate.store.sqlite.store as sqlite_store
+    from lossgate.store.core.migrations import pending
+
+    engine = "sqlite" if store_url.startswith("sqlite") else "postgres"
+    module = sqlite_store if engine == "sqlite" else postgres_store
+    monkeypatch.setattr(module, "pending", lambda name, applied: [
+        (v, script) for v, script in pending(name, applied) if v < ERASED_ACTOR_SCHEMA[engine]])
+    if engine == "sqlite":
+        yield store_url, store_url
+        return
+    import os
+
+    from lossgate.testing.postgres import login_role, scratch_database, user_url
+
+    server = os.environ["LOSSGATE_TEST_PG_URL"]  # store_url made the cluster's roles, as a superuser
+    with login_role(server, "lossgate_app", createrole=True) as owner, \
+            scratch_database(server, owner=owner) as url:
+        yield user_url(url, owner), url
+
+
+def test_the_migration_erases_the_actors_of_tombstones_stored_before_it(before_erased_actors, monkeypatch):
+    import lossgate
+
+    url, admin_url = before_erased_actors
+    sqlite = url.startswith("sqlite")
+    old = lossgate.open(url)
+    assert old.store.schema_version() < ERASED_ACTOR_SCHEMA["sqlite" if sqlite else "postgres"]
+
+    def index() -> None:
+        with old.store.write() as tx:
+            tx.lock_clock(T, S)
+            tx.refresh_search_index()
+
+    def delete_as_before(event_id: str) -> None:
+        """What deletion wrote before this schema: text and payload purged, the actor kept."""
+        if sqlite:
+            conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+            with conn:
+                conn.execute("UPDATE events SET state='deleted', text=NULL, payload=NULL WHERE event_id=?",
+                             (event_id,))
+            conn.close()
+            return
+        import psycopg
+
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute("WITH e AS (UPDATE events SET state='deleted', text=NULL, payload=NULL "
+                         "WHERE event_id=%(id)s RETURNING tenant_id, subject_id, seq) UPDATE event_terms x "
+                         "SET terms='' FROM e WHERE x.tenant_id=e.tenant_id AND x.subject_id=e.subject_id "
+                         "AND x.seq=e.seq", {"id": event_id})
+
+    old.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather")
+                for i in range(5)])
+    old.append([_said()])
+    index()
+    delete_as_before("said")  # deleted once indexed: SQLite's index took its actor back
+    old.append([_said().model_copy(update={"event_id": "late"})])
+    delete_as_before("late")
+    index()  # deleted before it was indexed: PostgreSQL's index took its actor then
+    assert _indexed(admin_url) == 1
+    assert [e.actor for e in old.events(T, S, states=["deleted"])] == [ACTOR, ACTOR]
+    old.close()
+
+    monkeypatch.undo()
+    memory = lossgate.open(url)
+    try:
+        assert [(e.event_id, e.actor, e.text) for e in memory.events(T, S, states=["deleted"])] == [
+            ("said", None, None), ("late", None, None)]
+        assert {e.actor for e in memory.events(T, S, states=["valid"])} == {"user"}
+        assert _indexed(admin_url) == 0
+        with memory.store.read() as tx:
+            assert len(tx.search_events(T, S, "weather", limit=10)) == 5
+        memory.delete_event(T, S, "e0")  # the index stays consistent as deletion goes on
+        with memory.store.read() as tx:
+            assert len(tx.search_events(T, S, "weather", limit=10)) == 4
+        if sqlite:
+            conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+            conn.execute("INSERT INTO events_fts (events_fts) VALUES ('integrity-check')")
+            conn.close()
+            memory.compact()
+            data = Path(url.removeprefix("sqlite:///")).read_bytes().lower()
+            assert data.count(ACTOR.encode()) == data.count(ACTOR_WORD.encode()) == 0
+        else:
+            assert _postgresql_tables_holding(admin_url, ACTOR_WORD) == []
+    finally:
+        memory.close()

@@ -123,7 +123,7 @@ def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     assert (deleted["status"], deleted["value"]) == ("deleted", None)
     assert rw.post(f"/v1/subjects/{s}/events/e2/revoke", params={"reason": "wrong"}).json()["state"] == "revoked"
     gone = rw.delete(f"/v1/subjects/{s}/events/e1").json()
-    assert (gone["state"], gone["text"]) == ("deleted", None)
+    assert (gone["state"], gone["actor"], gone["text"]) == ("deleted", None, None)
     assert {f["fact_id"]: f["status"] for f in rw.get(f"/v1/subjects/{s}/facts", params={"status": "all"}).json()} \
         == {"allergy": "deleted", "tz-1": "revoked", "tz-2": "revoked", "address": "deleted"}  # e2 left the view
     assert rw.post(f"/v1/subjects/{s}/extract").json() == {"subject_id": s, "proposals": []}

@@ -200,7 +200,7 @@ class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDeri
                   (clock.high_water, clock.input_epoch, clock.tenant_id, clock.subject_id))
 
     def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
-        purge_sql = ", text=NULL, payload=NULL" if purge else ""
+        purge_sql = ", actor=NULL, text=NULL, payload=NULL" if purge else ""
         self._run(f"UPDATE events SET state=?{purge_sql} WHERE tenant_id=? AND subject_id=? AND event_id=?",
                   (state, tenant_id, subject_id, event_id))
 

@@ -207,9 +207,9 @@ class PostgresWriteTx(PostgresDerivedWrites, PostgresReadTx, CoreWriteTx):
         if not purge:
             CoreWriteTx.set_event_state(self, tenant_id, subject_id, event_id, state, purge=False)
             return
-        # A purge erases the text's terms from the search index too (invariant 11).
+        # A purge erases the actor's and the text's terms from the search index too (invariant 11).
         self._c.execute(
-            "WITH e AS (UPDATE events SET state=%(st)s, text=NULL, payload=NULL"
+            "WITH e AS (UPDATE events SET state=%(st)s, actor=NULL, text=NULL, payload=NULL"
             "  WHERE tenant_id=%(t)s AND subject_id=%(s)s AND event_id=%(id)s RETURNING seq)"
             " UPDATE event_terms x SET terms='' FROM e"
             " WHERE x.tenant_id=%(t)s AND x.subject_id=%(s)s AND x.seq=e.seq",
