@@ -6,14 +6,17 @@ Each non-blank line is one JSON object with a ``"type"`` (see ``docs/ingest-form
 an open :class:`~lossgate.ledger.Ledger`; :func:`ingest_lines` does both inside one
 transaction, so a bad line anywhere leaves the database exactly as it was.
 
-Numbers are parsed as :class:`~decimal.Decimal`, never ``float``: ``50.0`` reaches the
-ledger as ``Decimal('50.0')`` and is rejected for an ``int`` predicate instead of being
-silently read as ``50`` (invariant 9).
+Each line is read by :func:`lossgate.limits.read_json`: numbers are parsed as
+:class:`~decimal.Decimal`, never ``float``: ``50.0`` reaches the ledger as
+``Decimal('50.0')`` and is rejected for an ``int`` predicate instead of being silently
+read as ``50`` (invariant 9); a key given twice in one object and a number a double
+cannot hold (``1e-400``, ``1e999``) are refused, naming the key or the field.
 
-Every field obeys the limits of :mod:`lossgate.limits` (ids, sizes, nesting, no lone
-surrogate, no NUL outside a payload), checked by the records themselves; a line nested
-too deeply for the JSON parser is refused as such, with its line number, like any other
-bad line.
+Every field obeys the limits of :mod:`lossgate.limits` (the id rule, sizes, nesting, no
+lone surrogate, no NUL outside a payload), checked by the records themselves; a line
+nested too deeply for the JSON parser is refused as such, with its line number, like
+any other bad line. The ids a deletion, a revocation or a supersession names are looked
+up as given (:data:`~lossgate.limits.Key`), as in the Python API.
 
 >>> report = ingest_lines(memory, open("demo.jsonl"))          # doctest: +SKIP
 """
@@ -22,14 +25,15 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Literal, NamedTuple, NoReturn, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from lossgate.errors import InvalidInput, LossgateError, StoreError
 from lossgate.ledger import Ledger
-from lossgate.limits import MAX_DEPTH, Id, Label, nesting_problem, text_problem
+from lossgate.limits import (
+    MAX_DEPTH, Id, Key, Label, UnreadableJson, as_doubles, nesting_problem, read_json, shown_id, text_problem,
+)
 from lossgate.memory import Memory
 from lossgate.records import NewEvent, NewFact
 
@@ -68,19 +72,7 @@ class EventLine(NewEvent):
     def _payload_numbers(cls, value: Any) -> Any:
         # A payload is opaque JSON, hashed per RFC 8785, where every number is a double:
         # decimals from the parser go back to float there (facts keep theirs exact).
-        return _floats(value)
-
-
-def _floats(value: Any, depth: int = 0) -> Any:
-    if type(value) is Decimal:
-        return float(value)
-    if depth > MAX_DEPTH:  # NewEvent names the problem; only keep this recursion bounded
-        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
-    if isinstance(value, dict):
-        return {k: _floats(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_floats(v, depth + 1) for v in value]
-    return value
+        return as_doubles(value)
 
 
 class _Line(BaseModel):
@@ -96,7 +88,7 @@ class SupersedeLine(_Line):
 
     tenant_id: Id
     subject_id: Id
-    old_fact_id: Id
+    old_fact_id: Key
     fact: NewFact
 
     @model_validator(mode="before")
@@ -116,7 +108,7 @@ class DeleteFactLine(_Line):
 
     tenant_id: Id
     subject_id: Id
-    fact_id: Id
+    fact_id: Key
     reason: Label = ""
 
 
@@ -125,7 +117,7 @@ class DeleteEventLine(_Line):
 
     tenant_id: Id
     subject_id: Id
-    event_id: Id
+    event_id: Key
     reason: Label = ""
 
 
@@ -134,7 +126,7 @@ class RevokeEventLine(_Line):
 
     tenant_id: Id
     subject_id: Id
-    event_id: Id
+    event_id: Key
     reason: Label = ""
 
 
@@ -195,15 +187,6 @@ class IngestReport(BaseModel):
 # -- parsing ----------------------------------------------------------------------------
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-# One decoder for every line: ``json.loads`` with keyword arguments builds a new one per
-# call, which costs more than the parse itself.
-_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_no_constants)
-
-
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -246,8 +229,8 @@ def _label(kind: str, obj: dict[str, Any]) -> str:
     ident = obj.get(_LABEL_FIELD[kind])
     if not isinstance(ident, str) or not ident:
         return kind
-    # An id with a NUL or a lone surrogate is shown escaped: the message must stay printable.
-    return f"{kind} {ident!r}" if text_problem(ident) is not None else f"{kind} {ident}"
+    # An id that breaks the id rule is shown escaped: the message must stay one printable line.
+    return f"{kind} {shown_id(ident)}"
 
 
 def parse_line(text: str | bytes, line: int) -> Operation | None:
@@ -265,7 +248,9 @@ def parse_line(text: str | bytes, line: int) -> Operation | None:
     if not text.strip():
         return None
     try:
-        obj = _DECODER.decode(text)
+        obj = read_json(text)
+    except UnreadableJson as exc:
+        raise IngestError(line, str(exc)) from None
     except json.JSONDecodeError as exc:
         raise IngestError(line, f"not valid JSON: {exc.msg} at column {exc.colno}") from None
     except ValueError as exc:  # a NaN or Infinity constant

@@ -24,6 +24,7 @@ from lossgate import lineage, queue
 from lossgate.caches import forget_text
 from lossgate.canonical import content_hash
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
+from lossgate.limits import shown_id
 from lossgate.records import (
     AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, NewEvent,
     NewFact, TaintOutcome, TaintPolicy, Trust, effective_trust, fact_hash_content, utcnow,
@@ -205,7 +206,7 @@ class Ledger:
     def _event(self, tenant_id: str, subject_id: str, event_id: str) -> Event:
         found = self.tx.events(tenant_id, subject_id, ids=[event_id])
         if not found:
-            raise NotFound(f"event {event_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            raise NotFound(f"event {shown_id(event_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found[0]
 
     def delete_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
@@ -238,7 +239,7 @@ class Ledger:
         if ev.trust == trust:
             return ev
         if ev.state != "valid":
-            raise LifecycleError(f"event {event_id} is {ev.state}; its trust cannot change")
+            raise LifecycleError(f"event {shown_id(event_id)} is {ev.state}; its trust cannot change")
         self.tx.set_event_trust(tenant_id, subject_id, event_id, trust)
         self._log(tenant_id, subject_id, "set_trust", event_id, {"from": ev.trust, "to": trust, "reason": reason})
         self._reassess(tenant_id, subject_id, [event_id], cause="source_trust_changed")
@@ -443,7 +444,7 @@ class Ledger:
             return twin
         old = self.fact(tenant_id, subject_id, old_fact_id)
         if old.status != "active":
-            raise LifecycleError(f"fact {old_fact_id} is {old.status}; only an active fact can be superseded")
+            raise LifecycleError(f"fact {shown_id(old_fact_id)} is {old.status}; only an active fact can be superseded")
         if new.predicate != old.predicate:
             raise LifecycleError(
                 f"fact {old_fact_id} has predicate {old.predicate!r}; it cannot be superseded by {new.predicate!r}"
@@ -473,7 +474,7 @@ class Ledger:
     def fact(self, tenant_id: str, subject_id: str, fact_id: str) -> Fact:
         found = self.tx.facts(tenant_id, subject_id, ids=[fact_id])
         if not found:
-            raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            raise NotFound(f"fact {shown_id(fact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found[0]
 
     def _identity(self, new: NewFact, supersedes: str | None) -> tuple[str, str, Any, Any]:

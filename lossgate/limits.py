@@ -27,19 +27,33 @@ payload is stored as JSON text (PostgreSQL ``json``), where NUL is only the esca
 the JSON sizes count bytes. The records in :mod:`lossgate.records` apply these
 rules as field types and validators, so the Python API, the JSON Lines ingest and
 the CLI all refuse the same input with the same message.
+
+Ids follow one rule (:func:`id_problem`, the type :data:`Id`): no whitespace, control,
+format or separator character, so that two ids that look the same are the same. A new
+id must obey it wherever it comes from: a record, a ``tenant_id`` or ``subject_id``
+argument (:func:`checked_args`), an ingest line, an HTTP path or body, an MCP tool's
+arguments. An id that only names a record already stored (:data:`Key`: the event a
+deletion erases, a fact's source events) is looked up exactly as given, so what earlier
+versions stored stays readable and erasable.
+
+JSON text from outside (an ingest line, an HTTP body, an MCP message) is read by
+:func:`read_json`, which refuses what would not read back as written: an object key
+given twice and a number a double cannot hold.
 """
 
 from __future__ import annotations
 
-import math
-
 import functools
 import inspect
+import json
+import math
 import re
+import unicodedata
+from decimal import Decimal
 from typing import Annotated, Any, Callable, TypeVar
 
 import orjson
-from pydantic import BaseModel, StringConstraints
+from pydantic import AfterValidator, BaseModel, StringConstraints
 
 from lossgate.errors import InvalidInput
 
@@ -47,7 +61,8 @@ __all__ = [
     "MAX_DEPTH", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_LABEL_CHARS", "MAX_TEXT_CHARS",
     "MAX_PAYLOAD_BYTES", "MAX_VALUE_BYTES",
     "Id", "Key", "Name", "Label", "Text", "Plain",
-    "text_problem", "json_problem", "nesting_problem", "checked_args",
+    "text_problem", "id_problem", "shown_id", "json_problem", "nesting_problem", "checked_args",
+    "UnreadableJson", "read_json", "fits_double", "as_doubles",
 ]
 
 MAX_DEPTH = 64
@@ -68,10 +83,21 @@ MAX_VALUE_BYTES = 65_536  # a fact is a compact claim, not a document
 # cannot hand them to its Rust core), so the patterns only need to exclude NUL.
 _NO_NUL = r"^[^\x00]*$"
 
-Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=r"^[^\s\x00]+$")]
-"""A tenant or subject id, or the id a file line names: 1 to 200 characters, no whitespace or NUL."""
+
+def _valid_id(value: str) -> str:
+    if (problem := id_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
+
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_valid_id)]
+"""A new id (tenant, subject, event, fact, policy, key): 1 to 200 characters that obey
+:func:`id_problem`."""
 Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=r"^[^\x00]+$")]
-"""An event or fact id as the records take it: 1 to 200 characters, no NUL (spaces allowed, as always)."""
+"""An id that names a record already stored (the event a deletion erases, the fact a supersession
+replaces): 1 to 200 characters, no NUL or lone surrogate. Earlier versions stored event and fact
+ids with spaces and other characters :data:`Id` refuses, so a reference is looked up exactly as
+given, and one that was never stored is simply not found."""
 Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS, pattern=_NO_NUL)]
 Label = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS, pattern=_NO_NUL)]
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
@@ -92,6 +118,213 @@ def text_problem(value: str, *, nul_ok: bool = False) -> str | None:
         return f"contains a NUL character (U+0000) at position {found.start()}"
     code = ord(found.group())
     return f"contains a lone surrogate (U+{code:04X}) at position {found.start()}, which is not valid Unicode"
+
+
+# -- identifiers ------------------------------------------------------------------------------
+
+# What no new id may hold, by Unicode general category: separators (Zs: the space, NBSP and
+# the other spaces; Zl, Zp: the line and paragraph separators), controls (Cc: NUL, tab,
+# newline ...), format characters (Cf: zero-width characters, bidirectional controls such as
+# U+202E, the byte order mark, the soft hyphen) and surrogates (Cs). Each is invisible or
+# changes how the text around it is shown, so two ids that print alike would name two
+# records ("t" and "t\u200b" two tenants), and an id could break the one line an error takes.
+# Unicode's whitespace is all in these categories. Ids are compared exactly as given,
+# character for character, everywhere: nothing normalizes, folds or strips them.
+_ID_FORBIDDEN = {"Zs": "a space", "Zl": "a line separator", "Zp": "a paragraph separator",
+                 "Cc": "a control character", "Cf": "a format character", "Cs": "a lone surrogate"}
+_ASCII_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")  # the same rule for ASCII, in one search
+_CONTROL_NAMES = {"\x00": "NUL", "\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x7f": "DELETE"}
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a new id, or ``None``.
+
+    An id is 1 to :data:`MAX_ID_CHARS` characters, none of them whitespace, a control, a
+    format character or a line or paragraph separator (Unicode categories Z, Cc, Cf) or a
+    lone surrogate. The one rule for every id a caller gives, in the records, the Python
+    API's arguments, the JSON Lines ingest, the HTTP service and the MCP tools.
+    """
+    if not value:
+        return "is empty"
+    if len(value) > MAX_ID_CHARS:
+        return f"is {len(value):,} characters long; the limit is {MAX_ID_CHARS:,}"
+    if value.isascii():
+        found = _ASCII_FORBIDDEN.search(value)
+        return None if found is None else _bad_id_char(value, found.start())
+    for position, char in enumerate(value):
+        if unicodedata.category(char) in _ID_FORBIDDEN:
+            return _bad_id_char(value, position)
+    return None
+
+
+def _bad_id_char(value: str, position: int) -> str:
+    """What is wrong with the character of ``value`` at ``position``, named by its code point."""
+    char = value[position]
+    if char == "\x00" or "\ud800" <= char <= "\udfff":
+        return text_problem(value) or ""  # what every text says of them
+    category = _ID_FORBIDDEN[unicodedata.category(char)]
+    name = _CONTROL_NAMES.get(char) or unicodedata.name(char, "")
+    shown = f"U+{ord(char):04X}" + (f" {name}" if name else "")
+    return (f"contains {shown} ({category}) at position {position}: an id holds no whitespace, "
+            "control, format or separator character")
+
+
+def shown_id(value: str) -> str:
+    """``value`` as a message should show it: as it is when it obeys :func:`id_problem`,
+    quoted with its escapes otherwise (an id stored before that rule may hold a newline or a
+    right-to-left override, which would break or reverse the line it is printed in)."""
+    return value if id_problem(value) is None else ascii(value)
+
+
+# -- JSON documents ---------------------------------------------------------------------------
+
+
+class UnreadableJson(InvalidInput):
+    """A JSON document that parses but would not read back as it was written: an object that
+    gives a key twice (one of the values would be dropped unseen), or a number that a double
+    cannot hold (a nonzero number that would read as 0, or one past the largest double, which
+    would read as infinity). Nothing was read, so nothing was written.
+
+    ``kind`` is ``duplicate_key`` or ``number_out_of_range``; ``loc`` is where, as the keys and
+    indexes from the top of the document (``("events", 0, "payload", "x")``), which the
+    message names too.
+    """
+
+    def __init__(self, kind: str, message: str, loc: tuple[str | int, ...]) -> None:
+        self.kind = kind
+        self.loc = loc
+        super().__init__(message)
+
+
+class _Refused(Exception):
+    """Stops the fast parse at the first duplicate key or unreadable number."""
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def fits_double(number: Decimal) -> bool:
+    """Whether ``number`` reads as a double without becoming 0 (when it is not 0) or infinite."""
+    as_float = float(number)
+    return math.isfinite(as_float) and (as_float != 0.0 or number.is_zero())
+
+
+def _number(literal: str) -> Decimal:
+    number = Decimal(literal)
+    if not fits_double(number):
+        raise _Refused
+    return number
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Refused
+    return obj
+
+
+class _BadNumber(str):
+    """A number literal the locating parse found unreadable."""
+
+
+class _Duplicated(dict):  # type: ignore[type-arg]
+    """An object the locating parse found with a key given twice (``duplicate``)."""
+
+    duplicate = ""
+
+
+def _marked_number(literal: str) -> Any:
+    number = Decimal(literal)
+    return number if fits_double(number) else _BadNumber(literal)
+
+
+def _marked_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    marked = _Duplicated(pairs)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            marked.duplicate = key
+            break
+        seen.add(key)
+    return marked
+
+
+# One decoder of each kind for every document: ``json.loads`` with keyword arguments builds a
+# new one per call, which costs more than the parse itself.
+_STRICT = json.JSONDecoder(parse_float=_number, parse_constant=_no_constants, object_pairs_hook=_object)
+_LOCATING = json.JSONDecoder(parse_float=_marked_number, parse_constant=_no_constants,
+                             object_pairs_hook=_marked_object)
+
+
+def read_json(text: str) -> Any:
+    """Parse one JSON document the way every boundary of lossgate reads one.
+
+    A number with a fraction or an exponent becomes a :class:`~decimal.Decimal`, never a
+    binary float, so ``50.0`` stays distinct from ``50`` and ``0.1`` keeps its digits (a
+    payload turns it into the double RFC 8785 hashes, which it is then known to fit).
+    Raises :class:`UnreadableJson` for a key given twice in one object or a number a double
+    cannot hold (``1e-400``, ``1e999``), ``json.JSONDecodeError`` for text that is not JSON,
+    ``ValueError`` for ``NaN`` and ``Infinity`` (not JSON numbers) and ``RecursionError`` for
+    a document nested past the parser's stack.
+    """
+    try:
+        return _STRICT.decode(text)
+    except _Refused:
+        pass
+    # Rare: parse again, marking instead of stopping, to say where.
+    raise _first_unreadable(_LOCATING.decode(text))
+
+
+def _first_unreadable(doc: Any) -> UnreadableJson:
+    """The first duplicate key or unreadable number of ``doc``, in document order (iteratively)."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), doc)]
+    while stack:
+        loc, node = stack.pop()
+        where = ".".join(str(part) for part in loc)
+        if isinstance(node, _BadNumber):
+            return UnreadableJson("number_out_of_range", _number_problem(node, where), loc)
+        if isinstance(node, _Duplicated):
+            place = f"the object at {where}" if where else "the top-level object"
+            return UnreadableJson("duplicate_key", f"duplicate key {_clipped(ascii(node.duplicate))} in {place}", loc)
+        if isinstance(node, dict):
+            stack.extend(reversed([((*loc, k), v) for k, v in node.items()]))
+        elif isinstance(node, list):
+            stack.extend(reversed([((*loc, i), v) for i, v in enumerate(node)]))
+    raise AssertionError("the strict parse refused a document the locating parse finds nothing in")
+
+
+def _clipped(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _number_problem(literal: str, where: str = "") -> str:
+    """What is wrong with the number ``literal``, which a double cannot hold."""
+    reads_as = "0" if float(Decimal(literal)) == 0 else "infinity"
+    at = f" at {where}" if where else ""
+    return f"the number {_clipped(literal)}{at} would read as {reads_as}: it is beyond the range of a double"
+
+
+def as_doubles(value: Any, depth: int = 0) -> Any:
+    """A payload with its decimals as the doubles RFC 8785 hashes (the parsers read every
+    number with a fraction or an exponent as a :class:`~decimal.Decimal`; facts keep theirs
+    exact). Raises ``ValueError`` for a decimal a double cannot hold, rather than storing 0
+    or refusing an infinity later. Past :data:`MAX_DEPTH` the value is left as it is: the
+    record refuses its nesting."""
+    if type(value) is Decimal:
+        if not fits_double(value):
+            raise ValueError(_number_problem(str(value)))
+        return float(value)
+    if depth > MAX_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {k: as_doubles(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_doubles(v, depth + 1) for v in value]
+    return value
 
 
 def nesting_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
@@ -174,6 +407,9 @@ def _children(node: Any) -> Any:
 _ARG_MAX_CHARS = {"reason": MAX_LABEL_CHARS, "query": MAX_LABEL_CHARS, "tenant_id": MAX_ID_CHARS,
                   "subject_id": MAX_ID_CHARS, "event_id": MAX_ID_CHARS, "fact_id": MAX_ID_CHARS,
                   "old_fact_id": MAX_ID_CHARS, "artifact_id": MAX_ID_CHARS}
+# The tenant and the subject every call is addressed to obey the id rule (id_problem), as the
+# records do; the other ids name a record already stored (Key) and are only looked up.
+_ID_ARGS = frozenset({"tenant_id", "subject_id"})
 # Counts a caller passes (how many, how much): negative ones mean nothing, and past the
 # maxima no store can count that far (SQLite and PostgreSQL integers are 64-bit) nor would a
 # reader want it (a budget: at most MAX_BUDGET_TOKENS, as consolidation's).
@@ -194,6 +430,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def checked_args(func: F) -> F:
     """Check every string argument of ``func`` (and strings in list or tuple arguments)
     before it runs: a NUL or a lone surrogate raises :class:`InvalidInput`, as does a
+    ``tenant_id`` or ``subject_id`` that breaks the id rule (:func:`id_problem`), a
     ``reason`` or ``query`` longer than :data:`MAX_LABEL_CHARS`, an id longer than
     :data:`MAX_ID_CHARS`, a negative ``k`` or ``limit`` or a ``budget`` under 1 (or any of them past
     :data:`MAX_COUNT` / :data:`MAX_BUDGET_TOKENS`), or an argument
@@ -230,6 +467,8 @@ def checked_args(func: F) -> F:
 
 def _check_arg(name: str, value: str) -> None:
     if (problem := text_problem(value)) is not None:
+        raise InvalidInput(f"{name} {problem}")
+    if name in _ID_ARGS and (problem := id_problem(value)) is not None:
         raise InvalidInput(f"{name} {problem}")
     limit = _ARG_MAX_CHARS.get(name)
     if limit is not None and len(value) > limit:

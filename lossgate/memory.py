@@ -19,7 +19,7 @@ from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallR
 from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound, crash_reason
 from lossgate.instants import checked_instant
 from lossgate.ledger import Ledger
-from lossgate.limits import checked_args
+from lossgate.limits import checked_args, shown_id
 from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventKind, EventState, Fact, FactHistory, FactStatus, LedgerEntry,
     NewEvent, NewFact, Proposal, TaintOutcome, TaintPolicy, Trust, utcnow,
@@ -51,9 +51,10 @@ class Memory:
     """Long-term memory for agents, backed by one store.
 
     Methods marked ``@checked_args`` refuse a NUL or a lone surrogate in any string
-    argument, and a ``reason`` or ``query`` over 4,096 characters, with
-    :class:`~lossgate.errors.InvalidInput` before they touch the store (records carry
-    their own checks: :mod:`lossgate.limits`).
+    argument, a ``tenant_id`` or ``subject_id`` that breaks the id rule, and a ``reason``
+    or ``query`` over 4,096 characters, with :class:`~lossgate.errors.InvalidInput` before
+    they touch the store (records carry their own checks: :mod:`lossgate.limits`). An
+    event, fact or artifact id names a stored record and is looked up as given.
     """
 
     def __init__(self, store: Store, *, embedder: "Embedder | None" = None,
@@ -334,7 +335,7 @@ class Memory:
         with self.store.read() as tx:
             found = tx.facts(tenant_id, subject_id, ids=[fact_id])
         if not found:
-            raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            raise NotFound(f"fact {shown_id(fact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found[0]
 
     @checked_args
@@ -356,7 +357,7 @@ class Memory:
         with self.store.read() as tx:
             start = tx.facts(tenant_id, subject_id, ids=[fact_id])
             if not start:
-                raise NotFound(f"fact {fact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+                raise NotFound(f"fact {shown_id(fact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
             chain = [start[0]]
             while chain[0].supersedes:
                 chain[:0] = tx.facts(tenant_id, subject_id, ids=[chain[0].supersedes])
@@ -520,7 +521,7 @@ class Memory:
         with self.store.read() as tx:
             found = tx.artifact(tenant_id, subject_id, artifact_id)
         if found is None:
-            raise NotFound(f"artifact {artifact_id} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            raise NotFound(f"artifact {shown_id(artifact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found
 
     @checked_args
@@ -609,7 +610,7 @@ class Memory:
             tx.revoke_api_key(tenant_id, key_id, at=utcnow())
             found = [k for k in tx.api_keys(tenant_id) if k.key_id == key_id]
         if not found:
-            raise NotFound(f"API key {key_id} does not exist for tenant {tenant_id!r}")
+            raise NotFound(f"API key {shown_id(key_id)} does not exist for tenant {tenant_id!r}")
         return found[0]
 
     def authenticate(self, secret: str) -> "ApiKey | None":
@@ -646,14 +647,17 @@ def _no_environment_compressors(spec: str) -> "Compressor":
 
 
 def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open
-         embedder: "Embedder | None" = None, compressors: "Callable[[str], Compressor] | None" = None) -> Memory:
+         embedder: "Embedder | None" = None, compressors: "Callable[[str], Compressor] | None" = None,
+         create: bool = True) -> Memory:
     """Open lossgate memory at ``url`` (default ``sqlite:///lossgate.db``).
 
+    A SQLite file that does not exist is created, as :func:`sqlite3.connect` does; with
+    ``create=False`` it is a :class:`~lossgate.errors.ConfigError` naming the path instead.
     The schema is created or upgraded on open unless ``migrate=False``. With an
     ``embedder`` (:mod:`lossgate.semantic`), recall ranks queries by meaning as well.
     ``compressors`` makes a tenant rollout's compressors (see :class:`Memory`).
     """
-    memory = Memory(open_store(url), embedder=embedder, compressors=compressors)
+    memory = Memory(open_store(url, create=create), embedder=embedder, compressors=compressors)
     if migrate:
         memory.migrate()
     return memory

@@ -139,14 +139,15 @@ def _json_field(value: Any, max_bytes: int, *, nul_ok: bool = False) -> Any:
 class NewEvent(_Input):
     """An event to append to the raw layer. ``event_id`` is the idempotency key.
 
-    Ids are at most 200 characters, ``actor`` 200, ``text`` 65,536, the payload
+    Ids are at most 200 characters with no whitespace, control or format character
+    (:func:`~lossgate.limits.id_problem`), ``actor`` 200, ``text`` 65,536, the payload
     1 MiB of JSON nested at most 64 levels; no text may hold a lone surrogate, and
     none but the payload's strings a NUL (:mod:`lossgate.limits`).
     """
 
     tenant_id: Id
     subject_id: Id
-    event_id: Key = Field(default_factory=lambda: f"ev-{uuid.uuid4().hex}")
+    event_id: Id = Field(default_factory=lambda: f"ev-{uuid.uuid4().hex}")
     kind: EventKind = "message"
     # PostgreSQL cannot store NUL in text: every text field refuses it on every store, so
     # they agree (a pattern is checked in pydantic's core, off the Python hot path).
@@ -231,20 +232,23 @@ class Predicate(_Record):
 class NewFact(_Input):
     """A fact to assert. ``value`` is checked against the predicate's type by the ledger.
 
-    Ids and the predicate are at most 200 characters, a qualifier key 200 and its value
-    4,096; ``value`` is at most 64 KiB of JSON nested at most 64 levels; no text anywhere
-    may hold NUL or a lone surrogate (:mod:`lossgate.limits`).
+    Ids obey :func:`~lossgate.limits.id_problem` (the source event ids name stored events
+    and are only looked up); ids and the predicate are at most 200 characters, a qualifier
+    key 200 and its value 4,096; ``value`` is at most 64 KiB of JSON nested at most 64
+    levels; no text anywhere may hold NUL or a lone surrogate (:mod:`lossgate.limits`).
     """
 
     tenant_id: Id
     subject_id: Id
-    fact_id: Key | None = None
+    fact_id: Id | None = None
     predicate: Name
     value: Any
     qualifiers: tuple[tuple[Name, Label], ...] = ()
     polarity: Polarity = "positive"
     modality: Modality = "asserted"
     authority: Authority = "user"
+    # Events already stored: looked up as given (a Key), so a fact may rest on an event whose
+    # id an earlier version took; an id never stored is not found.
     source_event_ids: tuple[Key, ...] = Field(min_length=1)
     valid_from: datetime | None = None
 

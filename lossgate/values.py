@@ -18,6 +18,15 @@ Three forms exist for each value:
 spellings JSON forces on a caller (an ISO string for a date, a string or
 number for a decimal) and refuses any conversion that could change meaning:
 a bool for an int, a float for a decimal, a string for a bool.
+
+A duration is read one way: ISO 8601 in weeks, days, hours, minutes and seconds
+(``P7D``, ``PT1H30M``, ``P1W2D``), whole numbers but for the seconds, which may have a
+fraction of up to six digits (``PT0.25S``), and an optional ``-`` in front that negates
+all of it (``-P1DT2H``). Anything else is refused rather than re-read: a fraction of a
+larger unit (``P1.5D``), a finer fraction, a sign inside (``P-1D``) or a ``+``, years and
+months (their length varies). Its stored form is canonical and means the same: days,
+hours, minutes and seconds, a week as 7 days, 24 hours as a day (``PT36H`` is stored as
+``P1DT12H``), zero as ``PT0S``.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from lossgate.instants import instant_problem
 
@@ -56,7 +65,17 @@ _DURATION = TypeAdapter(timedelta)
 # Bounds that keep a decimal's canonical (plain) form short: 1e400000000 is not a price.
 _MAX_EXPONENT = 100
 _MAX_DIGITS = 100
-_ISO_DURATION = re.compile(r"^-?P(?!$)(\d+(\.\d+)?W)?(\d+(\.\d+)?D)?(T(?!$)(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?$")
+# A duration as lossgate reads it: ISO 8601 in weeks, days, hours, minutes and seconds, with
+# an optional "-" in front that negates the whole of it. Whole numbers only, ASCII digits,
+# but for a fraction of a second of up to six digits (a microsecond, what a timedelta
+# holds): a fraction of a larger unit or a finer one would be read as something else than
+# was written. Years and months, whose length varies, are refused, as is a sign anywhere
+# else.
+_ISO_DURATION = re.compile(
+    r"(?P<sign>-?)P(?:(?P<weeks>[0-9]+)W)?(?:(?P<days>[0-9]+)D)?"
+    r"(?:T(?=[0-9])(?:(?P<hours>[0-9]+)H)?(?:(?P<minutes>[0-9]+)M)?"
+    r"(?:(?P<seconds>[0-9]+)(?:\.(?P<fraction>[0-9]{1,6}))?S)?)?")
+_DURATION_FORM = "an ISO 8601 duration like 'P7D', 'PT1H30M' or '-PT0.5S'"
 
 
 class Money(BaseModel):
@@ -149,13 +168,30 @@ def _duration(value: Any) -> timedelta:
     if type(value) is timedelta:
         return value
     if type(value) is str:
-        if not _ISO_DURATION.match(value):
-            raise ValueMismatch(f"got string {value!r}, not an ISO 8601 duration like 'P7D' or 'PT1H30M'")
-        try:
-            return _DURATION.validate_python(value, strict=False)
-        except ValidationError:
-            raise ValueMismatch(f"got string {value!r}, not an ISO 8601 duration") from None
+        return _read_duration(value)
     raise ValueMismatch(f"got {describe_type(value)}")
+
+
+def _read_duration(text: str) -> timedelta:
+    """``text`` in the grammar of :data:`_ISO_DURATION` as a timedelta (a week is 7 days, a day
+    24 hours), or :class:`ValueMismatch`. Whatever it accepts is stored as written or in
+    the canonical form of :func:`_iso_duration`, which means the same."""
+    found = _ISO_DURATION.fullmatch(text)
+    if found is None or not any(found.group(unit) for unit in ("weeks", "days", "hours", "minutes", "seconds")):
+        raise ValueMismatch(f"got string {_shown(text)}, not {_DURATION_FORM} (whole numbers, a fraction "
+                            "only of seconds and to the microsecond, a sign only in front)")
+    try:
+        parts = {unit: int(found.group(unit) or 0) for unit in ("weeks", "days", "hours", "minutes", "seconds")}
+        micro = int((found.group("fraction") or "").ljust(6, "0"))
+        magnitude = timedelta(**parts, microseconds=micro)
+    except (ValueError, OverflowError):  # past timedelta's 999,999,999 days, or digits past int's limit
+        raise ValueMismatch(f"duration {_shown(text)} is out of range (at most 999,999,999 days)") from None
+    return -magnitude if found.group("sign") else magnitude
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def _text(value: Any) -> str:

@@ -6,21 +6,24 @@ exit codes once, for all commands:
 * :class:`~lossgate.errors.StoreError` (the database failed): ``error: ...`` on stderr, exit 1;
 * any other :class:`~lossgate.errors.LossgateError` (the caller's input is wrong, or names
   something that does not exist): ``error: ...`` on stderr, exit 2;
-* usage errors (unknown option, missing argument): exit 2, as click does.
+* usage errors (unknown option, missing argument, bad value): ``error: ...`` on stderr,
+  exit 2, as click does, but in one line instead of click's usage and box.
 
 Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, NoReturn
+from typing import Any, Iterator, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 import lossgate
 from lossgate.errors import LossgateError, StoreError
@@ -32,8 +35,23 @@ __all__ = ["app", "CliState", "open_memory", "cli_errors", "fail", "out", "err"]
 EXIT_STORE = 1
 EXIT_INPUT = 2
 
+
+class _Commands(TyperGroup):
+    """The root command: whatever click refuses while parsing a command line, or a command
+    raises as ``typer.BadParameter``, is one line (:func:`_usage_errors`)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        with _usage_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _usage_errors():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
     name="lossgate",
+    cls=_Commands,
     help="Agent memory that compresses without forgetting: raw events, a typed fact ledger, a loss gate.",
     no_args_is_help=True,
     add_completion=False,
@@ -54,7 +72,10 @@ def _root(
     ctx: typer.Context,
     db: str = typer.Option(
         DEFAULT_URL, "--db", envvar="LOSSGATE_DB", show_envvar=True, metavar="URL",
-        help="Database URL: sqlite:///PATH.db or postgresql://...",
+        help="Database URL: sqlite:///PATH.db, or postgresql://USER@HOST/DB (it gives up connecting after 5 s "
+             "unless ?connect_timeout=SECONDS says otherwise). A SQLite file that does not exist is created by the "
+             "commands that set one up (init, ingest, predicates load, keys create, serve, worker); "
+             "the others refuse it.",
     ),
 ) -> None:
     ctx.obj = CliState(db_url=db)
@@ -83,6 +104,19 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
 
 
 @contextmanager
+def _usage_errors() -> Iterator[None]:
+    """Click's errors (usage errors: exit 2) as one line, with the command to ask for help."""
+    try:
+        yield
+    except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            raise  # `lossgate` alone: the help
+        ctx = getattr(exc, "ctx", None)
+        fail(f"{exc.format_message().rstrip('.')} (see {ctx.command_path if ctx else 'lossgate'} --help)",
+             exc.exit_code)
+
+
+@contextmanager
 def cli_errors() -> Iterator[None]:
     """Map lossgate errors to a one-line message and an exit code (1 for the store, else 2)."""
     try:
@@ -94,13 +128,18 @@ def cli_errors() -> Iterator[None]:
 
 
 @contextmanager
-def open_memory(ctx: typer.Context, *, semantic: bool = False) -> Iterator[Memory]:
+def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = False) -> Iterator[Memory]:
     """Open the memory named by ``--db`` (creating or upgrading its schema), close it after.
-    With ``semantic``, it carries the embedder ``LOSSGATE_EMBEDDER`` names, if any.
+    With ``semantic``, it carries the embedder ``LOSSGATE_EMBEDDER`` names, if any. A SQLite
+    file that does not exist is created only with ``create`` (the commands that set up a
+    database); without, it is an error naming the path, not a new empty database.
 
-    Errors raised while opening or inside the block are mapped by :func:`cli_errors`.
+    Errors raised while opening or inside the block are mapped by :func:`cli_errors`, once:
+    the connection pool's own warnings (each failed attempt to connect) are not printed.
     """
     state: CliState = ctx.find_root().obj
+    if not logging.getLogger("psycopg.pool").handlers:
+        logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
     with cli_errors():
         embedder = None
         if semantic:
@@ -109,7 +148,7 @@ def open_memory(ctx: typer.Context, *, semantic: bool = False) -> Iterator[Memor
             embedder = embedder_from_env(os.environ)
         from lossgate.consolidate.factory import load_compressor
 
-        memory = lossgate.open(state.db_url, embedder=embedder,
+        memory = lossgate.open(state.db_url, create=create, embedder=embedder,
                                compressors=lambda spec: load_compressor(spec, environ=os.environ))
         try:
             yield memory

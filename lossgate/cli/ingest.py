@@ -67,7 +67,7 @@ def ingest(
         total = None if name == "-" else os.fstat(fh.fileno()).st_size
         lines = _CountingLines(fh)
         console = err()
-        with open_memory(ctx) as memory, Progress(
+        with open_memory(ctx, create=True) as memory, Progress(
             TextColumn("ingesting"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
             console=console, transient=True, disable=quiet or not console.is_terminal,
         ) as bar:

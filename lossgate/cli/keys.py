@@ -42,7 +42,7 @@ def create(
     as_json: AsJson = False,
 ) -> None:
     """Create a key for the tenant and print its secret, once: only its hash is stored."""
-    with open_memory(ctx) as memory:
+    with open_memory(ctx, create=True) as memory:
         key, secret = memory.create_api_key(tenant, scopes=[scopes], name=name)
     if as_json:
         typer.echo(_json(key, secret))

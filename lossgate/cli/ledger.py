@@ -8,7 +8,6 @@ library to reject, so the CLI and the Python API give the same errors.
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional, get_args
@@ -23,6 +22,7 @@ from lossgate.cli.render import (
     history_json, log_table, predicate_table, print_json_lines, print_table, value_cell,
 )
 from lossgate.ingest import describe_validation_error
+from lossgate.limits import UnreadableJson, read_json
 from lossgate.records import Authority, EventState, Modality, NewFact, Polarity
 
 __all__ = ["register"]
@@ -51,10 +51,14 @@ delete_app = typer.Typer(help="Delete a fact or an event (content purged, tombst
 
 def parse_value(raw: str) -> Any:
     """``--value`` as JSON with exact decimals (``50`` is an int, ``50.0`` a decimal,
-    ``false`` a bool); text that is not JSON at all (``UTC+01:00``) is taken as a string."""
+    ``false`` a bool), read as every JSON document is (:func:`lossgate.limits.read_json`:
+    a key given twice or a number a double cannot hold raises ``UnreadableJson``); text
+    that is not JSON at all (``UTC+01:00``) is taken as a string."""
     try:
-        return json.loads(raw, parse_float=Decimal)
-    except ValueError:
+        return read_json(raw)
+    except UnreadableJson:
+        raise
+    except (ValueError, RecursionError):
         return raw
 
 
@@ -80,7 +84,7 @@ def init(
     )] = None,
 ) -> None:
     """Create or upgrade the schema (idempotent); optionally load a predicate registry."""
-    with open_memory(ctx) as memory:
+    with open_memory(ctx, create=True) as memory:
         version = memory.migrate()
         registry = memory.load_predicates(predicates) if predicates else memory.registry
     console = out()
@@ -105,7 +109,7 @@ def predicates_load(
     """Store a predicate registry version (the same version again is a no-op). A version that
     adds or raises a critical predicate or changes a type re-gates each --tenant's summaries
     in the same transaction (a failure goes stale and queues a rebuild)."""
-    with open_memory(ctx) as memory:
+    with open_memory(ctx, create=True) as memory:
         registry = memory.load_predicates(file, tenants=tenants or ())
     out().print(Text.assemble(
         "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",

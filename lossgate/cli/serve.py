@@ -46,7 +46,8 @@ def app_from_environment() -> "FastAPI":
 
 def serve(
     ctx: typer.Context,
-    db: Annotated[Optional[str], typer.Option("--db", metavar="URL", help="Database URL (default: the global --db).")]
+    db: Annotated[Optional[str], typer.Option(
+        "--db", metavar="URL", help="Database URL (default: the global --db); a SQLite file is created if missing.")]
     = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8080,

@@ -8,8 +8,9 @@ hosts, may serve one PostgreSQL database (``lossgate serve --workers N``); only 
 metrics are per process (:mod:`lossgate.service.metrics`).
 
 Layers, outermost first: the metrics middleware (counts every answer, errors included),
-the body limit (:mod:`lossgate.service.bodies`: size and media type, before any route
-runs), FastAPI's routing and validation, the routes (:mod:`lossgate.service.routes`, and
+the path check (:mod:`lossgate.service.paths`: no encoded ``/`` in a segment), the body
+limit (:mod:`lossgate.service.bodies`: size and media type, before any route runs),
+FastAPI's routing and validation, the routes (:mod:`lossgate.service.routes`, and
 the inspection page, :mod:`lossgate.service.ui`),
 which call :class:`~lossgate.service.operations.TenantMemory`. Every error leaves as the
 typed body of :mod:`lossgate.service.errors`.
@@ -33,6 +34,7 @@ from lossgate.memory import Memory
 from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from lossgate.service.errors import ApiError, ErrorCode, ErrorDetail, from_lossgate
 from lossgate.service.metrics import Metrics, MetricsMiddleware
+from lossgate.service.paths import EncodedSlash
 from lossgate.service.routes import consolidation, ledger, recall, system
 from lossgate.service.ui import FORM_PATHS
 from lossgate.service.ui import router as ui_router
@@ -72,6 +74,7 @@ def create_app(memory: Memory | str, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     app.state.metrics = metrics = Metrics()
     _install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes, form_paths=FORM_PATHS)
+    app.add_middleware(EncodedSlash)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost
     return app
 

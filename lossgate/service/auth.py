@@ -1,6 +1,11 @@
 """Authentication: every route but ``/healthz``, ``/metrics`` and ``/openapi.json`` needs an
 API key, sent as ``Authorization: Bearer <secret>``.
 
+The header is read strictly (:func:`bearer_token`): one ``Authorization`` header, holding
+exactly ``Bearer``, one space and the secret as a token68 (RFC 7235): no other spacing, no
+tab, no lower-case ``bearer``, nothing after it. Anything else is a 401 with the challenge,
+like a missing key: a header a lenient reader would repair is one the client did not mean.
+
 The secret is hashed and looked up (:meth:`lossgate.Memory.authenticate`: one read, by the
 hash, before any tenant is known). A missing header, another scheme, a malformed secret,
 an unknown one and a revoked one all get the same 401 (``unauthorized``), so a caller
@@ -15,21 +20,46 @@ by every worker process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import HTTPConnection
 
 from lossgate.access import ApiKey, Scope
 from lossgate.memory import Memory
 from lossgate.service.errors import ApiError
 from lossgate.service.operations import TenantMemory
 
-__all__ = ["bearer", "api_key", "scoped", "memory_of"]
+__all__ = ["bearer", "bearer_token", "api_key", "scoped", "memory_of"]
 
-bearer = HTTPBearer(auto_error=False, scheme_name="apiKey",
-                    description="An API key from `lossgate keys create` (`Authorization: Bearer lg_...`).")
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="lossgate"'}
+# RFC 7235's token68, after exactly "Bearer" and one space.
+_BEARER = re.compile(r"Bearer ([A-Za-z0-9._~+/-]+=*)")
+
+
+def bearer_token(values: Sequence[str]) -> str | None:
+    """The secret of the ``Authorization`` header values ``values`` (all of a request's, in
+    order), or ``None`` unless there is exactly one and it is exactly ``Bearer <token68>``."""
+    if len(values) != 1:
+        return None
+    found = _BEARER.fullmatch(values[0])
+    return found.group(1) if found else None
+
+
+class _StrictBearer(HTTPBearer):
+    """FastAPI's bearer scheme (it documents the key in the OpenAPI document), reading the
+    header with :func:`bearer_token`: ``None`` without a key sent exactly as it must be,
+    which :func:`api_key` answers as a missing key."""
+
+    async def __call__(self, request: HTTPConnection) -> HTTPAuthorizationCredentials | None:
+        token = bearer_token(request.headers.getlist("authorization"))
+        return None if token is None else HTTPAuthorizationCredentials(scheme="Bearer", credentials=token)
+
+
+bearer = _StrictBearer(auto_error=False, scheme_name="apiKey",
+                       description="An API key from `lossgate keys create` (`Authorization: Bearer lg_...`).")
 
 
 def memory_of(request: Request) -> Memory:

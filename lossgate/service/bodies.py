@@ -8,17 +8,19 @@ posted to one of ``form_paths`` (the inspection page's login); each with the ser
 (:mod:`lossgate.service.errors`: ``body_too_large`` 413, ``unsupported_media_type``
 415). Nothing reaches a route, so nothing is written.
 
-:class:`JsonRoute` parses JSON the way ``lossgate ingest`` does: a number with a fraction
-or an exponent becomes a :class:`~decimal.Decimal`, never a binary float, so ``50.0`` given
-for an ``int`` predicate is refused instead of becoming ``50``, and ``0.1`` stays ``0.1``
-(invariant 9); ``NaN`` and ``Infinity`` are not JSON and are refused.
+:class:`JsonRoute` parses JSON the way ``lossgate ingest`` does
+(:func:`lossgate.limits.read_json`): a number with a fraction or an exponent becomes a
+:class:`~decimal.Decimal`, never a binary float, so ``50.0`` given for an ``int`` predicate
+is refused instead of becoming ``50``, and ``0.1`` stays ``0.1`` (invariant 9); ``NaN`` and
+``Infinity`` are not JSON and are refused. So are an object key given twice and a number a
+double cannot hold (``1e-400`` would read as 0, ``1e999`` as infinity): ``malformed_json``
+(400), naming the key or the field in ``details``, before the route runs.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
-from decimal import Decimal
 from typing import Any
 
 from fastapi.routing import APIRoute
@@ -26,18 +28,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lossgate.service.errors import ApiError
+from lossgate.limits import UnreadableJson, read_json
+from lossgate.service.errors import ApiError, ErrorDetail
 
 __all__ = ["BodyLimit", "JsonRoute", "DEFAULT_MAX_BODY_BYTES", "error_bytes"]
 
 DEFAULT_MAX_BODY_BYTES = 1_048_576
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_no_constants)
 
 
 def error_bytes(error: ApiError) -> bytes:
@@ -123,23 +119,45 @@ class _ExactJsonRequest(Request):
         if not hasattr(self, "_json"):
             raw = await self.body()
             try:
-                self._json = _DECODER.decode(raw.decode("utf-8"))
+                self._json = read_json(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
                 raise json.JSONDecodeError(f"the body is not UTF-8 ({exc.reason})", "", 0) from None
+            except UnreadableJson:
+                raise
             except ValueError as exc:
                 if isinstance(exc, json.JSONDecodeError):
                     raise
                 raise json.JSONDecodeError(str(exc), "", 0) from None
         return self._json
 
+    async def refuse_unreadable(self) -> None:
+        """Raise ``malformed_json`` for a body that parses but would not read back as written
+        (:class:`~lossgate.limits.UnreadableJson`); any other failure to parse is left to
+        FastAPI's own reading, which answers it as it always has."""
+        if not await self.body():
+            return
+        try:
+            await self.json()
+        except UnreadableJson as exc:
+            where = ".".join(["body", *(str(part) for part in exc.loc)])
+            raise ApiError("malformed_json", f"the body cannot be read as it was written: {exc}",
+                           details=[ErrorDetail(loc=where, message=str(exc), type=exc.kind)]) from None
+        except (ValueError, RecursionError):
+            pass
+
 
 class JsonRoute(APIRoute):
-    """A route whose JSON body is parsed with exact numbers (see the module)."""
+    """A route whose JSON body is parsed with exact numbers and refused when it would not
+    read back as written (see the module)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        reads_body = self.body_field is not None
 
         async def exact(request: Request) -> Response:
-            return await handler(_ExactJsonRequest(request.scope, request.receive))
+            strict = _ExactJsonRequest(request.scope, request.receive)
+            if reads_body:
+                await strict.refuse_unreadable()
+            return await handler(strict)
 
         return exact

@@ -7,7 +7,9 @@ for a request that failed validation, ``details`` naming each field. The table:
 =========================  ======  =============================================================
 code                       status  when
 =========================  ======  =============================================================
-``malformed_json``         400     the body is not JSON (or not UTF-8, or holds NaN/Infinity)
+``malformed_json``         400     the body is not JSON (or not UTF-8, or holds NaN/Infinity), or
+                                   would not read back as written (a key given twice, a number a
+                                   double cannot hold: ``details`` says where)
 ``unauthorized``           401     no API key, a malformed one, an unknown one or a revoked one
 ``forbidden``              403     the key lacks the scope the operation needs
 ``not_found``              404     no such route, or nothing with that id for the key's tenant
@@ -20,7 +22,8 @@ code                       status  when
                                    predicate registry is loaded)
 ``body_too_large``         413     the body is over the service's limit (1 MiB by default)
 ``unsupported_media_type`` 415     a body that is not ``application/json``
-``validation_error``       422     the request does not fit its schema (``details`` says where)
+``validation_error``       422     the request does not fit its schema (``details`` says where),
+                                   a path segment holds an encoded ``/``
 ``invalid_input``          422     the records refuse it (a limit of :mod:`lossgate.limits`, an
                                    authority above its sources' trust, ...)
 ``unknown_predicate``      422     a fact names a predicate the registry does not define

@@ -30,6 +30,12 @@ JSON numbers: the SDK parses a number with a fraction into a binary float, which
 refuses as a ``decimal`` or ``money`` value (it has already lost the digits written); such
 values are sent as strings (``"99.95"``, ``{"amount": "12.50", "currency": "USD"}``).
 
+Every message is read by :func:`lossgate.limits.read_json` before the SDK reads it, on
+both transports: one that gives an object key twice or holds a number a double cannot
+hold (``1e-400`` would reach a tool as 0, ``1e999`` as infinity) is not handed on. A
+``tools/call`` gets the tool error result ``malformed_json`` naming the key or the
+argument; any other request a JSON-RPC error ``-32600`` carrying the same body.
+
 Over HTTP (:func:`http_app`) the server is one tenant's memory on the network, so every
 HTTP request must carry the same key, ``Authorization: Bearer <key>``; any other gets 401
 ``unauthorized`` with the service's error body.
@@ -39,19 +45,26 @@ from __future__ import annotations
 
 import hmac
 import inspect
+import io
 import json
 import logging
-from typing import Annotated, Any, Callable, Literal, TypeVar
+import sys
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Annotated, Any, Callable, Literal, NamedTuple, TypeVar
 
+import anyio
+import mcp_types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lossgate.access import ApiKey, Scope as KeyScope
 from lossgate.errors import LossgateError
-from lossgate.limits import MAX_LABEL_CHARS
+from lossgate.limits import MAX_LABEL_CHARS, UnreadableJson, read_json
 from lossgate.memory import Memory
 from lossgate.service.errors import ApiError, ErrorDetail, from_lossgate
 from lossgate.service.models import (
@@ -60,7 +73,8 @@ from lossgate.service.models import (
 )
 from lossgate.service.operations import TenantMemory
 
-__all__ = ["SERVER_NAME", "InvalidKey", "ForgetOut", "InspectOut", "authenticate", "create_server", "http_app"]
+__all__ = ["SERVER_NAME", "InvalidKey", "ForgetOut", "InspectOut", "Refusal", "authenticate", "create_server",
+           "http_app", "refusal"]
 
 SERVER_NAME = "lossgate"
 log = logging.getLogger(__name__)
@@ -121,6 +135,74 @@ def _validation_error(exc: ValidationError) -> ApiError:
     return ApiError("validation_error", f"the arguments do not fit the tool's schema: {where}", details=details)
 
 
+class Refusal(NamedTuple):
+    """A message lossgate will not hand to the SDK, and the JSON-RPC message that answers
+    it (``None`` for a notification, which nothing answers)."""
+
+    reply: dict[str, Any] | None
+    error: ApiError
+
+
+def refusal(raw: str) -> Refusal | None:
+    """The :class:`Refusal` of a JSON-RPC message that parses but would not read back as
+    written (:class:`~lossgate.limits.UnreadableJson`), or ``None``: it reads, or it is not
+    JSON at all, which the SDK answers itself."""
+    try:
+        read_json(raw)
+        return None
+    except UnreadableJson as exc:
+        problem = exc
+    except (ValueError, RecursionError):
+        return None
+    try:  # leniently, only for the request's id and method
+        message = json.loads(raw)
+    except (ValueError, RecursionError):
+        message = None
+    fields = message if isinstance(message, dict) else {}
+    loc, top = problem.loc, "(message)"
+    is_call = fields.get("method") == "tools/call"
+    if is_call and loc[:2] == ("params", "arguments"):
+        loc, top = loc[2:], "(arguments)"  # where in the tool's arguments, as a validation error says
+    where = ".".join(str(part) for part in loc) or top
+    error = ApiError("malformed_json", f"the message cannot be read as it was written: {problem}",
+                     details=[ErrorDetail(loc=where, message=str(problem), type=problem.kind)])
+    if "id" not in fields:
+        return Refusal(None, error)
+    if is_call:
+        result = _error_result(error).model_dump(by_alias=True, mode="json", exclude_none=True)
+        return Refusal({"jsonrpc": "2.0", "id": fields["id"], "result": result}, error)
+    body = error.body().model_dump(mode="json")
+    return Refusal({"jsonrpc": "2.0", "id": fields["id"],
+                    "error": {"code": mcp_types.INVALID_REQUEST, "message": error.message, "data": body}}, error)
+
+
+class _StrictLines:
+    """stdin's lines for the SDK's stdio transport, each read by lossgate first: a line it
+    refuses is answered on the write stream (once :meth:`answer_on` gives it) and never
+    handed on."""
+
+    def __init__(self, lines: AsyncIterable[str]) -> None:
+        self._lines = lines
+        self._replies: Any = None
+        self._open = anyio.Event()
+
+    def answer_on(self, write_stream: Any) -> None:
+        self._replies = write_stream
+        self._open.set()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            refused = refusal(line)
+            if refused is None:
+                yield line
+            elif refused.reply is None:
+                log.warning("a notification was dropped: %s", refused.error.message)
+            else:
+                await self._open.wait()
+                reply = mcp_types.jsonrpc_message_adapter.validate_python(refused.reply)
+                await self._replies.send(SessionMessage(reply))
+
+
 class _Server(MCPServer[Any]):
     """:class:`MCPServer` whose argument-validation failures carry the service's error body
     (``validation_error``, with ``details``) instead of the SDK's text, and which refuses
@@ -149,6 +231,18 @@ class _Server(MCPServer[Any]):
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
             return _error_result(_validation_error(exc.__cause__))
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, reading stdin through :class:`_StrictLines`."""
+        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")  # as the SDK reads it
+        lines = _StrictLines(anyio.wrap_file(stdin))
+        try:
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+                lines.answer_on(write_stream)
+                await self._lowlevel_server.run(read_stream, write_stream,
+                                                self._lowlevel_server.create_initialization_options())
+        finally:
+            stdin.detach()  # the buffer is sys.stdin's: not this wrapper's to close
 
 
 class _Tools:
@@ -263,22 +357,62 @@ def create_server(memory: Memory, secret: str) -> MCPServer[Any]:
 
 
 class _BearerGate:
-    """ASGI middleware: an HTTP request passes only with ``Authorization: Bearer <secret>``."""
+    """ASGI middleware: an HTTP request passes only with ``Authorization: Bearer <secret>``
+    (exactly that one header), and a message passes only if lossgate reads it
+    (:func:`refusal`)."""
 
     def __init__(self, app: ASGIApp, secret: str) -> None:
         self.app = app
         self._expected = f"Bearer {secret}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            sent = dict(scope.get("headers", [])).get(b"authorization", b"")
-            if not hmac.compare_digest(sent, self._expected):
-                body = ApiError("unauthorized", "send the server's API key: Authorization: Bearer <key>").body()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="lossgate"')]})
-                await send({"type": "http.response.body", "body": body.model_dump_json().encode()})
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
+        if len(sent) != 1 or not hmac.compare_digest(sent[0], self._expected):
+            body = ApiError("unauthorized", "send the server's API key: Authorization: Bearer <key>").body()
+            await _respond(send, 401, body.model_dump_json().encode(),
+                           [(b"www-authenticate", b'Bearer realm="lossgate"')])
+            return
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
                 return
-        await self.app(scope, receive, send)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        raw = b"".join(chunks)
+        try:
+            refused = refusal(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            refused = None  # the SDK answers what is not UTF-8
+        if refused is not None:
+            reply = refused.reply or {"jsonrpc": "2.0", "id": None, "error": {
+                "code": mcp_types.INVALID_REQUEST, "message": refused.error.message,
+                "data": refused.error.body().model_dump(mode="json")}}
+            await _respond(send, 200 if "result" in reply else 400, json.dumps(reply).encode())
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def http_app(server: MCPServer[Any], secret: str, *, host: str = "127.0.0.1", path: str = "/mcp") -> ASGIApp:

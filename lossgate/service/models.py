@@ -15,7 +15,6 @@ a decimal as a string, money as ``{"amount": "12.50", "currency": "USD"}``) besi
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from lossgate.access import ApiKey, Scope
 from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
 from lossgate.instants import Instant
-from lossgate.limits import MAX_DEPTH, MAX_ID_CHARS, MAX_LABEL_CHARS, Key, Label, Name, Text
+from lossgate.limits import MAX_LABEL_CHARS, Id, Key, Label, Name, Text, as_doubles
 from lossgate.records import (
     Authority, Clock, Conflict, Event, EventKind, EventState, Fact, FactStatus, LedgerEntry, Modality, Polarity,
     Proposal, Tier, Trust,
@@ -39,8 +38,10 @@ __all__ = [
 
 MAX_BATCH = 1_000  # events, and facts, in one append: one transaction
 
-SubjectId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=r"^[^\s\x00]+$")]
-ItemId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=r"^[^\x00]+$")]
+SubjectId = Id
+"""A subject: an id (:func:`lossgate.limits.id_problem`)."""
+ItemId = Key
+"""An event, fact or artifact the subject already has, looked up as given."""
 
 
 class _In(BaseModel):
@@ -51,20 +52,6 @@ class _Out(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-def _floats(value: Any, depth: int = 0) -> Any:
-    """A payload's numbers as JSON numbers (floats), as RFC 8785 hashes them: the service
-    parses every JSON number with a fraction as a ``Decimal`` (facts keep theirs exact)."""
-    if type(value) is Decimal:
-        return float(value)
-    if depth > MAX_DEPTH:  # the record names the problem; this only keeps the walk bounded
-        return value
-    if isinstance(value, dict):
-        return {k: _floats(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_floats(v, depth + 1) for v in value]
-    return value
-
-
 # -- requests ------------------------------------------------------------------------------
 
 class EventIn(_In):
@@ -72,7 +59,7 @@ class EventIn(_In):
     ``Idempotency-Key`` header) so that a retry cannot append it twice; without it the
     service makes a fresh one. ``occurred_at`` must carry a UTC offset; default: now."""
 
-    event_id: Key | None = None
+    event_id: Id | None = None
     kind: EventKind = "message"
     actor: Name = "user"
     trust: Trust = "authenticated_user"
@@ -83,7 +70,9 @@ class EventIn(_In):
     @field_validator("payload", mode="after")
     @classmethod
     def _payload_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return _floats(value)  # type: ignore[no-any-return]
+        # A payload's numbers as RFC 8785 hashes them: doubles (the service parses every
+        # number with a fraction as a Decimal; facts keep theirs exact).
+        return as_doubles(value)  # type: ignore[no-any-return]
 
 
 class FactIn(_In):
@@ -92,7 +81,7 @@ class FactIn(_In):
     "currency": "USD"}``); ``fact_id`` defaults to one derived from the content, so a retry
     finds it again."""
 
-    fact_id: Key | None = None
+    fact_id: Id | None = None
     predicate: Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
     value: Any = Field(description="The value, in the JSON form of the predicate's type.")
     qualifiers: dict[Name, Label] = Field(default_factory=dict, max_length=64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from lossgate.errors import ConfigError
@@ -28,9 +29,13 @@ def register_scheme(prefix: str, opener: Callable[[str, str], Store]) -> None:
     _SCHEMES[prefix] = opener
 
 
-def open_store(url: str | None = None, *, role: str = "app") -> Store:
+def open_store(url: str | None = None, *, role: str = "app", create: bool = True) -> Store:
     """Open the store a URL names: ``sqlite:///relative.db``, ``sqlite:////abs/path.db``,
     or ``postgresql://user@host/db``. Raises :class:`ConfigError` for anything else.
+
+    A SQLite file that does not exist is created, unless ``create`` is false: then
+    :class:`ConfigError` names the path (a mistyped path is a wrong URL, not an empty
+    database). A server's database is never created; ``create`` applies to SQLite only.
 
     ``role`` is who the store acts for: ``"app"`` or ``"worker"`` (the only one that may
     claim rebuild jobs and extend their leases). PostgreSQL runs every transaction as the
@@ -46,6 +51,8 @@ def open_store(url: str | None = None, *, role: str = "app") -> Store:
         path = url[len("sqlite:///"):]
         if not path:
             raise ConfigError(f"SQLite URL {url!r} names no file")
+        if not create and path != ":memory:" and not os.path.exists(path):
+            raise ConfigError(f"no SQLite database at {path} (lossgate init creates one)")
         from lossgate.store.sqlite import SQLiteStore
 
         return SQLiteStore(path)

@@ -249,3 +249,102 @@ def test_streamable_http_needs_the_key(keys: Keys) -> None:
         anyio.run(scenario)
     finally:
         stop_process(proc, grace=15)
+
+
+# -- the id rule and the JSON rule reach the tools too ---------------------------------------
+
+def test_a_bad_id_is_refused_by_every_tool_and_writes_nothing(keys: Keys, tmp_path: Path) -> None:
+    async def scenario(client: Client) -> None:
+        await _ok(client, "remember", {"subject_id": "user-ids", "events": [{"event_id": "ids-1", "text": "hello"}]})
+        before = (await _ok(client, "inspect", {"subject_id": "user-ids"})).structured_content
+        for arguments in ({"subject_id": "user\u200bids", "events": [{"event_id": "ids-2"}]},
+                          {"subject_id": "user-ids", "events": [{"event_id": "ids-2\u202e"}]},
+                          {"subject_id": "user-ids", "events": [{"event_id": "ids-2"}], "facts": [
+                              {"fact_id": "f\ufeff1", "predicate": "timezone", "value": "UTC",
+                               "source_event_ids": ["ids-2"]}]}):
+            refused = await _error(client, "remember", arguments)
+            assert refused["code"] == "validation_error", refused
+            shown = refused["message"] + json.dumps(refused["details"], ensure_ascii=False)
+            assert not {"\u200b", "\u202e", "\ufeff"} & set(shown)
+        for tool, arguments in (("recall", {"subject_id": "user\nids"}), ("inspect", {"subject_id": "user\u2028ids"}),
+                                ("forget", {"subject_id": "user\u00a0ids", "kind": "event", "id": "ids-1"})):
+            assert (await _error(client, tool, arguments))["code"] == "validation_error", tool
+        gone = await _error(client, "forget", {"subject_id": "user-ids", "kind": "event", "id": "ids-1\u202e"})
+        assert gone["code"] == "not_found" and "\u202e" not in gone["message"]  # looked up as given, shown escaped
+        assert (await _ok(client, "inspect", {"subject_id": "user-ids"})).structured_content == before
+
+    _over_stdio(keys, keys.writer, scenario, tmp_path)
+
+
+def _call(request_id: int, arguments: str) -> str:
+    """A raw ``tools/call`` of ``remember`` whose arguments are the JSON text ``arguments``."""
+    return ('{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "remember", "arguments": %s}}'
+            % (request_id, arguments))
+
+
+UNREADABLE_CALLS = {
+    "duplicate subject": ('{"subject_id": "user-raw", "subject_id": "user-other", "events": []}', "(arguments)",
+                          "duplicate_key"),
+    "duplicate in an event": ('{"subject_id": "user-raw", "events": [{"event_id": "e1", "event_id": "e2"}]}',
+                              "events.0", "duplicate_key"),
+    "1e-400 in a payload": ('{"subject_id": "user-raw", "events": [{"event_id": "e1", "payload": {"x": 1e-400}}]}',
+                            "events.0.payload.x", "number_out_of_range"),
+    "1e999 in a payload": ('{"subject_id": "user-raw", "events": [{"event_id": "e1", "payload": {"x": 1e999}}]}',
+                           "events.0.payload.x", "number_out_of_range"),
+}
+
+
+def _refused_call(reply: dict[str, Any], request_id: int, loc: str, kind: str) -> None:
+    assert reply["id"] == request_id and reply["result"]["isError"] is True, reply
+    body = reply["result"]["structuredContent"]
+    assert body["code"] == "malformed_json" and [(d["loc"], d["type"]) for d in body["details"]] == [(loc, kind)]
+    assert json.loads(reply["result"]["content"][0]["text"]) == body
+
+
+def test_a_message_that_would_not_read_back_as_written_is_refused_over_stdio(keys: Keys) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "lossgate", "mcp", "--db", keys.db_url, "--key", keys.writer],
+                            env={**os.environ, **ENV}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for number, (arguments, loc, kind) in enumerate(UNREADABLE_CALLS.values(), start=1):
+            proc.stdin.write(_call(number, arguments) + "\n")
+            proc.stdin.flush()
+            _refused_call(json.loads(proc.stdout.readline()), number, loc, kind)
+        proc.stdin.write('{"jsonrpc": "2.0", "id": 99, "method": "ping", "params": {"a": 1, "a": 2}}\n')
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply["id"] == 99 and reply["error"]["data"]["code"] == "malformed_json", reply
+    finally:
+        proc.stdin.close()
+        stop_process(proc, grace=15)
+    memory = lossgate.open(keys.db_url, migrate=False)
+    try:
+        assert "user-raw" not in memory.subjects("travel-co") and "user-other" not in memory.subjects("travel-co")
+    finally:
+        memory.close()
+
+
+def test_a_message_that_would_not_read_back_as_written_is_refused_over_http(keys: Keys) -> None:
+    import httpx
+
+    from lossgate.service.mcp import create_server, http_app
+    from lossgate.testing.service import serving
+
+    memory = lossgate.open(keys.db_url, migrate=False)
+    try:
+        app = http_app(create_server(memory, keys.writer), keys.writer)
+        with serving(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+            sent = {"Authorization": f"Bearer {keys.writer}", "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream"}
+            for number, (arguments, loc, kind) in enumerate(UNREADABLE_CALLS.values(), start=1):
+                answer = http.post("/mcp", content=_call(number, arguments).encode(), headers=sent)
+                assert answer.status_code == 200, answer.text
+                _refused_call(answer.json(), number, loc, kind)
+            for headers in ({**sent, "Authorization": f"Bearer  {keys.writer}"},
+                            {**sent, "Authorization": f"bearer {keys.writer}"}):
+                refused = http.post("/mcp", content=_call(9, "{}").encode(), headers=headers)
+                assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
+        assert "user-raw" not in memory.subjects("travel-co")
+    finally:
+        memory.close()

@@ -32,7 +32,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from lossgate.access import ApiKey
 from lossgate.errors import NotFound
-from lossgate.service.auth import memory_of
+from lossgate.service.auth import bearer_token, memory_of
 from lossgate.service.models import ArtifactOut, KeyOut
 from lossgate.service.operations import TenantMemory
 from lossgate.service.routes import Subject
@@ -59,10 +59,9 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="lossgate"'}
 
 
 def _secret(request: Request) -> str | None:
-    header = request.headers.get("authorization")
-    if header is not None:
-        scheme, _, credentials = header.partition(" ")
-        return credentials.strip() or None if scheme.lower() == "bearer" else None
+    headers = request.headers.getlist("authorization")
+    if headers:
+        return bearer_token(headers)  # read as strictly as the API reads it
     return request.cookies.get(COOKIE)
 
 

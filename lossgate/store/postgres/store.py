@@ -5,6 +5,18 @@ use. Each public method opens one transaction; the primitives live in
 :mod:`lossgate.store.postgres.tx` and :mod:`lossgate.store.postgres.derived`, beside
 the shared ones of :mod:`lossgate.store.core`.
 
+Connections fail fast. Connecting may take the URL's ``connect_timeout`` (libpq's
+parameter, ``postgresql://host/db?connect_timeout=N``), :data:`CONNECT_TIMEOUT` seconds
+when it has none (the store reads no environment, so not ``PGCONNECT_TIMEOUT`` either),
+and a transaction waits as long for a connection, new or pooled: then
+:class:`~lossgate.errors.StoreError`. Opening the pool connects once first, so a wrong
+or unreachable database fails with the driver's reason. The pool checks a connection
+before handing it out, at no cost while its socket is quiet: a server that went away
+has closed it, and the pool then drops every idle connection that went with it. A
+failed attempt to connect is not retried in the background: the next transaction that
+needs a connection makes a fresh attempt, so the store answers again on the first
+transaction after the database is back.
+
 Isolation. A read is ``REPEATABLE READ, READ ONLY``: one snapshot. A write is
 ``READ COMMITTED`` plus row locks: ``lock_clock`` does ``INSERT ... ON CONFLICT
 DO NOTHING`` then ``SELECT ... FOR UPDATE`` on the subject's clock row, and the
@@ -63,6 +75,7 @@ from __future__ import annotations
 
 import random
 import re
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -72,6 +85,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -83,8 +97,10 @@ from lossgate.store.core.store import CoreStore
 from lossgate.store.postgres.tx import PostgresReadTx, PostgresWriteTx
 from lossgate.store.protocol import CompactReport
 
-__all__ = ["APP_ROLE", "WORKER_ROLE", "PostgresStore", "is_transient", "retry_transient"]
+__all__ = ["APP_ROLE", "CONNECT_TIMEOUT", "WORKER_ROLE", "PostgresStore", "is_transient", "retry_transient"]
 
+#: Seconds to connect, and to wait for a connection, unless the URL's ``connect_timeout`` says.
+CONNECT_TIMEOUT = 5
 APP_ROLE = "lossgate_app"
 WORKER_ROLE = "lossgate_worker"
 _ROLES = {"app": APP_ROLE, "worker": WORKER_ROLE}
@@ -108,6 +124,15 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     # which rows cannot tell from undecoded text.
     conn.adapters.register_loader("json", TextLoader)
     conn.adapters.register_loader("jsonb", TextLoader)
+
+
+def _readable(fd: int) -> bool:
+    """Whether the socket ``fd`` has something to read now (its peer closed it, or sent something)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # pragma: no cover - Windows
 
 
 def _translate(exc: psycopg.Error, acting_as: str | None = None) -> LossgateError:
@@ -166,12 +191,14 @@ class PostgresStore(CoreStore):
 
     ``role`` is who the store acts for: ``"app"`` (an application), ``"worker"`` (a
     consolidation worker, the only one that may claim jobs and extend leases) or
-    ``None`` (the login role itself); see the module's notes on row-level security."""
+    ``None`` (the login role itself); see the module's notes on row-level security.
+    ``timeout`` is how long a transaction waits for a connection (default: the connect
+    timeout; see the module's notes on failing fast)."""
 
     engine = "postgres"
 
     def __init__(
-        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0,
+        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float | None = None,
         role: str | None = "app",
     ) -> None:
         if role is not None and role not in _ROLES:
@@ -179,7 +206,20 @@ class PostgresStore(CoreStore):
         self.url = url
         self.db_role = _ROLES[role] if role else None
         self._sizes = (min_size, max_size)
-        self._timeout = timeout
+        self._connect_kwargs: dict[str, Any] = {"autocommit": True}
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error:
+            params = {}  # connecting says what is wrong with the URL
+        if "connect_timeout" not in params:
+            self._connect_kwargs["connect_timeout"] = CONNECT_TIMEOUT
+        try:
+            seconds = int(float(str(params.get("connect_timeout", CONNECT_TIMEOUT))))
+        except ValueError as exc:
+            raise ConfigError(f"PostgreSQL URL {self._safe_url()}: connect_timeout is whole seconds, "
+                              f"not {params['connect_timeout']!r}") from exc
+        # Read as libpq and psycopg do: at least 2 s; 0 or less is no limit, which psycopg ends after 130 s.
+        self._timeout = float(max(seconds, 2) if seconds > 0 else 130) if timeout is None else timeout
         self._pool_obj: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
         switch = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(self.db_role))] if self.db_role else []
@@ -192,9 +232,17 @@ class PostgresStore(CoreStore):
     def _pool(self) -> ConnectionPool:
         with self._pool_lock:
             if self._pool_obj is None:
+                try:  # once, in this thread: a wrong or unreachable database fails now, with the reason
+                    psycopg.connect(self.url, **self._connect_kwargs).close()
+                except psycopg.Error as exc:
+                    why = " ".join(str(exc).split())
+                    raise StoreError(f"cannot connect to PostgreSQL at {self._safe_url()}: {why}") from exc
+                # reconnect_timeout=0: a failed attempt is not retried on psycopg_pool's growing
+                # backoff (1, 2, 4, 8 s...), which kept the pool away from a database back up.
                 pool = ConnectionPool(
                     self.url, min_size=self._sizes[0], max_size=self._sizes[1], timeout=self._timeout,
-                    kwargs={"autocommit": True}, configure=_configure, open=False, name="lossgate",
+                    kwargs=self._connect_kwargs, configure=_configure, check=self._check, reconnect_timeout=0.0,
+                    open=False, name="lossgate",
                 )
                 try:
                     pool.open(wait=True, timeout=self._timeout)
@@ -204,8 +252,22 @@ class PostgresStore(CoreStore):
                 self._pool_obj = pool
             return self._pool_obj
 
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        # The pool's check of a connection it hands out: none for a quiet socket; else a
+        # round trip, and if that fails, one for every idle connection too.
+        try:
+            if not conn.closed and not _readable(conn.pgconn.socket):
+                return
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            if self._pool_obj is not None:
+                self._pool_obj.check()
+            raise
+
     def _safe_url(self) -> str:
-        return re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", self.url)
+        """The URL without its password (in the user part or a ``password=`` parameter)."""
+        url = re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", self.url)
+        return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
     @contextmanager
     def _transaction(self, begin: Sequence[sql.SQL | sql.Composed], *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
