@@ -205,7 +205,10 @@ class Worker:
 
 
 def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
-           exit_when_idle: bool, max_jobs: int | None, compressor: str | None) -> None:
+           exit_when_idle: bool, max_jobs: int | None, compressor: str | None, log_level: int = logging.WARNING,
+           log_format: str | None = None) -> None:
+    if not logging.getLogger().handlers:  # a spawned process starts with none: log as the parent does
+        logging.basicConfig(level=log_level, format=log_format or logging.BASIC_FORMAT)
     memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env(os.environ),  # LOSSGATE_EMBEDDER
                                 compressors=lambda spec: load_compressor(spec, environ=os.environ))  # rollouts
     worker = Worker(memory, config=config, consolidation=consolidation,
@@ -232,8 +235,10 @@ def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
     finally:
         memory.close()
     ctx = mp.get_context("spawn")
+    root = logging.getLogger()
+    fmt = root.handlers[0].formatter._fmt if root.handlers and root.handlers[0].formatter else None  # noqa: SLF001
     procs = [ctx.Process(target=_child, args=(url, config or WorkerConfig(), consolidation, exit_when_idle, max_jobs,
-                                                  compressor),
+                                                  compressor, root.getEffectiveLevel(), fmt),
                          name=f"lossgate-worker-{i}") for i in range(concurrency)]
     for p in procs:
         p.start()

@@ -95,3 +95,19 @@ def test_connections_cut_while_idle_are_replaced_on_the_first_request(outage: Ou
     outage.proxy.start()
     response, took = outage.get()
     assert response.status_code == 200 and took < 1.5, (response.text, took)
+
+
+def test_requests_waiting_through_an_outage_are_served_when_the_database_returns(outage: Outage) -> None:
+    assert outage.get()[0].status_code == 200
+    outage.hold_connections(2)
+    outage.proxy.stop()
+    with ThreadPoolExecutor(4) as pool:
+        waiting = [pool.submit(outage.get) for _ in range(4)]
+        time.sleep(DEADLINE / 2)  # each is waiting for a connection now
+        outage.proxy.start()
+        back = time.monotonic()
+        answers = [w.result() for w in waiting]
+    for response, _ in answers:
+        assert response.status_code == 200, response.text
+    # served soon after the return, not at the end of their wait
+    assert time.monotonic() - back < DEADLINE / 2 + SLACK

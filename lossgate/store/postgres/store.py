@@ -13,9 +13,10 @@ and a transaction waits as long for a connection, new or pooled: then
 or unreachable database fails with the driver's reason. The pool checks a connection
 before handing it out, at no cost while its socket is quiet: a server that went away
 has closed it, and the pool then drops every idle connection that went with it. A
-failed attempt to connect is not retried in the background: the next transaction that
-needs a connection makes a fresh attempt, so the store answers again on the first
-transaction after the database is back.
+failed attempt to connect is not retried in the background: a transaction waiting for a
+connection asks for one again every :data:`ASK_AGAIN_S` seconds, each ask a fresh attempt,
+so the store answers again within that time of the database's return, for the
+transactions already waiting as for the next one.
 
 Isolation. A read is ``REPEATABLE READ, READ ONLY``: one snapshot. A write is
 ``READ COMMITTED`` plus row locks: ``lock_clock`` does ``INSERT ... ON CONFLICT
@@ -101,6 +102,8 @@ __all__ = ["APP_ROLE", "CONNECT_TIMEOUT", "WORKER_ROLE", "PostgresStore", "is_tr
 
 #: Seconds to connect, and to wait for a connection, unless the URL's ``connect_timeout`` says.
 CONNECT_TIMEOUT = 5
+#: Seconds between the asks of a transaction waiting for a connection (each may connect anew).
+ASK_AGAIN_S = 0.25
 APP_ROLE = "lossgate_app"
 WORKER_ROLE = "lossgate_worker"
 _ROLES = {"app": APP_ROLE, "worker": WORKER_ROLE}
@@ -252,6 +255,27 @@ class PostgresStore(CoreStore):
                 self._pool_obj = pool
             return self._pool_obj
 
+    @contextmanager
+    def _lend(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection, waited for at most the store's ``timeout``: asked for in slices
+        of :data:`ASK_AGAIN_S`, because the pool tries to connect only when asked (a request
+        that waited through an outage would else wait out its whole timeout after the
+        database is back). Raises ``PoolTimeout`` at the deadline."""
+        pool = self._pool()
+        deadline = time.monotonic() + self._timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                conn = pool.getconn(timeout=max(0.001, min(ASK_AGAIN_S, left)))
+                break
+            except PoolTimeout:
+                if time.monotonic() >= deadline:
+                    raise PoolTimeout(f"couldn't get a connection after {self._timeout:g} s") from None
+        try:
+            yield conn
+        finally:
+            pool.putconn(conn)
+
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         # The pool's check of a connection it hands out: none for a quiet socket; else a
         # round trip, and if that fails, one for every idle connection too.
@@ -278,7 +302,7 @@ class PostgresStore(CoreStore):
         # trip, and COMMIT rides with the closing sync. COPY cannot be pipelined, so
         # only reads and small writes use it.
         try:
-            with self._pool().connection() as conn:
+            with self._lend() as conn:
                 try:
                     with conn.pipeline() if pipeline else nullcontext():
                         if pipeline:  # the extended protocol takes one statement per query
@@ -360,7 +384,7 @@ class PostgresStore(CoreStore):
         # mode, and it runs as the login role, which owns the tables.
         t0 = time.perf_counter()
         try:
-            with self._pool().connection() as conn:
+            with self._lend() as conn:
                 size = "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname = ANY(%s) " \
                        "AND c.relnamespace = current_schema()::regnamespace"
                 before = conn.execute(size, (list(_TABLES),)).fetchone()
