@@ -11,8 +11,10 @@ import os
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
 import lossgate
+from lossgate.cli import app
 from lossgate.registry import load_registry
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
@@ -40,3 +42,27 @@ def memory(store_url: str):
     mem.load_predicates(load_registry(REGISTRY_PATH))
     yield mem
     mem.close()
+
+
+# The CLI as a user runs it: no colours, no terminal width, no database from the environment.
+runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
+
+
+@pytest.fixture
+def cli(store_url: str):
+    """``lossgate --db <this store> ARGS...`` on a database with the example registry."""
+    def run(*args: str) -> Result:
+        return runner.invoke(app, ["--db", store_url, *args])
+    assert run("init", "--predicates", str(REGISTRY_PATH)).exit_code == 0
+    return run
+
+
+def one_line_error(result: Result, *fragments: str) -> str:
+    """The one line on stderr of a command that exited 2, holding every one of ``fragments``."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]

@@ -16,10 +16,8 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from typer.testing import CliRunner, Result
 
 from lossgate import ConfigError, InvalidInput, Money, NewEvent, NewFact
-from lossgate.cli import app
 from lossgate.errors import InvalidRecord
 from lossgate.ingest import IngestError, ingest_lines
 from lossgate.limits import (
@@ -27,7 +25,7 @@ from lossgate.limits import (
 )
 from lossgate.registry import load_registry
 
-from .conftest import REGISTRY_PATH
+from .conftest import REGISTRY_PATH, one_line_error
 
 T, S = "acme", "user-17"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone(timedelta(hours=-5)))
@@ -322,26 +320,6 @@ def test_ingest_refuses_a_line_nested_too_deeply(memory):
         ingest_lines(memory, [line])
 
 
-runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
-
-
-@pytest.fixture
-def cli(store_url: str):
-    """``lossgate --db <this store> ARGS...`` on a database with the example registry."""
-    def run(*args: str) -> Result:
-        return runner.invoke(app, ["--db", store_url, *args])
-    assert run("init", "--predicates", str(REGISTRY_PATH)).exit_code == 0
-    return run
-
-
-def one_line_error(result: Result, *fragments: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def line(**kw) -> str:

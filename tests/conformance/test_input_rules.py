@@ -25,17 +25,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner, Result
 
 from lossgate import InvalidInput, NewEvent, NewFact, NotFound, ValueTypeError
-from lossgate.cli import app
 from lossgate.errors import InvalidRecord
 from lossgate.ingest import IngestError, describe_validation_error, ingest_lines
 from lossgate.limits import MAX_ID_CHARS, UnreadableJson, id_problem, read_json
 from lossgate.registry import load_registry
 from lossgate.values import ValueMismatch, coerce_value, encode_value
 
-from .conftest import REGISTRY_PATH
+from .conftest import REGISTRY_PATH, one_line_error
 
 T, S = "acme", "user-17"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone(timedelta(hours=-5)))
@@ -243,25 +241,6 @@ def test_a_zero_written_small_is_still_zero(memory):
     assert memory.events(T, S)[0].payload == {"x": 0.0}
 
 
-runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
-
-
-@pytest.fixture
-def cli(store_url: str):
-    """``lossgate --db <this store> ARGS...`` on a database with the example registry."""
-    def run(*args: str) -> Result:
-        return runner.invoke(app, ["--db", store_url, *args])
-    assert run("init", "--predicates", str(REGISTRY_PATH)).exit_code == 0
-    return run
-
-
-def one_line_error(result: Result, *fragments: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def _nothing_written(store_url: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,3 +72,12 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             for client in service.clients:
                 client.close()
             behind.close()
+
+
+def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The error body of ``response``, checked to be ``status`` and ``code``, its message one line."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"code", "message", "details"} and body["code"] == code, body
+    assert body["message"] and "\n" not in body["message"]
+    return dict(body)

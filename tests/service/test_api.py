@@ -16,7 +16,7 @@ import pytest
 
 from lossgate.worker import drain, open_worker_memory
 
-from .conftest import Service
+from .conftest import Service, error
 
 OCCURRED = "2026-01-05T09:12:02-05:00"
 
@@ -33,14 +33,6 @@ def allergy(source: str = "e1", fact_id: str = "allergy") -> dict[str, Any]:
 def timezone(value: str, source: str, fact_id: str) -> dict[str, Any]:
     return {"fact_id": fact_id, "predicate": "timezone", "value": value, "source_event_ids": [source]}
 
-
-def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """The error body of ``response``, checked to be ``status`` and ``code``."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"code", "message", "details"} and body["code"] == code, body
-    assert body["message"] and "\n" not in body["message"]
-    return dict(body)
 
 
 def work_off_the_queue(service: Service) -> int:

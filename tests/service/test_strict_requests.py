@@ -6,7 +6,6 @@ Each test works in tenants of its own on the session's server (``conftest.py``).
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from typing import Any
 from urllib.parse import quote
@@ -16,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import Service
+from .conftest import Service, error
 
 OCCURRED = "2026-01-05T09:12:02-05:00"
 CHALLENGE = 'Bearer realm="lossgate"'
@@ -30,14 +29,6 @@ BAD_CHARS = {
     "soft hyphen": "\u00ad", "nul": "\x00",
 }
 
-
-def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """The error body of ``response``, checked to be ``status`` and ``code``, on one line."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"code", "message", "details"} and body["code"] == code, body
-    assert body["message"] and "\n" not in body["message"]
-    return dict(body)
 
 
 def shown_escaped(body: dict[str, Any], bad: str) -> None:
