@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["Overdue", "call_with_deadline"]
+__all__ = ["Overdue", "Escaped", "call_with_deadline"]
 
 T = TypeVar("T")
 
@@ -19,8 +19,20 @@ class Overdue(Exception):  # noqa: N818 - what happened, not an error class of l
     """The call did not return within its deadline."""
 
 
+class Escaped(Exception):  # noqa: N818 - as above
+    """The call raised a ``BaseException`` that is no ``Exception`` (``SystemExit``,
+    ``KeyboardInterrupt``, ``GeneratorExit``...). Raised inside foreign code, it is no signal
+    to this process, so the caller gets it as an ordinary error: ``original`` is what was
+    raised (a real Ctrl-C arrives in the waiting thread and is raised there as it is)."""
+
+    def __init__(self, original: BaseException) -> None:
+        self.original = original
+        super().__init__(type(original).__name__)
+
+
 def call_with_deadline(fn: Callable[..., T], *args: Any, timeout_s: float, name: str = "lossgate-call") -> T:
-    """``fn(*args)``, or :class:`Overdue` after ``timeout_s``; ``fn``'s own exception is re-raised."""
+    """``fn(*args)``, or :class:`Overdue` after ``timeout_s``; ``fn``'s own exception is re-raised
+    (as :class:`Escaped` if it is no ``Exception``)."""
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -36,5 +48,8 @@ def call_with_deadline(fn: Callable[..., T], *args: Any, timeout_s: float, name:
     if not done.wait(timeout_s):
         raise Overdue(f"no answer within {timeout_s:g}s")
     if "error" in box:
-        raise box["error"]
+        error = box["error"]
+        if not isinstance(error, Exception):
+            raise Escaped(error) from error
+        raise error
     return box["value"]  # type: ignore[no-any-return]

@@ -78,15 +78,24 @@ def crash_reason(exc: BaseException) -> str:
     """A short, content-free line for an exception lossgate did not raise on purpose (a bug,
     an overflow, a failure in foreign code): its kind and where it was raised, never its
     message, which may quote what a user stored (``"crash: OverflowError at
-    lossgate/gate/sources.py:152 in time_keys"``). Kept on failed attempts and in job logs."""
+    lossgate/gate/sources.py:152 in time_keys"``; where the innermost frame is not
+    lossgate's, the innermost of lossgate's follows: ``"crash: RecursionError at
+    encoder.py:258 in iterencode (from lossgate/consolidate/pipeline.py:375 in _build)"``).
+    An exception that wraps what foreign code raised (``original``) is described by that."""
     import traceback
 
+    exc = getattr(exc, "original", None) or exc
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if "/lossgate/" in f.filename.replace("\\", "/")] or frames
-    where = ""
-    if ours:
-        last = ours[-1]
-        path = last.filename.replace("\\", "/")
-        path = "lossgate/" + path.rsplit("/lossgate/", 1)[1] if "/lossgate/" in path else path.rsplit("/", 1)[-1]
-        where = f" at {path}:{last.lineno} in {last.name}"
-    return f"crash: {type(exc).__name__}{where}"
+
+    def place(frame: traceback.FrameSummary) -> str:
+        path = frame.filename.replace("\\", "/")
+        shown = "lossgate/" + path.rsplit("/lossgate/", 1)[1] if "/lossgate/" in path else path.rsplit("/", 1)[-1]
+        return f"{shown}:{frame.lineno} in {frame.name}"
+
+    if not frames:
+        return f"crash: {type(exc).__name__}"
+    ours = [f for f in frames if "/lossgate/" in f.filename.replace("\\", "/")]
+    where = place(frames[-1])
+    if ours and ours[-1] is not frames[-1]:
+        where += f" (from {place(ours[-1])})"
+    return f"crash: {type(exc).__name__} at {where}"

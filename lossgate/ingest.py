@@ -24,13 +24,13 @@ up as given (:data:`~lossgate.limits.Key`), as in the Python API.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any, Callable, Iterable, Iterator, Literal, NamedTuple, NoReturn, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from lossgate.errors import InvalidInput, LossgateError, StoreError
 from lossgate.ledger import Ledger
+from lossgate.instants import Instant
 from lossgate.limits import (
     MAX_DEPTH, Id, Key, Label, UnreadableJson, as_doubles, nesting_problem, read_json, shown_id, text_problem,
 )
@@ -65,7 +65,7 @@ class EventLine(NewEvent):
     """
 
     event_id: Id
-    occurred_at: datetime
+    occurred_at: Instant
 
     @field_validator("payload", mode="before")
     @classmethod

@@ -17,13 +17,14 @@ date that a relative word would name past year 9999 or before year 1 ("tomorrow"
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
-__all__ = ["EARLIEST", "LATEST", "SPAN_DAYS", "Instant", "instant_problem", "checked_instant", "before", "after", "utc",
-           "shift_date"]
+__all__ = ["EARLIEST", "LATEST", "SPAN_DAYS", "Instant", "instant_problem", "read_instant", "checked_instant",
+           "before", "after", "utc", "shift_date", "written_problem"]
 
 EARLIEST = datetime.min.replace(tzinfo=UTC)
 LATEST = datetime.max.replace(tzinfo=UTC)
@@ -31,11 +32,32 @@ LATEST = datetime.max.replace(tzinfo=UTC)
 SPAN_DAYS = (LATEST - EARLIEST).days + 1
 
 
+# Written text that a parser would silently round: a fraction of a second finer than a
+# microsecond, an offset with seconds (Python reads "-00:00:00.000001" as +00:00).
+_TOO_FINE = re.compile(r"[.,][0-9]{7,}")
+_OFFSET_SECONDS = re.compile(r"[+-][0-9]{2}:?[0-9]{2}:[0-9]")
+_DATE_FIRST = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def written_problem(text: str) -> str | None:
+    """Why ISO 8601 ``text`` would not read back as written (a fraction of a second finer than
+    a microsecond, an offset in seconds), or ``None``."""
+    if _TOO_FINE.search(text):
+        return f"{text!r} has a fraction of a second finer than a microsecond"
+    if _OFFSET_SECONDS.search(text):
+        return f"{text!r} has a UTC offset in seconds; an offset is hours and minutes"
+    return None
+
+
 def instant_problem(value: datetime) -> str | None:
-    """Why ``value`` is not an instant lossgate keeps (no UTC offset, or a UTC form outside
-    years 1 to 9999), or ``None``."""
-    if value.tzinfo is None or value.utcoffset() is None:
+    """Why ``value`` is not an instant lossgate keeps (no UTC offset, an offset that is not a
+    whole number of minutes, as ISO 8601 writes them, or a UTC form outside years 1 to 9999),
+    or ``None``."""
+    offset = value.utcoffset() if value.tzinfo is not None else None
+    if offset is None:
         return "must carry a UTC offset (a naive time is ambiguous)"
+    if offset % timedelta(minutes=1):
+        return f"has a UTC offset of {offset}, which is not a whole number of minutes"
     try:
         value.astimezone(UTC)
     except OverflowError:
@@ -51,8 +73,32 @@ def _validate(value: datetime) -> datetime:
     return value
 
 
-Instant = Annotated[datetime, AfterValidator(_validate)]
-"""A pydantic field type: an aware datetime within :data:`EARLIEST` and :data:`LATEST`."""
+def _written(value: Any) -> Any:
+    """What a time may be written as: a datetime or ISO 8601 text, never a number (a count of
+    seconds says no offset), nor text with digits a parser would drop."""
+    if isinstance(value, (int, float)):
+        raise ValueError("a time is ISO 8601 text with a UTC offset, not a number")
+    if isinstance(value, str):
+        if not _DATE_FIRST.match(value):  # pydantic would read "1700000000" as a count of seconds
+            raise ValueError(f"{value[:40]!r} is not ISO 8601 text (YYYY-MM-DDThh:mm:ss with a UTC offset)")
+        if (problem := written_problem(value)) is not None:
+            raise ValueError(problem)
+    return value
+
+
+Instant = Annotated[datetime, BeforeValidator(_written), AfterValidator(_validate)]
+"""A pydantic field type: an aware datetime within :data:`EARLIEST` and :data:`LATEST`, given
+as a datetime or as ISO 8601 text (never a number)."""
+
+
+def read_instant(text: str) -> datetime:
+    """ISO 8601 ``text`` as an instant lossgate keeps; ``ValueError`` saying why it is not one."""
+    _written(text)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an ISO 8601 time") from None
+    return _validate(value)
 
 
 def checked_instant(value: Any, name: str) -> datetime:

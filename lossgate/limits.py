@@ -132,16 +132,18 @@ def text_problem(value: str, *, nul_ok: bool = False) -> str | None:
 # character for character, everywhere: nothing normalizes, folds or strips them.
 _ID_FORBIDDEN = {"Zs": "a space", "Zl": "a line separator", "Zp": "a paragraph separator",
                  "Cc": "a control character", "Cf": "a format character", "Cs": "a lone surrogate"}
-_ASCII_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")  # the same rule for ASCII, in one search
+_ASCII_FORBIDDEN = re.compile(r"[\x00-\x20\x7f/]")  # the same rule for ASCII, and "/", in one search
+_ASCII_FORBIDDEN_BUT_SLASH = re.compile(r"[\x00-\x20\x7f]")
 _CONTROL_NAMES = {"\x00": "NUL", "\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x7f": "DELETE"}
 
 
-def id_problem(value: str) -> str | None:
+def id_problem(value: str, *, slash: bool = False) -> str | None:
     """Why ``value`` cannot be a new id, or ``None``.
 
     An id is 1 to :data:`MAX_ID_CHARS` characters, none of them whitespace, a control, a
-    format character or a line or paragraph separator (Unicode categories Z, Cc, Cf) or a
-    lone surrogate. The one rule for every id a caller gives, in the records, the Python
+    format character or a line or paragraph separator (Unicode categories Z, Cc, Cf), a
+    lone surrogate or a ``/`` (an id is one segment of an HTTP path, where an encoded slash
+    is refused; with ``slash``, the rule of an ``entity_id`` value, which may name a path). The one rule for every id a caller gives, in the records, the Python
     API's arguments, the JSON Lines ingest, the HTTP service and the MCP tools.
     """
     if not value:
@@ -149,10 +151,10 @@ def id_problem(value: str) -> str | None:
     if len(value) > MAX_ID_CHARS:
         return f"is {len(value):,} characters long; the limit is {MAX_ID_CHARS:,}"
     if value.isascii():
-        found = _ASCII_FORBIDDEN.search(value)
+        found = (_ASCII_FORBIDDEN_BUT_SLASH if slash else _ASCII_FORBIDDEN).search(value)
         return None if found is None else _bad_id_char(value, found.start())
     for position, char in enumerate(value):
-        if unicodedata.category(char) in _ID_FORBIDDEN:
+        if (char == "/" and not slash) or unicodedata.category(char) in _ID_FORBIDDEN:
             return _bad_id_char(value, position)
     return None
 
@@ -160,6 +162,8 @@ def id_problem(value: str) -> str | None:
 def _bad_id_char(value: str, position: int) -> str:
     """What is wrong with the character of ``value`` at ``position``, named by its code point."""
     char = value[position]
+    if char == "/":
+        return f"contains '/' at position {position}: an id is one segment of a path (the HTTP service's)"
     if char == "\x00" or "\ud800" <= char <= "\udfff":
         return text_problem(value) or ""  # what every text says of them
     category = _ID_FORBIDDEN[unicodedata.category(char)]

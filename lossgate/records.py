@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lossgate.canonical import envelope_hash
 from lossgate.errors import InvalidInput, InvalidRecord
-from lossgate.instants import instant_problem
+from lossgate.instants import Instant
 from lossgate.limits import (
     MAX_PAYLOAD_BYTES, MAX_VALUE_BYTES, Id, Key, Label, Name, Plain, Text, json_problem,
 )
@@ -65,13 +65,6 @@ AUTHORITY_FOR_TRUST: dict[str, str] = {
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """``value`` if it is an instant lossgate keeps (:mod:`lossgate.instants`)."""
-    if value is not None and (problem := instant_problem(value)) is not None:
-        raise ValueError(f"datetime {problem}")
-    return value
 
 
 def normalize_qualifiers(value: Any) -> tuple[tuple[str, str], ...]:
@@ -155,9 +148,7 @@ class NewEvent(_Input):
     trust: Trust = "authenticated_user"
     text: Text = ""
     payload: dict[str, Any] = Field(default_factory=dict)
-    occurred_at: datetime = Field(default_factory=utcnow)
-
-    _check_aware = field_validator("occurred_at")(_aware)
+    occurred_at: Instant = Field(default_factory=utcnow)
 
     @field_validator("payload")
     @classmethod
@@ -250,9 +241,7 @@ class NewFact(_Input):
     # Events already stored: looked up as given (a Key), so a fact may rest on an event whose
     # id an earlier version took; an id never stored is not found.
     source_event_ids: tuple[Key, ...] = Field(min_length=1)
-    valid_from: datetime | None = None
-
-    _check_aware = field_validator("valid_from")(_aware)
+    valid_from: Instant | None = None
 
     @field_validator("value")
     @classmethod
@@ -489,9 +478,7 @@ class TaintPolicy(_Input):
     kind: EventKind | None = None
     trust: Trust
     reason: Label = ""
-    created_at: datetime = Field(default_factory=utcnow)
-
-    _check_aware = field_validator("created_at")(_aware)
+    created_at: Instant = Field(default_factory=utcnow)
 
     @field_validator("actor")
     @classmethod

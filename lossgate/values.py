@@ -38,7 +38,10 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from lossgate.instants import instant_problem
+from lossgate.instants import instant_problem, written_problem
+from lossgate.limits import id_problem
+
+_DECIMAL_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 __all__ = [
     "stored_form", "stored_claims",
@@ -60,7 +63,6 @@ VALUE_TYPES: tuple[str, ...] = get_args(ValueType)
 
 _SAFE_INT = 2**53 - 1
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
-_ENTITY_ID = re.compile(r"^\S+$")
 _DURATION = TypeAdapter(timedelta)
 # Bounds that keep a decimal's canonical (plain) form short: 1e400000000 is not a price.
 _MAX_EXPONENT = 100
@@ -112,8 +114,12 @@ def _decimal(value: Any) -> Decimal:
     elif t is int:
         d = Decimal(value)
     elif t is str:
+        # As JSON writes a number, in ASCII digits: Decimal() would also read " 5 ", "5_000"
+        # and other scripts' digits, each silently a different text than the one stored.
+        if not _DECIMAL_TEXT.fullmatch(value):
+            raise ValueMismatch(f"got string {value!r}, not a decimal number as JSON writes one (-12.50, 1e-3)")
         try:
-            d = Decimal(value.strip())
+            d = Decimal(value)
         except InvalidOperation:
             raise ValueMismatch(f"got string {value!r}") from None
     else:
@@ -140,6 +146,8 @@ def _money(value: Any) -> Money:
 
 def _datetime(value: Any) -> datetime:
     if type(value) is str:
+        if (problem := written_problem(value)) is not None:  # the parser would round it silently
+            raise ValueMismatch(problem)
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
@@ -233,8 +241,8 @@ def coerce_value(value_type: str, value: Any, *, enum_values: tuple[str, ...] = 
         return text
     if value_type == "entity_id":
         text = _text(value)
-        if not _ENTITY_ID.match(text):
-            raise ValueMismatch(f"entity id {text!r} contains whitespace")
+        if (problem := id_problem(text, slash=True)) is not None:  # an id's rule; a "/" may name a path
+            raise ValueMismatch(f"entity id {ascii(text)} {problem}")
         return text
     raise ValueMismatch(f"unknown value type {value_type!r}")
 

@@ -80,6 +80,9 @@ class Worker:
         self._consolidation, self._judge = consolidation, judge
         self.stopping = threading.Event()
         self.processed = 0
+        # Set by install_signal_handlers: SIGINT and SIGTERM then set ``stopping``, so a
+        # KeyboardInterrupt or SystemExit raised during a job is the job's, not a signal.
+        self._stops_by_flag = False
 
     def claim(self) -> Job | None:
         with self.memory.store.write() as tx:
@@ -109,7 +112,9 @@ class Worker:
         except LossgateError as exc:  # the subject cannot be consolidated as it is: a person must look
             log.error("job %s: needs review: %s", job.job_id, exc)
             outcome = exc
-        except Exception as exc:  # noqa: BLE001 - no job may stop a worker: recorded as a failed attempt
+        except BaseException as exc:  # noqa: BLE001 - no job may stop a worker: recorded as a failed attempt
+            if not self._stops_by_flag and isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise  # without our signal handlers, a Ctrl-C is the caller's to stop a drain
             outcome = self._crashed(job, exc)
         finally:
             beat_stop.set()
@@ -119,7 +124,7 @@ class Worker:
         self.processed += 1
         return job
 
-    def _crashed(self, job: Job, exc: Exception) -> Attempt | LossgateError:
+    def _crashed(self, job: Job, exc: BaseException) -> Attempt | LossgateError:
         """What a job that raised ``exc`` (not a lossgate error: a bug outside the consolidation
         proper, which records its own) comes to: an ``error`` attempt with its retry or review
         queued, or, if even that cannot be written, the error to release the job with."""
@@ -202,6 +207,7 @@ class Worker:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        self._stops_by_flag = True
 
 
 def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,

@@ -93,9 +93,19 @@ def test_the_url_sets_the_connect_timeout(silent_port: int, tmp_path: Path) -> N
 
 
 @needs_psycopg
-def test_a_bad_connect_timeout_is_a_config_error() -> None:
-    result = runner.invoke(app, ["--db", "postgresql://postgres@127.0.0.1:1/x?connect_timeout=soon", "facts", *WHO])
-    assert "connect_timeout" in one_line_error(result, 2)
+@pytest.mark.parametrize("wait", ["soon", "0", "-1", "0.5", "1e3"])
+def test_a_bad_connect_timeout_is_a_config_error(wait: str) -> None:
+    """0, a negative or a fraction would be read by libpq as "wait for ever"."""
+    url = f"postgresql://postgres@127.0.0.1:1/x?connect_timeout={wait}"
+    t0 = time.monotonic()
+    result = runner.invoke(app, ["--db", url, "facts", *WHO])
+    assert "connect_timeout" in one_line_error(result, 2) and time.monotonic() - t0 < 5
+
+
+@pytest.mark.parametrize("url", ["postgresql://u@127.0.0.1:notaport/db", "postgresql://[::1",
+                                 "postgresql://u@127.0.0.1:70000/db"])
+def test_a_url_no_connection_could_follow_is_a_config_error(url: str) -> None:
+    one_line_error(runner.invoke(app, ["--db", url, "facts", *WHO]), 2)
 
 
 # -- usage errors ------------------------------------------------------------------------
@@ -140,7 +150,7 @@ def test_no_arguments_still_prints_the_help() -> None:
 
 @pytest.mark.parametrize("args", [
     ["facts", *WHO], ["events", *WHO], ["recall", *WHO, "--query", "peanuts"], ["clock", *WHO],
-    ["predicates", "show"], ["keys", "list", "-t", "acme"], ["jobs", "-t", "acme"],
+    ["predicates", "show"], ["keys", "list", "-t", "acme"], ["jobs", "-t", "acme"], ["mcp", "--key", "lg_x"],
 ], ids=lambda args: " ".join(args[:2]))
 def test_a_read_command_names_the_missing_file_and_creates_nothing(args: list[str], tmp_path: Path) -> None:
     path = tmp_path / "typo.db"
@@ -184,3 +194,9 @@ def test_the_python_api_creates_unless_told_not_to(tmp_path: Path) -> None:
     lossgate.open(f"sqlite:///{path}").close()
     assert path.exists()
     lossgate.open(f"sqlite:///{path}", create=False).close()  # there now
+
+
+def test_a_sqlite_url_with_a_query_is_refused_not_read_as_a_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "q.db"
+    line = one_line_error(runner.invoke(app, ["--db", f"sqlite:///{path}?mode=ro", "init"]), 2)
+    assert "?mode=ro" in line and not list(tmp_path.iterdir())

@@ -153,7 +153,7 @@ def test_a_byte_order_mark_on_the_first_line_is_ignored():
     (json.dumps({k: v for k, v in event("e1").items() if k != "tenant_id"}), "event e1: missing field 'tenant_id'"),
     (json.dumps({k: v for k, v in event("e1").items() if k != "occurred_at"}), "missing field 'occurred_at'"),
     (json.dumps({k: v for k, v in event("e1").items() if k != "event_id"}), "missing field 'event_id'"),
-    (json.dumps(event("e1", occurred_at="2026-03-14T14:32:00")), "datetime must carry a UTC offset"),
+    (json.dumps(event("e1", occurred_at="2026-03-14T14:32:00")), "must carry a UTC offset"),
     (json.dumps(event("e1", kind="chat")), "field 'kind'"),
     (json.dumps(fact("f1", "timezone", "UTC", sources=())), "fact f1: field 'source_event_ids'"),
     (json.dumps(fact("f1", "timezone", "UTC", qualifiers={"basis": 1})), "keys and values must be non-empty strings"),

@@ -135,11 +135,16 @@ def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = Fa
     database); without, it is an error naming the path, not a new empty database.
 
     Errors raised while opening or inside the block are mapped by :func:`cli_errors`, once:
-    the connection pool's own warnings (each failed attempt to connect) are not printed.
+    the connection pool's own warnings (each failed attempt to connect) are not printed, nor
+    the traceback of a failed consolidation (the command prints the attempt's one line).
     """
     state: CliState = ctx.find_root().obj
     if not logging.getLogger("psycopg.pool").handlers:
         logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+    crashes = logging.getLogger("lossgate.crashes")  # a command says a failed attempt in one line
+    if not crashes.handlers:
+        crashes.addHandler(logging.NullHandler())
+        crashes.propagate = False
     with cli_errors():
         embedder = None
         if semantic:

@@ -43,7 +43,7 @@ def mcp_command(
         fail("an API key is required: --key SECRET or LOSSGATE_MCP_KEY (lossgate keys create)")
     state: CliState = ctx.find_root().obj
     with cli_errors():
-        memory = _memory(db or state.db_url, migrate=True)
+        memory = _memory(db or state.db_url, migrate=True, create=False)  # its key must be in it already
     try:
         with cli_errors():
             try:

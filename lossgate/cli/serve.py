@@ -26,13 +26,13 @@ __all__ = ["register", "app_from_environment"]
 _NEEDS = "the memory service needs its extra: pip install 'lossgate[service]'"
 
 
-def _memory(url: str, *, migrate: bool) -> "Memory":
+def _memory(url: str, *, migrate: bool, create: bool = True) -> "Memory":
     import lossgate
     from lossgate.consolidate.factory import load_compressor
     from lossgate.semantic import embedder_from_env
 
     return lossgate.open(url, migrate=migrate, embedder=embedder_from_env(os.environ),
-                         compressors=lambda spec: load_compressor(spec, environ=os.environ))
+                         compressors=lambda spec: load_compressor(spec, environ=os.environ), create=create)
 
 
 def app_from_environment() -> "FastAPI":

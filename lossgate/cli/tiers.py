@@ -17,7 +17,7 @@ from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out
 from lossgate.cli.ledger import AsJson, Tenant
-from lossgate.instants import SPAN_DAYS, instant_problem
+from lossgate.instants import SPAN_DAYS, read_instant
 
 __all__ = ["register"]
 
@@ -26,12 +26,9 @@ def _instant(value: Optional[str]) -> Optional[datetime]:
     if value is None:
         return None
     try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        fail(f"--now: not an ISO 8601 time: {value!r}")
-    if (problem := instant_problem(at)) is not None:
-        fail(f"--now: {problem}")
-    return at
+        return read_instant(value)
+    except ValueError as exc:
+        fail(f"--now: {exc}")
 
 
 def demote(

@@ -41,7 +41,7 @@ from pydantic import ValidationError
 from lossgate import gate, queue
 from lossgate.caches import epoch_seen
 from lossgate.canonical import content_hash
-from lossgate.deadline import Overdue, call_with_deadline
+from lossgate.deadline import Escaped, Overdue, call_with_deadline
 from lossgate.consolidate import hierarchy, tail
 from lossgate.ops import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
@@ -70,6 +70,9 @@ __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTO
 
 EXTRACTOR_VERSION = "atoms-v1"
 log = logging.getLogger(__name__)
+# The traceback of each failure :meth:`Consolidator.crashed` records: for the log of a worker
+# or a service; a one-shot command reports the attempt's one line instead (lossgate.cli).
+crashes = logging.getLogger("lossgate.crashes")
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,33 @@ def _carried_lines(sel: Selection, body: ArtifactBody) -> set[str] | None:
     return carried
 
 
+# What a compressor may write: twice what it was given, plus this much (facts, titles, a narrative).
+OUTPUT_SLACK_CHARS = 4 * 1024 * 1024
+
+
+def _most_output(request: CompressionRequest) -> int:
+    """The most characters a compressor's raw output may hold for ``request``."""
+    given = sum(len(e.text or "") + len(e.actor or "") for e in request.events)
+    given += sum(len(str(f.value)) + 256 for f in request.facts)  # a fact line: its value, predicate, qualifiers
+    if request.parent is not None:
+        given += len(request.parent.summary)
+    return 2 * given + OUTPUT_SLACK_CHARS
+
+
+def _foreign(fn: Callable[[str], int]) -> Callable[[str], int]:
+    """``fn`` (a compressor's own token counter, foreign code called in this thread) with a
+    ``SystemExit`` or ``KeyboardInterrupt`` it raises handed on as :class:`Escaped`, an
+    ordinary error that fails the attempt instead of stopping the process."""
+    def call(text: str) -> int:
+        try:
+            return fn(text)
+        except Exception:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - see the docstring
+            raise Escaped(exc) from exc
+    return call
+
+
 def _add(timings: dict[str, float], key: str, seconds: float) -> None:
     timings[key] = timings.get(key, 0.0) + seconds
 
@@ -228,7 +258,7 @@ class Consolidator:
         # parts: it copies their gated digests and renders the ledger (no model call).
         # Parts are split and budgeted with the compressor's own token counter, if it has one.
         own = getattr(self.compressor, "count", None)
-        self._count: Callable[[str], int] = own if callable(own) else (lambda text: default_counter()(text))
+        self._count: Callable[[str], int] = _foreign(own) if callable(own) else (lambda text: default_counter()(text))
         self._structure = DeterministicCompressor(self._count)
         writer = getattr(self.compressor, "config", None)
         models = {getattr(writer, "model", None), getattr(writer, "fallback_model", None)} - {None}
@@ -279,7 +309,7 @@ class Consolidator:
         The traceback goes to the log. Returns the saved attempt."""
         reason = exc if isinstance(exc, LossgateError) and not isinstance(exc, StoreError) else None
         error = f"{type(exc).__name__}: {exc}"[:2000] if reason is not None else crash_reason(exc)
-        log.error("consolidation of %s/%s failed: %s", tenant_id, subject_id, error, exc_info=exc)
+        crashes.error("consolidation of %s/%s failed: %s", tenant_id, subject_id, error, exc_info=exc)
         now = utcnow()
         with self.store.write() as tx:
             if attempt is None:
@@ -374,6 +404,10 @@ class Consolidator:
         _add(timings, "compress_s", time.perf_counter() - t1)
         raw_text = raw if isinstance(raw, str) or raw is None else json.dumps(raw, sort_keys=True, default=str)
         raw_text = _storable(raw_text)
+        if error is None and raw_text is not None and len(raw_text) > (most := _most_output(request)):
+            # Reading it would cost past any deadline (the gate reads every line): refused unread.
+            error = f"invalid output: {len(raw_text):,} characters, more than {most:,} for what it was given"
+            raw_text = None
         if error is None:
             body, error = self._parse(raw)
         if error is not None:
@@ -389,7 +423,7 @@ class Consolidator:
                 judged, result = self._judged(sel, body, must, result)
             except Exception as exc:  # noqa: BLE001 - a judge is foreign code: an unjudged narrative is never published
                 _add(timings, "judge_s", time.perf_counter() - t3)
-                why = str(exc) if isinstance(exc, JudgeError) else f"{type(exc).__name__}: {exc}"
+                why = str(exc) if isinstance(exc, JudgeError) else crash_reason(exc)
                 return self._finish_error(attempt, sel, raw_text, f"{where}JudgeError: {why}"[:2000], timings)
             _add(timings, "judge_s", time.perf_counter() - t3)
         return body, result, raw_text, judged
@@ -710,7 +744,9 @@ class Consolidator:
         except CompressionError as exc:
             return None, f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a compressor is foreign code: any failure is a failed attempt
-            return None, f"compressor error: {type(exc).__name__}: {exc}"
+            # its kind and place, not its message (which may quote the inputs); Escaped: a
+            # SystemExit or KeyboardInterrupt it raised, no signal to this process
+            return None, f"compressor error: {crash_reason(exc)}"
 
     def _schema_version(self) -> int:
         # Read once per consolidator: on PostgreSQL it is a transaction of its own.

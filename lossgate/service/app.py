@@ -34,7 +34,7 @@ from lossgate.memory import Memory
 from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from lossgate.service.errors import ApiError, ErrorCode, ErrorDetail, from_lossgate
 from lossgate.service.metrics import Metrics, MetricsMiddleware
-from lossgate.service.paths import EncodedSlash
+from lossgate.service.paths import StrictPath
 from lossgate.service.routes import consolidation, ledger, recall, system
 from lossgate.service.ui import FORM_PATHS
 from lossgate.service.ui import router as ui_router
@@ -74,7 +74,7 @@ def create_app(memory: Memory | str, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     app.state.metrics = metrics = Metrics()
     _install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes, form_paths=FORM_PATHS)
-    app.add_middleware(EncodedSlash)
+    app.add_middleware(StrictPath)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost
     return app
 

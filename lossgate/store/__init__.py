@@ -51,6 +51,9 @@ def open_store(url: str | None = None, *, role: str = "app", create: bool = True
         path = url[len("sqlite:///"):]
         if not path:
             raise ConfigError(f"SQLite URL {url!r} names no file")
+        if "?" in path:  # it would be read as part of the file's name
+            raise ConfigError(f"SQLite URL {url!r}: a query ({path[path.index('?'):]!r}) is not read; name the file "
+                              "alone")
         if not create and path != ":memory:" and not os.path.exists(path):
             raise ConfigError(f"no SQLite database at {path} (lossgate init creates one)")
         from lossgate.store.sqlite import SQLiteStore

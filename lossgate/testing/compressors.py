@@ -301,10 +301,12 @@ class TerseCompressor(DeterministicCompressor):
 
 class PoisonedCompressor(DeterministicCompressor):
     """The deterministic compressor, except for subjects whose id starts with ``poison``:
-    for ``poison-raise...`` it raises ``RecursionError`` itself, and for any other
-    ``poison...`` it returns output nested 100,000 levels deep, which the pipeline raises
-    ``RecursionError`` reading. One subject that fails this way on every attempt, while
-    other subjects and tenants are consolidated, proves that no job stops a worker."""
+    for ``poison-raise...`` it raises ``RecursionError`` itself, for ``poison-exit...``
+    ``SystemExit``, for ``poison-huge...`` it returns a summary of 5 MiB more than it was
+    given, and for any other ``poison...`` output nested 100,000 levels deep, which the
+    pipeline raises ``RecursionError`` reading. One subject that fails this way on every
+    attempt, while other subjects and tenants are consolidated, proves that no job stops a
+    worker."""
 
     name = "poisoned"
     version = "1"
@@ -314,6 +316,10 @@ class PoisonedCompressor(DeterministicCompressor):
             return super().compress(request)
         if request.subject_id.startswith("poison-raise"):
             raise RecursionError("maximum recursion depth exceeded")
+        if request.subject_id.startswith("poison-exit"):
+            raise SystemExit(3)
+        if request.subject_id.startswith("poison-huge"):
+            return {**super().compress(request), "summary": "9" * (5 * 1024 * 1024)}
         deep: Any = []
         for _ in range(100_000):
             deep = [deep]

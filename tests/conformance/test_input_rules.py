@@ -81,9 +81,16 @@ def printable(message: str, bad: str) -> None:
 
 # -- the rule itself, drawn from the forbidden categories --------------------------------
 
-@given(st.text(alphabet=st.characters(categories=["L", "N", "P", "S"]), min_size=1, max_size=MAX_ID_CHARS))
+@given(st.text(alphabet=st.characters(categories=["L", "N", "P", "S"], exclude_characters="/"), min_size=1,
+               max_size=MAX_ID_CHARS))
 def test_an_id_of_letters_digits_punctuation_and_symbols_is_an_id(ident):
     assert id_problem(ident) is None
+
+
+@given(st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),
+       st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20))
+def test_a_slash_anywhere_breaks_the_rule(before, after):
+    assert "'/'" in (id_problem(f"{before}/{after}") or "")
 
 
 @given(prefix=st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),

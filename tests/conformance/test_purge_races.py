@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from lossgate import NewEvent, NewFact
+from lossgate import CompressionError, NewEvent, NewFact
 from lossgate.consolidate.pipeline import Hooks
 from tests.conformance.test_consolidation import AT, T, U, published
 
@@ -37,11 +37,13 @@ def test_a_deletion_between_the_store_and_the_switch_leaves_nothing_in_the_attem
 
 
 def test_a_compressor_error_quoting_the_input_is_purged_with_it(memory):
+    """A CompressionError keeps its message (another exception's is never stored), and a
+    message may quote the input: the deletion purges it."""
     class EchoError:
         name, version, prompt_version = "echo", "1", "p"
 
         def compress(self, request):
-            raise RuntimeError("rejected: " + " ".join(e.text or "" for e in request.events))
+            raise CompressionError("rejected: " + " ".join(e.text or "" for e in request.events))
 
     _address(memory)
     failed = memory.consolidate(T, U, compressor=EchoError())

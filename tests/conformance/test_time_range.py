@@ -55,6 +55,29 @@ def test_an_instant_without_a_utc_form_is_refused_by_every_record_naming_the_fie
     assert memory.facts(T, "u1") == [] and memory.clock(T, "u1").high_water == 1
 
 
+@pytest.mark.parametrize("written", [1700000000, 0, -62135596800, 1.5e9])
+def test_a_time_written_as_a_number_is_refused(memory, written):
+    with pytest.raises(InvalidInput, match="(?s)occurred_at.*not a number"):
+        NewEvent(tenant_id=T, subject_id="u1", text="hi", occurred_at=written)
+    with pytest.raises(InvalidInput, match="(?s)valid_from.*not a number"):
+        NewFact(tenant_id=T, subject_id="u1", predicate="timezone", value="UTC", source_event_ids=["e1"],
+                valid_from=written)
+
+
+@pytest.mark.parametrize("written", ["9999-12-31T23:59:59.999999-00:00:00.000001", "2026-03-14T10:00:00+01:00:30",
+                                     "2024-01-01T00:00:00.1234567891+00:00"])
+def test_an_offset_finer_than_minutes_or_a_fraction_finer_than_microseconds_is_refused(memory, written):
+    with pytest.raises(InvalidInput, match="occurred_at"):
+        NewEvent(tenant_id=T, subject_id="u1", text="hi", occurred_at=written)
+    memory.append([event("u1", "e1", LATEST)])
+    with pytest.raises(InvalidInput, match="meeting.starts_at|minutes|microsecond"):
+        memory.assert_fact(NewFact(tenant_id=T, subject_id="u1", predicate="meeting.starts_at", value=written,
+                                   source_event_ids=["e1"]))
+    with pytest.raises(InvalidInput, match="now"):
+        memory.demote(T, now=datetime(2026, 3, 14, tzinfo=timezone(timedelta(seconds=30))))
+    assert memory.facts(T, "u1") == []
+
+
 def test_a_clock_without_an_offset_is_refused(memory):
     with pytest.raises(InvalidInput, match="now must carry a UTC offset"):
         memory.demote(T, now=datetime(2026, 3, 14))
@@ -70,7 +93,8 @@ def test_ingest_and_demote_refuse_an_instant_outside_the_range_with_exit_2(store
     ingested = cli.invoke(app, ["--db", store_url, "ingest", str(lines)])
     assert ingested.exit_code == 2 and "outside the instants lossgate keeps" in ingested.output
     assert len(ingested.stderr.splitlines()) == 1
-    for now in ("2026-03-14T10:00:00", OUTSIDE[1].isoformat()):
+    for now in ("2026-03-14T10:00:00", OUTSIDE[1].isoformat(), "9999-12-31T23:59:59.999999-00:00:00.000001",
+                "2026-03-14T10:00:00.1234567+00:00"):
         demoted = cli.invoke(app, ["--db", store_url, "demote", "-t", T, "--now", now])
         assert demoted.exit_code == 2 and "--now" in demoted.output, demoted.output
     events = cli.invoke(app, ["--db", store_url, "events", "-t", T, "-s", "u1", "--json"])

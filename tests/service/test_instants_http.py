@@ -7,8 +7,10 @@ import pytest
 from tests.service.conftest import Service
 
 
-@pytest.mark.parametrize("at", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00", "2026-03-14T10:00:00"])
-def test_append_refuses_an_instant_outside_the_range_and_writes_nothing(service: Service, at: str) -> None:
+@pytest.mark.parametrize("at", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00", "2026-03-14T10:00:00",
+                                1700000000, 0, "1700000000", "9999-12-31T23:59:59.999999-00:00:00.000001",
+                                "2024-01-01T00:00:00.1234567891Z"])
+def test_append_refuses_an_instant_outside_the_range_and_writes_nothing(service: Service, at: str | int) -> None:
     tenant = service.tenant()
     rw = service.client(service.key(tenant, "read", "write"))
 

@@ -15,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lossgate import InvalidInput, NewEvent
+
 from .conftest import Service, error
 
 OCCURRED = "2026-01-05T09:12:02-05:00"
@@ -131,6 +133,25 @@ def test_an_encoded_slash_in_a_path_segment_is_refused(service: Service, api, pa
         refused = error(client.request(method, path), 422, "validation_error")
         assert refused["details"] == [{"loc": "path", "message": refused["message"], "type": "encoded_slash"}]
     assert service.memory.events(tenant, "a") == before and service.memory.subjects(tenant) == ["a"]
+
+
+@pytest.mark.parametrize("segment", ["%FF", "%FE", "%C3%28", "a%80b"])
+def test_a_path_segment_that_is_not_utf8_is_refused_not_merged_into_one_subject(service: Service, api,
+                                                                                 segment: str) -> None:
+    tenant, client = api
+    refused = error(client.post(f"/v1/subjects/{segment}/append", json={"events": [{"event_id": "e1"}]}), 422,
+                    "validation_error")
+    assert refused["details"] == [{"loc": "path", "message": refused["message"], "type": "invalid_utf8"}]
+    assert service.memory.subjects(tenant) == []
+
+
+def test_an_id_holding_a_slash_is_refused_on_every_path(service: Service, api) -> None:
+    tenant, client = api
+    r = client.post("/v1/subjects/u1/append", json={"events": [{"event_id": "ev/1"}]})
+    assert error(r, 422, "validation_error")["details"][0]["loc"].endswith("event_id")
+    with pytest.raises(InvalidInput, match="'/'"):
+        service.memory.append([NewEvent(tenant_id=tenant, subject_id="sl/ash", event_id="e1")])
+    assert service.memory.subjects(tenant) == []
 
 
 def test_an_encoded_percent_is_an_ordinary_character_of_an_id(service: Service, api) -> None:

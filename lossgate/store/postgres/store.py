@@ -210,19 +210,12 @@ class PostgresStore(CoreStore):
         self.db_role = _ROLES[role] if role else None
         self._sizes = (min_size, max_size)
         self._connect_kwargs: dict[str, Any] = {"autocommit": True}
-        try:
-            params = conninfo_to_dict(url)
-        except psycopg.Error:
-            params = {}  # connecting says what is wrong with the URL
+        params = self._params()
         if "connect_timeout" not in params:
             self._connect_kwargs["connect_timeout"] = CONNECT_TIMEOUT
-        try:
-            seconds = int(float(str(params.get("connect_timeout", CONNECT_TIMEOUT))))
-        except ValueError as exc:
-            raise ConfigError(f"PostgreSQL URL {self._safe_url()}: connect_timeout is whole seconds, "
-                              f"not {params['connect_timeout']!r}") from exc
-        # Read as libpq and psycopg do: at least 2 s; 0 or less is no limit, which psycopg ends after 130 s.
-        self._timeout = float(max(seconds, 2) if seconds > 0 else 130) if timeout is None else timeout
+        seconds = int(params.get("connect_timeout", CONNECT_TIMEOUT))
+        # Read as libpq and psycopg do: at least 2 s.
+        self._timeout = float(max(seconds, 2)) if timeout is None else timeout
         self._pool_obj: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
         switch = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(self.db_role))] if self.db_role else []
@@ -230,6 +223,26 @@ class PostgresStore(CoreStore):
             sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *switch]
         self._begin_write: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *switch]
         self._begin_login: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN")]  # schema work, as the login role
+
+    def _params(self) -> dict[str, Any]:
+        """The URL's parameters, or :class:`ConfigError` for a URL no connection could follow:
+        one libpq cannot parse, a port that is no number, or a ``connect_timeout`` that is not
+        a whole number of seconds from 1 (libpq reads 0, a negative or a fraction as "wait for
+        ever")."""
+        try:
+            params = conninfo_to_dict(self.url)
+        except psycopg.Error as exc:
+            raise ConfigError(f"PostgreSQL URL {self._safe_url()} cannot be read: {' '.join(str(exc).split())}") \
+                from None
+        for port in str(params.get("port") or "5432").split(","):
+            if port and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+                raise ConfigError(f"PostgreSQL URL {self._safe_url()}: the port {port!r} is not a number from 1 to "
+                                  "65535")
+        wait = str(params.get("connect_timeout", CONNECT_TIMEOUT))
+        if not (wait.isascii() and wait.isdigit() and int(wait) >= 1):
+            raise ConfigError(f"PostgreSQL URL {self._safe_url()}: connect_timeout is whole seconds from 1, "
+                              f"not {wait!r}")
+        return params
 
     # -- connections -------------------------------------------------------------------
     def _pool(self) -> ConnectionPool:
