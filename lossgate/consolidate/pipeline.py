@@ -33,7 +33,7 @@ import logging
 import math
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from pydantic import ValidationError
@@ -52,7 +52,8 @@ from lossgate.consolidate.tokens import default_counter
 from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
-from lossgate.gate.prose import prose_inputs, prose_of
+from lossgate.gate.prose import prose_inputs, prose_of, structured_lines
+from lossgate.gate.superseded import check_markers, mark, retired_values, strip_markers
 from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
@@ -164,7 +165,7 @@ def _carried_lines(sel: Selection, body: ArtifactBody) -> set[str] | None:
     parent = sel.parent
     if parent is None:
         return None
-    said = set(section_lines(parent.body.summary, CONVERSATION_TITLE))
+    said = set(section_lines(strip_markers(parent.body.summary), CONVERSATION_TITLE))
     quoted = {event_line(e) for e in sel.events}
     carried: set[str] = set()
     for line in prose_of(body).split("\n"):
@@ -343,6 +344,9 @@ class Consolidator:
                 delta = select_delta(tx, tenant_id, subject_id, registry) if self._flat_delta() else None
                 sel = delta or select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
             epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
+            retired = tx.facts(tenant_id, subject_id, statuses=["superseded", "revoked"],
+                               through_seq=sel.snapshot.clock.high_water)
+            sel = replace(sel, retired=retired_values([*sel.facts, *retired]))
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
@@ -413,6 +417,8 @@ class Consolidator:
         if error is not None:
             return self._finish_error(attempt, sel, raw_text, where + error, timings)
         assert body is not None
+        # lossgate's markers on every line that states a superseded value, whatever the compressor wrote
+        body = body.model_copy(update={"summary": mark(body.summary, sel.retired, structured_lines(body))})
         t2 = time.perf_counter()
         result = self._gate(sel, body, registry, must)
         _add(timings, "gate_s", time.perf_counter() - t2)
@@ -500,7 +506,7 @@ class Consolidator:
         must = build_must_preserve(sel.snapshot, registry)
         findings = [loss]
         if back is not None:
-            again = gate.check(sel.snapshot, back.body, registry, must=must)
+            again = gate.check(sel.snapshot, back.body, registry, must=must, retired=sel.retired)
             findings += [*again.violations, *again.losses]
         result = make_result(findings, must)
         log.error("read-back of %s differs from what was written: %s", artifact.artifact_id, without_values(found))
@@ -530,17 +536,22 @@ class Consolidator:
         structured part against the bounded snapshot, the parent's lines by reference.
         Otherwise it reads the whole snapshot at the same high-water."""
         if not sel.bounded:
-            return gate.check(sel.snapshot, body, registry, must=must)
+            return gate.check(sel.snapshot, body, registry, must=must, retired=sel.retired)
         carried = _carried_lines(sel, body)
         if carried is not None:
-            blanked = "\n".join("" if line in carried else line for line in body.summary.split("\n"))
+            lines = body.summary.split("\n")
+            blanked = "\n".join("" if strip_markers(line) in carried else line for line in lines)
             new_text = prose_inputs(sel.snapshot.model_copy(update={"events": sel.events}))
-            return gate.check(sel.snapshot, body.model_copy(update={"summary": blanked}), registry, must=must,
-                              prose_inputs=new_text)
+            result = gate.check(sel.snapshot, body.model_copy(update={"summary": blanked}), registry, must=must,
+                                prose_inputs=new_text, retired=sel.retired)
+            # the carried lines' markers too: what holds now is read at this epoch, not the parent's
+            kept = "\n".join(line if strip_markers(line) in carried else "" for line in lines)
+            marks = check_markers(kept, sel.retired, structured_lines(body))
+            return make_result([*result.violations, *result.losses, *marks], must) if marks else result
         t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
         with self.store.read() as tx:
             whole = snapshot_at(tx, t, s, registry, through_seq=sel.snapshot.clock.high_water)
-        return gate.check(whole, body, registry, must=build_must_preserve(whole, registry))
+        return gate.check(whole, body, registry, must=build_must_preserve(whole, registry), retired=sel.retired)
 
     # -- a hierarchy: the parts, then the root ---------------------------------------------
     def _extend(self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry) -> tail.Tail | None:
@@ -582,7 +593,8 @@ class Consolidator:
             part_sel = Selection(
                 snapshot=job.snapshot, expected=sel.expected, path="part", parent=None, events=job.part.events,
                 facts=job.facts, inputs=job.inputs, input_root=input_root(job.inputs),
-                outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids)
+                outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
+                retired=sel.retired)
             must = build_must_preserve(job.snapshot, registry)
             # The digest's budget: its conversation's share, plus what its structure takes (the
             # facts drawn from this period are never dropped for the conversation's sake).
@@ -647,6 +659,9 @@ class Consolidator:
         summary, gated = hierarchy.rollup_summary(structure["summary"], children, carried=tree.carried_lines,
                                                   window=tree.settings.window_tokens, count=self._count)
         body = ArtifactBody.model_validate({**structure, "summary": summary})
+        own = structured_lines(body)  # the digests' lines as what holds now makes them read
+        body = body.model_copy(update={"summary": mark(summary, sel.retired, own)})
+        gated = mark(gated, sel.retired, own)
         parent = tree.extends
         inputs = tuple(
             ([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
@@ -656,12 +671,12 @@ class Consolidator:
         root = input_root(inputs) if parent is None else content_hash([input_root(inputs), list(tree.carried)])
         root_sel = Selection(snapshot=sel.snapshot, expected=sel.expected, path="hierarchical", parent=None,
                              events=(), facts=tree.facts, inputs=inputs, input_root=root,
-                             withdrawn_event_ids=sel.withdrawn_event_ids)
+                             withdrawn_event_ids=sel.withdrawn_event_ids, retired=sel.retired)
         t2 = time.perf_counter()
         # A root that extends its parent is gated on what it adds: the parent's digest lines it
         # carries were gated with the parent, against a snapshot this one only extends.
         result = gate.check(sel.snapshot, body if parent is None else body.model_copy(update={"summary": gated}),
-                            registry, must=must)
+                            registry, must=must, retired=sel.retired)
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
         return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree)

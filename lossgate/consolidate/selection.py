@@ -29,6 +29,7 @@ from typing import Literal
 
 from lossgate.canonical import content_hash
 from lossgate.derived import Artifact, ExpectedAlias, InputRef
+from lossgate.gate.superseded import Retired
 from lossgate.records import Event, Fact, Snapshot
 from lossgate.registry import Registry
 from lossgate.store.protocol import ReadTx
@@ -58,6 +59,9 @@ class Selection:
     # Whether ``snapshot`` holds only what is new since the parent (and what its facts cite):
     # :func:`select_delta`.
     bounded: bool = False
+    # The subject's superseded and revoked values, whatever the snapshot holds: every line of
+    # a summary that states one carries lossgate's marker (lossgate.gate.superseded).
+    retired: tuple[Retired, ...] = ()
 
     @property
     def selected_ids(self) -> tuple[str, ...]:

@@ -42,6 +42,9 @@ Code = Literal[
     "atom_changed", "atom_added", "atom_missing",
     # the critical-topic fence (a narrative sentence about a critical topic that no source supports)
     "narrative_unsupported",
+    # a line stating a superseded or revoked value without lossgate's marker, or a marker not
+    # lossgate's (lossgate.gate.superseded)
+    "superseded_unmarked", "marker_forged",
     # read-back: what the store returns differs from what was written (lossgate.readback)
     "representation_loss",
 ]

@@ -72,6 +72,7 @@ from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
+from lossgate.gate.superseded import strip_markers
 from lossgate.gate.sources import (
     Key, ProseInputs, anchor_dates, claim_atoms, key_of, label_of, prose_inputs, value_forms, token_of,
     value_atoms,
@@ -295,7 +296,8 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
 
 def prose_of(artifact: ArtifactBody) -> str:
     """The summary with every line that renders one of the artifact's claims or open conflicts,
-    and its header line (``Memory of <subject> (tenant <tenant>).``), blanked out.
+    and its header line (``Memory of <subject> (tenant <tenant>).``), blanked out, and without
+    the superseded-value markers lossgate appends to lines (:mod:`lossgate.gate.superseded`).
 
     Such a line says exactly what its claim says, and the contract checks the claim; read
     as prose its words would only pair with whatever else the conversation said (an
@@ -303,11 +305,17 @@ def prose_of(artifact: ArtifactBody) -> str:
     source "no peanuts" that fell out of the budget window against the line that carries
     it as ``food.peanuts_allowed: false``). Lines are blanked, not removed, so clauses never
     join across them."""
+    rendered = structured_lines(artifact)
+    return "\n".join("" if line in rendered else line for line in strip_markers(artifact.summary).split("\n"))
+
+
+def structured_lines(artifact: ArtifactBody) -> frozenset[str]:
+    """The lines of ``artifact``'s summary that lossgate writes for its structure: the header,
+    one line per claim and one per open conflict."""
     predicate_of = {c.fact_id: c.predicate for c in artifact.claims}
     conflicts = {conflict_line(predicate_of[r.fact_ids[0]], r.fact_ids) for r in artifact.unresolved_conflicts
                  if r.fact_ids[0] in predicate_of}
-    rendered = claim_lines(artifact.claims) | conflicts | {header_line(artifact.tenant_id, artifact.subject_id)}
-    return "\n".join("" if line in rendered else line for line in artifact.summary.split("\n"))
+    return frozenset(claim_lines(artifact.claims) | conflicts | {header_line(artifact.tenant_id, artifact.subject_id)})
 
 
 def quotes_as_said(prose: str, snapshot: Snapshot) -> str:

@@ -135,8 +135,8 @@ def test_gate_case_format(tmp_path: Path) -> None:
     doc["registry"] = str(FIXTURES / "predicates.toml")
     bad = run("check", write(tmp_path, doc))
     assert bad.exit_code == 1
-    (line,) = bad.stdout.splitlines()  # the stale timezone, however the extractor labels it
-    assert "05:00" in line and line.endswith(":atom_added")
+    stale, unmarked = bad.stdout.splitlines()  # the stale timezone, however the extractor labels it
+    assert "05:00" in stale and stale.endswith(":atom_added") and unmarked == "timezone-v1:superseded_unmarked"
     doc["facts"][0]["status"] = "archived"
     broken = run("check", write(tmp_path, doc))
     assert broken.exit_code == 2 and "error:" in broken.stderr

@@ -28,8 +28,8 @@ def test_timezone_supersession_as_records() -> None:
     resurrected = gate(with_artifact(c, claims=claims_of(c) + [old]))
     assert resurrected.lines() == ["timezone-v1:forbidden_superseded_fact"]
     stale_prose = gate(with_artifact(c, summary="User's timezone is UTC+01:00 (previously UTC-05:00)."))
-    (line,) = stale_prose.lines()  # however the extractor labels a UTC offset
-    assert "05:00" in line and line.endswith(":atom_added")
+    line, unmarked = stale_prose.lines()  # however the extractor labels a UTC offset
+    assert "05:00" in line and line.endswith(":atom_added") and unmarked == "timezone-v1:superseded_unmarked"
 
 
 def test_invoice_call_keeps_all_fourteen_facts() -> None:

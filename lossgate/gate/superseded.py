@@ -1,0 +1,193 @@
+"""A superseded value is never shown as current: lossgate marks every line that states one.
+
+When ``timezone: UTC-05:00`` is superseded by ``UTC+01:00``, the conversation still holds
+"As I said, schedule calls in UTC-05:00 please.", and a summary that quotes it would say
+the old value as if it held. No compressor is trusted to notice: after every compressor
+(and when a hierarchy's root is put together) lossgate appends to each line of the summary
+that states the value of a superseded or revoked fact of the subject a marker with what
+holds now::
+
+    - user: As I said, schedule calls in UTC-05:00 please. [superseded 2026-03-04: timezone is now UTC+01:00]
+    - user: Use the old card. [revoked 2026-03-05: payment.card has no current value]
+
+The gate then refuses a summary with a line that states such a value without its marker
+(``superseded_unmarked``), or with a marker that is not the one lossgate would write for
+this ledger (``marker_forged``: a model cannot hide a value behind a marker of its own).
+The prose diff reads lines without their markers (:func:`strip_markers`): a marker is
+lossgate's, like a fact line.
+
+**What states a value.** A string, enum or entity id: the value's own words, as a phrase
+(case and spacing aside). A number, amount, date, time or duration: its atoms (the prose
+diff's reading: "$50", "USD 50" and "50.00 USD" state the same amount). A bool states no
+value in words (the fence reads those). A value that an active fact of the subject also
+states is no superseded value. Header, fact, conflict and title lines are lossgate's own
+and are never marked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from lossgate.gate.atoms import extract_atoms
+from lossgate.gate.outcome import Violation
+from lossgate.gate.sources import token_of, value_atoms, value_forms
+from lossgate.records import Fact
+from lossgate.render import (
+    CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, one_line, value_text,
+)
+
+__all__ = ["Retired", "retired_values", "mark", "strip_markers", "check_markers"]
+
+_PHRASE_TYPES = ("string", "enum", "entity_id")
+_TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE})
+# One or more markers at the end of a line, as :func:`mark` writes them.
+_MARKERS = re.compile(r"(?: \[(?:superseded|revoked) [0-9]{4}-[0-9]{2}-[0-9]{2}: [^\[\]]*\])+$")
+_ONE_MARKER = re.compile(r" \[(?:superseded|revoked) [0-9]{4}-[0-9]{2}-[0-9]{2}: [^\[\]]*\]")
+
+
+@dataclass(frozen=True)
+class Retired:
+    """A value of the subject's that no longer holds, and the marker a line stating it carries."""
+
+    fact_id: str
+    predicate: str
+    phrase: str | None  # the casefolded words of a string value, matched as a phrase
+    tokens: frozenset[tuple[str, str]]  # the atoms of any other value, as the prose diff keys them
+    marker: str
+
+    def stated_in(self, line: str, tokens: frozenset[tuple[str, str]]) -> bool:
+        if self.phrase is not None:
+            return _has_phrase(line, self.phrase)
+        return bool(self.tokens & tokens)
+
+
+def _has_phrase(line: str, phrase: str) -> bool:
+    text = " ".join(line.casefold().split())
+    start = text.find(phrase)
+    while start >= 0:
+        end = start + len(phrase)
+        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return True
+        start = text.find(phrase, start + 1)
+    return False
+
+
+def _tokens(value_type: str, value: object) -> frozenset[tuple[str, str]]:
+    return frozenset(token_of(a) for a in value_atoms(value_forms(value_type, value))
+                     if a.kind not in ("negation", "party"))
+
+
+def retired_values(facts: Iterable[Fact]) -> tuple[Retired, ...]:
+    """What :func:`mark` marks, from the subject's facts (every status): the values of its
+    superseded and revoked facts that no active fact states, each with the marker that says
+    what holds now (the active fact at the end of its supersession chain, if any)."""
+    by_id = {f.fact_id: f for f in facts}
+    active = [f for f in by_id.values() if f.status == "active" and f.value is not None]
+    active_tokens = frozenset().union(*(_tokens(f.value_type, f.value) for f in active)) if active else frozenset()
+    active_phrases = {" ".join(value_text(f).casefold().split()) for f in active if f.value_type in _PHRASE_TYPES}
+    out = []
+    for f in sorted(by_id.values(), key=lambda f: f.seq):
+        if f.status not in ("superseded", "revoked") or f.value is None or f.value_type == "bool":
+            continue
+        phrase = " ".join(value_text(f).casefold().split()) if f.value_type in _PHRASE_TYPES else None
+        tokens = frozenset() if phrase is not None else _tokens(f.value_type, f.value) - active_tokens
+        if (phrase is not None and (not phrase or phrase in active_phrases)) or (phrase is None and not tokens):
+            continue  # nothing to say, or a current fact says the same
+        out.append(Retired(fact_id=f.fact_id, predicate=f.predicate, phrase=phrase, tokens=tokens,
+                           marker=_marker(f, by_id)))
+    return tuple(out)
+
+
+def _marker(fact: Fact, by_id: dict[str, Fact]) -> str:
+    """``[superseded 2026-03-04: timezone is now UTC+01:00]`` or ``[revoked ...: ... has no
+    current value]``: the date it stopped holding and what holds now."""
+    current, seen = fact, {fact.fact_id}
+    while current.superseded_by and current.superseded_by in by_id and current.superseded_by not in seen:
+        current = by_id[current.superseded_by]
+        seen.add(current.fact_id)
+    nxt = by_id.get(fact.superseded_by or "")
+    if fact.status == "superseded" and nxt is not None:
+        when = (nxt.valid_from or nxt.recorded_at).date().isoformat()
+        now = (f"{fact.predicate} is now {'NOT ' if current.polarity == 'negative' else ''}"
+               f"{one_line(value_text(current))}" if current.status == "active" and current.value is not None
+               else f"{fact.predicate} has no current value")
+        return f"[superseded {when}: {now}]"
+    when = fact.recorded_at.date().isoformat()
+    return f"[revoked {when}: {fact.predicate} has no current value]"
+
+
+def _lossgates_own(line: str, own: frozenset[str]) -> bool:
+    return not line.strip() or line in own or line in _TITLES or PERIOD_LINE.fullmatch(line) is not None
+
+
+def _tokens_by_line(lines: list[str], retired: tuple[Retired, ...]) -> list[frozenset[tuple[str, str]]]:
+    """The value tokens each of ``lines`` states, read in one pass over them all (only when a
+    retired value is matched by its atoms)."""
+    if not any(r.phrase is None for r in retired):
+        return [frozenset()] * len(lines)
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    found: list[set[tuple[str, str]]] = [set() for _ in lines]
+    i = 0
+    for a in extract_atoms("\n".join(lines), affirmations=False):
+        while i + 1 < len(starts) and starts[i + 1] <= a.start:
+            i += 1
+        found[i].add(token_of(a))
+    return [frozenset(t) for t in found]
+
+
+def _read(summary: str, retired: tuple[Retired, ...], own: frozenset[str]) -> list[tuple[str, str, set[str], set[str]]]:
+    """Each line of ``summary``: as written, without its markers, the markers it carries, and
+    the markers it should carry (none for lossgate's own lines)."""
+    lines = summary.split("\n")
+    bare = [line if _lossgates_own(line, own) else _MARKERS.sub("", line) for line in lines]
+    tokens = _tokens_by_line(bare, retired)
+    out: list[tuple[str, str, set[str], set[str]]] = []
+    for line, plain, said in zip(lines, bare, tokens):
+        if _lossgates_own(line, own):
+            out.append((line, line, set(), set()))
+            continue
+        tail = _MARKERS.search(line)
+        carried = {m.strip() for m in _ONE_MARKER.findall(tail.group())} if tail else set()
+        out.append((line, plain, carried, {r.marker for r in retired if r.stated_in(plain, said)}))
+    return out
+
+
+def mark(summary: str, retired: tuple[Retired, ...], own: frozenset[str] = frozenset()) -> str:
+    """``summary`` with each line that states a retired value ending in its marker (any
+    marker a line carried before is written again from ``retired``: what holds now may have
+    moved). ``own``: lossgate's structured lines (header, fact and conflict lines), never marked."""
+    if not retired and "[" not in summary:
+        return summary
+    order = {r.marker: i for i, r in enumerate(retired)}
+    return "\n".join(plain + "".join(" " + m for m in sorted(due, key=order.__getitem__))
+                     for _, plain, _, due in _read(summary, retired, own))
+
+
+def strip_markers(summary: str) -> str:
+    """``summary`` with the markers at the ends of its lines removed (what the prose diff reads)."""
+    if "[" not in summary:
+        return summary
+    return "\n".join(_MARKERS.sub("", line) for line in summary.split("\n"))
+
+
+def check_markers(summary: str, retired: tuple[Retired, ...], own: frozenset[str] = frozenset()) -> list[Violation]:
+    """``superseded_unmarked`` for each line that states a retired value without its marker,
+    ``marker_forged`` for each marker that is not the one :func:`mark` writes (both critical)."""
+    if not retired and "[" not in summary:
+        return []
+    by_marker = {r.marker: r for r in retired}
+    out: list[Violation] = []
+    for line, plain, carried, due in _read(summary, retired, own):
+        for forged in sorted(carried - due):
+            out.append(Violation(code="marker_forged", subject="summary", severity="critical",
+                                 detail=f"{forged!r} is no marker lossgate writes on this line: {line[:200]!r}"))
+        for marker in sorted(due - carried):
+            r = by_marker[marker]
+            out.append(Violation(code="superseded_unmarked", subject=r.fact_id, severity="critical",
+                                 detail=f"states {r.predicate}'s superseded value without {marker!r}: {plain[:200]!r}"))
+    return out
