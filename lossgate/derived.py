@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lossgate.limits import Id
 from lossgate.records import ArtifactBody, Clock, Event, Fact, LedgerEntry
-from lossgate.render import day_line, event_line, fact_line, one_line
+from lossgate.render import day_line, event_line, fact_line, header_line, one_line, summary_parts
 
 __all__ = [
     "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "TreeSettings", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
@@ -271,24 +271,71 @@ class RecallResult(_Record):
     tokens: int = 0
 
     def render(self) -> str:
-        """The single block of text an agent puts into its prompt: the summary (when fresh),
-        the facts one per line, and the events under a header per day, oldest first.
-        Untrusted text is marked as a quote (invariant 8)."""
-        parts = [f"Memory of {one_line(self.subject_id)}"
-                 + (" (summary)" if self.summary is not None else " (raw memory: no fresh summary)")]
-        if self.summary:
-            parts.append(self.summary)
-        if self.facts:
-            parts += ["Facts:", *(fact_line(f) for f in self.facts if f.value is not None)]
-        if self.events:
-            parts.append("Events:")
-            day = None
-            for e in sorted(self.events, key=lambda e: e.seq):
-                if day_line(e) != day:
-                    day = day_line(e)
-                    parts.append(day)
-                parts.append(event_line(e))
-        return "\n".join(parts)
+        """The single block of text an agent puts into its prompt, the ledger first:
+
+        * one header line, whose memory it is and whether from a fresh summary
+          (``Memory of user-17 (summary)``) or from raw memory
+          (``Memory of user-17 (raw memory: no fresh summary)``);
+        * ``Facts:``, the recall's facts, current values, one :func:`~lossgate.render.fact_line`
+          each, then whatever else the summary's structured part holds: the fact lines of
+          facts this recall did not bring (under a query, those that did not match) and its
+          open conflicts (:func:`~lossgate.render.conflict_line`). Each line once: the
+          summary's own header and the fact lines the recall's facts restate are not
+          printed again;
+        * the summary's prose: its ``Conversation:``, ``Narrative:`` or ``Periods:`` section
+          (:data:`~lossgate.render.SECTION_TITLES`), as recall kept it;
+        * ``Events:``, the events under a header per day (:func:`~lossgate.render.day_line`),
+          oldest first.
+
+        Untrusted text is marked as a quote (invariant 8). Recall's :attr:`tokens` counts this
+        block (:func:`block_parts`): exactly, without a budget."""
+        return "\n".join(part for part in block_parts(self.tenant_id, self.subject_id, self.summary, self.facts,
+                                                        self.events) if part)
+
+
+FACTS_TITLE = "Facts:"
+EVENTS_TITLE = "Events:"
+
+
+def block_title(subject_id: str, summary: str | None) -> str:
+    """The first line of :meth:`RecallResult.render`: whose memory, from a summary or raw memory."""
+    return f"Memory of {one_line(subject_id)}" + (
+        " (summary)" if summary is not None else " (raw memory: no fresh summary)")
+
+
+def summary_structure(tenant_id: str, subject_id: str, summary: str | None) -> tuple[list[str], str]:
+    """What the block prints of a recalled summary (:func:`~lossgate.render.summary_parts`):
+    its structured lines but its header, and its prose."""
+    if not summary:
+        return [], ""
+    structured, prose = summary_parts(summary)
+    header = header_line(tenant_id, subject_id)
+    return [ln for ln in structured if ln != header], prose
+
+
+def block_parts(tenant_id: str, subject_id: str, summary: str | None, facts: tuple[Fact, ...] | list[Fact],
+                events: tuple[Event, ...] | list[Event]) -> tuple[str, str, str]:
+    """:meth:`RecallResult.render`'s block in three parts, joined by newlines where not empty:
+    the header line with the facts section; the summary's prose (``""`` without one); the
+    events section (``""`` without events). Recall counts its tokens by these parts."""
+    structured, prose = summary_structure(tenant_id, subject_id, summary)
+    lines: list[str] = []
+    seen: set[str] = set()
+    for line in [*(fact_line(f) for f in facts if f.value is not None), *structured]:
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+    head = [block_title(subject_id, summary), *([FACTS_TITLE, *lines] if lines else [])]
+    tail: list[str] = []
+    if events:
+        tail.append(EVENTS_TITLE)
+        day = None
+        for e in sorted(events, key=lambda e: e.seq):
+            if day_line(e) != day:
+                day = day_line(e)
+                tail.append(day)
+            tail.append(event_line(e))
+    return "\n".join(head), prose, "\n".join(tail)
 
 
 class Job(_Record):

@@ -27,6 +27,12 @@ critical facts and the summary's structured part (never trimmed), then the
 matching facts and events in relevance order, then, while room is left, the
 summary's own recent-conversation lines (a root's newest period lines, each under its title). Deleted and revoked events, and the
 text a deleted fact was drawn from, never come back on any path.
+
+A recall's ``tokens`` are those of the block :meth:`~lossgate.derived.RecallResult.render`
+prints (:func:`~lossgate.derived.block_parts`): its header line, each fact line once (a fact
+the summary's structured part already says is not paid for twice; the summary's own header
+is not printed), the summary's prose, the events with their day headers. Without a budget,
+exactly; under one, line by line, the newlines between lines not counted.
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ from typing import Any
 
 from lossgate.caches import holds_text
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.derived import RecallMode, RecallRecord, RecallResult
+from lossgate.derived import (EVENTS_TITLE, FACTS_TITLE, RecallMode, RecallRecord, RecallResult, block_parts,
+                              block_title, summary_structure)
 from lossgate.errors import ConfigError
 from lossgate.records import Event, Fact, utcnow
 from lossgate.render import CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line, fact_line
@@ -94,9 +101,11 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     summary = artifact.summary if fresh and artifact else None
     count = counter or default_counter()
     if searching:
-        summary, others, events, tokens = _fit_relevant(summary, critical, others, events, budget, count)
+        summary, others, events, tokens = _fit_relevant(tenant_id, subject_id, summary, critical, others, events,
+                                                        budget, count)
     else:
-        summary, events, others, tokens = _fit_recent(summary, critical, others, events, budget, count)
+        summary, events, others, tokens = _fit_recent(tenant_id, subject_id, summary, critical, others, events,
+                                                      budget, count)
     events.sort(key=lambda e: e.seq)
     record = RecallRecord(
         recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
@@ -299,6 +308,45 @@ def _joined_tokens(summary: str | None, rest: str, count: TokenCounter) -> int:
     return count("\n".join([summary or "", rest]))
 
 
+def _block_tokens(tenant_id: str, subject_id: str, summary: str | None, facts: list[Fact], events: list[Event],
+                  count: TokenCounter) -> int:
+    """``count(result.render())``: the block :func:`~lossgate.derived.block_parts` builds, its
+    summary's prose counted once per summary when the counter allows (the prose starts with
+    its title, the events section with ``Events:``: a piece ends at the newline before each)."""
+    head, prose, tail = block_parts(tenant_id, subject_id, summary, facts, events)
+    if prose and getattr(count, "name", None) in _SPLITS_AT_NEWLINE:
+        return count(head + "\n") + _joined_tokens(prose, tail, count)
+    return count("\n".join(part for part in (head, prose, tail) if part))
+
+
+class _FactsSection:
+    """The tokens of the block's facts section as recall fills it: its title with its first
+    line, then each line once (a fact whose line the summary's structured part holds, or
+    another fact's, costs nothing more)."""
+
+    def __init__(self, count: TokenCounter) -> None:
+        self.count = count
+        self.said: set[str] = set()
+
+    def cost(self, line: str) -> int:
+        if line in self.said:
+            return 0
+        return _line_tokens(line, self.count) + (0 if self.said else _line_tokens(FACTS_TITLE, self.count))
+
+    def take(self, line: str) -> int:
+        cost = self.cost(line)
+        self.said.add(line)
+        return cost
+
+
+def _fixed_tokens(subject_id: str, summary: str | None, structured: list[str], critical: list[Fact],
+                  section: _FactsSection, count: TokenCounter) -> int:
+    """What the budget never trims, as the block prints it: its header line, then the critical
+    facts' lines and the summary's ``structured`` lines (its header left out), each once."""
+    return _line_tokens(block_title(subject_id, summary), count) + sum(
+        section.take(line) for line in [*(fact_line(f) for f in critical), *structured])
+
+
 @holds_text
 def _forget_counted_text() -> None:
     """The counts above are keyed by text, deleted text included: forgotten with it."""
@@ -307,24 +355,31 @@ def _forget_counted_text() -> None:
     _summary_line_tokens.cache_clear()
 
 
-def _fit_recent(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
-                budget: int | None, count: TokenCounter) -> tuple[str | None, list[Event], list[Fact], int]:
+def _fit_recent(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
+                events: list[Event], budget: int | None,
+                count: TokenCounter) -> tuple[str | None, list[Event], list[Fact], int]:
     """Without a query: trim the summary's oldest recent-conversation lines or a hierarchical
     root's oldest period lines, then events (oldest first), then non-critical facts; never
-    the summary's structured part or critical facts."""
-    cost_summary = _summary_tokens(summary, count) if summary else 0
-    if budget is None:  # nothing to trim: one tokenizer call for the rest
-        text = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events])
-        return summary, events, others, cost_summary + count(text) + sum(count(d) for d in {day_line(e) for e in events})
-    fact_costs = [count(fact_line(f)) for f in critical]
-    other_costs = [count(fact_line(f)) for f in others]
-    # each event pays for its line and a day header (an upper bound: events of one day share it)
-    event_costs = [count(event_line(e)) + count(day_line(e)) for e in events]
-    total = cost_summary + sum(fact_costs) + sum(other_costs) + sum(event_costs)
+    the summary's structured part or critical facts. The tokens are those of the block
+    :meth:`~lossgate.derived.RecallResult.render` prints (exactly, without a budget)."""
+    if budget is None:  # nothing to trim: the block, counted whole
+        return summary, events, others, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
+    section = _FactsSection(count)
+    structured, prose = summary_structure(tenant_id, subject_id, summary)
+    fixed = _fixed_tokens(subject_id, summary, structured, critical, section, count)
+    cost_prose = _summary_tokens(prose, count) if prose else 0
+    other_costs = [section.take(fact_line(f)) for f in others]  # the section's title with its first line
+    # each event pays for its line and a day header (an upper bound: events of one day share
+    # it); the newest, dropped last, for the section's title too
+    event_costs = [_line_tokens(event_line(e), count) + _line_tokens(day_line(e), count) for e in events]
+    if event_costs:
+        event_costs[0] += _line_tokens(EVENTS_TITLE, count)
+    total = fixed + cost_prose + sum(other_costs) + sum(event_costs)
     if summary and total > budget:
         head, title, tail = _split_summary(summary)
         if title:  # a summary's recent conversation or a root's period digests: the oldest lines go first
-            used = total - cost_summary + _summary_tokens(head, count)
+            untrimmed = summary_structure(tenant_id, subject_id, head)[1]  # prose before the title, if any
+            used = total - cost_prose + (_summary_tokens(untrimmed, count) if untrimmed else 0)
             summary, kept = _newest_lines(head, title, tail, budget - used, count)
             total = used + kept
     events, others = list(events), list(others)
@@ -423,27 +478,33 @@ def _period_lines_newest_first(summary: str, start: int) -> Iterator[tuple[str, 
         yield kept, None
 
 
-def _fit_relevant(summary: str | None, critical: list[Fact], others: list[Fact], events: list[Event],
-                  budget: int | None, count: TokenCounter) -> tuple[str | None, list[Fact], list[Event], int]:
+def _fit_relevant(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
+                  events: list[Event], budget: int | None,
+                  count: TokenCounter) -> tuple[str | None, list[Fact], list[Event], int]:
     """With a query: critical facts and the summary's structured part first, then hits in
-    relevance order (whatever fits), then the summary's recent conversation, newest first."""
+    relevance order (whatever fits), then the summary's recent conversation, newest first.
+    The tokens are those of the block :meth:`~lossgate.derived.RecallResult.render` prints
+    (exactly, without a budget)."""
     if budget is None:
-        rest = "\n".join([fact_line(f) for f in critical + others] + [event_line(e) for e in events]
-                         + sorted({day_line(e) for e in events}))
-        return summary, others, events, _joined_tokens(summary, rest, count)
+        return summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
     head, title, tail = _split_summary(summary) if summary else (None, "", iter(()))
-    used = (_summary_tokens(head, count) if head else 0) + sum(_line_tokens(fact_line(f), count) for f in critical)
+    section = _FactsSection(count)
+    # the prose in head, the part of the summary never trimmed (a narrative), is paid for whole
+    structured, untrimmed = summary_structure(tenant_id, subject_id, head)
+    used = _fixed_tokens(subject_id, summary, structured, critical, section, count) + (
+        _summary_tokens(untrimmed, count) if untrimmed else 0)
     kept_facts: list[Fact] = []
     for f in others:
-        cost = _line_tokens(fact_line(f), count)
+        cost = section.cost(fact_line(f))  # nothing for a fact the summary's structured part already says
         if used + cost <= budget:
             kept_facts.append(f)
-            used += cost
+            used += section.take(fact_line(f))
     kept_events: list[Event] = []
     days: set[str] = set()
     for e in events:
         day = day_line(e)
-        cost = _line_tokens(event_line(e), count) + (0 if day in days else _line_tokens(day, count))  # a day's header once
+        cost = (_line_tokens(event_line(e), count) + (0 if day in days else _line_tokens(day, count))  # a day's header once
+                + (0 if kept_events else _line_tokens(EVENTS_TITLE, count)))
         if used + cost <= budget:
             kept_events.append(e)
             days.add(day)

@@ -29,8 +29,8 @@ from typing import Any, Protocol
 from lossgate.values import coerce_value, encode_value
 
 __all__ = ["value_text", "fact_line", "claim_lines", "conflict_line", "event_line", "day_line", "header_line",
-           "period_line", "one_line", "section_lines", "CONVERSATION_TITLE", "NARRATIVE_TITLE", "PERIODS_TITLE",
-           "PERIOD_LINE"]
+           "period_line", "one_line", "section_lines", "summary_parts", "CONVERSATION_TITLE", "NARRATIVE_TITLE",
+           "PERIODS_TITLE", "SECTION_TITLES", "PERIOD_LINE"]
 
 # The titles of a summary's sections after its structured lines: the recent conversation
 # (the deterministic compressor's whole event lines) or a model's narrative. Recall splits
@@ -40,6 +40,10 @@ NARRATIVE_TITLE = "Narrative:"
 # The section of a hierarchical root (:mod:`lossgate.consolidate.hierarchy`): one digest per
 # period, oldest first, each under its :func:`period_line`.
 PERIODS_TITLE = "Periods:"
+# Every title a summary's prose starts with: the lines before the first of them are its
+# structured part (single-line renderings: its header, its claims, its open conflicts).
+SECTION_TITLES = (CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE)
+_SECTION_TITLE = re.compile("^(?:" + "|".join(re.escape(t) for t in SECTION_TITLES) + ")$", re.MULTILINE)
 
 
 class _FactLike(Protocol):
@@ -150,3 +154,16 @@ def section_lines(summary: str, title: str) -> list[str]:
     if title not in lines:
         return []
     return [ln for ln in lines[lines.index(title) + 1:] if ln.startswith("- ")]
+
+
+def summary_parts(summary: str) -> tuple[list[str], str]:
+    """A summary's structured lines (its :func:`header_line`, a :func:`fact_line` per claim, a
+    :func:`conflict_line` per open conflict) and its prose: everything from the first line
+    that is exactly one of :data:`SECTION_TITLES` on, that title included (``""`` without
+    one). No structured line can be a title (each starts with ``- `` or is the header), so
+    the first title is the summary's own, whatever a narrative writes after it."""
+    found = _SECTION_TITLE.search(summary)
+    if found is None:
+        return [ln for ln in summary.split("\n") if ln.strip()], ""
+    head = summary[:max(found.start() - 1, 0)]  # without the newline before the title
+    return [ln for ln in head.split("\n") if ln.strip()], summary[found.start():]

@@ -1,12 +1,13 @@
 """Recall's token counts without tokenizing a long summary on every call.
 
-Without a budget, a recall's ``tokens`` is the count of its whole text: the summary, then
-its facts, events and day lines, joined by newlines. A hierarchical root's summary can run
-to many thousand tokens and is the same recall after recall, so recall counts it once
-(with the newline that follows it) and adds the count of the rest; that is exact for the
-default tokenizer, whose pieces always end at a newline followed by a visible character.
-These tests hold recall to the whole count, on arbitrary summaries and on recall's own
-lines, and to the whole count for any other counter.
+Without a budget, a recall's ``tokens`` is the count of its whole rendered block
+(:meth:`~lossgate.derived.RecallResult.render`): the header and the facts, the summary's
+prose, then the events and their day lines, joined by newlines. A hierarchical root's
+summary can run to many thousand tokens and is the same recall after recall, so recall
+counts its prose once (with the newline that follows it) and adds the count of the rest;
+that is exact for the default tokenizer, whose pieces always end at a newline followed by
+a visible character. These tests hold recall to the whole count, on arbitrary summaries
+and on recall's own lines, and to the whole count for any other counter.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from hypothesis import strategies as st
 
 from lossgate import recall as recall_module
 from lossgate.consolidate.tokens import default_counter
+from lossgate.derived import block_parts
 from lossgate.records import Event
-from lossgate.render import day_line, event_line
+from lossgate.render import day_line, event_line, header_line
 
 COUNT = default_counter()
 AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
@@ -61,3 +63,22 @@ def test_any_other_counter_counts_the_whole_text() -> None:
 
     assert recall_module._joined_tokens("a summary", "- a line", chars) == len("a summary\n- a line")
     assert seen == ["a summary\n- a line"]
+
+
+_TITLES = st.sampled_from(["Conversation:", "Narrative:", "Periods:"])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(subject=st.text(min_size=1, max_size=20), structured=_LINES, title=_TITLES, prose=_LINES,
+       texts=st.lists(st.text(max_size=30), max_size=3))
+def test_the_rendered_block_counted_by_parts_is_the_whole_count(subject: str, structured: str, title: str,
+                                                                prose: str, texts: list[str]) -> None:
+    """The block's header and facts, then the summary's prose (counted once per summary),
+    then the events: the count of the block as render() joins it."""
+    summary = "\n".join([header_line("t", subject), structured, title, prose])
+    events = [Event(tenant_id="t", subject_id="s", event_id=f"e{i}", seq=i, kind="message", actor="user",
+                    trust="untrusted", text=text, payload={}, occurred_at=AT + timedelta(days=i), recorded_at=AT,
+                    content_hash="sha256:x") for i, text in enumerate(texts)]
+    block = "\n".join(part for part in block_parts("t", subject, summary, [], events) if part)
+    assert recall_module._block_tokens("t", subject, summary, [], events, COUNT) == COUNT(block)
+    assert block.split("\n").count(header_line("t", subject)) == 0  # the summary's own header is not printed

@@ -14,7 +14,8 @@ import pytest
 
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.render import fact_line
+from lossgate.consolidate.tokens import default_counter
+from lossgate.render import CONVERSATION_TITLE, event_line, fact_line, header_line, section_lines
 from lossgate.testing.compressors import FlipBool
 
 T, U, V = "acme", "user-17", "user-22"
@@ -267,3 +268,76 @@ def test_a_query_finds_the_parts_of_an_address_a_path_or_an_identifier_on_every_
     assert expected in found(indexed)
     if expected == "e-invoice" and query != "0199":
         assert "f-customer" in found(indexed)
+
+
+# -- the rendered block -------------------------------------------------------------------------------
+
+def test_the_rendered_block_speaks_the_ledger_first_and_says_once_whose_memory_it_is(memory):
+    """One header line; the facts, current values, each line once (the summary's own header
+    and fact lines are not printed again); the summary's prose; the events last, under
+    their days. In raw fallback: the header, the facts, the events."""
+    world(memory)
+    memory.append([ev("e-tz2", "I moved: use UTC+01:00 now.")])
+    memory.supersede(T, U, "f-tz", fact("f-tz2", "timezone", "UTC+01:00", ["e-tz2"]))
+    publish(memory)
+    memory.append([ev("e-tail", "one more thing about the garden party")])
+    allergy = "- food.peanuts_allowed: false (basis=allergy, severity=critical)"
+
+    for query in (None, "garden party"):
+        r = memory.recall(T, U, query=query)
+        assert r.mode == "summary" and r.summary.startswith(header_line(T, U))
+        block = r.render()
+        lines = block.split("\n")
+        assert [ln for ln in lines if ln.startswith("Memory of")] == [f"Memory of {U} (summary)"]
+        assert lines[0] == f"Memory of {U} (summary)" and lines[1] == "Facts:"
+        prose_at, events_at = lines.index(CONVERSATION_TITLE), lines.index("Events:")
+        facts = lines[2:prose_at]
+        assert facts[0] == allergy and block.count("food.peanuts_allowed: false") == 1
+        assert len(facts) == len(set(facts))  # no fact line twice
+        assert {fact_line(f) for f in r.facts} <= set(facts)
+        assert "- timezone: UTC+01:00" in facts and "- timezone: UTC-05:00" not in block  # the current value only
+        # the summary's prose, after the facts: its conversation, as recall kept it
+        assert lines[prose_at:events_at] == [CONVERSATION_TITLE, *section_lines(r.summary, CONVERSATION_TITLE)]
+        assert "- user: we chatted about jazz records" in lines[prose_at:events_at]
+        # the events last, under their days
+        assert lines[events_at + 1] == "[2026-03-14]"
+        assert lines[events_at + 2:] == [event_line(e) for e in r.events]
+        assert "- user: one more thing about the garden party" in lines[events_at:]
+        assert r.tokens == default_counter()(block)  # the tokens are the block's
+
+    memory.delete_event(T, U, "e-chat1")  # the summary is stale: raw memory
+    for query in (None, "garden party"):
+        r = memory.recall(T, U, query=query)
+        assert r.mode == "raw_fallback"
+        block = r.render()
+        lines = block.split("\n")
+        assert lines[:2] == [f"Memory of {U} (raw memory: no fresh summary)", "Facts:"]
+        assert [ln for ln in lines if ln.startswith("Memory of")] == lines[:1]
+        events_at = lines.index("Events:")
+        assert lines[2:events_at] == [fact_line(f) for f in r.facts] and lines[2] == allergy
+        assert block.count("food.peanuts_allowed: false") == 1 and CONVERSATION_TITLE not in lines
+        assert lines[events_at + 1] == "[2026-03-14]" and lines[events_at + 2:] == [event_line(e) for e in r.events]
+        assert "lovely" not in block
+        assert r.tokens == default_counter()(block)
+
+
+def test_the_rendered_block_keeps_the_summarys_other_structured_lines_once(memory):
+    """A query brings the facts it matches; the summary's structured part says the rest of
+    the ledger and its open conflicts: those lines stay, after the recall's facts, once."""
+    world(memory)
+    memory.append([ev("e-crm", "Peanuts are fine for me.", trust="tool", actor="crm")])
+    memory.assert_fact(fact("f-yes", "food.peanuts_allowed", True, ["e-crm"], qualifiers={"basis": "preference"},
+                            authority="tool"))
+    publish(memory)
+    for query in ("peanuts", "jazz records", None):
+        r = memory.recall(T, U, query=query)
+        summary = r.summary.split("\n")
+        structured = summary[1:summary.index(CONVERSATION_TITLE)]  # the summary's own, its header left out
+        lines = r.render().split("\n")
+        facts = lines[2:lines.index(CONVERSATION_TITLE)]
+        assert facts[:len(r.facts)] == [fact_line(f) for f in r.facts]  # the recall's facts first
+        assert set(facts) == {fact_line(f) for f in r.facts} | set(structured) and len(facts) == len(set(facts))
+        assert "- chat.topic: jazz" in facts and "- timezone: UTC-05:00" in facts  # hit or not, the ledger's
+        (conflict,) = [ln for ln in lines if "UNRESOLVED CONFLICT" in ln]
+        assert conflict in structured and conflict == facts[-1]  # after the fact lines
+        assert r.tokens == default_counter()(r.render())
