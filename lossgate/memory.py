@@ -244,6 +244,24 @@ class Memory:
         return new
 
     @checked_args
+    def narrative_policy(self, tenant_id: str) -> str:
+        """What becomes of a model's narrative sentence on a topic only the ledger states
+        (:mod:`lossgate.gate.narrative`): ``omit`` (the default) or ``refuse``."""
+        from lossgate.consolidate.narrative_policy import narrative_policy
+
+        with self.store.read() as tx:
+            return narrative_policy(tx, tenant_id)
+
+    @checked_args
+    def set_narrative_policy(self, tenant_id: str, policy: str) -> str:
+        """Set the tenant's narrative policy: ``omit`` publishes a narrative without such a
+        sentence and keeps it, with why, on the attempt; ``refuse`` fails the attempt."""
+        from lossgate.consolidate.narrative_policy import set_narrative_policy
+
+        with self.store.write() as tx:
+            return set_narrative_policy(tx, tenant_id, policy, now=utcnow())
+
+    @checked_args
     def demote(self, tenant_id: str, subject_id: str | None = None, *,
                now: datetime | None = None) -> "list[Demotion]":
         """Move the tenant's events (one subject's, with ``subject_id``) between tiers at

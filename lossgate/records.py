@@ -218,6 +218,10 @@ class Predicate(_Record):
     # total"), and whether a proposal of it becomes a fact at once or waits for a person.
     cues: tuple[Plain, ...] = ()
     extraction: Literal["auto", "review"] = "review"
+    # Words a sentence may name this kind of fact by beyond its predicate's own ("satay",
+    # "groundnut" for peanuts; "ring", "phone" for calling): a model's narrative sentence that
+    # uses one is on the fact's topic, which only the ledger states (lossgate.gate.narrative).
+    synonyms: tuple[Plain, ...] = ()
 
 
 class NewFact(_Input):

@@ -81,8 +81,9 @@ class Registry(BaseModel):
         the content hash, it had before they existed."""
         doc = self.model_dump(mode="json")
         for spec in doc["predicates"].values():
-            if not spec.get("cues"):
-                spec.pop("cues", None)
+            for listed in ("cues", "synonyms"):
+                if not spec.get(listed):
+                    spec.pop(listed, None)
             if spec.get("extraction") == "review":
                 spec.pop("extraction", None)
         return doc

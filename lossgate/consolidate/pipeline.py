@@ -53,7 +53,9 @@ from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest,
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.prose import prose_inputs, prose_of, structured_lines
+from lossgate.gate.narrative import speak_for_ledger, touching_violations
 from lossgate.gate.superseded import check_markers, mark, retired_values, strip_markers
+from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
@@ -158,6 +160,14 @@ def _withdrawn(attempt: Attempt, reason: str, erased: bool) -> Attempt:
     return attempt.model_copy(update=update)
 
 
+def _parent_quotes(sel: Selection) -> frozenset[str]:
+    """The lines of the parent's conversation: quotes of events, whether or not a bounded
+    snapshot holds them."""
+    if sel.parent is None:
+        return frozenset()
+    return frozenset(section_lines(strip_markers(sel.parent.body.summary), CONVERSATION_TITLE))
+
+
 def _carried_lines(sel: Selection, body: ArtifactBody) -> set[str] | None:
     """The lines of ``body``'s prose (:func:`~lossgate.gate.prose.prose_of`: its structured
     lines blanked) that are lines of the parent's conversation, if every other line is a
@@ -165,7 +175,7 @@ def _carried_lines(sel: Selection, body: ArtifactBody) -> set[str] | None:
     parent = sel.parent
     if parent is None:
         return None
-    said = set(section_lines(strip_markers(parent.body.summary), CONVERSATION_TITLE))
+    said = _parent_quotes(sel)
     quoted = {event_line(e) for e in sel.events}
     carried: set[str] = set()
     for line in prose_of(body).split("\n"):
@@ -346,7 +356,8 @@ class Consolidator:
             epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
             retired = tx.facts(tenant_id, subject_id, statuses=["superseded", "revoked"],
                                through_seq=sel.snapshot.clock.high_water)
-            sel = replace(sel, retired=retired_values([*sel.facts, *retired]))
+            sel = replace(sel, retired=retired_values([*sel.facts, *retired]),
+                          narrative_policy=narrative_policy(tx, tenant_id))
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
@@ -393,13 +404,13 @@ class Consolidator:
         built = self._build(attempt, sel, request, must, registry, timings)
         if isinstance(built, Prepared):
             return built
-        body, result, raw_text, judged = built
-        return self._conclude(attempt, sel, body, result, registry, timings, raw_text, judged=judged)
+        body, result, raw_text, judged, omitted = built
+        return self._conclude(attempt, sel, body, result, registry, timings, raw_text, judged=judged, omitted=omitted)
 
     # -- one artifact: compress, parse, gate, judge --------------------------------------
     def _build(self, attempt: Attempt, sel: Selection, request: CompressionRequest, must: MustPreserve,
                registry: Registry, timings: dict[str, float], *, label: str = "",
-               ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool]:
+               ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool, tuple[str, ...]]:
         """The body and the gate's result for one request, or the failed attempt (a
         compressor error, malformed output, a judge that failed). ``label`` names a part."""
         where = f"part {label}: " if label else ""
@@ -417,10 +428,20 @@ class Consolidator:
         if error is not None:
             return self._finish_error(attempt, sel, raw_text, where + error, timings)
         assert body is not None
-        # lossgate's markers on every line that states a superseded value, whatever the compressor wrote
-        body = body.model_copy(update={"summary": mark(body.summary, sel.retired, structured_lines(body))})
         t2 = time.perf_counter()
+        # What matters is the ledger's to say: a narrative sentence on such a topic is left out.
+        # Then lossgate's markers on every line that states a superseded value, whatever the
+        # compressor wrote (any marker of its own is read again from the ledger).
+        body = body.model_copy(update={"summary": strip_markers(body.summary)})
+        spoken, omitted = speak_for_ledger(sel.snapshot, body, must, registry, quoted=_parent_quotes(sel))
+        refuse = bool(omitted) and sel.narrative_policy == "refuse"
+        if not refuse:
+            body = spoken
+        body = body.model_copy(update={"summary": mark(body.summary, sel.retired, structured_lines(body))})
         result = self._gate(sel, body, registry, must)
+        if refuse:
+            result = make_result([*result.violations, *result.losses, *touching_violations(omitted)], must)
+            omitted = ()
         _add(timings, "gate_s", time.perf_counter() - t2)
         judged = False
         if self.judge is not None and result.passed:
@@ -432,19 +453,21 @@ class Consolidator:
                 why = str(exc) if isinstance(exc, JudgeError) else crash_reason(exc)
                 return self._finish_error(attempt, sel, raw_text, f"{where}JudgeError: {why}"[:2000], timings)
             _add(timings, "judge_s", time.perf_counter() - t3)
-        return body, result, raw_text, judged
+        return body, result, raw_text, judged, tuple(_storable(where + o.line()) or "" for o in omitted)
 
     def _conclude(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], raw_text: str | None, *, judged: bool,
-                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None) -> Prepared:
-        """Store the artifact and the attempt's outcome; a failed gate schedules the retry."""
+                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None,
+                  omitted: tuple[str, ...] = ()) -> Prepared:
+        """Store the artifact and the attempt's outcome; a failed gate schedules the retry.
+        ``omitted``: the narrative sentences left out of it (and of its parts), and why."""
         artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree)
         passed = result.passed
         where = f"part {part.key}: " if part is not None else ""
         attempt = attempt.model_copy(update={
             "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
             "gate_outcome": result.outcome, "violations": tuple(where + line for line in result.lines()),
-            "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations),
+            "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations) + omitted,
             "losses": tuple(where + str(v) for v in result.losses), "raw_output": raw_text,
             "covers_through": artifact.manifest.new_covers_through, "timings": timings,
             "finished_at": None if passed else utcnow(),
@@ -586,6 +609,7 @@ class Consolidator:
         snapshot and stored as a candidate), then the root over all of them."""
         children: list[Artifact] = []
         raw_parts: dict[str, str | None] = {}
+        left_out: list[str] = []  # the parts' narrative sentences the ledger speaks for
         for job in tree.parts:
             if job.reuse is not None:
                 children.append(job.reuse)
@@ -594,7 +618,7 @@ class Consolidator:
                 snapshot=job.snapshot, expected=sel.expected, path="part", parent=None, events=job.part.events,
                 facts=job.facts, inputs=job.inputs, input_root=input_root(job.inputs),
                 outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
-                retired=sel.retired)
+                retired=sel.retired, narrative_policy=sel.narrative_policy)
             must = build_must_preserve(job.snapshot, registry)
             # The digest's budget: its conversation's share, plus what its structure takes (the
             # facts drawn from this period are never dropped for the conversation's sake).
@@ -614,10 +638,11 @@ class Consolidator:
             built = self._build(attempt, part_sel, request, must, registry, timings, label=job.part.key)
             if isinstance(built, Prepared):
                 return built
-            body, result, raw_text, judged = built
+            body, result, raw_text, judged, omitted = built
+            left_out += omitted
             if not result.passed:  # the job fails as a whole: nothing of it is published
                 return self._conclude(attempt, part_sel, body, result, registry, timings, raw_text,
-                                      judged=judged, part=job.info)
+                                      judged=judged, part=job.info, omitted=tuple(left_out))
             artifact = self._artifact(attempt, part_sel, body, result, registry, timings, judged=judged,
                                       part=job.info)
             try:
@@ -639,10 +664,11 @@ class Consolidator:
                 return refused
             children.append(artifact)
             raw_parts[job.part.key] = raw_text
-        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings)
+        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings, tuple(left_out))
 
     def _prepare_root(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, children: list[Artifact],
-                      raw_parts: dict[str, str | None], registry: Registry, timings: dict[str, float]) -> Prepared:
+                      raw_parts: dict[str, str | None], registry: Registry, timings: dict[str, float],
+                      omitted: tuple[str, ...] = ()) -> Prepared:
         """The root: the ledger's claims and lines (the deterministic compressor's, under the
         job's budget), then every part's digest, gated against the whole snapshot."""
         t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
@@ -679,7 +705,8 @@ class Consolidator:
                             registry, must=must, retired=sel.retired)
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
-        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree)
+        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree,
+                              omitted=omitted)
 
     def publish(self, prepared: Prepared) -> Attempt:
         """Run the switch for a gated artifact. A lost race or a moved input publishes nothing."""

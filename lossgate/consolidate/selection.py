@@ -62,6 +62,9 @@ class Selection:
     # The subject's superseded and revoked values, whatever the snapshot holds: every line of
     # a summary that states one carries lossgate's marker (lossgate.gate.superseded).
     retired: tuple[Retired, ...] = ()
+    # What becomes of a model's sentence on a topic only the ledger states: the tenant's
+    # policy (lossgate.consolidate.narrative_policy).
+    narrative_policy: str = "omit"
 
     @property
     def selected_ids(self) -> tuple[str, ...]:

@@ -45,6 +45,9 @@ Code = Literal[
     # a line stating a superseded or revoked value without lossgate's marker, or a marker not
     # lossgate's (lossgate.gate.superseded)
     "superseded_unmarked", "marker_forged",
+    # a model's narrative sentence on a topic only the ledger states, under the tenant's
+    # "refuse" narrative policy (lossgate.gate.narrative)
+    "narrative_touches_topic",
     # read-back: what the store returns differs from what was written (lossgate.readback)
     "representation_loss",
 ]

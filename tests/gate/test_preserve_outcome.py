@@ -95,4 +95,4 @@ def test_make_result_dedupes_orders_and_keeps_the_worst_severity() -> None:
 def test_every_code_has_a_severity() -> None:
     assert CODES["atom_missing"] == "important"
     assert {s for c, s in CODES.items() if c != "atom_missing"} == {"critical"}
-    assert len(CODES) == 29  # the contract, records, markers, prose diff, fence and read-back codes
+    assert len(CODES) == 30  # the contract, records, markers, prose diff, fence and read-back codes

@@ -76,21 +76,24 @@ from lossgate.records import ArtifactBody, Snapshot
 from lossgate.registry import Registry
 from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line
 
-__all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "topics"]
+__all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "Touching", "topics"]
 
 NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE})
 
 
-def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody) -> list[tuple[str, str]]:
+def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody,
+                        quoted: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """The summary's own sentences, as written and with atoms blanked: not its structured
-    lines, not its verbatim quotes of events (what the fence and a model judge read)."""
-    quoted = {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} | NARRATIVE_TITLES
+    lines, not its verbatim quotes of events (what the fence and a model judge read), nor the
+    lines in ``quoted`` (quotes of events a bounded snapshot does not hold: a parent's)."""
+    quoted = quoted | {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} \
+        | NARRATIVE_TITLES
     lines = [ln for ln in prose_of(artifact).split("\n")
              if ln.strip() and ln not in quoted and not PERIOD_LINE.fullmatch(ln)]
     return [pair for ln in lines for pair in sentences(ln)]
 
 
-class _Touching:
+class Touching:
     """Which topics a sentence touches (see the module docstring), found through an index of
     their words: a gate run meets hundreds of topics and sentences."""
 
@@ -128,7 +131,7 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
     valid = tuple(e for e in snapshot.events if e.state == "valid")
     sources = source_sentences(valid)
     index = source_index(sources)
-    touches = _Touching(found)
+    touches = Touching(found)
     events = {e.event_id: e for e in valid}
     out: list[Violation] = []
     previous: list[Topic] = []
