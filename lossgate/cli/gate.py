@@ -140,7 +140,20 @@ def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
                       f"{r.wrong - len(r.misses)} ({r.catch_rate:.1%})",
                       f"{r.wrong - len(r.gate_misses)} ({r.gate_catch_rate:.1%})")
     console.print(table)
+    published = Table(title="What an agent reads: each sentence as a model's narrative, published under the "
+                            "omit policy")
+    for name in ("corpus", "wrong reaching recall", "wrong left out", "wrong refused with the summary",
+                 "faithful kept", "faithful left out", "faithful refused with the summary"):
+        published.add_column(name, justify="left" if name == "corpus" else "right")
     for r in reports:
+        published.add_row(r.corpus, f"{len(r.reached)} ({r.reach_rate:.1%})", str(r.omitted["wrong"]),
+                          str(r.refused["wrong"]), f"{r.kept} ({r.kept_rate:.1%})", str(r.omitted["faithful"]),
+                          str(r.refused["faithful"]))
+    console.print(published)
+    for r in reports:
+        if verbose:
+            for item in r.reached:
+                console.print(f"reaches recall [{r.corpus}] {item.case} ({item.kind}): {item.sentence}", markup=False)
         for item, why in r.false_alarms:
             console.print(f"false alarm [{r.corpus}] {item.case}: {item.sentence} -- {why}", markup=False)
         if verbose:

@@ -28,6 +28,9 @@ from pathlib import Path
 from lossgate.errors import InvalidInput
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check
+from lossgate.gate.narrative import speak_for_ledger
+from lossgate.gate.preserve import build_must_preserve
+from lossgate.render import NARRATIVE_TITLE
 
 __all__ = ["CORPORA", "NarrativeItem", "NarrativeReport", "load_corpus", "run_corpus"]
 
@@ -56,6 +59,22 @@ class NarrativeReport:
     caught_kinds: Counter[str] = field(default_factory=Counter)  # ... that the fence refused
     gate_false_alarms: list[tuple[NarrativeItem, str]] = field(default_factory=list)  # faithful, gate failed
     gate_misses: list[NarrativeItem] = field(default_factory=list)  # wrong, and the gate did not fail
+    # What is published (lossgate.gate.narrative, policy "omit"): the sentence is left out,
+    # or it stays and the gate refuses the whole summary, or it reaches what recall returns.
+    omitted: Counter[str] = field(default_factory=Counter)  # by label
+    refused: Counter[str] = field(default_factory=Counter)  # by label: the attempt would fail
+    reached: list[NarrativeItem] = field(default_factory=list)  # wrong sentences an agent would read
+    kept: int = 0  # faithful sentences left in the published narrative
+
+    @property
+    def reach_rate(self) -> float:
+        """The share of wrong sentences that reach what recall returns (the goal: 0)."""
+        return len(self.reached) / self.wrong if self.wrong else 0.0
+
+    @property
+    def kept_rate(self) -> float:
+        """The share of faithful sentences kept in the published narrative."""
+        return self.kept / self.faithful if self.faithful else 0.0
 
     @property
     def false_alarm_rate(self) -> float:
@@ -84,6 +103,9 @@ class NarrativeReport:
             "false_alarms": [{"case": i.case, "sentence": i.sentence, "reason": why} for i, why in self.false_alarms],
             "misses": [{"case": i.case, "sentence": i.sentence, "kind": i.kind} for i in self.misses],
             "wrong_by_kind": {k: {"total": n, "caught": self.caught_kinds[k]} for k, n in sorted(self.kinds.items())},
+            "published": {"wrong_reach_rate": round(self.reach_rate, 4), "faithful_kept_rate": round(self.kept_rate, 4),
+                          "omitted": dict(self.omitted), "refused": dict(self.refused),
+                          "reached": [{"case": i.case, "sentence": i.sentence, "kind": i.kind} for i in self.reached]},
         }
 
 
@@ -123,6 +145,7 @@ def run_corpus(path: str | Path) -> NarrativeReport:
         fence = [v.detail for v in result.violations if v.code == "narrative_unsupported"
                  and item.sentence.rstrip(".")[:40] in v.detail]
         failed = result.outcome == "failed" and not failed_before
+        _publish(report, item, case, extra, failed_before)
         if item.label == "faithful":
             report.faithful += 1
             if fence:
@@ -139,3 +162,19 @@ def run_corpus(path: str | Path) -> NarrativeReport:
             if not failed:
                 report.gate_misses.append(item)
     return report
+
+
+def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra: str, failed_before: bool) -> None:
+    """What an agent would read of ``item`` written as a model's narrative (the case's summary
+    and the sentence under a narrative title): left out, refused with its summary, or read."""
+    artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{extra}"})
+    must = build_must_preserve(case.snapshot, case.registry)
+    published, _ = speak_for_ledger(case.snapshot, artifact, must, case.registry)
+    if item.sentence.strip() not in published.summary:
+        report.omitted[item.label] += 1
+    elif check(case.snapshot, published, case.registry, must=must).outcome == "failed" and not failed_before:
+        report.refused[item.label] += 1
+    elif item.label == "wrong":
+        report.reached.append(item)
+    else:
+        report.kept += 1

@@ -35,6 +35,22 @@ def test_the_fence_refuses_at_most_two_percent_of_faithful_sentences(path: Path)
     assert report.gate_catch_rate >= report.catch_rate
 
 
+BLIND = CORPORA.parent / "blind" / "blind.jsonl"
+
+
+@pytest.mark.parametrize("path", [*SHIPPED, BLIND], ids=lambda p: p.name)
+def test_few_wrong_sentences_reach_what_an_agent_reads(path: Path) -> None:
+    """Written as a model's narrative and published under the omit policy, a wrong sentence is
+    left out (it touches a topic the ledger states) or refused with its summary by the gate;
+    measured 4.2-8.8 % reach recall (the blind corpus the most), against 35-50 % of them that
+    the gate passed when it judged them as prose."""
+    report = run_corpus(path)
+    assert report.reach_rate <= 0.09, [f"{i.case}: {i.sentence}" for i in report.reached]
+    counted = len(report.reached) + report.omitted["wrong"] + report.refused["wrong"]
+    assert counted == report.wrong and report.kept + report.omitted["faithful"] + report.refused["faithful"] \
+        == report.faithful
+
+
 def _corpus(tmp_path: Path, *lines: dict[str, str]) -> Path:
     path = tmp_path / "c.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))

@@ -1,0 +1,96 @@
+"""What matters is the ledger's to say: no model sentence on a critical topic reaches recall.
+
+A chat compressor, against a scripted OpenAI-compatible server over HTTP, writes narratives
+that contradict the memory in other words: an allergy told as a dislike, a forbidden channel
+called fine, a scope or a condition dropped, a colleague's fact told as the subject's, an
+invented preference, a dish made with what the subject may not eat. None of them reaches what
+``recall`` returns, with or without a query, on either store: under the default policy the
+summary is published without them (the attempt says what was left out and why), under
+``refuse`` nothing is published. A sentence about nothing that matters stays.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+from lossgate import Money, NewEvent, NewFact
+from lossgate.consolidate.chat import ChatCompressor, ChatConfig
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.testing.chat_server import ScriptedChatServer, narrative
+
+T, S = "travel-co", "user-17"
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+WRONG = [
+    "The user dislikes peanuts.",
+    "Ringing the user is fine.",
+    "They asked us to use the account for the deployment.",
+    "Refunds of fifty dollars or less are allowed.",
+    "Their colleague Maria is allergic to shellfish.",
+    "The user prefers vegetarian meals and wants a window seat.",
+    "For dinner they ordered the chicken satay with a rich peanut sauce.",
+]
+KEPT = "The garden looks lovely this spring."
+
+
+@pytest.fixture
+def subject(memory):
+    said = [("e-allergy", "I am allergic to peanuts, not merely avoiding them."),
+            ("e-call", "Please never call me; email is fine."),
+            ("e-scope", "Use the staging account only, never production."),
+            ("e-refund", "You may refund up to 50.00 USD after supervisor review."),
+            ("e-chat", "the garden looks lovely")]
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=e, text=text, occurred_at=AT) for e, text in said])
+    memory.assert_facts([
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-allergy", predicate="food.peanuts_allowed", value=False,
+                qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e-allergy"]),
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-call", predicate="contact.allowed", value=False,
+                qualifiers={"channel": "phone"}, source_event_ids=["e-call"]),
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-scope", predicate="account.scope", value="deploy",
+                qualifiers={"environment": "staging only"}, source_event_ids=["e-scope"]),
+        NewFact(tenant_id=T, subject_id=S, fact_id="f-refund", predicate="refund.limit",
+                value=Money(amount=Decimal("50.00"), currency="USD"), authority="user",
+                qualifiers={"condition": "after supervisor review"}, source_event_ids=["e-refund"]),
+    ])
+    return memory
+
+
+def chat(server: ScriptedChatServer) -> ChatCompressor:
+    return ChatCompressor(ChatConfig(base_url=server.url, model="scripted-1", api_key="sk-test", backoff_s=0.0,
+                                     max_backoff_s=0.0))
+
+
+def everything_recall_returns(memory) -> str:
+    return "\n".join(memory.recall(T, S, query=q).render() for q in (None, "peanuts", "refund account call Maria"))
+
+
+@pytest.mark.parametrize("wrong", WRONG)
+def test_a_sentence_on_a_topic_the_ledger_states_never_reaches_recall(subject, wrong):
+    with ScriptedChatServer(default=narrative(f"{KEPT} {wrong}")) as server:
+        attempt = subject.consolidate(T, S, compressor=chat(server), config=ConsolidationConfig(max_attempts=1))
+
+    assert attempt.status == "published", (attempt.violations, attempt.error)
+    seen = everything_recall_returns(subject)
+    assert wrong not in seen and wrong.rstrip(".") not in seen
+    assert KEPT in subject.recall(T, S).render()
+    assert any(d.startswith("narrative_omitted:") and wrong[:30] in d for d in attempt.details), attempt.details
+    assert "food.peanuts_allowed: false" in seen  # the ledger says it instead
+
+
+def test_under_the_refuse_policy_the_attempt_fails_and_nothing_is_published(subject):
+    subject.set_narrative_policy(T, "refuse")
+    with ScriptedChatServer(default=narrative(f"{KEPT} {WRONG[0]}")) as server:
+        attempt = subject.consolidate(T, S, compressor=chat(server), config=ConsolidationConfig(max_attempts=1))
+
+    assert attempt.status == "rejected" and "narrative:narrative_touches_topic" in attempt.violations
+    assert subject.alias(T, S).artifact_id is None
+    assert WRONG[0] not in everything_recall_returns(subject)
+
+
+def test_a_mention_of_a_topic_stays(subject):
+    mention = "They talked about the refund policy."
+    with ScriptedChatServer(default=narrative(f"{KEPT} {mention}")) as server:
+        attempt = subject.consolidate(T, S, compressor=chat(server))
+    assert attempt.status == "published" and mention in subject.recall(T, S).render()
