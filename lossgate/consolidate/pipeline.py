@@ -356,7 +356,7 @@ class Consolidator:
             epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
             retired = tx.facts(tenant_id, subject_id, statuses=["superseded", "revoked"],
                                through_seq=sel.snapshot.clock.high_water)
-            sel = replace(sel, retired=retired_values([*sel.facts, *retired]),
+            sel = replace(sel, retired=retired_values([*sel.facts, *retired], sel.snapshot.conflicts),
                           narrative_policy=narrative_policy(tx, tenant_id))
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")

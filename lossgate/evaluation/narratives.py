@@ -29,6 +29,8 @@ from lossgate.errors import InvalidInput
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check
 from lossgate.gate.narrative import speak_for_ledger
+from lossgate.gate.prose import structured_lines
+from lossgate.gate.superseded import mark, retired_values
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.render import NARRATIVE_TITLE
 
@@ -170,6 +172,8 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
     artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{extra}"})
     must = build_must_preserve(case.snapshot, case.registry)
     published, _ = speak_for_ledger(case.snapshot, artifact, must, case.registry)
+    retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)  # marked as lossgate publishes
+    published = published.model_copy(update={"summary": mark(published.summary, retired, structured_lines(published))})
     if item.sentence.strip() not in published.summary:
         report.omitted[item.label] += 1
     elif check(case.snapshot, published, case.registry, must=must).outcome == "failed" and not failed_before:

@@ -48,7 +48,7 @@ def check(
         must = build_must_preserve(snapshot, registry)
     found = check_contract(snapshot, artifact, loss_severity=must.loss_severity)
     found += check_integrity(snapshot, artifact, registry)
-    found += check_markers(artifact.summary, retired_values(snapshot.facts) if retired is None else retired,
+    found += check_markers(artifact.summary, retired_values(snapshot.facts, snapshot.conflicts) if retired is None else retired,
                            own=structured_lines(artifact))
     if prose:
         found += check_prose(snapshot, artifact, must, inputs=prose_inputs)

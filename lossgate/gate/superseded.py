@@ -10,6 +10,8 @@ holds now::
     - user: As I said, schedule calls in UTC-05:00 please. [superseded 2026-03-04: timezone is now UTC+01:00]
     - user: Use the old card. [revoked 2026-03-05: payment.card has no current value]
 
+A line that states one side of an open conflict carries the other side the same way
+(``[in conflict 2026-03-14: timezone is also UTC+02:00]``): no line settles a conflict.
 The gate then refuses a summary with a line that states such a value without its marker
 (``superseded_unmarked``), or with a marker that is not the one lossgate would write for
 this ledger (``marker_forged``: a model cannot hide a value behind a marker of its own).
@@ -33,7 +35,7 @@ from typing import Iterable
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.sources import token_of, value_atoms, value_forms
-from lossgate.records import Fact
+from lossgate.records import Conflict, Fact
 from lossgate.render import (
     CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, one_line, value_text,
 )
@@ -43,8 +45,8 @@ __all__ = ["Retired", "retired_values", "mark", "strip_markers", "check_markers"
 _PHRASE_TYPES = ("string", "enum", "entity_id")
 _TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE})
 # One or more markers at the end of a line, as :func:`mark` writes them.
-_MARKERS = re.compile(r"(?: \[(?:superseded|revoked) [0-9]{4}-[0-9]{2}-[0-9]{2}: [^\[\]]*\])+$")
-_ONE_MARKER = re.compile(r" \[(?:superseded|revoked) [0-9]{4}-[0-9]{2}-[0-9]{2}: [^\[\]]*\]")
+_MARKERS = re.compile(r"(?: \[(?:superseded|revoked|in conflict) [0-9]{4}-[0-9]{2}-[0-9]{2}: [^\[\]]*\])+$")
+_ONE_MARKER = re.compile(r" \[(?:superseded|revoked|in conflict) [0-9]{4}-[0-9]{2}-[0-9]{2}: [^\[\]]*\]")
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,12 @@ class Retired:
     phrase: str | None  # the casefolded words of a string value, matched as a phrase
     tokens: frozenset[tuple[str, str]]  # the atoms of any other value, as the prose diff keys them
     marker: str
+    # A side of an open conflict: the other side's value; a line that states both settles nothing.
+    other: Retired | None = None
 
     def stated_in(self, line: str, tokens: frozenset[tuple[str, str]]) -> bool:
-        if self.phrase is not None:
-            return _has_phrase(line, self.phrase)
-        return bool(self.tokens & tokens)
+        said = _has_phrase(line, self.phrase) if self.phrase is not None else bool(self.tokens & tokens)
+        return said and not (self.other is not None and self.other.stated_in(line, tokens))
 
 
 def _has_phrase(line: str, phrase: str) -> bool:
@@ -79,11 +82,13 @@ def _tokens(value_type: str, value: object) -> frozenset[tuple[str, str]]:
                      if a.kind not in ("negation", "party"))
 
 
-def retired_values(facts: Iterable[Fact]) -> tuple[Retired, ...]:
+def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) -> tuple[Retired, ...]:
     """What :func:`mark` marks, from the subject's facts (every status): the values of its
     superseded and revoked facts that no active fact states, each with the marker that says
-    what holds now (the active fact at the end of its supersession chain, if any)."""
+    what holds now (the active fact at the end of its supersession chain, if any); and each
+    side of an open conflict, with the other side (one side is never settled by a line)."""
     by_id = {f.fact_id: f for f in facts}
+    sides = _conflict_sides(by_id, conflicts)
     active = [f for f in by_id.values() if f.status == "active" and f.value is not None]
     active_tokens = frozenset().union(*(_tokens(f.value_type, f.value) for f in active)) if active else frozenset()
     active_phrases = {" ".join(value_text(f).casefold().split()) for f in active if f.value_type in _PHRASE_TYPES}
@@ -97,6 +102,34 @@ def retired_values(facts: Iterable[Fact]) -> tuple[Retired, ...]:
             continue  # nothing to say, or a current fact says the same
         out.append(Retired(fact_id=f.fact_id, predicate=f.predicate, phrase=phrase, tokens=tokens,
                            marker=_marker(f, by_id)))
+    return tuple(out) + sides
+
+
+def _conflict_sides(by_id: dict[str, Fact], conflicts: Iterable[Conflict]) -> tuple[Retired, ...]:
+    """``[in conflict 2026-03-14: timezone is also UTC+02:00]`` for each side of each open
+    conflict whose two sides are active and differ in what a line can state."""
+    out = []
+    for c in conflicts:
+        pair = [by_id.get(i) for i in c.fact_ids]
+        if c.status != "unresolved" or any(f is None or f.status != "active" or f.value is None for f in pair):
+            continue
+        for side, other in ((pair[0], pair[1]), (pair[1], pair[0])):
+            assert side is not None and other is not None
+            if side.value_type == "bool":
+                continue
+            phrase = " ".join(value_text(side).casefold().split()) if side.value_type in _PHRASE_TYPES else None
+            tokens = frozenset() if phrase is not None else \
+                _tokens(side.value_type, side.value) - _tokens(other.value_type, other.value)
+            if (phrase is not None and not phrase) or (phrase is None and not tokens):
+                continue
+            also = f"{'NOT ' if other.polarity == 'negative' else ''}{one_line(value_text(other))}"
+            other_phrase = " ".join(value_text(other).casefold().split()) if other.value_type in _PHRASE_TYPES else None
+            counterpart = Retired(fact_id=c.conflict_id, predicate=other.predicate, phrase=other_phrase,
+                                  tokens=frozenset() if other_phrase is not None else
+                                  _tokens(other.value_type, other.value), marker="")
+            out.append(Retired(fact_id=c.conflict_id, predicate=side.predicate, phrase=phrase, tokens=tokens,
+                               marker=f"[in conflict {c.detected_at.date().isoformat()}: {side.predicate} is also "
+                                      f"{also}]", other=counterpart))
     return tuple(out)
 
 

@@ -108,3 +108,20 @@ def test_the_gate_refuses_an_unmarked_old_value_and_a_forged_marker(memory):
     assert "summary:marker_forged" in gate(forged)
     elsewhere = published.summary + "\n- user: Thanks! " + marker  # a marker on a line that states no old value
     assert "summary:marker_forged" in gate(elsewhere)
+
+
+def test_a_line_stating_one_side_of_an_open_conflict_carries_the_other(memory):
+    memory.append([said("c1", "My timezone is UTC+01:00.", 1), said("c2", "My timezone is UTC+02:00.", 2),
+                   said("c3", "Either UTC+01:00 or UTC+02:00, I forget which.", 3)])
+    memory.assert_facts([NewFact(tenant_id=T, subject_id=U, fact_id=f"tz-{n}", predicate="timezone", value=v,
+                                 source_event_ids=[e]) for n, (v, e) in enumerate((("UTC+01:00", "c1"),
+                                                                                   ("UTC+02:00", "c2")))])
+    (conflict,) = memory.conflicts(T, U)
+
+    attempt = memory.consolidate(T, U, config=SHAPES["flat"])
+    assert attempt.status == "published", attempt.violations
+    lines = memory.artifact(T, U, attempt.artifact_id).body.summary.splitlines()
+    day = conflict.detected_at.date().isoformat()
+    assert f"- user: My timezone is UTC+01:00. [in conflict {day}: timezone is also UTC+02:00]" in lines
+    assert f"- user: My timezone is UTC+02:00. [in conflict {day}: timezone is also UTC+01:00]" in lines
+    assert "- user: Either UTC+01:00 or UTC+02:00, I forget which." in lines  # states both: settles nothing
