@@ -3,8 +3,10 @@ and ``lossgate report`` (an HTML page with figures).
 
 ``eval daily`` rebuilds a sample of each named tenant's subjects without publishing,
 checks what recall would serve, stores the figures and exits 1 when a blocking rule
-fires (an erroneous-new-fact rate above 0, or a stale artifact visible to recall),
-whatever the averages say (:mod:`lossgate.ops.daily`). ``report`` writes one
+fires (an erroneous-new-fact rate above 0, a prose-drift rate above
+``--max-prose-drift-rate``, 0 by default, or a stale artifact visible to recall),
+whatever the averages say (:mod:`lossgate.ops.daily`). With LOSSGATE_JUDGE_URL and
+LOSSGATE_JUDGE_MODEL set, a model judge also reads each rebuilt narrative. ``report`` writes one
 self-contained HTML file, its PNG figures embedded (:mod:`lossgate.ops.report`).
 Bad input exits 2 with one line, before anything is read or written.
 """
@@ -12,6 +14,7 @@ Bad input exits 2 with one line, before anything is read or written.
 from __future__ import annotations
 
 import json
+import os
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Optional
@@ -44,9 +47,10 @@ def _print_daily(report: DailyReport) -> None:
     table = Table(title=f"daily fidelity {report.day.isoformat()} (run {report.run_id}, {report.compressor}, "
                         f"registry {', '.join(f'v{v}' for v in report.registry_versions)}, sample {report.sample}, "
                         f"seed {report.seed!r})", title_justify="left")
-    # key facts kept, erroneous claims, conflicts kept; outcomes clean/acceptable/failed/error
+    # key facts kept, erroneous claims, conflicts kept; outcomes clean/acceptable/failed/error;
+    # summaries whose own prose drifts; the model's narrative sentences left out
     for name in ("tenant", "schema", "rebuilt", "key facts", "erroneous", "conflicts", "reduction", "c/a/f/e",
-                 "failures", "stale visible", "raw fallback"):
+                 "failures", "prose drift", "omitted", "stale visible", "raw fallback"):
         table.add_column(name, justify="left" if name in ("tenant", "schema") else "right")
 
     def pct(value: float | None) -> str:
@@ -58,7 +62,9 @@ def _print_daily(report: DailyReport) -> None:
                       f"{t.erroneous_claims}/{t.claims}", f"{t.conflicts_kept}/{t.conflicts}",
                       pct(r["token_reduction"]),
                       f"{t.outcome_clean}/{t.outcome_acceptable}/{t.outcome_failed}/{t.outcome_error}",
-                      pct(r["failure_rate"]), str(t.stale_visible) if stale else "", str(t.raw_fallback) if stale else "",
+                      pct(r["failure_rate"]), f"{t.summaries_drifted}/{t.summaries_read}",
+                      f"{t.narrative_omitted}/{t.narrative_sentences}",
+                      str(t.stale_visible) if stale else "", str(t.raw_fallback) if stale else "",
                       style=style)
 
     for tenant, tally in report.tenants.items():
@@ -94,26 +100,41 @@ def daily_command(
         "default: the newest).")] = None,
     budget: Annotated[int, typer.Option("--budget", min=1, help="Token budget of each rebuilt summary.")] = 2000,
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds the compressor may take.")] = 60.0,
+    max_prose_drift: Annotated[float, typer.Option("--max-prose-drift-rate", min=0.0, max=1.0, help=(
+        "Block when more than this share of a tenant's rebuilt summaries has prose that drifts from the "
+        "ledger (0: any)."))] = 0.0,
     no_store: Annotated[bool, typer.Option("--no-store", help="Measure without storing the figures.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
 ) -> None:
     """Rebuild a sample of each tenant's summaries without publishing, measure their fidelity and
-    what recall serves, store the figures; exit 1 when a blocking rule fires."""
+    what recall serves, store the figures; exit 1 when a blocking rule fires. With
+    LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL set, a model judge also reads the narratives."""
     from lossgate.cli.consolidate import _load_compressor
+    from lossgate.errors import ConfigError
+    from lossgate.judge import ModelJudge
     from lossgate.ops.daily import run_daily
 
     chosen_day = _day(day, "--day")
     chosen = _load_compressor(compressor) if compressor else None
+    try:
+        judge = ModelJudge.from_env(os.environ)
+    except ConfigError as exc:
+        fail(str(exc))
     console = err()
-    with open_memory(ctx) as memory:
-        columns = (TextColumn("rebuild"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        # a bar for a person at a terminal; nothing on a pipe, where it would only add blank lines
-        with Progress(*columns, console=console, transient=True, disable=as_json or not console.is_terminal) as bar:
-            task = bar.add_task("subjects", total=None)
-            report = run_daily(memory.store, tenant, day=chosen_day, sample=sample, seed=seed, compressor=chosen,
-                               registry_versions=registry_version, budget_tokens=budget, timeout_s=timeout,
-                               store_results=not no_store,
-                               progress=lambda done, total: bar.update(task, completed=done, total=total))
+    try:
+        with open_memory(ctx) as memory:
+            columns = (TextColumn("rebuild"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            # a bar for a person at a terminal; nothing on a pipe, where it would only add blank lines
+            with Progress(*columns, console=console, transient=True,
+                          disable=as_json or not console.is_terminal) as bar:
+                task = bar.add_task("subjects", total=None)
+                report = run_daily(memory.store, tenant, day=chosen_day, sample=sample, seed=seed, compressor=chosen,
+                                   registry_versions=registry_version, budget_tokens=budget, timeout_s=timeout,
+                                   store_results=not no_store, judge=judge, max_prose_drift_rate=max_prose_drift,
+                                   progress=lambda done, total: bar.update(task, completed=done, total=total))
+    finally:
+        if judge is not None:
+            judge.close()
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:

@@ -8,9 +8,18 @@ Every day, for the tenants named, :func:`run_daily`:
    is selected in a read transaction on the direct path (every valid event and active fact,
    as :func:`lossgate.consolidate.selection.select` gives them), compressed by the
    compressor under test, parsed and gated (:func:`lossgate.gate.check`) as
-   :mod:`lossgate.consolidate.pipeline` does, without storing an artifact, an attempt or a
-   job. The pass is one request even for a subject the pipeline would consolidate by parts
-   (:mod:`lossgate.consolidate.hierarchy`): its token reduction is that of one pass.
+   :mod:`lossgate.consolidate.pipeline` does (markers the compressor wrote are dropped, the
+   narrative sentences on a topic only the ledger states are left out, or refuse the
+   summary under the tenant's ``refuse`` policy, :mod:`lossgate.gate.narrative`, and every
+   line stating a superseded value gets lossgate's marker, :mod:`lossgate.gate.superseded`),
+   without storing an artifact, an attempt or a job. The pass is one request even for a
+   subject the pipeline would consolidate by parts (:mod:`lossgate.consolidate.hierarchy`):
+   its token reduction is that of one pass. The outcomes are the deterministic gate's. A
+   model judge, when one is given (the CLI: ``LOSSGATE_JUDGE_URL`` and
+   ``LOSSGATE_JUDGE_MODEL``), reads what the pipeline's judge reads, the narrative less the
+   sentences left out, whatever the gate found: its findings count in step 3's prose drift,
+   and a judge that fails on a summary the gate passed makes it an ``error`` (the pipeline
+   publishes no unjudged narrative).
 2. **looks at what recall would serve**, for every subject of the tenant (not a sample: the
    check reads the clock, the alias, the served artifact and the ids of the subject's
    invalid inputs, and walks the artifact's lineage only when those ids reach it). Recall serves the alias's artifact when it is ``published`` and the alias's
@@ -40,16 +49,45 @@ Every day, for the tenants named, :func:`run_daily`:
    conflict_retention       unresolved conflicts the artifact carries (same id, same two
                             facts), over all unresolved conflicts
    token_reduction          ``1 - summary / source`` tokens, the source being the fact and
-                            event lines the compressor read (:mod:`lossgate.render`), summed
-                            over subjects
+                            event lines the compressor read (:mod:`lossgate.render`), the
+                            summary what the pipeline would publish (sentences left out,
+                            markers written), summed over subjects
    outcome_*, failure_rate  the gate's outcomes (``clean``, ``acceptable``, ``failed``) and
                             ``error`` (the compressor failed, timed out or wrote output that
                             does not parse); failure rate: failed and error over rebuilt
    stale_visible            served artifacts that are stale (step 2); ``raw_fallback``: the
                             aliases recall does not serve
+   prose_drift_rate         rebuilt summaries (``summaries_read``: those that parsed) whose
+                            compressor's own prose drifts from the ledger
+                            (``summaries_drifted``), over ``summaries_read``. Drift is read
+                            in what the compressor wrote, before lossgate leaves anything
+                            out or marks anything: a narrative sentence the fence refuses
+                            (``narrative_refused``: sentences with a ``narrative_unsupported``
+                            violation, left out or not), a finding of the judge
+                            (``judge_findings``), or a line that restates a superseded or
+                            revoked value without lossgate's marker (``superseded_unmarked``:
+                            :func:`~lossgate.gate.superseded.check_markers` on the raw line;
+                            what a line quotes of a valid event verbatim, its whole text or
+                            one of its lines of three words or more, is the conversation's
+                            word, which lossgate marks, and is not read)
+   narrative_omission_rate  narrative sentences the narrative rule leaves out
+                            (``narrative_omitted``) over the compressor's own narrative
+                            sentences (``narrative_sentences``); informative, never blocking:
+                            a faithful sentence on a ledger-only topic is left out too
    ======================== ================================================================
 
-4. **blocks**: an erroneous-new-fact rate above 0, or any stale artifact visible to recall,
+   Why a rate of its own, and not folded into the erroneous-new-fact rate: that rate is
+   claims over claims, structured and checked field by field, and stays comparable with
+   the days stored before; prose has no claim to count against, and a model that writes
+   "the user can eat peanuts now" into every summary while its claims are all right must
+   show (its sentence never reaches recall, but the model under test is wrong). The unit is
+   the summary, not the sentence, because a sentence the fence refuses may also restate a
+   superseded value (counted twice as sentences and lines, once as a summary), and so that a
+   threshold above 0 reads as a share of summaries. Sentences left out are not drift: the
+   rule leaves out a faithful restatement of an allergy too.
+
+4. **blocks**: an erroneous-new-fact rate above 0, any stale artifact visible to recall, or
+   a prose-drift rate above ``max_prose_drift_rate`` (0 by default: any drifting summary)
    makes :attr:`DailyReport.blocked` true whatever the averages say (the CLI exits 1).
 5. **stores** every count and rate as :class:`~lossgate.derived.DailyMetric` rows, all
    tenants in one write transaction (unless ``store_results`` is false), so that :func:`trend` reads
@@ -81,11 +119,18 @@ from lossgate.consolidate.selection import Selection, select
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import DailyMetric
 from lossgate.errors import InvalidInput
+from lossgate.consolidate.narrative_policy import narrative_policy
+from lossgate.gate.fence import check_fence, narrative_sentences
+from lossgate.gate.narrative import Omitted, speak_for_ledger, touching_violations
+from lossgate.gate.outcome import GateResult, Violation, make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
+from lossgate.gate.prose import structured_lines
+from lossgate.gate.superseded import Retired, check_markers, mark, retired_values, strip_markers
 from lossgate.gate.typed import typed_value
-from lossgate.records import ArtifactBody, Claim, EventState, Fact, FactStatus, utcnow
+from lossgate.judge import JudgeError, ModelJudge, judge_violations
+from lossgate.records import ArtifactBody, Claim, EventState, Fact, FactStatus, Snapshot, utcnow
 from lossgate.registry import Registry
-from lossgate.render import event_line, fact_line
+from lossgate.render import event_line, fact_line, one_line
 from lossgate.store import Store
 from lossgate.store.protocol import ReadTx
 
@@ -114,6 +159,13 @@ class Tally:
     outcome_acceptable: int = 0
     outcome_failed: int = 0
     outcome_error: int = 0
+    summaries_read: int = 0  # rebuilt and parsed: what the compressor's prose is read in
+    summaries_drifted: int = 0  # with at least one of the next three
+    narrative_refused: int = 0  # the compressor's own sentences the fence refuses
+    judge_findings: int = 0
+    superseded_unmarked: int = 0  # lines restating a retired value without lossgate's marker
+    narrative_sentences: int = 0  # the compressor's own narrative sentences
+    narrative_omitted: int = 0  # of them, left out by the narrative rule
     subjects_checked: int = 0  # looked at for stale artifacts visible to recall
     stale_visible: int = 0
     raw_fallback: int = 0
@@ -132,7 +184,9 @@ class Tally:
                 "erroneous_new_fact_rate": share(self.erroneous_claims, self.claims),
                 "conflict_retention": share(self.conflicts_kept, self.conflicts),
                 "token_reduction": reduction,
-                "failure_rate": share(self.outcome_failed + self.outcome_error, self.subjects)}
+                "failure_rate": share(self.outcome_failed + self.outcome_error, self.subjects),
+                "prose_drift_rate": share(self.summaries_drifted, self.summaries_read),
+                "narrative_omission_rate": share(self.narrative_omitted, self.narrative_sentences)}
 
     def counts(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -151,8 +205,8 @@ RATES = tuple(Tally().rates())
 
 @dataclass(frozen=True)
 class Finding:
-    """Something a person should look at: ``kind`` is ``erroneous_claim``, ``stale_visible``
-    or ``error``; ``detail`` names ids and codes, never memory's text."""
+    """Something a person should look at: ``kind`` is ``erroneous_claim``, ``prose_drift``,
+    ``stale_visible`` or ``error``; ``detail`` names ids and codes, never memory's text."""
 
     kind: str
     tenant_id: str
@@ -175,6 +229,7 @@ class DailyReport:
     sample: int
     compressor: str
     registry_versions: tuple[int, ...]
+    max_prose_drift_rate: float = 0.0
     tenants: dict[str, Tally] = field(default_factory=dict)
     versions: dict[str, dict[int, Tally]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
@@ -191,6 +246,12 @@ class DailyReport:
         for tenant, t in self.tenants.items():
             if t.erroneous_claims:
                 why.append(f"{tenant}: erroneous-new-fact rate {t.erroneous_claims}/{t.claims} claims is above 0")
+            drift = t.rates()["prose_drift_rate"]
+            if drift is not None and drift > self.max_prose_drift_rate:
+                why.append(f"{tenant}: prose-drift rate {t.summaries_drifted}/{t.summaries_read} summaries is above "
+                           f"{self.max_prose_drift_rate:g} ({t.narrative_refused} sentence(s) the fence refuses, "
+                           f"{t.judge_findings} judge finding(s), {t.superseded_unmarked} line(s) restating a "
+                           f"superseded value unmarked)")
             if t.stale_visible:
                 why.append(f"{tenant}: {t.stale_visible} stale artifact(s) visible to recall")
         return why
@@ -222,6 +283,7 @@ class DailyReport:
             "run_id": self.run_id, "day": self.day.isoformat(), "recorded_at": self.recorded_at.isoformat(),
             "seed": self.seed, "sample": self.sample, "compressor": self.compressor,
             "registry_versions": list(self.registry_versions), "stored": self.stored,
+            "max_prose_drift_rate": self.max_prose_drift_rate,
             "blocked": self.blocked, "blocking": self.blocking, "overall": self.overall.to_json(),
             "tenants": {t: {**tally.to_json(), "by_registry_version": {
                 str(v): {k: x for k, x in vt.to_json().items() if k not in _PER_TENANT}
@@ -237,11 +299,15 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
               seed: str | None = None, compressor: Compressor | None = None,
               registry_versions: Sequence[int] | None = None, budget_tokens: int | None = 2000,
               timeout_s: float = 60.0, store_results: bool = True, counter: TokenCounter | None = None,
-              progress: Callable[[int, int], None] | None = None) -> DailyReport:
+              progress: Callable[[int, int], None] | None = None, judge: ModelJudge | None = None,
+              max_prose_drift_rate: float = 0.0) -> DailyReport:
     """Measure the named tenants (see the module). ``registry_versions``: rebuild under these
     stored predicate registry versions (default: the newest). ``progress(done, total)`` is
-    called after each subject rebuilt. Raises :class:`~lossgate.errors.InvalidInput` for bad
-    arguments (no tenant, a sample below 1, a registry version never stored, no registry at
+    called after each subject rebuilt. ``judge``: a model judge that also reads each rebuilt
+    summary's narrative (its findings count as prose drift). ``max_prose_drift_rate``: the
+    share of rebuilt summaries a tenant's prose may drift in before the run blocks (0: any).
+    Raises :class:`~lossgate.errors.InvalidInput` for bad arguments (no tenant, a sample
+    below 1, a threshold outside 0 to 1, a registry version never stored, no registry at
     all) before anything is read or written; with ``store_results`` the figures are stored
     in one write transaction at the end (all tenants or none)."""
     names = list(dict.fromkeys(tenants))
@@ -259,6 +325,9 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
         raise InvalidInput(f"sample must be a whole number of subjects, at least 1, not {sample!r}")
     if budget_tokens is not None and (isinstance(budget_tokens, bool) or budget_tokens < 1):
         raise InvalidInput(f"budget_tokens must be at least 1, not {budget_tokens!r}")
+    if isinstance(max_prose_drift_rate, bool) or not isinstance(max_prose_drift_rate, (int, float)) \
+            or not 0 <= max_prose_drift_rate <= 1:
+        raise InvalidInput(f"max_prose_drift_rate must be a share from 0 to 1, not {max_prose_drift_rate!r}")
     chosen = compressor or DeterministicCompressor()
     day = day or utcnow().date()
     seed = day.isoformat() if seed is None else seed
@@ -268,7 +337,8 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
         plan = {t: _sample(tx.subjects(t), sample, seed, t) for t in names}
     report = DailyReport(run_id=f"daily-{uuid.uuid4().hex[:16]}", day=day, recorded_at=utcnow(), seed=seed,
                          sample=sample, compressor=f"{chosen.name}@{chosen.version}",
-                         registry_versions=tuple(r.version for r in registries))
+                         registry_versions=tuple(r.version for r in registries),
+                         max_prose_drift_rate=float(max_prose_drift_rate))
     total, done = sum(len(s) for s in plan.values()) * len(registries), 0
     for tenant in names:
         tally = report.tenants.setdefault(tenant, Tally())
@@ -278,7 +348,7 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
             group = by_version.setdefault(registry.version, Tally())
             for subject in plan[tenant]:
                 _rebuild(store, registry, tenant, subject, chosen, budget_tokens, timeout_s, count, group,
-                         report.findings)
+                         report.findings, judge)
                 done += 1
                 if progress:
                     progress(done, total)
@@ -300,6 +370,7 @@ def _total(tallies: Iterable[Tally]) -> Tally:
     return total
 
 
+_QUOTE_WORDS = 3  # a shorter "quote" ("Europe/Paris") is as likely the model's own words
 _TENANT = re.compile(rf"[^\s\x00]{{1,{MAX_ID_CHARS}}}")
 
 
@@ -387,9 +458,10 @@ def _invalid_inputs(tx: ReadTx, tenant: str, subject: str, artifact_id: str, eve
 
 def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compressor: Compressor,
              budget: int | None, timeout_s: float, count: TokenCounter, tally: Tally,
-             findings: list[Finding]) -> None:
+             findings: list[Finding], judge: ModelJudge | None = None) -> None:
     with store.read() as tx:
         sel = select(tx, tenant, subject, registry, incremental=False)
+        policy = narrative_policy(tx, tenant)
     epoch_seen(tenant, subject, sel.snapshot.clock.input_epoch)  # the gate caches text: see lossgate.caches
     if sel.snapshot.clock.high_water == 0:
         return
@@ -407,14 +479,137 @@ def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compre
         outdated_event_ids=sel.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
         must_keep=frozenset(f for f in must.fact_ids() if must.loss_severity(f) == "critical"))
     tally.subjects += 1
-    body, error = _generate(compressor, request, timeout_s)
-    if body is None:
+    raw, error = _generate(compressor, request, timeout_s)
+    if raw is None:
         tally.outcome_error += 1
         findings.append(Finding("error", tenant, subject, f"registry v{registry.version}: {error}"))
         return
-    result = gate.check(sel.snapshot, body, registry, must=must)
-    setattr(tally, f"outcome_{result.outcome}", getattr(tally, f"outcome_{result.outcome}") + 1)
+    # As the pipeline builds what it would publish (lossgate.consolidate.pipeline._build): the
+    # compressor's markers dropped, the sentences on a ledger-only topic left out (or refusing
+    # the summary), lossgate's markers written, then the gate.
+    retired = retired_values(sel.snapshot.facts)  # the direct path's snapshot holds every fact
+    bare = raw.model_copy(update={"summary": strip_markers(raw.summary)})
+    spoken, omitted = speak_for_ledger(sel.snapshot, bare, must, registry)
+    refuse = bool(omitted) and policy == "refuse"
+    body = bare if refuse else spoken
+    body = body.model_copy(update={"summary": mark(body.summary, retired, structured_lines(body))})
+    result = gate.check(sel.snapshot, body, registry, must=must, retired=retired)
+    if refuse:
+        result = make_result([*result.violations, *result.losses, *touching_violations(omitted)], must)
+    outcome: str = result.outcome
+    drift = _drift(sel.snapshot, raw, bare, spoken, omitted, result, must, registry, retired, judge)
+    if drift.judge_error is not None:
+        if result.passed:  # the pipeline publishes no unjudged narrative
+            outcome = "error"
+        findings.append(Finding("error", tenant, subject, f"registry v{registry.version}: {drift.judge_error}"))
+    setattr(tally, f"outcome_{outcome}", getattr(tally, f"outcome_{outcome}") + 1)
+    drift.count(tally)
+    if drift.drifted:
+        findings.append(Finding("prose_drift", tenant, subject, f"registry v{registry.version}: {drift.detail()}"))
     _measure(sel, body, must, count, tally, findings, registry.version)
+
+
+@dataclass
+class _Drift:
+    """What one rebuilt summary's own prose says against the ledger (see the module)."""
+
+    sentences: int = 0
+    omitted: int = 0
+    refused: list[Violation] = field(default_factory=list)  # one per sentence (its first topic)
+    judged: list[Violation] = field(default_factory=list)
+    unmarked: list[Violation] = field(default_factory=list)  # one per line (its first value)
+    judge_error: str | None = None
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.refused or self.judged or self.unmarked)
+
+    def count(self, tally: Tally) -> None:
+        tally.summaries_read += 1
+        tally.summaries_drifted += int(self.drifted)
+        tally.narrative_refused += len(self.refused)
+        tally.judge_findings += len(self.judged)
+        tally.superseded_unmarked += len(self.unmarked)
+        tally.narrative_sentences += self.sentences
+        tally.narrative_omitted += self.omitted
+
+    def detail(self) -> str:
+        """Counts, codes and ids: never the sentences themselves."""
+        def ids(found: list[Violation]) -> str:
+            return f" ({', '.join(sorted({f'{v.code} {v.subject}' for v in found})[:5])})" if found else ""
+
+        return (f"{len(self.refused)} sentence(s) the fence refuses{ids(self.refused)}, "
+                f"{len(self.judged)} judge finding(s){ids(self.judged)}, "
+                f"{len(self.unmarked)} line(s) restating a superseded value unmarked{ids(self.unmarked)}; "
+                f"{self.omitted} of {self.sentences} narrative sentence(s) left out")
+
+
+def _drift(snapshot: Snapshot, raw: ArtifactBody, bare: ArtifactBody, spoken: ArtifactBody,
+           omitted: tuple[Omitted, ...], result: GateResult, must: MustPreserve, registry: Registry,
+           retired: tuple[Retired, ...], judge: ModelJudge | None) -> _Drift:
+    """The compressor's own prose read before lossgate left anything out or marked anything:
+    ``raw`` as it wrote it, ``bare`` without its markers (what the narrative rule and the
+    fence read). The judge reads what the pipeline lets it read: ``spoken``, the narrative
+    less the sentences left out (whatever the gate found: a drift count is wanted of each)."""
+    own = narrative_sentences(snapshot, bare)
+    drift = _Drift(sentences=len(own), omitted=len(omitted))
+    if omitted:  # the gate read the summary without them: the fence reads what the model wrote
+        refusals = check_fence(snapshot, bare, must, registry)
+    else:
+        refusals = [v for v in result.violations if v.code == "narrative_unsupported"]
+    for sentence, _ in dict.fromkeys(own):  # each refused sentence once, whatever its topics
+        quoted = f": {sentence[:300]!r}"
+        hit = next((v for v in refusals if v.detail.endswith(quoted)), None)
+        if hit is not None:
+            drift.refused.append(hit)
+    drift.unmarked = _unmarked(snapshot, raw, retired)
+    told = narrative_sentences(snapshot, spoken) if omitted else own
+    if judge is not None and told:
+        try:
+            drift.judged = _judged(snapshot, "\n".join(sentence for sentence, _ in told), judge)
+        except Exception as exc:  # noqa: BLE001 - a judge is foreign code: its failure is an error outcome
+            drift.judge_error = (f"JudgeError: {exc}" if isinstance(exc, JudgeError)
+                                 else f"judge error: {type(exc).__name__}")[:2000]
+    return drift
+
+
+def _judged(snapshot: Snapshot, narrative: str, judge: ModelJudge) -> list[Violation]:
+    """The judge's findings on ``narrative``, as the pipeline asks it (one deadline for the
+    whole exchange)."""
+    facts = [{"fact_id": f.fact_id, "predicate": f.predicate, "value": f.value, "polarity": f.polarity,
+              "modality": f.modality, "authority": f.authority, "qualifiers": dict(f.qualifiers)}
+             for f in snapshot.facts if f.status == "active"]
+    try:
+        statements = call_with_deadline(judge.statements, snapshot.subject_id, facts, narrative,
+                                        timeout_s=judge.config.timeout_s, name="lossgate-daily-judge")
+    except Overdue:
+        raise JudgeError(f"timeout: the judge did not answer within {judge.config.timeout_s:g}s") from None
+    return judge_violations(statements, snapshot)
+
+
+def _unmarked(snapshot: Snapshot, raw: ArtifactBody, retired: tuple[Retired, ...]) -> list[Violation]:
+    """``superseded_unmarked`` for each line of the compressor's raw summary (its markers as it
+    wrote them) that restates a retired value without lossgate's marker, one per line. What a
+    line quotes of a valid event verbatim (its whole text, or one of its lines, of three words
+    or more) is left out of the reading: the old value there is the conversation's word,
+    which lossgate marks (lossgate.gate.superseded)."""
+    if not retired:
+        return []
+    own = structured_lines(raw)
+    quotes = sorted({q for e in snapshot.events if e.state == "valid" and e.text
+                     for q in (one_line(e.text), *(one_line(ln) for ln in e.text.splitlines()))
+                     if len(q.split()) >= _QUOTE_WORDS}, key=len, reverse=True)
+    out = []
+    for line in raw.summary.split("\n"):
+        if not line.strip() or line in own:
+            continue
+        for q in quotes:
+            if q in line:
+                line = re.sub(rf"(?<!\w){re.escape(q)}(?!\w)", " ", line)
+        found = [v for v in check_markers(line, retired, own) if v.code == "superseded_unmarked"]
+        if found:
+            out.append(found[0])
+    return out
 
 
 def _generate(compressor: Compressor, request: CompressionRequest, timeout_s: float) -> tuple[ArtifactBody | None, str]:
