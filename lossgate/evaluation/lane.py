@@ -4,7 +4,9 @@
 artifact passes the gate (its *baseline*), applies every mutation operator
 (:mod:`~lossgate.evaluation.mutations`) and every meaning-preserving rewrite
 (:mod:`~lossgate.evaluation.rewrites`), and reports per operator how many
-mutants were caught and per rewrite how many variants raised a false alarm.
+mutants were caught (:func:`~lossgate.evaluation.mutant.judge`: the gate failed it for
+a reason it expects or, for a narrative mutant, its sentence never reached a published
+summary) and per rewrite how many variants raised a false alarm.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from lossgate.errors import InvalidInput
-from lossgate.evaluation.mutations import OPERATORS, Mutant
+from lossgate.evaluation.mutant import judge
+from lossgate.evaluation.mutations import OPERATORS
 from lossgate.evaluation.rewrites import REWRITES
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check
@@ -108,13 +111,6 @@ def _signature(result: GateResult) -> tuple[str, tuple[str, ...], tuple[str, ...
     return (result.outcome, tuple(map(str, result.violations)), tuple(f"{v}({v.severity})" for v in result.losses))
 
 
-def _why_missed(m: Mutant, result: GateResult) -> str:
-    where = f"{m.case_id}/{m.target} ({m.surface})"
-    if result.outcome != "failed":
-        return f"{where}: outcome {result.outcome}"
-    return f"{where}: failed with {', '.join(sorted({v.code for v in result.violations}))}, expected {', '.join(sorted(m.expect))}"
-
-
 def run_lane(fixtures_dir: str | Path | None = None) -> LaneReport:
     """Run the mutation lane over a directory of gate cases (default: the shipped ones)."""
     root = Path(fixtures_dir) if fixtures_dir is not None else default_fixtures()
@@ -134,12 +130,12 @@ def run_lane(fixtures_dir: str | Path | None = None) -> LaneReport:
                 if mutant.equivalent:
                     tally[3] += 1
                     continue
-                result = check(case.snapshot, mutant.artifact, case.registry, prose_inputs=inputs)
+                missed = judge(case, mutant, inputs)  # the gate, or for a narrative mutant what is published
                 tally[0] += 1
-                if result.outcome == "failed" and mutant.expect & {v.code for v in result.violations}:
+                if missed is None:
                     tally[1] += 1
                 else:
-                    tally[2].append(_why_missed(mutant, result))
+                    tally[2].append(missed)
         for rw in REWRITES:
             for variant in rw.generate(case):
                 v = variant.case

@@ -5,6 +5,14 @@ structured ``claims``, the ``prose`` summary alone, or ``both``) and the codes
 that show the gate caught it *for the right reason* (``expect``). A prose edit
 that only restates values the artifact may legitimately state is marked
 ``equivalent`` and not judged (see :func:`prose_edit`).
+
+Most mutants go to the gate as they are. A *narrative* mutant (:func:`narrative_mutant`)
+is a sentence a model wrote on a topic only the ledger states
+(:mod:`lossgate.gate.narrative`): it goes through what lossgate does with a compressor's
+output before the gate, under a tenant's narrative ``policy``, and its catch is that the
+sentence never reaches a published summary: under ``omit``, left out (the lane's code
+:data:`OMITTED`); under ``refuse``, ``narrative_touches_topic`` on that sentence.
+:func:`judge` decides, for either kind.
 """
 
 from __future__ import annotations
@@ -15,13 +23,23 @@ from typing import Any, Callable, Iterator, Literal
 from lossgate.evaluation import textops as T
 from lossgate.gate.atoms import Atom, diff_atoms, is_affirmation
 from lossgate.gate.casefile import GateCase
+from lossgate.gate.engine import check
+from lossgate.gate.narrative import NarrativePolicy, speak_for_ledger, touching_violations
+from lossgate.gate.outcome import GateResult, make_result
+from lossgate.gate.preserve import MustPreserve, build_must_preserve
+from lossgate.gate.prose import ProseInputs, structured_lines
 from lossgate.gate.sources import value_forms
+from lossgate.gate.superseded import mark, retired_values, strip_markers
 from lossgate.gate.typed import typed_value
 from lossgate.records import ArtifactBody, Claim
 
-__all__ = ["Mutant", "Operator", "Surface", "with_claims", "replace_claim", "mutant", "claim_value", "prose_edit"]
+__all__ = ["Mutant", "Operator", "Surface", "OMITTED", "with_claims", "replace_claim", "mutant", "narrative_mutant",
+           "claim_value", "prose_edit", "judge"]
 
 Surface = Literal["claims", "prose", "both"]
+# The lane's code for a narrative mutant's sentence left out of the published summary (under
+# the ``omit`` policy that is the catch: no agent reads it). No gate violation has this code.
+OMITTED = "narrative_omitted"
 
 
 @dataclass(frozen=True)
@@ -35,6 +53,10 @@ class Mutant:
     artifact: ArtifactBody
     expect: frozenset[str]
     equivalent: bool = False  # not a meaning change the gate can see (see prose_edit)
+    # A narrative mutant (see narrative_mutant): published as lossgate publishes a
+    # compressor's output, under this narrative policy; ``sentence`` is what it wrote.
+    policy: NarrativePolicy | None = None
+    sentence: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,6 +83,59 @@ def replace_claim(art: ArtifactBody, i: int, **update: Any) -> ArtifactBody:
 def mutant(case: GateCase, op: str, target: str, surface: Surface, art: ArtifactBody, *codes: str) -> Mutant:
     """A mutant of ``case`` that the gate must fail with one of ``codes``."""
     return Mutant(op, case.case_id, target, surface, art, frozenset(codes))
+
+
+def narrative_mutant(case: GateCase, op: str, target: str, sentence: str, policy: NarrativePolicy) -> Mutant:
+    """``sentence`` appended to the case's summary as a model's narrative, published under
+    ``policy``: caught when it never reaches a published summary (:func:`judge`)."""
+    art = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{sentence}"})
+    expect = OMITTED if policy == "omit" else "narrative_touches_topic"
+    return Mutant(op, case.case_id, f"{target}@{policy}", "prose", art, frozenset({expect}), policy=policy,
+                  sentence=sentence)
+
+
+def _published(case: GateCase, m: Mutant, inputs: ProseInputs | None, must: MustPreserve) -> tuple[GateResult, bool]:
+    """What lossgate does with a narrative mutant's artifact (as the consolidation pipeline
+    does with a compressor's output): markers read again, touching sentences left out (or,
+    under ``refuse``, refused), lossgate's markers written, the gate. Returns the result and
+    whether the mutant's sentence was named: left out of the published summary (``omit``),
+    or refused as touching a topic (``refuse``)."""
+    body = m.artifact.model_copy(update={"summary": strip_markers(m.artifact.summary)})
+    spoken, omitted = speak_for_ledger(case.snapshot, body, must, case.registry)
+    refuse = m.policy == "refuse"
+    if not refuse:
+        body = spoken
+    retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
+    body = body.model_copy(update={"summary": mark(body.summary, retired, structured_lines(body))})
+    result = check(case.snapshot, body, case.registry, prose_inputs=inputs, must=must, retired=retired)
+    mine = tuple(o for o in omitted if o.sentence.strip() and o.sentence.strip() in m.sentence)
+    if refuse:
+        # The pipeline keeps one narrative_touches_topic per summary; the catch is the one on
+        # this mutant's sentence (a case's own sentences may touch a topic too).
+        result = make_result([*result.violations, *result.losses, *touching_violations(omitted)], must)
+        return result, bool(mine)
+    return result, bool(mine) and m.sentence.strip() not in body.summary
+
+
+def judge(case: GateCase, m: Mutant, inputs: ProseInputs | None = None) -> str | None:
+    """``None`` if lossgate caught ``m`` for the right reason (a gate failure with a code
+    ``m`` expects; for a narrative mutant, its sentence named as :func:`_published` says),
+    else why not (``case/target (surface): ...``)."""
+    where = f"{m.case_id}/{m.target} ({m.surface})"
+    if m.policy is None:
+        result = check(case.snapshot, m.artifact, case.registry, prose_inputs=inputs)
+        named: set[str] = {v.code for v in result.violations} if result.outcome == "failed" else set()
+    else:
+        result, said = _published(case, m, inputs, build_must_preserve(case.snapshot, case.registry))
+        if not said:
+            reached = "reached the published summary" if m.policy == "omit" else "was not refused"
+            return f"{where}: {m.sentence!r} {reached} ({m.policy}; outcome {result.outcome})"
+        named = set(m.expect)
+    if m.expect & named:
+        return None
+    if result.outcome != "failed":
+        return f"{where}: outcome {result.outcome}"
+    return f"{where}: failed with {', '.join(sorted({v.code for v in result.violations}))}, expected {', '.join(sorted(m.expect))}"
 
 
 def claim_value(c: Claim) -> Any:

@@ -4,7 +4,11 @@ Each operator takes a correct :class:`~lossgate.gate.casefile.GateCase` and
 yields :class:`~lossgate.evaluation.mutant.Mutant` artifacts, on the
 structured claims, on the prose summary alone, or on both together. The lane
 counts a mutant caught only when the gate fails it with one of the codes it
-expects. Operators are pure and deterministic: same case, same mutants.
+expects; a narrative mutant (a sentence on a topic only the ledger states,
+:mod:`lossgate.gate.narrative`) is published as lossgate publishes a model's
+output, once under each narrative policy, and caught only when that sentence
+never reaches a published summary (:func:`~lossgate.evaluation.mutant.judge`).
+Operators are pure and deterministic: same case, same mutants.
 :data:`OPERATORS` lists them in report order.
 """
 
@@ -14,12 +18,19 @@ import re
 from typing import Any, Iterator
 
 from lossgate.evaluation import textops as T
-from lossgate.evaluation.mutant import Mutant, Operator, claim_value, mutant, prose_edit, replace_claim, with_claims
+from lossgate.evaluation.mutant import (
+    Mutant, Operator, claim_value, mutant, narrative_mutant, prose_edit, replace_claim, with_claims,
+)
+from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.casefile import GateCase
+from lossgate.gate.narrative import NARRATIVE_POLICIES
 from lossgate.gate.preserve import build_must_preserve
-from lossgate.gate.sources import value_forms
+from lossgate.gate.prose import structured_lines
+from lossgate.gate.sources import token_of, value_forms
+from lossgate.gate.superseded import retired_values
 from lossgate.gate.typed import typed_value
 from lossgate.records import Claim
+from lossgate.render import SECTION_TITLES, one_line, value_text
 
 __all__ = ["OPERATORS", "Mutant", "Operator"]
 
@@ -392,6 +403,131 @@ def elevate_in_prose(case: GateCase) -> Iterator[Mutant]:
                     "narrative_unsupported", "untrusted_elevated")
 
 
+# --- what only the ledger states (lossgate.gate.narrative) and superseded values (lossgate.gate.superseded)
+
+
+def _states_allowed(c: Claim) -> bool:
+    """What a bool claim says holds: its value, unless its polarity negates it."""
+    return bool(claim_value(c)) != (c.polarity == "negative")
+
+
+# Words of no predicate, and no pronoun first (one takes the topic of the sentence before it):
+# the synonym alone makes the sentence touch the fact.
+_FORBIDDEN_DONE = ("Last week they had the {syn} and loved it.", "Go ahead with the {syn}, they are fine with it now.")
+_ALLOWED_UNDONE = ("Stop all {syn} for them from now on.", "Last week they gave up on {syn} for good.")
+_VALUE_CHANGED = ("{syn}: it changed again yesterday.", "{syn}: something else holds since last week.")
+
+
+def _synonyms(predicate: str, synonyms: tuple[str, ...] | list[str]) -> list[str]:
+    """The registry's synonyms for ``predicate`` that share no stem with its own words nor with
+    one another, in registry order ("satay", not "peanuts", for food.peanuts_allowed)."""
+    seen = set(content_stems(_topic_words(predicate)))
+    out = []
+    for syn in synonyms:
+        stems = content_stems(syn)
+        if stems and not stems & seen:
+            out.append(syn)
+            seen |= stems
+    return out
+
+
+def contradict_with_synonym(case: GateCase) -> Iterator[Mutant]:
+    """A narrative sentence that contradicts a critical fact in a synonym the registry lists
+    for its predicate, not in the predicate's words ("They had the satay and loved it." for
+    peanuts not allowed). Prose can say that in words no lexical judge reads as the fact: so
+    it is never published (left out, or refused under ``refuse``)."""
+    done: set[str] = set()
+    for c in _critical_claims(case):
+        spec = case.registry.predicates.get(c.predicate)
+        if spec is None:
+            continue
+        if c.value_type == "bool":
+            templates = _ALLOWED_UNDONE if _states_allowed(c) else _FORBIDDEN_DONE
+        else:
+            templates = _VALUE_CHANGED
+        for syn, template in zip(_synonyms(c.predicate, spec.synonyms), templates):
+            sentence = template.format(syn=syn)
+            sentence = sentence[:1].upper() + sentence[1:]
+            if sentence in done:  # two facts of one predicate (two invoices' totals): said once
+                continue
+            done.add(sentence)
+            for policy in NARRATIVE_POLICIES:
+                yield narrative_mutant(case, "contradict_with_synonym", f"{c.fact_id}:{syn}", sentence, policy)
+
+
+# Full names (two capitalized words: a named party) for "another person", the first one the case never names.
+_OTHERS = ("Priya Raman", "Tomasz Nowak", "Amara Okafor")
+
+
+def _another_person(case: GateCase) -> str | None:
+    said = " ".join([case.artifact.summary, case.snapshot.subject_id,
+                     *(f"{e.actor or ''} {e.text or ''}" for e in case.snapshot.events)]).casefold()
+    return next((n for n in _OTHERS if n.split()[0].casefold() not in said), None)
+
+
+def another_partys_fact(case: GateCase) -> Iterator[Mutant]:
+    """A narrative sentence that names another person with a predicate of the subject's facts
+    ("Their colleague Priya Raman has a different home address."), or gives them the subject's
+    value: another party's fact is no fact of this subject, and read in a summary about the
+    subject it is easily read as one. Never published (left out, or refused)."""
+    name = _another_person(case)
+    if name is None:
+        return
+    done: set[str] = set()
+    for f in case.snapshot.facts:
+        if f.status != "active" or f.predicate in done or f.predicate not in case.registry.predicates:
+            continue
+        done.add(f.predicate)
+        words = _topic_words(f.predicate)
+        sentences = [f"Their colleague {name} has a different {words}."]
+        if f.value_type != "bool" and f.value is not None:
+            sentences.append(f"For their colleague {name}, the {words} is {one_line(value_text(f))}.")
+        for i, sentence in enumerate(sentences):
+            for policy in NARRATIVE_POLICIES:
+                yield narrative_mutant(case, "another_partys_fact", f"{f.fact_id}:{('different', 'same value')[i]}",
+                                       sentence, policy)
+
+
+_MARKER_DATE = re.compile(r"^\[(superseded|revoked) ([0-9]{4}-[0-9]{2}-[0-9]{2}): ")
+
+
+def restate_superseded(case: GateCase) -> Iterator[Mutant]:
+    """A line stating a superseded or revoked value as current, or as history ("Previously
+    ..."), without lossgate's marker (``superseded_unmarked``); the same line behind a marker
+    lossgate would not write there: one that calls the old value current or dates it otherwise,
+    or lossgate's own marker moved to a line that does not state the value (``marker_forged``).
+    Only where the subject has such a value (:func:`~lossgate.gate.superseded.retired_values`,
+    as the gate reads it)."""
+    facts = {f.fact_id: f for f in case.snapshot.facts}
+    art = case.artifact
+    own = structured_lines(art)
+    retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
+    for r in retired:
+        f = facts.get(r.fact_id)
+        m = _MARKER_DATE.match(r.marker)
+        if f is None or f.status not in ("superseded", "revoked") or f.value is None or m is None:
+            continue  # a side of an open conflict is settle_conflict_in_prose's
+        old, words = one_line(value_text(f)), _topic_words(f.predicate)
+        as_current = f"The {words} is {old}."
+        for label, line in (("as current", as_current), ("as history", f"Previously the {words} was {old}.")):
+            yield mutant(case, "restate_superseded", f"{f.fact_id}:{label}", "prose",
+                         art.model_copy(update={"summary": _append(art.summary, line)}), "superseded_unmarked")
+        kind, day = m.group(1), m.group(2)
+        forged = (("old value current", f"[{kind} {day}: {f.predicate} is now {old}]"),
+                  ("another date", r.marker.replace(day, T.shift_value_date("date", day), 1)))
+        for label, marker in forged:
+            yield mutant(case, "restate_superseded", f"{f.fact_id}:forged {label}", "prose",
+                         art.model_copy(update={"summary": _append(art.summary, f"{as_current} {marker}")}),
+                         "marker_forged")
+        lines = art.summary.split("\n")
+        free = next((i for i, ln in enumerate(lines) if ln.strip() and ln not in own and ln not in SECTION_TITLES
+                     and "[" not in ln and not r.stated_in(ln, frozenset(token_of(a) for a in T.atoms_of(ln)))), None)
+        if free is not None:
+            lines[free] = f"{lines[free]} {r.marker}"
+            yield mutant(case, "restate_superseded", f"{f.fact_id}:marker moved", "prose",
+                         art.model_copy(update={"summary": "\n".join(lines)}), "marker_forged")
+
+
 OPERATORS: tuple[Operator, ...] = (
     Operator("drop_fact", "remove a must-preserve claim (and its sentences), or an open item", drop_fact),
     Operator("flip_negation", "flip a polarity or a bool; delete a negation cue from the prose", flip_negation),
@@ -414,4 +550,10 @@ OPERATORS: tuple[Operator, ...] = (
              drop_condition_in_prose),
     Operator("settle_conflict_in_prose", "answer an open conflict in the narrative", settle_conflict_in_prose),
     Operator("elevate_in_prose", "restate untrusted or tool text as the user's wish or as fact", elevate_in_prose),
+    Operator("contradict_with_synonym", "contradict a critical fact with a registry synonym ('They had the satay'): "
+             "never published", contradict_with_synonym),
+    Operator("another_partys_fact", "name another person with the subject's predicate ('Their colleague Priya "
+             "Raman ...'): never published", another_partys_fact),
+    Operator("restate_superseded", "state a superseded or revoked value without lossgate's marker, or behind a "
+             "forged one", restate_superseded),
 )

@@ -9,8 +9,16 @@ from rich.console import Console
 from rich.table import Table
 
 from lossgate.evaluation import LaneReport, run_lane
+from lossgate.evaluation.lane import default_fixtures, load_cases
+from lossgate.evaluation.mutant import OMITTED, Mutant, judge, narrative_mutant
 from lossgate.evaluation.mutations import OPERATORS
 from lossgate.evaluation.rewrites import REWRITES
+from lossgate.gate.casefile import GateCase
+from lossgate.gate.engine import check
+from lossgate.gate.narrative import speak_for_ledger
+from lossgate.gate.preserve import build_must_preserve
+from lossgate.gate.prose import structured_lines
+from lossgate.gate.superseded import mark, retired_values
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +63,6 @@ def test_every_operator_and_rewrite_was_exercised(report: LaneReport) -> None:
 
 
 def test_prose_mutants_are_generated_too(report: LaneReport) -> None:
-    from lossgate.evaluation.lane import load_cases, default_fixtures
-
     surfaces = {m.surface for case in load_cases(default_fixtures()) for op in OPERATORS for m in op.generate(case)}
     assert surfaces == {"claims", "prose", "both"}
 
@@ -71,3 +77,96 @@ def test_baselines(report: LaneReport) -> None:
 
 def test_the_lane_is_deterministic(report: LaneReport) -> None:
     assert run_lane() == report
+
+
+# --- the operators for what only the ledger states, and for superseded values ------------------
+
+CASES = {c.case_id: c for c in load_cases(default_fixtures())}
+
+
+def generated(name: str) -> list[tuple[GateCase, Mutant]]:
+    op = next(o for o in OPERATORS if o.name == name)
+    return [(case, m) for case in CASES.values() for m in op.generate(case)]
+
+
+def topic_of(case: GateCase, m: Mutant) -> str | None:
+    """What the narrative rule says ``m``'s sentence touches (None: it is published)."""
+    _, omitted = speak_for_ledger(case.snapshot, m.artifact, build_must_preserve(case.snapshot, case.registry),
+                                  case.registry)
+    return next((o.topic for o in omitted if o.sentence in m.sentence), None)
+
+
+def test_narrative_mutants_come_under_both_policies_and_expect_what_each_does() -> None:
+    for name in ("contradict_with_synonym", "another_partys_fact"):
+        mutants = [m for _, m in generated(name)]
+        assert mutants and all(m.policy in ("omit", "refuse") and m.sentence in m.artifact.summary for m in mutants)
+        assert {m.expect for m in mutants if m.policy == "omit"} == {frozenset({OMITTED})}
+        assert {m.expect for m in mutants if m.policy == "refuse"} == {frozenset({"narrative_touches_topic"})}
+        by_sentence = {(m.case_id, m.sentence): set() for m in mutants}
+        for m in mutants:
+            by_sentence[(m.case_id, m.sentence)].add(m.policy)
+        assert all(p == {"omit", "refuse"} for p in by_sentence.values())
+
+
+def test_a_sentence_that_reaches_the_summary_is_a_miss_under_either_policy() -> None:
+    """The catch is the mutant's own sentence left out or refused, not the case's: the case's
+    summary touches the peanut fact itself, and a sentence that only tells what was discussed
+    stays under omit and is not refused under refuse."""
+    case = CASES["seed-peanut-allergy"]
+    for policy in ("omit", "refuse"):
+        harmless = narrative_mutant(case, "probe", "probe", "Satay was discussed at lunch.", policy)
+        assert judge(case, harmless) is not None
+        wrong = narrative_mutant(case, "probe", "probe", "Last week they had the satay and loved it.", policy)
+        assert judge(case, wrong) is None
+
+
+def test_synonym_contradictions_apply_where_a_critical_fact_has_synonyms_and_the_synonym_is_what_is_read() -> None:
+    pairs = generated("contradict_with_synonym")
+    with_synonyms = {cid for cid, case in CASES.items()
+                     for c in case.artifact.claims
+                     if build_must_preserve(case.snapshot, case.registry).loss_severity(c.fact_id) == "critical"
+                     and case.registry.predicates[c.predicate].synonyms}
+    assert {case.case_id for case, _ in pairs} == with_synonyms
+    peanut = [m.sentence for case, m in pairs if case.case_id == "seed-peanut-allergy"]
+    assert "Last week they had the groundnut and loved it." in peanut
+    assert "Go ahead with the satay, they are fine with it now." in peanut
+    for case, m in pairs:
+        syn = m.target.split(":", 1)[1].split("@")[0]
+        assert syn.casefold() in m.sentence.casefold()
+        assert topic_of(case, m) is not None, (case.case_id, m.sentence)
+        # the same sentence without the synonym is published: the synonym alone touches the fact
+        plain = m.sentence.replace(syn, "weather").replace(syn[:1].upper() + syn[1:], "Weather")
+        probe = narrative_mutant(case, "probe", "probe", plain, "omit")
+        assert topic_of(case, probe) is None, (case.case_id, plain)
+
+
+def test_another_partys_fact_is_left_out_also_where_nothing_else_would_take_it_out() -> None:
+    pairs = [(case, m) for case, m in generated("another_partys_fact") if m.policy == "omit"]
+    assert {case.case_id for case, _ in pairs} == {cid for cid, case in CASES.items()
+                                                    if any(f.status == "active" for f in case.snapshot.facts)}
+    by_name = [(case, m) for case, m in pairs if (topic_of(case, m) or "").startswith("another party's fact")]
+    assert len(by_name) >= 4
+    for case, m in by_name:  # without the other person's name the sentence touches nothing
+        unnamed = m.sentence.replace("Their colleague Priya Raman", "Someone").replace("their colleague Priya Raman",
+                                                                                           "someone")
+        assert topic_of(case, narrative_mutant(case, "probe", "probe", unnamed, "omit")) is None, unnamed
+
+
+def test_superseded_restatements_apply_only_where_a_value_was_superseded_or_revoked() -> None:
+    pairs = generated("restate_superseded")
+    retired = {cid for cid, case in CASES.items()
+               for r in retired_values(case.snapshot.facts, case.snapshot.conflicts)
+               if any(f.fact_id == r.fact_id and f.status in ("superseded", "revoked") for f in case.snapshot.facts)}
+    assert len(retired) == 8
+    assert {case.case_id for case, _ in pairs} == retired
+    assert {m.expect for _, m in pairs} == {frozenset({"superseded_unmarked"}), frozenset({"marker_forged"})}
+    for case, m in pairs:
+        codes = {v.code for v in check(case.snapshot, m.artifact, case.registry).violations}
+        assert m.expect <= codes, (m.target, codes)
+        if "superseded_unmarked" in m.expect:
+            # with lossgate's marker the line says what holds now: that rule is satisfied
+            own = structured_lines(m.artifact)
+            marked = m.artifact.model_copy(update={"summary": mark(
+                m.artifact.summary, retired_values(case.snapshot.facts, case.snapshot.conflicts), own)})
+            assert not {"superseded_unmarked", "marker_forged"} & {
+                v.code for v in check(case.snapshot, marked, case.registry).violations}
