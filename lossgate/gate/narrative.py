@@ -87,6 +87,9 @@ class _Reader:
                 for w in words:
                     self.domains.setdefault(w, f"the topic of {name}")
         self.own_names = {snapshot.subject_id.casefold(), *(e.actor.casefold() for e in snapshot.events if e.actor)}
+        # the subject's own values that read as names (a street of its address: "Pine Avenue")
+        self.own_values = " ".join(str(f.value) for f in snapshot.facts
+                                   if f.status == "active" and isinstance(f.value, str)).casefold()
 
     def topic_of(self, raw: str, sentence: str) -> str | None:
         stems = content_stems(sentence)
@@ -102,7 +105,8 @@ class _Reader:
                 return self.domains[w]
         if stems & self.any_predicate:
             for a in extract_atoms(raw):
-                if a.kind == "party" and a.key.casefold() not in self.own_names:
+                if a.kind == "party" and a.key.casefold() not in self.own_names \
+                        and a.key.casefold() not in self.own_values:
                     return f"another party's fact ({a.key})"
         return None
 
