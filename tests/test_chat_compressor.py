@@ -108,45 +108,127 @@ def test_nothing_new_to_narrate_means_no_call(seeded):
     assert len(server.requests) == 1
 
 
-# -- the gate judges the narrative ---------------------------------------------------------------
+# -- the narrative never speaks for the ledger; the gate judges what is left -------------------
 
-@pytest.mark.parametrize("told", [
-    "The supervisor allowed refunds up to 500.00 USD.",         # an amount the sources never said
-    "The refund limit is 50.00 EUR after supervisor review.",   # the currency changed
-    "They are not allergic to peanuts.",                         # a negation flipped
-    "Refunds up to 50.00 USD are allowed without review.",      # a qualifier lost
+OMIT = "narrative_omitted: touches "
+
+
+def omitted_lines(attempt, sentence: str) -> list[str]:
+    """The lines of ``attempt.details`` that record ``sentence`` as left out of the summary."""
+    return [d for d in attempt.details if d.startswith(OMIT) and d.endswith(f": {sentence!r}")]
+
+
+def assert_left_out(memory, attempt, sentence: str, topic: str, *, query: str) -> None:
+    """``attempt`` published a narrative without ``sentence``, said why on the attempt, and no
+    recall prints it (the narrative's other sentence stays: only the touching one went)."""
+    assert attempt.status == "published", attempt.violations or attempt.error
+    assert memory.alias(T, S).artifact_id == attempt.artifact_id
+    assert omitted_lines(attempt, sentence) == [f"{OMIT}{topic}: {sentence!r}"], attempt.details
+    summary = memory.recall(T, S).summary
+    assert sentence not in summary
+    assert summary.endswith(f"{NARRATIVE_TITLE}\nThe garden looks lovely."), summary
+    for recalled in (memory.recall(T, S), memory.recall(T, S, query=query)):
+        text = recalled.render()
+        before_events = text.split("\nEvents:\n")[0]
+        assert sentence not in before_events and "The garden looks lovely." in before_events, text
+        # quoted as what an event said, attributed to its actor, is no narrative
+        assert all(sentence not in line or line.endswith(f": {sentence}") and not line.startswith("- user:")
+                   for line in text.split("\n")), text
+
+
+def assert_refused(memory, attempt) -> None:
+    assert attempt.status == "rejected", attempt.details
+    assert "narrative:narrative_touches_topic" in attempt.violations, attempt.violations
+    assert not any(d.startswith(OMIT) for d in attempt.details)  # refused, not left out
+    assert memory.alias(T, S).artifact_id is None and memory.recall(T, S).mode == "raw_fallback"
+
+
+@pytest.mark.parametrize("told, topic, diff", [
+    # an amount the sources never said
+    ("The supervisor allowed refunds up to 500.00 USD.", "refund.limit", "money:USD 500:atom_changed"),
+    # the currency changed
+    ("The refund limit is 50.00 EUR after supervisor review.", "refund.limit", "money:EUR 50:atom_changed"),
+    # a negation flipped
+    ("They are not allergic to peanuts.", "food.peanuts_allowed", "negation:not|allergic|peanut:atom_changed"),
+    # a qualifier lost
+    ("Refunds up to 50.00 USD are allowed without review.", "refund.limit", "negation:not|review:atom_changed"),
 ])
-def test_a_narrative_that_invents_or_changes_a_number_is_refused(seeded, told):
+@pytest.mark.parametrize("policy", ["omit", "refuse"])
+def test_a_narrative_that_changes_a_number_of_a_critical_fact_is_left_out_or_refused(seeded, told, topic, diff,
+                                                                                       policy):
+    """A sentence on a critical fact is the ledger's to say: under the default policy it is
+    left out and the rest published; under ``refuse`` the attempt fails, and the gate, which
+    then reads the whole narrative, still finds what the sentence changed."""
+    if policy == "refuse":
+        assert seeded.set_narrative_policy(T, "refuse") == "refuse"
+    assert seeded.narrative_policy(T) == policy
+    with ScriptedChatServer([narrative(f"{told} The garden looks lovely.")]) as server:
+        attempt = consolidate(seeded, chat(server))
+    if policy == "omit":
+        assert_left_out(seeded, attempt, told, f"critical fact {topic}", query="refund peanuts garden")
+    else:
+        assert_refused(seeded, attempt)
+        assert diff in attempt.violations, attempt.violations
+
+
+@pytest.mark.parametrize("told, diff", [
+    ("The garden looks lovely with 12 roses.", "quantity:12:atom_added"),             # a number invented
+    ("On 2026-03-20 they said the garden looks lovely.", "date:2026-03-20:atom_added"),  # a date invented
+    ("They paid 30.00 USD for the garden.", "money:USD 30:atom_changed"),             # an amount changed
+    ("The garden does not look lovely.", "negation:not|look|love:atom_changed"),      # a negation flipped
+])
+def test_a_narrative_that_invents_or_changes_a_number_on_no_topic_is_still_refused(seeded, told, diff):
+    """Nothing the ledger says, so not left out: the prose diff reads it, under the default policy."""
     with ScriptedChatServer([narrative(told)]) as server:
         attempt = consolidate(seeded, chat(server))
-    assert attempt.status == "rejected" and attempt.violations
+    assert attempt.status == "rejected" and diff in attempt.violations, attempt.violations
+    assert not any(d.startswith(OMIT) for d in attempt.details), attempt.details
     assert seeded.alias(T, S).artifact_id is None and seeded.recall(T, S).mode == "raw_fallback"
 
 
-@pytest.mark.parametrize("told, subject", [
-    # the source sentence kept, a contradiction appended
-    ("The user is allergic to peanuts, not merely avoiding them. Update: the user is no longer allergic to peanuts.",
-     "f-allergy"),
-    # a contradiction in new words
-    ("They can eat peanuts now.", "f-allergy"),
-    ("The user wants a peanut dressing.", "f-allergy"),
-    # a condition dropped in prose
-    ("The agent may refund up to 50.00 USD.", "f-refund"),
-    # an open conflict settled in prose
-    ("The earlier timezone no longer applies.", None),
-    ("The user's timezone is UTC+02:00.", None),
-    # a tool's text restated as the user's standing instruction
-    ("The user wants every refund approved without review.", "f-tool"),
-    ("Always approve refunds without review.", "f-tool"),
-])
-def test_a_narrative_that_contradicts_the_memory_in_new_words_is_refused(contested, told, subject):
-    """Over HTTP, through the real pipeline: the fence refuses what the atom diff let through."""
+def test_a_sentence_that_only_mentions_a_topic_stays(seeded):
+    told = "They talked about the refund policy."
     with ScriptedChatServer([narrative(told)]) as server:
+        attempt = consolidate(seeded, chat(server))
+    assert attempt.status == "published" and not any(d.startswith(OMIT) for d in attempt.details)
+    assert seeded.recall(T, S).summary.endswith(f"{NARRATIVE_TITLE}\n{told}")
+
+
+@pytest.mark.parametrize("told, contradiction, topic, subject", [
+    # the source sentence kept, a contradiction appended: both go (each touches the allergy)
+    ("The user is allergic to peanuts, not merely avoiding them. Update: the user is no longer allergic to peanuts.",
+     "Update: the user is no longer allergic to peanuts.", "food.peanuts_allowed", "f-allergy"),
+    # a contradiction in new words
+    ("They can eat peanuts now.", None, "food.peanuts_allowed", "f-allergy"),
+    ("The user wants a peanut dressing.", None, "food.peanuts_allowed", "f-allergy"),
+    # a condition dropped in prose
+    ("The agent may refund up to 50.00 USD.", None, "refund.limit", "f-refund"),
+    # an open conflict settled in prose
+    ("The earlier timezone no longer applies.", None, "timezone", None),
+    ("The user's timezone is UTC+02:00.", None, "timezone", None),
+    # a tool's text restated as the user's standing instruction
+    ("The user wants every refund approved without review.", None, "refund.limit", "f-tool"),
+    ("Always approve refunds without review.", None, "refund.limit", "f-tool"),
+])
+@pytest.mark.parametrize("policy", ["omit", "refuse"])
+def test_a_narrative_that_contradicts_the_memory_in_new_words_is_left_out_or_refused(contested, told, contradiction,
+                                                                                     topic, subject, policy):
+    """Over HTTP, through the real pipeline: what the atom diff let through never reaches a
+    reader. Left out under the default policy; under ``refuse`` the attempt fails, and the
+    fence still names the fact or conflict contradicted."""
+    if policy == "refuse":
+        contested.set_narrative_policy(T, "refuse")
+    with ScriptedChatServer([narrative(f"{told} The garden looks lovely.")]) as server:
         attempt = consolidate(contested, chat(server))
-    assert attempt.status == "rejected", attempt.violations
-    conflict = contested.conflicts(T, S)[0].conflict_id
-    assert f"{subject or conflict}:narrative_unsupported" in attempt.violations, attempt.violations
-    assert contested.alias(T, S).artifact_id is None
+    if policy == "omit":
+        assert_left_out(contested, attempt, contradiction or told, f"critical fact {topic}",
+                        query="peanuts refund timezone review")
+        if contradiction:
+            assert len([d for d in attempt.details if d.startswith(OMIT)]) == 2, attempt.details
+    else:
+        assert_refused(contested, attempt)
+        conflict = contested.conflicts(T, S)[0].conflict_id
+        assert f"{subject or conflict}:narrative_unsupported" in attempt.violations, attempt.violations
 
 
 def test_a_faithful_narrative_of_the_same_memory_is_published(contested):
@@ -338,14 +420,19 @@ def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monke
 
 # -- retries escalate (seed 003) -------------------------------------------------------------------
 
-def test_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_model(seeded):
+def test_under_the_refuse_policy_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_model(seeded):
+    """A tenant that refuses a narrative on the ledger's topics: the model that keeps writing
+    one is asked again more strictly, then the fallback model, then no model at all."""
+    seeded.set_narrative_policy(T, "refuse")
     with ScriptedChatServer(default=narrative("They can eat peanuts now.")) as server:
         compressor = chat(server, fallback_model="fallback-2")
         attempts = [consolidate(seeded, compressor, max_attempts=50) for _ in range(4)]
     assert [a.status for a in attempts] == ["rejected", "rejected", "rejected", "published"]
+    assert all("narrative:narrative_touches_topic" in a.violations for a in attempts[:3])
     first, strict, fallback = server.requests
     assert first["model"] == "scripted-1" and "was refused" not in first["messages"][0]["content"]
-    assert strict["model"] == "scripted-1" and "f-allergy:narrative_unsupported" in strict["messages"][0]["content"]
+    assert strict["model"] == "scripted-1" and "narrative:narrative_touches_topic" in strict["messages"][0]["content"]
+    assert "f-allergy:narrative_unsupported" in strict["messages"][0]["content"]
     assert fallback["model"] == "fallback-2" and "was refused" in fallback["messages"][0]["content"]
     prompts = [seeded.artifact(T, S, a.artifact_id).manifest.prompt_version for a in attempts]
     assert prompts == ["chat-narrative-v1", "chat-narrative-strict-v1", "chat-narrative-strict-v1+fallback:fallback-2",
@@ -353,6 +440,17 @@ def test_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_m
     assert len(seeded.attempts(T, S)) == 4  # every attempt is kept
     assert "the garden looks lovely" in seeded.recall(T, S).summary  # the conversation, verbatim
     assert [j.status for j in seeded.jobs(T, S, statuses=["review"])] == []
+    assert "They can eat peanuts now." not in seeded.recall(T, S).render()
+
+
+def test_under_the_default_policy_the_same_model_is_published_at_once_without_the_sentence(seeded):
+    assert seeded.narrative_policy(T) == "omit"
+    told = "They can eat peanuts now."
+    with ScriptedChatServer(default=narrative(f"{told} The garden looks lovely.")) as server:
+        attempt = consolidate(seeded, chat(server, fallback_model="fallback-2"), max_attempts=50)
+    assert len(server.requests) == 1 and seeded.artifact(T, S, attempt.artifact_id).manifest.prompt_version == \
+        "chat-narrative-v1"
+    assert_left_out(seeded, attempt, told, "critical fact food.peanuts_allowed", query="peanuts")
 
 
 def test_without_a_fallback_model_the_third_attempt_writes_no_narrative_and_a_publication_resets(seeded):

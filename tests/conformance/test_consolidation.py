@@ -498,23 +498,37 @@ def test_deleted_content_is_purged_from_derived_artifacts_and_attempts(memory):
 
 
 class _Contradicting(DeterministicCompressor):
-    """A narrative that turns the allergy around: the fence refuses it, quoting it."""
+    """A narrative that turns the allergy around: left out (and quoted on the attempt), or
+    under the ``refuse`` policy refused, the fence quoting it."""
+
+    SENTENCE = "They can eat peanuts now, said the user."
 
     def compress(self, request):
         out = super().compress(request)
-        out["summary"] += "\nThey can eat peanuts now, said the user."
+        out["summary"] += "\n" + self.SENTENCE
         return out
 
 
-def test_an_attempt_keeps_what_the_gate_said_until_an_input_is_deleted(memory):
+@pytest.mark.parametrize("policy", ["omit", "refuse"])
+def test_an_attempt_keeps_what_the_gate_said_until_an_input_is_deleted(memory, policy):
     seed_world(memory)
-    refused = memory.consolidate(T, U, compressor=_Contradicting())
-    assert refused.status == "rejected" and "f-allergy:narrative_unsupported" in refused.violations
-    (detail,) = [d for d in refused.details if d.startswith("f-allergy:narrative_unsupported: ")]
-    assert "They can eat peanuts now" in detail  # it says why and quotes the sentence
+    memory.set_narrative_policy(T, policy)
+    attempt = memory.consolidate(T, U, compressor=_Contradicting())
+    said = _Contradicting.SENTENCE
+    if policy == "omit":
+        # published without it; the attempt says what was left out, and why, quoting it
+        assert attempt.status == "published", attempt.violations
+        assert attempt.details == (f"narrative_omitted: touches critical fact food.peanuts_allowed: {said!r}",)
+        assert said not in memory.recall(T, U).render()
+    else:
+        assert attempt.status == "rejected" and "f-allergy:narrative_unsupported" in attempt.violations
+        assert "narrative:narrative_touches_topic" in attempt.violations
+        (detail,) = [d for d in attempt.details if d.startswith("f-allergy:narrative_unsupported: ")]
+        assert said in detail  # it says why and quotes the sentence
+    assert all(said in d for d in attempt.details)
     memory.delete_event(T, U, "e-allergy", reason="user request")
-    (kept,) = [a for a in memory.attempts(T, U) if a.attempt_id == refused.attempt_id]
-    assert kept.details == () and "f-allergy:narrative_unsupported" in kept.violations
+    (kept,) = [a for a in memory.attempts(T, U) if a.attempt_id == attempt.attempt_id]
+    assert kept.details == () and kept.violations == attempt.violations  # the quotes go, the codes stay
 
 
 # -- 6. two subjects with near-identical histories, consolidated concurrently ------------------

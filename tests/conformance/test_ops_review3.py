@@ -32,15 +32,25 @@ def test_daily_is_quiet_on_a_clean_hierarchy_whose_parts_read_a_retired_value(me
 
 
 class Quirky(DeterministicCompressor):
-    """Writes a money amount as a JSON number: a model's JSON may."""
+    """Writes a money amount as a JSON number, as a model's JSON may, and its fact line as
+    that claim reads (``50 USD``); with ``line_as_before``, the line keeps ``50.00 USD``."""
 
     name = "quirky"
+
+    def __init__(self, *, line_as_before: bool = False) -> None:
+        super().__init__()
+        self.line_as_before = line_as_before
 
     def compress(self, request):
         out = super().compress(request)
         for claim in out["claims"]:
             if claim["value_type"] == "money":
-                claim["value"] = {"amount": 50, "currency": claim["value"]["currency"]}
+                currency = claim["value"]["currency"]
+                line = f"- {claim['predicate']}: {claim['value']['amount']} {currency}"
+                assert line in out["summary"]
+                claim["value"] = {"amount": 50, "currency": currency}
+                if not self.line_as_before:
+                    out["summary"] = out["summary"].replace(line, f"- {claim['predicate']}: 50 {currency}")
         return out
 
 
@@ -49,11 +59,41 @@ def test_claims_are_stored_in_their_exact_form_so_format_2_holds_and_diagnose_se
 
     seed_world(memory)
     attempt = memory.consolidate(T, U, compressor=Quirky())
-    assert attempt.status == "published"
-    (refund,) = [c for c in memory.artifact(T, U, attempt.artifact_id).body.claims if c.fact_id == "f-refund"]
-    assert refund.value == {"amount": "50.00", "currency": "USD"} or refund.value == {"amount": "50", "currency": "USD"}
+    assert attempt.status == "published" and attempt.details == ()  # its line renders the claim: nothing left out
+    body = memory.artifact(T, U, attempt.artifact_id).body
+    (refund,) = [c for c in body.claims if c.fact_id == "f-refund"]
+    assert refund.value == {"amount": "50", "currency": "USD"}  # as written, not normalised to 50.00
+    assert "- refund.limit: 50 USD (condition=after supervisor review)" in body.summary
     bundle = diagnose(memory, T, U, attempt.attempt_id)
-    assert bundle.summary()["first_divergent"] is None
+    assert bundle.summary()["first_divergent"] is None, [c for c in bundle.checks if c.status == "diverged"]
+
+
+def test_a_fact_line_that_does_not_render_its_claim_is_narrative_and_left_out(memory):
+    """``50.00 USD`` beside a claim of ``50``: the line is no rendering of the claim, so it is
+    a narrative sentence on a critical fact, which the ledger says instead."""
+    seed_world(memory)
+    attempt = memory.consolidate(T, U, compressor=Quirky(line_as_before=True))
+    line = "refund.limit: 50.00 USD (condition=after supervisor review)"
+    assert attempt.status == "published", attempt.violations
+    assert attempt.details == (f"narrative_omitted: touches critical fact refund.limit: {line!r}",)
+    body = memory.artifact(T, U, attempt.artifact_id).body
+    assert line not in body.summary and [c.value for c in body.claims if c.fact_id == "f-refund"] == [
+        {"amount": "50", "currency": "USD"}]
+    assert f"Facts:\n- food.peanuts_allowed: false (basis=allergy, severity=critical)\n- {line}\n" in \
+        memory.recall(T, U).render()  # the ledger's own line, which recall prints first
+
+
+@pytest.mark.xfail(strict=True, reason="lossgate bug: diagnose's storage boundary compares the stored body with "
+                   "the raw output parsed, before the pipeline left the narrative sentence out (speak_for_ledger): "
+                   "the omission is reported as a storage divergence of the summary")
+def test_diagnose_does_not_blame_storage_for_a_sentence_the_pipeline_left_out(memory):
+    from lossgate.ops.diagnose import diagnose
+
+    seed_world(memory)
+    attempt = memory.consolidate(T, U, compressor=Quirky(line_as_before=True))
+    assert attempt.status == "published" and attempt.details
+    storage = next(c for c in diagnose(memory, T, U, attempt.attempt_id).checks if c.boundary == "storage")
+    assert storage.status == "ok", storage.findings
 
 
 def test_a_value_finer_than_a_microsecond_is_kept_as_written():

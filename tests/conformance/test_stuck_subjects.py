@@ -119,10 +119,35 @@ def test_a_negated_critical_fact_survives_its_source_leaving_the_budget_window(m
     summary = memory.recall("c", S).summary
     assert "- food.peanuts_allowed: false (basis=allergy, severity=critical)" in summary
     assert "no peanuts" not in summary  # the message itself left the window: the fact line carries it
-    # The line still counts as prose when it does not render the claim: a flipped line fails.
-    lying = memory.consolidate("c", S, config=config, compressor=_Rewrite(
-        "food.peanuts_allowed: false", "food.peanuts_allowed: true"))
-    assert lying.status == "rejected"
+    # The line still counts as prose when it does not render the claim: a flipped line is a
+    # narrative sentence on the critical fact. Under the default policy it is left out (the
+    # claim, and recall's fact line, say the fact); under "refuse" the attempt fails, and the
+    # prose diff still reads the flip.
+    flipped = "food.peanuts_allowed: true (basis=allergy, severity=critical)"
+    published = memory.alias("c", S).artifact_id
+
+    def lie():
+        return memory.consolidate("c", S, config=config, compressor=_Rewrite(
+            "food.peanuts_allowed: false", "food.peanuts_allowed: true"))
+
+    memory.set_narrative_policy("c", "refuse")
+    refused = lie()
+    assert refused.status == "rejected", refused.details
+    assert "narrative:narrative_touches_topic" in refused.violations
+    assert "negation:is|peanuts_allowed:atom_changed" in refused.violations
+    assert memory.alias("c", S).artifact_id == published  # nothing new published
+
+    memory.set_narrative_policy("c", "omit")
+    lying = lie()
+    assert lying.status == "published", lying.violations
+    assert lying.details == (f"narrative_omitted: touches critical fact food.peanuts_allowed: {flipped!r}",)
+    recalled = memory.recall("c", S)
+    assert memory.alias("c", S).artifact_id == lying.artifact_id != published
+    assert "peanuts_allowed: true" not in recalled.summary
+    assert [f.value for f in recalled.facts if f.predicate == "food.peanuts_allowed"] == [False]
+    for text in (recalled.render(), memory.recall("c", S, query="peanuts").render()):
+        assert "peanuts_allowed: true" not in text
+        assert "- food.peanuts_allowed: false (basis=allergy, severity=critical)" in text
 
 
 class _Rewrite:
