@@ -53,7 +53,7 @@ from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest,
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.prose import prose_inputs, prose_of, structured_lines
-from lossgate.gate.narrative import speak_for_ledger, touching_violations
+from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import check_markers, mark, retired_values, strip_markers
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.outcome import make_result
@@ -429,19 +429,13 @@ class Consolidator:
             return self._finish_error(attempt, sel, raw_text, where + error, timings)
         assert body is not None
         t2 = time.perf_counter()
-        # What matters is the ledger's to say: a narrative sentence on such a topic is left out.
-        # Then lossgate's markers on every line that states a superseded value, whatever the
-        # compressor wrote (any marker of its own is read again from the ledger).
-        body = body.model_copy(update={"summary": strip_markers(body.summary)})
-        spoken, omitted = speak_for_ledger(sel.snapshot, body, must, registry, quoted=_parent_quotes(sel))
-        refuse = bool(omitted) and sel.narrative_policy == "refuse"
-        if not refuse:
-            body = spoken
-        body = body.model_copy(update={"summary": mark(body.summary, sel.retired, structured_lines(body))})
+        # what lossgate publishes of it: the ledger's topics left out, superseded values marked
+        published = as_published(sel.snapshot, body, must, registry, retired=sel.retired,
+                                 policy=sel.narrative_policy, quoted=_parent_quotes(sel))
+        body, omitted = published.body, published.omitted
         result = self._gate(sel, body, registry, must)
-        if refuse:
-            result = make_result([*result.violations, *result.losses, *touching_violations(omitted)], must)
-            omitted = ()
+        if published.refusals:
+            result = make_result([*result.violations, *result.losses, *published.refusals], must)
         _add(timings, "gate_s", time.perf_counter() - t2)
         judged = False
         if self.judge is not None and result.passed:

@@ -28,9 +28,8 @@ from pathlib import Path
 from lossgate.errors import InvalidInput
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check
-from lossgate.gate.narrative import speak_for_ledger
-from lossgate.gate.prose import structured_lines
-from lossgate.gate.superseded import mark, retired_values
+from lossgate.gate.publication import as_published
+from lossgate.gate.superseded import retired_values
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.render import NARRATIVE_TITLE
 
@@ -171,9 +170,8 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
     and the sentence under a narrative title): left out, refused with its summary, or read."""
     artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{extra}"})
     must = build_must_preserve(case.snapshot, case.registry)
-    published, _ = speak_for_ledger(case.snapshot, artifact, must, case.registry)
-    retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)  # marked as lossgate publishes
-    published = published.model_copy(update={"summary": mark(published.summary, retired, structured_lines(published))})
+    published = as_published(case.snapshot, artifact, must, case.registry,
+                             retired=retired_values(case.snapshot.facts, case.snapshot.conflicts)).body
     if item.sentence.strip() not in published.summary:
         report.omitted[item.label] += 1
     elif check(case.snapshot, published, case.registry, must=must).outcome == "failed" and not failed_before:

@@ -73,19 +73,28 @@ class _Reader:
     def __init__(self, snapshot: Snapshot, must: MustPreserve, registry: Registry) -> None:
         found = topics(snapshot, must, registry)
         self.touching = Touching(found) if found else None
+        # A one-word synonym is matched by its stem; one of several words as that phrase ("money
+        # back" names a refund, "back" alone does not).
         self.synonyms: dict[str, str] = {}  # stem -> the topic it names
+        self.phrases: list[tuple[re.Pattern[str], str]] = []
         for t in found:
             spec = registry.predicates.get(t.predicate)
-            for stem in _stems(spec.synonyms if spec else ()):
-                self.synonyms.setdefault(stem, t.what)
+            for word in spec.synonyms if spec else ():
+                if " " in word.strip():
+                    self.phrases.append((_phrase(word), t.what))
+                else:
+                    for stem in content_stems(word):
+                        self.synonyms.setdefault(stem, t.what)
         self.domains: dict[str, str] = {}  # stem -> "the topic of <predicate>"
         self.any_predicate: set[str] = set()
         for name, spec in registry.predicates.items():
-            words = _stems((name.replace(".", " ").replace("_", " "), *spec.synonyms)) - META - ATTRIBUTION
+            singles = [w for w in spec.synonyms if " " not in w.strip()]
+            words = _stems((name.replace(".", " ").replace("_", " "), *singles)) - META - ATTRIBUTION
             self.any_predicate |= words
             if spec.category in _LEDGER_CATEGORIES or spec.criticality == "critical":
                 for w in words:
                     self.domains.setdefault(w, f"the topic of {name}")
+                self.phrases += [(_phrase(w), f"the topic of {name}") for w in spec.synonyms if " " in w.strip()]
         self.own_names = {snapshot.subject_id.casefold(), *(e.actor.casefold() for e in snapshot.events if e.actor)}
         # the subject's own values that read as names (a street of its address: "Pine Avenue")
         self.own_values = " ".join(str(f.value) for f in snapshot.facts
@@ -100,6 +109,9 @@ class _Reader:
         for w in sorted(stems):
             if w in self.synonyms:
                 return self.synonyms[w]
+        for pattern, topic in self.phrases:
+            if pattern.search(raw):
+                return topic
         for w in sorted(stems):
             if w in self.domains:
                 return self.domains[w]
@@ -109,6 +121,11 @@ class _Reader:
                         and a.key.casefold() not in self.own_values:
                     return f"another party's fact ({a.key})"
         return None
+
+
+def _phrase(words: str) -> re.Pattern[str]:
+    """``words`` as a phrase in a sentence: whole words, any case and spacing."""
+    return re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words.split()) + r"(?!\w)", re.IGNORECASE)
 
 
 def _stems(phrases: tuple[str, ...] | list[str]) -> frozenset[str]:

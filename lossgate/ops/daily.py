@@ -487,7 +487,7 @@ def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compre
     # As the pipeline builds what it would publish (lossgate.consolidate.pipeline._build): the
     # compressor's markers dropped, the sentences on a ledger-only topic left out (or refusing
     # the summary), lossgate's markers written, then the gate.
-    retired = retired_values(sel.snapshot.facts)  # the direct path's snapshot holds every fact
+    retired = retired_values(sel.snapshot.facts, sel.snapshot.conflicts)  # the direct path's snapshot holds every fact
     bare = raw.model_copy(update={"summary": strip_markers(raw.summary)})
     spoken, omitted = speak_for_ledger(sel.snapshot, bare, must, registry)
     refuse = bool(omitted) and policy == "refuse"

@@ -79,11 +79,14 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.consolidate.selection import snapshot_at
 from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, RecallRecord
 from lossgate.errors import InvalidInput, NotFound
 from lossgate.gate.contract import artifact_facts, compare_facts, ledger_facts
 from lossgate.gate.preserve import build_must_preserve
+from lossgate.gate.publication import as_published
+from lossgate.gate.superseded import retired_values
 from lossgate.records import ArtifactBody, Clock, Event, Fact, Snapshot, utcnow
 from lossgate.registry import Registry, parse_registry
 from lossgate.store.protocol import ReadTx
@@ -328,15 +331,21 @@ def diagnose(memory: Memory, tenant_id: str, subject_id: str, attempt_id: str, *
             f.fact_id for f in tx.facts(tenant_id, subject_id, ids=list(attempt.selected_ids))}
         carried = _carried(tx, tenant_id, subject_id, [i for i in attempt.selected_ids if i not in known])
         clock, alias = tx.clock(tenant_id, subject_id), tx.alias(tenant_id, subject_id)
+        policy = narrative_policy(tx, tenant_id)
         served = [r for r in reversed(tx.recalls(tenant_id, subject_id, limit=recall_limit))
                   if artifact is not None and r.mode == "summary" and r.alias.artifact_id == artifact.artifact_id]
     schema = memory.store.schema_version()
 
     immediate, immediate_note = _immediate(attempt, artifact)
+    # what the pipeline meant to store: the compressor's body as lossgate publishes it
+    # (sentences on the ledger's topics left out, superseded values marked)
+    meant = None if immediate is None else as_published(
+        snapshot, immediate, must, registry, retired=retired_values(snapshot.facts, snapshot.conflicts),
+        policy=policy).body
     checks = (
         _selection(attempt, expected, snapshot, carried),
         _compression(attempt, snapshot, expected, immediate, immediate_note, must.loss_severity),
-        _storage(attempt, immediate, immediate_note, artifact, include_text),
+        _storage(attempt, meant, immediate_note, artifact, include_text),
         _retrieval(artifact, served, registry),
     )
     first = next((c.boundary for c in checks if c.status == "diverged"), None)

@@ -83,9 +83,6 @@ def test_a_fact_line_that_does_not_render_its_claim_is_narrative_and_left_out(me
         memory.recall(T, U).render()  # the ledger's own line, which recall prints first
 
 
-@pytest.mark.xfail(strict=True, reason="lossgate bug: diagnose's storage boundary compares the stored body with "
-                   "the raw output parsed, before the pipeline left the narrative sentence out (speak_for_ledger): "
-                   "the omission is reported as a storage divergence of the summary")
 def test_diagnose_does_not_blame_storage_for_a_sentence_the_pipeline_left_out(memory):
     from lossgate.ops.diagnose import diagnose
 
