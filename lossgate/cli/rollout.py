@@ -133,8 +133,25 @@ def refuse(ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help="
     out().print(f"{artifact_id} refused", markup=False)
 
 
+def narrative_policy(
+    ctx: typer.Context, tenant: Tenant,
+    set_to: Annotated[Optional[str], typer.Option("--set", metavar="omit|refuse", help=(
+        "omit: publish a model's narrative without its sentences on a topic only the ledger states "
+        "(kept on the attempt); refuse: fail the attempt instead."))] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Show the tenant's narrative policy, or set it with --set."""
+    with open_memory(ctx) as memory:
+        policy = memory.narrative_policy(tenant) if set_to is None else memory.set_narrative_policy(tenant, set_to)
+    if as_json:
+        typer.echo(json.dumps({"tenant_id": tenant, "narrative_policy": policy}))
+    else:
+        out().print(f"tenant {tenant}: narrative policy {policy}", markup=False)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``rollout``, ``shadow`` and ``review`` to ``app``."""
+    """Add ``rollout``, ``shadow``, ``review`` and ``narrative-policy`` to ``app``."""
+    app.command("narrative-policy")(narrative_policy)
     app.add_typer(rollout_app, name="rollout")
     app.add_typer(shadow_app, name="shadow")
     app.add_typer(review_app, name="review")

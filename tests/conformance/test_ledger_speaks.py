@@ -94,3 +94,12 @@ def test_a_mention_of_a_topic_stays(subject):
     with ScriptedChatServer(default=narrative(f"{KEPT} {mention}")) as server:
         attempt = subject.consolidate(T, S, compressor=chat(server))
     assert attempt.status == "published" and mention in subject.recall(T, S).render()
+
+
+def test_the_narrative_policy_is_shown_and_set_from_the_command_line(cli):
+    from .conftest import one_line_error
+
+    assert cli("narrative-policy", "-t", T).stdout.strip() == f"tenant {T}: narrative policy omit"
+    assert '"narrative_policy": "refuse"' in cli("narrative-policy", "-t", T, "--set", "refuse", "--json").stdout
+    assert cli("narrative-policy", "-t", T).stdout.strip() == f"tenant {T}: narrative policy refuse"
+    one_line_error(cli("narrative-policy", "-t", T, "--set", "sometimes"), "omit, refuse")
