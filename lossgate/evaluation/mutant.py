@@ -24,12 +24,13 @@ from lossgate.evaluation import textops as T
 from lossgate.gate.atoms import Atom, diff_atoms, is_affirmation
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.engine import check
-from lossgate.gate.narrative import NarrativePolicy, speak_for_ledger, touching_violations
+from lossgate.gate.narrative import NarrativePolicy
 from lossgate.gate.outcome import GateResult, make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
-from lossgate.gate.prose import ProseInputs, structured_lines
+from lossgate.gate.prose import ProseInputs
+from lossgate.gate.publication import as_published
 from lossgate.gate.sources import value_forms
-from lossgate.gate.superseded import mark, retired_values, strip_markers
+from lossgate.gate.superseded import retired_values
 from lossgate.gate.typed import typed_value
 from lossgate.records import ArtifactBody, Claim
 
@@ -100,19 +101,16 @@ def _published(case: GateCase, m: Mutant, inputs: ProseInputs | None, must: Must
     under ``refuse``, refused), lossgate's markers written, the gate. Returns the result and
     whether the mutant's sentence was named: left out of the published summary (``omit``),
     or refused as touching a topic (``refuse``)."""
-    body = m.artifact.model_copy(update={"summary": strip_markers(m.artifact.summary)})
-    spoken, omitted = speak_for_ledger(case.snapshot, body, must, case.registry)
-    refuse = m.policy == "refuse"
-    if not refuse:
-        body = spoken
     retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
-    body = body.model_copy(update={"summary": mark(body.summary, retired, structured_lines(body))})
+    published = as_published(case.snapshot, m.artifact, must, case.registry, retired=retired,
+                             policy=m.policy or "omit")
+    body = published.body
     result = check(case.snapshot, body, case.registry, prose_inputs=inputs, must=must, retired=retired)
-    mine = tuple(o for o in omitted if o.sentence.strip() and o.sentence.strip() in m.sentence)
-    if refuse:
+    mine = tuple(o for o in published.touching if o.sentence.strip() and o.sentence.strip() in m.sentence)
+    if published.refused or m.policy == "refuse":
         # The pipeline keeps one narrative_touches_topic per summary; the catch is the one on
         # this mutant's sentence (a case's own sentences may touch a topic too).
-        result = make_result([*result.violations, *result.losses, *touching_violations(omitted)], must)
+        result = make_result([*result.violations, *result.losses, *published.refusals], must)
         return result, bool(mine)
     return result, bool(mine) and m.sentence.strip() not in body.summary
 

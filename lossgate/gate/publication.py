@@ -27,13 +27,23 @@ __all__ = ["Published", "as_published"]
 
 @dataclass(frozen=True)
 class Published:
-    """The body as lossgate would publish it, the sentences left out of it, and, under the
-    ``refuse`` policy, the violations that refuse it instead (then ``omitted`` is empty and
-    ``body`` keeps every sentence)."""
+    """The body as lossgate would publish it, and the narrative sentences on a topic only the
+    ledger states (``touching``): left out of ``body``, or, when ``refused`` (the ``refuse``
+    policy), kept in it, the body refused for them."""
 
     body: ArtifactBody
-    omitted: tuple[Omitted, ...] = ()
-    refusals: tuple[Violation, ...] = ()
+    touching: tuple[Omitted, ...] = ()
+    refused: bool = False
+
+    @property
+    def omitted(self) -> tuple[Omitted, ...]:
+        """The sentences left out of ``body``."""
+        return () if self.refused else self.touching
+
+    @property
+    def refusals(self) -> tuple[Violation, ...]:
+        """``narrative_touches_topic`` for each touching sentence, when they refuse the body."""
+        return tuple(touching_violations(self.touching)) if self.refused else ()
 
 
 def as_published(snapshot: Snapshot, body: ArtifactBody, must: MustPreserve, registry: Registry, *,
@@ -43,9 +53,8 @@ def as_published(snapshot: Snapshot, body: ArtifactBody, must: MustPreserve, reg
     subject's superseded values and conflict sides (:func:`~lossgate.gate.superseded.retired_values`);
     ``quoted``: lines known to quote events ``snapshot`` does not hold (a parent's)."""
     bare = body.model_copy(update={"summary": strip_markers(body.summary)})
-    spoken, omitted = speak_for_ledger(snapshot, bare, must, registry, quoted=quoted)
-    refusals: tuple[Violation, ...] = ()
-    if omitted and policy == "refuse":
-        spoken, refusals, omitted = bare, tuple(touching_violations(omitted)), ()
-    marked = spoken.model_copy(update={"summary": mark(spoken.summary, retired, structured_lines(spoken))})
-    return Published(body=marked, omitted=omitted, refusals=refusals)
+    spoken, touching = speak_for_ledger(snapshot, bare, must, registry, quoted=quoted)
+    refused = bool(touching) and policy == "refuse"
+    kept = bare if refused else spoken
+    marked = kept.model_copy(update={"summary": mark(kept.summary, retired, structured_lines(kept))})
+    return Published(body=marked, touching=touching, refused=refused)

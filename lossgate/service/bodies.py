@@ -82,16 +82,7 @@ class BodyLimit:
             await self._refuse(send, ApiError("unsupported_media_type",
                                               "the body must be JSON: send Content-Type: application/json"))
             return
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()  # after the body: wait for the disconnect, as the server would
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replayed(body, receive), send)
 
     def _too_large(self) -> ApiError:
         return ApiError("body_too_large", f"the request body is over the limit of {self.max_bytes:,} bytes")
@@ -161,3 +152,18 @@ class JsonRoute(APIRoute):
             return await handler(strict)
 
         return exact
+
+
+def replayed(body: bytes, receive: Receive) -> Receive:
+    """An ASGI ``receive`` that hands on ``body``, already read from ``receive``, as one
+    message, then waits on ``receive`` (for the disconnect), as the server would."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

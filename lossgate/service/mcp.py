@@ -60,12 +60,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lossgate.access import ApiKey, Scope as KeyScope
 from lossgate.errors import LossgateError
 from lossgate.limits import MAX_LABEL_CHARS, UnreadableJson, read_json
 from lossgate.memory import Memory
+from lossgate.service.bodies import replayed
 from lossgate.service.errors import ApiError, ErrorDetail, from_lossgate
 from lossgate.service.models import (
     MAX_BATCH, AliasOut, AppendIn, AppendOut, ClockOut, ConflictOut, EventIn, EventOut, FactIn, FactOut, ItemId, RecallIn, RecallOut,
@@ -397,16 +398,7 @@ class _BearerGate:
                 "data": refused.error.body().model_dump(mode="json")}}
             await _respond(send, 200 if "result" in reply else 400, json.dumps(reply).encode())
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replayed(raw, receive), send)
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -52,6 +52,14 @@ def gate_raises_for_poison(monkeypatch):
     monkeypatch.setattr(pipeline.gate, "check", check)
 
 
+def drain_as_a_worker(store_url: str, config: ConsolidationConfig) -> None:
+    worker = open_worker_memory(store_url, migrate=False)
+    try:
+        drain(worker, consolidation=config)
+    finally:
+        worker.close()
+
+
 def assert_left_for_review(memory, tenant: str, subject: str, kind: str) -> None:
     attempts = memory.attempts(tenant, subject)
     assert [a.status for a in attempts] == ["error"] * RETRIES.max_attempts
@@ -67,11 +75,7 @@ def assert_left_for_review(memory, tenant: str, subject: str, kind: str) -> None
 def test_a_job_whose_gate_raises_ends_in_review_and_every_other_job_publishes(
         memory, store_url, gate_raises_for_poison):
     queue_everyone(memory)
-    worker = open_worker_memory(store_url, migrate=False)
-    try:
-        drain(worker, consolidation=RETRIES)
-    finally:
-        worker.close()
+    drain_as_a_worker(store_url, RETRIES)
 
     assert_left_for_review(memory, "acme", "poison", "OverflowError")
     for tenant, subject in SUBJECTS[1:]:
@@ -91,11 +95,7 @@ def test_a_crash_before_the_attempt_is_recorded_is_recorded_as_one(memory, store
 
     assert attempt.status == "error" and attempt.selected_ids == ()
     assert attempt.error.startswith("crash: ZeroDivisionError at ") and SECRET not in attempt.error
-    worker = open_worker_memory(store_url, migrate=False)
-    try:
-        drain(worker, consolidation=config)
-    finally:
-        worker.close()
+    drain_as_a_worker(store_url, config)
     assert_left_for_review(memory, "acme", "poison", "ZeroDivisionError")
 
 
