@@ -10,15 +10,32 @@ lines, which the gate proves field by field, say it instead, and recall prints t
 
 A sentence touches a topic when it names, by a word or its stem:
 
-* a critical fact, an open conflict, or quoted, tool or untrusted content of the subject (the
-  critical-topic fence's topics, :mod:`lossgate.gate.fence.topics`: the predicate's words,
-  the value, the qualifiers, two words of its sources, a side of a conflict), or a synonym
-  the registry lists for the fact's predicate (``synonyms = ["satay", "groundnut"]``);
-* the topic of a predicate whose facts are preferences, instructions, permissions or
-  obligations, or critical, whether or not the subject has one (an invented preference is
-  stated in the ledger's words or not at all): its words and synonyms;
+* a fact that matters (critical or important; not a contextual one, kept for continuity), an
+  open conflict, or quoted, tool or untrusted content of the subject (the fence's topics,
+  :mod:`lossgate.gate.fence.topics`: the predicate's words, the value, the qualifiers, two
+  words of its sources, a side of a conflict), the predicate's name as a phrase ("customer
+  id"), a synonym the registry lists for the predicate (``synonyms = ["satay", "groundnut"]``),
+  or one of the value's or qualifiers' amounts, dates, identifiers and numbers, written any way
+  ("SHP-1 weighs approx. 20 kg");
+* the topic of a predicate the ledger holds a fact of, current or not (a deleted home city,
+  a superseded plan), or whose facts are preferences, instructions, permissions or
+  obligations, or matter (critical or important), whether or not the subject has one (an
+  invented preference or home city is stated in the ledger's words or not at all): its
+  words and synonyms;
 * a named party other than the subject, with the words of any predicate of the registry
-  (another person's fact is no fact of this subject).
+  (another person's fact is no fact of this subject);
+* nothing of its own, but it refers back ("That no longer holds.", "The second one replaces
+  the first.") to a sentence on its line that touched one, or answers a question or heading.
+
+A touching sentence stays only when it *restates* the one fact it touches in the ledger's own
+terms (:meth:`_Reader.restates`): every word is the fact's (predicate, synonyms, value,
+qualifiers) or says who it is about; its amounts, dates and identifiers are the fact's; it
+negates exactly where the fact is negative and hedges exactly where it is speculative; it
+keeps every qualifier with its condition words and adds no condition or bound; a speaker it
+names is one of the sources' actors; and it widens no scope ("every", "all") its sources did
+not. That is a closed grammar, not a judge: a word outside it ("dislikes", "ringing",
+"colleague") takes the sentence out whatever it means. Conflicts, quoted text and a fact whose
+predicate changed are never restated in prose.
 
 A sentence that only tells *that* something was discussed ("they talked about the refund
 policy": no number, no negation, a word of mention) stays. What is left is the narrative
@@ -34,13 +51,18 @@ retry and its escalation run as for any refusal.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
-from lossgate.gate.fence import Touching, narrative_sentences, topics
-from lossgate.gate.fence.lexicon import ANAPHOR, ATTRIBUTION, MENTION, META, NEGATION_CUE
+from lossgate.gate.fence import Touching, narrative_lines, topics
+from lossgate.gate.fence.lexicon import (ATTRIBUTION, BOUND, HEDGES, MAY_HEDGE, MENTION, META, NEGATION_CUE,
+                                         MARKER_WORDS, MARKERS, SUBJECT_NOUNS, USER_WORDS)
+from lossgate.gate.fence.text import atom_keys, stated
+from lossgate.gate.fence.topics import Topic
+from lossgate.gate.sources import value_forms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.records import ArtifactBody, Snapshot
@@ -53,6 +75,20 @@ NarrativePolicy = Literal["omit", "refuse"]
 NARRATIVE_POLICIES: tuple[NarrativePolicy, ...] = ("omit", "refuse")
 _LEDGER_CATEGORIES = ("preference", "instruction", "permission", "obligation")
 _DIGIT = re.compile(r"[0-9]")
+# Words a restating sentence may use besides the fact's own: who said it, whom it is about.
+_FRAME = ATTRIBUTION | USER_WORDS | SUBJECT_NOUNS
+# What refers back to the sentence before: a pronoun, "the other one", "the original date", "since".
+_REFERS = re.compile(r"\b(?:that|this|it|its|they|them|their|these|those|which|such|he|she|him|her|same|one|ones|"
+                     r"other|first|second|former|latter|earlier|later|original|previous|since|then|there|"
+                     r"again|back|instead|either|neither)\b|n[’']t\b", re.IGNORECASE)
+_MARKER = re.compile(rf"\b(?:{MARKERS})\b")
+_NEGATIONS = content_stems("not no never none nothing neither nor without cannot don't doesn't didn't won't "
+                            "isn't aren't wasn't shouldn't mustn't can't")
+_SPEAKERS = USER_WORDS | content_stems("admin administrator agent assistant manager supervisor operator owner "
+                                        "team support staff tool system")
+# Words that widen or narrow what a statement covers; a restating sentence uses only those its
+# fact's sources used ("every team's launch" for one team's).
+_SCOPE = re.compile(r"\b(?:every|all|any|each|always|only|both|either|whole|entire|other|another|some|also|too)\b")
 
 
 @dataclass(frozen=True)
@@ -67,11 +103,14 @@ class Omitted:
         return f"narrative_omitted: touches {self.topic}: {self.sentence[:300]!r}"
 
 
+_Found = tuple[str, "Topic | None"] | None  # a topic touched, and the one fact it alone touches
+
+
 class _Reader:
     """Which topic a sentence touches (see the module docstring), for one snapshot."""
 
     def __init__(self, snapshot: Snapshot, must: MustPreserve, registry: Registry) -> None:
-        found = topics(snapshot, must, registry)
+        found = topics(snapshot, must, registry, every=True)
         self.touching = Touching(found) if found else None
         # A one-word synonym is matched by its stem; one of several words as that phrase ("money
         # back" names a refund, "back" alone does not).
@@ -85,47 +124,116 @@ class _Reader:
                 else:
                     for stem in content_stems(word):
                         self.synonyms.setdefault(stem, t.what)
+        # a predicate's own words: its name's and its one-word synonyms' stems
+        self.words_of = {name: _stems((name.replace(".", " ").replace("_", " "),
+                                       *(w for w in spec.synonyms if " " not in w.strip())))
+                         for name, spec in registry.predicates.items()}
+        # what states a fact's value or names what it is about, written any way: its value's and
+        # qualifiers' amounts, dates, identifiers and numbers ("SHP-1 weighs approx. 20 kg")
+        self.marks: dict[str, Topic] = {}
+        named: dict[str, str] = {}  # a predicate's name, as a phrase ("customer id") -> its topic
+        by_id = {f.fact_id: f for f in snapshot.facts}
+        for t in found:
+            f = by_id.get(t.subject)
+            if f is None:
+                continue
+            written = " ".join(str(v) for _, v in f.qualifiers)
+            if f.value is not None and f.value_type != "bool":
+                written += " " + value_forms(f.value_type, f.value)[0]
+            for m in t.value | stated(written) - content_stems(written):
+                self.marks.setdefault(m, t)
+            for said in (f.predicate.rpartition(".")[2].replace("_", " "), f.predicate.replace(".", " ").replace("_", " ")):
+                named.setdefault(said, t.what)
+        self.phrases += [(_phrase(said, plural=True), what) for said, what in named.items()]
         self.domains: dict[str, str] = {}  # stem -> "the topic of <predicate>"
         self.any_predicate: set[str] = set()
+        spoken = {f.predicate for f in snapshot.facts}  # the ledger has a fact on it, current or not
         for name, spec in registry.predicates.items():
             singles = [w for w in spec.synonyms if " " not in w.strip()]
             words = _stems((name.replace(".", " ").replace("_", " "), *singles)) - META - ATTRIBUTION
             self.any_predicate |= words
-            if spec.category in _LEDGER_CATEGORIES or spec.criticality == "critical":
+            if spec.category in _LEDGER_CATEGORIES or spec.criticality != "contextual" or name in spoken:
                 for w in words:
                     self.domains.setdefault(w, f"the topic of {name}")
                 self.phrases += [(_phrase(w), f"the topic of {name}") for w in spec.synonyms if " " in w.strip()]
+        self.facts = {f.fact_id: f for f in snapshot.facts if f.status == "active"}
+        self.texts = {e.event_id: e.text for e in snapshot.events if e.state == "valid"}
+        self.actors = {e.event_id: (e.actor or "").casefold() for e in snapshot.events}
         self.own_names = {snapshot.subject_id.casefold(), *(e.actor.casefold() for e in snapshot.events if e.actor)}
         # the subject's own values that read as names (a street of its address: "Pine Avenue")
         self.own_values = " ".join(str(f.value) for f in snapshot.facts
                                    if f.status == "active" and isinstance(f.value, str)).casefold()
 
-    def topic_of(self, raw: str, sentence: str) -> str | None:
+    def topic_of(self, raw: str, sentence: str) -> _Found:
+        """The topic ``raw`` touches, and the one fact topic it touches alone, if it does."""
         stems = content_stems(sentence)
-        if self.touching is not None:
-            hit = self.touching(raw, stems)
-            if hit:
-                return hit[0].what
+        hits = self.touching(raw, stems) if self.touching is not None else []
+        hits += [self.marks[m] for m in sorted(stated(raw) - stems) if m in self.marks]
+        named = {self.synonyms[w] for w in stems if w in self.synonyms}
+        named |= {what for pattern, what in self.phrases if pattern.search(raw)}
+        if hits:
+            alone = hits[0] if len({t.subject for t in hits}) == 1 and named <= {hits[0].what} else None
+            return hits[0].what, alone
         for w in sorted(stems):
             if w in self.synonyms:
-                return self.synonyms[w]
+                return self.synonyms[w], None
         for pattern, topic in self.phrases:
             if pattern.search(raw):
-                return topic
+                return topic, None
         for w in sorted(stems):
             if w in self.domains:
-                return self.domains[w]
+                return self.domains[w], None
         if stems & self.any_predicate:
             for a in extract_atoms(raw):
                 if a.kind == "party" and a.key.casefold() not in self.own_names \
                         and a.key.casefold() not in self.own_values:
-                    return f"another party's fact ({a.key})"
+                    return f"another party's fact ({a.key})", None
         return None
 
+    def restates(self, raw: str, sentence: str, t: Topic) -> bool:
+        """Whether ``raw`` says the fact of ``t`` in the ledger's own terms and nothing else
+        (see the module docstring): the only sentences on a topic a narrative may keep."""
+        if t.quoted or t.sides or t.changed:
+            return False
+        fact = self.facts.get(t.subject)
+        if fact is None:
+            return False
+        own = t.key | t.value | t.names | self.words_of.get(t.predicate, frozenset())
+        if content_stems(sentence) - own - _FRAME - _NEGATIONS:
+            return False
+        if atom_keys(raw) - t.value - t.key or not t.value <= stated(raw):
+            return False
+        if len(NEGATION_CUE.findall(raw)) != (1 if t.negated else 0):  # one negation, where the fact is one
+            return False
+        if bool(HEDGES.search(raw) or MAY_HEDGE.search(raw)) != t.speculative:
+            return False
+        # every qualifier, with its "only", "after", "before"; and no condition or bound of its own
+        qualifiers = [str(v) for _, v in fact.qualifiers]
+        if _conditions(raw) != _conditions(" ".join(qualifiers)):
+            return False
+        written = stated(raw)
+        if not all(stated(q) - MARKER_WORDS <= written for q in qualifiers):
+            return False
+        # who said it: a sentence naming a speaker names one of the fact's sources' actors
+        actors = {self.actors.get(e, "") for e in fact.source_event_ids}
+        speakers = _SPEAKERS & content_stems(raw)
+        if speakers - (USER_WORDS if "user" in actors else frozenset()) - content_stems(" ".join(actors)):
+            return False
+        said = {w for e in fact.source_event_ids for w in _SCOPE.findall((self.texts.get(e) or "").lower())}
+        return not set(_SCOPE.findall(raw.lower())) - said
 
-def _phrase(words: str) -> re.Pattern[str]:
-    """``words`` as a phrase in a sentence: whole words, any case and spacing."""
-    return re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words.split()) + r"(?!\w)", re.IGNORECASE)
+
+def _conditions(text: str) -> set[str]:
+    """The condition and bound words of ``text`` ("only", "after", "more", "at most")."""
+    low = text.lower()
+    return set(_MARKER.findall(low)) | set(BOUND.findall(low))
+
+
+def _phrase(words: str, *, plural: bool = False) -> re.Pattern[str]:
+    """``words`` as a phrase in a sentence: whole words, any case and spacing (and, with
+    ``plural``, its last word with an ``s``)."""
+    tail = r"s?" if plural else ""
+    return re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words.split()) + tail + r"(?!\w)", re.IGNORECASE)
 
 
 def _stems(phrases: tuple[str, ...] | list[str]) -> frozenset[str]:
@@ -144,27 +252,40 @@ def speak_for_ledger(snapshot: Snapshot, body: ArtifactBody, must: MustPreserve,
     empty goes with its title. ``quoted``: lines known to quote events the snapshot does not
     hold (a parent's conversation), never narrative. ``body`` carries no superseded-value
     markers yet (:mod:`lossgate.gate.superseded` marks what is published, after this)."""
-    pairs = narrative_sentences(snapshot, body, quoted)
-    if not pairs:
+    lines = narrative_lines(snapshot, body, quoted)
+    if not any(lines):
         return body, ()
     reader = _Reader(snapshot, must, registry)
     omitted: list[Omitted] = []
     out: set[str] = set()
-    previous: str | None = None  # the topic the sentence before touched
-    asked = False
-    for raw, sentence in pairs:
-        topic = None if _mentions_only(raw) else reader.topic_of(raw, sentence)
-        if topic is None and previous is not None and (ANAPHOR.match(sentence) or asked):
-            # "That no longer holds." speaks of the sentence before it, as does the answer to a
-            # question or a heading ("Peanuts? Totally fine.")
-            topic = previous
-        previous, asked = topic, raw.rstrip().endswith(("?", ":"))
+    for raw, sentence, topic, found in _read(reader, lines):
+        if found and found[1] is not None and reader.restates(raw, sentence, found[1]):
+            continue
         if topic is not None and raw not in out:
             omitted.append(Omitted(raw, topic))
             out.add(raw)
     if not omitted:
         return body, ()
     return body.model_copy(update={"summary": _without(body.summary, out)}), tuple(omitted)
+
+
+def _read(reader: _Reader, lines: list[list[tuple[str, str]]]) -> Iterator[tuple[str, str, str | None, _Found]]:
+    """Each narrative sentence, the topic it touches (its own, or the one of the sentence before
+    it on its line that it speaks of), and what :meth:`_Reader.topic_of` found in it."""
+    for pairs in lines:
+        previous: str | None = None
+        asked = False
+        for raw, sentence in pairs:
+            mention = _mentions_only(raw)
+            found = None if mention else reader.topic_of(raw, sentence)
+            topic = found[0] if found else None
+            if topic is None and not mention and previous is not None and (_REFERS.search(sentence) or asked):
+                # "That no longer holds.", "The second one replaces the first.": a sentence that
+                # names no topic and refers back speaks of the sentence before it, as does the
+                # answer to a question or a heading ("Peanuts? Totally fine.")
+                topic = previous
+            previous, asked = topic, raw.rstrip().endswith(("?", ":"))
+            yield raw, sentence, topic, found
 
 
 def _without(summary: str, sentences: set[str]) -> str:

@@ -1,5 +1,4 @@
-"""The narrative lane (issue 11): the fence on sentences written by hand, by people who never
-read it. Faithful ones must publish; the fence alone catches a share of the wrong ones, and
+"""The narrative lane: the fence on sentences written by hand, by people who never read it. Faithful ones must publish; the fence alone catches a share of the wrong ones, and
 the rest are for a model judge."""
 
 from __future__ import annotations
@@ -42,10 +41,11 @@ BLIND = CORPORA.parent / "blind" / "blind.jsonl"
 def test_few_wrong_sentences_reach_what_an_agent_reads(path: Path) -> None:
     """Written as a model's narrative and published under the omit policy, a wrong sentence is
     left out (it touches a topic the ledger states) or refused with its summary by the gate;
-    measured 4.2-9.3 % reach recall (the blind corpus the most), against 35-50 % of them that
-    the gate passed when it judged them as prose."""
+    measured 0-1.0 % reach recall, against 35-50 % of them that the gate passed when it judged
+    them as prose. A faithful sentence stays only where it says its fact in the ledger's terms."""
     report = run_corpus(path)
-    assert report.reach_rate <= 0.10, [f"{i.case}: {i.sentence}" for i in report.reached]
+    assert report.reach_rate <= 0.015, [f"{i.case}: {i.sentence}" for i in report.reached]
+    assert report.kept_rate >= 0.05, report.kept_rate
     counted = len(report.reached) + report.omitted["wrong"] + report.refused["wrong"]
     assert counted == report.wrong and report.kept + report.omitted["faithful"] + report.refused["faithful"] \
         == report.faithful

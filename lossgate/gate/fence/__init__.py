@@ -86,11 +86,17 @@ def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody,
     """The summary's own sentences, as written and with atoms blanked: not its structured
     lines, not its verbatim quotes of events (what the fence and a model judge read), nor the
     lines in ``quoted`` (quotes of events a bounded snapshot does not hold: a parent's)."""
+    return [pair for line in narrative_lines(snapshot, artifact, quoted) for pair in line]
+
+
+def narrative_lines(snapshot: Snapshot, artifact: ArtifactBody,
+                    quoted: frozenset[str] = frozenset()) -> list[list[tuple[str, str]]]:
+    """:func:`narrative_sentences`, line by line (a sentence speaks of the one before it on its line)."""
     quoted = quoted | {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} \
         | NARRATIVE_TITLES
     lines = [ln for ln in prose_of(artifact).split("\n")
              if ln.strip() and ln not in quoted and not PERIOD_LINE.fullmatch(ln)]
-    return [pair for ln in lines for pair in sentences(ln)]
+    return [sentences(ln) for ln in lines]
 
 
 class Touching:

@@ -43,8 +43,10 @@ class Topic:
     obligation: bool = False  # something to do, not yet done
 
 
-def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[Topic]:
-    """The topic signatures of the snapshot (see the module docstring)."""
+def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry, *, every: bool = False) -> list[Topic]:
+    """The topic signatures of the snapshot (see the module docstring); with ``every``, of
+    every active fact that matters, critical or important (what the ledger alone states in
+    published prose); contextual facts (continuity) are no topic."""
     events = {e.event_id: e for e in snapshot.events if e.state == "valid"}
     active = {f.fact_id: f for f in snapshot.facts if f.status == "active"}
     # What a predicate's value was before: a sentence may tell of the change ("moved from ...").
@@ -94,8 +96,10 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry) -> list[T
     out: list[Topic] = []
     for f in active.values():
         quoted = f.modality == "quoted" or f.authority in LOW_TRUST
-        if must.loss_severity(f.fact_id) == "critical" or quoted:
-            what = f"{'quoted text' if quoted else 'critical fact'} {f.predicate}"
+        severity = must.loss_severity(f.fact_id)
+        critical = severity == "critical"
+        if critical or quoted or every and severity == "important":
+            what = f"{'quoted text' if quoted else 'critical fact' if critical else 'fact'} {f.predicate}"
             ids = sources_of(f)
             negative = f.polarity == "negative" or (f.value_type == "bool" and f.value is False)
             spec = registry.predicates.get(f.predicate)

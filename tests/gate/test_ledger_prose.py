@@ -1,0 +1,88 @@
+"""Which narrative sentences the ledger speaks for: a sentence on a fact that matters is left
+out unless it says that fact in the ledger's own terms and nothing else; a sentence that
+refers back to one left out goes with it; a value, an identifier or a retired fact's topic
+touches as a word does."""
+
+from __future__ import annotations
+
+import pytest
+
+from lossgate.gate.casefile import GateCase
+from lossgate.gate.narrative import speak_for_ledger
+from lossgate.gate.preserve import build_must_preserve
+from lossgate.render import NARRATIVE_TITLE
+
+from .test_lane import CASES
+
+
+def left_out(case_id: str, narrative: str) -> dict[str, str]:
+    """Each sentence of ``narrative`` left out of the case's summary, and the topic why."""
+    case: GateCase = CASES[case_id]
+    body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{narrative}"})
+    spoken, omitted = speak_for_ledger(case.snapshot, body, build_must_preserve(case.snapshot, case.registry),
+                                       case.registry)
+    ours = spoken.summary.split(NARRATIVE_TITLE)[-1] if NARRATIVE_TITLE in spoken.summary else ""
+    for o in omitted:
+        assert o.sentence not in ours
+    return {o.sentence: o.topic for o in omitted if o.sentence in narrative}
+
+
+@pytest.mark.parametrize(("case_id", "sentence"), [
+    ("qualifier-staging-only", "Deploy: allowed, staging account only."),
+    ("permission-contact-channels", "Email: allowed."),
+    ("permission-contact-channels", "The user must not be phoned."),
+    ("deletion-fact-only", "Atlas budget: EUR 65,000."),
+])
+def test_a_sentence_in_the_ledgers_own_terms_is_kept(case_id: str, sentence: str) -> None:
+    assert left_out(case_id, sentence) == {}
+
+
+@pytest.mark.parametrize(("case_id", "sentence"), [
+    ("qualifier-staging-only", "Deploy: allowed."),  # the qualifier dropped
+    ("qualifier-staging-only", "Deploy: allowed, staging account only, after review."),  # a condition added
+    ("qualifier-staging-only", "Deploy: maybe allowed, staging account only."),  # a hedge added
+    ("qualifier-staging-only", "The user said deploy is allowed, staging account only."),  # the admin said it
+    ("qualifier-staging-only", "Every deploy: allowed, staging account only."),  # scope widened
+    ("permission-contact-channels", "Email: not allowed."),  # polarity flipped
+    ("permission-contact-channels", "The user must not be phoned, not ever."),  # two negations
+    ("permission-contact-channels", "Ringing the user is fine."),  # a word the ledger does not use
+    ("deletion-fact-only", "Atlas budget: EUR 56,000."),  # another amount
+    ("deletion-fact-only", "Atlas budget: EUR 65,000 or more."),
+])
+def test_a_sentence_that_says_more_or_other_than_the_fact_is_left_out(case_id: str, sentence: str) -> None:
+    assert sentence in left_out(case_id, sentence)
+
+
+def test_a_value_or_an_identifier_touches_its_fact_written_any_way() -> None:
+    assert left_out("unit-weight", "SHP-1 weighs approx. 20 kg.") == {
+        "SHP-1 weighs approx. 20 kg.": "critical fact shipment.weight"}
+    assert "Around 20 kg." in left_out("unit-weight", "Around 20 kg.")
+
+
+def test_the_topic_of_a_deleted_fact_is_the_ledgers_to_state() -> None:
+    # the ledger held a home city and forgot it: no narrative sentence tells it again
+    assert left_out("deletion-fact-only", "The user lives in Porto.") == {
+        "The user lives in Porto.": "the topic of home.city"}
+
+
+def test_a_sentence_referring_back_to_one_left_out_goes_with_it_on_its_line_only() -> None:
+    both = left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00. The second one replaces the first.")
+    assert set(both) == {"The user gave UTC+01:00 and UTC+02:00.", "The second one replaces the first."}
+    assert len(set(both.values())) == 1
+    # on a line of its own it speaks of nothing the ledger states
+    apart = left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00.\nThe second one was sunny.")
+    assert set(apart) == {"The user gave UTC+01:00 and UTC+02:00."}
+    # telling that something was discussed is no statement, even after one
+    said = left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00. They talked about it at length.")
+    assert set(said) == {"The user gave UTC+01:00 and UTC+02:00."}
+
+
+def test_a_contextual_fact_is_no_topic() -> None:
+    # continuity facts (chat.topic) stay prose: leaving every mention of them out would leave
+    # nothing for continuity
+    case = next((c for c in CASES.values() if any(f.predicate == "chat.topic" and f.status == "active"
+                                                      for f in c.snapshot.facts)), None)
+    if case is None:
+        pytest.skip("no shipped case holds a chat.topic fact")
+    topic = next(f for f in case.snapshot.facts if f.predicate == "chat.topic")
+    assert all("chat.topic" not in why for why in left_out(case.case_id, f"They chatted: {topic.value}.").values())
