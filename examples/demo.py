@@ -34,6 +34,10 @@ DB = "sqlite:///demo.db"  # relative to the demo's fresh working directory
 TRAVEL = ["--tenant", "travel-co", "--subject", "user-17"]
 BILLING = ["--tenant", "acme-billing", "--subject", "cust_482"]
 
+# The meal an agent plans for the allergic traveller, and the order corrected.
+ORDER = {"restaurant": "Lisbon Bistro", "items": [{"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]}]}
+FIXED = {"restaurant": "Lisbon Bistro", "items": [{"dish": "green salad", "ingredients": ["lettuce", "lemon dressing"]}]}
+
 # A file with one good event, then a fact whose int predicate is given 50.0.
 BAD_LINES = (
     '{"type": "event", "tenant_id": "acme-billing", "subject_id": "cust_482", "event_id": "crm-0401", '
@@ -186,6 +190,13 @@ def main() -> None:
             ["consolidate", *TRAVEL, "--compressor", "lossgate.testing.compressors:FlipBool"], expect=1)
         run("Every attempt is kept, the refused one with its violation", ["attempts", *TRAVEL])
         run("...and recall still serves the last good summary", ["recall", *TRAVEL, "-q", "peanuts"])
+
+        # The last boundary: memory is right, and the agent plans a meal with a peanut dressing.
+        (workdir / "order.json").write_text(json.dumps(ORDER), encoding="utf-8")
+        (workdir / "fixed.json").write_text(json.dumps(FIXED), encoding="utf-8")
+        run("The agent plans a salad with peanut dressing: the guard refuses it, naming the fact",
+            ["guard", *TRAVEL, "order.json"], expect=1)
+        run("The corrected order passes the guard", ["guard", *TRAVEL, "fixed.json"])
 
         # A model as compressor, over real HTTP: a scripted OpenAI-compatible server stands
         # in for vLLM, Ollama or a hosted API (no model or network is needed for the demo).

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from lossgate.consolidate.compressor import BudgetExceeded, CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.derived import (
-    Alias, Artifact, Attempt, Job, LineageEdge, LineageView, Manifest, RecallRecord, RecallResult,
+    Alias, Artifact, Attempt, GuardResult, Job, LineageEdge, LineageView, Manifest, RecallRecord, RecallResult,
+    Refusal, ResponseRecord,
 )
 from lossgate.errors import (
     ConfigError, IdempotencyConflict, InvalidInput, LifecycleError, LossgateError, NotFound,
@@ -32,7 +33,7 @@ from lossgate.ledger import Ledger
 from lossgate.memory import Memory, open
 from lossgate.records import (
     AppendResult, ArtifactBody, Claim, Clock, Conflict, Event, Fact, FactHistory, LedgerEntry, NewEvent, NewFact,
-    Predicate, Proposal, Snapshot,
+    GuardRule, Predicate, Proposal, Snapshot,
 )
 from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry
 from lossgate.store.protocol import CompactReport
@@ -74,6 +75,8 @@ __all__ = [
     # what consolidation and recall return
     "Attempt", "Artifact", "ArtifactBody", "Claim", "Manifest", "Alias", "LineageView", "LineageEdge",
     "RecallResult", "RecallRecord", "Job", "CompactReport",
+    # the response boundary: a planned action guarded, what the agent finally did
+    "GuardResult", "Refusal", "ResponseRecord", "GuardRule",
     # knobs: consolidation, compressors, workers, embedders, extractors, judges
     "ConsolidationConfig", "Consolidator", "Hooks", "Compressor", "CompressionRequest", "DeterministicCompressor",
     "ChatCompressor", "ChatConfig", "Worker", "WorkerConfig", "open_worker_memory", "Embedder", "EmbedReport",

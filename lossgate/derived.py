@@ -21,7 +21,8 @@ from lossgate.render import day_line, event_line, fact_line, header_line, one_li
 __all__ = [
     "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "TreeSettings", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
     "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
-    "DailyMetric",
+    "DailyMetric", "Refusal", "GuardResult", "ResponseRecord", "RecallInputs", "RecallChange", "RecallVerification",
+    "rendered_block",
 ]
 
 ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined",
@@ -233,6 +234,22 @@ class RecallRedaction(_Record):
     query_chars: int
 
 
+class RecallInputs(_Record):
+    """What one recall returned, pinned by content hash, so that a later check can tell
+    whether memory still says it (:func:`lossgate.attestation.verify_recall`): the artifact
+    whose summary it returned (``None`` in raw fallback) with the sha256 of what recall reads
+    of its body (summary and open items), how many of the summary's trimmable lines a budget
+    kept (``None``: the whole summary), and each fact and event it returned with its content
+    hash (facts in the order returned, events in seq order). Ids and hashes only: nothing
+    here holds content."""
+
+    artifact_id: str | None = None
+    artifact_sha256: str | None = None
+    summary_lines: int | None = None
+    facts: dict[str, str] = Field(default_factory=dict)
+    events: dict[str, str] = Field(default_factory=dict)
+
+
 class RecallRecord(_Record):
     """Evidence of one recall: what was asked, what was considered, what was returned, at which versions.
 
@@ -254,6 +271,89 @@ class RecallRecord(_Record):
     redacted: RecallRedaction | None = None
     # The tier (hot, warm, cold) of each selected event when it was recalled (lossgate.tiers).
     tiers: dict[str, str] = Field(default_factory=dict)
+    # What the agent was handed, pinned (lossgate.attestation): the sha256 of the block
+    # RecallResult.render() printed, and the content hash of everything it was built from.
+    # None on records written before recalls were attested.
+    rendered_sha256: str | None = None
+    inputs: RecallInputs | None = None
+
+
+RecallChange = Literal["superseded", "revoked", "deleted", "edited", "retired"]
+
+
+class RecallVerification(_Record):
+    """Whether what one recall returned is still what memory says
+    (:func:`lossgate.attestation.verify_recall`).
+
+    ``state``: ``unchanged``; ``changed`` (a fact it returned was superseded or revoked, an
+    event revoked, a content hash differs, or its summary's artifact is no longer the live
+    one); ``erased`` (content it returned, or its own query, was deleted since). ``changes``
+    names each input that moved and how: ``(id, "superseded" | "revoked" | "deleted" |
+    "edited" | "retired")``. ``rendered_matches``, checked only when unchanged: whether the
+    block rebuilt from what is stored now hashes to the recorded ``rendered_sha256``
+    (``None`` when not checked, or for a record written before recalls were attested)."""
+
+    recall_id: str
+    tenant_id: str
+    subject_id: str
+    state: Literal["unchanged", "changed", "erased"]
+    changes: tuple[tuple[str, RecallChange], ...] = ()
+    rendered_matches: bool | None = None
+
+
+class Refusal(_Record):
+    """Why a guard refused an action: the rule, the action's field and value it read, and the
+    fact (or open conflict) that forbids it, with the fact's value, qualifiers and sources."""
+
+    rule: str  # the registry's name for the rule
+    kind: str  # excludes | at_most | permits | in_conflict | condition_unmet
+    field: str  # where in the action, with indexes: "items[1].ingredients[0]"
+    value: Any = None  # what the action holds there
+    detail: str
+    fact_id: str | None = None
+    predicate: str | None = None
+    fact_value: Any = None
+    qualifiers: dict[str, str] = Field(default_factory=dict)
+    source_event_ids: tuple[str, ...] = ()
+    conflict_id: str | None = None
+    sides: tuple[str, ...] = ()  # an open conflict: each side as a fact line
+
+
+class GuardResult(_Record):
+    """One guard check of an agent's planned action against the subject's ledger
+    (:mod:`lossgate.guard`): allowed, or refused with every :class:`Refusal`. ``recall_id``
+    names the recall the agent saw, if it said; ``action`` is ``None`` once content it was
+    checked against is deleted (its sha256 stays)."""
+
+    guard_id: str
+    tenant_id: str
+    subject_id: str
+    at: datetime
+    action: dict[str, Any] | None
+    action_sha256: str
+    allowed: bool
+    refusals: tuple[Refusal, ...] = ()
+    rules: tuple[str, ...] = ()  # the rules that read a field of the action
+    recall_id: str | None = None
+    registry_version: int | None = None
+    redacted: RecallRedaction | None = None
+
+
+class ResponseRecord(_Record):
+    """What an agent finally said or did, tied to the recall (and guard result) it was based on.
+    ``answer`` and ``action`` are ``None`` once content the recall returned is deleted."""
+
+    response_id: str
+    tenant_id: str
+    subject_id: str
+    at: datetime
+    recall_id: str
+    guard_id: str | None = None
+    answer: str | None = None
+    action: dict[str, Any] | None = None
+    answer_sha256: str | None = None
+    action_sha256: str | None = None
+    redacted: RecallRedaction | None = None
 
 
 class RecallResult(_Record):
@@ -289,12 +389,18 @@ class RecallResult(_Record):
 
         Untrusted text is marked as a quote (invariant 8). Recall's :attr:`tokens` counts this
         block (:func:`block_parts`): exactly, without a budget."""
-        return "\n".join(part for part in block_parts(self.tenant_id, self.subject_id, self.summary, self.facts,
-                                                        self.events) if part)
+        return rendered_block(self.tenant_id, self.subject_id, self.summary, self.facts, self.events)
 
 
 FACTS_TITLE = "Facts:"
 EVENTS_TITLE = "Events:"
+
+
+def rendered_block(tenant_id: str, subject_id: str, summary: str | None, facts: tuple[Fact, ...] | list[Fact],
+                   events: tuple[Event, ...] | list[Event]) -> str:
+    """:meth:`RecallResult.render` of a recall of these: :func:`block_parts` joined by
+    newlines where not empty (an attestation rebuilds the block from what is stored)."""
+    return "\n".join(part for part in block_parts(tenant_id, subject_id, summary, facts, events) if part)
 
 
 def block_title(subject_id: str, summary: str | None) -> str:

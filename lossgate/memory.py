@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence, get_args
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, get_args
 
 from lossgate import ledger, lineage, queue
 from lossgate.canonical import content_hash
-from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
+from lossgate.derived import Alias, Artifact, Attempt, GuardResult, Job, LineageView, RecallRecord, RecallResult
 from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound, crash_reason
 from lossgate.instants import checked_instant
 from lossgate.ledger import Ledger
@@ -514,6 +514,29 @@ class Memory:
 
         return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget, context=context,
                       embedder=self.embedder)
+
+    @checked_args
+    def guard(self, tenant_id: str, subject_id: str, action: dict[str, Any], *,
+              recall_id: str | None = None) -> GuardResult:
+        """Check an agent's planned ``action`` (a JSON object) against the subject's active facts
+        and open conflicts by the registry's guard rules, before the agent carries it out
+        (:mod:`lossgate.guard`). The result, allowed or refused with each rule, field and fact
+        (its value, qualifiers and sources), is stored, tied to ``recall_id`` when given (the
+        recall the agent saw: it must be this subject's). Raises :class:`InvalidInput` for a
+        malformed action or when no registry is loaded, :class:`NotFound` for an unknown recall."""
+        from lossgate.guard import guard_action
+
+        with self.store.write() as tx:
+            registry = self.registries.current(tx)
+            if registry is None:
+                raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
+            if recall_id is not None and tx.recall_record(tenant_id, subject_id, recall_id) is None:
+                raise NotFound(f"no recall {shown_id(recall_id)} of {tenant_id}/{subject_id}")
+            result = guard_action(tenant_id, subject_id, action, tx.facts(tenant_id, subject_id, statuses=ACTIVE),
+                                  tx.conflicts(tenant_id, subject_id, unresolved_only=True), registry,
+                                  recall_id=recall_id)
+            tx.record_guard(result)
+        return result
 
     @checked_args
     def embed(self, tenant_id: str, subject_id: str, *, rebuild: bool = False) -> "EmbedReport":

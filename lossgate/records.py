@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from fnmatch import fnmatchcase
 from datetime import datetime, timezone
 from typing import Any, Iterable, Literal, NamedTuple
 
@@ -32,7 +33,7 @@ from lossgate.values import ValueType, canonical_value, encode_value
 __all__ = [
     "EventKind", "Trust", "EventState", "Criticality", "Cardinality", "Category",
     "Polarity", "Modality", "Authority", "FactStatus",
-    "NewEvent", "Event", "EventRef", "Predicate", "NewFact", "Fact", "Clock", "Conflict",
+    "NewEvent", "Event", "EventRef", "Predicate", "GuardRule", "GuardKind", "NewFact", "Fact", "Clock", "Conflict",
     "LedgerEntry", "FactHistory", "AppendResult", "Claim", "ConflictRef", "ArtifactBody", "Snapshot",
     "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers", "Proposal", "ProposalStatus",
     "TaintPolicy", "TaintOutcome", "effective_trust", "Tier",
@@ -222,6 +223,46 @@ class Predicate(_Record):
     # "groundnut" for peanuts; "ring", "phone" for calling): a model's narrative sentence that
     # uses one is on the fact's topic, which only the ledger states (lossgate.gate.narrative).
     synonyms: tuple[Plain, ...] = ()
+
+
+GuardKind = Literal["excludes", "at_most", "permits"]
+_FIELD_PATH = r"^[A-Za-z_][A-Za-z0-9_-]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_-]*(\[\])?)*$"
+
+
+class GuardRule(_Record):
+    """How an agent's planned action relates to the ledger (:mod:`lossgate.guard`): one entry
+    of a registry's ``[[guards]]`` list, versioned with the registry.
+
+    ``field`` is a path into the action (``items[].ingredients``: ``[]`` reads each element of
+    a list); ``predicates`` the facts it is checked against, by name or a ``*`` pattern
+    (``food.*_allowed``). ``kind``:
+
+    * ``excludes``: the field must not name what a forbidding fact (``false``, or negative)
+      names: its ``qualifier``'s value when given (``channel = "phone"``), else its
+      predicate's words and synonyms (``peanuts``, ``satay``);
+    * ``at_most``: the field, a number, must not exceed a trusted fact's value (in the
+      currency at ``currency_field``, when the fact is money), and every condition the fact
+      is qualified with (``condition = "after supervisor review"``) must be named by a value
+      at ``conditions_field``;
+    * ``permits``: the field's value must be one a trusted, positive fact names (its
+      ``qualifier``'s value, else its value); nothing else authorizes it.
+
+    A fact from a tool or an untrusted source, or quoted or speculative, never authorizes
+    (``at_most``, ``permits``); any fact forbids. A field on a predicate with an open conflict
+    is refused, with both sides."""
+
+    name: Name
+    kind: GuardKind
+    field: str = Field(pattern=_FIELD_PATH, max_length=500)
+    predicates: tuple[Plain, ...] = Field(min_length=1)
+    qualifier: Plain | None = None
+    currency_field: str | None = Field(default=None, pattern=_FIELD_PATH, max_length=500)
+    conditions_field: str | None = Field(default=None, pattern=_FIELD_PATH, max_length=500)
+    description: Plain = ""
+
+    def reads(self, predicate: str) -> bool:
+        """Whether this rule checks facts of ``predicate``."""
+        return any(fnmatchcase(predicate, p) for p in self.predicates)
 
 
 class NewFact(_Input):

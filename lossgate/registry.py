@@ -13,7 +13,9 @@ A registry is written as TOML, one table per predicate::
     qualifiers = ["basis", "severity"]
     description = "Whether the subject may be served peanuts."
 
-``enum_values = [...]`` is required for ``type = "enum"``. For extraction
+``enum_values = [...]`` is required for ``type = "enum"``. A ``[[guards]]`` list says how an
+agent's planned actions relate to the predicates (:class:`~lossgate.records.GuardRule`,
+:mod:`lossgate.guard`). For extraction
 (:mod:`lossgate.extract`), ``cues = ["invoice total", ...]`` names the phrases that
 introduce such a fact in text, and ``extraction = "auto"`` makes a proposal a fact at
 once (the default, ``"review"``, keeps it for a person). The registry is
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lossgate.errors import ConfigError, InvalidInput, UnknownPredicate, ValueTypeError
-from lossgate.records import NewFact, Predicate
+from lossgate.records import GuardRule, NewFact, Predicate
 from lossgate.values import ValueMismatch, coerce_value, describe_type
 
 __all__ = ["Registry", "RegistryCache", "load_registry", "parse_registry"]
@@ -43,6 +45,8 @@ class Registry(BaseModel):
 
     version: int = Field(ge=1)
     predicates: dict[str, Predicate]
+    # How an agent's planned actions relate to the predicates (lossgate.guard)
+    guards: tuple[GuardRule, ...] = ()
 
     def get(self, name: str) -> Predicate:
         """The predicate called ``name``; raises :class:`UnknownPredicate`."""
@@ -86,6 +90,13 @@ class Registry(BaseModel):
                     spec.pop(listed, None)
             if spec.get("extraction") == "review":
                 spec.pop("extraction", None)
+        if not doc["guards"]:
+            doc.pop("guards")
+        else:
+            for rule in doc["guards"]:
+                for optional in ("qualifier", "currency_field", "conditions_field", "description"):
+                    if not rule.get(optional):
+                        rule.pop(optional, None)
         return doc
 
 
@@ -148,10 +159,39 @@ def parse_registry(data: dict[str, Any]) -> Registry:
         if pred.value_type == "enum" and not pred.enum_values:
             raise ConfigError(f"predicate {name!r}: enum predicates need enum_values")
         preds[name] = pred
+    guards = _guards(data.get("guards", []), preds)
     try:
-        return Registry(version=data["version"], predicates=preds)
+        return Registry(version=data["version"], predicates=preds, guards=guards)
     except ValidationError as exc:
         raise ConfigError(f"registry: {exc.errors()[0]['msg']}") from None
+
+
+def _guards(data: Any, predicates: dict[str, Predicate]) -> tuple[GuardRule, ...]:
+    """The ``[[guards]]`` list: each rule valid, named once, reading predicates the registry has."""
+    if not isinstance(data, list):
+        raise ConfigError("guards: expected a list of tables ([[guards]])")
+    rules: list[GuardRule] = []
+    for n, spec in enumerate(data, 1):
+        if not isinstance(spec, dict):
+            raise ConfigError(f"guard {n}: expected a table")
+        label = f"guard {spec.get('name', n)!r}"
+        try:
+            rule = GuardRule.model_validate(spec)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"{label}: {where}: {first['msg']}") from None
+        if any(r.name == rule.name for r in rules):
+            raise ConfigError(f"{label}: a second guard of that name")
+        read = [name for name in predicates if rule.reads(name)]
+        if not read:
+            raise ConfigError(f"{label}: no predicate of the registry matches {list(rule.predicates)}")
+        if rule.kind == "at_most" and any(predicates[p].value_type not in ("int", "decimal", "money") for p in read):
+            raise ConfigError(f"{label}: at_most reads numbers, and {read} are not all int, decimal or money")
+        if rule.qualifier and not any(rule.qualifier in predicates[p].qualifiers for p in read):
+            raise ConfigError(f"{label}: no predicate it reads has the qualifier {rule.qualifier!r}")
+        rules.append(rule)
+    return tuple(rules)
 
 
 def load_registry(path: str | Path) -> Registry:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from lossgate.cli import (
-    consolidate, diagnose, gate, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, rollout, serve, taint,
-    tiers,
+    consolidate, diagnose, gate, guard, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, rollout, serve,
+    taint, tiers,
 )
 from lossgate.cli.app import app
 
@@ -20,6 +20,7 @@ GROUPS: tuple[ModuleType, ...] = (
     ledger,  # init, predicates, facts, history, events, clock, conflicts, supersede, delete, revoke
     ingest,  # ingest FILE.jsonl
     consolidate,  # consolidate, recall, embed, lineage, attempts, artifacts, jobs, worker
+    guard,  # guard ACTION.json
     gate,  # check FILE.json, eval mutations
     taint,  # taint set, taint list
     tiers,  # demote, tier-policy

@@ -6,8 +6,8 @@ is authenticated then, and its tenant is the only tenant any tool reaches, throu
 :class:`~lossgate.service.operations.TenantMemory`, as the HTTP routes do. No tool takes a
 tenant. Each call authenticates the key again (one read by its hash, as each HTTP request
 does), so a key revoked while the server runs is refused from the next call on, and a call
-needs the scope its HTTP route needs: ``read`` for ``recall`` and ``inspect``, ``write``
-for ``remember`` and ``forget``.
+needs the scope its HTTP route needs: ``read`` for ``recall``, ``guard`` and ``inspect``,
+``write`` for ``remember`` and ``forget``.
 
 The tools:
 
@@ -16,6 +16,9 @@ The tools:
 * ``recall``: the rendered prompt block (:meth:`lossgate.derived.RecallResult.render`) as
   the text the agent reads, the whole :class:`~lossgate.service.models.RecallOut` as
   structured content;
+* ``guard``: an action the agent plans, checked against the subject's facts by the
+  registry's guard rules (:mod:`lossgate.guard`): the verdict and each refusal's reason as
+  text, the whole :class:`~lossgate.derived.GuardResult` as structured content;
 * ``forget``: delete an event or a fact (erasure: content purged, tombstone kept);
 * ``inspect``: a subject's active facts and unresolved conflicts, with its clock.
 
@@ -63,14 +66,15 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lossgate.access import ApiKey, Scope as KeyScope
+from lossgate.derived import GuardResult
 from lossgate.errors import LossgateError
 from lossgate.limits import MAX_LABEL_CHARS, UnreadableJson, read_json
 from lossgate.memory import Memory
 from lossgate.service.bodies import replayed
 from lossgate.service.errors import ApiError, ErrorDetail, from_lossgate
 from lossgate.service.models import (
-    MAX_BATCH, AliasOut, AppendIn, AppendOut, ClockOut, ConflictOut, EventIn, EventOut, FactIn, FactOut, ItemId, RecallIn, RecallOut,
-    SubjectId,
+    MAX_BATCH, AliasOut, AppendIn, AppendOut, ClockOut, ConflictOut, EventIn, EventOut, FactIn, FactOut, GuardIn, ItemId,
+    RecallIn, RecallOut, SubjectId,
 )
 from lossgate.service.operations import TenantMemory
 
@@ -281,6 +285,13 @@ class _Tools:
         return CallToolResult(content=[TextContent(type="text", text=shown)], structured_content=structured)
 
 
+def _verdict(r: GuardResult) -> str:
+    """A guard result as the agent reads it: the verdict, then each refusal's reason."""
+    if r.allowed:
+        return f"allowed (guard {r.guard_id})"
+    return "\n".join([f"refused (guard {r.guard_id}):", *(f"- {x.rule}: {x.detail}" for x in r.refusals)])
+
+
 def create_server(memory: Memory, secret: str) -> MCPServer[Any]:
     """The MCP server of the key ``secret`` (authenticated now: :class:`InvalidKey` if it is
     not an active key). The caller keeps ``memory`` open while the server runs."""
@@ -288,7 +299,8 @@ def create_server(memory: Memory, secret: str) -> MCPServer[Any]:
     server = _Server(SERVER_NAME, instructions=(
         "Long-term memory of subjects (users, accounts). remember appends what happened (events) and, "
         "optionally, typed facts drawn from them; recall returns the block to put in your prompt; inspect "
-        "lists a subject's active facts and unresolved conflicts; forget erases an event or a fact."))
+        "lists a subject's active facts and unresolved conflicts; guard checks an action you plan against the "
+        "subject's facts before you carry it out; forget erases an event or a fact."))
 
     @server.tool("remember", annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
     def remember(
@@ -323,6 +335,22 @@ def create_server(memory: Memory, secret: str) -> MCPServer[Any]:
         return tools.run("read", lambda t: t.recall(subject_id, RecallIn(query=query, k=k, budget=budget,
                                                                          context=context)),
                          text=lambda r: r.rendered)
+
+    @server.tool("guard", annotations=ToolAnnotations(read_only_hint=True))
+    def guard(
+        subject_id: Annotated[SubjectId, Field(description="The subject the action is for.")],
+        action: Annotated[dict[str, Any], Field(description=(
+            "The action you are about to carry out, as a JSON object, e.g. {\"items\": [{\"dish\": \"salad\", "
+            "\"ingredients\": [\"lettuce\", \"peanut dressing\"]}]} or {\"refund\": {\"amount\": \"40\", "
+            "\"currency\": \"USD\"}}."))],
+        recall_id: Annotated[str | None, Field(max_length=200, description=(
+            "The recall_id of the recall you based it on."))] = None,
+    ) -> Annotated[CallToolResult, GuardResult]:
+        """Check a planned action against the subject's facts before carrying it out: allowed,
+        or refused with each rule, field and fact (value, qualifiers, sources). Do not carry
+        out a refused action."""
+        return tools.run("read", lambda t: t.guard(subject_id, GuardIn(action=action, recall_id=recall_id)),
+                         text=_verdict)
 
     @server.tool("forget", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
     def forget(

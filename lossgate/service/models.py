@@ -31,7 +31,7 @@ from lossgate.records import (
 __all__ = [
     "MAX_BATCH", "SubjectId", "ItemId", "EventIn", "FactIn", "AppendIn", "SupersedeIn", "RecallIn",
     "EventRef", "FactRef", "ClockOut", "AliasOut", "SubjectClockOut", "AppendOut", "EventOut", "FactOut",
-    "ConflictOut", "RecallOut", "RecallRecordOut", "ProposalOut", "ExtractOut", "JobOut", "ConsolidateOut", "AttemptOut", "ArtifactOut",
+    "ConflictOut", "GuardIn", "RecallOut", "RecallRecordOut", "ProposalOut", "ExtractOut", "JobOut", "ConsolidateOut", "AttemptOut", "ArtifactOut",
     "ClaimOut", "ManifestOut", "LineageEdgeOut", "AncestorOut", "LineageOut", "LogEntryOut", "KeyOut", "HealthOut",
     "SubjectsOut",
 ]
@@ -114,6 +114,14 @@ class RecallIn(_In):
     k: int = Field(default=20, ge=0, le=200)
     budget: int | None = Field(default=None, ge=1, le=1_000_000)
     context: bool = True
+
+
+class GuardIn(_In):
+    """An agent's planned action, a JSON object, and the recall it was based on (if any)."""
+
+    action: dict[str, Any] = Field(description="The action the agent is about to carry out: a meal order, a "
+                                               "refund, a message to send, a deploy.")
+    recall_id: Annotated[str, StringConstraints(max_length=200)] | None = None
 
 
 # -- responses -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Sequence, TypeVar
 
 from lossgate.access import ApiKey, IdempotencyRecord
+from lossgate.derived import GuardResult
 from lossgate.errors import IdempotencyConflict, InvalidInput
 from lossgate.ledger import Ledger
 from lossgate.memory import Memory
@@ -32,7 +33,7 @@ from lossgate.records import EventState, FactStatus, NewEvent, NewFact, utcnow
 from lossgate.service.errors import ApiError
 from lossgate.service.models import (
     AliasOut, AppendIn, AppendOut, ArtifactOut, AttemptOut, ClockOut, ConflictOut, ConsolidateOut, EventIn, EventOut,
-    EventRef, ExtractOut, FactIn, FactOut, FactRef, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
+    EventRef, ExtractOut, FactIn, FactOut, FactRef, GuardIn, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
     RecallRecordOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
 
@@ -169,6 +170,10 @@ class TenantMemory:
         """What an agent should read now, with the rendered prompt block."""
         return RecallOut.of(self.memory.recall(self.tenant_id, subject_id, query=body.query or None, k=body.k,
                                                budget=body.budget, context=body.context))
+
+    def guard(self, subject_id: str, body: GuardIn) -> GuardResult:
+        """The guard's verdict on an agent's planned action (stored, tied to the recall given)."""
+        return self.memory.guard(self.tenant_id, subject_id, body.action, recall_id=body.recall_id)
 
     def recalls(self, subject_id: str, *, limit: int = 100) -> list[RecallRecordOut]:
         """The subject's recall records, newest first."""

@@ -110,7 +110,7 @@ TZ_2 = {"event_id": "msg-44", "text": "My calendar is on New York time."}
 def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -> None:
     async def scenario(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"remember", "recall", "forget", "inspect"}
+        assert set(tools) == {"remember", "recall", "guard", "forget", "inspect"}
         schema = tools["remember"].input_schema
         assert schema["required"] == ["subject_id"] and schema["properties"]["subject_id"]["maxLength"] == 200
         assert tools["recall"].output_schema is not None and tools["forget"].annotations.destructive_hint
@@ -142,6 +142,19 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
             ("timezone", ["tz-1", "tz-2"])]
         only = await _ok(client, "inspect", {"subject_id": "user-17", "predicate": "timezone"})
         assert {f["fact_id"] for f in only.structured_content["facts"]} == {"tz-1", "tz-2"}
+
+        # the planned order with a peanut dressing is refused, naming the fact; the fixed one is not
+        order = {"items": [{"dish": "salad", "ingredients": ["lettuce", "peanut dressing"]}]}
+        guarded = await _ok(client, "guard", {"subject_id": "user-17", "action": order,
+                                              "recall_id": recalled.structured_content["recall_id"]})
+        verdict = guarded.structured_content
+        assert verdict["allowed"] is False and verdict["refusals"][0]["fact_id"] == "allergy-1"
+        assert guarded.content[0].text.startswith("refused") and "food.peanuts_allowed" in guarded.content[0].text
+        order["items"][0]["ingredients"] = ["lettuce", "lemon"]
+        assert (await _ok(client, "guard", {"subject_id": "user-17", "action": order})).content[0].text.startswith(
+            "allowed")
+        assert (await _error(client, "guard", {"subject_id": "user-17", "action": order,
+                                               "recall_id": "rc-nothing"}))["code"] == "not_found"
 
         forgotten = (await _ok(client, "forget", {"subject_id": "user-17", "kind": "event", "id": "msg-42",
                                                   "reason": "user asked"})).structured_content

@@ -1,0 +1,56 @@
+"""The response boundary: an agent's planned action checked against the ledger before it acts.
+
+Memory can be right and an agent still order the peanut dressing. A guard takes the action
+the agent is about to carry out, a JSON object (a meal order, a refund, a message to send, a
+deploy), and checks it against the subject's active facts and open conflicts by the rules
+the predicate registry declares (``[[guards]]``, :class:`~lossgate.records.GuardRule`): an
+ingredient an allergy forbids, a refund above a trusted limit or without its condition met,
+a channel the subject refused, a value no trusted fact permits, a field whose fact is in
+conflict. Each refusal names the rule, the field, and the fact with its value, qualifiers
+and source events, so the agent (and a person reading the record later) sees why.
+
+The check is deterministic and reads nothing but the ledger: no model decides. Fields no
+rule names are ignored; a malformed action is :class:`~lossgate.errors.InvalidInput`.
+:meth:`lossgate.Memory.guard` runs it and stores the :class:`~lossgate.derived.GuardResult`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from lossgate.canonical import content_hash
+from lossgate.derived import GuardResult
+from lossgate.errors import InvalidInput
+from lossgate.guard.check import authorizes, check_action, forbids
+from lossgate.limits import MAX_PAYLOAD_BYTES, as_doubles, json_problem
+from lossgate.records import Conflict, Fact, utcnow
+from lossgate.registry import Registry
+
+__all__ = ["guard_action", "checked_action", "authorizes", "forbids"]
+
+
+def checked_action(action: Any) -> dict[str, Any]:
+    """``action`` if it is a JSON object lossgate can store, else :class:`InvalidInput`."""
+    if not isinstance(action, dict):
+        raise InvalidInput(f"an action is a JSON object, not {type(action).__name__}")
+    problem = json_problem(action, MAX_PAYLOAD_BYTES)
+    if problem is not None:
+        raise InvalidInput(f"action: {problem}")
+    return action
+
+
+def guard_action(tenant_id: str, subject_id: str, action: Any, facts: list[Fact], conflicts: list[Conflict],
+                 registry: Registry, *, recall_id: str | None = None) -> GuardResult:
+    """The guard's verdict on ``action`` for the subject whose active ``facts`` and
+    ``conflicts`` these are (see the module docstring). Not stored: :meth:`Memory.guard` stores it."""
+    action = checked_action(action)
+    refusals, rules = check_action(action, facts, conflicts, registry)  # exact decimals
+    try:
+        stored = as_doubles(action)  # as a payload is kept, and hashed
+    except ValueError as exc:
+        raise InvalidInput(f"action: {exc}") from None
+    return GuardResult(guard_id=f"gd-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
+                       at=utcnow(), action=stored, action_sha256=content_hash(stored), allowed=not refusals,
+                       refusals=tuple(refusals), rules=tuple(rules), recall_id=recall_id,
+                       registry_version=registry.version)
