@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from lossgate.ops.quarantine import Quarantined
     from lossgate.ops.rollout import Rollout, ShadowRow
     from lossgate.regate import RegateResult
+    from lossgate.retention import Expiry, RetentionPolicy, RetentionRule
     from lossgate.semantic import Embedder, EmbedReport
     from lossgate.tiers import Demotion, TierPolicy
 
@@ -242,6 +243,48 @@ class Memory:
                                    cold_after=current.cold_after if cold_after is None else cold_after)
             tiers.set_policy(tx, tenant_id, new, now=utcnow())
         return new
+
+    @checked_args
+    def retention(self, tenant_id: str) -> "RetentionPolicy":
+        """The tenant's retention policy: how long raw events live, by kind and actor
+        (:mod:`lossgate.retention`; no rule, version 0, if never set)."""
+        from lossgate import retention
+
+        with self.store.read() as tx:
+            return retention.policy(tx, tenant_id)
+
+    @checked_args
+    def set_retention(self, tenant_id: str, events: "Sequence[dict[str, Any] | RetentionRule]") -> "RetentionPolicy":
+        """Set the tenant's retention: ``events``, rules ``{"kind": ..., "actor": ..., "ttl":
+        timedelta}`` (the first that matches an event decides; an event none matches is kept).
+        The policy's version counts up; earlier versions are kept."""
+        from lossgate import retention
+
+        with self.store.write() as tx:
+            return retention.set_policy(tx, tenant_id, tuple(events), now=utcnow())
+
+    @checked_args
+    def expire(self, tenant_id: str, subject_id: str | None = None, *,
+               now: datetime | None = None) -> "list[Expiry]":
+        """Delete the events of a subject (of every subject of the tenant, if ``None``) past
+        their time to live under the tenant's retention policy: each a deletion with all its
+        guarantees, logged with the policy's version and rule; a source of an active critical
+        fact is kept. One transaction per subject."""
+        from lossgate import retention
+
+        at = checked_instant(now, "now") if now is not None else utcnow()
+        with self.store.read() as tx:
+            current = retention.policy(tx, tenant_id)
+            subjects = [subject_id] if subject_id is not None else tx.subjects(tenant_id)
+        out = []
+        for s in subjects if current.events else []:
+            with self.transaction() as led:
+                due, kept = retention.expiring(led.tx, tenant_id, s, current, at)
+                for e, rule in due:
+                    led.delete_event(tenant_id, s, e.event_id,
+                                     reason=f"{retention.EXPIRY_REASON}: policy v{current.version} ({rule.describe()})")
+            out.append(retention.Expiry(tenant_id, s, [e.event_id for e, _ in due], kept))
+        return out
 
     @checked_args
     def narrative_policy(self, tenant_id: str) -> str:

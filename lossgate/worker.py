@@ -98,6 +98,7 @@ class Worker:
         beat.start()
         outcome: Attempt | LossgateError
         try:
+            self._expire(job)  # before the compressor reads the subject: what expired never reaches it
             # the tenant's rollout (live and shadow compressors) decides, else this worker's own
             outcome = self.memory.run_job(job.tenant_id, job.subject_id, fallback=self.consolidator,
                                           config=self._consolidation, judge=self._judge)
@@ -147,6 +148,20 @@ class Worker:
                              len(d.cold), len(d.held))
         except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
             log.warning("job %s: demotion failed, will retry with the next job: %s", job.job_id,
+                        exc if isinstance(exc, LossgateError) else crash_reason(exc))
+
+    def _expire(self, job: Job) -> None:
+        """Delete the subject's events past their time to live under the tenant's retention
+        policy (:mod:`lossgate.retention`). A failure costs only the delay: the next job tries again."""
+        try:
+            for x in self.memory.expire(job.tenant_id, job.subject_id):
+                if x.expired or x.kept_for_critical_facts:
+                    log.info("job %s: %d events expired, %d kept for an active critical fact", job.job_id,
+                             len(x.expired), len(x.kept_for_critical_facts))
+        except StoreError:
+            raise  # the job goes back for a later try, as for any outage
+        except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
+            log.warning("job %s: expiry failed, will retry with the next job: %s", job.job_id,
                         exc if isinstance(exc, LossgateError) else crash_reason(exc))
 
     def _embed(self, job: Job) -> None:

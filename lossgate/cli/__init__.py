@@ -9,8 +9,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from lossgate.cli import (
-    consolidate, diagnose, gate, guard, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, rollout, serve,
-    taint, tiers,
+    consolidate, diagnose, gate, guard, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, retention,
+    rollout, serve, taint, tiers,
 )
 from lossgate.cli.app import app
 
@@ -24,6 +24,7 @@ GROUPS: tuple[ModuleType, ...] = (
     gate,  # check FILE.json, eval mutations
     taint,  # taint set, taint list
     tiers,  # demote, tier-policy
+    retention,  # retention show|set|run
     recovery,  # quarantine, recover
     rollout,  # rollout show|set, shadow report, review list|approve|refuse
     diagnose,  # diagnose ATTEMPT_ID

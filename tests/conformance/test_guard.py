@@ -85,7 +85,7 @@ def test_a_guard_names_only_a_recall_of_its_own_subject_and_refuses_bad_actions(
     with pytest.raises(InvalidInput):
         memory.guard(T, S, ["not", "an", "object"])  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="refund.amount"):
-        memory.guard(T, S, {"refund": {"amount": [1]}})
+        memory.guard(T, S, {"refund": {"amount": {"value": 1}}})
     with memory.store.read() as tx:
         assert tx.guard_results(T, S) == []  # nothing half-written
 

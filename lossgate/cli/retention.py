@@ -1,0 +1,117 @@
+"""Retention commands: ``lossgate retention show|set|run``.
+
+A tenant's retention policy gives raw events a time to live by kind and actor; expiry is a
+deletion with all its guarantees (:mod:`lossgate.retention`). Workers expire the subject of
+each job; ``run`` expires a whole tenant now.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Optional, get_args
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from lossgate.cli.app import fail, open_memory, out
+from lossgate.cli.ledger import AsJson, Tenant
+from lossgate.instants import read_instant
+from lossgate.records import EventKind
+from lossgate.retention import RetentionPolicy
+from lossgate.values import ValueMismatch, coerce_value
+
+__all__ = ["register"]
+
+retention_app = typer.Typer(help="How long raw events live: a tenant's retention policy, and expiry.",
+                            no_args_is_help=True)
+
+_RULE_HELP = ("KIND[@ACTOR]=DURATION, an ISO 8601 duration: message=P30D, tool_result@crm=P7D, *=P365D "
+              "(KIND * for any kind). The first rule that matches an event decides; repeat for more rules.")
+
+
+def _rule(spec: str) -> dict[str, Any]:
+    """One ``--rule`` (see :data:`_RULE_HELP`) as a retention rule's fields."""
+    who, eq, ttl = spec.partition("=")
+    kind, at, actor = who.partition("@")
+    if not eq or not kind or (at and not actor):
+        fail(f"--rule {spec!r}: expected {_RULE_HELP.split(',')[0]}")
+    if kind != "*" and kind not in get_args(EventKind):
+        fail(f"--rule {spec!r}: kind must be * or one of {', '.join(get_args(EventKind))}")
+    try:
+        duration = coerce_value("duration", ttl.strip())
+    except ValueMismatch as exc:
+        fail(f"--rule {spec!r}: {exc}")
+    return {"kind": None if kind == "*" else kind, "actor": actor or None, "ttl": duration}
+
+
+def _show(tenant: str, policy: RetentionPolicy) -> None:
+    console = out()
+    if not policy.events:
+        console.print(Text(f"tenant {tenant}: no retention policy (version {policy.version}): raw events are kept"))
+        return
+    console.print(Text(f"tenant {tenant}: retention policy version {policy.version}, set {policy.at}"))
+    table = Table(title_justify="left")
+    for col in ("#", "kind", "actor", "time to live"):
+        table.add_column(col)
+    for n, r in enumerate(policy.events, 1):
+        table.add_row(str(n), r.kind or "*", r.actor or "*", str(r.ttl))
+    console.print(table)
+
+
+@retention_app.command("show")
+def show(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
+    """The tenant's retention policy and its version."""
+    with open_memory(ctx) as memory:
+        policy = memory.retention(tenant)
+    if as_json:
+        typer.echo(policy.model_dump_json())
+    else:
+        _show(tenant, policy)
+
+
+@retention_app.command("set")
+def set_rules(
+    ctx: typer.Context, tenant: Tenant,
+    rules: Annotated[Optional[list[str]], typer.Option("--rule", help=_RULE_HELP, show_default=False)] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Replace the tenant's retention rules (none: keep every raw event); a new version."""
+    parsed = [_rule(r) for r in rules or []]
+    with open_memory(ctx) as memory:
+        policy = memory.set_retention(tenant, parsed)
+    if as_json:
+        typer.echo(policy.model_dump_json())
+    else:
+        _show(tenant, policy)
+
+
+@retention_app.command("run")
+def run(
+    ctx: typer.Context, tenant: Tenant,
+    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
+    now: Annotated[Optional[str], typer.Option("--now", help="The instant to expire at (default: now).")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Expire now what the tenant's retention policy says has lived long enough."""
+    at: datetime | None = None
+    if now is not None:
+        try:
+            at = read_instant(now)
+        except ValueError as exc:
+            fail(f"--now: {exc}")
+    with open_memory(ctx) as memory:
+        done = memory.expire(tenant, subject, now=at)
+    if as_json:
+        typer.echo(json.dumps([{"subject_id": x.subject_id, "expired": x.expired,
+                                "kept_for_critical_facts": x.kept_for_critical_facts} for x in done]))
+        return
+    expired, kept = sum(len(x.expired) for x in done), sum(len(x.kept_for_critical_facts) for x in done)
+    out().print(Text(f"tenant {tenant}: {expired} events expired in {sum(1 for x in done if x.expired)} subjects; "
+                     f"{kept} kept past their time for an active critical fact"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``retention`` command group to ``app``."""
+    app.add_typer(retention_app, name="retention")
