@@ -23,7 +23,7 @@ from lossgate.consolidate.compressor import BudgetExceeded, CompressionError, Co
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.derived import (
     Alias, Artifact, Attempt, GuardResult, Job, LineageEdge, LineageView, Manifest, RecallRecord, RecallResult,
-    Refusal, ResponseRecord,
+    RecallVerification, Refusal, ResponseRecord,
 )
 from lossgate.errors import (
     ConfigError, IdempotencyConflict, InvalidInput, LifecycleError, LossgateError, NotFound,
@@ -76,7 +76,7 @@ __all__ = [
     "Attempt", "Artifact", "ArtifactBody", "Claim", "Manifest", "Alias", "LineageView", "LineageEdge",
     "RecallResult", "RecallRecord", "Job", "CompactReport",
     # the response boundary: a planned action guarded, what the agent finally did
-    "GuardResult", "Refusal", "ResponseRecord", "GuardRule",
+    "GuardResult", "Refusal", "ResponseRecord", "GuardRule", "RecallVerification",
     # knobs: consolidation, compressors, workers, embedders, extractors, judges
     "ConsolidationConfig", "Consolidator", "Hooks", "Compressor", "CompressionRequest", "DeterministicCompressor",
     "ChatCompressor", "ChatConfig", "Worker", "WorkerConfig", "open_worker_memory", "Embedder", "EmbedReport",

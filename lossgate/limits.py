@@ -410,7 +410,8 @@ def _children(node: Any) -> Any:
 # Arguments that are stored as free text (log lines, recall records): bounded like a label.
 _ARG_MAX_CHARS = {"reason": MAX_LABEL_CHARS, "query": MAX_LABEL_CHARS, "tenant_id": MAX_ID_CHARS,
                   "subject_id": MAX_ID_CHARS, "event_id": MAX_ID_CHARS, "fact_id": MAX_ID_CHARS,
-                  "old_fact_id": MAX_ID_CHARS, "artifact_id": MAX_ID_CHARS}
+                  "old_fact_id": MAX_ID_CHARS, "artifact_id": MAX_ID_CHARS, "recall_id": MAX_ID_CHARS,
+                  "guard_id": MAX_ID_CHARS, "answer": MAX_TEXT_CHARS}
 # The tenant and the subject every call is addressed to obey the id rule (id_problem), as the
 # records do; the other ids name a record already stored (Key) and are only looked up.
 _ID_ARGS = frozenset({"tenant_id", "subject_id"})

@@ -14,8 +14,10 @@ parent artifact, written with the artifact). From those edges:
   derived from it (invariants 11 and 13): claims resting on a deleted input are
   dropped, the prose (which may quote it anywhere) is replaced by a marker, the gate
   report's prose-atom subjects are blanked, the raw compressor outputs of the
-  attempts that read it are erased, and recall records that touched it lose their
-  query text. Ids, hashes, manifests, lineage, states and log lines stay for audit.
+  attempts that read it are erased, recall records that touched it lose their
+  query text, and the guard results and responses tied to those recalls, or whose
+  refusals name it, lose their action and answer (:mod:`lossgate.responses`). Ids,
+  hashes, manifests, lineage, states and log lines stay for audit.
 * :func:`view` is the audit read: an artifact in any state, its edges and the chain
   of parents behind it (:func:`ancestors`): an incremental artifact's parents, or the
   roots a hierarchical root extends.
@@ -30,12 +32,16 @@ from datetime import datetime
 from lossgate.derived import ArtifactState, Attempt, LineageEdge, LineageView, Manifest, RecallRedaction
 from lossgate.errors import NotFound, UnknownFormat
 from lossgate.records import ArtifactBody
+from lossgate.responses import redacted_guard, redacted_response
 from lossgate.store.protocol import ReadTx, WriteTx
 
-__all__ = ["invalidate", "ancestors", "view", "purged_lines", "scrubbed", "save_attempt"]
+__all__ = ["invalidate", "ancestors", "view", "purged_lines", "scrubbed", "save_attempt", "PURGED_SUMMARY",
+           "purged_summary"]
 
 # States a changed input turns stale; "failed" and "abandoned" keep theirs.
 _LIVE = ("candidate", "published", "retired")
+# How the summary of an artifact derived from deleted content begins once it is purged.
+PURGED_SUMMARY = "[summary purged on "
 
 
 def invalidate(tx: WriteTx, tenant_id: str, subject_id: str, changed: set[str], *, cause: str, erase: bool,
@@ -47,6 +53,7 @@ def invalidate(tx: WriteTx, tenant_id: str, subject_id: str, changed: set[str], 
     if erase:
         _purge_derived(tx, tenant_id, subject_id, descendants, changed, now=now)
         _redact_recalls(tx, tenant_id, subject_id, changed | set(descendants), cause, now=now)
+        _redact_responses(tx, tenant_id, subject_id, changed | set(descendants), cause, now=now)
     if not descendants:
         return []
     return tx.set_artifact_state(tenant_id, subject_id, descendants, "stale", reason=cause, from_states=_LIVE)
@@ -137,7 +144,7 @@ def purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
 def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], deleted: set[str], *,
                    now: datetime) -> None:
     """Drop deleted content from the artifacts derived from it and from the attempts that read it."""
-    marker = f"[summary purged on {now.date().isoformat()}: derived from deleted content]"
+    marker = f"{PURGED_SUMMARY}{now.date().isoformat()}: derived from deleted content]"
     for artifact_id in artifact_ids:
         try:
             art = tx.artifact(tenant_id, subject_id, artifact_id)
@@ -182,3 +189,27 @@ def _redact_recalls(tx: WriteTx, tenant_id: str, subject_id: str, ids: set[str],
     if redacted:
         tx.add_log(tenant_id, subject_id, at=now, op="redact_recalls", target_id=cause.split(" ", 1)[-1],
                    detail={"recalls": redacted})
+
+
+def _redact_responses(tx: WriteTx, tenant_id: str, subject_id: str, ids: set[str], cause: str, *,
+                      now: datetime) -> None:
+    """Guard results tied to a recall that touched deleted content, or whose refusals name it,
+    lose their action and what their refusals quote; responses tied to such a recall, or built
+    on such a guard result, lose their answer and action: either may quote what was deleted
+    ("no peanuts: the allergy ..."). Their sha256 and length stay, with every id."""
+    guards = []
+    for result in tx.guard_results_touching(tenant_id, subject_id, sorted(ids)):
+        tx.replace_guard(redacted_guard(result, cause=cause, at=now))
+        guards.append(result.guard_id)
+    responses = []
+    for response in tx.responses_touching(tenant_id, subject_id, sorted(ids | set(guards))):
+        tx.replace_response(redacted_response(response, cause=cause, at=now))
+        responses.append(response.response_id)
+    if guards or responses:
+        tx.add_log(tenant_id, subject_id, at=now, op="redact_responses", target_id=cause.split(" ", 1)[-1],
+                   detail={"guard_results": guards, "responses": responses})
+
+
+def purged_summary(summary: str | None) -> bool:
+    """Whether ``summary`` is the marker a deletion left in place of a derived summary."""
+    return summary is not None and summary.startswith(PURGED_SUMMARY)

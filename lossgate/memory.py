@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, get_args
 
 from lossgate import ledger, lineage, queue
 from lossgate.canonical import content_hash
-from lossgate.derived import Alias, Artifact, Attempt, GuardResult, Job, LineageView, RecallRecord, RecallResult
+from lossgate.derived import (
+    Alias, Artifact, Attempt, GuardResult, Job, LineageView, RecallRecord, RecallResult, RecallVerification,
+    ResponseRecord,
+)
 from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound, crash_reason
 from lossgate.instants import checked_instant
 from lossgate.ledger import Ledger
@@ -645,6 +648,53 @@ class Memory:
     def recalls(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[RecallRecord]:
         with self.store.read() as tx:
             return tx.recalls(tenant_id, subject_id, limit=limit)
+
+    @checked_args
+    def verify_recall(self, tenant_id: str, subject_id: str, recall_id: str) -> RecallVerification:
+        """Whether what the recall ``recall_id`` returned is still what memory says:
+        ``unchanged``, ``changed`` (a fact it returned superseded or revoked, its summary no
+        longer the live one) or ``erased`` (something it returned deleted since), with each
+        change, and whether its rendered block can be rebuilt (:mod:`lossgate.attestation`).
+        Raises :class:`NotFound` for a recall the subject does not have."""
+        from lossgate.attestation import verify_recall
+
+        with self.store.read() as tx:
+            return verify_recall(tx, tenant_id, subject_id, recall_id)
+
+    # -- the response boundary: what the agent did with what it recalled ---------------------
+    @checked_args
+    def respond(self, tenant_id: str, subject_id: str, recall_id: str, *, answer: str | None = None,
+                action: dict[str, Any] | None = None, guard_id: str | None = None) -> ResponseRecord:
+        """Record what the agent finally answered (``answer``, text) or did (``action``, a JSON
+        object), or both, after the recall ``recall_id`` of the subject, and after the guard
+        result ``guard_id`` if it checked the action first (:mod:`lossgate.responses`): the
+        evidence a diagnosis needs to tell an agent that ignored memory from memory that
+        failed it. One transaction. Raises :class:`NotFound` for a recall or guard result the
+        subject does not have, :class:`InvalidInput` for neither an answer nor an action, a
+        malformed one, or a guard result checked for another recall. A response on a recall
+        whose content was deleted since is stored redacted (its sha256 only)."""
+        from lossgate.attestation import check_recall
+        from lossgate.responses import respond
+
+        with self.store.write() as tx:
+            recall = tx.recall_record(tenant_id, subject_id, recall_id)
+            erased = None
+            if recall is not None and recall.redacted is None and check_recall(tx, recall).state == "erased":
+                erased = f"recall {recall_id} returned content deleted since"
+            return respond(tx, tenant_id, subject_id, recall_id, answer=answer, action=action, guard_id=guard_id,
+                           now=utcnow(), erased=erased)
+
+    @checked_args
+    def responses(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[ResponseRecord]:
+        """The subject's response records, newest first."""
+        with self.store.read() as tx:
+            return tx.responses(tenant_id, subject_id, limit=limit)
+
+    @checked_args
+    def guard_results(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[GuardResult]:
+        """The subject's guard results (:meth:`guard`), newest first."""
+        with self.store.read() as tx:
+            return tx.guard_results(tenant_id, subject_id, limit=limit)
 
     @checked_args
     def log(self, tenant_id: str, subject_id: str) -> list[LedgerEntry]:

@@ -28,6 +28,12 @@ matching facts and events in relevance order, then, while room is left, the
 summary's own recent-conversation lines (a root's newest period lines, each under its title). Deleted and revoked events, and the
 text a deleted fact was drawn from, never come back on any path.
 
+Every recall record is an attestation of what the agent was handed: the sha256 of the
+block :meth:`~lossgate.derived.RecallResult.render` prints, and the content hash of the
+summary's artifact and of each fact and event it returned
+(:class:`~lossgate.derived.RecallInputs`), so that :mod:`lossgate.attestation` can tell later
+whether memory still says the same.
+
 A recall's ``tokens`` are those of the block :meth:`~lossgate.derived.RecallResult.render`
 prints (:func:`~lossgate.derived.block_parts`): its header line, each fact line once (a fact
 the summary's structured part already says is not paid for twice; the summary's own header
@@ -37,6 +43,8 @@ exactly; under one, line by line, the newlines between lines not counted.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import logging
 import re
 import time
@@ -47,19 +55,20 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lossgate.caches import holds_text
+from lossgate.canonical import content_hash
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.derived import (EVENTS_TITLE, FACTS_TITLE, RecallMode, RecallRecord, RecallResult, block_parts,
-                              block_title, summary_structure)
+from lossgate.derived import (EVENTS_TITLE, FACTS_TITLE, ArtifactHead, RecallInputs, RecallMode, RecallRecord,
+                              RecallResult, block_parts, block_title, summary_structure)
 from lossgate.errors import ConfigError
 from lossgate.records import Event, Fact, utcnow
 from lossgate.render import CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line, fact_line
-from lossgate.search_terms import query_terms
+from lossgate.search_terms import is_phrase, query_terms
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter
 
-__all__ = ["recall", "SEARCH_BACKLOG"]
+__all__ = ["recall", "SEARCH_BACKLOG", "artifact_digest", "text_digest", "summary_lines_kept", "trimmed_summary"]
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +79,7 @@ SEARCH_BACKLOG = 64
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
            budget: int | None = None, counter: TokenCounter | None = None, context: bool = True,
-           embedder: Embedder | None = None) -> RecallResult:
+           embedder: Embedder | None = None, attest: bool = True) -> RecallResult:
     """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
     and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
     The budget never trims critical facts or the summary's structured part. With
@@ -115,13 +124,57 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
         alias=alias, clock=clock, tiers={e.event_id: e.tier for e in events},
     )
-    store.record_recall(record)
-    return RecallResult(
+    result = RecallResult(
         tenant_id=tenant_id, subject_id=subject_id, mode=mode,
         artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
         open_items=artifact.open_items if fresh and artifact else (),
         facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
     )
+    if attest:  # without: only to measure what attestation costs (bench/bench_boundary.py)
+        record = record.model_copy(update={"rendered_sha256": text_digest(result.render()),
+                                           "inputs": _inputs(artifact if fresh else None, result)})
+    store.record_recall(record)
+    return result.model_copy(update={"record": record})
+
+
+def _inputs(artifact: ArtifactHead | None, result: RecallResult) -> RecallInputs:
+    """What ``result`` was built from, pinned: the summary's artifact (``None`` in raw
+    fallback) and each fact and event it returned, by content hash."""
+    return RecallInputs(
+        artifact_id=None if artifact is None else artifact.artifact_id,
+        artifact_sha256=None if artifact is None else artifact_digest(artifact.summary, artifact.open_items),
+        summary_lines=None if artifact is None else summary_lines_kept(artifact.summary, result.summary),
+        facts={f.fact_id: f.content_hash for f in result.facts},
+        events={e.event_id: e.content_hash for e in result.events})
+
+
+def text_digest(text: str) -> str:
+    """``sha256:<hex>`` of ``text``'s UTF-8 bytes (what a recall record keeps of its rendered block)."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def artifact_digest(summary: str, open_items: Iterable[str]) -> str:
+    """The content hash of what recall reads of an artifact's body: its summary and open items."""
+    return content_hash({"summary": summary, "open_items": list(open_items)})
+
+
+def summary_lines_kept(full: str, returned: str | None) -> int | None:
+    """How many of ``full``'s trimmable lines (its recent conversation, or a root's period
+    digest lines) a budget left in ``returned``, the summary as recall returned it; ``None``
+    when it returned the whole summary."""
+    if returned is None or returned == full:
+        return None
+    _, title, tail = _split_summary(returned)
+    return sum(1 for _ in tail) if title else 0
+
+
+def trimmed_summary(full: str, kept: int | None) -> str:
+    """``full`` as recall returns it with its ``kept`` newest trimmable lines
+    (:func:`summary_lines_kept`; ``None``: all of it)."""
+    if kept is None:
+        return full
+    head, title, tail = _split_summary(full)
+    return _assembled(head, title, list(itertools.islice(tail, kept))) if title else full
 
 
 class _IndexBehind(Exception):
@@ -163,10 +216,15 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
                             key=lambda f: rank_f[f.fact_id])
             # Every tier: an event the summary covers is still found by its words.
-            hit_ids = (tx.search_events(tenant_id, subject_id, text, limit=hits_wanted, skip_erased=True)
+            # An identifier's phrase also matches its pieces written apart ("INV 5"): more
+            # candidates are read, and those holding it as written go first.
+            identifiers = [t for t in terms if is_phrase(t)]
+            wanted = hits_wanted + (hits_wanted + 16 if identifiers else 0)
+            hit_ids = (tx.search_events(tenant_id, subject_id, text, limit=wanted, skip_erased=True)
                        if terms else [])
             if near:
-                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:hits_wanted]
+                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:wanted]
+            hit_ids = _holding_first(tx, tenant_id, subject_id, hit_ids, identifiers)[:hits_wanted]
             if context:
                 events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted)
             else:
@@ -234,6 +292,21 @@ def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: E
         log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
         return "unavailable: stored vectors of another size (embed again with rebuild)", {}
     return embedder.model, near
+
+
+def _holding_first(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], identifiers: list[str]) -> list[str]:
+    """``hit_ids`` with the events that hold every identifier of the query as written first
+    (in rank order), then the rest. The stores match an identifier as the phrase of its
+    pieces, and PostgreSQL's English dictionary drops a piece that is a stop word ("A" of
+    "A-12/3"): what is read here is the text itself."""
+    if not identifiers or not hit_ids:
+        return hit_ids
+    patterns = [re.compile(r"(?<![^\W_])" + re.escape(i) + r"(?![^\W_])", re.IGNORECASE) for i in identifiers]
+    texts = {e.event_id: e.text or "" for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"],
+                                                         skip_erased=True)}
+    holding = [i for i in hit_ids if all(p.search(texts.get(i, "")) for p in patterns)]
+    held = set(holding)
+    return holding + [i for i in hit_ids if i not in held]
 
 
 def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int) -> list[Event]:
@@ -410,6 +483,12 @@ def _newest_lines(head: str, title: str, tail: Iterable[tuple[str, str | None]],
         used += cost
         if period:
             titled.add(period)
+    return (_assembled(head, title, kept), used) if kept else (head, 0)
+
+
+def _assembled(head: str, title: str, kept: list[tuple[str, str | None]]) -> str:
+    """``head``, then ``title`` and the ``kept`` lines (given newest first) oldest first, each
+    period's title once before its first line; just ``head`` when none is kept."""
     out: list[str] = []
     shown: str | None = None
     for line, period in reversed(kept):  # oldest first
@@ -417,7 +496,7 @@ def _newest_lines(head: str, title: str, tail: Iterable[tuple[str, str | None]],
             out.append(period)
             shown = period
         out.append(line)
-    return ("\n".join([head, title, *out]), used) if out else (head, 0)
+    return "\n".join([head, title, *out]) if out else head
 
 
 def _split_summary(summary: str) -> tuple[str, str, Iterator[tuple[str, str | None]]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOP_WORDS", "SEARCH_SEPARATORS", "query_terms", "searchable"]
+__all__ = ["STOP_WORDS", "SEARCH_SEPARATORS", "query_terms", "searchable", "is_phrase"]
 
 # The punctuation that glues words into one token for PostgreSQL's text-search parser (an
 # e-mail address, a host, a URL or file path, a signed or hyphenated number, a version):
@@ -24,6 +24,10 @@ SEARCH_SEPARATORS = "@./-:_+~#&=?"
 _SEPARATE = str.maketrans(SEARCH_SEPARATORS, " " * len(SEARCH_SEPARATORS))
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+# An identifier: word pieces glued by separators, with a digit or an "@" in it (INV-5,
+# bob@example.com, A-12/3, v2.1). It is one term, matched by the stores as the sequence of its
+# pieces (a phrase), never as its pieces apart: "inv" alone is in every invoice.
+_IDENTIFIER = re.compile(r"[^\W_]+(?:[@./\-:_+~#&=?][^\W_]+)+")
 
 STOP_WORDS = frozenset("""
 a about above after again against all also am an and any are aren't as at be because been before being below
@@ -42,14 +46,29 @@ kind sort thing things way ways
 
 
 def query_terms(query: str | None) -> list[str]:
-    """The distinct content words of ``query``, lower-cased, in order of first use."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall((query or "").lower().replace("’", "'")):
+    """The distinct content words of ``query``, lower-cased, in order of first use; an
+    identifier (``INV-5``, ``bob@example.com``) is one term, separators and all."""
+    found: list[tuple[int, str]] = []
+    text = (query or "").lower().replace("’", "'")
+    for ident in _IDENTIFIER.finditer(text):
+        if any(c.isdigit() or c == "@" for c in ident.group()):
+            found.append((ident.start(), ident.group()))
+            text = text[:ident.start()] + " " * len(ident.group()) + text[ident.end():]
+    for match in _WORD.finditer(text):
+        word = match.group()
         if word.endswith("'s") and word not in STOP_WORDS:
             word = word[:-2]  # "Melanie's dog": the text may say "Melanie" alone
         if word not in STOP_WORDS and not (len(word) == 1 and not word.isdigit()):
-            seen.setdefault(word, None)
+            found.append((match.start(), word))
+    seen: dict[str, None] = {}
+    for _, term in sorted(found):
+        seen.setdefault(term, None)
     return list(seen)
+
+
+def is_phrase(term: str) -> bool:
+    """Whether a query term is an identifier of several pieces (matched as a phrase)."""
+    return any(c in SEARCH_SEPARATORS for c in term)
 
 
 def searchable(text: str) -> str:

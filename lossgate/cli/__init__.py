@@ -9,8 +9,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from lossgate.cli import (
-    consolidate, diagnose, gate, guard, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, retention,
-    rollout, serve, taint, tiers,
+    consolidate, diagnose, gate, guard, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, responses,
+    retention, rollout, serve, taint, tiers,
 )
 from lossgate.cli.app import app
 
@@ -21,6 +21,7 @@ GROUPS: tuple[ModuleType, ...] = (
     ingest,  # ingest FILE.jsonl
     consolidate,  # consolidate, recall, embed, lineage, attempts, artifacts, jobs, worker
     guard,  # guard ACTION.json
+    responses,  # respond, responses, verify-recall RECALL_ID
     gate,  # check FILE.json, eval mutations
     taint,  # taint set, taint list
     tiers,  # demote, tier-policy

@@ -39,8 +39,8 @@ def diagnose(
 ) -> None:
     """Write a sanitized diagnosis bundle of one consolidation attempt: its selected sources,
     the expected facts, the immediate and read-back artifacts, versions, the gate's result,
-    the recalls that served it, and the first boundary where a fact diverged (selection,
-    compression, storage or retrieval)."""
+    the recalls that served it and the responses made after them, and the first boundary
+    where a fact diverged (selection, compression, storage, retrieval or response)."""
     from lossgate.ops.diagnose import bundle_name, write_bundle
     from lossgate.ops.diagnose import diagnose as build
 

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out
 from lossgate.derived import GuardResult
+from lossgate.errors import InvalidInput
 from lossgate.limits import read_json
 
 __all__ = ["register"]
@@ -32,7 +33,7 @@ def _action(path: str) -> Any:
         fail(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
     try:
         return read_json(text)
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError, InvalidInput) as exc:  # InvalidInput: a key given twice
         fail(f"{path}: not a JSON document ({' '.join(str(exc).split())[:200]})")
 
 

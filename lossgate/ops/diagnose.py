@@ -36,10 +36,18 @@ it has no artifact). For a hierarchy's part, only the facts among the part's own
     (summary mode, the alias on this artifact). ``not_selected``: a claim the recall owed
     is not among its selected ids: a critical fact (recall returns those always) or a
     candidate it found and then dropped (a budget).
+``response``
+    compares what the agent did after each recall that served the artifact (its response
+    records, :mod:`lossgate.responses`) with the guard results of its actions
+    (:mod:`lossgate.guard`). ``refusal_ignored``: a response names a guard result that
+    refused its action, or carried out an action (the same sha256) a guard had refused
+    before it; one finding per refusal, naming its fact (or conflict) and whether the recall
+    returned it: memory said it, and the agent acted against it.
 
 A boundary that cannot be compared is ``unchecked`` and says why (no raw output kept: an
 input was deleted since; a hierarchy's root, whose raw output holds its parts' outputs and
-whose body is rendered from them; no artifact; no recall served it). ``first_divergent``
+whose body is rendered from them; no artifact; no recall served it; no response rests on
+such a recall). ``first_divergent``
 is then the first divergence *among the checked boundaries*, and ``Bundle.note`` says
 which earlier ones could not be checked.
 
@@ -58,7 +66,9 @@ event text and payload, the summary prose of both artifacts, the attempt's raw o
 error and violation details (which quote sentences), recall queries, and fact and claim
 values of the ``string`` type. Ids, predicates, qualifiers, the other typed values (a
 bool, an amount, a date: the evidence a storage diagnosis needs) and the gate's violation
-lines (a fact id or an atom key, then a code) stay. A hash of a short or guessable text
+lines (a fact id or an atom key, then a code) stay. Of the response boundary's records, an
+answer, an action and its string values, and a refusal's detail and conflict sides are
+text; their ids, rules, field paths, sha256 and typed fact values stay. A hash of a short or guessable text
 identifies it; it does not hide it. ``include_text=True`` (``--include-text``, an admin's
 option) adds the text beside each hash.
 """
@@ -81,7 +91,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.consolidate.selection import snapshot_at
-from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, RecallRecord
+from lossgate.canonical import canonical_json
+from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, GuardResult, RecallRecord, ResponseRecord
 from lossgate.errors import InvalidInput, NotFound
 from lossgate.gate.contract import artifact_facts, compare_facts, ledger_facts
 from lossgate.gate.preserve import build_must_preserve
@@ -97,12 +108,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Boundary", "BOUNDARIES", "TextRef", "EventEvidence", "ExpectedFact", "Finding", "BoundaryCheck",
-    "ArtifactEvidence", "RecallEvidence", "Versions", "GateEvidence", "Bundle", "diagnose", "write_bundle",
+    "ArtifactEvidence", "RecallEvidence", "ResponseEvidence", "RefusalEvidence", "GuardEvidence", "Versions",
+    "GateEvidence", "Bundle", "diagnose", "write_bundle",
     "bundle_name",
 ]
 
-Boundary = Literal["selection", "compression", "storage", "retrieval"]
-BOUNDARIES: tuple[Boundary, ...] = ("selection", "compression", "storage", "retrieval")
+Boundary = Literal["selection", "compression", "storage", "retrieval", "response"]
+BOUNDARIES: tuple[Boundary, ...] = ("selection", "compression", "storage", "retrieval", "response")
 Status = Literal["ok", "diverged", "unchecked"]
 
 
@@ -218,6 +230,54 @@ class RecallEvidence(_Model):
     tiers: dict[str, str]
 
 
+class ResponseEvidence(_Model):
+    """A response record resting on a recall that served the artifact (answer and action
+    sanitized)."""
+
+    response_id: str
+    at: datetime
+    recall_id: str
+    guard_id: str | None
+    answer: TextRef | None
+    action: TextRef | None
+    answer_sha256: str | None
+    action_sha256: str | None
+    redacted: dict[str, Any] | None
+
+
+class RefusalEvidence(_Model):
+    """One refusal of a guard result: its rule, field and fact, what it quotes sanitized."""
+
+    rule: str
+    kind: str
+    field: str
+    value: Any
+    detail: TextRef | None
+    fact_id: str | None
+    predicate: str | None
+    fact_value: Any
+    qualifiers: dict[str, str]
+    source_event_ids: tuple[str, ...]
+    conflict_id: str | None
+    sides: tuple[TextRef, ...]
+
+
+class GuardEvidence(_Model):
+    """A guard result tied to a recall that served the artifact, or to a response resting on
+    one (the action sanitized)."""
+
+    guard_id: str
+    at: datetime
+    recall_id: str | None
+    allowed: bool
+    action: TextRef | None
+    action_sha256: str
+    rules: tuple[str, ...]
+    refusals: tuple[RefusalEvidence, ...]
+    registry_version: int | None
+    redacted: dict[str, Any] | None
+
+
 class Versions(_Model):
     """Schema and memory versions: the store's schema now, the registry the expected set was
     built under, the manifest's versions, and the clock and alias then and now."""
@@ -272,6 +332,8 @@ class Bundle(_Model):
     first_divergent: Boundary | None
     note: str
     recalls: tuple[RecallEvidence, ...]
+    responses: tuple[ResponseEvidence, ...] = ()
+    guard_results: tuple[GuardEvidence, ...] = ()
 
     def check(self, boundary: Boundary) -> BoundaryCheck:
         return next(c for c in self.checks if c.boundary == boundary)
@@ -299,6 +361,8 @@ class Bundle(_Model):
             "versions.json": dump(self.versions),
             "gate.json": dump(self.gate),
             "recalls.json": [dump(r) for r in self.recalls],
+            "responses.json": {"responses": [dump(r) for r in self.responses],
+                               "guard_results": [dump(g) for g in self.guard_results]},
         }
 
 
@@ -334,6 +398,10 @@ def diagnose(memory: Memory, tenant_id: str, subject_id: str, attempt_id: str, *
         policy = narrative_policy(tx, tenant_id)
         served = [r for r in reversed(tx.recalls(tenant_id, subject_id, limit=recall_limit))
                   if artifact is not None and r.mode == "summary" and r.alias.artifact_id == artifact.artifact_id]
+        served_ids = {r.recall_id for r in served}
+        responses = [r for r in reversed(tx.responses(tenant_id, subject_id, limit=recall_limit))
+                     if r.recall_id in served_ids]
+        guards = _guards_of(served_ids, responses, tx.guard_results(tenant_id, subject_id, limit=recall_limit))
     schema = memory.store.schema_version()
 
     immediate, immediate_note = _immediate(attempt, artifact)
@@ -347,6 +415,7 @@ def diagnose(memory: Memory, tenant_id: str, subject_id: str, attempt_id: str, *
         _compression(attempt, snapshot, expected, immediate, immediate_note, must.loss_severity),
         _storage(attempt, meant, immediate_note, artifact, include_text),
         _retrieval(artifact, served, registry),
+        _response(artifact, served, responses, guards, registry, include_text),
     )
     first = next((c.boundary for c in checks if c.status == "diverged"), None)
     unchecked = [c.boundary for c in checks[:BOUNDARIES.index(first) if first else None] if c.status == "unchecked"]
@@ -381,6 +450,8 @@ def diagnose(memory: Memory, tenant_id: str, subject_id: str, attempt_id: str, *
         versions=_versions(attempt, artifact, schema, registry, latest, clock, alias),
         gate=gate, checks=checks, first_divergent=first, note=note,
         recalls=tuple(_recall(r, include_text) for r in served),
+        responses=tuple(_response_doc(r, include_text) for r in responses),
+        guard_results=tuple(_guard_doc(g, include_text) for g in guards),
     )
 
 
@@ -436,7 +507,7 @@ def _immediate(attempt: Attempt, artifact: Artifact | None) -> tuple[ArtifactBod
         return None, f"the raw output is not an artifact body ({exc.error_count()} error(s))"
 
 
-# -- the four boundaries ---------------------------------------------------------------------
+# -- the five boundaries ---------------------------------------------------------------------
 
 
 def _selection(attempt: Attempt, expected: list[Fact], snapshot: Snapshot, carried: dict[str, str]) -> BoundaryCheck:
@@ -519,6 +590,69 @@ def _retrieval(artifact: Artifact | None, served: list[RecallRecord], registry: 
                                      recall_id=record.recall_id, detail=f"the artifact claims it; {why}"))
     return BoundaryCheck(boundary="retrieval", status="diverged" if found else "ok", findings=tuple(found),
                          note=f"{len(served)} recall record(s) served {artifact.artifact_id}")
+
+
+def _guards_of(served: set[str], responses: list[ResponseRecord],
+               newest_first: list[GuardResult]) -> list[GuardResult]:
+    """The guard results the response boundary reads, oldest first: those tied to a recall
+    that served the artifact, those a response names, and refused ones whose action a
+    response carried out after them."""
+    named = {r.guard_id for r in responses if r.guard_id}
+    acted = {r.action_sha256 for r in responses if r.action_sha256}
+    return [g for g in reversed(newest_first) if g.recall_id in served or g.guard_id in named
+            or (not g.allowed and g.action_sha256 in acted)]
+
+
+def _response(artifact: Artifact | None, served: list[RecallRecord], responses: list[ResponseRecord],
+              guards: list[GuardResult], registry: Registry, include: bool) -> BoundaryCheck:
+    if artifact is None:
+        return BoundaryCheck(boundary="response", status="unchecked", note="the attempt stored no artifact")
+    if not responses:
+        return BoundaryCheck(boundary="response", status="unchecked",
+                             note=f"no response record rests on a recall that served {artifact.artifact_id}")
+    recalls = {r.recall_id: r for r in served}
+    refused = [g for g in guards if not g.allowed]
+    found = []
+    for response in responses:
+        ignored = [g for g in refused if g.guard_id == response.guard_id or (
+            response.action_sha256 is not None and g.action_sha256 == response.action_sha256 and g.at <= response.at)]
+        returned = set(recalls[response.recall_id].selected_ids)
+        for guard in ignored:
+            how = ("names" if guard.guard_id == response.guard_id else "carried out the action of")
+            for refusal in guard.refusals:
+                spec = registry.predicates.get(refusal.predicate or "")
+                said = _fact_said(refusal, guard, include)
+                told = (f"the recall returned {said}" if refusal.fact_id in returned else
+                        f"the guard read {said}, which the recall did not return")
+                acted = (f"the action still held {_shown(refusal.value, include)} at {refusal.field}" if include
+                         else f"the action still held what it refused at {refusal.field}")
+                found.append(Finding(
+                    boundary="response", code="refusal_ignored",
+                    subject=refusal.fact_id or refusal.conflict_id or refusal.field, recall_id=response.recall_id,
+                    severity=spec.criticality if spec else None,
+                    detail=f"{told} and {acted}: response {response.response_id} {how} guard result "
+                           f"{guard.guard_id}, refused by rule {refusal.rule} ({refusal.kind})"))
+    return BoundaryCheck(boundary="response", status="diverged" if found else "ok", findings=tuple(found),
+                         note=f"{len(responses)} response record(s), {len(refused)} refused guard result(s)")
+
+
+def _fact_said(refusal: Any, guard: GuardResult, include: bool) -> str:
+    """The fact a refusal names, as a finding's detail says it (``food.peanuts_allowed: false``)."""
+    what = refusal.predicate or (f"conflict {refusal.conflict_id}" if refusal.conflict_id else "a fact")
+    if refusal.conflict_id and not refusal.fact_id:
+        return f"{what} in conflict"
+    if guard.redacted is not None:
+        return f"{what} (its value redacted)"
+    return f"{what}: {_shown(refusal.fact_value, include)}"
+
+
+def _shown(value: Any, include: bool) -> str:
+    """A value in a finding's detail: as JSON, or for text without ``include_text`` its sha256 and length."""
+    if isinstance(value, str) and not include:
+        ref = _text(value, False)
+        assert ref is not None
+        return f"text sha256:{ref.sha256[:12]}... ({ref.chars} characters)"
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _type(value: Any, present: bool = True) -> str:
@@ -662,6 +796,41 @@ def _recall(r: RecallRecord, include: bool) -> RecallEvidence:
         redacted=None if r.redacted is None else r.redacted.model_dump(mode="json"), filters=r.filters,
         candidate_ids=r.candidate_ids, selected_ids=r.selected_ids, alias=r.alias, clock=r.clock, tiers=r.tiers,
     )
+
+
+def _json_text(value: Any, include: bool) -> TextRef | None:
+    """A JSON value (an action) as text: its canonical form's sha256 and length."""
+    return None if value is None else _text(canonical_json(value).decode("utf-8"), include)
+
+
+def _json_value(value: Any, include: bool) -> Any:
+    """A value read from an action: typed scalars stay, text and structures become text."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return _dump_text(value, include)
+    ref = _json_text(value, include)
+    return None if ref is None else ref.model_dump()
+
+
+def _response_doc(r: ResponseRecord, include: bool) -> ResponseEvidence:
+    return ResponseEvidence(
+        response_id=r.response_id, at=r.at, recall_id=r.recall_id, guard_id=r.guard_id,
+        answer=_text(r.answer, include), action=_json_text(r.action, include), answer_sha256=r.answer_sha256,
+        action_sha256=r.action_sha256, redacted=None if r.redacted is None else r.redacted.model_dump(mode="json"))
+
+
+def _guard_doc(g: GuardResult, include: bool) -> GuardEvidence:
+    return GuardEvidence(
+        guard_id=g.guard_id, at=g.at, recall_id=g.recall_id, allowed=g.allowed, action=_json_text(g.action, include),
+        action_sha256=g.action_sha256, rules=g.rules, registry_version=g.registry_version,
+        redacted=None if g.redacted is None else g.redacted.model_dump(mode="json"),
+        refusals=tuple(RefusalEvidence(
+            rule=r.rule, kind=r.kind, field=r.field, value=_json_value(r.value, include),
+            detail=_text(r.detail, include), fact_id=r.fact_id, predicate=r.predicate,
+            fact_value=_dump_text(r.fact_value, include), qualifiers=dict(r.qualifiers),
+            source_event_ids=r.source_event_ids, conflict_id=r.conflict_id,
+            sides=tuple(t for side in r.sides if (t := _text(side, include)) is not None)) for r in g.refusals))
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from lossgate.service.errors import ApiError, ErrorCode, ErrorDetail, from_lossgate
 from lossgate.service.metrics import Metrics, MetricsMiddleware
 from lossgate.service.paths import StrictPath
-from lossgate.service.routes import consolidation, guard, ledger, recall, system
+from lossgate.service.routes import consolidation, guard, ledger, recall, responses, system
 from lossgate.service.ui import FORM_PATHS
 from lossgate.service.ui import router as ui_router
 
@@ -84,7 +84,7 @@ def routes(*, lifespan: Any = None) -> FastAPI:
     service's: :mod:`lossgate.service.openapi`)."""
     app = FastAPI(title="lossgate", version=lossgate.__version__, description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url="/openapi.json")
-    for module in (ledger, consolidation, recall, guard, system):
+    for module in (ledger, consolidation, recall, guard, responses, system):
         app.include_router(module.router)
     app.include_router(ui_router)  # the inspection page (/ui): HTML, left out of the OpenAPI document
     return app

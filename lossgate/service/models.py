@@ -20,7 +20,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from lossgate.access import ApiKey, Scope
-from lossgate.derived import Alias, Artifact, Attempt, Job, LineageView, RecallRecord, RecallResult
+from lossgate.derived import (
+    Alias, Artifact, Attempt, Job, LineageView, RecallChange, RecallRecord, RecallResult, RecallVerification,
+    ResponseRecord,
+)
 from lossgate.instants import Instant
 from lossgate.limits import MAX_LABEL_CHARS, Id, Key, Label, Name, Text, as_doubles
 from lossgate.records import (
@@ -33,7 +36,7 @@ __all__ = [
     "EventRef", "FactRef", "ClockOut", "AliasOut", "SubjectClockOut", "AppendOut", "EventOut", "FactOut",
     "ConflictOut", "GuardIn", "RecallOut", "RecallRecordOut", "ProposalOut", "ExtractOut", "JobOut", "ConsolidateOut", "AttemptOut", "ArtifactOut",
     "ClaimOut", "ManifestOut", "LineageEdgeOut", "AncestorOut", "LineageOut", "LogEntryOut", "KeyOut", "HealthOut",
-    "SubjectsOut",
+    "SubjectsOut", "RespondIn", "ResponseOut", "RecallChangeOut", "RecallVerificationOut",
 ]
 
 MAX_BATCH = 1_000  # events, and facts, in one append: one transaction
@@ -122,6 +125,16 @@ class GuardIn(_In):
     action: dict[str, Any] = Field(description="The action the agent is about to carry out: a meal order, a "
                                                "refund, a message to send, a deploy.")
     recall_id: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
+class RespondIn(_In):
+    """What the agent finally answered (text) or did (a JSON object), or both, after the recall
+    ``recall_id``; ``guard_id``: the guard result of the action, if it was checked first."""
+
+    recall_id: Key
+    answer: Text | None = None
+    action: dict[str, Any] | None = Field(default=None, description="The action the agent carried out.")
+    guard_id: Key | None = None
 
 
 # -- responses -----------------------------------------------------------------------------
@@ -268,6 +281,57 @@ class RecallOut(_Out):
                    open_items=list(r.open_items), facts=[FactOut.of(f) for f in r.facts],
                    events=[EventOut.of(e) for e in r.events], tokens=r.tokens, recall_id=r.record.recall_id,
                    rendered=r.render())
+
+
+class ResponseOut(_Out):
+    """What an agent answered or did, tied to the recall (and guard result) it rests on.
+    ``answer`` and ``action`` are ``None`` once content the recall returned is deleted
+    (``redacted``); their sha256 stay for audit."""
+
+    response_id: str
+    at: datetime
+    recall_id: str
+    guard_id: str | None
+    answer: str | None
+    action: dict[str, Any] | None
+    answer_sha256: str | None
+    action_sha256: str | None
+    redacted: bool
+    redacted_at: datetime | None
+    redaction_cause: str | None
+
+    @classmethod
+    def of(cls, r: ResponseRecord) -> "ResponseOut":
+        red = r.redacted
+        return cls(response_id=r.response_id, at=r.at, recall_id=r.recall_id, guard_id=r.guard_id, answer=r.answer,
+                   action=r.action, answer_sha256=r.answer_sha256, action_sha256=r.action_sha256,
+                   redacted=red is not None, redacted_at=red.at if red else None,
+                   redaction_cause=red.cause if red else None)
+
+
+class RecallChangeOut(_Out):
+    """One input of a recall that moved since: its id and how (superseded, revoked, deleted,
+    edited, or retired: the summary's artifact is no longer the live one)."""
+
+    id: str
+    what: RecallChange
+
+
+class RecallVerificationOut(_Out):
+    """Whether what a recall returned is still what memory says: ``unchanged``, ``changed`` or
+    ``erased`` (something it returned deleted since), each change, and whether the block it
+    rendered is rebuilt to the same sha256 (``rendered_matches``; ``null`` when not checked)."""
+
+    recall_id: str
+    state: Literal["unchanged", "changed", "erased"]
+    changes: list[RecallChangeOut]
+    rendered_matches: bool | None
+
+    @classmethod
+    def of(cls, v: RecallVerification) -> "RecallVerificationOut":
+        return cls(recall_id=v.recall_id, state=v.state,
+                   changes=[RecallChangeOut(id=i, what=what) for i, what in v.changes],
+                   rendered_matches=v.rendered_matches)
 
 
 class RecallRecordOut(_Out):

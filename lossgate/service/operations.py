@@ -34,7 +34,7 @@ from lossgate.service.errors import ApiError
 from lossgate.service.models import (
     AliasOut, AppendIn, AppendOut, ArtifactOut, AttemptOut, ClockOut, ConflictOut, ConsolidateOut, EventIn, EventOut,
     EventRef, ExtractOut, FactIn, FactOut, FactRef, GuardIn, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
-    RecallRecordOut, SubjectClockOut, SubjectsOut, SupersedeIn,
+    RecallRecordOut, RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
 
 __all__ = ["TenantMemory", "Answer", "request_hash"]
@@ -178,6 +178,19 @@ class TenantMemory:
     def recalls(self, subject_id: str, *, limit: int = 100) -> list[RecallRecordOut]:
         """The subject's recall records, newest first."""
         return [RecallRecordOut.of(r) for r in self.memory.recalls(self.tenant_id, subject_id, limit=limit)]
+
+    def verify_recall(self, subject_id: str, recall_id: str) -> RecallVerificationOut:
+        """Whether what a recall returned is still what memory says."""
+        return RecallVerificationOut.of(self.memory.verify_recall(self.tenant_id, subject_id, recall_id))
+
+    def respond(self, subject_id: str, body: RespondIn) -> ResponseOut:
+        """Record what the agent answered or did after a recall (one transaction)."""
+        return ResponseOut.of(self.memory.respond(self.tenant_id, subject_id, body.recall_id, answer=body.answer,
+                                                  action=body.action, guard_id=body.guard_id))
+
+    def responses(self, subject_id: str, *, limit: int = 100) -> list[ResponseOut]:
+        """The subject's response records, newest first."""
+        return [ResponseOut.of(r) for r in self.memory.responses(self.tenant_id, subject_id, limit=limit)]
 
     def clock(self, subject_id: str) -> SubjectClockOut:
         return SubjectClockOut(subject_id=subject_id, clock=ClockOut.of(self.memory.clock(self.tenant_id, subject_id)),

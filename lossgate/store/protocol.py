@@ -13,7 +13,8 @@ The primitives come in tiers by capability, each a read half and a write half:
   operation log and the predicate registry. Everything else rests on it.
 * **derived** (:class:`DerivedReadTx`, :class:`DerivedWriteTx`): artifacts with
   their manifests and lineage, the alias and its compare-and-swap, attempts,
-  recall records, extraction proposals and the daily fidelity metrics.
+  recall records, guard results and response records, extraction proposals and the
+  daily fidelity metrics.
 * **queue** (:class:`QueueReadTx`, :class:`QueueWriteTx`): rebuild jobs, their
   claims and leases.
 * **search** (:class:`SearchReadTx`, :class:`SearchWriteTx`): full-text search
@@ -61,7 +62,7 @@ failed rolls back at exit and raises :class:`~lossgate.errors.StoreError`, even 
 body caught the error.
 
 **Instants.** The times a store compares or sorts (artifacts' ``created_at``, recall
-records' ``at``, jobs' ``run_after`` and leases, conflicts' ``detected_at``, attempts'
+records', guard results' and response records' ``at``, jobs' ``run_after`` and leases, conflicts' ``detected_at``, attempts'
 ``started_at``, proposals' ``created_at``, events' ``recorded_at`` in the tier reads, daily
 metrics' ``recorded_at``) are instants: a caller may give them with any UTC offset, and
 they order as time (SQLite stores them as ISO text in UTC; they read back in UTC).
@@ -69,8 +70,8 @@ Caller-supplied domain times (``occurred_at``, ``valid_from``) keep their offset
 (invariant 9) and are never compared by a store.
 
 **Order.** Every list comes in the order its primitive states. Where that order is a
-timestamp that two rows can share (artifacts' ``created_at``, recall records' ``at``,
-jobs' ``run_after`` when claiming), the row created first comes first (last, in a
+timestamp that two rows can share (artifacts' ``created_at``, recall records', guard
+results' and response records' ``at``, jobs' ``run_after`` when claiming), the row created first comes first (last, in a
 newest-first list): creation order breaks the tie, not the id, which callers choose.
 Where a primitive names an id as its tie-break (conflicts, proposals), the id breaks it,
 compared bytewise.
@@ -95,9 +96,11 @@ from lossgate.derived import (
     Attempt,
     DailyMetric,
     ExpectedAlias,
+    GuardResult,
     Job,
     LineageEdge,
     RecallRecord,
+    ResponseRecord,
 )
 from lossgate.records import (
     ArtifactBody,
@@ -419,7 +422,8 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
 
 class DerivedReadTx(Protocol):
     """Reads of what consolidation derived: artifacts, lineage, the alias, attempts, recall
-    records and extraction proposals; and what the daily fidelity runs measured."""
+    records and extraction proposals; what the response boundary left (guard results and
+    response records); and what the daily fidelity runs measured."""
 
     def alias(self, tenant_id: str, subject_id: str) -> Alias:
         """The subject's alias; an empty one (no artifact, epoch 0, covers 0) if never published."""
@@ -485,6 +489,30 @@ class DerivedReadTx(Protocol):
         candidate id among them, or (in summary mode) the alias's artifact among them; oldest
         first (``at``, ties in creation order). Reads every recall record of the subject;
         deletions are rare, recalls are not."""
+
+    def recall_record(self, tenant_id: str, subject_id: str, recall_id: str) -> RecallRecord | None:
+        """One recall record of the subject by id, or ``None``."""
+
+    def guard_result(self, tenant_id: str, subject_id: str, guard_id: str) -> GuardResult | None:
+        """One guard result of the subject by id, or ``None``."""
+
+    def guard_results(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[GuardResult]:
+        """The subject's most recent guard results, newest first (``at``, ties newest created first)."""
+
+    def responses(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[ResponseRecord]:
+        """The subject's most recent response records, newest first (``at``, ties newest
+        created first)."""
+
+    def guard_results_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[GuardResult]:
+        """The subject's guard results not redacted yet that touched any of ``ids``: a refusal
+        naming one of them (its fact, its conflict or a source event), or a recall record
+        they are tied to that touched one (as :meth:`recalls_touching` reads it, the query
+        aside); oldest first (``at``, ties in creation order)."""
+
+    def responses_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[ResponseRecord]:
+        """The subject's response records not redacted yet whose recall record touched any of
+        ``ids`` (as :meth:`recalls_touching` reads it, the query aside), or whose guard result
+        is one of ``ids``; oldest first (``at``, ties in creation order)."""
 
     def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
                   statuses: Sequence[str] | None = None) -> list[Proposal]:
@@ -564,6 +592,26 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
     @subject_of("record")
     def replace_recall(self, record: RecallRecord) -> None:
         """Overwrite a stored recall record (same tenant and recall id); used to redact it."""
+
+    @subject_of("result")
+    def record_guard(self, result: GuardResult) -> None:
+        """Store one guard result. Written under the subject's lock, in the transaction that
+        read the facts it was checked against: a deletion that redacts guard results never
+        misses one. Its id taken in the tenant: :class:`~lossgate.errors.IdempotencyConflict`."""
+
+    @subject_of("result")
+    def replace_guard(self, result: GuardResult) -> None:
+        """Overwrite a stored guard result (same tenant, subject and guard id); used to redact it."""
+
+    @subject_of("response")
+    def record_response(self, response: ResponseRecord) -> None:
+        """Store one response record, under the subject's lock (as :meth:`record_guard`). Its id
+        taken in the tenant: :class:`~lossgate.errors.IdempotencyConflict`."""
+
+    @subject_of("response")
+    def replace_response(self, response: ResponseRecord) -> None:
+        """Overwrite a stored response record (same tenant, subject and response id); used to
+        redact it."""
 
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
                  event_ids: Sequence[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic_core import TzInfo
 
-from lossgate.derived import Alias, Artifact, Attempt, Job, Manifest, RecallRecord
+from lossgate.derived import Alias, Artifact, Attempt, GuardResult, Job, Manifest, RecallRecord, ResponseRecord
 from lossgate.errors import UnknownFormat
 from lossgate.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
 from lossgate.values import decode_value
@@ -306,3 +306,11 @@ def attempt_from_json(value: Any) -> Attempt:
 
 def recall_from_json(value: Any) -> RecallRecord:
     return RecallRecord.model_validate(_json(value))
+
+
+def guard_from_json(value: Any) -> GuardResult:
+    return GuardResult.model_validate(_json(value))
+
+
+def response_from_json(value: Any) -> ResponseRecord:
+    return ResponseRecord.model_validate(_json(value))

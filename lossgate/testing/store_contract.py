@@ -33,7 +33,8 @@ The tests, by tier:
   sees the committed state); concurrent read-modify-write transactions of one subject
   give gap-free sequence numbers; ``lock_alias`` locks the clock, and before the alias;
 * derived: the NULL-safe compare-and-swap of the alias, creation-order tie-breaks,
-  and a script of derived-layer calls with the answer each must give;
+  a script of derived-layer calls with the answer each must give, and the response
+  boundary's records (guard results, responses): kept in order, found by what they touched;
 * queue: one pending job per subject, claiming order, leases, and a retry that folds
   into the job already pending;
 * search: the fresh tail is searched before the index takes it, purged text is not;
@@ -66,10 +67,14 @@ from lossgate.derived import (
     Attempt,
     DailyMetric,
     ExpectedAlias,
+    GuardResult,
     InputRef,
     LineageEdge,
     Manifest,
     RecallRecord,
+    RecallRedaction,
+    Refusal,
+    ResponseRecord,
 )
 from lossgate.errors import IdempotencyConflict, InvalidInput, StoreError
 from lossgate.records import ArtifactBody, Clock, Conflict, Event, Fact, NewEvent, Proposal, TaintPolicy
@@ -156,6 +161,27 @@ def recall_record(recall_id: str, *, at: datetime = NOW, candidates: tuple[str, 
     return RecallRecord(recall_id=recall_id, tenant_id=T, subject_id=S, at=at, query="refund", filters={"k": 1.5},
                         mode="summary", candidate_ids=candidates, selected_ids=candidates,
                         alias=Alias(tenant_id=T, subject_id=S), clock=Clock(tenant_id=T, subject_id=S))
+
+
+def refusal(*, fact_id: str | None = None, sources: tuple[str, ...] = (), conflict_id: str | None = None) -> Refusal:
+    return Refusal(rule="no_peanuts", kind="in_conflict" if conflict_id else "excludes", field="items[0].name",
+                   value="satay", detail="items[0].name names 'peanuts'", fact_id=fact_id,
+                   predicate="food.peanuts_allowed", fact_value=False, qualifiers={"basis": "allergy"},
+                   source_event_ids=sources, conflict_id=conflict_id)
+
+
+def guard_result(guard_id: str, *, at: datetime = NOW, recall_id: str | None = None,
+                 refusals: tuple[Refusal, ...] = (), tenant: str = T, subject: str = S) -> GuardResult:
+    return GuardResult(guard_id=guard_id, tenant_id=tenant, subject_id=subject, at=at,
+                       action={"items": [{"name": "satay", "qty": 2, "price": 9.5}]}, action_sha256="sha256:act",
+                       allowed=not refusals, refusals=refusals, rules=("no_peanuts",), recall_id=recall_id,
+                       registry_version=1)
+
+
+def response_record(response_id: str, recall_id: str, *, at: datetime = NOW, guard_id: str | None = None,
+                    tenant: str = T, subject: str = S) -> ResponseRecord:
+    return ResponseRecord(response_id=response_id, tenant_id=tenant, subject_id=subject, at=at, recall_id=recall_id,
+                          guard_id=guard_id, answer="two satay, please", answer_sha256="sha256:ans")
 
 
 def in_threads(*work: Callable[[], None]) -> list[BaseException]:
@@ -264,6 +290,12 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "attempt": lambda tx: tx.attempt(T, S, "at1"),
     "recalls": lambda tx: tx.recalls(T, S),
     "recalls_touching": lambda tx: tx.recalls_touching(T, S, ["e1"]),
+    "recall_record": lambda tx: tx.recall_record(T, S, "r1"),
+    "guard_result": lambda tx: tx.guard_result(T, S, "g1"),
+    "guard_results": lambda tx: tx.guard_results(T, S),
+    "guard_results_touching": lambda tx: tx.guard_results_touching(T, S, ["e1"]),
+    "responses": lambda tx: tx.responses(T, S),
+    "responses_touching": lambda tx: tx.responses_touching(T, S, ["e1"]),
     "proposals": lambda tx: tx.proposals(T, S),
     "extracted_through": lambda tx: tx.extracted_through(T, S),
     "lock_alias": lambda tx: tx.lock_alias(T, S),
@@ -275,6 +307,10 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "save_attempt": lambda tx: tx.save_attempt(_attempt("at1", 1, "rejected")),
     "replace_artifact_body": lambda tx: tx.replace_artifact_body(T, S, "a1", ArtifactBody(tenant_id=T, subject_id=S)),
     "replace_recall": lambda tx: tx.replace_recall(recall_record("r1")),
+    "record_guard": lambda tx: tx.record_guard(guard_result("g1")),
+    "replace_guard": lambda tx: tx.replace_guard(guard_result("g1")),
+    "record_response": lambda tx: tx.record_response(response_record("rs1", "r1")),
+    "replace_response": lambda tx: tx.replace_response(response_record("rs1", "r1")),
     "replace_artifact_documents": lambda tx: tx.replace_artifact_documents(
         [(ArtifactDocument(T, S, "a1", "candidate", "{}", "{}"), "{}", "{}")]),
     "set_tier": lambda tx: tx.set_tier(T, S, through_seq=1, tier="cold"),
@@ -334,6 +370,10 @@ def _write_scope(tx: WriteTx, p: str, t: str, s: str, n: int) -> None:
     for i in range(1, n):
         tx.save_attempt(_attempt(f"{p}-at{i}", i, "rejected", tenant=t, subject=s))
     tx.insert_recall(recall_record(f"{p}-r1", candidates=(f"{p}-e1",), tenant=t, subject=s))
+    tx.record_guard(guard_result(f"{p}-g1", recall_id=f"{p}-r1", tenant=t, subject=s,
+                                 refusals=(refusal(fact_id=f"{p}-f1", sources=(f"{p}-e1",)),)))
+    tx.record_guard(guard_result(f"{p}-g2", tenant=t, subject=s))
+    tx.record_response(response_record(f"{p}-rs1", f"{p}-r1", guard_id=f"{p}-g1", tenant=t, subject=s))
     tx.save_proposals([_proposal(f"{p}-p1", f"{p}-e1", tenant=t, subject=s)])
     tx.set_extracted_through(t, s, n)
     for i in range(1, n):  # one call each: the vectors' version counts n - 1 changes
@@ -407,6 +447,16 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
                 [None, None, "own-at1"]),
     "recalls": (lambda tx, t, s: _ids(tx.recalls(t, s), "recall_id"), ["own-r1"]),
     "recalls_touching": (lambda tx, t, s: _ids(tx.recalls_touching(t, s, _all("e1")), "recall_id"), ["own-r1"]),
+    "recall_record": (lambda tx, t, s: [None if (r := tx.recall_record(t, s, i)) is None else r.recall_id
+                                        for i in _all("r1")], [None, None, "own-r1"]),
+    "guard_result": (lambda tx, t, s: [None if (g := tx.guard_result(t, s, i)) is None else g.guard_id
+                                       for i in _all("g1")], [None, None, "own-g1"]),
+    "guard_results": (lambda tx, t, s: _ids(tx.guard_results(t, s), "guard_id"), ["own-g2", "own-g1"]),
+    "guard_results_touching": (lambda tx, t, s: [_ids(tx.guard_results_touching(t, s, _all(x)), "guard_id")
+                                                 for x in ("e1", "f1")], [["own-g1"], ["own-g1"]]),
+    "responses": (lambda tx, t, s: _ids(tx.responses(t, s), "response_id"), ["own-rs1"]),
+    "responses_touching": (lambda tx, t, s: _ids(tx.responses_touching(t, s, _all("e1")), "response_id"),
+                           ["own-rs1"]),
     "proposals": (lambda tx, t, s: [_ids(tx.proposals(t, s), "proposal_id"),
                                     _ids(tx.proposals(t, s, ids=_all("p1")), "proposal_id")],
                   [["own-p1"], ["own-p1"]]),
@@ -599,6 +649,8 @@ class StoreContract:
             (sib_a2,) = tx.artifact_documents(T, ["sib-a2"])  # the sibling's, as read, said to be this subject's
             assert tx.replace_artifact_documents([(dataclasses.replace(sib_a2, subject_id=S), "{}", "{}")]) == []
             tx.replace_recall(recall_record("sib-r1", candidates=()))
+            tx.replace_guard(guard_result("sib-g1"))  # the sibling's id, said to be this subject's
+            tx.replace_response(response_record("sib-rs1", "sib-r1"))
             assert tx.set_tier(T, S, through_seq=9, tier="cold") == 2
             tx.set_extracted_through(T, S, 9)
             assert tx.put_vectors(T, S, "m", [("event", "sib-e2", b"\0" * 8)]) == 0  # not this subject's event
@@ -886,6 +938,77 @@ class StoreContract:
             assert [(j.subject_id, j.status, j.reason, j.tries, j.run_after, j.lease_owner)
                     for j in tx.jobs(T, S)] == [(S, "pending", "revoke", 1, later, None)]
             assert [(j.status, j.lease_owner) for j in tx.jobs("globex", "u7")] == [("running", "w2")]
+
+    def test_guard_results_and_responses_keep_their_order_and_are_found_by_what_they_touched(
+            self, store: Store) -> None:
+        """The response boundary's records: read back as written, newest first (creation order
+        breaking ties on ``at``, given with any UTC offset), one per id in the tenant; found for a
+        deletion by what they touched (a refusal's fact, conflict or source event; the tied
+        recall's candidates or the summary it read) until they are redacted."""
+        plus2 = timezone(timedelta(hours=2))
+        later = datetime(2026, 3, 14, 14, 0, 1, tzinfo=plus2)  # 12:00:01 UTC
+        summary_recall = recall_record("r-sum", candidates=("e9",)).model_copy(
+            update={"alias": Alias(tenant_id=T, subject_id=S, artifact_id="a1")})
+        raw_recall = recall_record("r-raw", candidates=("e9",)).model_copy(
+            update={"mode": "raw_fallback", "alias": Alias(tenant_id=T, subject_id=S, artifact_id="a1")})
+        by_fact = guard_result("g-z", refusals=(refusal(fact_id="f1", sources=("e1",)),))
+        with store.write() as tx:
+            append(tx, event("e1"))
+            tx.insert_recall(recall_record("r-e2", candidates=("e2", "f2")))
+            tx.insert_recall(summary_recall)
+            tx.insert_recall(raw_recall)
+            tx.record_guard(by_fact)
+            tx.record_guard(guard_result("g-a", refusals=(refusal(conflict_id="c1", sources=("e3",)),)))
+            tx.record_guard(guard_result("g-m", at=later, recall_id="r-e2"))
+            tx.record_guard(guard_result("g-sum", recall_id="r-sum"))
+            tx.record_guard(guard_result("g-raw", recall_id="r-raw"))
+            tx.record_guard(guard_result("g-other", tenant="globex", refusals=(refusal(fact_id="f1"),)))
+            tx.record_response(response_record("rs-z", "r-e2", guard_id="g-m"))
+            tx.record_response(response_record("rs-a", "r-sum"))
+            tx.record_response(response_record("rs-m", "r-raw", at=later))
+            tx.record_response(response_record("rs-gone", "r-never-stored"))
+        with store.read() as tx:
+            assert tx.guard_result(T, S, "g-z") == by_fact  # the action, refusals and their values as written
+            assert tx.guard_result(T, S, "g-other") is None and tx.guard_result("globex", S, "g-other") is not None
+            assert tx.recall_record(T, S, "r-sum") == summary_recall and tx.recall_record(T, S, "nope") is None
+            assert _ids(tx.guard_results(T, S), "guard_id") == ["g-m", "g-raw", "g-sum", "g-a", "g-z"]
+            assert _ids(tx.guard_results(T, S, limit=2), "guard_id") == ["g-m", "g-raw"]
+            assert _ids(tx.responses(T, S), "response_id") == ["rs-m", "rs-gone", "rs-a", "rs-z"]
+            assert tx.responses(T, S, limit=1)[0].at == later
+            assert tx.responses(T, "nobody") == [] and tx.guard_results(T, "nobody") == []
+
+            def touching(*ids: str) -> tuple[list[str], list[str]]:
+                return (_ids(tx.guard_results_touching(T, S, list(ids)), "guard_id"),
+                        _ids(tx.responses_touching(T, S, list(ids)), "response_id"))
+
+            assert touching("f1") == (["g-z"], [])  # a refusal's fact
+            assert touching("e1") == (["g-z"], [])  # a refusal's source event
+            assert touching("c1") == (["g-a"], [])  # a refusal's conflict
+            assert touching("e2") == (["g-m"], ["rs-z"])  # the tied recall's candidate
+            assert touching("f2", "nope") == (["g-m"], ["rs-z"])
+            assert touching("a1") == (["g-sum"], ["rs-a"])  # the summary a summary-mode recall read
+            assert touching("e9") == (["g-sum", "g-raw"], ["rs-a", "rs-m"])
+            assert touching("g-m") == ([], ["rs-z"])  # a response on a guard result
+            assert touching("nope") == ([], []) and touching() == ([], [])
+        redaction = RecallRedaction(at=NOW, cause="delete_event e2", query_sha256="sha256:act", query_chars=3)
+        with store.write() as tx:
+            redacted = tx.guard_result(T, S, "g-m")
+            assert redacted is not None
+            tx.replace_guard(redacted.model_copy(update={"action": None, "redacted": redaction}))
+            (answered,) = tx.responses_touching(T, S, ["e2"])
+            tx.replace_response(answered.model_copy(update={"answer": None, "redacted": redaction}))
+        with store.read() as tx:
+            assert tx.guard_results_touching(T, S, ["e2"]) == [] and tx.responses_touching(T, S, ["e2"]) == []
+            g_m = tx.guard_result(T, S, "g-m")
+            assert g_m is not None and g_m.action is None and g_m.action_sha256 == "sha256:act"
+            assert g_m.redacted is not None and g_m.redacted.cause == "delete_event e2"
+            assert [(r.response_id, r.answer) for r in tx.responses(T, S)][-1] == ("rs-z", None)
+        with pytest.raises(IdempotencyConflict), store.write() as tx:
+            tx.record_guard(guard_result("g-z", subject="u2"))  # an id is taken once per tenant
+        with pytest.raises(IdempotencyConflict), store.write() as tx:
+            tx.record_response(response_record("rs-z", "r-e2", subject="u2"))
+        with store.read() as tx:
+            assert tx.guard_results(T, "u2") == [] and tx.responses(T, "u2") == []
 
     # -- the stored format -----------------------------------------------------------------
     def test_artifact_documents_are_listed_by_id_and_swapped_only_as_they_were_read(self, store: Store) -> None:

@@ -197,8 +197,8 @@ def test_a_clean_publication_and_an_incremental_one_diverge_nowhere(memory):
     memory.recall(T, S)
     memory.recall(T, S, query="timezone")
     bundle = diagnose(memory, T, S, first.attempt_id)
-    assert bundle.first_divergent is None and [c.status for c in bundle.checks] == ["ok"] * 4
-    assert bundle.note == "no boundary diverged" and len(bundle.recalls) == 2
+    assert bundle.first_divergent is None and [c.status for c in bundle.checks] == ["ok"] * 4 + ["unchecked"]
+    assert bundle.note == "no boundary diverged; not checked: response" and len(bundle.recalls) == 2
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-late", text="Thanks, that is all for today.")])
     second = memory.consolidate(T, S)
     assert second.status == "published" and first.artifact_id in second.selected_ids  # the incremental path

@@ -100,6 +100,16 @@ def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     assert [(r["recall_id"], r["mode"]) for r in records[:2]] == [(recalled["recall_id"], "summary"),
                                                                    (records[1]["recall_id"], "raw_fallback")]
     assert records[1]["query"] == "peanuts" and records[0]["alias"]["artifact_id"] == attempt["artifact_id"]
+    # the response boundary: the planned order guarded, the response recorded, the recall verified
+    order = {"items": [{"dish": "salad", "ingredients": ["peanut dressing"]}]}
+    guarded = rw.post(f"/v1/subjects/{s}/guard", json={"action": order, "recall_id": recalled["recall_id"]}).json()
+    assert guarded["allowed"] is False and guarded["refusals"][0]["fact_id"] == "allergy"
+    answered = rw.post(f"/v1/subjects/{s}/responses", json={"recall_id": recalled["recall_id"],
+                                                             "answer": "no peanut dressing for you"})
+    assert answered.status_code == 201, answered.text
+    assert [r["response_id"] for r in rw.get(f"/v1/subjects/{s}/responses").json()] == [answered.json()["response_id"]]
+    verdict = rw.get(f"/v1/subjects/{s}/recalls/{recalled['recall_id']}/verify").json()
+    assert (verdict["state"], verdict["rendered_matches"]) == ("unchanged", True)
     (artifact,) = rw.get(f"/v1/subjects/{s}/artifacts", params={"state": "published"}).json()
     assert rw.get(f"/v1/subjects/{s}/artifacts", params={"state": "stale"}).json() == []
     assert artifact["state"] == "published" and {c["fact_id"] for c in artifact["claims"]} >= {"allergy", "tz-1"}

@@ -5,6 +5,8 @@
 * :mod:`.consolidation`: extract, consolidate (queue a job), jobs, attempts, artifacts and
   lineage;
 * :mod:`.recall`: recall with the rendered prompt block, and the clock;
+* :mod:`.responses`: what the agent answered or did after a recall, and whether a recall
+  still holds;
 * :mod:`.system`: health, metrics, the key itself, and the tenant-wide admin listings.
 """
 

@@ -20,7 +20,7 @@ router = APIRouter(prefix="/v1/subjects/{subject_id}", tags=["guard"], route_cla
 Reader = Annotated[TenantMemory, Depends(reader)]
 
 
-@router.post("/guard", response_model=GuardResult, responses=errors(), summary="Guard a planned action")
+@router.post("/guard", response_model=GuardResult, responses=errors(404), summary="Guard a planned action")
 def guard(subject_id: Subject, body: GuardIn, memory: Reader) -> GuardResult:
     """Check an action the agent is about to carry out against the subject's active facts
     and open conflicts, by the guard rules of the predicate registry: `allowed`, or each

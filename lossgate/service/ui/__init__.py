@@ -160,7 +160,8 @@ def logout(request: Request) -> Response:
 
 @router.get("/subjects/{subject_id}", response_class=HTMLResponse)
 def subject(subject_id: Subject, request: Request) -> HTMLResponse:
-    """One subject: clock and alias, published artifact, attempts, lineage graph, recalls."""
+    """One subject: clock and alias, published artifact, attempts, lineage graph, recalls and
+    the responses made after them."""
     found = _reader(request)
     if isinstance(found, HTMLResponse):
         return found
@@ -209,4 +210,5 @@ def subject(subject_id: Subject, request: Request) -> HTMLResponse:
         graph += f'<p class="empty">The graph shows the newest {len(graph_artifacts)} artifacts of {len(artifacts)}.</p>'
     return _html(subject_page(key=key_out, subject_id=subject_id, clock=clock, published=published,
                               published_error=published_error, attempts=attempts, artifacts=artifacts, graph=graph,
-                              recalls=memory.recalls(subject_id, limit=50)))
+                              recalls=memory.recalls(subject_id, limit=50),
+                              responses=memory.responses(subject_id, limit=50)))

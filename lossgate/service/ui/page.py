@@ -1,7 +1,7 @@
 """The inspection page's HTML, built as strings on the server.
 
 Every value that comes from the store or the request (subject ids, texts, claim values,
-violation details, recall queries) goes through :func:`esc` (``html.escape`` with
+violation details, recall queries, agents' answers and actions) goes through :func:`esc` (``html.escape`` with
 quotes), so a ``<script>`` in any of them is shown as text. The page has no script at
 all, and its Content-Security-Policy (:data:`HEADERS`) forbids one anyway.
 """
@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from lossgate.service.models import (
-    ArtifactOut, AttemptOut, ClaimOut, KeyOut, RecallRecordOut, SubjectClockOut,
+    ArtifactOut, AttemptOut, ClaimOut, KeyOut, RecallRecordOut, ResponseOut, SubjectClockOut,
 )
 from lossgate.service.ui.graph import legend_html
 
@@ -223,9 +223,42 @@ def _artifacts(artifacts: Sequence[ArtifactOut]) -> str:
             f"<th>parent</th></tr>{rows}</table>")
 
 
-def _recalls(recalls: Sequence[RecallRecordOut]) -> str:
+def _said(r: ResponseOut) -> str:
+    """What a response holds: its answer and its action, or that a deletion redacted them."""
+    if r.redacted:
+        return f'<span class="empty">redacted ({esc(r.redaction_cause)})</span>'
+    parts = [esc(r.answer)] if r.answer is not None else []
+    if r.action is not None:
+        parts.append(f"<code>{_json(r.action)}</code>")
+    return "<br>".join(parts)
+
+
+def _answered(responses: Sequence[ResponseOut]) -> str:
+    """The responses made after one recall, in its row."""
+    if not responses:
+        return '<span class="empty">—</span>'
+    return "".join(f'<div class="response"><code>{esc(r.response_id)}</code>'
+                   f"{' (guard <code>' + esc(r.guard_id) + '</code>)' if r.guard_id else ''}: {_said(r)}</div>"
+                   for r in responses)
+
+
+def _responses(responses: Sequence[ResponseOut]) -> str:
+    if not responses:
+        return '<p class="empty">No response recorded yet.</p>'
+    rows = "".join(
+        f'<tr class="response{" redacted" if r.redacted else ""}"><td>{esc(r.at.isoformat())}</td>'
+        f"<td><code>{esc(r.response_id)}</code></td><td><code>{esc(r.recall_id)}</code></td>"
+        f"<td><code>{esc(r.guard_id or '—')}</code></td><td>{_said(r)}</td></tr>" for r in responses)
+    return ("<table class=\"responses\"><tr><th>at</th><th>response</th><th>recall</th><th>guard</th>"
+            f"<th>answer / action</th></tr>{rows}</table>")
+
+
+def _recalls(recalls: Sequence[RecallRecordOut], responses: Sequence[ResponseOut] = ()) -> str:
     if not recalls:
         return '<p class="empty">No recall yet.</p>'
+    after: dict[str, list[ResponseOut]] = {}
+    for response in responses:
+        after.setdefault(response.recall_id, []).append(response)
     rows = []
     for r in recalls:
         if r.redacted:
@@ -235,19 +268,21 @@ def _recalls(recalls: Sequence[RecallRecordOut]) -> str:
         else:
             query = esc(r.query)
         rows.append(
-            f"<tr class=\"recall\"><td>{esc(r.at.isoformat())}</td><td>{_badge(r.mode)}</td><td>{query}</td>"
+            f"<tr class=\"recall\"><td>{esc(r.at.isoformat())}<br><code>{esc(r.recall_id)}</code></td>"
+            f"<td>{_badge(r.mode)}</td><td>{query}</td>"
             f"<td><code>{esc(r.alias.artifact_id or '—')}</code></td>"
             f"<td>{esc(len(r.candidate_ids))} / {esc(len(r.selected_ids))}</td>"
             f"<td><code>{esc(', '.join(r.selected_ids[:12]))}{' …' if len(r.selected_ids) > 12 else ''}</code></td>"
-            f"<td>{esc(r.clock.high_water)} / {esc(r.clock.input_epoch)}</td></tr>")
-    return ("<table class=\"recalls\"><tr><th>at</th><th>mode</th><th>query</th><th>summary read</th>"
-            "<th>considered / returned</th><th>returned ids</th><th>clock (seq / epoch)</th></tr>"
+            f"<td>{esc(r.clock.high_water)} / {esc(r.clock.input_epoch)}</td>"
+            f"<td>{_answered(after.get(r.recall_id, []))}</td></tr>")
+    return ("<table class=\"recalls\"><tr><th>at / recall</th><th>mode</th><th>query</th><th>summary read</th>"
+            "<th>considered / returned</th><th>returned ids</th><th>clock (seq / epoch)</th><th>responses</th></tr>"
             + "".join(rows) + "</table>")
 
 
 def subject_page(*, key: KeyOut, subject_id: str, clock: SubjectClockOut, published: ArtifactOut | None,
                  published_error: str | None, attempts: Sequence[AttemptOut], artifacts: Sequence[ArtifactOut],
-                 graph: str, recalls: Sequence[RecallRecordOut]) -> str:
+                 graph: str, recalls: Sequence[RecallRecordOut], responses: Sequence[ResponseOut] = ()) -> str:
     refused = sum(1 for a in attempts if a.violations)
     stale = sum(1 for a in artifacts if a.state == "stale")
     body = (
@@ -259,5 +294,6 @@ def subject_page(*, key: KeyOut, subject_id: str, clock: SubjectClockOut, publis
         f'<section id="attempts"><h2>Attempts</h2>{_attempts(attempts)}</section>'
         f'<section id="lineage"><h2>Lineage</h2>{legend_html()}{graph}</section>'
         f'<section id="artifacts"><h2>Artifacts</h2>{_artifacts(artifacts)}</section>'
-        f'<section id="recalls"><h2>Recall records</h2>{_recalls(recalls)}</section>')
+        f'<section id="recalls"><h2>Recall records</h2>{_recalls(recalls, responses)}</section>'
+        f'<section id="responses"><h2>Responses</h2>{_responses(responses)}</section>')
     return layout(subject_id, body, key=key)

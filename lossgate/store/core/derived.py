@@ -1,10 +1,10 @@
 """The derived, queue and search tiers' primitives that both SQL engines share.
 
 Artifacts, lineage, the alias and its compare-and-swap, attempts, recall
-records, proposals, the rebuild queue (all but the claim) and the bookkeeping of
-stored vectors. Full-text search, the recall head, recall records touching ids,
-vector storage, the index refresh and the claim are each engine's own
-(``derived.py`` in its folder).
+records, guard results and response records, proposals, the rebuild queue (all but
+the claim) and the bookkeeping of stored vectors. Full-text search, the recall head,
+the records touching ids (recalls, guard results, responses), vector storage, the
+index refresh and the claim are each engine's own (``derived.py`` in its folder).
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from lossgate.derived import (
     ArtifactState,
     Attempt,
     ExpectedAlias,
+    GuardResult,
     Job,
     LineageEdge,
     RecallRecord,
+    ResponseRecord,
 )
 from lossgate.records import ArtifactBody, Clock, Proposal
 from lossgate.store import rows
@@ -149,6 +151,26 @@ class CoreDerivedReads(TxBase):
         return [rows.recall_from_json(r[0]) for r in self._all(
             "SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? "
             f"ORDER BY at DESC, {self._d.created('recalls')} DESC LIMIT ?", (tenant_id, subject_id, limit))]
+
+    def recall_record(self, tenant_id: str, subject_id: str, recall_id: str) -> RecallRecord | None:
+        row = self._one("SELECT record FROM recalls WHERE tenant_id=? AND subject_id=? AND recall_id=?",
+                        (tenant_id, subject_id, recall_id))
+        return rows.recall_from_json(row[0]) if row else None
+
+    def guard_result(self, tenant_id: str, subject_id: str, guard_id: str) -> GuardResult | None:
+        row = self._one("SELECT record FROM guard_results WHERE tenant_id=? AND subject_id=? AND guard_id=?",
+                        (tenant_id, subject_id, guard_id))
+        return rows.guard_from_json(row[0]) if row else None
+
+    def guard_results(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[GuardResult]:
+        return [rows.guard_from_json(r[0]) for r in self._all(
+            "SELECT record FROM guard_results WHERE tenant_id=? AND subject_id=? "
+            f"ORDER BY at DESC, {self._d.created('guard_results')} DESC LIMIT ?", (tenant_id, subject_id, limit))]
+
+    def responses(self, tenant_id: str, subject_id: str, *, limit: int = 100) -> list[ResponseRecord]:
+        return [rows.response_from_json(r[0]) for r in self._all(
+            "SELECT record FROM responses WHERE tenant_id=? AND subject_id=? "
+            f"ORDER BY at DESC, {self._d.created('responses')} DESC LIMIT ?", (tenant_id, subject_id, limit))]
 
     def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
                   statuses: Sequence[str] | None = None) -> list[Proposal]:
@@ -279,6 +301,26 @@ class CoreDerivedWrites(TxBase):
     def replace_recall(self, record: RecallRecord) -> None:
         self._run("UPDATE recalls SET record=? WHERE tenant_id=? AND subject_id=? AND recall_id=?",
                   (record.model_dump_json(), record.tenant_id, record.subject_id, record.recall_id))
+
+    def record_guard(self, result: GuardResult) -> None:
+        self._run("INSERT INTO guard_results (tenant_id, subject_id, guard_id, at, recall_id, record) "
+                  "VALUES (?,?,?,?,?,?)",
+                  (result.tenant_id, result.subject_id, result.guard_id, self._d.ts(result.at), result.recall_id,
+                   result.model_dump_json()))
+
+    def replace_guard(self, result: GuardResult) -> None:
+        self._run("UPDATE guard_results SET record=? WHERE tenant_id=? AND subject_id=? AND guard_id=?",
+                  (result.model_dump_json(), result.tenant_id, result.subject_id, result.guard_id))
+
+    def record_response(self, response: ResponseRecord) -> None:
+        self._run("INSERT INTO responses (tenant_id, subject_id, response_id, at, recall_id, record) "
+                  "VALUES (?,?,?,?,?,?)",
+                  (response.tenant_id, response.subject_id, response.response_id, self._d.ts(response.at),
+                   response.recall_id, response.model_dump_json()))
+
+    def replace_response(self, response: ResponseRecord) -> None:
+        self._run("UPDATE responses SET record=? WHERE tenant_id=? AND subject_id=? AND response_id=?",
+                  (response.model_dump_json(), response.tenant_id, response.subject_id, response.response_id))
 
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
                  event_ids: Sequence[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """PostgreSQL's own primitives of the derived, queue and search tiers: the recall head in
 one statement, full-text search over the lazily indexed ``event_terms`` and the fresh
-tail, recall records touching ids (json operators), vectors as ``bytea`` arrays, the
+tail, the records touching ids (recalls, guard results and responses: json operators), vectors as ``bytea`` arrays, the
 recall record written without waiting for a lock or the WAL, and the worker's claim
 through its ``SECURITY DEFINER`` functions.
 
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import psycopg
 
-from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
+from lossgate.derived import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
 from lossgate.records import Clock
-from lossgate.search_terms import SEARCH_SEPARATORS
+from lossgate.search_terms import SEARCH_SEPARATORS, searchable
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.tx import UNERASED
@@ -39,12 +39,20 @@ _JOB_COLS = ",".join(rows.JOB_COLUMNS)
 _TSV = ("to_tsvector('english', translate(coalesce(e.actor, '') || ' ' || coalesce(e.text, ''), "
         f"'{SEARCH_SEPARATORS}', '{' ' * len(SEARCH_SEPARATORS)}'))")
 _QUERY = "websearch_to_tsquery('english', %(q)s)"
+# The recall record {tied} names touched one of %(ids)s, as recalls_touching reads it: a
+# candidate, or the summary it read.
+_RECALL_TOUCHED = (
+    "EXISTS (SELECT 1 FROM recalls c WHERE c.tenant_id={tied}.tenant_id AND c.subject_id={tied}.subject_id"
+    " AND c.recall_id={tied}.recall_id AND ("
+    "  EXISTS (SELECT 1 FROM json_array_elements_text(c.record->'candidate_ids') x WHERE x = ANY(%(ids)s))"
+    "  OR (c.mode = 'summary' AND c.record->'alias'->>'artifact_id' = ANY(%(ids)s))))")
 
 
 def _tsquery(query: str) -> str | None:
     """Any word of ``query``, each quoted so that it stays literal (websearch_to_tsquery never
-    raises on user input; FTS5's OR on the SQLite side); ``None`` when it has no word."""
-    terms = [t.replace('"', " ") for t in query.split() if t.strip('"')]
+    raises on user input; FTS5's OR on the SQLite side); ``None`` when it has no word. An
+    identifier's pieces (``inv-5``) become the phrase of its pieces, as they are indexed."""
+    terms = [searchable(t.replace('"', " ")) for t in query.split() if t.strip('"')]
     return " or ".join(f'"{t}"' for t in terms) if terms else None
 
 
@@ -143,6 +151,27 @@ class PostgresDerivedReads(CoreDerivedReads):
             " ORDER BY at, recall_no", {"t": tenant_id, "s": subject_id, "ids": list(ids)},
         ).fetchall()
         return [rows.recall_from_json(r[0]) for r in found]
+
+    def guard_results_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[GuardResult]:
+        found = self._c.execute(
+            "SELECT record FROM guard_results g WHERE tenant_id=%(t)s AND subject_id=%(s)s"
+            " AND record->>'redacted' IS NULL AND ("
+            " EXISTS (SELECT 1 FROM json_array_elements(g.record->'refusals') f"
+            "  WHERE f->>'fact_id' = ANY(%(ids)s) OR f->>'conflict_id' = ANY(%(ids)s)"
+            "  OR EXISTS (SELECT 1 FROM json_array_elements_text(f->'source_event_ids') e WHERE e = ANY(%(ids)s)))"
+            f" OR {_RECALL_TOUCHED.format(tied='g')}) ORDER BY at, guard_no",
+            {"t": tenant_id, "s": subject_id, "ids": list(ids)},
+        ).fetchall()
+        return [rows.guard_from_json(r[0]) for r in found]
+
+    def responses_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[ResponseRecord]:
+        found = self._c.execute(
+            "SELECT record FROM responses r WHERE tenant_id=%(t)s AND subject_id=%(s)s"
+            f" AND record->>'redacted' IS NULL AND ({_RECALL_TOUCHED.format(tied='r')}"
+            " OR record->>'guard_id' = ANY(%(ids)s)) ORDER BY at, response_no",
+            {"t": tenant_id, "s": subject_id, "ids": list(ids)},
+        ).fetchall()
+        return [rows.response_from_json(r[0]) for r in found]
 
     def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
         with self._c.cursor(binary=True) as cur:  # bytea as raw bytes, not hex text

@@ -34,7 +34,8 @@ __all__ = ["POSTGRES", "PostgresReadTx", "PostgresWriteTx", "subject_lock_key"]
 
 POSTGRES = Dialect(
     name="postgres", placeholder="%s", lists="any", times="native",
-    creation_order={"artifacts": "created_no", "recalls": "recall_no"},
+    creation_order={"artifacts": "created_no", "recalls": "recall_no", "guard_results": "guard_no",
+                    "responses": "response_no"},
     null_safe_eq="IS NOT DISTINCT FROM", json_text="{col}->>'{key}'", json_value="{col}->'{key}'",
     byte_length="octet_length", unindexed="{col}", fence=" OFFSET 0",
     # the body is jsonb (equal as JSON to the text read back), the manifest json (kept as written)

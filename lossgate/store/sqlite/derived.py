@@ -1,6 +1,6 @@
 """SQLite's own primitives of the derived, queue and search tiers: FTS5 search with its
-watermark, the recall head, recall records touching ids (JSON1), vectors, and claiming
-a job under the file's writer lock. Mixed into :mod:`lossgate.store.sqlite.tx`'s
+watermark, the recall head, the records touching ids (recalls, guard results and
+responses: JSON1), vectors, and claiming a job under the file's writer lock. Mixed into :mod:`lossgate.store.sqlite.tx`'s
 transactions, beside the shared ones of :mod:`lossgate.store.core.derived`."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import orjson
 
-from lossgate.derived import Alias, ArtifactHead, Job, RecallRecord
+from lossgate.derived import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
 from lossgate.records import Clock
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
@@ -21,10 +21,18 @@ from lossgate.store.protocol import VectorKind
 __all__ = ["SQLiteDerivedReads", "SQLiteDerivedWrites"]
 
 _JOB_SELECT = f"SELECT {','.join(rows.JOB_COLUMNS)} FROM jobs"
+# The recall record {tied} names touched one of the ids (a JSON array bound twice, as in
+# recalls_touching): a candidate, or the summary it read.
+_RECALL_TOUCHED = (
+    "EXISTS (SELECT 1 FROM recalls c WHERE c.tenant_id={tied}.tenant_id AND c.subject_id={tied}.subject_id"
+    " AND c.recall_id={tied}.recall_id AND ("
+    "  EXISTS (SELECT 1 FROM json_each(c.record, '$.candidate_ids') x WHERE x.value IN (SELECT value FROM json_each(?)))"
+    "  OR (c.mode = 'summary' AND json_extract(c.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?)))))")
 
 
 def _fts_query(query: str) -> str:
-    """Any word of ``query``, each quoted (FTS5 syntax never comes from the caller)."""
+    """Any word of ``query``, each quoted (FTS5 syntax never comes from the caller). A quoted
+    identifier (``"inv-5"``) is tokenized by FTS5 into its pieces, matched as a phrase."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
 
 
@@ -117,6 +125,27 @@ class SQLiteDerivedReads(CoreDerivedReads):
             " EXISTS (SELECT 1 FROM json_each(r.record, '$.candidate_ids') c WHERE c.value IN (SELECT value FROM json_each(?)))"
             " OR (r.mode = 'summary' AND json_extract(r.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?))))"
             " ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted))]
+
+    def guard_results_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[GuardResult]:
+        wanted = orjson.dumps(list(ids)).decode()
+        return [rows.guard_from_json(r[0]) for r in self._all(
+            "SELECT record FROM guard_results g WHERE tenant_id=? AND subject_id=? "
+            "AND json_extract(record, '$.redacted') IS NULL AND ("
+            " EXISTS (SELECT 1 FROM json_each(g.record, '$.refusals') f WHERE"
+            "  json_extract(f.value, '$.fact_id') IN (SELECT value FROM json_each(?))"
+            "  OR json_extract(f.value, '$.conflict_id') IN (SELECT value FROM json_each(?))"
+            "  OR EXISTS (SELECT 1 FROM json_each(f.value, '$.source_event_ids') e"
+            "   WHERE e.value IN (SELECT value FROM json_each(?))))"
+            f" OR {_RECALL_TOUCHED.format(tied='g')}) ORDER BY at, rowid",
+            (tenant_id, subject_id, wanted, wanted, wanted, wanted, wanted))]
+
+    def responses_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[ResponseRecord]:
+        wanted = orjson.dumps(list(ids)).decode()
+        return [rows.response_from_json(r[0]) for r in self._all(
+            "SELECT record FROM responses r WHERE tenant_id=? AND subject_id=? "
+            f"AND json_extract(record, '$.redacted') IS NULL AND ({_RECALL_TOUCHED.format(tied='r')}"
+            " OR json_extract(record, '$.guard_id') IN (SELECT value FROM json_each(?))) "
+            "ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted, wanted))]
 
     def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
         return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "

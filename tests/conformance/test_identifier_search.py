@@ -1,0 +1,44 @@
+"""An identifier in a query (INV-5, bob@example.com, A-12/3) is matched as the sequence it is,
+on every store: the events that contain it rank first, not those that share one of its
+pieces ("inv", "5") with it."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lossgate import NewEvent
+from lossgate.search_terms import query_terms
+
+T = "acme"
+
+_PREFIX = st.sampled_from(["INV", "PO", "TKT", "A", "SHP"])
+_SEP = st.sampled_from(["-", "/", ".", ":"])
+
+
+def test_query_terms_keep_an_identifier_whole() -> None:
+    assert query_terms("What about INV-5 and the refund budget?") == ["inv-5", "refund", "budget"]
+    assert query_terms("mail bob@example.com today") == ["mail", "bob@example.com", "today"]
+    assert query_terms("shelf A-12/3") == ["shelf", "a-12/3"]
+    assert query_terms("a well-known x-ray") == ["well", "known", "ray"]  # no digit, no @: words
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=_PREFIX, sep=_SEP, numbers=st.lists(st.integers(0, 60), min_size=3, max_size=12), pick=st.integers(0, 11))
+def test_an_identifier_query_returns_the_events_that_contain_it_first(memory, prefix, sep, numbers, pick) -> None:
+    subject = f"s-{uuid.uuid4().hex[:8]}"
+    ids = [f"{prefix}{sep}{n}" for n in numbers]
+    wanted = ids[pick % len(ids)]
+    events = [NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-e{i}",
+                       text=f"{prefix.lower()} note {i}: see {ident} and item {numbers[(i + 1) % len(numbers)]}")
+              for i, ident in enumerate(ids)]
+    events += [NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-x{i}", text=f"{prefix} {n} {prefix} {n} {prefix}")
+               for i, n in enumerate(numbers)]  # the pieces, apart and often
+    memory.append(events)
+    holding = {e.event_id for e in events if wanted in e.text.split()}
+    # asked for as many hits as there are events holding it, recall returns those
+    found = [e.event_id for e in memory.recall(T, subject, query=f"what about {wanted}?", k=len(holding),
+                                               context=False).events]
+    assert set(found) == holding, (wanted, found)
