@@ -20,7 +20,7 @@ from lossgate.derived import (
     ResponseRecord,
 )
 from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound, crash_reason
-from lossgate.instants import checked_instant
+from lossgate.instants import before, checked_instant
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args, shown_id
 from lossgate.records import (
@@ -257,14 +257,16 @@ class Memory:
             return retention.policy(tx, tenant_id)
 
     @checked_args
-    def set_retention(self, tenant_id: str, events: "Sequence[dict[str, Any] | RetentionRule]") -> "RetentionPolicy":
+    def set_retention(self, tenant_id: str, events: "Sequence[dict[str, Any] | RetentionRule]", *,
+                      records: timedelta | None = None) -> "RetentionPolicy":
         """Set the tenant's retention: ``events``, rules ``{"kind": ..., "actor": ..., "ttl":
-        timedelta}`` (the first that matches an event decides; an event none matches is kept).
-        The policy's version counts up; earlier versions are kept."""
+        timedelta}`` (the first that matches an event decides; an event none matches is kept),
+        and ``records``, how long recall records, guard results and responses live (``None``:
+        kept). The policy's version counts up; earlier versions are kept."""
         from lossgate import retention
 
         with self.store.write() as tx:
-            return retention.set_policy(tx, tenant_id, tuple(events), now=utcnow())
+            return retention.set_policy(tx, tenant_id, tuple(events), records=records, now=utcnow())
 
     @checked_args
     def expire(self, tenant_id: str, subject_id: str | None = None, *,
@@ -280,13 +282,15 @@ class Memory:
             current = retention.policy(tx, tenant_id)
             subjects = [subject_id] if subject_id is not None else tx.subjects(tenant_id)
         out = []
-        for s in subjects if current.events else []:
+        for s in subjects if current.events or current.records else []:
             with self.transaction() as led:
                 due, kept = retention.expiring(led.tx, tenant_id, s, current, at)
                 for e, rule in due:
                     led.delete_event(tenant_id, s, e.event_id,
                                      reason=f"{retention.EXPIRY_REASON}: policy v{current.version} ({rule.describe()})")
-            out.append(retention.Expiry(tenant_id, s, [e.event_id for e, _ in due], kept))
+                forgotten = led.tx.forget_records(tenant_id, s, before=before(at, current.records)) \
+                    if current.records else 0
+            out.append(retention.Expiry(tenant_id, s, [e.event_id for e, _ in due], kept, forgotten))
         return out
 
     @checked_args

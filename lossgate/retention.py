@@ -16,6 +16,9 @@ One thing retention never takes: a source event of an active critical fact. Such
 is kept past its time to live (and counted, so an operator sees it), since the fact would
 otherwise lose its provenance; it expires once its fact is superseded, revoked or deleted.
 
+The policy may give recall records, guard results and responses a time to live too
+(``records``): past it they are deleted, evidence and all.
+
 Workers expire the subject of each job they run (:class:`lossgate.worker.Worker`);
 ``lossgate retention run`` (:meth:`lossgate.Memory.expire`) expires a whole tenant.
 """
@@ -52,9 +55,7 @@ class RetentionRule(BaseModel):
     @field_validator("ttl")
     @classmethod
     def _positive(cls, value: timedelta) -> timedelta:
-        if value <= timedelta(0):
-            raise ValueError("a time to live is longer than zero")
-        return value
+        return _positive(value)
 
     def matches(self, e: Event) -> bool:
         return (self.kind is None or e.kind == self.kind) and (self.actor is None or e.actor == self.actor)
@@ -70,11 +71,24 @@ class RetentionPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     events: tuple[RetentionRule, ...] = ()
+    # how long recall records, guard results and responses live (None: kept)
+    records: timedelta | None = None
     version: int = Field(default=0, ge=0)
     at: datetime | None = None
 
+    @field_validator("records")
+    @classmethod
+    def _records(cls, value: timedelta | None) -> timedelta | None:
+        return None if value is None else _positive(value)
+
     def rule_for(self, e: Event) -> RetentionRule | None:
         return next((r for r in self.events if r.matches(e)), None)
+
+
+def _positive(value: timedelta) -> timedelta:
+    if value <= timedelta(0):
+        raise ValueError("a time to live is longer than zero")
+    return value
 
 
 @dataclass
@@ -85,6 +99,7 @@ class Expiry:
     subject_id: str
     expired: list[str] = field(default_factory=list)
     kept_for_critical_facts: list[str] = field(default_factory=list)
+    records_forgotten: int = 0  # recall records, guard results and responses past their time
 
 
 def policy(tx: ReadTx, tenant_id: str) -> RetentionPolicy:
@@ -96,9 +111,10 @@ def policy(tx: ReadTx, tenant_id: str) -> RetentionPolicy:
 
 
 def set_policy(tx: WriteTx, tenant_id: str, rules: list[dict[str, Any]] | tuple[RetentionRule, ...], *,
-               now: datetime) -> RetentionPolicy:
-    """Store ``rules`` as the tenant's retention, one version after the current one, keeping
-    the earlier versions (the last 50). Raises :class:`InvalidInput` for a malformed rule."""
+               records: timedelta | None = None, now: datetime) -> RetentionPolicy:
+    """Store ``rules`` (and ``records``, the time to live of recall records, guard results and
+    responses) as the tenant's retention, one version after the current one, keeping the
+    earlier versions (the last 50). Raises :class:`InvalidInput` for a malformed rule."""
     try:
         parsed = tuple(r if isinstance(r, RetentionRule) else RetentionRule.model_validate(r) for r in rules)
     except ValidationError as exc:
@@ -106,7 +122,10 @@ def set_policy(tx: WriteTx, tenant_id: str, rules: list[dict[str, Any]] | tuple[
         raise InvalidInput(f"retention rule: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
     settings = tx.tenant_settings(tenant_id)
     old = settings.get(_KEY) or {}
-    new = RetentionPolicy(events=parsed, version=int(old.get("version", 0)) + 1, at=now)
+    try:
+        new = RetentionPolicy(events=parsed, records=records, version=int(old.get("version", 0)) + 1, at=now)
+    except ValidationError as exc:
+        raise InvalidInput(f"retention of records: {exc.errors()[0]['msg']}") from None
     history = [*old.get("history", []), {k: v for k, v in old.items() if k != "history"}] if old else []
     settings[_KEY] = {**new.model_dump(mode="json"), "history": history[-50:]}
     tx.save_tenant_settings(tenant_id, settings, at=now)

@@ -48,10 +48,13 @@ def _rule(spec: str) -> dict[str, Any]:
 
 def _show(tenant: str, policy: RetentionPolicy) -> None:
     console = out()
+    records = f"recall, guard and response records live {policy.records}" if policy.records else \
+        "recall, guard and response records are kept"
     if not policy.events:
-        console.print(Text(f"tenant {tenant}: no retention policy (version {policy.version}): raw events are kept"))
+        console.print(Text(f"tenant {tenant}: no retention rule for events (version {policy.version}): raw events "
+                           f"are kept; {records}"))
         return
-    console.print(Text(f"tenant {tenant}: retention policy version {policy.version}, set {policy.at}"))
+    console.print(Text(f"tenant {tenant}: retention policy version {policy.version}, set {policy.at}; {records}"))
     table = Table(title_justify="left")
     for col in ("#", "kind", "actor", "time to live"):
         table.add_column(col)
@@ -75,12 +78,20 @@ def show(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
 def set_rules(
     ctx: typer.Context, tenant: Tenant,
     rules: Annotated[Optional[list[str]], typer.Option("--rule", help=_RULE_HELP, show_default=False)] = None,
+    records: Annotated[Optional[str], typer.Option(
+        "--records", help="How long recall records, guard results and responses live (ISO 8601: P90D).")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Replace the tenant's retention rules (none: keep every raw event); a new version."""
     parsed = [_rule(r) for r in rules or []]
+    kept = None
+    if records is not None:
+        try:
+            kept = coerce_value("duration", records.strip())
+        except ValueMismatch as exc:
+            fail(f"--records {records!r}: {exc}")
     with open_memory(ctx) as memory:
-        policy = memory.set_retention(tenant, parsed)
+        policy = memory.set_retention(tenant, parsed, records=kept)
     if as_json:
         typer.echo(policy.model_dump_json())
     else:
@@ -105,11 +116,13 @@ def run(
         done = memory.expire(tenant, subject, now=at)
     if as_json:
         typer.echo(json.dumps([{"subject_id": x.subject_id, "expired": x.expired,
-                                "kept_for_critical_facts": x.kept_for_critical_facts} for x in done]))
+                                "kept_for_critical_facts": x.kept_for_critical_facts,
+                                "records_forgotten": x.records_forgotten} for x in done]))
         return
     expired, kept = sum(len(x.expired) for x in done), sum(len(x.kept_for_critical_facts) for x in done)
+    forgotten = sum(x.records_forgotten for x in done)
     out().print(Text(f"tenant {tenant}: {expired} events expired in {sum(1 for x in done if x.expired)} subjects; "
-                     f"{kept} kept past their time for an active critical fact"))
+                     f"{kept} kept past their time for an active critical fact; {forgotten} records forgotten"))
 
 
 def register(app: typer.Typer) -> None:

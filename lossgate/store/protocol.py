@@ -613,6 +613,10 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
         """Overwrite a stored response record (same tenant, subject and response id); used to
         redact it."""
 
+    def forget_records(self, tenant_id: str, subject_id: str, *, before: datetime) -> int:
+        """Delete the subject's recall records, guard results and responses made before
+        ``before`` (a retention policy's time to live for them); returns how many went."""
+
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
                  event_ids: Sequence[str] | None = None) -> int:
         """Move the subject's events with seq <= ``through_seq`` (and, with ``event_ids``,

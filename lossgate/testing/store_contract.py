@@ -313,6 +313,7 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "replace_response": lambda tx: tx.replace_response(response_record("rs1", "r1")),
     "replace_artifact_documents": lambda tx: tx.replace_artifact_documents(
         [(ArtifactDocument(T, S, "a1", "candidate", "{}", "{}"), "{}", "{}")]),
+    "forget_records": lambda tx: tx.forget_records(T, S, before=NOW),
     "set_tier": lambda tx: tx.set_tier(T, S, through_seq=1, tier="cold"),
     "save_proposals": lambda tx: tx.save_proposals([_proposal("p1", "e1")]),
     "set_extracted_through": lambda tx: tx.set_extracted_through(T, S, 1),

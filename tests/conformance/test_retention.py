@@ -97,8 +97,26 @@ def test_the_cli_sets_shows_and_runs_retention(cli, memory) -> None:
     assert r.exit_code == 0, r.output
     assert "version 1" in r.stdout and "crm" in r.stdout
     assert cli("retention", "show", "-t", T, "--json").exit_code == 0
+    assert "records live" in cli("retention", "set", "-t", T, "--rule", "tool_result@crm=P7D", "--rule", "*=P30D",
+                                 "--records", "P90D").stdout
+    assert cli("retention", "set", "-t", T, "--records", "soon").exit_code == 2
     ran = cli("retention", "run", "-t", T, "--now", "2999-01-01T00:00:00Z")
     assert ran.exit_code == 0 and "2 events expired" in ran.stdout and "1 kept" in ran.stdout
     for bad in ("message", "email=P1D", "message=30 days", "message@=P1D"):
         assert cli("retention", "set", "-t", T, "--rule", bad).exit_code == 2, bad
     assert cli("retention", "run", "-t", T, "--now", "yesterday").exit_code == 2
+
+
+def test_recall_guard_and_response_records_live_only_as_long_as_the_policy_says(memory) -> None:
+    remember(memory)
+    old = memory.recall(T, S, query="boarding code")
+    checked = memory.guard(T, S, {"items": [{"dish": "satay", "ingredients": ["peanut sauce"]}]},
+                           recall_id=old.record.recall_id)
+    memory.respond(T, S, old.record.recall_id, answer=f"Your code: {SECRET}", guard_id=checked.guard_id)
+    memory.set_retention(T, [], records=timedelta(days=30))
+    assert memory.expire(T, S)[0].records_forgotten == 0  # too young
+    (done,) = memory.expire(T, S, now=utcnow() + timedelta(days=31))
+    assert done.records_forgotten == 3 and done.expired == []  # no rule for events: they stay
+    assert memory.recalls(T, S) == [] and memory.responses(T, S) == [] and memory.guard_results(T, S) == []
+    with pytest.raises(InvalidInput, match="records"):
+        memory.set_retention(T, [], records=timedelta(0))

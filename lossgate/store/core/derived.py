@@ -322,6 +322,13 @@ class CoreDerivedWrites(TxBase):
         self._run("UPDATE responses SET record=? WHERE tenant_id=? AND subject_id=? AND response_id=?",
                   (response.model_dump_json(), response.tenant_id, response.subject_id, response.response_id))
 
+    def forget_records(self, tenant_id: str, subject_id: str, *, before: datetime) -> int:
+        gone = 0
+        for table in ("responses", "guard_results", "recalls"):  # a response names its recall
+            gone += self._run(f"DELETE FROM {table} WHERE tenant_id=? AND subject_id=? AND at<?",
+                              (tenant_id, subject_id, self._d.ts(before)))
+        return gone
+
     def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
                  event_ids: Sequence[str] | None = None) -> int:
         if event_ids is None:
