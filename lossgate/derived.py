@@ -334,6 +334,8 @@ class GuardResult(_Record):
     allowed: bool
     refusals: tuple[Refusal, ...] = ()
     rules: tuple[str, ...] = ()  # the rules that read a field of the action
+    # the facts those rules read, and their source events: deleting one redacts this result
+    read: tuple[str, ...] = ()
     recall_id: str | None = None
     registry_version: int | None = None
     redacted: RecallRedaction | None = None

@@ -582,9 +582,13 @@ class Memory:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             if recall_id is not None and tx.recall_record(tenant_id, subject_id, recall_id) is None:
                 raise NotFound(f"no recall {shown_id(recall_id)} of {tenant_id}/{subject_id}")
-            result = guard_action(tenant_id, subject_id, action, tx.facts(tenant_id, subject_id, statuses=ACTIVE),
+            facts = tx.facts(tenant_id, subject_id, statuses=ACTIVE)
+            sources = sorted({e for f in facts for e in f.source_event_ids})
+            low_trust = frozenset(e.event_id for e in (tx.events(tenant_id, subject_id, ids=sources) if sources else [])
+                                  if e.trust in ("tool", "untrusted"))
+            result = guard_action(tenant_id, subject_id, action, facts,
                                   tx.conflicts(tenant_id, subject_id, unresolved_only=True), registry,
-                                  recall_id=recall_id)
+                                  recall_id=recall_id, low_trust=low_trust)
             tx.record_guard(result)
         return result
 

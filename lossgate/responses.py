@@ -90,6 +90,10 @@ def respond(tx: WriteTx, tenant_id: str, subject_id: str, recall_id: str, *, ans
     if guard is not None and guard.recall_id not in (None, recall_id):
         raise InvalidInput(f"guard result {shown_id(guard.guard_id)} checked an action for recall "
                            f"{shown_id(guard.recall_id or '')}, not {shown_id(recall_id)}")
+    if guard is not None and action_sha is not None and action_sha != guard.action_sha256:
+        # a guard result vouches for the action it checked, and for no other
+        raise InvalidInput(f"guard result {shown_id(guard.guard_id)} checked another action than this one: "
+                           "guard the action the agent carried out")
     record = ResponseRecord(
         response_id=f"rs-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=now,
         recall_id=recall_id, guard_id=guard_id, answer=answer, action=stored, answer_sha256=answer_sha,

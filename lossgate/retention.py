@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lossgate.errors import InvalidInput
 from lossgate.instants import before
+from lossgate.limits import text_problem
 from lossgate.records import EventKind, Event
 from lossgate.store.protocol import ReadTx, WriteTx
 
@@ -52,10 +53,26 @@ class RetentionRule(BaseModel):
     actor: str | None = Field(default=None, min_length=1, max_length=200)
     ttl: timedelta
 
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _a_duration(cls, value: Any) -> Any:
+        if isinstance(value, (bool, int, float)):  # True is not one second
+            raise ValueError("a time to live is a duration (a timedelta, or ISO 8601: P30D), not a number")
+        return value
+
     @field_validator("ttl")
     @classmethod
     def _positive(cls, value: timedelta) -> timedelta:
         return _positive(value)
+
+    @field_validator("actor")
+    @classmethod
+    def _actor(cls, value: str | None) -> str | None:
+        if value == "*":
+            return None  # any actor, as a kind of "*" is any kind
+        if value is not None and text_problem(value) is not None:
+            raise ValueError(f"actor {text_problem(value)}")
+        return value
 
     def matches(self, e: Event) -> bool:
         return (self.kind is None or e.kind == self.kind) and (self.actor is None or e.actor == self.actor)

@@ -41,16 +41,18 @@ def checked_action(action: Any) -> dict[str, Any]:
 
 
 def guard_action(tenant_id: str, subject_id: str, action: Any, facts: list[Fact], conflicts: list[Conflict],
-                 registry: Registry, *, recall_id: str | None = None) -> GuardResult:
+                 registry: Registry, *, recall_id: str | None = None,
+                 low_trust: frozenset[str] = frozenset()) -> GuardResult:
     """The guard's verdict on ``action`` for the subject whose active ``facts`` and
-    ``conflicts`` these are (see the module docstring). Not stored: :meth:`Memory.guard` stores it."""
+    ``conflicts`` these are, ``low_trust`` the ids of its tool and untrusted events (see the
+    module docstring). Not stored: :meth:`Memory.guard` stores it."""
     action = checked_action(action)
-    refusals, rules = check_action(action, facts, conflicts, registry)  # exact decimals
+    refusals, rules, read = check_action(action, facts, conflicts, registry, low_trust=low_trust)  # exact decimals
     try:
         stored = as_doubles(action)  # as a payload is kept, and hashed
     except ValueError as exc:
         raise InvalidInput(f"action: {exc}") from None
     return GuardResult(guard_id=f"gd-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
                        at=utcnow(), action=stored, action_sha256=content_hash(stored), allowed=not refusals,
-                       refusals=tuple(refusals), rules=tuple(rules), recall_id=recall_id,
+                       refusals=tuple(refusals), rules=tuple(rules), read=tuple(read), recall_id=recall_id,
                        registry_version=registry.version)

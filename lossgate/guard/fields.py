@@ -2,42 +2,55 @@
 
 from __future__ import annotations
 
+import unicodedata
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from lossgate.errors import InvalidInput
 
-__all__ = ["values_at", "number_at"]
+__all__ = ["values_at", "number_at", "text_of"]
 
 
 def values_at(action: dict[str, Any], path: str) -> list[tuple[str, Any]]:
     """Every value at ``path`` in ``action``, each with where it is (``items[1].ingredients[0]``).
 
     A ``[]`` segment reads each element of a list; a list at the end of the path is read
-    element by element as well. A path that leads nowhere (an unknown field, a missing key, a
-    ``[]`` over something that is not a list) reads nothing: a rule on a field the action
-    does not have does not apply."""
+    element by element as well (lists in it too). A path whose first key the action lacks
+    reads nothing: a rule on a field the action does not have does not apply. Once the action
+    has that key, the path must lead to values: a list where an object is read, an object or
+    a scalar where a list is, a missing key or a ``null`` on the way is
+    :class:`InvalidInput`, never a silent pass ("items" as an object hides no ingredient)."""
+    segments = path.split(".")
+    if segments[0].removesuffix("[]") not in action:
+        return []
     found: list[tuple[str, Any]] = [("", action)]
-    for segment in path.split("."):
+    for segment in segments:
         each = segment.endswith("[]")
         key = segment[:-2] if each else segment
         step: list[tuple[str, Any]] = []
         for where, value in found:
-            if not isinstance(value, dict) or key not in value:
-                continue
             here = f"{where}.{key}" if where else key
+            if not isinstance(value, dict):
+                raise InvalidInput(f"action field {where}: expected an object holding {key!r}, got "
+                                   f"{type(value).__name__}")
+            if value.get(key) is None:
+                raise InvalidInput(f"action field {here}: missing (a rule reads {path})")
             inner = value[key]
             if each:
-                if isinstance(inner, list):
-                    step += [(f"{here}[{i}]", v) for i, v in enumerate(inner)]
+                if not isinstance(inner, list):
+                    raise InvalidInput(f"action field {here}: expected a list, got {type(inner).__name__}")
+                step += [(f"{here}[{i}]", v) for i, v in enumerate(inner)]
             else:
                 step.append((here, inner))
         found = step
     out: list[tuple[str, Any]] = []
-    for where, value in found:
+    while found:
+        where, value = found.pop(0)
         if isinstance(value, list):
-            out += [(f"{where}[{i}]", v) for i, v in enumerate(value) if v is not None]
-        elif value is not None:
+            found[:0] = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        elif value is None:
+            raise InvalidInput(f"action field {where}: null where a rule reads a value")
+        else:
             out.append((where, value))
     return out
 
@@ -57,7 +70,12 @@ def number_at(where: str, value: Any) -> Decimal:
 
 
 def text_of(value: Any) -> str:
-    """A field's value as the text a rule reads for names (a number as written)."""
+    """A field's value as the text a rule reads for names: NFKC-normalised and case-folded
+    ("ｐｅａｎｕｔ" is "peanut"), an object's keys with its values, a number as written."""
     if isinstance(value, dict):
-        return " ".join(text_of(v) for v in value.values())
-    return str(value)
+        raw = " ".join(f"{k} {text_of(v)}" for k, v in value.items())
+    elif isinstance(value, list):
+        raw = " ".join(text_of(v) for v in value)
+    else:
+        raw = str(value)
+    return unicodedata.normalize("NFKC", raw).casefold()

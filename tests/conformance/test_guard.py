@@ -85,7 +85,7 @@ def test_a_guard_names_only_a_recall_of_its_own_subject_and_refuses_bad_actions(
     with pytest.raises(InvalidInput):
         memory.guard(T, S, ["not", "an", "object"])  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="refund.amount"):
-        memory.guard(T, S, {"refund": {"amount": {"value": 1}}})
+        memory.guard(T, S, {"refund": {"amount": {"value": 1}, "currency": "USD"}})
     with memory.store.read() as tx:
         assert tx.guard_results(T, S) == []  # nothing half-written
 
@@ -111,3 +111,30 @@ def test_the_cli_exits_0_allowed_1_refused_2_bad_input(cli, memory, tmp_path: Pa
     (tmp_path / "list.json").write_text("[1, 2]")
     one_line_error(cli("guard", "-t", T, "-s", S, str(tmp_path / "list.json")), "JSON object")
     one_line_error(cli("guard", "-t", T, "-s", S, str(fixed), "--recall", "rc-nothing"), "rc-nothing")
+
+
+def test_a_response_may_cite_a_guard_result_only_for_the_action_it_checked(memory) -> None:
+    remember(memory)
+    rid = memory.recall(T, S).record.recall_id
+    ok = memory.guard(T, S, CORRECTED, recall_id=rid)
+    with pytest.raises(InvalidInput, match="another action"):
+        memory.respond(T, S, rid, action=PEANUT_ORDER, guard_id=ok.guard_id)
+    assert memory.respond(T, S, rid, action=CORRECTED, guard_id=ok.guard_id).guard_id == ok.guard_id
+    assert len(memory.responses(T, S)) == 1  # the refused call wrote nothing
+
+
+def test_deleting_a_fact_a_guard_read_redacts_the_result_even_when_it_allowed(memory, store_url) -> None:
+    remember(memory)
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="msg-50", occurred_at=AT,
+                            text="Deploy to the zzenvtoken environment only.")])
+    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="scope-1", predicate="account.scope", value="deploy",
+                               qualifiers={"environment": "zzenvtoken only"}, source_event_ids=["msg-50"]))
+    allowed = memory.guard(T, S, {"deploy": {"environment": "zzenvtoken"}})
+    assert allowed.allowed and "scope-1" in allowed.read
+    memory.delete_fact(T, S, "scope-1", reason="user request")
+    with memory.store.read() as tx:
+        (kept,) = tx.guard_results(T, S)
+    assert kept.action is None and kept.redacted is not None and kept.action_sha256 == allowed.action_sha256
+    if store_url.startswith("sqlite:///"):
+        memory.compact()
+        assert b"zzenvtoken" not in Path(store_url.removeprefix("sqlite:///")).read_bytes()

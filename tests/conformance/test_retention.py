@@ -35,11 +35,14 @@ def test_a_policy_is_versioned_and_a_bad_rule_is_refused(memory) -> None:
     two = memory.set_retention(T, [{"kind": "tool_result", "actor": "crm", "ttl": timedelta(days=7)},
                                    {"ttl": timedelta(days=365)}])
     assert (one.version, two.version) == (1, 2) and memory.retention(T) == two
+    assert memory.set_retention(T, [{"actor": "*", "ttl": timedelta(days=1)}]).events[0].actor is None  # any actor
+    two = memory.set_retention(T, list(two.events))
     with memory.store.read() as tx:
         history = tx.tenant_settings(T)["retention"]["history"]
-    assert [h["version"] for h in history] == [1]
+    assert [h["version"] for h in history] == [1, 2, 3]
     for bad in ({"ttl": timedelta(0)}, {"kind": "email", "ttl": timedelta(days=1)}, {"ttl": "soon"},
-                {"kind": "message"}, {"ttl": timedelta(days=1), "colour": "red"}):
+                {"kind": "message"}, {"ttl": timedelta(days=1), "colour": "red"}, {"ttl": True}, {"ttl": 5},
+                {"actor": "a\x00b", "ttl": timedelta(days=1)}):
         with pytest.raises(InvalidInput, match="retention rule"):
             memory.set_retention(T, [bad])
     assert memory.retention(T) == two  # nothing half-written

@@ -41,8 +41,9 @@ EMAIL = fact("email", "contact.allowed", True, qualifiers={"channel": "email"})
 STAGING = fact("staging", "account.scope", "deploy", qualifiers={"environment": "staging only"})
 
 
-def refused(action: dict[str, Any], *facts: Fact, conflicts: tuple[Conflict, ...] = ()) -> list[tuple[str, str, str]]:
-    refusals, _ = check_action(action, list(facts), list(conflicts), REGISTRY)
+def refused(action: dict[str, Any], *facts: Fact, conflicts: tuple[Conflict, ...] = (),
+            low_trust: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
+    refusals, _, _ = check_action(action, list(facts), list(conflicts), REGISTRY, low_trust=low_trust)
     return [(r.rule, r.kind, r.field) for r in refusals]
 
 
@@ -59,11 +60,13 @@ def test_an_ingredient_an_allergy_forbids_is_refused_naming_the_fact_and_its_sou
                                                   "peanut dressing")
     assert (r.fact_id, r.predicate, r.fact_value, r.qualifiers, r.source_event_ids) == (
         "allergy", "food.peanuts_allowed", False, {"basis": "allergy"}, ("e-41",))
-    assert "food.peanuts_allowed: false" in r.detail
+    assert "which food.peanuts_allowed: false (basis=allergy" in r.detail
+    assert set(result.read) == {"allergy", "e-41"}  # what deleting would redact this result by
 
 
-@pytest.mark.parametrize("ingredient", ["Peanuts", "satay sauce", "groundnut oil", "PEANUT butter"])
-def test_the_registry_synonyms_name_the_forbidden_food(ingredient: str) -> None:
+@pytest.mark.parametrize("ingredient", ["Peanuts", "satay sauce", "groundnut oil", "PEANUT butter", "ｐｅａｎｕｔ",
+                                        "ＰＥＡＮＵＴＳ", "ⓟⓔⓐⓝⓤⓣ", "peanutſ", {"peanut": True}])
+def test_the_registry_synonyms_name_the_forbidden_food(ingredient: Any) -> None:
     assert refused(meal([ingredient]), ALLERGY) == [("meal-ingredients", "excludes", "items[0].ingredients[0]")]
 
 
@@ -84,6 +87,8 @@ def test_a_refund_within_the_limit_with_its_condition_met_is_allowed() -> None:
     ({"amount": 40, "currency": "USD"}, ["condition_unmet"]),
     ({"amount": 40, "currency": "USD", "conditions_met": ["manager said fine"]}, ["condition_unmet"]),
     ({"amount": 80, "currency": "USD", "conditions_met": []}, ["at_most", "condition_unmet"]),
+    ({"amount": 40, "currency": "USD", "conditions_met": ["not after supervisor review"]}, ["condition_unmet"]),
+    ({"amount": -5, "currency": "USD", "conditions_met": ["supervisor review"]}, ["at_most"]),
 ])
 def test_a_refund_above_its_limit_in_another_currency_or_without_its_condition_is_refused(
         refund: dict[str, Any], kinds: list[str]) -> None:
@@ -101,6 +106,10 @@ def test_an_untrusted_source_authorizes_nothing() -> None:
     assert refused({"deploy": {"environment": "production"}}, quoted) != []
     # with no fact at all, nothing sets a limit: refused, not allowed by default
     assert [k for _, k, _ in refused({"refund": {"amount": 1, "currency": "USD"}})] == ["at_most"]
+    # a user's fact that rests on a tool's event as well authorizes nothing either
+    mixed = fact("mixed", "refund.limit", {"amount": "9000", "currency": "USD"}, sources=("e-user", "e-tool"))
+    assert [k for _, k, _ in refused({"refund": {"amount": 8000, "currency": "USD", "conditions_met": []}}, mixed,
+                                     low_trust=frozenset({"e-tool"}))] == ["at_most"]
 
 
 def test_a_channel_the_subject_refused_is_refused_and_one_it_allows_is_not() -> None:
@@ -113,8 +122,14 @@ def test_a_channel_the_subject_refused_is_refused_and_one_it_allows_is_not() -> 
 
 def test_a_deploy_only_where_a_trusted_fact_permits() -> None:
     assert refused({"deploy": {"environment": "staging"}}, STAGING) == []
-    assert refused({"deploy": {"environment": "production"}}, STAGING) == [
-        ("deploy-environment", "permits", "deploy.environment")]
+    assert refused({"deploy": {"environment": " STAGING "}}, STAGING) == []
+    for other in ("production", "staging-but-actually-production", "staging production", "not staging",
+                  "staging.evil.com", "production (staging)"):
+        assert refused({"deploy": {"environment": other}}, STAGING) == [
+            ("deploy-environment", "permits", "deploy.environment")], other
+    tz = fact("tz", "timezone", "UTC+01:00")
+    assert refused({"meeting": {"timezone": "utc+01:00"}}, tz) == []
+    assert refused({"meeting": {"timezone": "UTC-08:00"}}, tz) != [] and refused({"meeting": {"timezone": "UTC+1"}}, tz)
 
 
 def test_a_field_on_a_predicate_in_conflict_is_refused_with_both_sides() -> None:
@@ -131,14 +146,23 @@ def test_a_field_on_a_predicate_in_conflict_is_refused_with_both_sides() -> None
 
 
 def test_unknown_fields_are_ignored_and_a_malformed_action_is_a_typed_error() -> None:
-    assert guard_action("acme", "u1", {"weather": "sunny", "items": "not a list"}, [ALLERGY], [], REGISTRY).allowed
+    assert guard_action("acme", "u1", {"weather": "sunny", "dish": "satay"}, [ALLERGY], [], REGISTRY).allowed
+    # a field a rule reads, in a shape the rule cannot follow, is malformed, never a silent pass
+    for shape in ({"items": "peanuts"}, {"items": {"ingredients": ["peanut"]}}, {"items": [["peanut"]]},
+                  {"items": [{"dish": "salad"}]}, {"items": [{"ingredients": None}]},
+                  {"refund": [{"amount": 500, "currency": "USD"}]}, {"refund": "500 USD"},
+                  {"refund": {"currency": "USD"}}, {"refund": {"amount": 5}}, {"refund": {"amount": 5, "currency": None}},
+                  {"deploy": "production"},
+                  {"deploy": {"environment": None}}):
+        with pytest.raises(InvalidInput, match="action field"):
+            guard_action("acme", "u1", shape, [ALLERGY, LIMIT, STAGING], [], REGISTRY)
     for bad in ([], "order", 3, None):
         with pytest.raises(InvalidInput, match="JSON object"):
             guard_action("acme", "u1", bad, [], [], REGISTRY)
     with pytest.raises(InvalidInput, match="refund.amount: expected a number"):
-        guard_action("acme", "u1", {"refund": {"amount": "forty"}}, [LIMIT], [], REGISTRY)
+        guard_action("acme", "u1", {"refund": {"amount": "forty", "currency": "USD"}}, [LIMIT], [], REGISTRY)
     with pytest.raises(InvalidInput, match="refund.amount: expected a number"):
-        guard_action("acme", "u1", {"refund": {"amount": True}}, [LIMIT], [], REGISTRY)
+        guard_action("acme", "u1", {"refund": {"amount": True, "currency": "USD"}}, [LIMIT], [], REGISTRY)
     with pytest.raises(InvalidInput):
         guard_action("acme", "u1", {"text": "a\x00b"}, [], [], REGISTRY)
 

@@ -159,6 +159,8 @@ class PostgresDerivedReads(CoreDerivedReads):
             " EXISTS (SELECT 1 FROM json_array_elements(g.record->'refusals') f"
             "  WHERE f->>'fact_id' = ANY(%(ids)s) OR f->>'conflict_id' = ANY(%(ids)s)"
             "  OR EXISTS (SELECT 1 FROM json_array_elements_text(f->'source_event_ids') e WHERE e = ANY(%(ids)s)))"
+            " OR EXISTS (SELECT 1 FROM json_array_elements_text(coalesce(g.record->'read', '[]'::json)) r"
+            "  WHERE r = ANY(%(ids)s))"
             f" OR {_RECALL_TOUCHED.format(tied='g')}) ORDER BY at, guard_no",
             {"t": tenant_id, "s": subject_id, "ids": list(ids)},
         ).fetchall()

@@ -136,8 +136,9 @@ class SQLiteDerivedReads(CoreDerivedReads):
             "  OR json_extract(f.value, '$.conflict_id') IN (SELECT value FROM json_each(?))"
             "  OR EXISTS (SELECT 1 FROM json_each(f.value, '$.source_event_ids') e"
             "   WHERE e.value IN (SELECT value FROM json_each(?))))"
+            " OR EXISTS (SELECT 1 FROM json_each(g.record, '$.read') r WHERE r.value IN (SELECT value FROM json_each(?)))"
             f" OR {_RECALL_TOUCHED.format(tied='g')}) ORDER BY at, rowid",
-            (tenant_id, subject_id, wanted, wanted, wanted, wanted, wanted))]
+            (tenant_id, subject_id, wanted, wanted, wanted, wanted, wanted, wanted))]
 
     def responses_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[ResponseRecord]:
         wanted = orjson.dumps(list(ids)).decode()
