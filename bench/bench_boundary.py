@@ -24,7 +24,6 @@ import argparse
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -32,17 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from bench._util import median_ratio, percentile, pg_url, skip_pg  # noqa: E402
+from bench.bench_recall_query import QUESTIONS, S, T  # noqa: E402
+from bench.bench_recall_query import build as subject  # noqa: E402
 from lossgate.recall import recall  # noqa: E402
-from lossgate.records import NewEvent, NewFact  # noqa: E402
+from lossgate.records import NewFact  # noqa: E402
 from lossgate.values import Money  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
-T, S = "bench", "subject-1"
-_SYL = ["ka", "lo", "mi", "ne", "ru", "to", "sa", "vi", "po", "de", "gu", "fa"]
-WORDS = [a + b + c + "n" for a in _SYL for b in _SYL for c in _SYL][:1728]
-QUESTIONS = [f"What did the customer say about the {WORDS[i * 37 % 1728]} and the {WORDS[i * 91 % 1728]}?"
-             for i in range(64)]
 ORDER = {"restaurant": "Casa", "items": [
     {"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]},
     {"dish": "soup", "ingredients": ["tomato", "basil"]},
@@ -51,13 +45,8 @@ ORDER = {"restaurant": "Casa", "items": [
 
 
 def build(memory: lossgate.Memory, n: int) -> None:
-    memory.load_predicates(ROOT / "examples" / "predicates.toml")
-    for lo in range(0, n, 5000):
-        memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", occurred_at=T0 + timedelta(minutes=i),
-                                actor="user" if i % 2 else "agent",
-                                text=f"turn {i}: about the {WORDS[i % 1728]} of order {i % 977}, "
-                                     f"the {WORDS[(i * 7) % 1728]} came up again")
-                       for i in range(lo, min(n, lo + 5000))])
+    """The subject of bench_recall_query.py, with the critical facts a guard reads, summarised."""
+    subject(memory, n)
     memory.assert_facts([
         NewFact(tenant_id=T, subject_id=S, fact_id="allergy", predicate="food.peanuts_allowed", value=False,
                 qualifiers={"basis": "allergy"}, source_event_ids=["e1"]),

@@ -8,7 +8,7 @@ each job; ``run`` expires a whole tenant now.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Optional, get_args
 
 import typer
@@ -39,11 +39,16 @@ def _rule(spec: str) -> dict[str, Any]:
         fail(f"--rule {spec!r}: expected {_RULE_HELP.split(',')[0]}")
     if kind != "*" and kind not in get_args(EventKind):
         fail(f"--rule {spec!r}: kind must be * or one of {', '.join(get_args(EventKind))}")
+    return {"kind": None if kind == "*" else kind, "actor": actor or None, "ttl": _duration(f"--rule {spec!r}", ttl)}
+
+
+def _duration(option: str, text: str) -> timedelta:
+    """``text``, an ISO 8601 duration, or exit 2 naming ``option``."""
     try:
-        duration = coerce_value("duration", ttl.strip())
+        duration: timedelta = coerce_value("duration", text.strip())
     except ValueMismatch as exc:
-        fail(f"--rule {spec!r}: {exc}")
-    return {"kind": None if kind == "*" else kind, "actor": actor or None, "ttl": duration}
+        fail(f"{option}: {exc}")
+    return duration
 
 
 def _show(tenant: str, policy: RetentionPolicy) -> None:
@@ -84,12 +89,7 @@ def set_rules(
 ) -> None:
     """Replace the tenant's retention rules (none: keep every raw event); a new version."""
     parsed = [_rule(r) for r in rules or []]
-    kept = None
-    if records is not None:
-        try:
-            kept = coerce_value("duration", records.strip())
-        except ValueMismatch as exc:
-            fail(f"--records {records!r}: {exc}")
+    kept = None if records is None else _duration(f"--records {records!r}", records)
     with open_memory(ctx) as memory:
         policy = memory.set_retention(tenant, parsed, records=kept)
     if as_json:
