@@ -19,25 +19,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from lossgate.canonical import content_hash
 from lossgate.derived import GuardResult
-from lossgate.errors import InvalidInput
 from lossgate.guard.check import authorizes, check_action, forbids
-from lossgate.limits import MAX_PAYLOAD_BYTES, as_doubles, json_problem
 from lossgate.records import Conflict, Fact, utcnow
 from lossgate.registry import Registry
+from lossgate.responses import action_digest
 
-__all__ = ["guard_action", "checked_action", "authorizes", "forbids"]
-
-
-def checked_action(action: Any) -> dict[str, Any]:
-    """``action`` if it is a JSON object lossgate can store, else :class:`InvalidInput`."""
-    if not isinstance(action, dict):
-        raise InvalidInput(f"an action is a JSON object, not {type(action).__name__}")
-    problem = json_problem(action, MAX_PAYLOAD_BYTES)
-    if problem is not None:
-        raise InvalidInput(f"action: {problem}")
-    return action
+__all__ = ["guard_action", "authorizes", "forbids"]
 
 
 def guard_action(tenant_id: str, subject_id: str, action: Any, facts: list[Fact], conflicts: list[Conflict],
@@ -46,13 +34,9 @@ def guard_action(tenant_id: str, subject_id: str, action: Any, facts: list[Fact]
     """The guard's verdict on ``action`` for the subject whose active ``facts`` and
     ``conflicts`` these are, ``low_trust`` the ids of its tool and untrusted events (see the
     module docstring). Not stored: :meth:`Memory.guard` stores it."""
-    action = checked_action(action)
+    stored, digest = action_digest(action)  # as a response stores and hashes it
     refusals, rules, read = check_action(action, facts, conflicts, registry, low_trust=low_trust)  # exact decimals
-    try:
-        stored = as_doubles(action)  # as a payload is kept, and hashed
-    except ValueError as exc:
-        raise InvalidInput(f"action: {exc}") from None
     return GuardResult(guard_id=f"gd-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
-                       at=utcnow(), action=stored, action_sha256=content_hash(stored), allowed=not refusals,
+                       at=utcnow(), action=stored, action_sha256=digest, allowed=not refusals,
                        refusals=tuple(refusals), rules=tuple(rules), read=tuple(read), recall_id=recall_id,
                        registry_version=registry.version)
