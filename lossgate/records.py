@@ -244,12 +244,15 @@ class GuardRule(_Record):
       currency at ``currency_field``, when the fact is money), and every condition the fact
       is qualified with (``condition = "after supervisor review"``) must be named by a value
       at ``conditions_field``;
-    * ``permits``: the field's value must be one a trusted, positive fact names (its
-      ``qualifier``'s value, else its value); nothing else authorizes it.
+    * ``permits``: the field's value must be, whole, one a trusted, positive fact names (its
+      ``qualifier``'s value less its condition words, else its value); nothing else
+      authorizes it.
 
-    A fact from a tool or an untrusted source, or quoted or speculative, never authorizes
-    (``at_most``, ``permits``); any fact forbids. A field on a predicate with an open conflict
-    is refused, with both sides."""
+    A fact asserted by a tool or an untrusted source, quoted or speculative, or resting on
+    any tool or untrusted event, never authorizes (``at_most``, ``permits``); any fact
+    forbids. A field on a predicate with an open conflict is refused, with both sides. Once
+    an action has the first key of ``field``, it must have the path's shape
+    (:func:`lossgate.guard.fields.values_at`)."""
 
     name: Name
     kind: GuardKind
