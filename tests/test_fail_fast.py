@@ -88,7 +88,11 @@ def test_the_url_sets_the_connect_timeout(silent_port: int, tmp_path: Path) -> N
     url = f"postgresql://postgres@127.0.0.1:{silent_port}/x?connect_timeout=2&password=s3cret"
     done, took = lossgate_cli("--db", url, "recall", *WHO, "--query", "peanuts", cwd=tmp_path)
     line = one_line(done.stderr, done.stdout)
-    assert done.returncode == 1 and took < 4.5, (done.returncode, took)
+    # against the default timeout (5 s), measured in the same test: a loaded machine slows both
+    default, took_default = lossgate_cli("--db", f"postgresql://postgres@127.0.0.1:{silent_port}/x", "recall", *WHO,
+                                         "--query", "peanuts", cwd=tmp_path)
+    assert done.returncode == 1 and default.returncode == 1
+    assert took + 1.5 < took_default, (took, took_default)
     assert "password=***" in line and "s3cret" not in done.stderr
 
 
