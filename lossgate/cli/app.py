@@ -103,6 +103,27 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def json_object_file(path: str, *, what: str = "an action") -> dict[str, Any]:
+    """The JSON object in the file at ``path`` (``-``: standard input), read as every boundary
+    of lossgate reads JSON (:func:`lossgate.limits.read_json`); exit 2 with one line for
+    anything else."""
+    from pathlib import Path
+
+    from lossgate.limits import read_json
+
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
+    try:
+        value = read_json(text)
+    except (ValueError, RecursionError, LossgateError) as exc:  # LossgateError: a key given twice
+        fail(f"{path}: not a JSON document ({' '.join(str(exc).split())[:200]})")
+    if not isinstance(value, dict):
+        fail(f"{path}: {what} is a JSON object, not {type(value).__name__}")
+    return value
+
+
 @contextmanager
 def _usage_errors() -> Iterator[None]:
     """Click's errors (usage errors: exit 2) as one line, with the command to ask for help."""

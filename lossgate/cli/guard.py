@@ -4,37 +4,19 @@ checked against the ledger before it acts."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from lossgate.cli.app import fail, open_memory, out
+from lossgate.cli.app import json_object_file, open_memory, out
+from lossgate.cli.ledger import Subject, Tenant
 from lossgate.derived import GuardResult
-from lossgate.errors import InvalidInput
-from lossgate.limits import read_json
 
 __all__ = ["register"]
 
-Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_default=False)]
-Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False)]
-
 EXIT_REFUSED = 1
-
-
-def _action(path: str) -> Any:
-    """The action in the file at ``path`` (``-``: standard input), read as every boundary reads JSON."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
-    try:
-        return read_json(text)
-    except (ValueError, RecursionError, InvalidInput) as exc:  # InvalidInput: a key given twice
-        fail(f"{path}: not a JSON document ({' '.join(str(exc).split())[:200]})")
 
 
 def guard(
@@ -45,7 +27,7 @@ def guard(
 ) -> None:
     """Check an agent's planned action against the subject's facts, by the registry's guard
     rules, before it is carried out. Exit 0 allowed, 1 refused, 2 bad input."""
-    planned = _action(action)
+    planned = json_object_file(action)
     with open_memory(ctx) as memory:
         result = memory.guard(tenant, subject, planned, recall_id=recall_id)
     if as_json:

@@ -9,44 +9,22 @@ recall or guard result, or an action file that is not a JSON object, exits 2 wit
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from lossgate.cli.app import fail, open_memory, out
+from lossgate.cli.app import fail, json_object_file, open_memory, out
+from lossgate.cli.ledger import AsJson, Subject, Tenant
 from lossgate.cli.render import print_json_lines, print_table
 from lossgate.derived import RecallVerification, ResponseRecord
-from lossgate.errors import LossgateError
-from lossgate.limits import read_json
 
 __all__ = ["register"]
 
-Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_default=False)]
-Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False)]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 EXIT_MOVED = 1  # verify-recall: what the recall returned changed or was erased since
 _STATE_STYLE = {"unchanged": "bold green", "changed": "bold yellow", "erased": "bold red"}
-
-
-def _json_object(path: str) -> dict[str, Any]:
-    """The JSON object in the file at ``path`` (``-``: standard input), read as every boundary
-    of lossgate reads JSON (:func:`lossgate.limits.read_json`); exit 2 for anything else."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
-    try:
-        value = read_json(text)
-    except (ValueError, RecursionError, LossgateError) as exc:
-        fail(f"{path}: not a JSON document ({' '.join(str(exc).split())[:200]})")
-    if not isinstance(value, dict):
-        fail(f"{path}: an action is a JSON object, not {type(value).__name__}")
-    return value
 
 
 def respond(
@@ -65,7 +43,7 @@ def respond(
     diagnose` reads at the response boundary."""
     if answer is None and action is None:
         fail("give --answer, --action or both")
-    done = None if action is None else _json_object(action)
+    done = None if action is None else json_object_file(action)
     with open_memory(ctx) as memory:
         record = memory.respond(tenant, subject, recall_id, answer=answer, action=done, guard_id=guard_id)
     if as_json:

@@ -51,7 +51,10 @@ def _duration(option: str, text: str) -> timedelta:
     return duration
 
 
-def _show(tenant: str, policy: RetentionPolicy) -> None:
+def _show(tenant: str, policy: RetentionPolicy, as_json: bool) -> None:
+    if as_json:
+        typer.echo(policy.model_dump_json())
+        return
     console = out()
     records = f"recall, guard and response records live {policy.records}" if policy.records else \
         "recall, guard and response records are kept"
@@ -72,11 +75,7 @@ def _show(tenant: str, policy: RetentionPolicy) -> None:
 def show(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     """The tenant's retention policy and its version."""
     with open_memory(ctx) as memory:
-        policy = memory.retention(tenant)
-    if as_json:
-        typer.echo(policy.model_dump_json())
-    else:
-        _show(tenant, policy)
+        _show(tenant, memory.retention(tenant), as_json)
 
 
 @retention_app.command("set")
@@ -91,11 +90,7 @@ def set_rules(
     parsed = [_rule(r) for r in rules or []]
     kept = None if records is None else _duration(f"--records {records!r}", records)
     with open_memory(ctx) as memory:
-        policy = memory.set_retention(tenant, parsed, records=kept)
-    if as_json:
-        typer.echo(policy.model_dump_json())
-    else:
-        _show(tenant, policy)
+        _show(tenant, memory.set_retention(tenant, parsed, records=kept), as_json)
 
 
 @retention_app.command("run")
