@@ -583,7 +583,9 @@ class Memory:
             if recall_id is not None and tx.recall_record(tenant_id, subject_id, recall_id) is None:
                 raise NotFound(f"no recall {shown_id(recall_id)} of {tenant_id}/{subject_id}")
             facts = tx.facts(tenant_id, subject_id, statuses=ACTIVE)
-            sources = sorted({e for f in facts for e in f.source_event_ids})
+            # only the sources of facts some guard rule reads can take an authority away
+            sources = sorted({e for f in facts if any(r.reads(f.predicate) for r in registry.guards)
+                              for e in f.source_event_ids})
             low_trust = frozenset(e.event_id for e in (tx.events(tenant_id, subject_id, ids=sources) if sources else [])
                                   if e.trust in ("tool", "untrusted"))
             result = guard_action(tenant_id, subject_id, action, facts,
