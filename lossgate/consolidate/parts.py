@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -34,7 +34,7 @@ from typing import Literal
 from lossgate.records import Event
 from lossgate.render import event_line, one_line
 
-__all__ = ["SplitBy", "Part", "period_key", "split", "SPLITS"]
+__all__ = ["SplitBy", "Part", "period_key", "resume", "split", "SPLITS"]
 
 SplitBy = Literal["session", "day", "week", "month"]
 SPLITS: tuple[SplitBy, ...] = ("session", "day", "week", "month")
@@ -92,22 +92,56 @@ def split(events: Iterable[Event], *, by: SplitBy, context_tokens: int, count: C
     return sorted(parts, key=lambda p: (p.first_at, p.events[0].seq))
 
 
+def resume(name: str, head: Sequence[Event], events: Sequence[Event], *, context_tokens: int,
+           count: Callable[[str], int]) -> list[Part]:
+    """The chunks of a period already cut, from one of its chunk boundaries on: what
+    :func:`split` cuts of the same period's events from that boundary on, read without the
+    chunks before it. ``name`` is the period's key, ``head`` its first events (at least those
+    that first exceed the context, or all of them: they set the stride), ``events`` the
+    events from the boundary on, in seq order. A boundary depends only on the stride and the
+    events since the one before, so the chunks before this one are left as they are."""
+    head_costs = [count(event_line(e)) + 1 for e in head]
+    costs = [count(event_line(e)) + 1 for e in events]
+    return _chunks(name, list(events), costs, _stride(head_costs, context_tokens), context_tokens,
+                   first_seq=head[0].seq)
+
+
 def _by_size(key: str, events: list[Event], context_tokens: int, count: Callable[[str], int]) -> list[Part]:
     """One part, or chunks of at most ``context_tokens`` (an event larger alone is a chunk).
 
     Chunk boundaries are defined by content, so that a change stays local: a chunk may end
-    only before an event whose content hash is 0 modulo ``m``, a power of two sized so that
-    a run between two such events takes half the context to the whole of it on average,
-    and a run longer than the context is cut greedily. Removing or adding one event moves only the boundaries of its
-    own run, and a chunk's key is that of its first event (``session 3 #1234``), so the
-    other chunks keep their inputs, key and fingerprint."""
+    only before an event whose content hash is 0 modulo ``m`` (the stride), a power of two
+    sized so that a run between two such events takes half the context to the whole of it on
+    average, and a run longer than the context is cut greedily. Removing or adding one event
+    moves only the boundaries of its own run, and a chunk's key is that of its first event
+    (``session 3 #1234``), so the other chunks keep their inputs, key and fingerprint. The
+    stride is measured on the period's first events (those that first exceed the context),
+    so that appending never moves it: a period grows by its last chunk (:func:`resume`)."""
     lines = [event_line(e) for e in events]
     # A token is at least one byte: a group of fewer bytes than the context fits uncounted.
     if sum(len(line.encode("utf-8")) + 1 for line in lines) <= context_tokens:
         return [Part(key, tuple(events))]
     costs = [count(line) + 1 for line in lines]
-    per_event = sum(costs) / len(costs)
-    m = 1 << max(0, int(math.log2(max(1.0, context_tokens / per_event))))
+    return _chunks(key, events, costs, _stride(costs, context_tokens), context_tokens, first_seq=events[0].seq)
+
+
+def _stride(costs: Sequence[int], context_tokens: int) -> int:
+    """The stride ``m`` of a period whose first events cost ``costs``: measured on those up to
+    the first that exceeds the context (all of them, if none does)."""
+    used, n = 0, 0
+    for n, cost in enumerate(costs, 1):
+        used += cost
+        if used > context_tokens:
+            break
+    per_event = used / max(1, n)
+    return 1 << max(0, int(math.log2(max(1.0, context_tokens / max(1.0, per_event)))))
+
+
+def _chunks(name: str, events: list[Event], costs: Sequence[int], m: int, context_tokens: int, *,
+            first_seq: int) -> list[Part]:
+    """``events`` cut at content-defined boundaries of stride ``m`` (see :func:`_by_size`),
+    the first chunk starting at the first event; a chunk is keyed ``name``, if it starts at
+    the period's first event (seq ``first_seq``), else ``name #<seq of its first event>``."""
     chunks: list[list[Event]] = [[]]
     used = 0
     for event, cost in zip(events, costs):
@@ -117,4 +151,5 @@ def _by_size(key: str, events: list[Event], context_tokens: int, count: Callable
             used = 0
         chunks[-1].append(event)
         used += cost
-    return [Part(key if i == 0 else f"{key} #{chunk[0].seq}", tuple(chunk)) for i, chunk in enumerate(chunks)]
+    return [Part(name if chunk[0].seq == first_seq else f"{name} #{chunk[0].seq}", tuple(chunk))
+            for chunk in chunks]

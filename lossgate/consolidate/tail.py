@@ -1,15 +1,18 @@
 """Extending a published hierarchy by its tail: a consolidation that costs what is new.
 
-Seed 001 fences a snapshot by ``high_water`` and ``input_epoch`` so that appending at the
-tail is cheap. While the published root is fresh (its ``source_epoch`` is the clock's
+A snapshot is fenced by ``high_water`` and ``input_epoch`` so that appending at the tail is
+cheap. While the published root is fresh (its ``source_epoch`` is the clock's
 ``input_epoch``: nothing it stands on was superseded, revoked, deleted, re-trusted or put
 in conflict since it was gated), every part it rolls up is still exactly what its gate
 checked. A job then reads only
 
 * the events after the root's ``covers_through`` (the delta);
-* the parts of the root's last period (their events are re-cut with the delta, as a full
-  plan would cut them: :func:`lossgate.consolidate.parts.split`);
-* the active facts, the facts citing the events of the last period and the delta in any
+* the root's last part (the last chunk of its last period), whose events are cut again
+  with the delta as a full plan would cut them (:func:`lossgate.consolidate.parts.resume`;
+  a period of one part is cut whole: :func:`lossgate.consolidate.parts.split`), and the
+  first events of a period cut into chunks (they set where its chunks end): a period of any
+  size, one endless session or a history with no dates grows by its tail as a short one does;
+* the active facts, the facts citing the events of the last part and the delta in any
   status, the valid events those facts cite, and the open conflicts;
 
 and builds a root that ``extends`` the published one: its new parts (each gated against its
@@ -23,9 +26,10 @@ at the same epoch).
 
 Anything else takes the full plan (:func:`lossgate.consolidate.hierarchy.plan`): a stale or
 unpublished root, a moved epoch, another registry, compressor or tree setting, a new fact
-citing an event of an earlier period, or a new event of an earlier period: dated before
-the last period starts, or of a period one of the carried parts holds (the root's manifest
-keeps a hash of each part's period: ``Manifest.periods``). Correctness does not rest on this module: a change to any
+citing an event outside the last part and the delta, a new event of a period one of the
+carried parts holds (the root's manifest keeps a hash of each part's period:
+``Manifest.periods``) other than the last, or a new part the full plan would order before
+a carried one. Correctness does not rest on this module: a change to any
 input covered generations back moves the epoch and marks the whole chain stale at once
 (lineage follows every root to the one it extends: :func:`lossgate.lineage.invalidate`).
 """
@@ -38,10 +42,11 @@ from dataclasses import dataclass
 from lossgate.consolidate.hierarchy import (
     HierarchyConfig, TreePlan, digest_lines, part_jobs, period_blocks, period_hash, periods_of,
 )
-from lossgate.consolidate.parts import period_key, split
+from lossgate.consolidate.parts import period_key, resume, split
 from lossgate.consolidate.selection import Selection, cited_sources, delta_inputs, input_root, outdated_in
 from lossgate.derived import Artifact
 from lossgate.records import Event, Snapshot
+from lossgate.render import event_line
 from lossgate.registry import Registry
 from lossgate.store.protocol import ReadTx
 
@@ -72,11 +77,18 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     if settings != root.manifest.tree or not children or len(periods) != len(children):
         return None  # (a root stored before roots kept their periods: the full plan, once)
 
-    # The parts of the last period, newest first (and the part before them, which stays).
-    replaced: list[tuple[Artifact, list[Event]]] = []
-    last_key: str | None = None
-    before: Artifact | None = None
-    for child_id in reversed(children):
+    # The last part (the last chunk of the last period) is cut again with the delta; the
+    # parts before it stay. A period cut into chunks grows by its last chunk as a short one
+    # grows by its only part: a chunk boundary depends on the period's first events (its
+    # stride) and the events since the boundary before, never on what follows.
+    last_period = periods[-1]
+    first = len(periods)
+    while first > 0 and periods[first - 1] == last_period:
+        first -= 1
+    if last_period in periods[:first]:
+        return None  # the last period began in a part the others' order put before it
+
+    def read(child_id: str) -> tuple[Artifact, list[Event]] | None:
         part = tx.artifact(t, s, child_id)
         info = part.manifest.part if part is not None else None
         if part is None or info is None or part.state != "published" or \
@@ -86,28 +98,38 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
         events = sorted(tx.events(t, s, ids=own), key=lambda e: e.seq)
         if len(events) != len(own) or any(e.state != "valid" for e in events):
             return None  # cannot happen at a fresh epoch; the full plan decides
-        key = period_key(events[0], settings.split_by)
-        if last_key is not None and key != last_key:
-            before = part
+        return part, events
+
+    # The period's first events, as far as they first exceed the context (they set its
+    # stride), and its last part's.
+    head: list[Event] = []
+    used, name = 0, ""
+    for i in range(first, len(children) - 1):
+        opening = read(children[i])
+        if opening is None:
+            return None
+        name = name or (opening[0].manifest.part.key if opening[0].manifest.part is not None else "")
+        head += opening[1]
+        used += sum(count(event_line(e)) + 1 for e in opening[1])
+        if used > settings.context_tokens:
             break
-        last_key = key
-        replaced.append((part, events))
-    replaced.reverse()
-    carried = children[:len(children) - len(replaced)]
-    carried_periods = periods[:len(carried)]
-    older = set(carried_periods)
-    if period_hash(last_key or "") in older:
-        return None  # the last period began in a part the others' order put before it
-    old = [e for _, events in replaced for e in events]
+    newest = read(children[-1])
+    if newest is None:
+        return None
+    last, old = newest
+    name = name or (last.manifest.part.key if last.manifest.part is not None else "")
+    last_key = period_key(old[0], settings.split_by)
+    carried = children[:-1]
+    carried_periods = periods[:-1]
+    earlier = set(periods[:first])
+    before = tx.artifact(t, s, carried[-1]) if carried else None
 
     delta = tx.events(t, s, states=["valid"], after_seq=alias.covers_through, through_seq=clock.high_water)
     shown_ids = [e.event_id for e in old] + [e.event_id for e in delta]
     citing = tx.facts_citing(t, s, shown_ids)
     suppressed = {e for f in citing if f.status == "deleted" for e in f.source_event_ids}
     delta = [e for e in delta if e.event_id not in suppressed]
-    start = min(e.occurred_at for e in old)
-    if not delta or any(e.occurred_at < start or period_hash(period_key(e, settings.split_by)) in older
-                        for e in delta):
+    if not delta or any(period_hash(period_key(e, settings.split_by)) in earlier for e in delta):
         return None  # nothing new to digest, or a new event belongs to an earlier period
     tail_ids = set(shown_ids)
     active = tx.facts(t, s, statuses=["active"], through_seq=clock.high_water)
@@ -124,24 +146,25 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
         facts=ordered_facts, conflicts=tuple(tx.conflicts(t, s, unresolved_only=True)),
     )
 
-    parts = split((*old, *delta), by=settings.split_by, context_tokens=settings.context_tokens, count=count)
+    grows = [e for e in delta if period_key(e, settings.split_by) == last_key]
+    if first == len(children) - 1:  # the period is one part: cut again whole, as the full plan cuts it
+        cut = split((*old, *grows), by=settings.split_by, context_tokens=settings.context_tokens, count=count)
+    else:
+        cut = resume(name, (*head, *old), (*old, *grows), context_tokens=settings.context_tokens, count=count)
+    fresh = split([e for e in delta if period_key(e, settings.split_by) != last_key], by=settings.split_by,
+                  context_tokens=settings.context_tokens, count=count)
+    parts = sorted((*cut, *fresh), key=lambda p: (p.first_at, p.events[0].seq))
     if before is not None and before.manifest.part is not None and any(
             p.first_at < before.manifest.part.first_at for p in parts):
         return None  # the full plan would order these parts among the older ones
-    # What the parent inlines of the parts it keeps: its newest digest blocks, less those of
-    # the parts this job cuts again (the newest, which its window may hold only in part).
+    # What the parent inlines of the parts it keeps: its newest digest blocks, less the last
+    # part's, which this job cuts again (at least the newest block is inlined).
     blocks = period_blocks(periods_of(root.body.summary))
-    ends = [digest_lines(part) for part, _ in replaced]
-    if len(blocks) >= len(ends):
-        if blocks[len(blocks) - len(ends):] != ends:
-            return None
-        blocks = blocks[:len(blocks) - len(ends)]
-    elif blocks != ends[len(ends) - len(blocks):]:
+    if not blocks or blocks[-1] != digest_lines(last):
         return None
-    else:
-        blocks = []
+    blocks = blocks[:-1]
     carried_lines = tuple(line for block in blocks for line in block)
-    pool = {p.manifest.part.fingerprint: p for p, _ in replaced if p.manifest.part is not None}
+    pool = {last.manifest.part.fingerprint: last} if last.manifest.part is not None else {}
     jobs = part_jobs(tx, parts, snapshot, withdrawn, settings, compressor=label, registry=registry, pool=pool)
 
     shown = tuple(delta)
