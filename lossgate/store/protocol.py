@@ -700,7 +700,9 @@ class SearchReadTx(Protocol):
         """Ids of the subject's valid events matching any word of ``query`` (full-text,
         stemmed), best first. A blank query matches nothing. ``skip_erased`` leaves out an
         event that a deleted fact cites, as :meth:`LedgerReadTx.events` does, before
-        ``limit`` counts."""
+        ``limit`` counts. A search reads at most about a thousand matches a word, newest
+        first: a word in more events than that counts only in its newest ones
+        (:mod:`lossgate.store.core.ranking`)."""
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         """Ids of the subject's active facts whose predicate, value or qualifiers match ``query``, best first."""

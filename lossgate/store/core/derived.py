@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
@@ -28,9 +28,10 @@ from lossgate.derived import (
     RecallRecord,
     ResponseRecord,
 )
-from lossgate.records import ArtifactBody, Clock, Proposal
+from lossgate.records import ArtifactBody, Clock, Event, EventState, Proposal
 from lossgate.store import rows
 from lossgate.store.core.base import TxBase
+from lossgate.store.core.ranking import TERM_CAP, bounded_order, is_bounded
 from lossgate.store.protocol import ArtifactDocument, VectorKind
 
 __all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE"]
@@ -54,6 +55,46 @@ class CoreDerivedReads(TxBase):
 
     if TYPE_CHECKING:  # the ledger reads (lossgate.store.core.tx), which this class is mixed with
         def clock(self, tenant_id: str, subject_id: str) -> Clock: ...
+        def events(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
+                   states: Sequence[EventState] | None = None, after_seq: int | None = None,
+                   through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
+                   seqs: Sequence[int] | None = None, skip_erased: bool = False) -> list[Event]: ...
+
+    # The matches of one term a search reads at most (lossgate.store.core.ranking).
+    term_cap: ClassVar[int] = TERM_CAP
+
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                      skip_erased: bool = False) -> list[str]:
+        # Each term's newest matches first (at most TERM_CAP and one more): the store ranks
+        # them itself unless a term has more, and then they are ranked here
+        # (lossgate.store.core.ranking): a search reads about TERM_CAP matches a term.
+        terms = [t for t in query.split() if t.strip('"')]
+        if not terms:
+            return []
+        cap = self.term_cap
+        matches = self._term_matches(tenant_id, subject_id, terms, cap=cap + 1)
+        if not is_bounded(matches, cap):
+            return self._ranked_events(tenant_id, subject_id, query, limit=limit, skip_erased=skip_erased)
+        order = bounded_order(matches, self.clock(tenant_id, subject_id).high_water, cap)
+        found: list[str] = []
+        at, batch = 0, limit + limit // 4 + 16  # a little more than asked: some may be filtered out
+        while len(found) < limit and at < len(order):
+            chunk = order[at:at + batch]
+            ids = {e.seq: e.event_id for e in self.events(tenant_id, subject_id, seqs=chunk, states=["valid"],
+                                                          skip_erased=skip_erased)}
+            found += [ids[seq] for seq in chunk if seq in ids]
+            at, batch = at + batch, batch * 4
+        return found[:limit]
+
+    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int) -> list[list[int]]:
+        """For each term (a word, or an identifier matched as the phrase of its pieces), the
+        seqs of the subject's newest events matching it, indexed or not yet, at most ``cap``."""
+        raise NotImplementedError
+
+    def _ranked_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                       skip_erased: bool) -> list[str]:
+        """:meth:`search_events` ranked by the store's own full-text ranking (every match read)."""
+        raise NotImplementedError
 
     def alias(self, tenant_id: str, subject_id: str) -> Alias:
         row = self._one(f"{_ALIAS_SELECT} WHERE tenant_id=? AND subject_id=?", (tenant_id, subject_id))

@@ -87,8 +87,28 @@ class PostgresDerivedReads(CoreDerivedReads):
             artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]")))
         return clock, alias, head
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
-                      skip_erased: bool = False) -> list[str]:
+    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int) -> list[list[int]]:
+        # One statement for every term: its newest indexed matches (lossgate_event_probe,
+        # migrations/0023: the planner walks the subject's newest rows for a common term, the
+        # index for a rare one) and the events past the index mark, matched on their text.
+        queries = [_tsquery(t) or '""' for t in terms]
+        rows = self._c.execute(
+            "SELECT o.i, p.seq FROM unnest(%(qs)s::text[]) WITH ORDINALITY o(q, i) CROSS JOIN LATERAL ("
+            " (SELECT e.seq FROM clocks c JOIN LATERAL ("
+            "  SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
+            "  AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
+            f"  WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ websearch_to_tsquery('english', o.q)"
+            "  ORDER BY e.seq DESC LIMIT %(n)s)"
+            " UNION ALL SELECT h.seq FROM lossgate_event_probe(%(s)s, o.q, %(n)s) h) p",
+            {"qs": queries, "t": tenant_id, "s": subject_id, "n": cap},
+        ).fetchall()
+        found: list[list[int]] = [[] for _ in terms]
+        for i, seq in rows:
+            found[i - 1].append(seq)
+        return [sorted(seqs, reverse=True)[:cap] for seqs in found]
+
+    def _ranked_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                       skip_erased: bool) -> list[str]:
         # Events past the subject's index mark are matched on their text directly.
         q = _tsquery(query)
         if q is None:

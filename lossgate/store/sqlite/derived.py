@@ -47,8 +47,29 @@ class SQLiteDerivedReads(CoreDerivedReads):
         head = self.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
         return self.clock(tenant_id, subject_id), alias, head
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
-                      skip_erased: bool = False) -> list[str]:
+    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int) -> list[list[int]]:
+        # The index in its own order, newest first (FTS5 walks a term's rowids backwards
+        # without ranking them), each match's event looked up by rowid ("+": not through
+        # the subject's indexes); then the events past the index, matched on their text.
+        mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
+                              "FROM events_fts_watermark WHERE id=1") or (0, 0)
+        found = []
+        for term in terms:
+            quoted = '"' + term.replace('"', '""') + '"'
+            word = f"%{term.strip(chr(34)).lower()}%"
+            fresh = [] if top <= mark else [r[0] for r in self._all(
+                f"SELECT seq FROM events WHERE rowid > ? AND {self._d.no_index('tenant_id')}=? "
+                f"AND {self._d.no_index('subject_id')}=? AND (lower(text) LIKE ? OR lower(actor) LIKE ?) "
+                "ORDER BY rowid DESC LIMIT ?", (mark, tenant_id, subject_id, word, word, cap))]
+            found.append(fresh + [r[0] for r in self._all(
+                "SELECT e.seq FROM events_fts f CROSS JOIN events e ON e.rowid = f.rowid "
+                f"WHERE events_fts MATCH ? AND {self._d.no_index('e.tenant_id')}=? "
+                f"AND {self._d.no_index('e.subject_id')}=? ORDER BY f.rowid DESC LIMIT ?",
+                (quoted, tenant_id, subject_id, cap - len(fresh)))])
+        return found
+
+    def _ranked_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                       skip_erased: bool) -> list[str]:
         # Events appended since the last index refresh are not in the index yet: search them
         # directly so a search never misses fresh text (refresh_search_index catches up).
         terms = _fts_query(query)

@@ -1,0 +1,57 @@
+"""Ranking bounded by the answer, not by how common a word is.
+
+A store ranks a query's matches in its full-text index (FTS5's bm25, PostgreSQL's
+ts_rank), and to rank them it reads every match of every word: a word that is in every
+event (``inv`` of each invoice reference, ``refund`` in a refunds desk's history) makes a
+search cost the whole history. So a search first reads, for each term, the positions of
+the subject's newest matches, at most :data:`TERM_CAP` and one more (a bounded read: the
+index's order on SQLite; a walk of the newest rows, or the index for a rare term, on
+PostgreSQL). Then
+
+* when no term has more matches than that, the store ranks them as it always has (it reads
+  at most :data:`TERM_CAP` matches a term);
+* otherwise the matches read are ranked here (:func:`bounded_order`): an event scores the
+  inverse document frequency of every term it was read for, BM25's, so an event holding a
+  rare term outranks one holding only common ones, and holding more of them ranks higher;
+  ties go to the newest. A rare term's matches are all read; a common term counts only in
+  its newest :data:`TERM_CAP` matches (its document frequency estimated from how far back
+  they reach).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["TERM_CAP", "bounded_order", "is_bounded"]
+
+# The matches of one term a search reads at most. A history under this size is ranked by
+# the store alone, whatever the words.
+TERM_CAP = 1000
+
+
+def is_bounded(matches: Sequence[Sequence[int]], cap: int = TERM_CAP) -> bool:
+    """Whether some term has more than ``cap`` matches (read: ``cap`` and one more), which
+    the store's own ranking would read all of."""
+    return any(len(m) > cap for m in matches)
+
+
+def bounded_order(matches: Sequence[Sequence[int]], newest: int, cap: int = TERM_CAP) -> list[int]:
+    """The positions (seqs) of ``matches`` (one list per term, newest first, as read: at
+    most ``cap`` and one more) best first; ``newest`` is the subject's highest position
+    (about its event count)."""
+    total = max(newest, 1)
+    score: dict[int, float] = {}
+    for found in matches:
+        read = list(found[:cap])
+        if not read:
+            continue
+        if len(found) > cap:  # a common term: its share of the newest positions, extrapolated
+            reach = max(1, newest - min(read) + 1)
+            df = min(total, len(read) * total / reach)
+        else:
+            df = len(read)
+        idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        for seq in set(read):
+            score[seq] = score.get(seq, 0.0) + idf
+    return sorted(score, key=lambda seq: (-score[seq], -seq))

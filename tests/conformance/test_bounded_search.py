@@ -1,0 +1,104 @@
+"""A word in every event costs a search what a rare word does: each term's newest matches
+are read, at most a cap of them, and when a term has more the search ranks what it read
+(a rare term's events first, then those holding more of the words, newest first). Run
+with a cap of 8, so that a short history has words over it, on every store."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from lossgate import NewEvent
+from lossgate.store.core.derived import CoreDerivedReads
+from lossgate.store.core.ranking import bounded_order, is_bounded
+
+T = "acme"
+CAP = 8
+
+
+@pytest.fixture
+def capped(monkeypatch):
+    monkeypatch.setattr(CoreDerivedReads, "term_cap", CAP)
+
+
+def _subject(memory, texts, *, indexed=True):
+    """A subject of ``texts``, taken into the full-text index (or left past it: matched on its text)."""
+    subject = f"s-{uuid.uuid4().hex[:8]}"
+    memory.append([NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-{i}", text=text)
+                   for i, text in enumerate(texts)])
+    if indexed:
+        with memory.store.write() as tx:
+            tx.lock_clock(T, subject)
+            tx.refresh_search_index()
+    return subject
+
+
+def _hits(memory, subject, query, k):
+    with memory.store.read() as tx:
+        return [eid.rsplit("-", 1)[1] for eid in tx.search_events(T, subject, query, limit=k)]
+
+
+@pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "past the index"])
+def test_a_rare_word_finds_all_its_events_first_however_old_among_a_common_word(memory, capped, indexed):
+    texts = [f"refund budget review number {i}" for i in range(40)]
+    for i in (1, 17, 33):  # the oldest is far older than the common word's newest matches
+        texts[i] = f"refund to lisbon, number {i}"
+    subject = _subject(memory, texts, indexed=indexed)
+    hits = _hits(memory, subject, "lisbon refund", 6)
+    assert hits[:3] == ["33", "17", "1"] and hits[3:] == ["39", "38", "37"]
+
+
+def test_words_in_every_event_return_the_newest_events_holding_most_of_them(memory, capped):
+    texts = [f"refund budget review number {i}" for i in range(40)]
+    texts[36] = "refund only, number 36"
+    subject = _subject(memory, texts)
+    assert _hits(memory, subject, "refund budget", 4) == ["39", "38", "37", "35"]
+
+
+def test_an_identifier_among_common_words_ranks_its_events_first(memory, capped):
+    texts = [f"refund budget ref INV-{i % 7} number {i}" for i in range(60)]
+    subject = _subject(memory, texts)
+    hits = _hits(memory, subject, "inv-5 refund budget", 12)
+    holding = sorted((str(i) for i in range(60) if i % 7 == 5), key=int, reverse=True)
+    assert hits[:len(holding)] == holding
+    recalled = memory.recall(T, subject, query="INV-5 refund budget", k=len(holding), context=False)
+    assert {e.event_id.rsplit("-", 1)[1] for e in recalled.events} == set(holding)
+
+
+def test_a_history_under_the_cap_is_ranked_by_the_store_alone(memory, capped):
+    subject = _subject(memory, ["refund refund refund", "refund once", "nothing here"])
+    assert _hits(memory, subject, "refund", 5) == ["0", "1"]  # the store's ranking: term frequency counts
+
+
+def test_deleted_and_revoked_events_stay_out_of_a_bounded_search(memory, capped):
+    subject = _subject(memory, [f"refund budget number {i}" for i in range(30)])
+    memory.revoke_event(T, subject, f"{subject}-29")
+    assert _hits(memory, subject, "refund budget", 3) == ["28", "27", "26"]
+
+
+def test_bounded_order_scores_rarer_terms_higher_and_breaks_ties_newest_first():
+    common = list(range(100, 88, -1))  # read: 12 > cap 10, reaching back 12 of 100 positions
+    rare = [5, 3]
+    assert is_bounded([common, rare], 10) and not is_bounded([rare], 10)
+    order = bounded_order([common, rare], 100, 10)
+    assert order[:2] == [5, 3] and order[2:4] == [100, 99] and 90 not in order  # beyond the cap: not read
+    assert bounded_order([[9, 8, 7], [8]], 100, 10)[0] == 8  # holding both words
+
+
+def test_a_search_of_words_in_every_event_does_the_same_work_at_ten_times_the_history(memory, capped):
+    if not memory.store.url.startswith("sqlite"):
+        pytest.skip("counts SQLite's virtual-machine steps")
+    steps = {}
+    for n in (300, 3000):
+        subject = _subject(memory, [f"refund budget review ref INV-{i % 7} number {i}" for i in range(n)])
+        with memory.store.read() as tx:
+            count = [0]
+            tx._c.set_progress_handler(lambda: count.__setitem__(0, count[0] + 1), 10)
+            try:
+                for query in ("refund budget", "inv-5 refund", "review"):
+                    tx.search_events(T, subject, query, limit=10)
+            finally:
+                tx._c.set_progress_handler(None, 10)
+        steps[n] = count[0]
+    assert steps[3000] < 1.5 * steps[300], steps
