@@ -8,6 +8,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lossgate import NewEvent
 from lossgate.store.core.derived import CoreDerivedReads
@@ -64,6 +66,28 @@ def test_an_identifier_among_common_words_ranks_its_events_first(memory, capped)
     assert hits[:len(holding)] == holding
     recalled = memory.recall(T, subject, query="INV-5 refund budget", k=len(holding), context=False)
     assert {e.event_id.rsplit("-", 1)[1] for e in recalled.events} == set(holding)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=st.sampled_from(["INV", "PO", "A", "SHP"]), sep=st.sampled_from(["-", "/", ".", ":"]),
+       numbers=st.lists(st.integers(0, 9), min_size=12, max_size=30), pick=st.integers(0, 29),
+       indexed=st.booleans())
+def test_an_identifier_query_returns_the_events_holding_it_first_past_the_cap(memory, prefix, sep, numbers, pick,
+                                                                              indexed):
+    before, CoreDerivedReads.term_cap = CoreDerivedReads.term_cap, CAP  # (hypothesis: no fixture per example)
+    try:
+        ids = [f"{prefix}{sep}{n}" for n in numbers]
+        wanted = ids[pick % len(ids)]
+        texts = [f"{prefix.lower()} note {i}: see {ident} about the refund" for i, ident in enumerate(ids)]
+        texts += [f"{prefix} refund {n} {prefix} budget {n}" for n in numbers]  # its pieces, apart and often
+        subject = _subject(memory, texts, indexed=indexed)
+        holding = [str(i) for i, text in enumerate(texts) if wanted in text.split()]
+        k = min(len(holding), CAP)
+        found = memory.recall(T, subject, query=f"{wanted} refund", k=k, context=False).events
+        assert {e.event_id.rsplit("-", 1)[1] for e in found} <= set(holding), (wanted, found)
+        assert len(found) == k
+    finally:
+        CoreDerivedReads.term_cap = before
 
 
 def test_a_history_under_the_cap_is_ranked_by_the_store_alone(memory, capped):
