@@ -173,12 +173,48 @@ def _tokens_by_line(lines: list[str], retired: tuple[Retired, ...]) -> list[froz
     return [frozenset(t) for t in found]
 
 
+class _Candidates:
+    """The retired values a line may state, looked up by what it holds: a value matched by
+    its atoms under each of its tokens, one matched as a phrase under the phrase's first
+    word (a line that states the phrase holds that word, whole). A summary's lines are
+    checked against the few values that share a word or an atom with them, not against
+    every value a long history retired."""
+
+    def __init__(self, retired: tuple[Retired, ...]) -> None:
+        self.by_token: dict[tuple[str, str], list[Retired]] = {}
+        self.by_word: dict[str, list[Retired]] = {}
+        self.always: list[Retired] = []  # a phrase with no word (punctuation alone)
+        for r in retired:
+            if r.phrase is None:
+                for token in r.tokens:
+                    self.by_token.setdefault(token, []).append(r)
+                continue
+            first = _WORDS.search(r.phrase)
+            if first is None:
+                self.always.append(r)
+            else:
+                self.by_word.setdefault(first.group(), []).append(r)
+
+    def of(self, line: str, tokens: frozenset[tuple[str, str]]) -> list[Retired]:
+        found = list(self.always)
+        for token in tokens:
+            found += self.by_token.get(token, ())
+        if self.by_word:
+            for word in set(_WORDS.findall(" ".join(line.casefold().split()))):
+                found += self.by_word.get(word, ())
+        return found
+
+
+_WORDS = re.compile(r"[^\W_]+")  # runs of str.isalnum characters: what _has_phrase's boundaries cut at
+
+
 def _read(summary: str, retired: tuple[Retired, ...], own: frozenset[str]) -> list[tuple[str, str, set[str], set[str]]]:
     """Each line of ``summary``: as written, without its markers, the markers it carries, and
     the markers it should carry (none for lossgate's own lines)."""
     lines = summary.split("\n")
     bare = [line if _lossgates_own(line, own) else _MARKERS.sub("", line) for line in lines]
     tokens = _tokens_by_line(bare, retired)
+    candidates = _Candidates(retired)
     out: list[tuple[str, str, set[str], set[str]]] = []
     for line, plain, said in zip(lines, bare, tokens):
         if _lossgates_own(line, own):
@@ -186,7 +222,7 @@ def _read(summary: str, retired: tuple[Retired, ...], own: frozenset[str]) -> li
             continue
         tail = _MARKERS.search(line)
         carried = {m.strip() for m in _ONE_MARKER.findall(tail.group())} if tail else set()
-        out.append((line, plain, carried, {r.marker for r in retired if r.stated_in(plain, said)}))
+        out.append((line, plain, carried, {r.marker for r in candidates.of(plain, said) if r.stated_in(plain, said)}))
     return out
 
 

@@ -73,7 +73,7 @@ class CoreDerivedReads(TxBase):
             return []
         cap = self.term_cap
         matches = self._term_matches(tenant_id, subject_id, terms, cap=cap + 1)
-        if not is_bounded(matches, cap):
+        if matches is None or not is_bounded(matches, cap):
             return self._ranked_events(tenant_id, subject_id, query, limit=limit, skip_erased=skip_erased)
         order = bounded_order(matches, self.clock(tenant_id, subject_id).high_water, cap)
         found: list[str] = []
@@ -86,9 +86,11 @@ class CoreDerivedReads(TxBase):
             at, batch = at + batch, batch * 4
         return found[:limit]
 
-    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int) -> list[list[int]]:
+    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
+                      cap: int) -> list[list[int]] | None:
         """For each term (a word, or an identifier matched as the phrase of its pieces), the
-        seqs of the subject's newest events matching it, indexed or not yet, at most ``cap``."""
+        seqs of the subject's newest events matching it, indexed or not yet, at most ``cap``;
+        or None when the store can tell at once that none has ``cap``."""
         raise NotImplementedError
 
     def _ranked_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,

@@ -87,7 +87,8 @@ class PostgresDerivedReads(CoreDerivedReads):
             artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]")))
         return clock, alias, head
 
-    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int) -> list[list[int]]:
+    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
+                      cap: int) -> list[list[int]] | None:
         # One statement for every term: its newest indexed matches (lossgate_event_probe,
         # migrations/0023: the planner walks the subject's newest rows for a common term, the
         # index for a rare one) and the events past the index mark, matched on their text.

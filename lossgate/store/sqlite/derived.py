@@ -47,15 +47,23 @@ class SQLiteDerivedReads(CoreDerivedReads):
         head = self.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
         return self.clock(tenant_id, subject_id), alias, head
 
-    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int) -> list[list[int]]:
+    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
+                      cap: int) -> list[list[int]] | None:
         # The index in its own order, newest first (FTS5 walks a term's rowids backwards
-        # without ranking them), each match's event looked up by rowid ("+": not through
-        # the subject's indexes); then the events past the index, matched on their text.
+        # without ranking them). The index is one for the file: first the file's matches
+        # alone, which settle it when no term has as many as cap in the whole file (the
+        # usual case but for a subject's common words, at no look-up of an event); then
+        # each match's event looked up by rowid ("+": not through the subject's indexes),
+        # and the events past the index matched on their text.
         mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
                               "FROM events_fts_watermark WHERE id=1") or (0, 0)
+        quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
+        backlog = max(0, top - mark)
+        if all(len(self._all("SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                             (q, cap))) + backlog < cap for q in quoted):
+            return None
         found = []
-        for term in terms:
-            quoted = '"' + term.replace('"', '""') + '"'
+        for term, q in zip(terms, quoted):
             word = f"%{term.strip(chr(34)).lower()}%"
             fresh = [] if top <= mark else [r[0] for r in self._all(
                 f"SELECT seq FROM events WHERE rowid > ? AND {self._d.no_index('tenant_id')}=? "
@@ -65,7 +73,7 @@ class SQLiteDerivedReads(CoreDerivedReads):
                 "SELECT e.seq FROM events_fts f CROSS JOIN events e ON e.rowid = f.rowid "
                 f"WHERE events_fts MATCH ? AND {self._d.no_index('e.tenant_id')}=? "
                 f"AND {self._d.no_index('e.subject_id')}=? ORDER BY f.rowid DESC LIMIT ?",
-                (quoted, tenant_id, subject_id, cap - len(fresh)))])
+                (q, tenant_id, subject_id, cap - len(fresh)))])
         return found
 
     def _ranked_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
