@@ -28,10 +28,14 @@ and are never marked.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
+import orjson
+
+from lossgate.caches import holds_text
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.sources import token_of, value_atoms, value_forms
@@ -78,8 +82,27 @@ def _has_phrase(line: str, phrase: str) -> bool:
 
 
 def _tokens(value_type: str, value: object) -> frozenset[tuple[str, str]]:
+    # A pure function of the value, remembered: a long history retires many values, and
+    # every job reads them all again (a value that is not plain JSON is read every time).
+    # A value is content: the cache is emptied with the others (lossgate.caches).
+    try:
+        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return _read_tokens(value_type, value)
+    return _tokens_of(value_type, key)
+
+
+def _read_tokens(value_type: str, value: object) -> frozenset[tuple[str, str]]:
     return frozenset(token_of(a) for a in value_atoms(value_forms(value_type, value))
                      if a.kind not in ("negation", "party"))
+
+
+@functools.lru_cache(maxsize=8192)
+def _tokens_of(value_type: str, value_json: bytes) -> frozenset[tuple[str, str]]:
+    return _read_tokens(value_type, orjson.loads(value_json))
+
+
+holds_text(_tokens_of.cache_clear)
 
 
 def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) -> tuple[Retired, ...]:
