@@ -15,10 +15,9 @@ database on PostgreSQL, created here and dropped after), filled by the shape's f
   counterpart's name and an invoice reference, appended in batches of 1,000 with no
   ``occurred_at`` (every event lands on the day of its append: one period), one critical fact
   (``food.peanuts_allowed``) with the first batch;
-* ``session``: one endless session: ``spread``'s turns and times, every event in session 1
-  (one period for a hierarchy split by session), a conversational topic every 50th event;
-* ``undated``: ``spread``'s turns with no date (the append time) and no session, a topic
-  every 50th event.
+* ``session``: one endless session: ``spread``'s turns, times and facts, every event in
+  session 1 (one period for a hierarchy split by session);
+* ``undated``: ``spread``'s turns and facts with no date (the append time) and no session.
 
 The shapes run one after the other (each measured, and its databases dropped before the
 next is filled). PostgreSQL runs when ``--pg`` or ``LOSSGATE_BENCH_PG_URL`` names a server.

@@ -24,18 +24,17 @@ with no ``occurred_at``: every event is stamped with its append time, so the who
 is one day. One critical fact (``food.peanuts_allowed`` ``False``) comes with the first
 batch; no other.
 
-``session`` (:func:`fill_session`), one endless session: ``spread``'s turns and times, each
-with ``payload={"session": 1}`` (so a hierarchy split by session has one period), and a
-conversational topic (``chat.topic``) every ``FACT_EVERY`` events.
+``session`` (:func:`fill_session`), one endless session: ``spread``'s turns, times and facts,
+each turn with ``payload={"session": 1}`` (so a hierarchy split by session has one period).
 
-``undated`` (:func:`fill_undated`), a history with no dates: ``spread``'s turns with no
-``occurred_at`` (the append time) and no session, and ``session``'s topics.
+``undated`` (:func:`fill_undated`), a history with no dates: ``spread``'s turns and facts with
+no ``occurred_at`` (the append time) and no session.
 
 Every fill appends events ``[start, stop)`` and their facts, in batches of one transaction
 each; the same arguments give the same rows (the same texts and facts: the undated shapes'
 times are those of the append). With ``changes`` off, a fill is a pure tail append (the
-epoch does not move): ``spread`` then asserts topics instead of its supersessions and
-conflicts, ``bulk`` no fact. Event ids (``e<i>``) are unique within a tenant: two histories
+epoch does not move): ``spread``, ``session`` and ``undated`` then assert topics instead of
+their supersessions and conflicts, ``bulk`` no fact. Event ids (``e<i>``) are unique within a tenant: two histories
 in one database need two tenants. Each shape has three kinds of questions
 (:attr:`Shape.queries`): ``rare`` (content words matching a few events), ``common`` (words in
 most events) and ``identifier`` (a reference, alone or with common words).
@@ -206,30 +205,35 @@ def fill_bulk(memory: Memory, tenant: str, subject: str, start: int, stop: int, 
     return active
 
 
-def _fill_topics(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int,
-                 dated: bool, session: bool) -> None:
-    """``spread``'s turns with topics, dated or not, in session 1 or in none."""
+def _fill_turns(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int,
+                active: dict[str, str] | None, changes: bool, dated: bool, session: bool) -> dict[str, str]:
+    """``spread``'s turns and facts, dated or not, in session 1 or in none."""
+    active = {} if active is None else active
     for lo in range(start, stop, batch):
         hi = min(stop, lo + batch)
         with memory.transaction() as led:
             led.append([_event(tenant, subject, i, event_text(i), dated=dated, session=session)
                         for i in range(lo, hi)])
-            _topics(led, tenant, subject, lo, hi)
+            if changes:
+                _changes(led, tenant, subject, lo, hi, active)
+            else:
+                _topics(led, tenant, subject, lo, hi)
+    return active
 
 
 def fill_session(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int = 2000,
                  active: dict[str, str] | None = None, changes: bool = True) -> dict[str, str]:
-    """``session``: append events ``[start, stop)``, all in session 1, with topics (``changes``
-    makes no difference: no fact here moves the epoch)."""
-    _fill_topics(memory, tenant, subject, start, stop, batch=batch, dated=True, session=True)
-    return {} if active is None else active
+    """``session``: append events ``[start, stop)`` and their facts as :func:`fill` does, all in session 1."""
+    return _fill_turns(memory, tenant, subject, start, stop, batch=batch, active=active, changes=changes,
+                       dated=True, session=True)
 
 
 def fill_undated(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int = 2000,
                  active: dict[str, str] | None = None, changes: bool = True) -> dict[str, str]:
-    """``undated``: append events ``[start, stop)`` with no date and no session, with topics."""
-    _fill_topics(memory, tenant, subject, start, stop, batch=batch, dated=False, session=False)
-    return {} if active is None else active
+    """``undated``: append events ``[start, stop)`` and their facts as :func:`fill` does, with no
+    date and no session."""
+    return _fill_turns(memory, tenant, subject, start, stop, batch=batch, active=active, changes=changes,
+                       dated=False, session=False)
 
 
 def questions(n: int = 64) -> list[str]:
@@ -276,8 +280,8 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           fill, 2000, _TURN_QUERIES),
     Shape("bulk", "an import: turns of a 16-word vocabulary, undated (one day), batches of 1,000, one critical fact",
           fill_bulk, BULK_BATCH, _BULK_QUERIES),
-    Shape("session", "one endless session: spread's turns and times, all in session 1, a topic every 50th",
+    Shape("session", "one endless session: spread's turns, times and facts, all in session 1",
           fill_session, 2000, _TURN_QUERIES),
-    Shape("undated", "no dates, no session: spread's turns at the append time, a topic every 50th",
+    Shape("undated", "no dates, no session: spread's turns and facts at the append time",
           fill_undated, 2000, _TURN_QUERIES),
 )}
