@@ -183,17 +183,29 @@ def _tokens_by_line(lines: list[str], retired: tuple[Retired, ...]) -> list[froz
     retired value is matched by its atoms)."""
     if not any(r.phrase is None for r in retired):
         return [frozenset()] * len(lines)
+    return list(_line_tokens("\n".join(lines)))
+
+
+@functools.lru_cache(maxsize=32)
+def _line_tokens(text: str) -> tuple[frozenset[tuple[str, str]], ...]:
+    # A job marks and checks the same summary several times (after its compressor, in its
+    # gate, as a root): its atoms are read once. A summary is content: emptied with the
+    # other caches of text.
+    lines = text.split("\n")
     starts, at = [], 0
     for line in lines:
         starts.append(at)
         at += len(line) + 1
     found: list[set[tuple[str, str]]] = [set() for _ in lines]
     i = 0
-    for a in extract_atoms("\n".join(lines), affirmations=False):
+    for a in extract_atoms(text, affirmations=False):
         while i + 1 < len(starts) and starts[i + 1] <= a.start:
             i += 1
         found[i].add(token_of(a))
-    return [frozenset(t) for t in found]
+    return tuple(frozenset(t) for t in found)
+
+
+holds_text(_line_tokens.cache_clear)
 
 
 class _Candidates:
