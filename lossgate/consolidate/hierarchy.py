@@ -135,6 +135,7 @@ class PartJob:
     snapshot: Snapshot  # its events (and those its facts cite), its facts in any status, their open conflicts
     facts: tuple[Fact, ...]  # its active facts
     inputs: tuple[InputRef, ...]  # its events and facts (lineage edges)
+    input_root: str  # of ``inputs`` (:func:`~lossgate.consolidate.selection.input_root`)
     fingerprint: str
     outdated_event_ids: frozenset[str]
     reuse: Artifact | None
@@ -255,8 +256,9 @@ def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: froz
             [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq)
              for e in (*part.events, *cited)]
             + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in ordered])
+        root = input_root(inputs)
         fingerprint = content_hash({
-            "key": part.key, "root": input_root(inputs), "statuses": [[f.fact_id, f.status] for f in ordered],
+            "key": part.key, "root": root, "statuses": [[f.fact_id, f.status] for f in ordered],
             "trust": [[e.event_id, e.trust] for e in (*part.events, *cited)],  # a content hash leaves trust out
             "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor,
             "digest": [settings.digest_tokens, settings.digest_ratio],
@@ -275,8 +277,8 @@ def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: froz
             if not checked[version] and not gate.check(snapshot, reuse.body, registry).passed:
                 reuse = None
         jobs.append(PartJob(part=part, snapshot=snapshot, facts=tuple(f for f in ordered if f.status == "active"),
-                            inputs=inputs, fingerprint=fingerprint, outdated_event_ids=outdated_ids, reuse=reuse,
-                            period=period_hash(period_key(part.events[0], settings.split_by))))
+                            inputs=inputs, input_root=root, fingerprint=fingerprint, outdated_event_ids=outdated_ids,
+                            reuse=reuse, period=period_hash(period_key(part.events[0], settings.split_by))))
     return tuple(jobs)
 
 

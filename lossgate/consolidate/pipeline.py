@@ -54,6 +54,7 @@ from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, c
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.prose import prose_inputs, prose_of, structured_lines
 from lossgate.gate.publication import as_published
+from lossgate.gate.sources import Extractions
 from lossgate.gate.superseded import check_markers, mark, retired_values, strip_markers
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.outcome import make_result
@@ -214,6 +215,19 @@ def _foreign(fn: Callable[[str], int]) -> Callable[[str], int]:
     return call
 
 
+def _counted_once(count: Callable[[str], int]) -> Callable[[str], int]:
+    """``count`` remembering what it counted, for one job: a hierarchy counts each event's
+    line to cut its parts, then again to budget its part's digest."""
+    counted: dict[str, int] = {}
+
+    def call(text: str) -> int:
+        tokens = counted.get(text)
+        if tokens is None:
+            tokens = counted[text] = count(text)
+        return tokens
+    return call
+
+
 def _add(timings: dict[str, float], key: str, seconds: float) -> None:
     timings[key] = timings.get(key, 0.0) + seconds
 
@@ -343,11 +357,12 @@ class Consolidator:
         root, after its parts: :mod:`lossgate.consolidate.hierarchy`)."""
         t0 = time.perf_counter()
         now = utcnow()
+        counter = _counted_once(self._count)  # this job's
         with self.store.write() as tx:
             registry = self._registries.current(tx)
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
-            extended = self._extend(tx, tenant_id, subject_id, registry)
+            extended = self._extend(tx, tenant_id, subject_id, registry, counter)
             if extended is not None:  # a fresh hierarchy grows by its tail: what is new is what it reads
                 sel, tree = extended.selection, extended.tree
             else:
@@ -363,7 +378,7 @@ class Consolidator:
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
             failures, refused_for = queue.consecutive_failures(since_published)
             if extended is None:
-                tree = self._plan_tree(tx, sel, registry)
+                tree = self._plan_tree(tx, sel, registry, counter)
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
                 number=count + 1, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
@@ -376,7 +391,7 @@ class Consolidator:
             tx.refresh_search_index()  # keep keyword search warm off the append path
         timings = {"select_s": time.perf_counter() - t0}
         try:
-            return self._compress_and_gate(attempt, sel, tree, registry, timings, failures, refused_for)
+            return self._compress_and_gate(attempt, sel, tree, registry, timings, failures, refused_for, counter)
         except StoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - the attempt is on record: it ends as an error, never "selected"
@@ -384,13 +399,14 @@ class Consolidator:
 
     def _compress_and_gate(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan | None,
                            registry: Registry, timings: dict[str, float], failures: int,
-                           refused_for: tuple[str, ...]) -> Prepared:
-        """Everything ``prepare`` does once the attempt is on record."""
+                           refused_for: tuple[str, ...], count: Callable[[str], int]) -> Prepared:
+        """Everything ``prepare`` does once the attempt is on record (``count``: the job's token
+        counter, :func:`_counted_once`)."""
         tenant_id, subject_id = attempt.tenant_id, attempt.subject_id
         if self.hooks.before_compress:
             self.hooks.before_compress(sel)
         if tree is not None:
-            return self._prepare_tree(attempt, sel, tree, registry, timings, failures, refused_for)
+            return self._prepare_tree(attempt, sel, tree, registry, timings, failures, refused_for, count)
         must = build_must_preserve(sel.snapshot, registry)  # once: the compressor, the gate and the judge share it
         request = CompressionRequest(
             tenant_id=tenant_id, subject_id=subject_id, facts=sel.facts,
@@ -409,10 +425,11 @@ class Consolidator:
 
     # -- one artifact: compress, parse, gate, judge --------------------------------------
     def _build(self, attempt: Attempt, sel: Selection, request: CompressionRequest, must: MustPreserve,
-               registry: Registry, timings: dict[str, float], *, label: str = "",
+               registry: Registry, timings: dict[str, float], *, label: str = "", seen: Extractions | None = None,
                ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool, tuple[str, ...]]:
         """The body and the gate's result for one request, or the failed attempt (a
-        compressor error, malformed output, a judge that failed). ``label`` names a part."""
+        compressor error, malformed output, a judge that failed). ``label`` names a part;
+        ``seen``, the atoms its job extracted already (:func:`~lossgate.gate.sources.prose_inputs`)."""
         where = f"part {label}: " if label else ""
         t1 = time.perf_counter()
         raw, error = self._generate(request)
@@ -433,7 +450,7 @@ class Consolidator:
         published = as_published(sel.snapshot, body, must, registry, retired=sel.retired,
                                  policy=sel.narrative_policy, quoted=_parent_quotes(sel))
         body, omitted = published.body, published.omitted
-        result = self._gate(sel, body, registry, must)
+        result = self._gate(sel, body, registry, must, seen)
         if published.refusals:
             result = make_result([*result.violations, *result.losses, *published.refusals], must)
         _add(timings, "gate_s", time.perf_counter() - t2)
@@ -546,14 +563,16 @@ class Consolidator:
         c = self.config
         return c.incremental and c.hierarchy.mode == "never" and not self.shadow
 
-    def _gate(self, sel: Selection, body: ArtifactBody, registry: Registry, must: MustPreserve) -> gate.GateResult:
+    def _gate(self, sel: Selection, body: ArtifactBody, registry: Registry, must: MustPreserve,
+              seen: Extractions | None = None) -> gate.GateResult:
         """The gate's result for ``body``. On a bounded selection, when every line of prose
         it writes is a line of the parent's conversation (gated with the parent, at this
         epoch) or quotes a new event, the gate reads what is new: those quotes and the
         structured part against the bounded snapshot, the parent's lines by reference.
         Otherwise it reads the whole snapshot at the same high-water."""
         if not sel.bounded:
-            return gate.check(sel.snapshot, body, registry, must=must, retired=sel.retired)
+            return gate.check(sel.snapshot, body, registry, must=must, retired=sel.retired,
+                              prose_inputs=prose_inputs(sel.snapshot, seen=seen))
         carried = _carried_lines(sel, body)
         if carried is not None:
             lines = body.summary.split("\n")
@@ -571,16 +590,18 @@ class Consolidator:
         return gate.check(whole, body, registry, must=build_must_preserve(whole, registry), retired=sel.retired)
 
     # -- a hierarchy: the parts, then the root ---------------------------------------------
-    def _extend(self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry) -> tail.Tail | None:
+    def _extend(self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry,
+                count: Callable[[str], int]) -> tail.Tail | None:
         """The job that extends the subject's fresh published root by its tail, if this
         consolidator may take one (:mod:`lossgate.consolidate.tail`)."""
         c = self.config
         if not c.incremental or not c.reuse_parts or c.hierarchy.mode == "never" or self.shadow:
             return None
         return tail.extend(tx, tenant_id, subject_id, registry, c.hierarchy, compressor=self.compressor,
-                           label=self._compressor_label(), count=self._count)
+                           label=self._compressor_label(), count=count)
 
-    def _plan_tree(self, tx: WriteTx, sel: Selection, registry: Registry) -> hierarchy.TreePlan | None:
+    def _plan_tree(self, tx: WriteTx, sel: Selection, registry: Registry,
+                   count: Callable[[str], int]) -> hierarchy.TreePlan | None:
         config = self.config.hierarchy
         if config.mode == "never":
             return None
@@ -591,26 +612,28 @@ class Consolidator:
         if self.shadow:  # a shadow tree reuses the parts of the latest shadow tree, never live ones
             current = next((a for a in tx.artifacts(t, s, states=["shadow"]) if a.manifest.path == "hierarchical"),
                            None)
-        if not hierarchy.wanted(sel, current, config.mode, settings.context_tokens, self._count):
+        if not hierarchy.wanted(sel, current, config.mode, settings.context_tokens, count):
             return None
         return hierarchy.plan(tx, sel, current, settings,
-                              compressor=self._compressor_label(), registry=registry, count=self._count,
+                              compressor=self._compressor_label(), registry=registry, count=count,
                               reuse=self.config.reuse_parts, shadow=self.shadow)
 
     def _prepare_tree(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, registry: Registry,
-                      timings: dict[str, float], failures: int, refused_for: tuple[str, ...]) -> Prepared:
+                      timings: dict[str, float], failures: int, refused_for: tuple[str, ...],
+                      count: Callable[[str], int]) -> Prepared:
         """Build the parts that no stored artifact digests yet (each gated against its own
         snapshot and stored as a candidate), then the root over all of them."""
         children: list[Artifact] = []
         raw_parts: dict[str, str | None] = {}
         left_out: list[str] = []  # the parts' narrative sentences the ledger speaks for
+        seen: Extractions = {}  # the atoms of the events gated so far: the root reads them all again
         for job in tree.parts:
             if job.reuse is not None:
                 children.append(job.reuse)
                 continue
             part_sel = Selection(
                 snapshot=job.snapshot, expected=sel.expected, path="part", parent=None, events=job.part.events,
-                facts=job.facts, inputs=job.inputs, input_root=input_root(job.inputs),
+                facts=job.facts, inputs=job.inputs, input_root=job.input_root,
                 outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
                 retired=sel.retired, narrative_policy=sel.narrative_policy)
             must = build_must_preserve(job.snapshot, registry)
@@ -620,7 +643,7 @@ class Consolidator:
             structure = self._count(head) + self._count(CONVERSATION_TITLE) + 1 + sum(
                 self._count(fact_line(f)) + 1 for f in job.facts) + sum(
                 self._count(conflict_line(c.predicate, c.fact_ids)) + 1 for c in job.snapshot.conflicts)
-            said = sum(self._count(event_line(e)) + 1 for e in job.part.events if e.text)
+            said = sum(count(event_line(e)) + 1 for e in job.part.events if e.text)
             request = CompressionRequest(
                 tenant_id=sel.snapshot.tenant_id, subject_id=sel.snapshot.subject_id, facts=job.facts,
                 predicates={f.predicate: registry.get(f.predicate) for f in job.facts},
@@ -629,7 +652,7 @@ class Consolidator:
                 outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
                 must_keep=_must_keep(must), failures=failures, refused_for=refused_for, period=job.title,
             )
-            built = self._build(attempt, part_sel, request, must, registry, timings, label=job.part.key)
+            built = self._build(attempt, part_sel, request, must, registry, timings, label=job.part.key, seen=seen)
             if isinstance(built, Prepared):
                 return built
             body, result, raw_text, judged, omitted = built
@@ -658,13 +681,14 @@ class Consolidator:
                 return refused
             children.append(artifact)
             raw_parts[job.part.key] = raw_text
-        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings, tuple(left_out))
+        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings, tuple(left_out), seen)
 
     def _prepare_root(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, children: list[Artifact],
                       raw_parts: dict[str, str | None], registry: Registry, timings: dict[str, float],
-                      omitted: tuple[str, ...] = ()) -> Prepared:
+                      omitted: tuple[str, ...] = (), seen: Extractions | None = None) -> Prepared:
         """The root: the ledger's claims and lines (the deterministic compressor's, under the
-        job's budget), then every part's digest, gated against the whole snapshot."""
+        job's budget), then every part's digest, gated against the whole snapshot (``seen``:
+        the atoms its parts' gates extracted)."""
         t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
         must = build_must_preserve(sel.snapshot, registry)
         request = CompressionRequest(
@@ -696,7 +720,8 @@ class Consolidator:
         # A root that extends its parent is gated on what it adds: the parent's digest lines it
         # carries were gated with the parent, against a snapshot this one only extends.
         result = gate.check(sel.snapshot, body if parent is None else body.model_copy(update={"summary": gated}),
-                            registry, must=must, retired=sel.retired)
+                            registry, must=must, retired=sel.retired,
+                            prose_inputs=prose_inputs(sel.snapshot, seen=seen))
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
         return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree,

@@ -115,32 +115,32 @@ def _negative_claims(artifact: ArtifactBody) -> list[set[str]]:
     return out
 
 
-def _states_negative_claim(a: Atom, negative: list[set[str]], vocabulary: frozenset[str]) -> bool:
+def _states_negative_claim(a: Atom, negative: list[set[str]], inp: ProseInputs) -> bool:
     """A negated statement renders a negative claim when it shares a content word with the
     claim and its verb comes from the claim or the sources ("never serve peanuts" for
     ``food.peanuts_allowed = false`` after "please never serve me peanuts"); a new verb
-    ("does not dissent") is a new statement."""
+    ("does not dissent") is a new statement. The sources' vocabulary is read only when the
+    claim leaves the verb open (it stems every statement of the snapshot)."""
     head, *rest = a.key.split("|")[1:]
     words = ({head, *rest}) - _SELF
-    return any(words & claim and (head in claim or head in vocabulary) for claim in negative)
+    return any(words & claim and (head in claim or head in inp.vocabulary) for claim in negative)
 
 
-def _restates_negative_claim(a: Atom, negative: list[set[str]], vocabulary: frozenset[str],
-                             negated: frozenset[str]) -> bool:
+def _restates_negative_claim(a: Atom, negative: list[set[str]], inp: ProseInputs) -> bool:
     """A negated statement the summary adds restates a negative claim in its own words when it
     renders the claim (:func:`_states_negative_claim`), or when it says no new thing: every word
     after its verb comes from the claim or the sources and it names the claim's object ("they
     cannot eat peanuts", "phone calls to the user are not permitted"), or every word comes from
     the sources and one of them is what a source negates ("no calling the user" after "do not
     call me by phone"). A new object ("peanuts or shellfish") is a new statement."""
-    if _states_negative_claim(a, negative, vocabulary):
+    if _states_negative_claim(a, negative, inp):
         return True
     head, *rest = a.key.split("|")[1:]
     if head in _UNDOING_VERBS or _strip_prefix(head) is not None:
         return False  # "does not dissent", "never disallowed": a negated negative is the other polarity
     words = {head, *rest} - _SELF
-    return any((words & claim and set(rest) - _SELF <= claim | vocabulary)
-               or (words <= claim | vocabulary and words & negated) for claim in negative)
+    return any((words & claim and set(rest) - _SELF <= claim | inp.vocabulary)
+               or (words <= claim | inp.vocabulary and words & inp.negated_words) for claim in negative)
 
 
 def _frames(a: Atom, artifact: ArtifactBody) -> bool:
@@ -244,7 +244,7 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
                 out.append(_v("atom_changed", label_of(a), f"double negation: source says {twin.text!r}, "
                               f"summary says {a.text!r}", expected=label_of(twin), observed=label_of(a)))
                 continue
-            if _restates_negative_claim(a, negative, inp.vocabulary, inp.negated_words) or _frames(a, artifact):
+            if _restates_negative_claim(a, negative, inp) or _frames(a, artifact):
                 continue
         out.append(_v("atom_added", label_of(a), f"the sources never say {a.text!r}", observed=label_of(a)))
     for a in summary:
@@ -281,7 +281,7 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
         tok = token_of(a)
         if a.kind in _NUMERIC and tok in numbers:
             continue
-        if tok in stale or (a.kind == "negation" and _states_negative_claim(a, negative, inp.vocabulary)):
+        if tok in stale or (a.kind == "negation" and _states_negative_claim(a, negative, inp)):
             continue  # stale content is meant to go; a negation a negative claim carries is kept
         facts = dropped.get(tok)
         label = label_of(a)

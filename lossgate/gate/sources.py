@@ -30,12 +30,12 @@ from lossgate.caches import holds_text
 from lossgate.gate.atoms import Atom, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet
 from lossgate.gate.atoms.extract import _atom as new_atom
-from lossgate.gate.atoms.statements import content_stems
+from lossgate.gate.atoms.statements import content_words, stem
 from lossgate.gate.typed import typed_value
 from lossgate.records import ArtifactBody, Event, Snapshot
 from lossgate.values import coerce_value
 
-__all__ = ["ProseInputs", "prose_inputs", "value_forms", "value_atoms", "claim_atoms", "anchor_dates",
+__all__ = ["ProseInputs", "Extractions", "prose_inputs", "value_forms", "value_atoms", "claim_atoms", "anchor_dates",
            "key_of", "label_of", "token_of", "Key", "clear_atom_cache"]
 
 Key = tuple[str, str]
@@ -133,12 +133,17 @@ class ProseInputs:
 
     @cached_property
     def vocabulary(self) -> frozenset[str]:
-        """Content stems of every statement of the sources (computed on first use)."""
+        """Content stems of every statement of the sources (computed on first use). The
+        affirmations of a long history repeat their words: each distinct word is stemmed once."""
         words: set[str] = set()
+        affirmed: set[str] = set()
         for a in self.source:
             if a.kind == "negation":
-                words |= content_stems(a.key[3:]) if is_affirmation(a) else set(a.key.split("|")[1:])
-        return frozenset(words)
+                if is_affirmation(a):
+                    affirmed.update(content_words(a.key[3:]))
+                else:
+                    words.update(a.key.split("|")[1:])
+        return frozenset(words | {stem(w) for w in affirmed})
 
     @cached_property
     def time_keys(self) -> frozenset[tuple[str, str]]:
@@ -191,6 +196,9 @@ CACHE_SIZE = 20_000
 _Entry = tuple[int, tuple[Atom, ...], tuple[Key, ...]]
 _cache: OrderedDict[tuple[str, date], _Entry] = OrderedDict()
 _cache_lock = Lock()
+# The extractions of one job (:func:`prose_inputs`' ``seen``): entries as the cache keeps
+# them, in a dict the job owns and drops when it ends.
+Extractions = dict[tuple[str, date], _Entry]
 
 
 @holds_text
@@ -222,13 +230,23 @@ class _Day:
     keys: list[tuple[Key, ...]]
 
 
-def _extract_days(events: Iterable[Event]) -> list[_Day]:
+def _known(ids: list[tuple[str, date]], seen: Extractions | None) -> list[_Entry | None]:
+    """The entries of ``ids`` extracted before: by this job (``seen``), else in the cache."""
+    hits: list[_Entry | None] = [seen.get(k) for k in ids] if seen else [None] * len(ids)
+    if any(hit is None for hit in hits):
+        with _cache_lock:
+            hits = [_cache.get(k) if hit is None else hit for k, hit in zip(ids, hits)]
+    return hits
+
+
+def _extract_days(events: Iterable[Event], seen: Extractions | None = None) -> list[_Day]:
     """The atoms of the valid events, by day.
 
     The extractor reads only the *date* of its reference time, so the events of one
     day (in their own UTC offset) are extracted in one call on their joined text:
     one call per event would cost several times the extraction itself. Events met
-    before come from the cache; the others are extracted together, in one call.
+    before (by this job: ``seen``, which this fills; or in the cache) are not extracted
+    again; the others are extracted together, in one call.
     """
     by_day: dict[tuple[date, object], list[Event]] = {}
     offsets: dict[tzinfo, timedelta | None] = {}  # a fixed-offset zone has one offset
@@ -253,8 +271,7 @@ def _extract_days(events: Iterable[Event]) -> list[_Day]:
         texts = [ev.text or "" for ev in group]
         ids = [(text, day) for text in texts]
         bases = [0, *accumulate(len(text) + step for text in texts[:-1])]
-        with _cache_lock:
-            hits = [_cache.get(k) for k in ids]
+        hits = _known(ids, seen)
         atoms: list[tuple[Atom, ...]] = []
         keys: list[tuple[Key, ...]] = []
         missed: list[int] = []
@@ -293,13 +310,21 @@ def _extract_days(events: Iterable[Event]) -> list[_Day]:
                 _cache.move_to_end(ids[i])
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
+        if seen is not None:
+            seen.update(zip(ids, zip(bases, atoms, keys)))
         days.append(_Day(group, atoms, keys))
     return days
 
 
-def prose_inputs(snapshot: Snapshot) -> ProseInputs:
-    """Extract the snapshot side of the prose diff (pure; reusable across artifacts)."""
-    days = _extract_days(snapshot.events)
+def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> ProseInputs:
+    """Extract the snapshot side of the prose diff (pure; reusable across artifacts).
+
+    ``seen``: the extractions of the job's earlier snapshots, which this adds to (a dict
+    the caller keeps for one job): a hierarchy gates each part against its own events and
+    then its root against them all, a history the bounded cache cannot hold at once, so
+    without it the root would extract every event again. The result is the same either way.
+    """
+    days = _extract_days(snapshot.events, seen)
     source: list[Atom] = []
     runs: list[tuple[list[Key], list[Atom]]] = []
     for d in days:

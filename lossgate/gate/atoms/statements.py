@@ -81,12 +81,16 @@ def stem(word: str) -> str:
     return w
 
 
+def content_words(words: str) -> list[str]:
+    """The content words of a piece of text (lower case, stop words out), unstemmed: what
+    :func:`content_stems` stems, for a caller that stems the words of many texts once each."""
+    return [w for w in _WORD.findall(words.lower()) if w not in STOPWORDS and w not in CLAUSE_BREAKS]
+
+
 def content_stems(words: str) -> frozenset[str]:
     """The stems of the content words of a piece of text (stop words out),
     as the negation keys use them. Used by the diff on affirmations."""
-    return frozenset(
-        stem(w) for w in _WORD.findall(words.lower()) if w not in STOPWORDS and w not in CLAUSE_BREAKS
-    )
+    return frozenset(stem(w) for w in content_words(words))
 
 
 class _Stems(dict[str, str]):
