@@ -31,7 +31,7 @@ from lossgate.derived import (
 from lossgate.records import ArtifactBody, Clock, Event, EventState, Proposal
 from lossgate.store import rows
 from lossgate.store.core.base import TxBase
-from lossgate.store.core.ranking import TERM_CAP, bounded_order, is_bounded
+from lossgate.store.core.ranking import TERM_CAP, bounded_order, cap_for, is_bounded
 from lossgate.store.protocol import ArtifactDocument, VectorKind
 
 __all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE"]
@@ -71,7 +71,7 @@ class CoreDerivedReads(TxBase):
         terms = [t for t in query.split() if t.strip('"')]
         if not terms:
             return []
-        cap = self.term_cap
+        cap = cap_for(len(terms), self.term_cap)
         matches = self._term_matches(tenant_id, subject_id, terms, cap=cap + 1)
         if matches is None or not is_bounded(matches, cap):
             return self._ranked_events(tenant_id, subject_id, query, limit=limit, skip_erased=skip_erased)

@@ -23,11 +23,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["TERM_CAP", "bounded_order", "is_bounded"]
+__all__ = ["TERM_CAP", "bounded_order", "cap_for", "is_bounded"]
 
 # The matches of one term a search reads at most. A history under this size is ranked by
 # the store alone, whatever the words.
 TERM_CAP = 1000
+# A query of more than this many terms shares TERM_CAP times this among them (a question
+# has a handful; a 4,096-character query may have a thousand).
+_SHARED_BY = 8
+
+
+def cap_for(terms: int, cap: int = TERM_CAP) -> int:
+    """The matches a search reads of each of ``terms`` terms: ``cap``, or for a long query
+    a share of ``_SHARED_BY`` times ``cap`` (at least a sixteenth of ``cap``)."""
+    return cap if terms <= _SHARED_BY else max(cap // 16, 1, cap * _SHARED_BY // terms)
 
 
 def is_bounded(matches: Sequence[Sequence[int]], cap: int = TERM_CAP) -> bool:

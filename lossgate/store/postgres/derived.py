@@ -89,19 +89,26 @@ class PostgresDerivedReads(CoreDerivedReads):
 
     def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
                       cap: int) -> list[list[int]] | None:
-        # One statement for every term: its newest indexed matches (lossgate_event_probe,
+        # The events past the index mark whose text matches {q}.
+        fresh = ("SELECT e.seq FROM clocks c JOIN LATERAL ("
+                 " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
+                 " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
+                 f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ websearch_to_tsquery('english', {{q}})")
+        # First any of the terms, in one probe: fewer matches than cap settle it at once.
+        row = self._c.execute(
+            "SELECT (SELECT count(*) FROM lossgate_event_probe(%(s)s, %(q)s, %(n)s))"
+            f" + (SELECT count(*) FROM ({fresh.format(q='%(q)s')} LIMIT %(n)s) f)",
+            {"q": _tsquery(" ".join(terms)) or '""', "t": tenant_id, "s": subject_id, "n": cap}).fetchone()
+        if row is not None and row[0] < cap:
+            return None
+        # Then one statement for every term: its newest indexed matches (lossgate_event_probe,
         # migrations/0023: the planner walks the subject's newest rows for a common term, the
-        # index for a rare one) and the events past the index mark, matched on their text.
-        queries = [_tsquery(t) or '""' for t in terms]
+        # index for a rare one) and those past the index mark.
         rows = self._c.execute(
             "SELECT o.i, p.seq FROM unnest(%(qs)s::text[]) WITH ORDINALITY o(q, i) CROSS JOIN LATERAL ("
-            " (SELECT e.seq FROM clocks c JOIN LATERAL ("
-            "  SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
-            "  AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
-            f"  WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ websearch_to_tsquery('english', o.q)"
-            "  ORDER BY e.seq DESC LIMIT %(n)s)"
+            f" ({fresh.format(q='o.q')} ORDER BY e.seq DESC LIMIT %(n)s)"
             " UNION ALL SELECT h.seq FROM lossgate_event_probe(%(s)s, o.q, %(n)s) h) p",
-            {"qs": queries, "t": tenant_id, "s": subject_id, "n": cap},
+            {"qs": [_tsquery(t) or '""' for t in terms], "t": tenant_id, "s": subject_id, "n": cap},
         ).fetchall()
         found: list[list[int]] = [[] for _ in terms]
         for i, seq in rows:

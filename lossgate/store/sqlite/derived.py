@@ -50,9 +50,10 @@ class SQLiteDerivedReads(CoreDerivedReads):
     def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
                       cap: int) -> list[list[int]] | None:
         # The index in its own order, newest first (FTS5 walks a term's rowids backwards
-        # without ranking them). The index is one for the file: first the file's matches
-        # alone, which settle it when no term has as many as cap in the whole file (the
-        # usual case but for a subject's common words, at no look-up of an event); then
+        # without ranking them). The index is one for the file: first each term's matches in
+        # the file alone, which settle it when every term has fewer than cap (the usual case
+        # but for a subject's common words, at no look-up of an event; one OR of a long
+        # query's terms walks slower than the terms one by one); then
         # each match's event looked up by rowid ("+": not through the subject's indexes),
         # and the events past the index matched on their text.
         mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
