@@ -116,12 +116,16 @@ def _by_size(key: str, events: list[Event], context_tokens: int, count: Callable
     moves only the boundaries of its own run, and a chunk's key is that of its first event
     (``session 3 #1234``), so the other chunks keep their inputs, key and fingerprint. The
     stride is measured on the period's first events (those that first exceed the context),
-    so that appending never moves it: a period grows by its last chunk (:func:`resume`)."""
+    so that appending never moves it: a period grows by its last chunk (:func:`resume`). A
+    period is cut only when its events take more than the context: its stride is then
+    always measured on a prefix that does."""
     lines = [event_line(e) for e in events]
     # A token is at least one byte: a group of fewer bytes than the context fits uncounted.
     if sum(len(line.encode("utf-8")) + 1 for line in lines) <= context_tokens:
         return [Part(key, tuple(events))]
     costs = [count(line) + 1 for line in lines]
+    if sum(costs) <= context_tokens:
+        return [Part(key, tuple(events))]
     return _chunks(key, events, costs, _stride(costs, context_tokens), context_tokens, first_seq=events[0].seq)
 
 

@@ -81,12 +81,11 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     # parts before it stay. A period cut into chunks grows by its last chunk as a short one
     # grows by its only part: a chunk boundary depends on the period's first events (its
     # stride) and the events since the boundary before, never on what follows.
+    # The period's chunks need not be next to each other: a part's place is its time, and a
+    # turn of another period (one without a session, in an endless session) may fall between.
     last_period = periods[-1]
-    first = len(periods)
-    while first > 0 and periods[first - 1] == last_period:
-        first -= 1
-    if last_period in periods[:first]:
-        return None  # the last period began in a part the others' order put before it
+    first = periods.index(last_period)
+    others = set(periods) - {last_period}
 
     def read(child_id: str) -> tuple[Artifact, list[Event]] | None:
         part = tx.artifact(t, s, child_id)
@@ -100,28 +99,50 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
             return None  # cannot happen at a fresh epoch; the full plan decides
         return part, events
 
-    # The period's first events, as far as they first exceed the context (they set its
-    # stride), and its last part's.
-    head: list[Event] = []
-    used, name = 0, ""
-    for i in range(first, len(children) - 1):
-        opening = read(children[i])
-        if opening is None:
-            return None
-        name = name or (opening[0].manifest.part.key if opening[0].manifest.part is not None else "")
-        head += opening[1]
-        used += sum(count(event_line(e)) + 1 for e in opening[1])
-        if used > settings.context_tokens:
-            break
     newest = read(children[-1])
     if newest is None:
         return None
     last, old = newest
-    name = name or (last.manifest.part.key if last.manifest.part is not None else "")
+    assert last.manifest.part is not None
+    key = last.manifest.part.key  # the period's name, or the name and its first event's seq
+    name = key[:-len(f" #{old[0].seq}")] if key.endswith(f" #{old[0].seq}") else key
     last_key = period_key(old[0], settings.split_by)
+
+    def of_period(events: list[Event]) -> list[Event]:
+        """Those of ``events`` a full plan would put in the last period: of its key, and not
+        the text of a deleted fact."""
+        mine = [e for e in events if period_key(e, settings.split_by) == last_key]
+        gone = {i for f in tx.facts_citing(t, s, [e.event_id for e in mine]) if f.status == "deleted"
+                for i in f.source_event_ids} if mine else set()
+        return [e for e in mine if e.event_id not in gone]
+
+    # A part's place among the root's children is its time: an event dated earlier may have
+    # put another chunk of the period after this one. It must be the last by seq.
+    if of_period(tx.events(t, s, states=["valid"], after_seq=old[-1].seq, through_seq=alias.covers_through)):
+        return None
+    head: list[Event] = []
+    if name != key:  # a later chunk: the period's first events set its stride
+        opening = read(children[first])
+        if opening is None or opening[0].manifest.part is None or opening[0].manifest.part.key != name:
+            return None
+        head, at = list(opening[1]), opening[1][-1].seq
+        used = sum(count(event_line(e)) + 1 for e in head)
+        while used <= settings.context_tokens:
+            # (in batches of the first chunk's size: about a context's worth)
+            more = tx.events(t, s, states=["valid"], after_seq=at, through_seq=alias.covers_through,
+                             limit=max(8, len(opening[1])))
+            if not more:
+                return None  # a period cut into chunks exceeds the context: cannot happen
+            at = more[-1].seq
+            for e in of_period(more):
+                head.append(e)
+                used += count(event_line(e)) + 1
+                if used > settings.context_tokens:
+                    break
+    elif first != len(children) - 1:
+        return None  # the period's first chunk is last in time, after others of its chunks
     carried = children[:-1]
     carried_periods = periods[:-1]
-    earlier = set(periods[:first])
     before = tx.artifact(t, s, carried[-1]) if carried else None
 
     delta = tx.events(t, s, states=["valid"], after_seq=alias.covers_through, through_seq=clock.high_water)
@@ -129,7 +150,7 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     citing = tx.facts_citing(t, s, shown_ids)
     suppressed = {e for f in citing if f.status == "deleted" for e in f.source_event_ids}
     delta = [e for e in delta if e.event_id not in suppressed]
-    if not delta or any(period_hash(period_key(e, settings.split_by)) in earlier for e in delta):
+    if not delta or any(period_hash(period_key(e, settings.split_by)) in others for e in delta):
         return None  # nothing new to digest, or a new event belongs to an earlier period
     tail_ids = set(shown_ids)
     active = tx.facts(t, s, statuses=["active"], through_seq=clock.high_water)
@@ -147,10 +168,10 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     )
 
     grows = [e for e in delta if period_key(e, settings.split_by) == last_key]
-    if first == len(children) - 1:  # the period is one part: cut again whole, as the full plan cuts it
+    if not head:  # the period is one part: cut again whole, as the full plan cuts it
         cut = split((*old, *grows), by=settings.split_by, context_tokens=settings.context_tokens, count=count)
     else:
-        cut = resume(name, (*head, *old), (*old, *grows), context_tokens=settings.context_tokens, count=count)
+        cut = resume(name, head, (*old, *grows), context_tokens=settings.context_tokens, count=count)
     fresh = split([e for e in delta if period_key(e, settings.split_by) != last_key], by=settings.split_by,
                   context_tokens=settings.context_tokens, count=count)
     parts = sorted((*cut, *fresh), key=lambda p: (p.first_at, p.events[0].seq))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lossgate import NewEvent
 from lossgate.store.core.derived import CoreDerivedReads
-from lossgate.store.core.ranking import TERM_CAP, bounded_order, cap_for, is_bounded
+from lossgate.store.core.ranking import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
 
 T = "acme"
 CAP = 8
@@ -136,8 +136,26 @@ def test_a_long_query_shares_the_reads_among_its_terms():
     assert cap_for(2000, 8) == 1
 
 
-def test_a_query_of_a_thousand_words_reads_a_bounded_share_of_each(memory):
+def test_a_query_of_a_thousand_words_reads_its_first_terms_a_bounded_share_each(memory):
     subject = _subject(memory, [f"refund budget w{i} number {i}" for i in range(300)])
     words = " ".join(f"w{i}" for i in range(1000))  # each in one event: every one is rare
-    # a share of 8,000 reads for 1,001 terms: "refund" (in all 300) is read in its newest 62
-    assert _hits(memory, subject, f"refund {words}", 5) == ["299", "298", "297", "296", "295"]
+    # "refund" and the first 63 words are searched, 125 reads each: "refund" (in all 300) is
+    # common, and the events holding it and one of those words come first, newest first
+    assert cap_for(MAX_SEARCH_TERMS) == 125
+    assert _hits(memory, subject, f"refund {words}", 5) == ["62", "61", "60", "59", "58"]
+    # w999 is past the first 64 terms: not searched (else, newest, it would come first)
+    assert _hits(memory, subject, f"{words} w999", 5) == ["63", "62", "61", "60", "59"]
+
+
+def test_revoked_events_never_take_the_place_of_a_valid_one_past_the_cap(memory, capped):
+    subject = _subject(memory, ["the zebra code is 4471"] + [f"zebra sighting {i}" for i in range(30)])
+    for i in range(1, 31):
+        memory.revoke_event(T, subject, f"{subject}-{i}")
+    assert _hits(memory, subject, "zebra", 5) == ["0"]
+    assert [e.event_id for e in memory.recall(T, subject, query="zebra", context=False).events] == [f"{subject}-0"]
+
+
+def test_a_word_with_like_wildcards_matches_itself_before_it_is_indexed(memory):
+    subject = _subject(memory, ["key a_1 here", "key ab1 there", "100% sure", "1000 sure"], indexed=False)
+    assert _hits(memory, subject, "a_1", 5) == ["0"]
+    assert _hits(memory, subject, "100%", 5) == ["2"]

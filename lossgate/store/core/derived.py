@@ -31,7 +31,7 @@ from lossgate.derived import (
 from lossgate.records import ArtifactBody, Clock, Event, EventState, Proposal
 from lossgate.store import rows
 from lossgate.store.core.base import TxBase
-from lossgate.store.core.ranking import TERM_CAP, bounded_order, cap_for, is_bounded
+from lossgate.store.core.ranking import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
 from lossgate.store.protocol import ArtifactDocument, VectorKind
 
 __all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE"]
@@ -68,9 +68,10 @@ class CoreDerivedReads(TxBase):
         # Each term's newest matches first (at most TERM_CAP and one more): the store ranks
         # them itself unless a term has more, and then they are ranked here
         # (lossgate.store.core.ranking): a search reads about TERM_CAP matches a term.
-        terms = [t for t in query.split() if t.strip('"')]
+        terms = list(dict.fromkeys(t for t in query.split() if t.strip('"')))[:MAX_SEARCH_TERMS]
         if not terms:
             return []
+        query = " ".join(terms)
         cap = cap_for(len(terms), self.term_cap)
         matches = self._term_matches(tenant_id, subject_id, terms, cap=cap + 1)
         if matches is None or not is_bounded(matches, cap):

@@ -23,13 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["TERM_CAP", "bounded_order", "cap_for", "is_bounded"]
+__all__ = ["MAX_SEARCH_TERMS", "TERM_CAP", "bounded_order", "cap_for", "is_bounded"]
 
 # The matches of one term a search reads at most. A history under this size is ranked by
 # the store alone, whatever the words.
 TERM_CAP = 1000
-# A query of more than this many terms shares TERM_CAP times this among them (a question
-# has a handful; a 4,096-character query may have a thousand).
+# The distinct terms of a query a search reads, in the order it names them: a question has
+# a handful; a 4,096-character query may have eight hundred, each a read of the index.
+MAX_SEARCH_TERMS = 64
+# A query of more than this many terms shares TERM_CAP times this among them.
 _SHARED_BY = 8
 
 

@@ -36,6 +36,11 @@ def _fts_query(query: str) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
 
 
+def _like(word: str) -> str:
+    """``word`` as a LIKE pattern's literal (``\\`` escapes): "a_1" does not match "ab1"."""
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 class SQLiteDerivedReads(CoreDerivedReads):
     """SQLite's own derived-layer and search reads."""
 
@@ -65,15 +70,16 @@ class SQLiteDerivedReads(CoreDerivedReads):
             return None
         found = []
         for term, q in zip(terms, quoted):
-            word = f"%{term.strip(chr(34)).lower()}%"
+            word = f"%{_like(term.strip(chr(34)).lower())}%"
             fresh = [] if top <= mark else [r[0] for r in self._all(
                 f"SELECT seq FROM events WHERE rowid > ? AND {self._d.no_index('tenant_id')}=? "
-                f"AND {self._d.no_index('subject_id')}=? AND (lower(text) LIKE ? OR lower(actor) LIKE ?) "
+                f"AND {self._d.no_index('subject_id')}=? AND state='valid' "
+                "AND (lower(text) LIKE ? ESCAPE '\\' OR lower(actor) LIKE ? ESCAPE '\\') "
                 "ORDER BY rowid DESC LIMIT ?", (mark, tenant_id, subject_id, word, word, cap))]
             found.append(fresh + [r[0] for r in self._all(
                 "SELECT e.seq FROM events_fts f CROSS JOIN events e ON e.rowid = f.rowid "
                 f"WHERE events_fts MATCH ? AND {self._d.no_index('e.tenant_id')}=? "
-                f"AND {self._d.no_index('e.subject_id')}=? ORDER BY f.rowid DESC LIMIT ?",
+                f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid' ORDER BY f.rowid DESC LIMIT ?",
                 (q, tenant_id, subject_id, cap - len(fresh)))])
         return found
 
@@ -92,8 +98,8 @@ class SQLiteDerivedReads(CoreDerivedReads):
             return hits  # nothing past the index (the usual case): no scan at all
         # The fresh tail covers what the index covers (text and actor), by case-insensitive
         # substring: not stemmed as the index is (see SearchReadTx in protocol.py).
-        words = [w.lower() for w in query.split() if w]
-        likes = " OR ".join("lower(text) LIKE ? OR lower(actor) LIKE ?" for _ in words)
+        words = [_like(w.lower()) for w in query.split() if w]
+        likes = " OR ".join("lower(text) LIKE ? ESCAPE '\\' OR lower(actor) LIKE ? ESCAPE '\\'" for _ in words)
         # rowid as a bound parameter: SQLite walks the rowid range past the mark (at most
         # recall.SEARCH_BACKLOG rows), never the subject's whole history.
         fresh = self._all(
