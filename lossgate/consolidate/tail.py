@@ -28,8 +28,9 @@ Anything else takes the full plan (:func:`lossgate.consolidate.hierarchy.plan`):
 unpublished root, a moved epoch, another registry, compressor or tree setting, a new fact
 citing an event outside the last part and the delta, a new event of a period one of the
 carried parts holds (the root's manifest keeps a hash of each part's period:
-``Manifest.periods``) other than the last, or a new part the full plan would order before
-a carried one. Correctness does not rest on this module: a change to any
+``Manifest.periods``) other than the last, a new part the full plan would order before a
+carried one, or a last part that is not the last of its period by seq (parts are ordered
+by time: a turn dated earlier can put another chunk of the period after it). Correctness does not rest on this module: a change to any
 input covered generations back moves the epoch and marks the whole chain stale at once
 (lineage follows every root to the one it extends: :func:`lossgate.lineage.invalidate`).
 """
