@@ -30,15 +30,20 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+from bisect import bisect_right
+from decimal import Decimal
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable
+from itertools import accumulate
 
 import orjson
+from pydantic import BaseModel
 
 from lossgate.caches import holds_text
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.outcome import Violation
-from lossgate.gate.sources import token_of, value_atoms, value_forms
+from lossgate.gate.sources import _JOIN, token_of, value_forms
 from lossgate.records import Conflict, Fact
 from lossgate.render import (
     CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, one_line, value_text,
@@ -81,28 +86,68 @@ def _has_phrase(line: str, phrase: str) -> bool:
     return False
 
 
+# The value tokens of each value met, by (type, canonical JSON): a long history retires many
+# values, and every job reads them all again. A value is content: emptied with the caches of
+# text (lossgate.caches).
+_TOKENS: dict[tuple[str, bytes], frozenset[tuple[str, str]]] = {}
+_TOKENS_LOCK = threading.Lock()
+_TOKENS_SIZE = 16_384
+
+
+@holds_text
+def _forget_tokens() -> None:
+    with _TOKENS_LOCK:
+        _TOKENS.clear()
+
+
 def _tokens(value_type: str, value: object) -> frozenset[tuple[str, str]]:
-    # A pure function of the value, remembered: a long history retires many values, and
-    # every job reads them all again (a value that is not plain JSON is read every time).
-    # A value is content: the cache is emptied with the others (lossgate.caches).
-    try:
-        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        return _read_tokens(value_type, value)
-    return _tokens_of(value_type, key)
+    return _tokens_all([(value_type, value)])[0]
 
 
-def _read_tokens(value_type: str, value: object) -> frozenset[tuple[str, str]]:
-    return frozenset(token_of(a) for a in value_atoms(value_forms(value_type, value))
-                     if a.kind not in ("negation", "party"))
+def _plain(value: object) -> object:
+    """A typed value's JSON form, for a key (a ``Money``, a ``Decimal``)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(type(value).__name__)
 
 
-@functools.lru_cache(maxsize=8192)
-def _tokens_of(value_type: str, value_json: bytes) -> frozenset[tuple[str, str]]:
-    return _read_tokens(value_type, orjson.loads(value_json))
-
-
-holds_text(_tokens_of.cache_clear)
+def _tokens_all(values: Sequence[tuple[str, object]]) -> list[frozenset[tuple[str, str]]]:
+    """The value tokens of each ``(type, value)``: those not met before read in one
+    extraction of all their rendered forms, joined by the clause break no atom spans (one
+    extraction per value costs several times the extraction itself)."""
+    keys: list[tuple[str, bytes] | None] = []
+    for value_type, value in values:
+        try:
+            keys.append((value_type, orjson.dumps(value, default=_plain, option=orjson.OPT_SORT_KEYS)))
+        except TypeError:  # no JSON form: read every time
+            keys.append(None)
+    with _TOKENS_LOCK:
+        out: list[frozenset[tuple[str, str]] | None] = [None if k is None else _TOKENS.get(k) for k in keys]
+    missing = [i for i, tokens in enumerate(out) if tokens is None]
+    pieces: list[str] = []
+    owners: list[int] = []
+    for i in missing:
+        for form in value_forms(*values[i]):
+            if form:
+                pieces.append(form)
+                owners.append(i)
+    found: dict[int, set[tuple[str, str]]] = {i: set() for i in missing}
+    if pieces:
+        starts = list(accumulate((len(p) + len(_JOIN) for p in pieces[:-1]), initial=0))
+        for atom in extract_atoms(_JOIN.join(pieces), affirmations=False):
+            if atom.kind not in ("negation", "party"):
+                found[owners[bisect_right(starts, atom.start) - 1]].add(token_of(atom))
+    with _TOKENS_LOCK:
+        for i in missing:
+            out[i] = frozenset(found[i])
+            key = keys[i]
+            if key is not None:
+                if len(_TOKENS) >= _TOKENS_SIZE:
+                    _TOKENS.clear()
+                _TOKENS[key] = out[i]  # type: ignore[assignment]
+    return [t if t is not None else frozenset() for t in out]
 
 
 def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) -> tuple[Retired, ...]:
@@ -113,18 +158,22 @@ def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) ->
     by_id = {f.fact_id: f for f in facts}
     sides = _conflict_sides(by_id, conflicts)
     active = [f for f in by_id.values() if f.status == "active" and f.value is not None]
-    active_tokens = frozenset().union(*(_tokens(f.value_type, f.value) for f in active)) if active else frozenset()
+    valued = [f for f in by_id.values() if f.value is not None and f.value_type != "bool"]
+    tokens_of = dict(zip((f.fact_id for f in valued), _tokens_all([(f.value_type, f.value) for f in valued])))
+    active_tokens = frozenset().union(*(tokens_of.get(f.fact_id, frozenset()) for f in active)) \
+        if active else frozenset()
     active_phrases = {" ".join(value_text(f).casefold().split()) for f in active if f.value_type in _PHRASE_TYPES}
+    ends: dict[str, Fact] = {}
     out = []
     for f in sorted(by_id.values(), key=lambda f: f.seq):
         if f.status not in ("superseded", "revoked") or f.value is None or f.value_type == "bool":
             continue
         phrase = " ".join(value_text(f).casefold().split()) if f.value_type in _PHRASE_TYPES else None
-        tokens = frozenset() if phrase is not None else _tokens(f.value_type, f.value) - active_tokens
+        tokens = frozenset() if phrase is not None else tokens_of[f.fact_id] - active_tokens
         if (phrase is not None and (not phrase or phrase in active_phrases)) or (phrase is None and not tokens):
             continue  # nothing to say, or a current fact says the same
         out.append(Retired(fact_id=f.fact_id, predicate=f.predicate, phrase=phrase, tokens=tokens,
-                           marker=_marker(f, by_id)))
+                           marker=_marker(f, by_id, ends)))
     return tuple(out) + sides
 
 
@@ -156,13 +205,27 @@ def _conflict_sides(by_id: dict[str, Fact], conflicts: Iterable[Conflict]) -> tu
     return tuple(out)
 
 
-def _marker(fact: Fact, by_id: dict[str, Fact]) -> str:
-    """``[superseded 2026-03-04: timezone is now UTC+01:00]`` or ``[revoked ...: ... has no
-    current value]``: the date it stopped holding and what holds now."""
-    current, seen = fact, {fact.fact_id}
-    while current.superseded_by and current.superseded_by in by_id and current.superseded_by not in seen:
+def _chain_end(fact: Fact, by_id: dict[str, Fact], ends: dict[str, Fact]) -> Fact:
+    """The fact at the end of ``fact``'s supersession chain (within ``by_id``). ``ends``
+    remembers the end of every fact walked through: a history of one value superseded a
+    thousand times walks its chain once, not once for each of its facts."""
+    path, current, seen = [], fact, {fact.fact_id}
+    while current.fact_id not in ends and current.superseded_by and current.superseded_by in by_id:
+        if current.superseded_by in seen:  # a cycle (no ledger writes one): walked as it is, not remembered
+            return current
+        path.append(current.fact_id)
         current = by_id[current.superseded_by]
         seen.add(current.fact_id)
+    end = ends.get(current.fact_id, current)
+    for fact_id in path:
+        ends[fact_id] = end
+    return end
+
+
+def _marker(fact: Fact, by_id: dict[str, Fact], ends: dict[str, Fact] | None = None) -> str:
+    """``[superseded 2026-03-04: timezone is now UTC+01:00]`` or ``[revoked ...: ... has no
+    current value]``: the date it stopped holding and what holds now."""
+    current = _chain_end(fact, by_id, {} if ends is None else ends)
     nxt = by_id.get(fact.superseded_by or "")
     if fact.status == "superseded" and nxt is not None:
         when = (nxt.valid_from or nxt.recorded_at).date().isoformat()
