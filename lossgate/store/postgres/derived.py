@@ -39,6 +39,12 @@ _JOB_COLS = ",".join(rows.JOB_COLUMNS)
 _TSV = ("to_tsvector('english', translate(coalesce(e.actor, '') || ' ' || coalesce(e.text, ''), "
         f"'{SEARCH_SEPARATORS}', '{' ' * len(SEARCH_SEPARATORS)}'))")
 _QUERY = "websearch_to_tsquery('english', %(q)s)"
+# The subject's events past its index mark (FROM ... WHERE, for a select of e's columns): the
+# range (mark, high_water] read through the clock row (see _ranked_events' comments).
+_PAST_MARK = ("FROM clocks c JOIN LATERAL ("
+              " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
+              " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
+              " WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s")
 # The recall record {tied} names touched one of %(ids)s, as recalls_touching reads it: a
 # candidate, or the summary it read.
 _RECALL_TOUCHED = (
@@ -89,11 +95,7 @@ class PostgresDerivedReads(CoreDerivedReads):
 
     def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
                       cap: int) -> list[list[int]] | None:
-        # The events past the index mark whose text matches {q}.
-        fresh = ("SELECT e.seq FROM clocks c JOIN LATERAL ("
-                 " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
-                 " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
-                 f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ websearch_to_tsquery('english', {{q}})")
+        fresh = f"SELECT e.seq {_PAST_MARK} AND {_TSV} @@ websearch_to_tsquery('english', {{q}})"
         # First any of the terms, in one probe: fewer matches than cap settle it at once.
         row = self._c.execute(
             "SELECT (SELECT count(*) FROM lossgate_event_probe(%(s)s, %(q)s, %(n)s))"
@@ -141,10 +143,7 @@ class PostgresDerivedReads(CoreDerivedReads):
             #   ``limit`` events are read (the tie-break, the event's seq, is the hit's).
             "WITH hits AS MATERIALIZED ("
             " SELECT h.seq, h.rank FROM lossgate_event_hits(%(s)s, %(q)s) h"
-            f" UNION ALL SELECT e.seq, ts_rank({_TSV}, {_QUERY}) FROM clocks c JOIN LATERAL ("
-            " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
-            " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
-            f" WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s AND {_TSV} @@ {_QUERY})"
+            f" UNION ALL SELECT e.seq, ts_rank({_TSV}, {_QUERY}) {_PAST_MARK} AND {_TSV} @@ {_QUERY})"
             " SELECT e.event_id FROM (SELECT seq, rank FROM hits ORDER BY rank DESC, seq DESC) h"
             " JOIN LATERAL (SELECT event_id FROM events e"
             " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=h.seq AND e.state='valid'"

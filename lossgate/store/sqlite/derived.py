@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import orjson
 
@@ -70,12 +71,8 @@ class SQLiteDerivedReads(CoreDerivedReads):
             return None
         found = []
         for term, q in zip(terms, quoted):
-            word = f"%{_like(term.strip(chr(34)).lower())}%"
-            fresh = [] if top <= mark else [r[0] for r in self._all(
-                f"SELECT seq FROM events WHERE rowid > ? AND {self._d.no_index('tenant_id')}=? "
-                f"AND {self._d.no_index('subject_id')}=? AND state='valid' "
-                "AND (lower(text) LIKE ? ESCAPE '\\' OR lower(actor) LIKE ? ESCAPE '\\') "
-                "ORDER BY rowid DESC LIMIT ?", (mark, tenant_id, subject_id, word, word, cap))]
+            fresh = [] if top <= mark else [r[0] for r in self._past_index(
+                "seq", mark, tenant_id, subject_id, [term.strip('"')], limit=cap)]
             found.append(fresh + [r[0] for r in self._all(
                 "SELECT e.seq FROM events_fts f CROSS JOIN events e ON e.rowid = f.rowid "
                 f"WHERE events_fts MATCH ? AND {self._d.no_index('e.tenant_id')}=? "
@@ -96,17 +93,26 @@ class SQLiteDerivedReads(CoreDerivedReads):
                               "FROM events_fts_watermark WHERE id=1") or (0, 0)
         if top <= mark:
             return hits  # nothing past the index (the usual case): no scan at all
-        # The fresh tail covers what the index covers (text and actor), by case-insensitive
-        # substring: not stemmed as the index is (see SearchReadTx in protocol.py).
-        words = [_like(w.lower()) for w in query.split() if w]
-        likes = " OR ".join("lower(text) LIKE ? ESCAPE '\\' OR lower(actor) LIKE ? ESCAPE '\\'" for _ in words)
-        # rowid as a bound parameter: SQLite walks the rowid range past the mark (at most
-        # recall.SEARCH_BACKLOG rows), never the subject's whole history.
-        fresh = self._all(
-            "SELECT event_id FROM events e WHERE rowid > ? AND tenant_id=? AND subject_id=? AND state='valid' "
-            f"AND ({likes}){unerased} ORDER BY seq DESC LIMIT ?",
-            [mark, tenant_id, subject_id, *[f"%{w}%" for w in words for _ in (0, 1)], limit])
+        fresh = self._past_index("event_id", mark, tenant_id, subject_id, query.split(), limit=limit,
+                                 unerased=unerased)
         return ([r[0] for r in fresh] + hits)[:limit]
+
+    def _past_index(self, column: str, mark: int, tenant_id: str, subject_id: str, words: Sequence[str], *,
+                    limit: int, unerased: str = "") -> list[tuple[Any, ...]]:
+        """``column`` of the subject's valid events past the index mark that hold any of
+        ``words``, newest first. They are matched on what the index covers (text and actor),
+        by case-insensitive substring: not stemmed as the index is (see SearchReadTx in
+        protocol.py). The rowid range past the mark is walked ("+": not the subject's
+        indexes, which would walk its whole history): at most recall.SEARCH_BACKLOG rows."""
+        patterns = [f"%{_like(w.lower())}%" for w in words if w]
+        if not patterns:
+            return []
+        likes = " OR ".join("lower(e.text) LIKE ? ESCAPE '\\' OR lower(e.actor) LIKE ? ESCAPE '\\'" for _ in patterns)
+        return self._all(
+            f"SELECT e.{column} FROM events e WHERE e.rowid > ? AND {self._d.no_index('e.tenant_id')}=? "
+            f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid' AND ({likes}){unerased} "
+            "ORDER BY e.rowid DESC LIMIT ?",
+            [mark, tenant_id, subject_id, *[p for p in patterns for _ in (0, 1)], limit])
 
     def _ranked_hits(self, terms: str, tenant_id: str, subject_id: str, limit: int, unerased: str) -> list[str]:
         """The indexed events matching ``terms`` of the subject, valid (and unerased, when
