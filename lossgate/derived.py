@@ -20,7 +20,7 @@ from lossgate.render import day_line, event_line, fact_line, header_line, one_li
 
 __all__ = [
     "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "TreeSettings", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
-    "AttemptStatus", "Attempt", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
+    "AttemptStatus", "Attempt", "Lane", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
     "DailyMetric", "Refusal", "GuardResult", "ResponseRecord", "RecallInputs", "RecallChange", "RecallVerification",
     "rendered_block",
 ]
@@ -29,6 +29,10 @@ ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", 
                         "shadow", "review", "refused"]
 AttemptStatus = Literal["selected", "gated", "published", "rejected", "conflict", "error"]
 RecallMode = Literal["summary", "raw_fallback"]
+#: Who reads what a lane publishes: ``live`` is the subject's alias, served by recall;
+#: ``shadow`` is the shadow alias of a tenant's shadow lane (:mod:`lossgate.ops.rollout`),
+#: which recall never reads.
+Lane = Literal["live", "shadow"]
 
 
 class _Record(BaseModel):
@@ -216,9 +220,9 @@ class Attempt(_Record):
     # Set on the failure that reached ``max_attempts``: no retry is queued and the
     # worker leaves the job in ``review`` for a person.
     needs_review: bool = False
-    # ``shadow``: built by a tenant's shadow configuration (lossgate.ops.rollout): its
-    # artifact is stored, never published, and its failures never count toward retries.
-    lane: Literal["live", "shadow"] = "live"
+    # ``shadow``: built by a tenant's shadow lane (lossgate.ops.rollout): its artifact is
+    # published to the shadow alias at most, and its failures never count toward retries.
+    lane: Lane = "live"
     # Set when a deletion purged what this attempt held of deleted content (lossgate.lineage):
     # a later save of the attempt keeps it purged (lineage.save_attempt).
     purged: bool = False

@@ -38,8 +38,9 @@ from lossgate.store.protocol import ReadTx, WriteTx
 __all__ = ["invalidate", "ancestors", "view", "purged_lines", "scrubbed", "save_attempt", "PURGED_SUMMARY",
            "purged_summary"]
 
-# States a changed input turns stale; "failed" and "abandoned" keep theirs.
-_LIVE = ("candidate", "published", "retired")
+# States a changed input turns stale (a shadow summary too: the shadow alias then points at
+# a stale one, as the alias would); "failed" and "abandoned" keep theirs.
+_LIVE = ("candidate", "published", "retired", "shadow")
 # How the summary of an artifact derived from deleted content begins once it is purged.
 PURGED_SUMMARY = "[summary purged on "
 

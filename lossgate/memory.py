@@ -97,12 +97,7 @@ class Memory:
         named; :meth:`regate` does the same for a tenant later. Whatever the tenants, the
         switch never publishes a summary gated under a version the upgrade outdated.
         """
-        if isinstance(source, Registry):
-            registry = source
-        elif isinstance(source, dict):
-            registry = parse_registry(source)
-        else:
-            registry = load_registry(source)
+        registry = _registry_of(source)
         doc = registry.document()
         with self.store.write() as tx:
             before = self.registries.current(tx)
@@ -439,12 +434,14 @@ class Memory:
     # -- consolidation and recall --------------------------------------------------------
     def consolidator(self, *, compressor: "Compressor | None" = None, config: "ConsolidationConfig | None" = None,
                      hooks: "Hooks | None" = None, judge: "ModelJudge | None" = None,
-                     shadow: bool = False, reviewed: bool = False) -> "Consolidator":
+                     shadow: bool = False, reviewed: bool = False, exploratory: bool = False,
+                     registry: Registry | None = None) -> "Consolidator":
         """A :class:`~lossgate.consolidate.pipeline.Consolidator` bound to this memory's store."""
         from lossgate.consolidate.pipeline import Consolidator
 
         return Consolidator(self.store, compressor=compressor, config=config, hooks=hooks, judge=judge,
-                            registries=self.registries, shadow=shadow, reviewed=reviewed)
+                            registries=self.registries, shadow=shadow, reviewed=reviewed, exploratory=exploratory,
+                            registry=registry)
 
     @checked_args
     def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
@@ -485,7 +482,8 @@ class Memory:
 
                 # the direct path: the shadow reads the valid inputs, never the live summary
                 direct = replace(config or ConsolidationConfig(), incremental=False)
-                shadow = self.consolidator(compressor=self.compressors(plan.shadow), config=direct, shadow=True)
+                shadow = self.consolidator(compressor=self.compressors(plan.shadow), config=direct, shadow=True,
+                                           exploratory=plan.shadow_gate == "exploratory", registry=plan.registry())
                 shadow.run(tenant_id, subject_id)
             except Exception as exc:  # noqa: BLE001 - a shadow's failure never touches the live result
                 log.warning("shadow consolidation of %s/%s with %s failed: %s", tenant_id, subject_id, plan.shadow,
@@ -503,22 +501,35 @@ class Memory:
 
     @checked_args
     def set_rollout(self, tenant_id: str, *, live: str | None = None, shadow: str | None = None,
-                    review: bool | None = None, clear_shadow: bool = False, clear_live: bool = False) -> "Rollout":
+                    review: bool | None = None, clear_shadow: bool = False, clear_live: bool = False,
+                    shadow_gate: str | None = None, shadow_registry: Registry | str | dict | None = None,
+                    clear_shadow_registry: bool = False) -> "Rollout":
         """Change the tenant's configuration: ``live`` or ``shadow`` (compressor specs),
-        ``review``; an argument left ``None`` keeps its value (``clear_shadow`` /
-        ``clear_live`` unset one). Checked by loading each new spec, so a switch never
-        leaves a tenant on a compressor that cannot be made."""
+        ``review``, the shadow lane's gate (``release`` or ``exploratory``) and the registry it
+        tries (as :meth:`load_predicates` reads one; kept in the rollout, never loaded); an argument left ``None`` keeps its value (``clear_shadow`` /
+        ``clear_live`` / ``clear_shadow_registry`` unset one; clearing the shadow clears its
+        gate and registry too). Checked by loading each new spec and parsing the registry, so
+        a switch never leaves a tenant on a compressor or registry that cannot be made."""
+        from pydantic import ValidationError
+
         from lossgate.ops import rollout
 
         for spec in (live, shadow):
             if spec is not None:
                 self.compressors(rollout.valid_spec(spec))
+        tried = _registry_of(shadow_registry).document() if shadow_registry is not None else None
         with self.store.write() as tx:
             now = rollout.rollout(tx, tenant_id)
-            new = rollout.Rollout(
-                live=None if clear_live else (live if live is not None else now.live),
-                shadow=None if clear_shadow else (shadow if shadow is not None else now.shadow),
-                review=now.review if review is None else review)
+            gone = clear_shadow or clear_shadow_registry
+            try:
+                new = rollout.Rollout(
+                    live=None if clear_live else (live if live is not None else now.live),
+                    shadow=None if clear_shadow else (shadow if shadow is not None else now.shadow),
+                    review=now.review if review is None else review,
+                    shadow_gate="release" if clear_shadow else (shadow_gate or now.shadow_gate),
+                    shadow_registry=None if gone else (tried if tried is not None else now.shadow_registry))
+            except ValidationError as exc:
+                raise InvalidInput(f"rollout of {tenant_id!r}: {exc.errors()[0]['msg']}") from None
             return rollout.set_rollout(tx, tenant_id, new, now=utcnow())
 
     @checked_args
@@ -609,9 +620,11 @@ class Memory:
         return embed_pending(self.store, self.embedder, tenant_id, subject_id, rebuild=rebuild)
 
     @checked_args
-    def alias(self, tenant_id: str, subject_id: str) -> Alias:
+    def alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias:
+        """The subject's alias, or with ``lane="shadow"`` its shadow alias (what the tenant's
+        shadow lane published last; recall never reads it)."""
         with self.store.read() as tx:
-            return tx.alias(tenant_id, subject_id)
+            return tx.alias(tenant_id, subject_id, lane=lane)
 
     @checked_args
     def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact:
@@ -805,3 +818,10 @@ def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirror
     if migrate:
         memory.migrate()
     return memory
+
+
+def _registry_of(source: Registry | str | dict) -> Registry:
+    """A registry given as one, as its document, or as the path of its TOML file."""
+    if isinstance(source, Registry):
+        return source
+    return parse_registry(source) if isinstance(source, dict) else load_registry(source)

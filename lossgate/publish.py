@@ -12,6 +12,8 @@ it carries, so those are not read again. Anything but
 exactly one changed row publishes nothing; the caller records why and rebuilds from current
 state.
 A stale or racing worker therefore can never overwrite newer memory.
+A tenant's shadow lane publishes to the subject's *shadow* alias instead
+(:func:`shadow_switch`), fenced the same way; recall never reads that alias.
 Publishing moves no event's tier: demotion (:mod:`lossgate.tiers`) does, after a dormancy.
 """
 
@@ -24,7 +26,7 @@ from lossgate import queue
 from lossgate.derived import Artifact
 from lossgate.store.protocol import WriteTx
 
-__all__ = ["SwitchResult", "switch"]
+__all__ = ["SwitchResult", "switch", "shadow_switch"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +136,36 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime,
     tx.add_log(t, s, at=now, op="publish", target_id=artifact.artifact_id,
                detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch})
     return SwitchResult(True, "published")
+
+
+def shadow_switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchResult:
+    """Publish a shadow lane's artifact (stored in the ``shadow`` state) to the subject's
+    shadow alias, which recall never reads (:mod:`lossgate.ops.rollout`). The fence is the
+    switch's: the clock locked first, then the alias; no input revoked, superseded or
+    deleted since it was built (the epoch has not moved); coverage never regressing; the
+    alias compared and swapped. So a slow shadow job cannot replace a newer shadow summary
+    either. The shadow summary it replaces, and that one's parts it does not stand on, are
+    abandoned; no live artifact, job or event moves."""
+    m = artifact.manifest
+    t, s = m.tenant_id, m.subject_id
+    current = tx.lock_alias(t, s, lane="shadow")
+    epoch = tx.clock(t, s).input_epoch
+    if epoch != m.input_epoch:
+        return SwitchResult(False, f"input_epoch moved from {m.input_epoch} to {epoch}")
+    stored = tx.artifact_head(t, s, artifact.artifact_id)
+    if stored is None or stored.state != "shadow":
+        return SwitchResult(False, f"artifact {artifact.artifact_id} is {stored.state if stored else 'not stored'}, "
+                                   "not a shadow summary")
+    if m.new_covers_through < current.covers_through:
+        return SwitchResult(False, f"coverage would regress from {current.covers_through} to {m.new_covers_through}")
+    if not tx.cas_alias(t, s, expected=current.expected(), artifact_id=artifact.artifact_id,
+                        source_epoch=m.input_epoch, covers_through=m.new_covers_through, at=now, lane="shadow"):
+        return SwitchResult(False, "the shadow alias moved")  # unreachable while the row is locked
+    if current.artifact_id and current.artifact_id != artifact.artifact_id:
+        previous = tx.artifact(t, s, current.artifact_id)
+        gone = {current.artifact_id} | (set(previous.manifest.children) - set(m.children) if previous else set())
+        tx.set_artifact_state(t, s, sorted(gone), "abandoned", from_states=["shadow"],
+                              reason=f"replaced on the shadow alias by {artifact.artifact_id}")
+    tx.add_log(t, s, at=now, op="publish_shadow", target_id=artifact.artifact_id,
+               detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch})
+    return SwitchResult(True, "published to the shadow alias")

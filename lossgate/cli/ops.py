@@ -48,9 +48,10 @@ def _print_daily(report: DailyReport) -> None:
                         f"registry {', '.join(f'v{v}' for v in report.registry_versions)}, sample {report.sample}, "
                         f"seed {report.seed!r})", title_justify="left")
     # key facts kept, erroneous claims, conflicts kept; outcomes clean/acceptable/failed/error;
-    # summaries whose own prose drifts; the model's narrative sentences left out
+    # summaries whose own prose drifts; the model's narrative sentences left out; shadow
+    # summaries the gate refused (published by the exploratory gate) over all shadow summaries
     for name in ("tenant", "schema", "rebuilt", "key facts", "erroneous", "conflicts", "reduction", "c/a/f/e",
-                 "failures", "prose drift", "omitted", "stale visible", "raw fallback"):
+                 "failures", "prose drift", "omitted", "stale visible", "raw fallback", "shadow refused"):
         table.add_column(name, justify="left" if name in ("tenant", "schema") else "right")
 
     def pct(value: float | None) -> str:
@@ -65,7 +66,7 @@ def _print_daily(report: DailyReport) -> None:
                       pct(r["failure_rate"]), f"{t.summaries_drifted}/{t.summaries_read}",
                       f"{t.narrative_omitted}/{t.narrative_sentences}",
                       str(t.stale_visible) if stale else "", str(t.raw_fallback) if stale else "",
-                      style=style)
+                      f"{t.shadow_refused}/{t.shadow_summaries}" if stale else "", style=style)
 
     for tenant, tally in report.tenants.items():
         row(tenant, "all", tally)

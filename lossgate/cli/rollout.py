@@ -1,15 +1,17 @@
 """A tenant's rollout: ``lossgate rollout show|set``, ``lossgate shadow report`` and
 ``lossgate review list|approve|refuse`` (:mod:`lossgate.ops.rollout`).
 
-A tenant runs a live compressor, may run a second one in shadow (built, gated, stored,
-never published), and may require a person to approve each gated summary before the
-switch publishes it.
+A tenant runs a live compressor, may run a second one in shadow (built, gated, stored and
+published to the subject's shadow alias, which recall never reads; with the exploratory
+gate, whatever the gate found, with every violation recorded; with a registry of its own
+to try), and may require a person to approve each gated summary before the switch
+publishes it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 from rich.table import Table
@@ -30,8 +32,13 @@ def _show(tenant: str, plan: object, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(record, sort_keys=True))
         return
+    shadow = record["shadow"] or "-"
+    if record["shadow"]:
+        shadow += f" ({record['shadow_gate']} gate"
+        tried = record["shadow_registry"]
+        shadow += f", registry v{tried.get('version')})" if tried else ")"
     out().print(f"rollout of {tenant}: live {record['live'] or '(the caller or worker default)'}, "
-                f"shadow {record['shadow'] or '-'}, review {'required' if record['review'] else 'off'}", markup=False)
+                f"shadow {shadow}, review {'required' if record['review'] else 'off'}", markup=False)
 
 
 @rollout_app.command("show")
@@ -52,24 +59,35 @@ def set_(
     default_live: Annotated[bool, typer.Option("--default-live", help="Unset the live compressor.")] = False,
     review: Annotated[Optional[bool], typer.Option("--review/--no-review",
                                                    help="Require a person to approve each summary.")] = None,
+    shadow_gate: Annotated[Optional[Literal["release", "exploratory"]], typer.Option(
+        "--shadow-gate", help="release: the shadow alias gets only what the gate passes; exploratory: every "
+                              "shadow summary, its violations recorded.")] = None,
+    shadow_registry: Annotated[Optional[str], typer.Option(
+        "--shadow-registry", metavar="FILE", help="A registry TOML the shadow lane builds and gates with.")] = None,
+    no_shadow_registry: Annotated[bool, typer.Option("--no-shadow-registry",
+                                                     help="The shadow lane uses the loaded registry.")] = False,
     as_json: AsJson = False,
 ) -> None:
     """Change the tenant's rollout (SPEC: deterministic, chat or MODULE:CLASS; each new one is
-    loaded once to check it). Other tenants are untouched."""
-    if shadow and no_shadow:
-        from lossgate.cli.app import fail
+    loaded once to check it, as the registry FILE is read). Other tenants are untouched."""
+    from lossgate.cli.app import fail
 
+    if shadow and no_shadow:
         fail("--shadow and --no-shadow contradict each other")
+    if shadow_registry and no_shadow_registry:
+        fail("--shadow-registry and --no-shadow-registry contradict each other")
     with open_memory(ctx) as memory:
         plan = memory.set_rollout(tenant, live=live, shadow=shadow, review=review, clear_shadow=no_shadow,
-                                  clear_live=default_live)
+                                  clear_live=default_live, shadow_gate=shadow_gate,
+                                  shadow_registry=shadow_registry, clear_shadow_registry=no_shadow_registry)
     _show(tenant, plan, as_json)
 
 
 @shadow_app.command("report")
 def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     """Each subject's latest shadow attempt beside its latest live one: status, gate outcome,
-    the facts only one of them claims, tokens and compression time."""
+    the violations the shadow's gate found, the facts only one of them claims, tokens,
+    compression time, and what the shadow alias holds."""
     with open_memory(ctx) as memory:
         rows = memory.shadow_report(tenant)
     if as_json:
@@ -77,8 +95,8 @@ def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
             typer.echo(json.dumps(row.record(), sort_keys=True, default=str))
         return
     table = Table(title=f"shadow against live, {tenant}", title_justify="left")
-    for col in ("subject", "live", "shadow", "live outcome", "shadow outcome", "only live", "only shadow",
-                "tokens live/shadow", "compress s live/shadow"):
+    for col in ("subject", "live", "shadow", "live outcome", "shadow outcome", "shadow violations", "only live",
+                "only shadow", "tokens live/shadow", "compress s live/shadow", "shadow alias"):
         table.add_column(col)
 
     def secs(x: float | None) -> str:
@@ -86,9 +104,11 @@ def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
 
     for r in rows:
         table.add_row(r.subject_id, f"{r.live_compressor} {r.live_status}", f"{r.shadow_compressor} {r.shadow_status}",
-                      r.live_outcome or "-", r.shadow_outcome or "-", ", ".join(r.only_live) or "-",
-                      ", ".join(r.only_shadow) or "-", f"{r.live_tokens or '-'} / {r.shadow_tokens or '-'}",
-                      f"{secs(r.live_compress_s)} / {secs(r.shadow_compress_s)}")
+                      r.live_outcome or "-", r.shadow_outcome or "-", str(r.shadow_violations),
+                      ", ".join(r.only_live) or "-", ", ".join(r.only_shadow) or "-",
+                      f"{r.live_tokens or '-'} / {r.shadow_tokens or '-'}",
+                      f"{secs(r.live_compress_s)} / {secs(r.shadow_compress_s)}",
+                      f"{r.shadow_alias} ({r.shadow_alias_state})" if r.shadow_alias else "-")
     print_table(out(), table, empty="no shadow attempts")
 
 

@@ -284,8 +284,9 @@ def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: froz
 
 def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None, *, shadow: bool = False) -> dict[str, Artifact]:
     """Parts a job may reuse, by fingerprint: the parts of ``parent`` and gated candidate
-    parts; for a shadow job, the parts of the subject's latest shadow tree, and only those
-    (a shadow part is never live, a live part never reused by a shadow)."""
+    parts; for a shadow job, the parts of the subject's latest shadow tree that passed
+    their gate, and only those (a shadow part is never live, a live part never reused by a
+    shadow, and a part an exploratory gate let through is built and gated again)."""
     t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
     found: list[Artifact] = []
     if parent is not None:
@@ -298,7 +299,7 @@ def _reusable(tx: ReadTx, sel: Selection, parent: Artifact | None, *, shadow: bo
     states = ("shadow",) if shadow else _REUSABLE
     pool: dict[str, Artifact] = {}
     for art in found:
-        if art.manifest.part is not None and art.state in states:
+        if art.manifest.part is not None and art.state in states and art.gate.get("outcome") != "failed":
             pool.setdefault(art.manifest.part.fingerprint, art)
     return pool
 

@@ -34,6 +34,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from pydantic import ValidationError
@@ -61,7 +62,7 @@ from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
 from lossgate.lineage import purged_lines, save_attempt
-from lossgate.publish import switch
+from lossgate.publish import shadow_switch, switch
 from lossgate.readback import divergence, representation_loss, without_values
 from lossgate.records import ArtifactBody, utcnow
 from lossgate.registry import Registry, RegistryCache
@@ -263,15 +264,25 @@ class Consolidator:
     def __init__(self, store: Store, *, compressor: Compressor | None = None,
                  config: ConsolidationConfig | None = None, hooks: Hooks | None = None,
                  judge: ModelJudge | None = None, registries: RegistryCache | None = None,
-                 shadow: bool = False, reviewed: bool = False) -> None:
+                 shadow: bool = False, reviewed: bool = False, exploratory: bool = False,
+                 registry: Registry | None = None) -> None:
         """``registries`` shares a parsed predicate registry with the memory that made this
-        consolidator (by default it keeps its own). A ``shadow`` consolidator (a tenant's
-        shadow configuration, :mod:`lossgate.ops.rollout`) builds, gates and stores its
-        artifacts in the ``shadow`` state: never offered to the switch, no retry queued. A
+        consolidator (by default it keeps its own); ``registry``, if given, is built and gated
+        with instead of the loaded one (a shadow lane trying a new registry). A ``shadow``
+        consolidator (a tenant's shadow lane, :mod:`lossgate.ops.rollout`) builds, gates and
+        stores its artifacts in the ``shadow`` state and publishes them to the subject's shadow
+        alias (:func:`~lossgate.publish.shadow_switch`), which recall never reads; no retry is
+        queued. ``exploratory`` (a shadow lane only) blocks nothing: every violation is
+        recorded on the attempt, and the summary is still published to the shadow alias (a
+        hierarchy's every part is built and gated, whatever an earlier one found). A
         ``reviewed`` consolidator publishes without the tenant's review: an operator's own
         recovery (:mod:`lossgate.ops.quarantine`)."""
+        if exploratory and not shadow:
+            raise InvalidInput("the exploratory gate publishes only to the shadow alias: a shadow lane's mode")
         self.store = store
         self.shadow = shadow
+        self.exploratory = exploratory
+        self.registry = registry
         self.reviewed = reviewed
         self._registries = registries or RegistryCache()
         self.compressor = compressor or DeterministicCompressor()
@@ -294,8 +305,8 @@ class Consolidator:
 
     # -- the job -------------------------------------------------------------------
     def run(self, tenant_id: str, subject_id: str) -> Attempt:
-        """Prepare and, if the gate passed, publish (a shadow consolidator never does).
-        Returns the final attempt record.
+        """Prepare and, if the gate passed, publish (a shadow consolidator to the shadow
+        alias only; an exploratory one whatever the gate found). Returns the final attempt record.
 
         One subject's input can never stop a worker: whatever a step raises that is not a
         :class:`~lossgate.errors.LossgateError` (a bug, an ``OverflowError``, a
@@ -310,15 +321,12 @@ class Consolidator:
             raise
         except Exception as exc:  # noqa: BLE001 - see the docstring: recorded, never raised
             return self.crashed(tenant_id, subject_id, exc)
-        if prepared.artifact is None or prepared.attempt.status != "gated":
+        status = prepared.attempt.status
+        if prepared.artifact is None or not (status == "gated" or (self.exploratory and status == "rejected")):
             return prepared.attempt
         try:
             if self.shadow:
-                attempt = prepared.attempt.model_copy(update={"finished_at": utcnow(),
-                                                              "reason": "shadow: never published"})
-                with self.store.write() as tx:
-                    attempt = save_attempt(tx, attempt)
-                return attempt
+                return self._publish_shadow(prepared)
             return self.publish(prepared)
         except StoreError:
             raise
@@ -359,7 +367,7 @@ class Consolidator:
         now = utcnow()
         counter = _counted_once(self._count)  # this job's
         with self.store.write() as tx:
-            registry = self._registries.current(tx)
+            registry = self.registry or self._registries.current(tx)
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             extended = self._extend(tx, tenant_id, subject_id, registry, counter)
@@ -469,17 +477,26 @@ class Consolidator:
     def _conclude(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], raw_text: str | None, *, judged: bool,
                   part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None,
-                  omitted: tuple[str, ...] = ()) -> Prepared:
+                  omitted: tuple[str, ...] = (),
+                  failed_parts: Sequence[tuple[str, gate.GateResult]] = ()) -> Prepared:
         """Store the artifact and the attempt's outcome; a failed gate schedules the retry.
-        ``omitted``: the narrative sentences left out of it (and of its parts), and why."""
+        ``omitted``: the narrative sentences left out of it (and of its parts), and why;
+        ``failed_parts``: an exploratory gate's findings in the parts (the attempt fails with them)."""
         artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree)
-        passed = result.passed
+        passed = result.passed and not failed_parts
         where = f"part {part.key}: " if part is not None else ""
+        found = [(where, result), *((f"part {key}: ", r) for key, r in failed_parts)]
+        if failed_parts:  # the root's gate report holds the whole tree's findings
+            artifact = artifact.model_copy(update={"gate": {
+                **artifact.gate, "outcome": "failed",
+                "violations": [w + line for w, r in found for line in r.lines()],
+                "losses": [w + str(v) for w, r in found for v in r.losses]}})
         attempt = attempt.model_copy(update={
             "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
-            "gate_outcome": result.outcome, "violations": tuple(where + line for line in result.lines()),
-            "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations) + omitted,
-            "losses": tuple(where + str(v) for v in result.losses), "raw_output": raw_text,
+            "gate_outcome": "failed" if failed_parts else result.outcome,
+            "violations": tuple(w + line for w, r in found for line in r.lines()),
+            "details": tuple(_storable(f"{w}{v}: {v.detail}") or "" for w, r in found for v in r.violations) + omitted,
+            "losses": tuple(w + str(v) for w, r in found for v in r.losses), "raw_output": raw_text,
             "covers_through": artifact.manifest.new_covers_through, "timings": timings,
             "finished_at": None if passed else utcnow(),
             "reason": None if passed else "gate failed",
@@ -491,14 +508,6 @@ class Consolidator:
                     attempt = _withdrawn(attempt, moved, erased)
                 else:
                     tx.insert_artifact(artifact, self._edges(artifact, sel))
-                    if self.shadow and passed:  # the subject keeps one shadow summary: the newest
-                        keep = {artifact.artifact_id, *artifact.manifest.children}
-                        older = [a.artifact_id for a in tx.artifacts(attempt.tenant_id, attempt.subject_id,
-                                                                      states=["shadow"]) if a.artifact_id not in keep]
-                        if older:
-                            tx.set_artifact_state(attempt.tenant_id, attempt.subject_id, older, "abandoned",
-                                                  from_states=["shadow"],
-                                                  reason=f"a newer shadow summary: {artifact.artifact_id}")
                 attempt = save_attempt(tx, attempt)
                 if not passed and not moved:
                     attempt = self._schedule_retry(tx, attempt)
@@ -626,6 +635,7 @@ class Consolidator:
         children: list[Artifact] = []
         raw_parts: dict[str, str | None] = {}
         left_out: list[str] = []  # the parts' narrative sentences the ledger speaks for
+        failed_parts: list[tuple[str, gate.GateResult]] = []  # an exploratory gate's findings in parts
         seen: Extractions = {}  # the atoms of the events gated so far: the root reads them all again
         for job in tree.parts:
             if job.reuse is not None:
@@ -657,9 +667,11 @@ class Consolidator:
                 return built
             body, result, raw_text, judged, omitted = built
             left_out += omitted
-            if not result.passed:  # the job fails as a whole: nothing of it is published
+            if not result.passed and not self.exploratory:  # the job fails as a whole: nothing of it is published
                 return self._conclude(attempt, part_sel, body, result, registry, timings, raw_text,
                                       judged=judged, part=job.info, omitted=tuple(left_out))
+            if not result.passed:  # exploratory: recorded, and the tree is built on
+                failed_parts.append((job.part.key, result))
             artifact = self._artifact(attempt, part_sel, body, result, registry, timings, judged=judged,
                                       part=job.info)
             try:
@@ -681,14 +693,17 @@ class Consolidator:
                 return refused
             children.append(artifact)
             raw_parts[job.part.key] = raw_text
-        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings, tuple(left_out), seen)
+        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings, tuple(left_out), seen,
+                                  failed_parts=failed_parts)
 
     def _prepare_root(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, children: list[Artifact],
                       raw_parts: dict[str, str | None], registry: Registry, timings: dict[str, float],
-                      omitted: tuple[str, ...] = (), seen: Extractions | None = None) -> Prepared:
+                      omitted: tuple[str, ...] = (), seen: Extractions | None = None,
+                      failed_parts: list[tuple[str, gate.GateResult]] | None = None) -> Prepared:
         """The root: the ledger's claims and lines (the deterministic compressor's, under the
         job's budget), then every part's digest, gated against the whole snapshot (``seen``:
-        the atoms its parts' gates extracted)."""
+        the atoms its parts' gates extracted; ``failed_parts``, an exploratory gate's findings
+        in parts, which the attempt records with the root's)."""
         t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
         must = build_must_preserve(sel.snapshot, registry)
         request = CompressionRequest(
@@ -725,7 +740,28 @@ class Consolidator:
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
         return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree,
-                              omitted=omitted)
+                              omitted=omitted, failed_parts=failed_parts or ())
+
+    def _publish_shadow(self, prepared: Prepared) -> Attempt:
+        """Offer a shadow lane's stored summary to the shadow alias
+        (:func:`~lossgate.publish.shadow_switch`); the attempt says whether it went there, and
+        with how many violations. One the fence refuses is abandoned, saying why."""
+        artifact, attempt = prepared.artifact, prepared.attempt
+        assert artifact is not None
+        t, s = artifact.tenant_id, artifact.subject_id
+        with self.store.write() as tx:
+            stored = tx.artifact_head(t, s, artifact.artifact_id)
+            if stored is None or stored.state != "shadow":  # failed its read-back: the attempt says why
+                return attempt
+            result = shadow_switch(tx, artifact, now=utcnow())
+            if result.published:
+                found = len(attempt.violations)
+                reason = result.reason + (f" with {found} violation(s) (exploratory gate)" if found else "")
+            else:
+                reason = f"not published to the shadow alias: {result.reason}"
+                tx.set_artifact_state(t, s, [artifact.artifact_id], "abandoned", from_states=["shadow"],
+                                      reason=result.reason)
+            return save_attempt(tx, attempt.model_copy(update={"finished_at": utcnow(), "reason": reason}))
 
     def publish(self, prepared: Prepared) -> Attempt:
         """Run the switch for a gated artifact. A lost race or a moved input publishes nothing."""
@@ -884,7 +920,8 @@ class Consolidator:
         )
         return Artifact(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
-            state=("shadow" if self.shadow else "candidate") if result.passed else "failed", body=body,
+            state=("shadow" if self.shadow and (result.passed or self.exploratory)
+                   else "candidate" if result.passed else "failed"), body=body,
             manifest=manifest,
             gate={"outcome": result.outcome, "violations": result.lines(),
                   "losses": [str(v) for v in result.losses]},

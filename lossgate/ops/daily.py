@@ -70,6 +70,11 @@ Every day, for the tenants named, :func:`run_daily`:
                             what a line quotes of a valid event verbatim, its whole text or
                             one of its lines of three words or more, is the conversation's
                             word, which lossgate marks, and is not read)
+   shadow_refusal_rate      shadow summaries (``shadow_summaries``: subjects whose shadow
+                            alias, :mod:`lossgate.ops.rollout`, holds one) the gate refused
+                            (``shadow_refused``: published there by the exploratory gate,
+                            with ``shadow_violations`` recorded), over shadow summaries;
+                            informative, never blocking: recall never serves the shadow alias
    narrative_omission_rate  narrative sentences the narrative rule leaves out
                             (``narrative_omitted``) over the compressor's own narrative
                             sentences (``narrative_sentences``); informative, never blocking:
@@ -139,7 +144,8 @@ __all__ = ["Tally", "Finding", "DailyReport", "DayFigures", "run_daily", "trend"
 _INVALID_EVENTS: tuple[EventState, ...] = ("revoked", "deleted")
 _INVALID_FACTS: tuple[FactStatus, ...] = ("superseded", "deleted", "revoked")
 # What the stale check counts: per tenant only (it rebuilds nothing, under no registry version).
-_PER_TENANT = ("subjects_checked", "stale_visible", "raw_fallback")
+_PER_TENANT = ("subjects_checked", "stale_visible", "raw_fallback", "shadow_summaries", "shadow_refused",
+               "shadow_violations")
 
 
 @dataclass
@@ -169,6 +175,9 @@ class Tally:
     subjects_checked: int = 0  # looked at for stale artifacts visible to recall
     stale_visible: int = 0
     raw_fallback: int = 0
+    shadow_summaries: int = 0  # subjects whose shadow alias holds a summary (never served)
+    shadow_refused: int = 0  # of them, summaries the gate refused (published by the exploratory gate)
+    shadow_violations: int = 0  # the violations recorded on those
 
     def add(self, other: "Tally") -> None:
         for f in fields(self):
@@ -186,6 +195,7 @@ class Tally:
                 "token_reduction": reduction,
                 "failure_rate": share(self.outcome_failed + self.outcome_error, self.subjects),
                 "prose_drift_rate": share(self.summaries_drifted, self.summaries_read),
+                "shadow_refusal_rate": share(self.shadow_refused, self.shadow_summaries),
                 "narrative_omission_rate": share(self.narrative_omitted, self.narrative_sentences)}
 
     def counts(self) -> dict[str, int]:
@@ -402,6 +412,7 @@ def _check_served(store: Store, tenant: str, tally: Tally, findings: list[Findin
         for subject in tx.subjects(tenant):
             tally.subjects_checked += 1
             clock, alias, head = tx.recall_head(tenant, subject)
+            _count_shadow(tx, tenant, subject, tally)
             if alias.artifact_id is None:
                 continue
             # recall's freshness rule (lossgate/recall.py): what it would serve now
@@ -413,6 +424,20 @@ def _check_served(store: Store, tenant: str, tally: Tally, findings: list[Findin
             if why:
                 tally.stale_visible += 1
                 findings.append(Finding("stale_visible", tenant, subject, f"{alias.artifact_id}: {why}"))
+
+
+def _count_shadow(tx: ReadTx, tenant: str, subject: str, tally: Tally) -> None:
+    """What the subject's shadow alias holds: a summary of the tenant's shadow lane, and,
+    under the exploratory gate, the violations it was published with (informative: recall
+    never serves it, so nothing here blocks)."""
+    on_alias = tx.alias(tenant, subject, lane="shadow").artifact_id
+    art = tx.artifact(tenant, subject, on_alias) if on_alias else None
+    if art is None:
+        return
+    tally.shadow_summaries += 1
+    if art.gate.get("outcome") == "failed":
+        tally.shadow_refused += 1
+        tally.shadow_violations += len(art.gate.get("violations", ()))
 
 
 def _stale_because(tx: ReadTx, tenant: str, subject: str, artifact_id: str, epoch: int) -> str | None:

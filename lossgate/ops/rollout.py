@@ -8,9 +8,18 @@ A tenant's :class:`Rollout` (kept in its settings record, with the history of ch
   Unset, a job uses what its caller or worker was given. Switching it changes what the
   next job builds; publication is the same compare-and-swap.
 * ``shadow``: a second compressor that, after every live job of the tenant, builds, gates
-  and stores its own artifact from the same inputs, in the ``shadow`` state: never
-  published, never a parent, never reused, its failures queue nothing.
-  :func:`shadow_report` compares it with live: outcomes, fact sets, tokens and time.
+  and stores its own artifact from the same inputs, in the ``shadow`` state, and publishes
+  it to the subject's *shadow alias* (:func:`~lossgate.publish.shadow_switch`, fenced like
+  the alias): never served by recall, never a live parent, never reused by live, its
+  failures queue nothing. :func:`shadow_report` compares it with live: outcomes, fact
+  sets, violations, tokens and time.
+* ``shadow_gate``: how the shadow lane's gate decides. ``release`` (the default) is the
+  live gate: a summary it refuses goes nowhere. ``exploratory`` blocks nothing: every
+  violation is recorded on the attempt (and counted by the daily metrics) and the summary
+  is still published to the shadow alias, so a new compressor or registry can be tried on
+  real subjects and read whole, without any agent reading it.
+* ``shadow_registry``: a predicate registry document the shadow lane builds and gates with
+  instead of the loaded one (the registry being tried); checked when it is set.
 * ``review``: every gated artifact waits in the ``review`` state until a person approves
   it (:func:`approve`: published through the same switch, which refuses it if anything
   moved since it was built) or refuses it (:func:`refuse`: ``refused``, kept, never
@@ -21,18 +30,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from lossgate.derived import Artifact, Attempt
 from lossgate.errors import InvalidInput, NotFound
+from lossgate.registry import Registry, parse_registry
 from lossgate.store.protocol import ReadTx, WriteTx
 
 __all__ = ["Rollout", "rollout", "set_rollout", "review_required", "approve", "refuse", "ShadowRow",
            "shadow_report", "valid_spec"]
 
 _KEY = "rollout"
+_FIELDS = ("live", "shadow", "review", "shadow_gate", "shadow_registry")
 
 
 def valid_spec(spec: str) -> str:
@@ -53,17 +64,36 @@ class Rollout(BaseModel):
     live: str | None = None
     shadow: str | None = None
     review: bool = False
+    shadow_gate: Literal["release", "exploratory"] = "release"
+    shadow_registry: dict[str, Any] | None = None
 
     @field_validator("live", "shadow")
     @classmethod
     def _spec(cls, value: str | None) -> str | None:
         return None if value is None else valid_spec(value)
 
+    @field_validator("shadow_registry")
+    @classmethod
+    def _registry(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            parse_registry(value)  # a registry that cannot be read is refused now, not in a job
+        return value
+
+    @model_validator(mode="after")
+    def _needs_shadow(self) -> "Rollout":
+        if self.shadow is None and (self.shadow_gate != "release" or self.shadow_registry is not None):
+            raise ValueError("an exploratory gate or a shadow registry needs a shadow compressor")
+        return self
+
+    def registry(self) -> Registry | None:
+        """The shadow lane's own registry, if it tries one."""
+        return None if self.shadow_registry is None else parse_registry(self.shadow_registry)
+
 
 def rollout(tx: ReadTx, tenant_id: str) -> Rollout:
     """The tenant's rollout (the defaults if it never set one)."""
     record = tx.tenant_settings(tenant_id).get(_KEY) or {}
-    return Rollout.model_validate({k: record[k] for k in ("live", "shadow", "review") if k in record})
+    return Rollout.model_validate({k: record[k] for k in _FIELDS if k in record})
 
 
 def review_required(tx: ReadTx, tenant_id: str) -> bool:
@@ -74,8 +104,11 @@ def set_rollout(tx: WriteTx, tenant_id: str, new: Rollout, *, now: datetime) -> 
     """Store ``new`` as the tenant's rollout, keeping the history of earlier ones."""
     settings = tx.tenant_settings(tenant_id)
     old = settings.get(_KEY) or {}
-    history = [*old.get("history", []), {k: old[k] for k in ("live", "shadow", "review", "at") if k in old}] \
-        if old else []
+    # what each earlier rollout was; a registry tried in shadow by its version
+    earlier = {k: old[k] for k in (*_FIELDS, "at") if k in old and k != "shadow_registry"}
+    if old.get("shadow_registry") is not None:
+        earlier["shadow_registry_version"] = old["shadow_registry"].get("version")
+    history = [*old.get("history", []), earlier] if old else []
     settings[_KEY] = {**new.model_dump(), "at": now.isoformat(), "history": history[-50:]}
     tx.save_tenant_settings(tenant_id, settings, at=now)
     return new
@@ -144,6 +177,9 @@ class ShadowRow:
     shadow_tokens: int | None
     live_compress_s: float | None
     shadow_compress_s: float | None
+    shadow_violations: int = 0  # what the latest shadow attempt's gate found (an exploratory one publishes anyway)
+    shadow_alias: str | None = None  # the artifact on the subject's shadow alias
+    shadow_alias_state: str | None = None
 
     def record(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -151,7 +187,8 @@ class ShadowRow:
 
 def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
     """For each subject of the tenant with a shadow attempt: its latest shadow attempt and
-    its latest live one, side by side (``count`` counts a summary's tokens)."""
+    its latest live one, side by side, and what the shadow alias holds (``count`` counts a
+    summary's tokens)."""
     rows: list[ShadowRow] = []
     for subject_id in tx.subjects(tenant_id):
         attempts = tx.attempts(tenant_id, subject_id)
@@ -161,6 +198,8 @@ def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
         live = next((a for a in reversed(attempts) if a.lane == "live"), None)
         arts = {a.attempt_id: _artifact(tx, tenant_id, subject_id, a) for a in (live, shadow) if a is not None}
         live_art, shadow_art = (arts.get(a.attempt_id) if a else None for a in (live, shadow))
+        on_alias = tx.alias(tenant_id, subject_id, lane="shadow").artifact_id
+        head = tx.artifact_head(tenant_id, subject_id, on_alias) if on_alias else None
         live_claims = {c.fact_id for c in live_art.body.claims} if live_art else set()
         shadow_claims = {c.fact_id for c in shadow_art.body.claims} if shadow_art else set()
         rows.append(ShadowRow(
@@ -172,7 +211,8 @@ def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
             live_tokens=count(live_art.body.summary) if live_art else None,
             shadow_tokens=count(shadow_art.body.summary) if shadow_art else None,
             live_compress_s=live.timings.get("compress_s") if live else None,
-            shadow_compress_s=shadow.timings.get("compress_s"),
+            shadow_compress_s=shadow.timings.get("compress_s"), shadow_violations=len(shadow.violations),
+            shadow_alias=on_alias, shadow_alias_state=head.state if head else None,
         ))
     return rows
 

@@ -95,6 +95,7 @@ from lossgate.derived import (
     ArtifactState,
     Attempt,
     DailyMetric,
+    Lane,
     ExpectedAlias,
     GuardResult,
     Job,
@@ -425,8 +426,9 @@ class DerivedReadTx(Protocol):
     records and extraction proposals; what the response boundary left (guard results and
     response records); and what the daily fidelity runs measured."""
 
-    def alias(self, tenant_id: str, subject_id: str) -> Alias:
-        """The subject's alias; an empty one (no artifact, epoch 0, covers 0) if never published."""
+    def alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias:
+        """The subject's alias (with ``lane="shadow"``, its shadow alias, which recall never
+        reads); an empty one (no artifact, epoch 0, covers 0) if never published."""
 
     def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
         """One artifact of the subject, in any state."""
@@ -544,12 +546,12 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
     """
 
     @locks_itself
-    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
-        """Lock the subject's clock, then its alias row (creating both), and return the alias."""
+    def lock_alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias:
+        """Lock the subject's clock, then its alias row of ``lane`` (creating both), and return the alias."""
 
     def cas_alias(
         self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
-        source_epoch: int, covers_through: int, at: datetime,
+        source_epoch: int, covers_through: int, at: datetime, lane: Lane = "live",
     ) -> bool:
         """Compare-and-swap the alias: succeeds (True) only if its artifact, source epoch and
         coverage still equal ``expected`` (the artifact compared NULL-safely: ``None`` equals

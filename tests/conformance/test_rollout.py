@@ -1,6 +1,6 @@
-"""Shadow rollout and review (issue 14; lossgate.ops.rollout), on both stores.
+"""Shadow rollout and review (lossgate.ops.rollout), on both stores.
 
-A shadow configuration never publishes; switching one tenant's live configuration
+A shadow configuration publishes only to the shadow alias, which recall never reads; switching one tenant's live configuration
 publishes with it through the compare-and-swap and leaves other tenants untouched; with
 review, a gated summary waits for a person, who approves it (the same switch) or refuses
 it (kept, never compressor input).
@@ -19,7 +19,7 @@ FLIP = "lossgate.testing.compressors:FlipBool"
 OTHER = "globex"
 
 
-def test_a_shadow_configuration_builds_gates_and_stores_but_never_publishes(memory):
+def test_a_shadow_configuration_publishes_only_to_the_shadow_alias(memory):
     seed_world(memory)
     memory.set_rollout(T, shadow=TERSE)
 
@@ -29,9 +29,11 @@ def test_a_shadow_configuration_builds_gates_and_stores_but_never_publishes(memo
     alias = memory.alias(T, U)
     assert alias.artifact_id == live.artifact_id
     (shadow,) = [a for a in memory.attempts(T, U) if a.lane == "shadow"]
-    assert shadow.status == "gated" and shadow.compressor == "terse@1" and shadow.reason == "shadow: never published"
+    assert shadow.status == "gated" and shadow.compressor == "terse@1" and shadow.reason == "published to the shadow alias"
     art = memory.artifact(T, U, shadow.artifact_id)
     assert art.state == "shadow" and art.manifest.compressor == "terse"
+    with memory.store.read() as tx:
+        assert tx.alias(T, U, lane="shadow").artifact_id == art.artifact_id
     chatter(memory, "tail", 2)
     recorder = RecordingCompressor()
     assert memory.consolidate(T, U, compressor=recorder).status == "published"

@@ -22,6 +22,7 @@ from lossgate.derived import (
     ArtifactState,
     Attempt,
     ExpectedAlias,
+    Lane,
     GuardResult,
     Job,
     LineageEdge,
@@ -36,7 +37,8 @@ from lossgate.store.protocol import ArtifactDocument, VectorKind
 
 __all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE"]
 
-_ALIAS_SELECT = f"SELECT {','.join(rows.ALIAS_COLUMNS)} FROM aliases"
+# The table of each lane's alias: the subject's, and the shadow lane's (recall never reads it).
+_ALIASES: dict[str, str] = {"live": "aliases", "shadow": "shadow_aliases"}
 _ARTIFACT_SELECT = f"SELECT {','.join(rows.ARTIFACT_COLUMNS)} FROM artifacts"
 _ARTIFACT_INSERT = (f"INSERT INTO artifacts ({','.join(rows.ARTIFACT_COLUMNS)}) "
                     f"VALUES ({','.join('?' * len(rows.ARTIFACT_COLUMNS))})")
@@ -99,8 +101,9 @@ class CoreDerivedReads(TxBase):
         """:meth:`search_events` ranked by the store's own full-text ranking (every match read)."""
         raise NotImplementedError
 
-    def alias(self, tenant_id: str, subject_id: str) -> Alias:
-        row = self._one(f"{_ALIAS_SELECT} WHERE tenant_id=? AND subject_id=?", (tenant_id, subject_id))
+    def alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias:
+        row = self._one(f"SELECT {','.join(rows.ALIAS_COLUMNS)} FROM {_ALIASES[lane]} WHERE tenant_id=? AND subject_id=?",
+                        (tenant_id, subject_id))
         return rows.alias_from_row(row) if row else Alias(tenant_id=tenant_id, subject_id=subject_id)
 
     def artifact(self, tenant_id: str, subject_id: str, artifact_id: str) -> Artifact | None:
@@ -271,22 +274,22 @@ class CoreDerivedWrites(TxBase):
 
     if TYPE_CHECKING:  # the ledger's lock (each engine's) and the derived reads, mixed in with this class
         def lock_clock(self, tenant_id: str, subject_id: str) -> Clock: ...
-        def alias(self, tenant_id: str, subject_id: str) -> Alias: ...
+        def alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias: ...
 
-    def lock_alias(self, tenant_id: str, subject_id: str) -> Alias:
+    def lock_alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias:
         self.lock_clock(tenant_id, subject_id)  # the clock first, always: the alias row references it
-        self._run("INSERT INTO aliases (tenant_id, subject_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        self._run(f"INSERT INTO {_ALIASES[lane]} (tenant_id, subject_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                   (tenant_id, subject_id))
-        return self.alias(tenant_id, subject_id)
+        return self.alias(tenant_id, subject_id, lane=lane)
 
     def cas_alias(
         self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
-        source_epoch: int, covers_through: int, at: datetime,
+        source_epoch: int, covers_through: int, at: datetime, lane: Lane = "live",
     ) -> bool:
         # NULL-safe on the artifact: an alias never published has none, and only an
         # expectation of none may replace it.
         return self._run(
-            "UPDATE aliases SET artifact_id=?, source_epoch=?, covers_through=?, updated_at=? "
+            f"UPDATE {_ALIASES[lane]} SET artifact_id=?, source_epoch=?, covers_through=?, updated_at=? "
             f"WHERE tenant_id=? AND subject_id=? AND artifact_id {self._d.null_safe_eq} ? AND source_epoch=? "
             "AND covers_through=? AND ? >= covers_through",
             (artifact_id, source_epoch, covers_through, self._d.ts(at), tenant_id, subject_id,

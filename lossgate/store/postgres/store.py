@@ -186,7 +186,8 @@ def retry_transient(operation: Callable[[], T], *, attempts: int = 5, backoff: f
 
 # Every table that can hold content (compact vacuums them).
 _TABLES = ("events", "event_terms", "facts", "fact_sources", "conflicts", "ledger_log", "artifacts", "attempts",
-           "recalls", "guard_results", "responses", "lineage", "aliases", "clocks", "jobs")
+           "recalls", "guard_results", "responses", "lineage", "aliases", "shadow_aliases", "clocks",
+           "jobs")
 
 
 class PostgresStore(CoreStore):
