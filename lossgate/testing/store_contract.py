@@ -69,6 +69,7 @@ from lossgate.derived import (
     ExpectedAlias,
     GuardResult,
     InputRef,
+    Lane,
     LineageEdge,
     Manifest,
     RecallRecord,
@@ -798,10 +799,12 @@ class StoreContract:
         assert done == ["ledger", "publish"]
 
     # -- derived ----------------------------------------------------------------------------
-    def test_the_alias_cas_compares_null_safely_and_never_regresses(self, store: Store) -> None:
+    @pytest.mark.parametrize("lane", ["live", "shadow"])
+    def test_the_alias_cas_compares_null_safely_and_never_regresses(self, store: Store, lane: Lane) -> None:
+        other: Lane = "shadow" if lane == "live" else "live"
         with store.write() as tx:
             append(tx, event("e1"), event("e2"), event("e3"))
-            empty = tx.lock_alias(T, S)
+            empty = tx.lock_alias(T, S, lane=lane)
             assert empty == Alias(tenant_id=T, subject_id=S)
             tx.insert_artifact(artifact("a1", empty), [])
             tx.insert_artifact(artifact("a2", empty), [])
@@ -809,7 +812,7 @@ class StoreContract:
             def cas(parent: str | None, epoch: int, covers: int, to: str, new_covers: int) -> bool:
                 return tx.cas_alias(T, S, expected=ExpectedAlias(parent_artifact_id=parent, source_epoch=epoch,
                                                                  covers_through=covers),
-                                    artifact_id=to, source_epoch=0, covers_through=new_covers, at=NOW)
+                                    artifact_id=to, source_epoch=0, covers_through=new_covers, at=NOW, lane=lane)
 
             assert cas("a9", 0, 0, "a1", 2) is False  # the alias has no artifact: only None matches it
             assert cas(None, 1, 0, "a1", 2) is False  # another epoch
@@ -819,8 +822,9 @@ class StoreContract:
             assert cas("a1", 0, 1, "a2", 3) is False  # another coverage
             assert cas("a1", 0, 2, "a2", 1) is False  # coverage would regress
             assert cas("a1", 0, 2, "a2", 2) is True  # equal coverage is no regression
-            assert tx.alias(T, S).model_dump(exclude={"updated_at"}) == {
+            assert tx.alias(T, S, lane=lane).model_dump(exclude={"updated_at"}) == {
                 "tenant_id": T, "subject_id": S, "artifact_id": "a2", "source_epoch": 0, "covers_through": 2}
+            assert tx.alias(T, S, lane=other) == Alias(tenant_id=T, subject_id=S)  # each lane its own alias
 
     def test_ties_on_time_are_broken_by_creation_order(self, store: Store) -> None:
         later = NOW + timedelta(seconds=1)
