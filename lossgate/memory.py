@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, get_args
 from lossgate import ledger, lineage, queue
 from lossgate.canonical import content_hash
 from lossgate.derived import (
-    Alias, Artifact, Attempt, GuardResult, Job, LineageView, RecallRecord, RecallResult, RecallVerification,
+    Alias, Artifact, Attempt, GuardResult, Job, Lane, LineageView, RecallRecord, RecallResult, RecallVerification,
     ResponseRecord,
 )
 from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound, crash_reason
