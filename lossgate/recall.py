@@ -28,6 +28,19 @@ matching facts and events in relevance order, then, while room is left, the
 summary's own recent-conversation lines (a root's newest period lines, each under its title). Deleted and revoked events, and the
 text a deleted fact was drawn from, never come back on any path.
 
+Loss-aware ranking: while the published summary is fresh, a query's event hits that it
+dropped move up. When an artifact is built, the events holding a source atom its gate found
+in neither the summary nor its claims (the ``atom_missing`` losses) are recorded on its
+manifest (``Manifest.dropped``; a hierarchical root's holds its own and those of the parts it
+brings; the parts it carries from a root it extends keep theirs). After the lexical (and
+vector) ranking, each hit in that set moves up :data:`DROPPED_LEAD` places, past hits the
+summary kept and never past another dropped one; then the events holding a query's identifier
+as written go first, as before. Nothing is added: the hits are the store's, every deleted and
+revoked event already left out, so a dropped id of an event deleted since resurrects nothing.
+In raw fallback (no summary, or a stale one) nothing changes; ``loss_aware=False`` turns it
+off. The set is read once per published root and each carried part once (bounded caches:
+artifacts are immutable), so its cost does not grow with the history a recall reads.
+
 Every recall record is an attestation of what the agent was handed: the sha256 of the
 block :meth:`~lossgate.derived.RecallResult.render` prints, and the content hash of the
 summary's artifact and of each fact and event it returned
