@@ -137,6 +137,11 @@ class Manifest(_Record):
     # A root's: a hash of each child's period (its grouping key), in the children's order; a
     # job that extends the root tells by them whether a new event belongs to an older period.
     periods: tuple[str, ...] = ()
+    # The valid source events holding an atom the summary dropped (the gate's ``atom_missing``
+    # losses: in neither the summary nor its claims), sorted. A part's are its own events'; a
+    # root's, its own gate's over the parts it brings and theirs (recall reads the carried
+    # parts' from them: :func:`lossgate.recall.dropped_events`).
+    dropped: tuple[str, ...] = ()
 
     @property
     def children(self) -> tuple[str, ...]:

@@ -28,6 +28,19 @@ matching facts and events in relevance order, then, while room is left, the
 summary's own recent-conversation lines (a root's newest period lines, each under its title). Deleted and revoked events, and the
 text a deleted fact was drawn from, never come back on any path.
 
+Loss-aware ranking: while the published summary is fresh, a query's event hits that it
+dropped move up. When an artifact is built, the events holding a source atom its gate found
+in neither the summary nor its claims (the ``atom_missing`` losses) are recorded on its
+manifest (``Manifest.dropped``; a hierarchical root's holds its own and those of the parts it
+brings; the parts it carries from a root it extends keep theirs). After the lexical (and
+vector) ranking, each hit in that set moves up :data:`DROPPED_LEAD` places, past hits the
+summary kept and never past another dropped one; then the events holding a query's identifier
+as written go first, as before. Nothing is added: the hits are the store's, every deleted and
+revoked event already left out, so a dropped id of an event deleted since resurrects nothing.
+In raw fallback (no summary, or a stale one) nothing changes; ``loss_aware=False`` turns it
+off. The set is read once per published root and each carried part once (bounded caches:
+artifacts are immutable), so its cost does not grow with the history a recall reads.
+
 Every recall record is an attestation of what the agent was handed: the sha256 of the
 block :meth:`~lossgate.derived.RecallResult.render` prints, and the content hash of the
 summary's artifact and of each fact and event it returned
@@ -50,6 +63,8 @@ import re
 import time
 import uuid
 import weakref
+from collections import OrderedDict
+from threading import Lock
 from functools import lru_cache
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -68,7 +83,8 @@ from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, 
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter
 
-__all__ = ["recall", "SEARCH_BACKLOG", "artifact_digest", "text_digest", "summary_lines_kept", "trimmed_summary"]
+__all__ = ["recall", "SEARCH_BACKLOG", "DROPPED_LEAD", "dropped_events", "artifact_digest", "text_digest",
+           "summary_lines_kept", "trimmed_summary"]
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +92,15 @@ log = logging.getLogger(__name__)
 # refreshed, on their raw text; past this many, recall refreshes the index first.
 SEARCH_BACKLOG = 64
 
+# How many places a hit the published summary dropped moves up in a query recall's ranking,
+# past hits it kept (never past another dropped hit). Chosen on LoCoMo's first three
+# conversations (README, "Does recall find what a question needs?").
+DROPPED_LEAD = 20
+
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
            budget: int | None = None, counter: TokenCounter | None = None, context: bool = True,
-           embedder: Embedder | None = None, attest: bool = True) -> RecallResult:
+           embedder: Embedder | None = None, attest: bool = True, loss_aware: bool = True) -> RecallResult:
     """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
     and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
     The budget never trims critical facts or the summary's structured part. With
@@ -89,7 +110,8 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     are fused (:mod:`lossgate.semantic`); if the embedder fails, or the stored vectors are
     another model's, recall ranks lexically and says so in the record's
     ``filters["semantic"]`` (and asks a failed embedder again only after
-    :data:`EMBEDDER_COOLDOWN_S`)."""
+    :data:`EMBEDDER_COOLDOWN_S`). With ``loss_aware`` (the default), a query's hits that the
+    fresh published summary dropped move up by :data:`DROPPED_LEAD` places (module docstring)."""
     searching = bool(query and query.strip())
     terms = query_terms(query) if searching else []
     semantic, query_vector = _query_vector(embedder, query) if terms else (None, None)
@@ -99,7 +121,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         try:
             result = _read(store, tenant_id, subject_id, terms=terms, searching=searching, k=k,
                            hits_wanted=hits_wanted, context=context, embedder=embedder, query_vector=query_vector,
-                           semantic=semantic, index_checked=index_checked)
+                           semantic=semantic, index_checked=index_checked, loss_aware=loss_aware)
             break
         except _IndexBehind:  # rare: consolidation and earlier recalls keep the index warm
             with store.write() as wtx:
@@ -183,7 +205,7 @@ class _IndexBehind(Exception):
 
 def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], searching: bool, k: int,
           hits_wanted: int, context: bool, embedder: Embedder | None, query_vector: Any, semantic: str | None,
-          index_checked: bool) -> tuple[Any, ...]:
+          index_checked: bool, loss_aware: bool = True) -> tuple[Any, ...]:
     """Everything recall returns, read in one transaction (the index's backlog checked in it)."""
     with store.read() as tx:
         if not index_checked and tx.search_backlog(tenant_id, subject_id) > SEARCH_BACKLOG:
@@ -224,6 +246,8 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
                        if terms else [])
             if near:
                 hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:wanted]
+            if loss_aware and fresh and artifact is not None and hit_ids:
+                hit_ids = _dropped_first(hit_ids, _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id))
             hit_ids = _holding_first(tx, tenant_id, subject_id, hit_ids, identifiers)[:hits_wanted]
             if context:
                 events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted)
@@ -292,6 +316,85 @@ def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: E
         log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
         return "unavailable: stored vectors of another size (embed again with rebuild)", {}
     return embedder.model, near
+
+
+def _dropped_first(hit_ids: list[str], dropped: frozenset[str], lead: int | None = None) -> list[str]:
+    """``hit_ids`` with each hit in ``dropped`` moved up by ``lead`` places (to the top at
+    most), past the hits not in it; dropped hits keep their order among themselves, and so
+    do the others. Nothing is added or removed: the hits are the store's, read with every
+    deleted and revoked event left out."""
+    lead = DROPPED_LEAD if lead is None else lead
+    if not dropped or lead <= 0 or dropped.isdisjoint(hit_ids):
+        return hit_ids
+    order = sorted(range(len(hit_ids)),
+                   key=lambda r: (r - lead, 0, r) if hit_ids[r] in dropped else (r, 1, r))
+    return [hit_ids[r] for r in order]
+
+
+# What each published tree dropped (its root's own and its parts'), by (tenant, subject,
+# root artifact id), and each part's own, by part: artifacts are immutable, so these never go
+# stale; bounded, least recently used out first. A root that extends another shares its
+# carried parts, so a recall after a tail consolidation reads the new root and its new parts.
+TREE_CACHE = 256
+PART_CACHE = 16_384
+_trees: OrderedDict[tuple[str, str, str], frozenset[str]] = OrderedDict()
+_parts: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
+_drops_lock = Lock()
+
+
+def _cached(cache: OrderedDict[Any, Any], key: Any) -> Any:
+    with _drops_lock:
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+        return hit
+
+
+def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
+    with _drops_lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > size:
+            cache.popitem(last=False)
+
+
+def _tree_dropped(tx: Any, tenant_id: str, subject_id: str, artifact_id: str) -> frozenset[str]:
+    """The events ``artifact_id`` (a published summary) and, for a hierarchical root, the parts
+    it carries from the root it extends list as dropped (``Manifest.dropped``; a root's own
+    list holds the parts' it brings). Read once per root, and each carried part once."""
+    key = (tenant_id, subject_id, artifact_id)
+    hit = _cached(_trees, key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    read = tx.artifact_drops(tenant_id, subject_id, [artifact_id])
+    if artifact_id not in read:
+        return frozenset()
+    own, carried = read[artifact_id]
+    parts: dict[str, tuple[str, ...]] = {}
+    missing = []
+    for part in carried:
+        got = _cached(_parts, (tenant_id, subject_id, part))
+        if got is None:
+            missing.append(part)
+        else:
+            parts[part] = got
+    if missing:
+        for part, (dropped, _) in tx.artifact_drops(tenant_id, subject_id, missing).items():
+            parts[part] = dropped
+            _keep(_parts, (tenant_id, subject_id, part), dropped, PART_CACHE)
+    union = frozenset(own).union(*parts.values())
+    _keep(_trees, key, union, TREE_CACHE)
+    return union
+
+
+def dropped_events(store: Store, tenant_id: str, subject_id: str) -> frozenset[str]:
+    """The events the subject's fresh published summary dropped (what a query recall moves
+    up), or none when there is no fresh published summary (raw fallback)."""
+    with store.read() as tx:
+        clock, alias, artifact = tx.recall_head(tenant_id, subject_id)
+        if artifact is None or artifact.state != "published" or alias.source_epoch != clock.input_epoch:
+            return frozenset()
+        return _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id)
 
 
 def _holding_first(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], identifiers: list[str]) -> list[str]:

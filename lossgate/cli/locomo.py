@@ -48,6 +48,9 @@ def locomo_command(
     by_period: bool = typer.Option(False, "--periods", help="Measure the published memory instead: sessions "
                                    "covered with their dates, token reduction, and where each date, amount and "
                                    "identifier of the evidence turns is found."),
+    development: int = typer.Option(0, "--development", min=0, metavar="N",
+                                    help="Also report the first N conversations (those a setting was chosen on) "
+                                    "apart from the others (held out)."),
     hierarchy: str = typer.Option("auto", "--hierarchy", metavar="MODE",
                                   help="With --periods: when consolidation goes hierarchical (auto, always, never)."),
 ) -> None:
@@ -74,7 +77,7 @@ def locomo_command(
                 columns = (TextColumn("recall"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
                 with Progress(*columns, console=err(), transient=True) as bar:
                     task = bar.add_task("questions", total=locomo.question_count(convs))
-                    doc = locomo.evaluate(memory, convs, budget=budget, sha256=digest,
+                    doc = locomo.evaluate(memory, convs, budget=budget, sha256=digest, development=development,
                                           progress=lambda n: bar.advance(task, n)).to_json()
         finally:
             memory.close()
@@ -100,6 +103,17 @@ def _print(doc: dict) -> None:
         table.add_row(name, *(f"{figures[c]['evidence_recall']:.3f}" if c in figures else "-" for c in cats),
                       f"{overall['tokens']:,.0f}", f"{overall['token_reduction']:.1%}", latency)
     out().print(table)
+    subsets = [c for c in ("dropped", "development overall", "development dropped", "held-out overall",
+                           "held-out dropped") if c in sides["lossgate"]]
+    if subsets:
+        more = Table(title="Evidence recall with and without loss-aware ranking (dropped: questions with an "
+                           "evidence turn the published summary dropped an atom of)")
+        more.add_column("method")
+        for cat in subsets:
+            more.add_column(f"{cat} ({sides['lossgate'][cat]['questions']})", justify="right")
+        for name in ("lossgate", "lossgate, loss-blind"):
+            more.add_row(name, *(f"{sides[name][c]['evidence_recall']:.3f}" for c in subsets))
+        out().print(more)
     if doc.get("embedder"):
         out().print(f"semantic: {doc['embedder']}, every turn embedded in {doc['embed_seconds']:.1f} s "
                     "(off the recall path)", markup=False)

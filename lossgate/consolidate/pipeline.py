@@ -47,15 +47,15 @@ from lossgate.consolidate import hierarchy, tail
 from lossgate.ops import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
-from lossgate.consolidate.hierarchy import MAX_TOKENS, HierarchyConfig
+from lossgate.consolidate.hierarchy import MAX_TOKENS, HierarchyConfig, digest_lines
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select, select_delta, snapshot_at
 from lossgate.consolidate.tokens import default_counter
 from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
-from lossgate.gate.prose import prose_inputs, prose_of, structured_lines
+from lossgate.gate.prose import dropped_labels, prose_inputs, prose_of, structured_lines
 from lossgate.gate.publication import as_published
-from lossgate.gate.sources import Extractions
+from lossgate.gate.sources import Extractions, events_holding
 from lossgate.gate.superseded import check_markers, mark, retired_values, strip_markers
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.outcome import make_result
@@ -168,6 +168,23 @@ def _parent_quotes(sel: Selection) -> frozenset[str]:
     if sel.parent is None:
         return frozenset()
     return frozenset(section_lines(strip_markers(sel.parent.body.summary), CONVERSATION_TITLE))
+
+
+def _root_dropped(sel: Selection, children: list[Artifact], result: gate.GateResult, read: str,
+                  seen: Extractions | None) -> tuple[str, ...]:
+    """What a hierarchical root records as dropped: the events of the parts it brings
+    (``children``) that hold an atom its own gate found lost, counting only the parts whose
+    digest is in ``read`` (the summary its gate read: the digests outside its window, or a
+    parent's carried ones, are not judged again here), and every such part's own. The parts
+    it carries from a root it extends keep theirs: recall reads them there."""
+    out = {e for c in children for e in c.manifest.dropped}
+    labels = dropped_labels(result.losses)
+    if labels:
+        lines = {strip_markers(line) for line in read.split("\n")}
+        inlined = {r.id for c in children if c.manifest.part is not None and digest_lines(c)[0] in lines
+                   for r in c.manifest.inputs[:c.manifest.part.events]}
+        out.update(events_holding([e for e in sel.snapshot.events if e.event_id in inlined], labels, seen=seen))
+    return tuple(sorted(out))
 
 
 def _carried_lines(sel: Selection, body: ArtifactBody) -> set[str] | None:
@@ -428,16 +445,18 @@ class Consolidator:
         built = self._build(attempt, sel, request, must, registry, timings)
         if isinstance(built, Prepared):
             return built
-        body, result, raw_text, judged, omitted = built
-        return self._conclude(attempt, sel, body, result, registry, timings, raw_text, judged=judged, omitted=omitted)
+        body, result, raw_text, judged, omitted, dropped = built
+        return self._conclude(attempt, sel, body, result, registry, timings, raw_text, judged=judged, omitted=omitted,
+                              dropped=dropped)
 
     # -- one artifact: compress, parse, gate, judge --------------------------------------
     def _build(self, attempt: Attempt, sel: Selection, request: CompressionRequest, must: MustPreserve,
                registry: Registry, timings: dict[str, float], *, label: str = "", seen: Extractions | None = None,
-               ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool, tuple[str, ...]]:
-        """The body and the gate's result for one request, or the failed attempt (a
-        compressor error, malformed output, a judge that failed). ``label`` names a part;
-        ``seen``, the atoms its job extracted already (:func:`~lossgate.gate.sources.prose_inputs`)."""
+               ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool, tuple[str, ...], tuple[str, ...]]:
+        """The body, the gate's result and the events holding an atom the body dropped
+        (:meth:`_gate`) for one request, or the failed attempt (a compressor error, malformed
+        output, a judge that failed). ``label`` names a part; ``seen``, the atoms its job
+        extracted already (:func:`~lossgate.gate.sources.prose_inputs`)."""
         where = f"part {label}: " if label else ""
         t1 = time.perf_counter()
         raw, error = self._generate(request)
@@ -458,7 +477,7 @@ class Consolidator:
         published = as_published(sel.snapshot, body, must, registry, retired=sel.retired,
                                  policy=sel.narrative_policy, quoted=_parent_quotes(sel))
         body, omitted = published.body, published.omitted
-        result = self._gate(sel, body, registry, must, seen)
+        result, dropped = self._gate(sel, body, registry, must, seen)
         if published.refusals:
             result = make_result([*result.violations, *result.losses, *published.refusals], must)
         _add(timings, "gate_s", time.perf_counter() - t2)
@@ -472,17 +491,19 @@ class Consolidator:
                 why = str(exc) if isinstance(exc, JudgeError) else crash_reason(exc)
                 return self._finish_error(attempt, sel, raw_text, f"{where}JudgeError: {why}"[:2000], timings)
             _add(timings, "judge_s", time.perf_counter() - t3)
-        return body, result, raw_text, judged, tuple(_storable(where + o.line()) or "" for o in omitted)
+        return body, result, raw_text, judged, tuple(_storable(where + o.line()) or "" for o in omitted), dropped
 
     def _conclude(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], raw_text: str | None, *, judged: bool,
                   part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None,
-                  omitted: tuple[str, ...] = (),
+                  omitted: tuple[str, ...] = (), dropped: tuple[str, ...] = (),
                   failed_parts: Sequence[tuple[str, gate.GateResult]] = ()) -> Prepared:
         """Store the artifact and the attempt's outcome; a failed gate schedules the retry.
         ``omitted``: the narrative sentences left out of it (and of its parts), and why;
+        ``dropped``: the events holding an atom it dropped (``Manifest.dropped``);
         ``failed_parts``: an exploratory gate's findings in the parts (the attempt fails with them)."""
-        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree)
+        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree,
+                                  dropped=dropped)
         passed = result.passed and not failed_parts
         where = f"part {part.key}: " if part is not None else ""
         found = [(where, result), *((f"part {key}: ", r) for key, r in failed_parts)]
@@ -573,30 +594,51 @@ class Consolidator:
         return c.incremental and c.hierarchy.mode == "never" and not self.shadow
 
     def _gate(self, sel: Selection, body: ArtifactBody, registry: Registry, must: MustPreserve,
-              seen: Extractions | None = None) -> gate.GateResult:
-        """The gate's result for ``body``. On a bounded selection, when every line of prose
+              seen: Extractions | None = None) -> tuple[gate.GateResult, tuple[str, ...]]:
+        """The gate's result for ``body``, and the valid events of what it read that hold an
+        atom the body dropped (its ``atom_missing`` losses, mapped back to the events through
+        the atoms the gate extracted: :func:`~lossgate.gate.sources.events_holding`); a
+        part's, among its own events only. On a bounded selection, when every line of prose
         it writes is a line of the parent's conversation (gated with the parent, at this
         epoch) or quotes a new event, the gate reads what is new: those quotes and the
-        structured part against the bounded snapshot, the parent's lines by reference.
-        Otherwise it reads the whole snapshot at the same high-water."""
+        structured part against the bounded snapshot, the parent's lines by reference (and
+        the events the parent dropped stay dropped). Otherwise it reads the whole snapshot at
+        the same high-water."""
+        seen = {} if seen is None else seen
+
+        def dropped(result: gate.GateResult, events: Any, also: tuple[str, ...] = ()) -> tuple[str, ...]:
+            labels = dropped_labels(result.losses)
+            if not labels:
+                return tuple(sorted(set(also)))
+            if sel.path == "part":  # its snapshot also shows the events its facts cite elsewhere
+                own = {e.event_id for e in sel.events}
+                events = [e for e in events if e.event_id in own]
+            return tuple(sorted({*events_holding(events, labels, seen=seen), *also}))
+
         if not sel.bounded:
-            return gate.check(sel.snapshot, body, registry, must=must, retired=sel.retired,
-                              prose_inputs=prose_inputs(sel.snapshot, seen=seen))
+            result = gate.check(sel.snapshot, body, registry, must=must, retired=sel.retired,
+                                prose_inputs=prose_inputs(sel.snapshot, seen=seen))
+            return result, dropped(result, sel.snapshot.events)
         carried = _carried_lines(sel, body)
         if carried is not None:
             lines = body.summary.split("\n")
             blanked = "\n".join("" if strip_markers(line) in carried else line for line in lines)
-            new_text = prose_inputs(sel.snapshot.model_copy(update={"events": sel.events}))
+            new_text = prose_inputs(sel.snapshot.model_copy(update={"events": sel.events}), seen=seen)
             result = gate.check(sel.snapshot, body.model_copy(update={"summary": blanked}), registry, must=must,
                                 prose_inputs=new_text, retired=sel.retired)
             # the carried lines' markers too: what holds now is read at this epoch, not the parent's
             kept = "\n".join(line if strip_markers(line) in carried else "" for line in lines)
             marks = check_markers(kept, sel.retired, structured_lines(body))
-            return make_result([*result.violations, *result.losses, *marks], must) if marks else result
+            inherited = sel.parent.manifest.dropped if sel.parent is not None else ()
+            if marks:
+                result = make_result([*result.violations, *result.losses, *marks], must)
+            return result, dropped(result, sel.events, inherited)
         t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
         with self.store.read() as tx:
             whole = snapshot_at(tx, t, s, registry, through_seq=sel.snapshot.clock.high_water)
-        return gate.check(whole, body, registry, must=build_must_preserve(whole, registry), retired=sel.retired)
+        result = gate.check(whole, body, registry, must=build_must_preserve(whole, registry), retired=sel.retired,
+                            prose_inputs=prose_inputs(whole, seen=seen))
+        return result, dropped(result, whole.events)
 
     # -- a hierarchy: the parts, then the root ---------------------------------------------
     def _extend(self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry,
@@ -665,15 +707,15 @@ class Consolidator:
             built = self._build(attempt, part_sel, request, must, registry, timings, label=job.part.key, seen=seen)
             if isinstance(built, Prepared):
                 return built
-            body, result, raw_text, judged, omitted = built
+            body, result, raw_text, judged, omitted, dropped = built
             left_out += omitted
             if not result.passed and not self.exploratory:  # the job fails as a whole: nothing of it is published
                 return self._conclude(attempt, part_sel, body, result, registry, timings, raw_text,
-                                      judged=judged, part=job.info, omitted=tuple(left_out))
+                                      judged=judged, part=job.info, omitted=tuple(left_out), dropped=dropped)
             if not result.passed:  # exploratory: recorded, and the tree is built on
                 failed_parts.append((job.part.key, result))
             artifact = self._artifact(attempt, part_sel, body, result, registry, timings, judged=judged,
-                                      part=job.info)
+                                      part=job.info, dropped=dropped)
             try:
                 with self.store.write() as tx:
                     moved, erased = _moved(tx, attempt)
@@ -739,8 +781,9 @@ class Consolidator:
                             prose_inputs=prose_inputs(sel.snapshot, seen=seen))
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
+        dropped = _root_dropped(sel, children, result, gated if parent is not None else body.summary, seen)
         return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree,
-                              omitted=omitted, failed_parts=failed_parts or ())
+                              omitted=omitted, dropped=dropped, failed_parts=failed_parts or ())
 
     def _publish_shadow(self, prepared: Prepared) -> Attempt:
         """Offer a shadow lane's stored summary to the shadow alias
@@ -897,7 +940,8 @@ class Consolidator:
 
     def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
                   registry: Registry, timings: dict[str, float], *, judged: bool = False,
-                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None) -> Artifact:
+                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None,
+                  dropped: tuple[str, ...] = ()) -> Artifact:
         if part is None:
             covers = max(sel.snapshot.clock.high_water, sel.expected.covers_through)
         else:  # a part covers its own events (it is never offered to the alias)
@@ -916,7 +960,7 @@ class Consolidator:
             schema_version=self._schema_version(), registry_version=registry.version,
             attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=dict(timings), part=part,
             tree=tree.settings if tree else None, extends=tree.extends.artifact_id if tree and tree.extends else None,
-            carried=tree.carried if tree else (), periods=tree.periods if tree else (),
+            carried=tree.carried if tree else (), periods=tree.periods if tree else (), dropped=dropped,
         )
         return Artifact(
             artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,

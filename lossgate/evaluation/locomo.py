@@ -27,6 +27,14 @@ over the turns' text (``rank_bm25``'s Okapi BM25 on lower-cased words), filling
 the budget in rank order; the same BM25 over speaker and text (lossgate's index
 holds both, so this is the like-for-like baseline); and the most recent turns,
 filling the budget.
+
+Loss-aware recall (:data:`~lossgate.recall.DROPPED_LEAD`) is measured in the same run:
+``lossgate`` ranks with it, ``lossgate, loss-blind`` without it, on the same database and
+questions. Besides the categories, each side reports ``dropped``: the questions with an
+evidence turn that the published summary lists as dropped (an atom of it is in neither the
+summary nor its claims, ``Manifest.dropped``). With ``development`` (the first conversations,
+those a setting was chosen on), each figure is also split into ``development ...`` and
+``held-out ...``.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallResult
 from lossgate.errors import InvalidInput
 from lossgate.memory import Memory
-from lossgate.recall import recall
+from lossgate.recall import dropped_events, recall
 from lossgate.records import NewEvent
 from lossgate.render import one_line
 
@@ -214,15 +222,17 @@ def _fill(order: Iterable[int], turns: tuple[Turn, ...], costs: list[int], budge
 
 
 def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int = 2000, sha256: str = "",
-             counter: TokenCounter | None = None, progress: Callable[[int], None] | None = None) -> Report:
-    """Ingest, consolidate and recall every question (see the module docstring)."""
+             counter: TokenCounter | None = None, progress: Callable[[int], None] | None = None,
+             development: int = 0) -> Report:
+    """Ingest, consolidate and recall every question (see the module docstring); the first
+    ``development`` conversations are reported apart from the others."""
     count = counter or default_counter()
     semantic = memory.embedder is not None
-    names = ("lossgate", *(["lossgate + semantic"] if semantic else []), "bm25", "bm25 + speaker", "recency",
-             "full context")
+    names = ("lossgate", "lossgate, loss-blind", *(["lossgate + semantic"] if semantic else []), "bm25",
+             "bm25 + speaker", "recency", "full context")
     sides: dict[str, dict[str, Side]] = {name: defaultdict(Side) for name in names}
     embed_seconds = 0.0
-    for conv in conversations:
+    for number, conv in enumerate(conversations):
         ingest(memory, conv)
         memory.consolidate(TENANT, conv.sample_id)
         if semantic:
@@ -230,6 +240,8 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             memory.embed(TENANT, conv.sample_id)
             embed_seconds += time.perf_counter() - t0
         by_id = {t.dia_id: t for t in conv.turns}
+        dropped = {e.split(":", 1)[1] for e in dropped_events(memory.store, TENANT, conv.sample_id)}
+        group = ("development" if number < development else "held-out") if development else None
         costs = [count(t.line) + 1 for t in conv.turns]
         full_tokens = sum(costs)
         rank, rank_speaker = _bm25_ranker(conv.turns), _bm25_ranker(conv.turns, speaker=True)
@@ -244,6 +256,10 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             result = recall(memory.store, TENANT, conv.sample_id, query=q.text, budget=budget)  # lexical
             took = time.perf_counter() - t0
             found = _found(result, evidence, by_id)
+            t0 = time.perf_counter()
+            blind = recall(memory.store, TENANT, conv.sample_id, query=q.text, budget=budget, loss_aware=False)
+            blind_took = time.perf_counter() - t0
+            found_blind = _found(blind, evidence, by_id)
             if semantic:
                 t0 = time.perf_counter()
                 hybrid = memory.recall(TENANT, conv.sample_id, query=q.text, budget=budget)
@@ -251,8 +267,12 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             bm25_ids, bm25_tokens = _fill(rank(q.text), conv.turns, costs, budget)
             bm25s_ids, bm25s_tokens = _fill(rank_speaker(q.text), conv.turns, costs, budget)
             recent_ids, recent_tokens = _fill(newest_first, conv.turns, costs, budget)
-            for cat in (CATEGORIES[q.category], "overall"):
+            cats = [CATEGORIES[q.category], "overall", *(["dropped"] if dropped & set(evidence) else [])]
+            cats += [f"{group} {c}" for c in cats[1:]] if group else []
+            for cat in cats:
                 sides["lossgate"][cat].add(len(found) / len(evidence), result.tokens, took)
+                sides["lossgate, loss-blind"][cat].add(len(found_blind) / len(evidence), blind.tokens,
+                                                       blind_took)
                 if semantic:
                     sides["lossgate + semantic"][cat].add(len(_found(hybrid, evidence, by_id)) / len(evidence),
                                                           hybrid.tokens, hybrid_took)

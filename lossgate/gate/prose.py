@@ -80,7 +80,7 @@ from lossgate.gate.sources import (
 from lossgate.records import ArtifactBody, Snapshot
 from lossgate.render import claim_lines, conflict_line, event_line, header_line
 
-__all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs"]
+__all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs", "dropped_labels"]
 
 _NEG_PREFIXES = ("un", "in", "im", "dis", "non", "ir", "il")
 _NUMERIC = frozenset({"money", "quantity", "percent"})
@@ -292,6 +292,12 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
             out.append(Violation(code="atom_missing", subject=label, severity="important",
                                  detail=f"{a.text!r} is in no claim and not in the summary", expected=label))
     return out
+
+
+def dropped_labels(losses: Iterable[Violation]) -> list[str]:
+    """The source atoms (``kind:key``) that :func:`_losses` found in neither the summary nor
+    the structured side: the subjects of its ``atom_missing`` findings, sorted, once each."""
+    return sorted({v.subject for v in losses if v.code == "atom_missing"})
 
 
 def prose_of(artifact: ArtifactBody) -> str:

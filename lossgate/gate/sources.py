@@ -36,7 +36,7 @@ from lossgate.records import ArtifactBody, Event, Snapshot
 from lossgate.values import coerce_value
 
 __all__ = ["ProseInputs", "Extractions", "prose_inputs", "value_forms", "value_atoms", "claim_atoms", "anchor_dates",
-           "key_of", "label_of", "token_of", "Key", "clear_atom_cache"]
+           "key_of", "label_of", "token_of", "Key", "clear_atom_cache", "events_holding"]
 
 Key = tuple[str, str]
 
@@ -314,6 +314,19 @@ def _extract_days(events: Iterable[Event], seen: Extractions | None = None) -> l
             seen.update(zip(ids, zip(bases, atoms, keys)))
         days.append(_Day(group, atoms, keys))
     return days
+
+
+def events_holding(events: Iterable[Event], labels: Iterable[str], *, seen: Extractions | None = None) -> list[str]:
+    """Ids of the valid events among ``events`` whose own atoms include one named by
+    ``labels`` (``kind:key``, :func:`label_of`: the subjects of the gate's ``atom_*``
+    findings), sorted. The atoms are those :func:`prose_inputs` extracted for the gate: from
+    the job's ``seen``, else the cache, so this extracts nothing the gate did not."""
+    wanted = {(kind, key) for kind, _, key in (label.partition(":") for label in labels)}
+    if not wanted:
+        return []
+    found = {ev.event_id for d in _extract_days(events, seen) for ev, keys in zip(d.events, d.keys)
+             if not wanted.isdisjoint(keys)}
+    return sorted(found)
 
 
 def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> ProseInputs:

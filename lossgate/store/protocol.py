@@ -447,6 +447,13 @@ class DerivedReadTx(Protocol):
         the manifest nor the rest of the gate report is decoded: both can grow with the
         subject's history (a direct consolidation's manifest names every input)."""
 
+    def artifact_drops(self, tenant_id: str, subject_id: str,
+                       artifact_ids: Sequence[str]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        """For each of ``artifact_ids`` the subject has an artifact with, what recall's loss-aware
+        ranking reads of its manifest: ``(dropped, carried)`` (``Manifest.dropped``, the events
+        holding an atom it dropped; ``Manifest.carried``, the parts a root keeps from the root it
+        extends). Nothing else of the manifest is decoded: it can grow with the history."""
+
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         """The subject's artifacts, oldest first (``created_at``, ties in creation order)."""
 

@@ -149,7 +149,7 @@ def artifact(artifact_id: str, parent: Alias, *, created_at: datetime = NOW) -> 
         expected_alias=parent.expected(), inputs=(InputRef(kind="event", id="e1", content_hash="sha256:e1", seq=1),),
         input_root="sha256:r", path="direct", selector_version="1", prompt_version="1", compressor="det",
         compressor_version="1", extractor_version="1", schema_version=2, registry_version=1, attempt=1,
-        timings={"gate": 0.25, "huge": 1e20},
+        timings={"gate": 0.25, "huge": 1e20}, dropped=("e1",),
     )
     return Artifact(artifact_id=artifact_id, tenant_id=T, subject_id=S, state="candidate",
                     body=ArtifactBody(tenant_id=T, subject_id=S, summary=f"summary {artifact_id}"),
@@ -283,6 +283,7 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "recall_head": lambda tx: tx.recall_head(T, S),
     "artifact_head": lambda tx: tx.artifact_head(T, S, "a1"),
     "artifact_gate": lambda tx: tx.artifact_gate(T, S, "a1"),
+    "artifact_drops": lambda tx: tx.artifact_drops(T, S, ["a1"]),
     "artifacts": lambda tx: tx.artifacts(T, S),
     "lineage": lambda tx: tx.lineage(T, S, "a1"),
     "descendants": lambda tx: tx.descendants(T, S, ["e1"]),
@@ -437,6 +438,7 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
                                         for i in _all("a2")], [None, None, ("own-a2", "summary own-a2")]),
     "artifact_gate": (lambda tx, t, s: [tx.artifact_gate(t, s, i) for i in _all("a1")],
                       [None, None, ("published", "clean")]),
+    "artifact_drops": (lambda tx, t, s: tx.artifact_drops(t, s, _all("a1")), {"own-a1": (("e1",), ())}),
     "artifacts": (lambda tx, t, s: [[(a.artifact_id, a.state) for a in tx.artifacts(t, s)],
                                     _ids(tx.artifacts(t, s, states=["published"]), "artifact_id")],
                   [[("own-a1", "published"), ("own-a2", "candidate")], ["own-a1"]]),
@@ -923,6 +925,9 @@ class StoreContract:
             assert tx.artifact_gate(T, S, "a1") == ("published", "clean")
             assert tx.artifact_gate(T, S, "a2") == ("candidate", "clean")
             assert tx.artifact_gate(T, S, "nope") is None
+            assert tx.artifact_drops(T, S, ["a1", "a2", "nope"]) == {"a1": (("e1",), ()), "a2": (("e1",), ())}
+            assert tx.artifact_drops(T, S, []) == {}
+            assert a1.manifest.dropped == ("e1",)
             assert [(a.artifact_id, a.state) for a in tx.artifacts(T, S)] == [("a1", "published"), ("a2", "candidate")]
             assert [a.artifact_id for a in tx.artifacts(T, S, states=["published"])] == ["a1"]
             head = tx.artifact_head(T, S, "a2")

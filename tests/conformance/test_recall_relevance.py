@@ -119,7 +119,7 @@ def test_the_locomo_harness_scores_lossgate_and_its_baselines(memory, tmp_path):
     assert digest != locomo.PUBLISHED_SHA256 and locomo.question_count(convs) == 3
     report = locomo.evaluate(memory, convs, budget=120, sha256=digest).to_json()
     sides = report["sides"]
-    assert set(sides) == {"lossgate", "bm25", "bm25 + speaker", "recency", "full context"}
+    assert set(sides) == {"lossgate", "lossgate, loss-blind", "bm25", "bm25 + speaker", "recency", "full context"}
     assert sides["lossgate"]["overall"]["questions"] == 3
     assert sides["lossgate"]["single-hop"]["evidence_recall"] == 1.0  # "paint" finds "painting"
     assert sides["recency"]["overall"]["evidence_recall"] == 0.0  # the old session is outside 120 tokens

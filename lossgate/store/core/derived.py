@@ -129,6 +129,22 @@ class CoreDerivedReads(TxBase):
                         (tenant_id, subject_id, artifact_id))
         return None if row is None else (row[0], row[1])
 
+    def artifact_drops(self, tenant_id: str, subject_id: str,
+                       artifact_ids: Sequence[str]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        dropped = self._d.json_field("manifest", "dropped", as_text=False)
+        carried = self._d.json_field("manifest", "carried", as_text=False)
+
+        def ids(value: Any) -> tuple[str, ...]:  # JSON text on SQLite, decoded or text on PostgreSQL
+            return tuple(orjson.loads(value) if isinstance(value, (str, bytes)) else value or ())
+
+        found: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        for chunk in self._d.chunks(list(artifact_ids)):
+            condition, args = self._d.in_("artifact_id", chunk)
+            for r in self._all(f"SELECT artifact_id, {dropped}, {carried} FROM artifacts "
+                               f"WHERE tenant_id=? AND subject_id=? AND {condition}", [tenant_id, subject_id, *args]):
+                found[r[0]] = (ids(r[1]), ids(r[2]))
+        return found
+
     def artifacts(self, tenant_id: str, subject_id: str, *, states: Sequence[str] | None = None) -> list[Artifact]:
         sql = f"{_ARTIFACT_SELECT} WHERE tenant_id=? AND subject_id=?"
         args: list[Any] = [tenant_id, subject_id]
