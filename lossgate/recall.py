@@ -93,9 +93,11 @@ log = logging.getLogger(__name__)
 SEARCH_BACKLOG = 64
 
 # How many places a hit the published summary dropped moves up in a query recall's ranking,
-# past hits it kept (never past another dropped hit). Chosen on LoCoMo's first three
-# conversations (README, "Does recall find what a question needs?").
-DROPPED_LEAD = 20
+# past hits it kept (never past another dropped hit): a few, so that it goes first only among
+# hits the ranking barely tells apart. A lead of 20 brought back more of what summaries
+# dropped on LoCoMo but cost a point of evidence recall on the others (README, "Loss-aware
+# recall").
+DROPPED_LEAD = 3
 
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
