@@ -514,11 +514,23 @@ class Memory:
 
         from lossgate.ops import rollout
 
+        for cleared, given, what in ((clear_live, live is not None, "live"),
+                                     (clear_shadow, shadow is not None or shadow_gate is not None
+                                      or shadow_registry is not None, "shadow"),
+                                     (clear_shadow_registry, shadow_registry is not None, "shadow registry")):
+            if cleared and given:
+                raise InvalidInput(f"set_rollout: clearing the {what} contradicts setting it")
         for spec in (live, shadow):
             if spec is not None:
                 self.compressors(rollout.valid_spec(spec))
-        tried = _registry_of(shadow_registry).document() if shadow_registry is not None else None
+        tried = _registry_of(shadow_registry) if shadow_registry is not None else None
         with self.store.write() as tx:
+            loaded = self.registries.current(tx)
+            if tried is not None and loaded is not None and (gone_from := sorted(set(loaded.predicates)
+                                                                                 - set(tried.predicates))):
+                # facts may use them: the shadow lane could not consolidate their subjects
+                raise InvalidInput(f"shadow registry v{tried.version} drops {', '.join(gone_from[:5])} of the "
+                                   f"loaded v{loaded.version}: a predicate is never removed (facts may use it)")
             now = rollout.rollout(tx, tenant_id)
             gone = clear_shadow or clear_shadow_registry
             try:
@@ -526,8 +538,10 @@ class Memory:
                     live=None if clear_live else (live if live is not None else now.live),
                     shadow=None if clear_shadow else (shadow if shadow is not None else now.shadow),
                     review=now.review if review is None else review,
-                    shadow_gate="release" if clear_shadow else (shadow_gate or now.shadow_gate),
-                    shadow_registry=None if gone else (tried if tried is not None else now.shadow_registry))
+                    shadow_gate="release" if clear_shadow else (shadow_gate if shadow_gate is not None
+                                                                else now.shadow_gate),
+                    shadow_registry=None if gone else (tried.document() if tried is not None
+                                                       else now.shadow_registry))
             except ValidationError as exc:
                 raise InvalidInput(f"rollout of {tenant_id!r}: {exc.errors()[0]['msg']}") from None
             return rollout.set_rollout(tx, tenant_id, new, now=utcnow())
@@ -568,13 +582,14 @@ class Memory:
 
     @checked_args
     def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
-               budget: int | None = None, context: bool = True) -> RecallResult:
+               budget: int | None = None, context: bool = True, loss_aware: bool = True) -> RecallResult:
         """What an agent should read now: the fresh summary or raw fallback, critical facts always;
-        with a query, the most relevant facts and events of every tier (see :mod:`lossgate.recall`)."""
+        with a query, the most relevant facts and events of every tier (see :mod:`lossgate.recall`),
+        those the summary dropped a little ahead unless ``loss_aware`` is false."""
         from lossgate.recall import recall
 
         return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget, context=context,
-                      embedder=self.embedder)
+                      embedder=self.embedder, loss_aware=loss_aware)
 
     @checked_args
     def guard(self, tenant_id: str, subject_id: str, action: dict[str, Any], *,

@@ -243,12 +243,15 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             # An identifier's phrase also matches its pieces written apart ("INV 5"): more
             # candidates are read, and those holding it as written go first.
             identifiers = [t for t in terms if is_phrase(t)]
-            wanted = hits_wanted + (hits_wanted + 16 if identifiers else 0)
+            # loss-aware: the hits just past those wanted are read too, so that a dropped one
+            # can move in
+            lead = DROPPED_LEAD if loss_aware and fresh else 0
+            wanted = hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead
             hit_ids = (tx.search_events(tenant_id, subject_id, text, limit=wanted, skip_erased=True)
                        if terms else [])
             if near:
                 hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:wanted]
-            if loss_aware and fresh and artifact is not None and hit_ids:
+            if lead and artifact is not None and hit_ids:
                 hit_ids = _dropped_first(hit_ids, _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id))
             hit_ids = _holding_first(tx, tenant_id, subject_id, hit_ids, identifiers)[:hits_wanted]
             if context:

@@ -25,6 +25,8 @@ against the same version. Unknown predicates are rejected, never guessed.
 
 from __future__ import annotations
 
+import os
+
 import tomllib
 from pathlib import Path
 from typing import Any, Protocol
@@ -196,6 +198,8 @@ def _guards(data: Any, predicates: dict[str, Predicate]) -> tuple[GuardRule, ...
 
 def load_registry(path: str | Path) -> Registry:
     """Read a registry TOML file. Raises :class:`ConfigError` if unreadable or invalid."""
+    if not isinstance(path, (str, os.PathLike)):  # open() takes an int as a file descriptor
+        raise ConfigError(f"a registry is a TOML file's path, not {type(path).__name__} {path!r}")
     try:
         with open(path, "rb") as fh:
             raw = fh.read()

@@ -110,13 +110,15 @@ def recall(
     query: Annotated[Optional[str], typer.Option("--query", "-q", help="Keywords to search for.")] = None,
     k: Annotated[int, typer.Option("-k", help="At most this many events and non-critical facts.")] = 20,
     budget: Annotated[Optional[int], typer.Option("--budget", help="Token budget.")] = None,
+    loss_aware: Annotated[bool, typer.Option("--loss-aware/--loss-blind", help=(
+        "Rank a query's hits that the summary dropped a few places ahead."))] = True,
     as_json: AsJson = False,
 ) -> None:
     """What an agent should read: the fresh summary, or a raw fallback; critical facts always.
     With LOSSGATE_EMBEDDER set (local, or an embeddings server's URL), a query is also
     ranked by meaning."""
     with open_memory(ctx, semantic=True) as memory:
-        result = memory.recall(tenant, subject, query=query, k=k, budget=budget)
+        result = memory.recall(tenant, subject, query=query, k=k, budget=budget, loss_aware=loss_aware)
     if as_json:
         typer.echo(result.model_dump_json())
         return

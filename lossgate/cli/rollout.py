@@ -86,8 +86,8 @@ def set_(
 @shadow_app.command("report")
 def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     """Each subject's latest shadow attempt beside its latest live one: status, gate outcome,
-    the violations the shadow's gate found, the facts only one of them claims, tokens,
-    compression time, and what the shadow alias holds."""
+    the violations the shadow's gate found, the facts only one of them claims and those the
+    shadow states otherwise, tokens, compression time, and what the shadow alias holds."""
     with open_memory(ctx) as memory:
         rows = memory.shadow_report(tenant)
     if as_json:
@@ -96,7 +96,7 @@ def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
         return
     table = Table(title=f"shadow against live, {tenant}", title_justify="left")
     for col in ("subject", "live", "shadow", "live outcome", "shadow outcome", "shadow violations", "only live",
-                "only shadow", "tokens live/shadow", "compress s live/shadow", "shadow alias"):
+                "only shadow", "stated otherwise", "tokens live/shadow", "compress s live/shadow", "shadow alias"):
         table.add_column(col)
 
     def secs(x: float | None) -> str:
@@ -105,7 +105,7 @@ def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     for r in rows:
         table.add_row(r.subject_id, f"{r.live_compressor} {r.live_status}", f"{r.shadow_compressor} {r.shadow_status}",
                       r.live_outcome or "-", r.shadow_outcome or "-", str(r.shadow_violations),
-                      ", ".join(r.only_live) or "-", ", ".join(r.only_shadow) or "-",
+                      ", ".join(r.only_live) or "-", ", ".join(r.only_shadow) or "-", ", ".join(r.changed) or "-",
                       f"{r.live_tokens or '-'} / {r.shadow_tokens or '-'}",
                       f"{secs(r.live_compress_s)} / {secs(r.shadow_compress_s)}",
                       f"{r.shadow_alias} ({r.shadow_alias_state})" if r.shadow_alias else "-")

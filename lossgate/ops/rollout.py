@@ -173,6 +173,8 @@ class ShadowRow:
     shadow_outcome: str | None
     only_live: tuple[str, ...]  # fact ids claimed by live only
     only_shadow: tuple[str, ...]
+    # fact ids both claim, the shadow with another value, polarity, qualifiers or modality
+    changed: tuple[str, ...]
     live_tokens: int | None
     shadow_tokens: int | None
     live_compress_s: float | None
@@ -187,7 +189,8 @@ class ShadowRow:
 
 def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
     """For each subject of the tenant with a shadow attempt: its latest shadow attempt and
-    its latest live one, side by side, and what the shadow alias holds (``count`` counts a
+    its latest live one, side by side (the facts only one claims, and those both claim that
+    the shadow states otherwise), and what the shadow alias holds (``count`` counts a
     summary's tokens)."""
     rows: list[ShadowRow] = []
     for subject_id in tx.subjects(tenant_id):
@@ -200,14 +203,16 @@ def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
         live_art, shadow_art = (arts.get(a.attempt_id) if a else None for a in (live, shadow))
         on_alias = tx.alias(tenant_id, subject_id, lane="shadow").artifact_id
         head = tx.artifact_head(tenant_id, subject_id, on_alias) if on_alias else None
-        live_claims = {c.fact_id for c in live_art.body.claims} if live_art else set()
-        shadow_claims = {c.fact_id for c in shadow_art.body.claims} if shadow_art else set()
+        live_said = _claimed(live_art)
+        shadow_said = _claimed(shadow_art)
+        live_claims, shadow_claims = set(live_said), set(shadow_said)
         rows.append(ShadowRow(
             subject_id=subject_id, live_compressor=live.compressor if live else "-",
             shadow_compressor=shadow.compressor, live_status=live.status if live else "-",
             shadow_status=shadow.status, live_outcome=live.gate_outcome if live else None,
             shadow_outcome=shadow.gate_outcome, only_live=tuple(sorted(live_claims - shadow_claims)),
             only_shadow=tuple(sorted(shadow_claims - live_claims)),
+            changed=tuple(sorted(f for f in live_claims & shadow_claims if live_said[f] != shadow_said[f])),
             live_tokens=count(live_art.body.summary) if live_art else None,
             shadow_tokens=count(shadow_art.body.summary) if shadow_art else None,
             live_compress_s=live.timings.get("compress_s") if live else None,
@@ -215,6 +220,12 @@ def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
             shadow_alias=on_alias, shadow_alias_state=head.state if head else None,
         ))
     return rows
+
+
+def _claimed(art: Artifact | None) -> dict[str, Any]:
+    """What each claim of ``art`` says, by fact id."""
+    return {c.fact_id: c.model_dump(include={"value_type", "value", "polarity", "qualifiers", "modality"})
+            for c in art.body.claims} if art else {}
 
 
 def _artifact(tx: ReadTx, tenant_id: str, subject_id: str, attempt: Attempt) -> Artifact | None:

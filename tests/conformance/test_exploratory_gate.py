@@ -251,3 +251,33 @@ def test_the_cli_sets_the_exploratory_gate_and_reports_the_shadow_alias(memory, 
     assert row["shadow_alias_state"] == "shadow" and row["shadow_violations"] >= 1
     table = run("shadow", "report", "-t", T)
     assert table.exit_code == 0 and row["shadow_alias"] in table.stdout
+
+
+def test_the_shadow_report_names_a_fact_the_shadow_states_otherwise(memory):
+    seed_world(memory)
+    memory.set_rollout(T, shadow=FLIP, shadow_gate="exploratory")
+    memory.consolidate(T, U)
+    (row,) = memory.shadow_report(T)
+    assert row.changed == ("f-allergy",) and row.only_live == row.only_shadow == ()
+
+
+def test_a_rollout_that_contradicts_itself_or_drops_a_predicate_is_refused(memory):
+    seed_world(memory)
+    for contradiction in ({"clear_shadow": True, "shadow": FLIP}, {"clear_shadow": True, "shadow_gate": "release"},
+                          {"clear_live": True, "live": "deterministic"},
+                          {"clear_shadow_registry": True, "shadow": FLIP,
+                           "shadow_registry": memory.registry.document()}):
+        with pytest.raises(InvalidInput, match="contradicts"):
+            memory.set_rollout(T, **contradiction)
+    with pytest.raises(InvalidInput):
+        memory.set_rollout(T, shadow=FLIP, shadow_gate="")
+    doc = memory.registry.document()
+    smaller = {**doc, "version": doc["version"] + 1,
+               "predicates": {k: v for k, v in doc["predicates"].items() if k != "chat.topic"}}
+    with pytest.raises(InvalidInput, match="drops chat.topic"):
+        memory.set_rollout(T, shadow=FLIP, shadow_registry=smaller)
+    for not_a_path in (0, 3, 2.5):  # an int would be opened as a file descriptor
+        with pytest.raises(ConfigError, match="TOML file's path"):
+            memory.set_rollout(T, shadow=FLIP, shadow_registry=not_a_path)
+    assert memory.rollout(T).shadow is None
+    assert memory.consolidate(T, U).status == "published"  # the store is untouched and usable

@@ -183,3 +183,15 @@ def test_dropped_hits_move_up_a_bounded_number_of_places():
     assert [h for h in moved if h not in ("h30", "h31")] == [h for h in hits if h not in ("h30", "h31")]
     assert first(hits, frozenset({"nowhere"}), lead=20) == hits  # nothing is added
     assert sorted(first(hits, frozenset(hits[::3]), lead=5)) == sorted(hits)
+
+
+def test_with_no_budget_a_dropped_hit_just_past_k_moves_in_through_the_public_api(memory):
+    two_hits(memory)
+    consolidate(memory)
+
+    def first(**kw) -> list[str]:
+        got = memory.recall(T, S, query=QUERY, k=1, context=False, **kw)
+        return [e.event_id for e in got.events]
+
+    assert first() == ["held"]  # the store ranks "plain" first; "held" was read past k and moved in
+    assert first(loss_aware=False) == ["plain"]
