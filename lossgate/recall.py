@@ -19,8 +19,8 @@ With a query, recall ranks by relevance over the whole raw layer (invariant
 14): events a fresh summary covers, or left out for its budget, whatever their tier
 (hot, warm or cold: :mod:`lossgate.tiers`), are still searched and returned. The query's content words
 (:func:`~lossgate.search_terms.query_terms`) are matched through the store's
-full-text index and ranked by it (FTS5 ``bm25`` on SQLite, ``ts_rank`` on
-PostgreSQL); with an embedder, also by cosine similarity of stored vectors, the two
+full-text index and ranked by BM25 (FTS5's ``bm25`` on SQLite, the same formula over the
+matches on PostgreSQL: :mod:`lossgate.store.core.ranking`); with an embedder, also by cosine similarity of stored vectors, the two
 rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`). Under a token
 budget, what comes back is, in this order: the
 critical facts and the summary's structured part (never trimmed), then the

@@ -35,7 +35,13 @@ from lossgate.store.core.base import TxBase
 from lossgate.store.core.ranking import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
 from lossgate.store.protocol import ArtifactDocument, VectorKind
 
-__all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE"]
+__all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE", "search_terms"]
+
+def search_terms(query: str) -> list[str]:
+    """The distinct terms of a search query (as :func:`lossgate.search_terms.query_terms`
+    joins them), in order, at most :data:`MAX_SEARCH_TERMS`."""
+    return list(dict.fromkeys(t for t in query.split() if t.strip('"')))[:MAX_SEARCH_TERMS]
+
 
 # The table of each lane's alias: the subject's, and the shadow lane's (recall never reads it).
 _ALIASES: dict[str, str] = {"live": "aliases", "shadow": "shadow_aliases"}
@@ -70,15 +76,20 @@ class CoreDerivedReads(TxBase):
         # Each term's newest matches first (at most TERM_CAP and one more): the store ranks
         # them itself unless a term has more, and then they are ranked here
         # (lossgate.store.core.ranking): a search reads about TERM_CAP matches a term.
-        terms = list(dict.fromkeys(t for t in query.split() if t.strip('"')))[:MAX_SEARCH_TERMS]
+        terms = search_terms(query)
         if not terms:
             return []
-        query = " ".join(terms)
         cap = cap_for(len(terms), self.term_cap)
         matches = self._term_matches(tenant_id, subject_id, terms, cap=cap + 1)
         if matches is None or not is_bounded(matches, cap):
-            return self._ranked_events(tenant_id, subject_id, query, limit=limit, skip_erased=skip_erased)
+            return self._ranked_events(tenant_id, subject_id, " ".join(terms), limit=limit, skip_erased=skip_erased)
         order = bounded_order(matches, self.clock(tenant_id, subject_id).high_water, cap)
+        return self._valid_in_order(tenant_id, subject_id, order, limit=limit, skip_erased=skip_erased)
+
+    def _valid_in_order(self, tenant_id: str, subject_id: str, order: Sequence[int], *, limit: int,
+                        skip_erased: bool) -> list[str]:
+        """The ids of the first ``limit`` valid events among the positions ``order``, in that
+        order, read a batch at a time."""
         found: list[str] = []
         at, batch = 0, limit + limit // 4 + 16  # a little more than asked: some may be filtered out
         while len(found) < limit and at < len(order):

@@ -1,21 +1,26 @@
 """Ranking bounded by the answer, not by how common a word is.
 
-A store ranks a query's matches in its full-text index (FTS5's bm25, PostgreSQL's
-ts_rank), and to rank them it reads every match of every word: a word that is in every
+A full-text index ranks a query's matches (FTS5's bm25) by reading every match of every word: a word that is in every
 event (``inv`` of each invoice reference, ``refund`` in a refunds desk's history) makes a
 search cost the whole history. So a search first reads, for each term, the positions of
 the subject's newest matches, at most :data:`TERM_CAP` and one more (a bounded read: the
 index's order on SQLite; a walk of the newest rows, or the index for a rare term, on
 PostgreSQL). Then
 
-* when no term has more matches than that, the store ranks them as it always has (it reads
-  at most :data:`TERM_CAP` matches a term);
+* when no term has more matches than that, SQLite ranks them in FTS5 (it reads at most
+  :data:`TERM_CAP` matches a term);
 * otherwise the matches read are ranked here (:func:`bounded_order`): an event scores the
   inverse document frequency of every term it was read for, BM25's, so an event holding a
   rare term outranks one holding only common ones, and holding more of them ranks higher;
   ties go to the newest. A rare term's matches are all read; a common term counts only in
   its newest :data:`TERM_CAP` matches (its document frequency estimated from how far back
   they reach).
+
+PostgreSQL's ``ts_rank`` knows no document frequency, so PostgreSQL ranks every search here,
+by BM25 as FTS5's ``bm25()`` computes it (:func:`bm25_order`): from each term's matches read
+as above, with the term's frequency in each and each event's length, the subject's event
+count for ``N`` and the mean length of the events read for the average. Both engines then
+rank a query's events alike.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["MAX_SEARCH_TERMS", "TERM_CAP", "bounded_order", "cap_for", "is_bounded"]
+__all__ = ["MAX_SEARCH_TERMS", "TERM_CAP", "bm25_order", "bounded_order", "cap_for", "is_bounded"]
 
 # The matches of one term a search reads at most. A history under this size is ranked by
 # the store alone, whatever the words.
@@ -47,6 +52,45 @@ def is_bounded(matches: Sequence[Sequence[int]], cap: int = TERM_CAP) -> bool:
     return any(len(m) > cap for m in matches)
 
 
+# BM25's parameters, FTS5's defaults.
+K1 = 1.2
+B = 0.75
+
+
+def _df(read: Sequence[int], more: bool, newest: int, total: int) -> float:
+    """A term's document frequency from the positions of its newest matches read: their
+    number, or when there were more (``more``), their share of the newest positions,
+    extrapolated to the subject."""
+    if not more:
+        return len(read)
+    reach = max(1, newest - min(read) + 1)
+    return min(total, len(read) * total / reach)
+
+
+def bm25_order(stats: Sequence[Sequence[tuple[int, int, int]]], newest: int, cap: int = TERM_CAP) -> list[int]:
+    """The positions of the events matched, best first by BM25 (FTS5's: ``idf = log((N - df +
+    0.5) / (df + 0.5))``, at least 1e-6; k1 1.2, b 0.75), ties to the newest. ``stats``: one
+    list per term, newest first, of ``(seq, tf, length)`` for each match read (at most ``cap``
+    and one more); ``newest``: the subject's highest position (about its event count)."""
+    total = max(newest, 1)
+    read = [list(found[:cap]) for found in stats]
+    lengths = {seq: max(length, 1) for found in read for seq, _, length in found}
+    if not lengths:
+        return []
+    mean = sum(lengths.values()) / len(lengths)
+    score: dict[int, float] = {}
+    for found, rows in zip(stats, read):
+        if not rows:
+            continue
+        df = _df([seq for seq, _, _ in rows], len(found) > cap, newest, total)
+        idf = max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+        for seq, tf, _ in rows:
+            tf = max(tf, 1)
+            norm = K1 * (1 - B + B * lengths[seq] / mean)
+            score[seq] = score.get(seq, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
+    return sorted(score, key=lambda seq: (-score[seq], -seq))
+
+
 def bounded_order(matches: Sequence[Sequence[int]], newest: int, cap: int = TERM_CAP) -> list[int]:
     """The positions (seqs) of ``matches`` (one list per term, newest first, as read: at
     most ``cap`` and one more) best first; ``newest`` is the subject's highest position
@@ -57,11 +101,7 @@ def bounded_order(matches: Sequence[Sequence[int]], newest: int, cap: int = TERM
         read = list(found[:cap])
         if not read:
             continue
-        if len(found) > cap:  # a common term: its share of the newest positions, extrapolated
-            reach = max(1, newest - min(read) + 1)
-            df = min(total, len(read) * total / reach)
-        else:
-            df = len(read)
+        df = _df(read, len(found) > cap, newest, total)  # a common term's extrapolated
         idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
         for seq in set(read):
             score[seq] = score.get(seq, 0.0) + idf

@@ -25,8 +25,8 @@ from lossgate.derived import Alias, ArtifactHead, GuardResult, Job, RecallRecord
 from lossgate.records import Clock
 from lossgate.search_terms import SEARCH_SEPARATORS, searchable
 from lossgate.store import rows
-from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
-from lossgate.store.core.tx import UNERASED
+from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites, search_terms
+from lossgate.store.core.ranking import bm25_order, cap_for
 from lossgate.store.protocol import VectorKind
 
 __all__ = ["PostgresDerivedReads", "PostgresDerivedWrites"]
@@ -40,7 +40,8 @@ _TSV = ("to_tsvector('english', translate(coalesce(e.actor, '') || ' ' || coales
         f"'{SEARCH_SEPARATORS}', '{' ' * len(SEARCH_SEPARATORS)}'))")
 _QUERY = "websearch_to_tsquery('english', %(q)s)"
 # The subject's events past its index mark (FROM ... WHERE, for a select of e's columns): the
-# range (mark, high_water] read through the clock row (see _ranked_events' comments).
+# range (mark, high_water] read through the clock row, which the planner prices as a short
+# primary-key range (a lone "seq > mark" was priced as a third of the subject and scanned it all).
 _PAST_MARK = ("FROM clocks c JOIN LATERAL ("
               " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
               " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
@@ -93,65 +94,40 @@ class PostgresDerivedReads(CoreDerivedReads):
             artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]")))
         return clock, alias, head
 
-    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
-                      cap: int) -> list[list[int]] | None:
-        fresh = f"SELECT e.seq {_PAST_MARK} AND {_TSV} @@ websearch_to_tsquery('english', {{q}})"
-        # First any of the terms, in one probe: fewer matches than cap settle it at once.
-        row = self._c.execute(
-            "SELECT (SELECT count(*) FROM lossgate_event_probe(%(s)s, %(q)s, %(n)s))"
-            f" + (SELECT count(*) FROM ({fresh.format(q='%(q)s')} LIMIT %(n)s) f)",
-            {"q": _tsquery(" ".join(terms)) or '""', "t": tenant_id, "s": subject_id, "n": cap}).fetchone()
-        if row is not None and row[0] < cap:
-            return None
-        # Then one statement for every term: its newest indexed matches (lossgate_event_probe,
-        # migrations/0023: the planner walks the subject's newest rows for a common term, the
-        # index for a rare one) and those past the index mark.
+    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
+                      skip_erased: bool = False) -> list[str]:
+        # Ranked by BM25 (lossgate.store.core.ranking.bm25_order) over each term's newest
+        # matches, at most TERM_CAP and one more a term: ts_rank has no document frequency.
+        terms = search_terms(query)
+        if not terms:
+            return []
+        cap = cap_for(len(terms), self.term_cap)
+        order = bm25_order(self._term_stats(tenant_id, subject_id, terms, cap=cap + 1),
+                           self.clock(tenant_id, subject_id).high_water, cap)
+        return self._valid_in_order(tenant_id, subject_id, order, limit=limit, skip_erased=skip_erased)
+
+    def _term_stats(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
+                    cap: int) -> list[list[tuple[int, int, int]]]:
+        """For each term (a word, or an identifier matched as the phrase of its pieces), the
+        subject's newest valid events matching it, at most ``cap``, newest first, as ``(seq,
+        tf, length)``: indexed ones through lossgate_event_term_stats (migrations/0025), the
+        events past the index mark on their text here, in one statement for every term."""
+        # what lossgate_event_term_stats computes of an indexed event's terms, for one read here
+        fresh = (f"SELECT x.seq, s.f, s.l FROM (SELECT e.seq, {_TSV} AS v {_PAST_MARK}"
+                 f" AND {_TSV} @@ websearch_to_tsquery('english', o.q) ORDER BY e.seq DESC LIMIT %(n)s) x"
+                 " CROSS JOIN LATERAL (SELECT coalesce(min(u.n) FILTER (WHERE u.lexeme = ANY ("
+                 "tsvector_to_array(to_tsvector('english', o.q)))), 1)::integer AS f, coalesce(sum(u.n), 1)::integer AS l"
+                 " FROM (SELECT t.lexeme, coalesce(array_length(t.positions, 1), 1) AS n FROM unnest(x.v) t) u) s")
         rows = self._c.execute(
-            "SELECT o.i, p.seq FROM unnest(%(qs)s::text[]) WITH ORDINALITY o(q, i) CROSS JOIN LATERAL ("
-            f" ({fresh.format(q='o.q')} ORDER BY e.seq DESC LIMIT %(n)s)"
-            " UNION ALL SELECT h.seq FROM lossgate_event_probe(%(s)s, o.q, %(n)s) h) p",
+            "SELECT o.i, p.seq, p.f, p.l FROM unnest(%(qs)s::text[]) WITH ORDINALITY o(q, i) CROSS JOIN LATERAL ("
+            f" ({fresh}) UNION ALL SELECT h.seq, h.tf, h.dl FROM lossgate_event_term_stats(%(s)s, o.q, %(n)s) h"
+            ") p(seq, f, l)",
             {"qs": [_tsquery(t) or '""' for t in terms], "t": tenant_id, "s": subject_id, "n": cap},
         ).fetchall()
-        found: list[list[int]] = [[] for _ in terms]
-        for i, seq in rows:
-            found[i - 1].append(seq)
-        return [sorted(seqs, reverse=True)[:cap] for seqs in found]
-
-    def _ranked_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
-                       skip_erased: bool) -> list[str]:
-        # Events past the subject's index mark are matched on their text directly.
-        q = _tsquery(query)
-        if q is None:
-            return []
-        found = self._c.execute(
-            # The indexed hits come from lossgate_event_hits (migrations/0018): the match is not
-            # LEAKPROOF, so under the tenant policy the planner could not use the GIN index
-            # and scanned every row of event_terms. Otherwise written so that the plan is
-            # good with and without table statistics (a subject loaded a moment ago has none
-            # until autovacuum's ANALYZE):
-            # - the tsquery is spelled out in each predicate, not joined from a CTE: only
-            #   then can the planner match it against an index;
-            # - MATERIALIZED: the hits are computed once (inlined, a stale estimate of one
-            #   row made the planner re-run the match for every event of the subject);
-            # - the events past the index mark are read through the clock row as the range
-            #   (mark, high_water], which the planner prices as a short primary-key range: a
-            #   lone "seq > mark" was priced as a third of the subject and scanned it all;
-            # - OFFSET 0 keeps each LATERAL a per-row primary-key look-up, not a join the
-            #   planner may turn into a scan of the subject's events;
-            # - the hits are ranked first and the events looked up in that order, so the limit
-            #   stops the look-ups: ranking reads the index (every match), but only about
-            #   ``limit`` events are read (the tie-break, the event's seq, is the hit's).
-            "WITH hits AS MATERIALIZED ("
-            " SELECT h.seq, h.rank FROM lossgate_event_hits(%(s)s, %(q)s) h"
-            f" UNION ALL SELECT e.seq, ts_rank({_TSV}, {_QUERY}) {_PAST_MARK} AND {_TSV} @@ {_QUERY})"
-            " SELECT e.event_id FROM (SELECT seq, rank FROM hits ORDER BY rank DESC, seq DESC) h"
-            " JOIN LATERAL (SELECT event_id FROM events e"
-            " WHERE e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq=h.seq AND e.state='valid'"
-            f"{' AND ' + UNERASED.format(e='e', fence=' OFFSET 0') if skip_erased else ''} OFFSET 0) e"
-            " ON true ORDER BY h.rank DESC, h.seq DESC LIMIT %(n)s",
-            {"q": q, "t": tenant_id, "s": subject_id, "n": limit},
-        ).fetchall()
-        return [r[0] for r in found]
+        found: list[list[tuple[int, int, int]]] = [[] for _ in terms]
+        for i, seq, f, n in rows:
+            found[i - 1].append((seq, f, n))
+        return [sorted(stats, reverse=True)[:cap] for stats in found]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         q = _tsquery(query)

@@ -1,0 +1,66 @@
+"""Both engines rank a query's events by BM25, on every store.
+
+SQLite ranks with FTS5's ``bm25()``; PostgreSQL with the same formula over each term's
+matches (``lossgate.store.core.ranking.bm25_order``), because ``ts_rank`` knows no document
+frequency: there, an event saying a common word twice outranked the only event with the
+rare word a question asks about.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from lossgate import NewEvent
+from lossgate.store.core.ranking import bm25_order
+
+T, S = "acme", "u-bm25"
+AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+
+
+def _append(memory, texts: dict[str, str]) -> None:
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=eid, text=text, occurred_at=AT + timedelta(minutes=i))
+                   for i, (eid, text) in enumerate(texts.items())])
+
+
+def _search(memory, query: str, limit: int = 10) -> list[str]:
+    with memory.store.write() as tx:
+        tx.refresh_search_index()
+    with memory.store.read() as tx:
+        return tx.search_events(T, S, query, limit=limit)
+
+
+def test_a_rare_word_outranks_a_common_one_said_twice(memory):
+    texts = {f"r{i}": f"refund refund request number {i} is pending" for i in range(30)}
+    texts["trip"] = "we flew to lisbon last spring with the kids and it rained every single day"
+    _append(memory, texts)
+    assert _search(memory, "refund lisbon")[0] == "trip"
+
+
+def test_of_two_events_with_the_word_once_the_shorter_ranks_first(memory):
+    _append(memory, {
+        "long": "the parcel arrived late in the afternoon after the courier had called twice about the gate code",
+        "short": "the parcel arrived",
+        **{f"c{i}": f"chatter about the weather {i}" for i in range(10)},
+    })
+    assert _search(memory, "parcel")[:2] == ["short", "long"]
+
+
+def test_saying_a_word_more_often_ranks_higher(memory):
+    _append(memory, {
+        "once": "budget review for the quarter is done",
+        "thrice": "budget budget budget review for the quarter",
+        "rare": "the quarterly offsite is in porto this year",
+        **{f"c{i}": f"budget line {i} approved by finance" for i in range(8)},
+    })
+    found = _search(memory, "budget porto", limit=20)
+    assert found[0] == "rare"  # one rare word outweighs a common one said three times
+    assert found.index("thrice") < found.index("once")
+
+
+def test_bm25_order_matches_its_formula():
+    # two terms over a subject of 100 events: "a" in three events, "b" in one
+    stats = [[(90, 1, 10), (50, 2, 10), (10, 1, 40)], [(50, 1, 10)]]
+    order = bm25_order(stats, newest=100)
+    assert order[0] == 50  # both terms, and the rare one
+    assert order.index(90) < order.index(10)  # same tf, the shorter first
+    assert bm25_order([[], []], newest=100) == []
