@@ -94,8 +94,10 @@ def verify_recall(
     live one, or something it returned deleted), with each change."""
     with open_memory(ctx) as memory:
         verdict = memory.verify_recall(tenant, subject, recall_id)
-    if as_json:
-        typer.echo(verdict.model_dump_json())
+    if as_json:  # each change as the HTTP API gives it: {"id": ..., "what": ...}
+        record = verdict.model_dump(mode="json")
+        record["changes"] = [{"id": i, "what": what} for i, what in verdict.changes]
+        typer.echo(json.dumps(record))
     else:
         _show(verdict)
     if verdict.state != "unchanged":

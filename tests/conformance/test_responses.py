@@ -261,7 +261,7 @@ def test_the_cli_records_lists_and_verifies(cli, memory, tmp_path: Path) -> None
     assert ok.exit_code == 0 and "unchanged" in ok.stdout
     memory.revoke_event(T, S, "msg-43")
     moved = cli("verify-recall", "-t", T, "-s", S, rid, "--json")
-    assert moved.exit_code == 1 and json.loads(moved.stdout)["changes"] == [["msg-43", "revoked"]]
+    assert moved.exit_code == 1 and json.loads(moved.stdout)["changes"] == [{"id": "msg-43", "what": "revoked"}]
 
     (tmp_path / "broken.json").write_text('{"items": [}')
     (tmp_path / "list.json").write_text("[1, 2]")
