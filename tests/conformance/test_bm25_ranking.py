@@ -64,3 +64,16 @@ def test_bm25_order_matches_its_formula():
     assert order[0] == 50  # both terms, and the rare one
     assert order.index(90) < order.index(10)  # same tf, the shorter first
     assert bm25_order([[], []], newest=100) == []
+
+
+def test_revoked_events_not_yet_indexed_never_weigh_in_the_ranking(memory):
+    _append(memory, {"old": "alpha filler", "new": "beta filler", **{f"p{i}": f"padding words {i}" for i in range(20)}})
+    before = _search(memory, "alpha beta")
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"x{i}", text="beta home address 12 Elm",
+                            occurred_at=AT + timedelta(hours=1, minutes=i)) for i in range(6)])
+    for i in range(6):
+        memory.revoke_event(T, S, f"x{i}")
+    with memory.store.read() as tx:  # searched before any refresh: the revoked ones are past the index mark
+        assert tx.search_events(T, S, "alpha beta", limit=10) == before
+    # once indexed they are never returned (FTS5's statistics, file-wide, still count them on SQLite)
+    assert not {f"x{i}" for i in range(6)} & set(_search(memory, "alpha beta"))

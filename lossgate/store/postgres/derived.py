@@ -113,7 +113,7 @@ class PostgresDerivedReads(CoreDerivedReads):
         tf, length)``: indexed ones through lossgate_event_term_stats (migrations/0025), the
         events past the index mark on their text here, in one statement for every term."""
         # what lossgate_event_term_stats computes of an indexed event's terms, for one read here
-        fresh = (f"SELECT x.seq, s.f, s.l FROM (SELECT e.seq, {_TSV} AS v {_PAST_MARK}"
+        fresh = (f"SELECT x.seq, s.f, s.l FROM (SELECT e.seq, {_TSV} AS v {_PAST_MARK} AND e.state = 'valid'"
                  f" AND {_TSV} @@ websearch_to_tsquery('english', o.q) ORDER BY e.seq DESC LIMIT %(n)s) x"
                  " CROSS JOIN LATERAL (SELECT coalesce(min(u.n) FILTER (WHERE u.lexeme = ANY ("
                  "tsvector_to_array(to_tsvector('english', o.q)))), 1)::integer AS f, coalesce(sum(u.n), 1)::integer AS l"
