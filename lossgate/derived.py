@@ -100,7 +100,7 @@ class TreeSettings(_Record):
 
 
 class Manifest(_Record):
-    """Everything needed to reproduce or audit one artifact (seed 001).
+    """Everything needed to reproduce or audit one artifact.
 
     ``path`` says how it was built: ``direct`` (from every input), ``incremental`` (a
     published parent plus what is new), ``part`` (one period's digest in a hierarchy, with
@@ -195,7 +195,7 @@ class Attempt(_Record):
     """One consolidation attempt, kept whatever its outcome (invariant 11).
 
     ``selected_ids`` is written before the compressor runs, so a loss can be
-    attributed to selection or to generation (seed 000)."""
+    attributed to selection or to generation."""
 
     attempt_id: str
     tenant_id: str

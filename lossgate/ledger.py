@@ -7,7 +7,7 @@ roll back together (``lossgate ingest`` runs a whole file this way).
 operation needs it (an append does not), and once a transaction that erased
 content commits, this process's caches of text forget it (:mod:`lossgate.caches`).
 
-The clock rules (DESIGN.md): appending events or asserting facts at the tail
+The clock rules: appending events or asserting facts at the tail
 moves only ``high_water``. Supersession, deletion, revocation, a trust change
 or a newly detected conflict moves ``input_epoch``, which fences every
 artifact built before it.
@@ -368,7 +368,8 @@ class Ledger:
     def _reassess(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str,
                   demote: bool = False) -> None:
         """Re-check every fact citing ``event_ids`` after those events changed (deleted, revoked,
-        erased with a deleted fact, trust changed). The rule (DESIGN.md, liveness):
+        erased with a deleted fact, trust changed). The rule a fact stands on
+        (``docs/invariants.md``):
 
         * a fact left with no standing source leaves the active set: ``deleted`` (value purged)
           if any source was deleted, else ``revoked``;

@@ -219,7 +219,7 @@ class Memory:
             return stored
         return list({p.policy_id: p for p in stored}.values())
 
-    # -- tiers (seed 003: hot, warm, cold) ------------------------------------------------
+    # -- tiers (hot, warm, cold) ----------------------------------------------------------
     @checked_args
     def tier_policy(self, tenant_id: str) -> "TierPolicy":
         """The tenant's tier clock: its dormancy and cold horizon (defaults if never set)."""
@@ -345,7 +345,7 @@ class Memory:
         # the operator who recovers is the person a tenant's review waits for
         return self.consolidator(compressor=compressor, config=chosen, reviewed=True).run(tenant_id, subject_id)
 
-    # -- extraction (seed 003, step one) ---------------------------------------------------
+    # -- extraction ------------------------------------------------------------------------
     @checked_args
     def extract(self, tenant_id: str, subject_id: str, *, extractor: "Extractor | None" = None) -> list[Proposal]:
         """Propose facts from the subject's events not read before (default: the deterministic

@@ -4,7 +4,7 @@ One transaction: lock the clock and the alias, re-read every input and
 confirm it is still valid with the same hash, confirm ``input_epoch`` has not
 moved and that no registry loaded since it was gated requires a re-gate
 (:mod:`lossgate.regate`), then CAS the alias on (parent artifact, source epoch, covers_through)
-with coverage never regressing (seed 001); a hierarchical root publishes its new parts with
+with coverage never regressing; a hierarchical root publishes its new parts with
 it, and the parts of the root it replaces that it does not reuse are retired. A root that
 extends the published one (:mod:`lossgate.consolidate.tail`) lists that root among its
 inputs: the CAS on the alias (the same root, at the same epoch) is the fence of every part

@@ -1,5 +1,5 @@
 """Read-back verification: an artifact is read back through the store's read path and
-compared with what was written before it may be published (seed 000: a storage layer
+compared with what was written before it may be published (a storage layer
 that turns ``false`` into ``"false"`` is representation loss, not compression drift).
 
 The comparison walks the body and the manifest as written and as read, field by field,

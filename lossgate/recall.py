@@ -7,7 +7,7 @@ Either way the active critical facts are always included, everything is
 scoped to one tenant and subject (invariant 7), and a recall record (query,
 filters, candidate ids, selected ids, alias and clock versions, mode) is
 persisted so a later failure can be traced to compression, storage, retrieval
-or response (seed 000).
+or response.
 
 Without a query, recall returns the summary, the critical facts, the newest
 other facts and the hot tail (the events after the summary's coverage, or the

@@ -1,4 +1,4 @@
-"""Tiers with a clock of their own: hot, warm and cold events (seed 003).
+"""Tiers with a clock of their own: hot, warm and cold events.
 
 * **hot**: raw and recent. Every event is appended hot.
 * **warm**: dormant, and covered by the subject's gated, published, fresh summary: the

@@ -86,7 +86,7 @@ SEED_AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
 
 @pytest.fixture
 def seed_000(memory: lossgate.Memory) -> lossgate.Memory:
-    """Seed 000's subject acme/user-17: the peanut allergy (a critical negation), the
+    """The reference subject acme/user-17: the peanut allergy (a critical negation), the
     conditional refund limit, and some small talk, through the Python API."""
     t, s = "acme", "user-17"
     memory.append([
@@ -108,7 +108,7 @@ def seed_000(memory: lossgate.Memory) -> lossgate.Memory:
 
 @pytest.fixture
 def contested(seed_000: lossgate.Memory) -> lossgate.Memory:
-    """Seed 000 plus an open timezone conflict and a tool's text kept as a quote: every kind of
+    """The reference subject plus an open timezone conflict and a tool's text kept as a quote: every kind of
     critical topic a model's narrative can contradict (the fence and the judge tests)."""
     t, s = "acme", "user-17"
     seed_000.append([

@@ -32,7 +32,7 @@ FAST = {"backoff_s": 0.0, "max_backoff_s": 0.0}
 
 @pytest.fixture
 def seeded(seed_000):
-    """Seed 000's subject, plus an event deleted before any consolidation."""
+    """The reference subject, plus an event deleted before any consolidation."""
     seed_000.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-secret", occurred_at=AT,
                               text="my door code is 4471")])
     seed_000.delete_event(T, S, "e-secret", reason="user asked")
@@ -418,7 +418,7 @@ def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monke
     assert attempt.status == "published" and attempt.compressor == "chat:scripted-1@1"
 
 
-# -- retries escalate (seed 003) -------------------------------------------------------------------
+# -- retries escalate ------------------------------------------------------------------------------
 
 def test_under_the_refuse_policy_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_model(seeded):
     """A tenant that refuses a narrative on the ledger's topics: the model that keeps writing

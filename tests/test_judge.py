@@ -1,4 +1,4 @@
-"""A model as the gate's second judge (issue 11), over real HTTP.
+"""A model as the gate's second judge, over real HTTP.
 
 Two scripted OpenAI-compatible servers on loopback: one is the compressor's model, which
 writes the narrative; the other is the judge's, which answers with the statements it

@@ -1,4 +1,4 @@
-"""No SQL-carrying code is written twice in ``lossgate/store`` (issue 12).
+"""No SQL-carrying code is written twice in ``lossgate/store``.
 
 The scan reads every Python file under ``lossgate/store`` and looks for runs of six
 or more consecutive lines of the same shape, in two files or twice in one. A line's

@@ -1,4 +1,4 @@
-"""``lossgate taint set`` and ``lossgate taint list`` (issue 13): a tenant-level taint policy
+"""``lossgate taint set`` and ``lossgate taint list``: a tenant-level taint policy
 from the command line, applied at once and recorded in the subject's log."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``lossgate demote`` and ``lossgate tier-policy`` (issue 13): the tier clock from the
+"""``lossgate demote`` and ``lossgate tier-policy``: the tier clock from the
 command line, with an injectable ``--now``; moves show in ``lossgate lineage``."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Gate commands: ``lossgate check FILE.json`` and ``lossgate eval mutations``.
 
-``check`` reads either the seed-000 fixture (an ``expected`` ledger and an
-``artifact``) or a lossgate gate case (``"format": "lossgate.gate-case/1"``),
+``check`` reads either a fact-contract fixture (format ``seed-000``: an ``expected``
+ledger and an ``artifact``) or a lossgate gate case (``"format": "lossgate.gate-case/1"``),
 prints one violation per line (``fact-allergy-1:value_changed``) and exits 1,
 or prints ``Compressed memory satisfies the fact contract`` and exits 0. Input
 that is not one of those formats exits 2 with one ``error: ...`` line.

@@ -9,7 +9,7 @@ conversation (and the parent's narrative, on the incremental path) told
 briefly, in the token budget the structured part leaves. The gate then checks
 the whole body as it checks any compressor's, so a narrative that flips a
 negation, invents an amount or contradicts a fact is refused like any other
-loss (seeds 000 and 003: the structured facts are kept beside the narrative).
+loss (the structured facts are kept beside the narrative).
 
 The protocol. ``POST {base_url}/chat/completions`` at temperature 0 with a JSON
 schema for the answer (``response_format``; ``json_object`` or ``text`` for
@@ -146,7 +146,7 @@ class ChatCompressor:
 
     # -- the compressor protocol --------------------------------------------------------
     def compress(self, request: CompressionRequest) -> dict[str, Any]:
-        """The structure, plus a narrative from the model. Retries escalate (seed 003): after
+        """The structure, plus a narrative from the model. Retries escalate: after
         one failed attempt the prompt names what the gate refused and asks for the sources'
         own words; after two, the fallback model is asked (if one is configured); after that
         the narrative is the deterministic compressor's, so a subject never loops into review

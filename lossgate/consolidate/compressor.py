@@ -50,7 +50,7 @@ class CompressionRequest(BaseModel):
     parent: ArtifactBody | None = None
     budget_tokens: int | None = None
     # Events whose only facts were superseded or revoked: history lives in the ledger, not in the
-    # summary, so the prose must not carry the old value (seed 000, temporal collapse).
+    # summary, so the prose must not carry the old value (temporal collapse).
     outdated_event_ids: frozenset[str] = frozenset()
     # Facts the gate will refuse to lose (its must-preserve set, hard reasons): never dropped
     # under budget pressure. Everything else may go, contextual first.
@@ -58,7 +58,7 @@ class CompressionRequest(BaseModel):
     # Sources of active facts that are no longer in the authorized view (deleted, revoked or
     # erased with a deleted fact). A fact stands on its other sources; a claim never cites these.
     withdrawn_event_ids: frozenset[str] = frozenset()
-    # Retries escalate (seed 003): how many attempts in a row failed since the last
+    # Retries escalate: how many attempts in a row failed since the last
     # publication, and what the gate refused the last one for. A model compressor uses them
     # to tighten its prompt, then change model, then write no narrative at all.
     failures: int = 0

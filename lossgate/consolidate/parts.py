@@ -1,6 +1,6 @@
 """The parts of a hierarchical consolidation: a subject's events split on natural boundaries.
 
-A part is what one compressor request carries (seeds 000 and 001: an input too large for
+A part is what one compressor request carries (an input too large for
 one pass is split, never truncated). Events are grouped by
 
 * **session** (the default): the ``session`` key of an event's payload, where the

@@ -1,4 +1,4 @@
-"""Facts proposed from raw events (seed 003, step one): ``Memory.extract``, ``lossgate extract``.
+"""Facts proposed from raw events: ``Memory.extract``, ``lossgate extract``.
 
 An :class:`Extractor` reads a subject's valid events and proposes typed facts
 (:class:`Candidate`). :func:`extract` turns candidates into :class:`~lossgate.records.Proposal`

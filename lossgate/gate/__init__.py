@@ -6,8 +6,8 @@
 
 * :func:`check` gates lossgate records (a :class:`~lossgate.records.Snapshot` and an
   :class:`~lossgate.records.ArtifactBody`) against the predicate registry;
-* :func:`validate_artifact` / :func:`contract_result` run the seed-000 fact contract on
-  its JSON fixture form (:mod:`lossgate.gate.fixture`);
+* :func:`validate_artifact` / :func:`contract_result` run the fact contract on
+  its JSON fixture format (``seed-000``, :mod:`lossgate.gate.fixture`);
 * :data:`CODES` lists every violation code with its default severity.
 """
 

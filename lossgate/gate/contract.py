@@ -1,11 +1,11 @@
-"""The fact contract (seed 000): compare an artifact's facts with the expected ledger.
+"""The fact contract: compare an artifact's facts with the expected ledger.
 
 One comparison, :func:`compare_facts`, runs over a small normalized form
 (:class:`LedgerFact`, :class:`ArtifactFact`, :class:`TypedValue`). Two
 adapters feed it: :func:`check_contract` for lossgate records (a
 :class:`~lossgate.records.Snapshot` and an
 :class:`~lossgate.records.ArtifactBody`) and :mod:`lossgate.gate.fixture`
-for the seed-000 JSON format.
+for the fact-contract fixture format (``seed-000``).
 
 Codes, per expected fact id (all critical unless noted):
 
@@ -160,7 +160,7 @@ def compare_facts(
     ``owner`` is the (tenant, subject) the ledger belongs to and ``header`` the one the
     artifact declares; when both are given and differ, the subject ``artifact`` gets
     ``tenant_changed``/``subject_changed``. ``loss_severity(fact_id)`` grades
-    ``missing`` (default: critical, as in seed 000). Linear in the number of facts.
+    ``missing`` (default: critical, as in the fixture format). Linear in the number of facts.
     """
     out: list[Violation] = []
     by_id: dict[str, list[ArtifactFact]] = {}

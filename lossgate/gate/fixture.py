@@ -1,6 +1,7 @@
-"""The seed-000 JSON fixture: an expected ledger and one compressed artifact.
+"""The fact-contract fixture format (``seed-000``): an expected ledger and one compressed
+artifact, as JSON.
 
-The format of seed 000's ``check_compressed_memory.py``::
+The format::
 
     {
       "expected": [
@@ -23,8 +24,8 @@ The format of seed 000's ``check_compressed_memory.py``::
 
 ``qualifiers`` is optional (an object of strings); ``status`` is one of
 ``active``, ``superseded``, ``deleted``, ``revoked``. Values are raw JSON and
-compare by JSON type and content, as the seed's ``type(a) is not type(b) or
-a != b`` does, but strictly: ``false`` is not ``0`` even inside an object, and
+compare by JSON type and content, as ``type(a) is not type(b) or
+a != b`` would, but strictly: ``false`` is not ``0`` even inside an object, and
 ``50.0`` is not ``50``. Three optional extensions: an expected fact may list
 ``source_event_ids`` instead of ``source_event_id``; any fact may carry
 ``polarity`` (``positive``/``negative``); and an expected fact may declare a
@@ -58,7 +59,7 @@ POLARITIES = ("positive", "negative")
 
 @dataclass(frozen=True)
 class ExpectedFact:
-    """A fact of the expected ledger (seed 000), plus the optional extensions."""
+    """A fact of the expected ledger, plus the optional extensions."""
 
     fact_id: str
     tenant_id: str
@@ -74,7 +75,7 @@ class ExpectedFact:
 
 @dataclass(frozen=True)
 class CompressedFact:
-    """A fact as the compressed artifact states it (seed 000)."""
+    """A fact as the compressed artifact states it."""
 
     fact_id: str
     tenant_id: str
@@ -88,7 +89,7 @@ class CompressedFact:
 
 @dataclass(frozen=True)
 class CompressionArtifact:
-    """A compressed artifact (seed 000)."""
+    """A compressed artifact."""
 
     memory_version: int
     tenant_id: str
@@ -137,7 +138,7 @@ def _compressed(raw: Any, where: str) -> CompressedFact:
 
 
 def parse_fixture(payload: Any) -> tuple[tuple[ExpectedFact, ...], CompressionArtifact]:
-    """Validate a parsed seed-000 document; raises :class:`InvalidInput` naming the bad field."""
+    """Validate a parsed fixture document; raises :class:`InvalidInput` naming the bad field."""
     doc = require_object(payload, "fixture")
     expected = tuple(_expected(item, f"expected[{i}]") for i, item in enumerate(field(doc, "expected", "array", "fixture")))
     seen: set[str] = set()
@@ -163,12 +164,12 @@ def parse_fixture(payload: Any) -> tuple[tuple[ExpectedFact, ...], CompressionAr
 
 
 def is_contract_fixture(payload: Any) -> bool:
-    """True if ``payload`` looks like the seed-000 format (has an ``expected`` ledger)."""
+    """True if ``payload`` looks like the fixture format (has an ``expected`` ledger)."""
     return isinstance(payload, dict) and "expected" in payload
 
 
 def load_fixture(path: str | Path) -> tuple[tuple[ExpectedFact, ...], CompressionArtifact]:
-    """Read and validate a seed-000 fixture file; raises :class:`InvalidInput`."""
+    """Read and validate a fixture file; raises :class:`InvalidInput`."""
     return parse_fixture(read_json(path))
 
 
@@ -202,9 +203,9 @@ def _normalize(
 
 
 def contract_result(expected: tuple[ExpectedFact, ...], artifact: CompressionArtifact) -> GateResult:
-    """The fact contract of seed 000 as a :class:`GateResult`.
+    """The fact contract of a fixture as a :class:`GateResult`.
 
-    Every active expected fact is treated as critical (the seed format carries no
+    Every active expected fact is treated as critical (the fixture format carries no
     criticality), so the outcome is ``clean`` or ``failed``.
     """
     ledger, observed = _normalize(expected, artifact)
@@ -219,5 +220,5 @@ def contract_result(expected: tuple[ExpectedFact, ...], artifact: CompressionArt
 
 
 def validate_artifact(expected: tuple[ExpectedFact, ...], artifact: CompressionArtifact) -> list[str]:
-    """Seed 000's ``validate_artifact``: violations as ``<fact_id>:<code>``, in a stable order."""
+    """The fact contract's violations as ``<fact_id>:<code>`` lines, in a stable order."""
     return contract_result(expected, artifact).lines()

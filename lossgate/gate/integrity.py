@@ -1,7 +1,7 @@
 """Lineage, trust, open-item and conflict checks: what the contract cannot see.
 
-These run on lossgate records only (the seed-000 JSON format has no events,
-trust, open items or conflicts). All codes are critical.
+These run on lossgate records only (the fact-contract fixture format, ``seed-000``,
+has no events, trust, open items or conflicts). All codes are critical.
 
 ``unsupported_claim`` (subject: the claim's fact id)
     the claim's ``derived_from`` is empty, or names nothing in the snapshot
@@ -29,7 +29,7 @@ trust, open items or conflicts). All codes are critical.
 ``conflict_resolved_by_compressor`` (subject: the conflict id)
     the artifact states exactly one side of an unresolved conflict as a claim without
     carrying the conflict, or carries the conflict with only one side among its claims:
-    the compressor picked a winner it had no authority to pick (seed 001).
+    the compressor picked a winner it had no authority to pick.
 ``conflict_unsupported`` (subject: the conflict id)
     the artifact carries a conflict the snapshot does not have, or one already resolved.
 """

@@ -1,7 +1,7 @@
 """Violations, their severities and the gate's outcome.
 
 Every check of the gate reports :class:`Violation` records; this module turns
-them into a :class:`GateResult` with one of three outcomes (seed 003):
+them into a :class:`GateResult` with one of three outcomes:
 
 * ``clean``: nothing was lost, changed or invented;
 * ``acceptable``: only *important* or *contextual* losses. They are not
@@ -30,7 +30,7 @@ Severity = Literal["critical", "important", "contextual"]
 Outcome = Literal["clean", "acceptable", "failed"]
 
 Code = Literal[
-    # the fact contract (seed 000 names, plus polarity, modality and authority)
+    # the fact contract (its original codes, plus polarity, modality and authority)
     "duplicate_fact_id", "missing", "tenant_changed", "subject_changed", "predicate_changed",
     "value_changed", "polarity_flipped", "qualifiers_changed", "modality_changed",
     "authority_changed", "provenance_missing", "forbidden_superseded_fact",
@@ -62,7 +62,7 @@ _SEVERITY_RANK = {"critical": 0, "important": 1, "contextual": 2}
 
 
 class Violation(BaseModel):
-    """One named finding. ``str(v)`` is the seed-000 line ``<subject>:<code>``.
+    """One named finding. ``str(v)`` is the line ``<subject>:<code>`` that ``lossgate check`` prints.
 
     ``subject`` is what the finding is about: a fact id (most codes), a conflict id
     (``conflict_*``), ``artifact`` (a header mismatch) or an atom's key (``atom_*``).

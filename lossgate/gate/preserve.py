@@ -1,4 +1,4 @@
-"""The must-preserve set: what a summary artifact may not lose (seed 001).
+"""The must-preserve set: what a summary artifact may not lose.
 
 Built from a snapshot and the predicate registry before the artifact is
 looked at. An *active* fact is in the set for every reason that applies:
@@ -21,8 +21,8 @@ conflict        is one side of an unresolved conflict
 
 What losing a fact costs follows from its reasons (:meth:`MustPreserve.loss_severity`):
 every reason but ``important`` is *hard*, and dropping such a fact fails the gate
-(seed 001: missing entries are rejected from publication). A fact whose only reason
-is ``important`` is a recorded, acceptable loss (seed 003's middle tier), and a fact
+(missing entries are rejected from publication). A fact whose only reason
+is ``important`` is a recorded, acceptable loss (the middle tier), and a fact
 in no set at all (a contextual predicate with a plain value) is a contextual loss.
 A predicate missing from the registry counts as critical: the gate fails safe.
 """

@@ -6,9 +6,9 @@ Two rules, one form (:class:`TypedValue`):
   and :func:`~lossgate.values.canonical_value`, so money is a decimal amount
   plus a currency whatever its key order or trailing zeros, and ``False`` is
   not ``"false"``;
-* :func:`json_value` (the seed-000 JSON fixture): a raw JSON value compares by
-  JSON type and content, ``True`` is not ``1`` and ``50`` is not ``50.0``,
-  even inside objects and arrays.
+* :func:`json_value` (the fact-contract fixture format, ``seed-000``): a raw
+  JSON value compares by JSON type and content, ``True`` is not ``1`` and
+  ``50`` is not ``50.0``, even inside objects and arrays.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _tag(value: Any) -> Hashable:
 
 
 def json_value(value: Any) -> TypedValue:
-    """A raw JSON value compared by JSON type and content (the seed-000 rule)."""
+    """A raw JSON value compared by JSON type and content (the fixture format's rule)."""
     return TypedValue(json_type_name(value), _tag(value), value)
 
 

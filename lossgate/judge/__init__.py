@@ -1,4 +1,4 @@
-"""A model as the gate's second judge (seed 003).
+"""A model as the gate's second judge.
 
 The deterministic gate (:mod:`lossgate.gate`) is exact about claims and atoms and, with
 the critical-topic fence, about what a narrative may say on critical topics in the

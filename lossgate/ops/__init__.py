@@ -1,2 +1,2 @@
-"""Operating memory safely (seeds 000 and 001): the tools an operator uses on a running
+"""Operating memory safely: the tools an operator uses on a running
 store, beside the library's read and write paths. Each module holds one tool."""

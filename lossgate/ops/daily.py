@@ -1,4 +1,4 @@
-"""Daily fidelity metrics with blocking rules (seeds 000 and 001; ``lossgate eval daily``).
+"""Daily fidelity metrics with blocking rules (``lossgate eval daily``).
 
 Every day, for the tenants named, :func:`run_daily`:
 

@@ -1,9 +1,10 @@
 """Diagnosis bundles: where one consolidation attempt lost a fact, and whose it is to fix.
 
-Seed 000: "Before blaming compression, separate the stages ... keep an oracle at each
-boundary", and hand the owner "the source-event set, expected ledger, immediate artifact,
-read-back artifact, schema and memory versions, attempt identifier, first divergent
-field, and the later retrieval result". :func:`diagnose` gathers exactly that for one
+Before a loss is blamed on compression, the stages are told apart: every boundary the
+data crosses is checked against what should have crossed it, and the owner of the first
+that diverges gets the source-event set, the expected ledger, the immediate artifact, the
+read-back artifact, the schema and memory versions, the attempt identifier, the first
+divergent field and the later retrieval result. :func:`diagnose` gathers exactly that for one
 attempt, in one read transaction, and :func:`write_bundle` writes it as a directory of
 JSON files (sorted keys) or a ``.tar.gz``. ``lossgate diagnose ATTEMPT_ID`` is the CLI.
 
@@ -53,8 +54,8 @@ which earlier ones could not be checked.
 
 **Known limits.** The snapshot is read now: while the subject's ``input_epoch`` has not
 moved since the attempt, statuses are the ones it saw; when it has, the bundle says so.
-Retrieval reads a record's ids, the evidence recall keeps (seed 000: "retrieval owns
-candidate and selected fact ids"); a summary-mode recall also handed back the summary's
+Retrieval reads a record's ids, the evidence recall keeps (retrieval owns the
+candidate and selected fact ids); a summary-mode recall also handed back the summary's
 text, whose lines the record does not itemise. The store has no read of the recall records
 that served one artifact: the newest ``recall_limit`` records of the subject are read and
 filtered. Carried events are found by reading each selected artifact's manifest, and its

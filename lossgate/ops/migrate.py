@@ -1,5 +1,5 @@
 """Migrations of the stored artifact format, rehearsed on a copy before they are applied
-(issue 14; seeds 001 and 003: a stored summary is versioned, and what changes its form
+(a stored summary is versioned, and what changes its form
 must not change what it says).
 
 An artifact is stored as JSON documents (:mod:`lossgate.store.rows`): its body (claims,

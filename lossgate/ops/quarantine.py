@@ -1,4 +1,4 @@
-"""Quarantine and forward recovery (seeds 000 and 001): when a published summary turns out
+"""Quarantine and forward recovery: when a published summary turns out
 bad, take it out of recall at once, and build a new one forward; never roll back.
 
 * :func:`quarantine` moves a published artifact to ``quarantined`` in one transaction that

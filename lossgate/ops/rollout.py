@@ -1,4 +1,4 @@
-"""A tenant's consolidation configuration, rolled out safely (seeds 000 and 001): live,
+"""A tenant's consolidation configuration, rolled out safely: live,
 shadow, and human review.
 
 A tenant's :class:`Rollout` (kept in its settings record, with the history of changes):

@@ -6,7 +6,7 @@ an application can prove its own memory pipeline refuses what a real model will
 sooner or later produce, without a model and without mocks:
 
 * **lossy** compressors wrap the :class:`DeterministicCompressor` and damage its
-  output in exactly one way the fidelity gate must name (seed 000):
+  output in exactly one way the fidelity gate must name:
 
   ========================== =================================== ======================
   double                     what it does to the output          the gate says

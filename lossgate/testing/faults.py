@@ -3,7 +3,7 @@ database that goes away.
 
 :class:`FaultyCodec` wraps any store (SQLite or PostgreSQL, unchanged underneath) and
 encodes every artifact it writes with one defect: each boolean claim value is stored as
-its string (``False`` becomes ``"false"``), the representation loss seed 000 describes. Reads
+its string (``False`` becomes ``"false"``), a representation loss, not a compression one. Reads
 go through the real store untouched, so what comes back is what a faulty storage layer
 would have kept. Used to prove that read-back verification (:mod:`lossgate.readback`)
 refuses to publish such an artifact.

@@ -1,4 +1,4 @@
-"""One answer for bad input on every store (issue 9, findings 5 to 7).
+"""One answer for bad input on every store.
 
 PostgreSQL cannot store NUL in text, no store can encode a lone surrogate, deep
 nesting overflows Python's recursion limit and nothing bounded the size of a

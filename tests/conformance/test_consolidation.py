@@ -1,7 +1,7 @@
-"""Consolidation end to end: snapshot, compress, gate, store, switch (seeds 000 and 001).
+"""Consolidation end to end: snapshot, compress, gate, store, switch.
 
 Every test runs unchanged against every store (the ``memory`` fixture). Each one
-stages one failure mode the seeds name and asserts the behaviour that matters:
+stages one known failure mode of consolidation and asserts the behaviour that matters:
 what is published, what recall can see, what is kept for audit.
 """
 
@@ -71,7 +71,7 @@ def chatter(memory, prefix: str, n: int, *, subject: str = U, tenant: str = T) -
 
 
 def fill_to(memory, high_water: int, prefix: str, *, subject: str = U, tenant: str = T) -> None:
-    """Append small talk until the subject's clock reads ``high_water`` (seed 001 numbers)."""
+    """Append small talk until the subject's clock reads ``high_water``."""
     missing = high_water - memory.clock(tenant, subject).high_water
     assert missing >= 0
     chatter(memory, prefix, missing, subject=subject, tenant=tenant)
@@ -79,7 +79,7 @@ def fill_to(memory, high_water: int, prefix: str, *, subject: str = U, tenant: s
 
 
 def seed_world(memory, *, subject: str = U, tenant: str = T, p: str = "") -> dict[str, str]:
-    """The seed-000 fixture: a critical allergy (negation + qualifiers), a refund limit
+    """The reference subject: a critical allergy (negation + qualifiers), a refund limit
     (money + condition), a seat count (exact int), a timezone and a disposable topic."""
     memory.append([
         ev(f"{p}e-allergy", "I am allergic to peanuts, not merely avoiding them.", subject=subject, tenant=tenant),
@@ -103,7 +103,7 @@ def seed_world(memory, *, subject: str = U, tenant: str = T, p: str = "") -> dic
 
 
 def move_timezone(memory, *, subject: str = U, tenant: str = T):
-    """The user moved (seed 000's temporal example): supersede UTC-05:00 with UTC+01:00."""
+    """The user moved: supersede UTC-05:00 with UTC+01:00."""
     memory.append([ev("e-tz2", "I moved to Lisbon, use UTC+01:00 from now on.", subject=subject, tenant=tenant)])
     return memory.supersede(tenant, subject, "f-tz", fact("f-tz-2", "timezone", "UTC+01:00", ["e-tz2"],
                                                         subject=subject, tenant=tenant))
@@ -156,10 +156,10 @@ def assert_nothing_published(memory, tenant: str = T, subject: str = U, *, alias
     assert live == ([] if alias.artifact_id is None else [alias.artifact_id])
 
 
-# -- 1. the race: an older job may never overwrite newer memory (seed 001) ------------------
+# -- 1. the race: an older job may never overwrite newer memory -----------------------------
 
 def _race_setup(memory):
-    """Alias at (A, epoch e > 0, covers 90), as in seed 001's manifest example."""
+    """Alias at (A, epoch e > 0, covers 90)."""
     seed_world(memory)
     chatter(memory, "pre", 3)
     move_timezone(memory)  # the epoch moves
@@ -208,7 +208,7 @@ def test_old_job_loses_the_race_to_a_newer_job_from_the_same_parent(memory, incr
 
 
 def test_a_job_whose_parent_moved_is_refused_by_the_cas_even_when_it_covers_more(memory):
-    """Seed 000's lost update: two workers read version A; Y (H=184) publishes; X (H=220,
+    """The lost update: two workers read version A; Y (H=184) publishes; X (H=220,
     still expecting A) must get a conflict from the alias CAS instead of overwriting Y."""
     alias_a = _race_setup(memory)
     direct = ConsolidationConfig(incremental=False)  # no parent input: only the CAS can catch X
@@ -409,7 +409,7 @@ def test_a_write_the_store_refuses_fails_the_attempt_instead_of_repeating(memory
     assert memory.consolidate(T, U, config=config).status == "published"
 
 
-# -- 5. deletion through repeated compression (seed 000) ---------------------------------------
+# -- 5. deletion through repeated compression --------------------------------------------------
 
 ADDRESS = "221 Elm Street, Apt 4B, Brooklyn, NY 11201"
 
@@ -484,7 +484,7 @@ def test_deleted_event_id_never_reaches_the_compressor(memory):
 
 
 def test_deleted_content_is_purged_from_derived_artifacts_and_attempts(memory):
-    """Seed 000: "test deletion against every derived artifact, index, cache". The stale artifact
+    """Deletion is tested against every derived artifact, index and cache. The stale artifact
     stays readable for audit (ids, hashes, manifest, lineage), but not the deleted content."""
     _address_world(memory)
     first = published(memory)
@@ -702,7 +702,7 @@ def _must_preserve_reasons(memory, fact_id: str) -> tuple[str, ...]:
     return gate.build_must_preserve(snapshot, registry).reasons(fact_id)
 
 
-# -- 8. metamorphic relations (seed 000) ---------------------------------------------------------
+# -- 8. metamorphic relations --------------------------------------------------------------------
 
 def test_metamorphic_appending_small_talk_leaves_structured_claims_unchanged(memory):
     """Meaning-preserving: small talk states no fact, so the claims (ids, typed values,

@@ -1,4 +1,4 @@
-"""Daily fidelity metrics and their blocking rules (issue 14; :mod:`lossgate.ops.daily`), on
+"""Daily fidelity metrics and their blocking rules (:mod:`lossgate.ops.daily`), on
 every store.
 
 A fixture store with two tenants is measured through the CLI (``lossgate eval daily``):

@@ -1,4 +1,4 @@
-"""A flat incremental consolidation that reads what is new (issue 16; selection.select_delta), on both stores.
+"""A flat incremental consolidation that reads what is new (selection.select_delta), on both stores.
 
 With ``hierarchy="never"`` and a fresh published summary, a job reads the events after the
 summary's coverage, the active facts and what they cite, never the history. Its gate reads

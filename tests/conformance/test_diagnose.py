@@ -1,4 +1,4 @@
-"""Diagnosis bundles (issue 14, seed 000): on four planted failures, the bundle names the
+"""Diagnosis bundles: on four planted failures, the bundle names the
 right first divergent boundary, on both stores, through the API and the CLI.
 
 Each failure is planted with real components: (1) an attempt whose recorded selection left

@@ -1,4 +1,4 @@
-"""Erasure reaches the bytes (DESIGN.md invariant 13; issue 9, findings 3 and 4), on every store.
+"""Erasure reaches the bytes (invariant 13 of docs/invariants.md), on every store.
 
 Deleted text leaves every row a user can read back (events, facts, artifacts, attempts and
 their gate reports, recall records) as soon as the deletion commits, and, after the

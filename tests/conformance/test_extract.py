@@ -1,4 +1,4 @@
-"""Facts proposed from raw events (issue 11; seed 003, step one), on every store."""
+"""Facts proposed from raw events, on every store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hierarchical consolidation (issue 13; lossgate.consolidate.hierarchy), on both stores.
+"""Hierarchical consolidation (lossgate.consolidate.hierarchy), on both stores.
 
 A subject four times larger than the compressor's context is split on its sessions, each
 session gets a gated digest with its date, and the root rolls them up with the whole
@@ -55,7 +55,7 @@ def session_events(session: int, n: int, *, subject: str = U, start: int = 0, p:
 
 
 def world(memory, subject: str = U, p: str = "") -> None:
-    """Four sessions, each about the compressor's context, with the seed-000 facts in them."""
+    """Four sessions, each about the compressor's context, with the reference subject's facts in them."""
     for session in SAID:
         memory.append(session_events(session, 12, subject=subject, p=p))
     memory.assert_facts([

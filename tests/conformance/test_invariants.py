@@ -1,4 +1,4 @@
-"""DESIGN.md invariants under random operation sequences (hypothesis stateful testing).
+"""The invariants of docs/invariants.md under random operation sequences (hypothesis stateful testing).
 
 A state machine drives two subjects through random appends, fact assertions,
 supersessions, deletions, revocations, consolidations and recalls, keeping its

@@ -1,4 +1,4 @@
-"""Liveness (DESIGN.md invariant 12) under random operation sequences.
+"""Liveness (invariant 12 of docs/invariants.md) under random operation sequences.
 
 "After any sequence of valid operations, consolidating the current valid inputs
 with the default compressor publishes, unless the must-preserve set alone
@@ -358,7 +358,7 @@ class LivenessMachine(RuleBasedStateMachine):
                 seeded=st.sampled_from([None, "seed-000", "contested"]), prefill=st.sampled_from([0, 60, 400]))
     @step
     def start(self, eager, budget, incremental, seeded, prefill):
-        """Optionally seed 000's facts (a critical negation, a conditional refund limit), or a
+        """Optionally the reference subject's facts (a critical negation, a conditional refund limit), or a
         tersely stated allergy that a tool record contradicts (an open conflict); then
         optionally a long conversation that pushes them out of any budget window."""
         self.eager, self.budget, self.incremental = eager, budget, incremental

@@ -1,4 +1,4 @@
-"""Migration of the stored artifact format, rehearsed before it is applied (issue 14), on both stores.
+"""Migration of the stored artifact format, rehearsed before it is applied, on both stores.
 
 The acceptance test: a rehearsal over 1,000 stored artifacts of format 1 (as every artifact
 was stored before formats existed) is clean and writes nothing, the migration is idempotent,

@@ -163,7 +163,7 @@ def _untouched(memory: lossgate.Memory) -> list[tuple[str, str, str, Any]]:
 
 
 def test_an_application_connection_can_neither_claim_nor_extend_a_lease(memory, worker_store):
-    """Issue 9: an application with tenant A set used to claim tenant B's job and hold it an hour."""
+    """An application with tenant A set used to claim tenant B's job and hold it an hour."""
     now = _queue_two_tenants(memory)
     claim = "SELECT * FROM lossgate_claim_job('thief', %s, %s)"
     beat = "SELECT lossgate_heartbeat_job(%s, 'thief', %s)"

@@ -1,4 +1,4 @@
-"""Deleted content never survives in an attempt (issue 14 hostile review), on both stores.
+"""Deleted content never survives in an attempt (found by a hostile review), on both stores.
 
 A deletion purges what every attempt holds of the deleted content: raw output, violation
 details, error messages, also of attempts that read it through an artifact derived from it

@@ -1,9 +1,9 @@
 """Recall: only a fresh, published summary is ever read back; otherwise the raw layer.
 
-Seed 001: "Retrieval requires the alias epoch to equal the clock; when the summary
-hasn't been rebuilt after a change, fall back to raw retrieval." Seed 000: record the
-query, filters, candidate and selected ids and versions of every recall, so a lost
-fact can be traced to compression, storage, retrieval or response.
+Retrieval requires the alias epoch to equal the clock; when the summary hasn't been
+rebuilt after a change, recall falls back to raw retrieval. Every recall records its
+query, filters, candidate and selected ids and versions, so a lost fact can be traced
+to compression, storage, retrieval or response.
 """
 
 from __future__ import annotations

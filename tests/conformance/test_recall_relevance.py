@@ -1,4 +1,4 @@
-"""Recall that finds what the question needs (issue 10), on every store.
+"""Recall that finds what the question needs, on every store.
 
 With a query, recall ranks by relevance over every tier: an event the fresh summary
 covers, or left out for its budget, is still found by its words (invariant 14); what

@@ -1,4 +1,4 @@
-"""Schema upgrades re-gate (issue 13): loading a registry version that makes the gate
+"""Schema upgrades re-gate: loading a registry version that makes the gate
 stricter re-checks the summaries gated under the older version, in the same transaction.
 
 Every test runs against every store (the ``memory`` fixture)."""

@@ -1,4 +1,4 @@
-"""Hybrid semantic search (issue 10), on every store.
+"""Hybrid semantic search, on every store.
 
 The embedder is a real HTTP client talking to a scripted ``/v1/embeddings`` server on
 loopback whose "model" maps words to concepts (``tabby`` and ``feline`` share one), so

@@ -1,6 +1,6 @@
-"""Subjects that used to get stuck after ordinary use (issue 9, findings 1 and 2), on every store.
+"""Subjects that used to get stuck after ordinary use, on every store.
 
-Liveness (DESIGN.md invariant 12): after any sequence of valid operations, consolidating
+Liveness (invariant 12 of docs/invariants.md): after any sequence of valid operations, consolidating
 the current valid inputs with the default compressor publishes. The property-based
 version is ``test_liveness.py``; these are the reproductions that found the holes.
 """

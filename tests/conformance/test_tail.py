@@ -1,4 +1,4 @@
-"""A hierarchy that grows by its tail (issue 16; lossgate.consolidate.tail), on both stores.
+"""A hierarchy that grows by its tail (lossgate.consolidate.tail), on both stores.
 
 While the published root is fresh, a consolidation of new events extends it: it reads the
 new events and the last period's parts, cuts them as a full plan would, carries the other

@@ -1,4 +1,4 @@
-"""Taint policies (issue 13): a tenant-level rule sets the trust of every event it matches.
+"""Taint policies: a tenant-level rule sets the trust of every event it matches.
 
 Setting or upgrading one, in one transaction: the matching events change trust, facts that
 now claim more than their sources are recorded again as quoted, every artifact derived

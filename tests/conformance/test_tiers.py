@@ -1,4 +1,4 @@
-"""Tiers with a clock of their own (issue 13; lossgate.tiers), on both stores.
+"""Tiers with a clock of their own (lossgate.tiers), on both stores.
 
 Hot events go warm once dormant and covered by a gated, published, fresh summary; a
 failed consolidation keeps them hot and the log says why; warm events go cold after the

@@ -57,7 +57,7 @@ def changes(d: AtomDiff) -> list[tuple[str, str, str]]:
     return [(c.source.key, c.summary.key, c.reason) for c in d.changed]
 
 
-# --- the seed-003 worked example ----------------------------------------------
+# --- the fourteen-fact invoice call, worked through ---------------------------
 
 
 def test_seed_source_yields_every_fact() -> None:

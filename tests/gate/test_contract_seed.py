@@ -1,4 +1,4 @@
-"""The fact contract on the seed-000 form: the seed's own examples, then every code."""
+"""The fact contract on its fixture format (``seed-000``): the reference examples, then every code."""
 
 from __future__ import annotations
 

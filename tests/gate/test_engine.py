@@ -1,4 +1,4 @@
-"""The public entry point on the seed examples as records, determinism and speed."""
+"""The public entry point on the reference cases as records, determinism and speed."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_invoice_call_keeps_all_fourteen_facts() -> None:
                                open_items=[], summary=fluent))
     assert naive.outcome == "failed"
     missing = {v.subject for v in naive.violations if v.code == "missing"}
-    assert len(missing) == 13  # seed 003: ten of fourteen gone from the prose, every one from the claims
+    assert len(missing) == 13  # ten of fourteen gone from the prose, every one from the claims
 
 
 def test_deletion_stays_deleted() -> None:

@@ -1,4 +1,4 @@
-"""The critical-topic fence (issue 11): a narrative that contradicts the memory in new words fails.
+"""The critical-topic fence: a narrative that contradicts the memory in new words fails.
 
 Each base is a shipped gate case whose summary passes; each test adds one sentence a model
 might write. The contradictions below keep every atom the prose fact diff compares, so
@@ -132,7 +132,7 @@ def test_a_faithful_paraphrase_in_new_words_passes(name, extra):
     assert _fence(result) == [], result.lines()
 
 
-# -- found by the hostile review of issue 11 ---------------------------------------------------------
+# -- found by a hostile review -----------------------------------------------------------------------
 
 def _allowed_again(extra: str) -> GateCase:
     """seed-peanut-allergy after the allergy was withdrawn: peanuts are allowed now."""

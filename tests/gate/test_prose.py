@@ -150,7 +150,7 @@ def test_prose_can_be_skipped() -> None:
     assert gate(c).outcome == "failed"
 
 
-# -- a model's own negations (issue 11 review): restating and framing pass, new statements fail -----
+# -- a model's own negations: restating and framing pass, new statements fail -----------------------
 
 _PEANUTS = [ev("e-1", T0, "I am allergic to peanuts, not merely avoiding them.")]
 _NO_PEANUTS = [fact("f", "food.peanuts_allowed", False, ["e-1"], qualifiers={"basis": "allergy"})]

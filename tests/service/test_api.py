@@ -478,7 +478,7 @@ def test_bad_paths_queries_and_methods_get_typed_errors(service: Service) -> Non
 
 
 def test_a_retry_without_idempotency_key_or_time_is_a_no_op_not_a_conflict(service: Service) -> None:
-    """The hostile review's finding: an event that named its id but not its time got the
+    """Found by a hostile review: an event that named its id but not its time got the
     service's "now" each try, so the retry hashed differently and was refused with 409."""
     tenant = service.tenant()
     api = service.client(service.key(tenant))

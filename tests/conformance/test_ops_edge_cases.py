@@ -1,4 +1,8 @@
-"""What the third hostile review of operations found (issue 14), each fixed; on both stores."""
+"""Operator tools at their edges, each case a bug once and fixed since, on both stores.
+
+Daily metrics on a hierarchy, under an older registry and with a bad tenant id; claims
+stored in their exact form and what diagnosis makes of them; the HTML report; a review
+flood on a hierarchy; erasure of an artifact in a newer format; a call past its deadline."""
 
 from __future__ import annotations
 
