@@ -152,9 +152,9 @@ def shadow_switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchRe
     epoch = tx.clock(t, s).input_epoch
     if epoch != m.input_epoch:
         return SwitchResult(False, f"input_epoch moved from {m.input_epoch} to {epoch}")
-    stored = tx.artifact_head(t, s, artifact.artifact_id)
-    if stored is None or stored.state != "shadow":
-        return SwitchResult(False, f"artifact {artifact.artifact_id} is {stored.state if stored else 'not stored'}, "
+    stored = tx.artifact_gate(t, s, artifact.artifact_id)
+    if stored is None or stored[0] != "shadow":
+        return SwitchResult(False, f"artifact {artifact.artifact_id} is {stored[0] if stored else 'not stored'}, "
                                    "not a shadow summary")
     if m.new_covers_through < current.covers_through:
         return SwitchResult(False, f"coverage would regress from {current.covers_through} to {m.new_covers_through}")

@@ -507,17 +507,16 @@ class Consolidator:
         passed = result.passed and not failed_parts
         where = f"part {part.key}: " if part is not None else ""
         found = [(where, result), *((f"part {key}: ", r) for key, r in failed_parts)]
+        violations = tuple(w + line for w, r in found for line in r.lines())
+        losses = tuple(w + str(v) for w, r in found for v in r.losses)
         if failed_parts:  # the root's gate report holds the whole tree's findings
             artifact = artifact.model_copy(update={"gate": {
-                **artifact.gate, "outcome": "failed",
-                "violations": [w + line for w, r in found for line in r.lines()],
-                "losses": [w + str(v) for w, r in found for v in r.losses]}})
+                **artifact.gate, "outcome": "failed", "violations": list(violations), "losses": list(losses)}})
         attempt = attempt.model_copy(update={
             "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
-            "gate_outcome": "failed" if failed_parts else result.outcome,
-            "violations": tuple(w + line for w, r in found for line in r.lines()),
+            "gate_outcome": "failed" if failed_parts else result.outcome, "violations": violations,
             "details": tuple(_storable(f"{w}{v}: {v.detail}") or "" for w, r in found for v in r.violations) + omitted,
-            "losses": tuple(w + str(v) for w, r in found for v in r.losses), "raw_output": raw_text,
+            "losses": losses, "raw_output": raw_text,
             "covers_through": artifact.manifest.new_covers_through, "timings": timings,
             "finished_at": None if passed else utcnow(),
             "reason": None if passed else "gate failed",
@@ -793,8 +792,8 @@ class Consolidator:
         assert artifact is not None
         t, s = artifact.tenant_id, artifact.subject_id
         with self.store.write() as tx:
-            stored = tx.artifact_head(t, s, artifact.artifact_id)
-            if stored is None or stored.state != "shadow":  # failed its read-back: the attempt says why
+            stored = tx.artifact_gate(t, s, artifact.artifact_id)
+            if stored is None or stored[0] != "shadow":  # failed its read-back: the attempt says why
                 return attempt
             result = shadow_switch(tx, artifact, now=utcnow())
             if result.published:

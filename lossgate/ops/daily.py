@@ -431,13 +431,14 @@ def _count_shadow(tx: ReadTx, tenant: str, subject: str, tally: Tally) -> None:
     under the exploratory gate, the violations it was published with (informative: recall
     never serves it, so nothing here blocks)."""
     on_alias = tx.alias(tenant, subject, lane="shadow").artifact_id
-    art = tx.artifact(tenant, subject, on_alias) if on_alias else None
-    if art is None:
+    found = tx.artifact_gate(tenant, subject, on_alias) if on_alias is not None else None
+    if on_alias is None or found is None:
         return
     tally.shadow_summaries += 1
-    if art.gate.get("outcome") == "failed":
+    if found[1] == "failed":  # only then the whole artifact, for its violations (its manifest grows with history)
+        art = tx.artifact(tenant, subject, on_alias)
         tally.shadow_refused += 1
-        tally.shadow_violations += len(art.gate.get("violations", ()))
+        tally.shadow_violations += len(art.gate.get("violations", ())) if art else 0
 
 
 def _stale_because(tx: ReadTx, tenant: str, subject: str, artifact_id: str, epoch: int) -> str | None:

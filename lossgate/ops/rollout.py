@@ -202,7 +202,7 @@ def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
         arts = {a.attempt_id: _artifact(tx, tenant_id, subject_id, a) for a in (live, shadow) if a is not None}
         live_art, shadow_art = (arts.get(a.attempt_id) if a else None for a in (live, shadow))
         on_alias = tx.alias(tenant_id, subject_id, lane="shadow").artifact_id
-        head = tx.artifact_head(tenant_id, subject_id, on_alias) if on_alias else None
+        head = tx.artifact_gate(tenant_id, subject_id, on_alias) if on_alias else None
         live_said = _claimed(live_art)
         shadow_said = _claimed(shadow_art)
         live_claims, shadow_claims = set(live_said), set(shadow_said)
@@ -217,7 +217,7 @@ def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
             shadow_tokens=count(shadow_art.body.summary) if shadow_art else None,
             live_compress_s=live.timings.get("compress_s") if live else None,
             shadow_compress_s=shadow.timings.get("compress_s"), shadow_violations=len(shadow.violations),
-            shadow_alias=on_alias, shadow_alias_state=head.state if head else None,
+            shadow_alias=on_alias, shadow_alias_state=head[0] if head else None,
         ))
     return rows
 
