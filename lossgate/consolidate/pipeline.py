@@ -481,7 +481,8 @@ class Consolidator:
         result, dropped = self._gate(sel, body, registry, must, seen)
         if not result.passed and sel.narrative_policy == "omit":
             # under omit, a sentence refused for what it says is left out, and the rest gated again
-            pruned = without_unproven(sel.snapshot, body, result.violations, quoted=_parent_quotes(sel))
+            pruned = without_unproven(sel.snapshot, body, result.violations, retired=sel.retired,
+                                      quoted=_parent_quotes(sel))
             if pruned is not None:
                 again, dropped_again = self._gate(sel, pruned[0], registry, must, seen)
                 if again.passed:

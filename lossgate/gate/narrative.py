@@ -64,11 +64,13 @@ from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence import Touching, narrative_lines, topics
 from lossgate.gate.fence.lexicon import (ATTRIBUTION, BOUND, HEDGES, MAY_HEDGE, MENTION, META, NEGATION_CUE,
                                          MARKER_WORDS, MARKERS, SUBJECT_NOUNS, USER_WORDS)
-from lossgate.gate.fence.text import atom_keys, stated
+from lossgate.gate.fence.text import atom_keys, sentences, stated
 from lossgate.gate.fence.topics import Topic
 from lossgate.gate.sources import label_of, value_forms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
+from lossgate.gate.prose import structured_lines
+from lossgate.gate.superseded import Retired, mark, strip_markers
 from lossgate.records import ArtifactBody, Snapshot
 from lossgate.registry import Registry
 from lossgate.render import NARRATIVE_TITLE
@@ -302,21 +304,21 @@ def _read(reader: _Reader, lines: list[list[tuple[str, str]]]) -> Iterator[tuple
             yield raw, sentence, topic, found
 
 
-def _without(summary: str, sentences: set[str]) -> str:
-    """``summary`` with ``sentences`` cut out of the lines that hold them."""
+def _without(summary: str, out: set[str]) -> str:
+    """``summary`` without the sentences ``out``: each line read as the narrative is read
+    (:func:`~lossgate.gate.fence.text.sentences`), so a sentence goes whole and only where it
+    was written, never as a piece of a longer one ("$50 after supervisor review." out of "The
+    agent may refund up to $50 after supervisor review.")."""
     lines = []
     for line in summary.split("\n"):
-        kept = line
-        for s in sentences:
-            if s in kept:
-                kept = kept.replace(s, "")
-        if kept != line:
-            kept = " ".join(kept.split()).strip(" -*")
-            if not kept or not any(ch.isalnum() for ch in kept):
-                continue
-            if line.lstrip().startswith("- "):
-                kept = "- " + kept
-        lines.append(kept)
+        said = [raw for raw, _ in sentences(line)] if line.strip() else []
+        if not any(raw in out for raw in said):
+            lines.append(line)
+            continue
+        kept = " ".join(raw for raw in said if raw not in out)
+        if not any(ch.isalnum() for ch in kept):
+            continue
+        lines.append("- " + kept if line.lstrip().startswith("- ") else kept)
     if lines and lines[-1] == NARRATIVE_TITLE:
         lines.pop()
     return "\n".join(lines)
@@ -328,12 +330,14 @@ _SENTENCE_CODES = frozenset({"atom_added", "atom_changed", "narrative_unsupporte
 
 
 def without_unproven(snapshot: Snapshot, body: ArtifactBody, violations: tuple[Violation, ...] | list[Violation],
-                     *, quoted: frozenset[str] = frozenset()) -> tuple[ArtifactBody, tuple[Omitted, ...]] | None:
-    """``body`` without the narrative sentences that ``violations`` (the gate's, for ``body``)
-    refuse for what they say, and those sentences; ``None`` when no violation is one's. A
-    sentence is found by the atoms it holds (an added or changed atom's label) or, for the
-    fence, as the sentence it names. The caller gates the result again: what is left is
-    published only when the gate passes it."""
+                     *, retired: tuple[Retired, ...], quoted: frozenset[str] = frozenset(),
+                     ) -> tuple[ArtifactBody, tuple[Omitted, ...]] | None:
+    """``body`` (as published: marked) without the narrative sentences that ``violations``
+    (the gate's, for ``body``) refuse for what they say, marked again from ``retired``, and
+    those sentences; ``None`` when no violation is one's. A sentence is found by the atoms
+    it holds (an added or changed atom's label) or, for the fence, as the sentence it
+    names. The caller gates the result again: what is left is published only when the gate
+    passes it."""
     found = [v for v in violations if v.code in _SENTENCE_CODES]
     if not found:
         return None
@@ -351,7 +355,8 @@ def without_unproven(snapshot: Snapshot, body: ArtifactBody, violations: tuple[V
                 out[raw] = "what the gate cannot prove (the fence reads it as unsupported)"
     if not out:
         return None
-    return (body.model_copy(update={"summary": _without(body.summary, set(out))}),
+    summary = mark(_without(strip_markers(body.summary), set(out)), retired, structured_lines(body))
+    return (body.model_copy(update={"summary": summary}),
             tuple(Omitted(raw, why, unproven=True) for raw, why in out.items()))
 
 
