@@ -7,7 +7,8 @@ that subject's memory, for ``Agent(..., toolsets=[...])`` or ``agent.run(..., to
   agent, ``system`` trust) and returns its ``event_id``;
 * ``recall(query=None)``: :meth:`~lossgate.Memory.recall` under the toolset's token
   ``budget``: the ``recall_id``, the block :meth:`~lossgate.RecallResult.render` prints
-  (``memory``), and the ids of the facts and events it holds, so that ``forget`` can name one;
+  (``memory``), and the facts (id, predicate) and events (id, text) it holds, so that
+  ``forget`` can name one;
 * ``forget(kind, id, reason="")``: :meth:`~lossgate.Memory.delete_event` (``kind="event"``) or
   :meth:`~lossgate.Memory.delete_fact` (``"fact"``): the content is purged, summaries built on
   it go stale;
@@ -58,7 +59,8 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 
-__all__ = ["LossgateMessageHistory", "memory_toolset", "TAG", "Remembered", "Recalled", "Forgotten", "Guarded"]
+__all__ = ["LossgateMessageHistory", "memory_toolset", "TAG", "Remembered", "Recalled", "RecalledFact", "RecalledEvent",
+           "Forgotten", "Guarded", "Refused"]
 
 TAG = "pydantic_ai"  # the payload key of the history's events
 T = TypeVar("T")
@@ -68,11 +70,21 @@ class Remembered(BaseModel):
     event_id: str
 
 
+class RecalledFact(BaseModel):
+    fact_id: str
+    predicate: str
+
+
+class RecalledEvent(BaseModel):
+    event_id: str
+    text: str
+
+
 class Recalled(BaseModel):
     recall_id: str
     memory: str  # the rendered block
-    fact_ids: list[str]
-    event_ids: list[str]
+    facts: list[RecalledFact]  # what the block holds, by id, for forget
+    events: list[RecalledEvent]
 
 
 class Forgotten(BaseModel):
@@ -120,7 +132,8 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
         found: RecallResult = _retry_on_bad_input(
             lambda: memory.recall(tenant_id, subject_id, query=query, budget=budget))
         return Recalled(recall_id=found.record.recall_id, memory=found.render(),
-                        fact_ids=[f.fact_id for f in found.facts], event_ids=[e.event_id for e in found.events])
+                        facts=[RecalledFact(fact_id=f.fact_id, predicate=f.predicate) for f in found.facts],
+                        events=[RecalledEvent(event_id=e.event_id, text=e.text or "") for e in found.events])
 
     def forget(kind: Literal["event", "fact"], id: str, reason: str = "") -> Forgotten:  # noqa: A002 - the tool's word
         """Erase an event or a fact from the user's memory for good (its text is purged).
