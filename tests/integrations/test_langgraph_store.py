@@ -127,7 +127,7 @@ def test_a_query_ranks_by_recall_within_the_prefix_with_filter_and_paging(memory
     whole = [i.key for i in store.search((T, S), query="ramen", limit=10)]
     assert [i.key for i in store.search((T, S), query="ramen", limit=1, offset=1)] == whole[1:2]
     assert store.search((T, S), query="the when did") == []  # only function words: nothing to match
-    # an item put since the index was refreshed is found by its words, ahead of the indexed ones
+    # on SQLite an item put since the index was refreshed is found by its words, unranked, ahead of the rest
     store.put((T, S, "food"), "fresh", {"text": "ramen ramen ramen", "stars": 1})
     assert [i.key for i in store.search((T, S), query="spicy ramen")] == ["fresh", "likes", "ramen-trip", "dislikes"]
     # each search with a query is a recall, recorded as every recall is

@@ -5,8 +5,6 @@ loopback (Chat Completions), which calls the recall tool and answers from what i
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from typing import Any
 
 import pytest
@@ -14,23 +12,11 @@ import pytest
 import lossgate
 from lossgate import InvalidInput
 from lossgate.integrations.openai_agents import LossgateSession, recall_tool
-from lossgate.testing.chat_server import Reply, ScriptedChatServer, completion
+from lossgate.testing.chat_server import Reply, ScriptedChatServer, completion, tool_call
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
 from openai import AsyncOpenAI
 
 T, S = "travel-co", "user-17"
-
-
-def tool_call(name: str, arguments: dict[str, Any]) -> Reply:
-    """A chat completion asking for one call of the tool ``name``."""
-    return Reply(body={
-        "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None,
-            "tool_calls": [{"id": "call-1", "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    })
 
 
 def assistant(body: dict[str, Any]) -> Reply:
