@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from lossgate.errors import InvalidInput
 from lossgate.integrations import require
@@ -235,9 +235,10 @@ class LossgateStore(BaseStore):
             if op.ttl is not None:
                 raise InvalidInput("LossgateStore keeps no TTL (a tenant's retention policy expires events)")
             value = dict(op.value)
+            text = _text(value, self.index if op.index is None else op.index)
             appended.append(NewEvent(
                 tenant_id=tenant_id, subject_id=subject_id, event_id=f"lg-{uuid.uuid4().hex}", kind="document",
-                actor=self.actor, trust=self.trust, text=searchable(_text(value, self.index if op.index is None else op.index)),
+                actor=self.actor, trust=self.trust, text=searchable(text),
                 payload={TAG: {"namespace": list(rest), "key": op.key, "value": value}}))
         if not appended and not erased:
             return
@@ -271,7 +272,7 @@ def _searched(item: Item) -> SearchItem:
                       updated_at=item.updated_at)
 
 
-def _text(value: dict[str, Any], index: Sequence[str] | bool | None) -> str:
+def _text(value: dict[str, Any], index: Sequence[str] | Literal[False] | None) -> str:
     """The words search reads of an item: nothing with ``index=False``; the text at each of
     ``index``'s paths; else each top-level field as ``field: value``."""
     if index is False:

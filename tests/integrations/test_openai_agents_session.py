@@ -93,11 +93,11 @@ def test_pop_item_deletes_the_newest_item_for_real_and_clear_session_erases_the_
     asyncio.run(other.add_items([{"role": "user", "content": "keep this one"}]))
     asyncio.run(session.add_items([{"role": "user", "content": "my passport is K-ESTREL-4471"},
                                    {"role": "assistant", "content": "Saved the passport K-ESTREL-4471."}]))
-    assert asyncio.run(session.get_items(limit=1)) == [{"role": "assistant", "content": "Saved the passport K-ESTREL-4471."}]
+    newest = {"role": "assistant", "content": "Saved the passport K-ESTREL-4471."}
+    assert asyncio.run(session.get_items(limit=1)) == [newest]
     assert asyncio.run(session.get_items(limit=0)) == []
 
-    popped = asyncio.run(session.pop_item())
-    assert popped == {"role": "assistant", "content": "Saved the passport K-ESTREL-4471."}
+    assert asyncio.run(session.pop_item()) == newest
     assert asyncio.run(session.get_items()) == [{"role": "user", "content": "my passport is K-ESTREL-4471"}]
     (gone,) = memory.events(T, S, states=["deleted"])
     assert gone.text is None and gone.payload is None

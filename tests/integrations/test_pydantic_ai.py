@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-import lossgate
 from lossgate import InvalidInput
 from lossgate.integrations.pydantic_ai import LossgateMessageHistory, memory_toolset
 from pydantic_ai import Agent
