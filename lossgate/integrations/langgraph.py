@@ -120,9 +120,10 @@ class LossgateStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     # -- the mapping ----------------------------------------------------------------------
-    def _tenant(self, label: str | None) -> str:
-        """The tenant a namespace's first label (or its absence) names."""
-        if label is None or label == "*":
+    def _tenant(self, label: str | None, *, wildcard: bool = False) -> str:
+        """The tenant a namespace's first label names; none, or a ``*`` where ``wildcard``
+        (list_namespaces' paths), names the store's."""
+        if label is None or (wildcard and label == "*"):
             if self.tenant_id is None:
                 raise InvalidInput("name the tenant: a namespace is (tenant, subject, ...), or open the store "
                                    "with tenant_id=...")
@@ -155,8 +156,12 @@ class LossgateStore(BaseStore):
                 valid.setdefault(where, []).append(event)
         return {where: _Versions(tuple(valid.get(where, ())), tuple(ids)) for where, ids in held.items()}
 
-    def _subjects_of(self, tenant_id: str, subject: str | None) -> list[str]:
-        return [subject] if subject is not None and subject != "*" else self.memory.subjects(tenant_id)
+    def _subjects_of(self, tenant_id: str, subject: str | None, *, wildcard: bool = False) -> list[str]:
+        """The subject a prefix names, or every subject of the tenant when it names none (or a
+        ``*`` where ``wildcard``)."""
+        if subject is None or (wildcard and subject == "*"):
+            return self.memory.subjects(tenant_id)
+        return [subject]
 
     # -- reads ----------------------------------------------------------------------------
     def _get(self, op: GetOp) -> Item | None:
@@ -211,9 +216,9 @@ class LossgateStore(BaseStore):
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
         prefix = next((c.path for c in conditions if c.match_type == "prefix"), ())
-        tenant_id = self._tenant(prefix[0] if prefix else None)
-        namespaces = {(tenant_id, subject_id, *ns)
-                      for subject_id in self._subjects_of(tenant_id, prefix[1] if len(prefix) > 1 else None)
+        tenant_id = self._tenant(prefix[0] if prefix else None, wildcard=True)
+        subjects = self._subjects_of(tenant_id, prefix[1] if len(prefix) > 1 else None, wildcard=True)
+        namespaces = {(tenant_id, subject_id, *ns) for subject_id in subjects
                       for (ns, _), versions in self._items(tenant_id, subject_id).items() if versions.valid}
         kept = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
         if op.max_depth is not None:

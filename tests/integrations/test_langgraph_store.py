@@ -172,7 +172,10 @@ def test_a_store_for_one_tenant_refuses_another_and_tenants_never_mix(memory):
         acme.put(("globex", "u1", "notes"), "k", {"text": "elsewhere"})
     with pytest.raises(InvalidInput, match="serves tenant 'acme'"):
         acme.get(("globex", "u1", "notes"), "k")
+    with pytest.raises(InvalidInput, match="serves tenant 'acme'"):
+        acme.put(("*", "u1", "notes"), "k", {"text": "a label, not a wildcard"})
     assert acme.list_namespaces() == [("acme", "u1", "notes")]  # the store's tenant
+    assert acme.list_namespaces(prefix=("*", "*", "notes")) == [("acme", "u1", "notes")]
     assert [i.key for i in acme.search(())] == ["k"]
     everyone = LossgateStore(memory)
     assert everyone.get(("globex", "u1", "notes"), "k") is None

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from lossgate import InvalidInput
+import lossgate
+from lossgate import InvalidInput, NewEvent, NewFact
 from lossgate.integrations.pydantic_ai import LossgateMessageHistory, memory_toolset
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -17,7 +18,18 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-T, S = "acme", "user-17"  # the reference subject of tests/conftest.py: a peanut allergy, a refund limit
+T, S = "acme", "user-17"
+
+
+@pytest.fixture
+def allergic(memory: lossgate.Memory) -> lossgate.Memory:
+    """A subject with a critical fact the registry's meal guard reads: no peanuts."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-allergy",
+                            text="I am allergic to peanuts, not merely avoiding them.")])
+    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="f-allergy", predicate="food.peanuts_allowed",
+                               value=False, qualifiers={"basis": "allergy", "severity": "critical"},
+                               source_event_ids=["e-allergy"]))
+    return memory
 
 
 def last_part(messages: list[ModelMessage]) -> Any:
@@ -44,8 +56,8 @@ def waiter(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return say("Ordered." if verdict.allowed else f"I did not order it: {verdict.refusals[0].detail}")
 
 
-def test_an_agent_recalls_then_guards_an_order_and_does_not_place_the_refused_one(seed_000):
-    agent = Agent(FunctionModel(waiter), toolsets=[memory_toolset(seed_000, T, S)])
+def test_an_agent_recalls_then_guards_an_order_and_does_not_place_the_refused_one(allergic):
+    agent = Agent(FunctionModel(waiter), toolsets=[memory_toolset(allergic, T, S)])
     result = agent.run_sync("Order me the chicken satay, please.")
     assert result.output == ("I did not order it: items[0].ingredients[1] names 'satay', which "
                              "food.peanuts_allowed: false (basis=allergy, severity=critical) forbids")
@@ -54,10 +66,10 @@ def test_an_agent_recalls_then_guards_an_order_and_does_not_place_the_refused_on
     assert "- food.peanuts_allowed: false" in recalled.memory
     assert [(f.fact_id, f.predicate) for f in recalled.facts][:1] == [("f-allergy", "food.peanuts_allowed")]
     # behind the API: the guard result is stored, tied to the recall the agent read
-    (stored,) = seed_000.guard_results(T, S)
+    (stored,) = allergic.guard_results(T, S)
     assert stored.allowed is False and stored.recall_id == recalled.recall_id
     assert [r.fact_id for r in stored.refusals] == ["f-allergy"]
-    assert seed_000.recalls(T, S)[0].recall_id == recalled.recall_id
+    assert allergic.recalls(T, S)[0].recall_id == recalled.recall_id
 
 
 def keeper(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -79,17 +91,17 @@ def keeper(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return say(f"Forgotten: {part.content.id} is {part.content.state}.")
 
 
-def test_remember_and_forget_write_and_erase_the_subjects_raw_layer(seed_000):
-    agent = Agent(FunctionModel(keeper), toolsets=[memory_toolset(seed_000, T, S)])
+def test_remember_and_forget_write_and_erase_the_subjects_raw_layer(allergic):
+    agent = Agent(FunctionModel(keeper), toolsets=[memory_toolset(allergic, T, S)])
     saved = agent.run_sync("Remember my locker code: 4471-KESTREL.").output
-    (note,) = [e for e in seed_000.events(T, S) if e.text == "The locker code is 4471-KESTREL."]
+    (note,) = [e for e in allergic.events(T, S) if e.text == "The locker code is 4471-KESTREL."]
     assert saved == f"Saved as {note.event_id}."
     assert (note.kind, note.actor, note.trust) == ("message", "agent", "system")
 
     assert agent.run_sync("Forget my locker code.").output == f"Forgotten: {note.event_id} is deleted."
-    (gone,) = seed_000.events(T, S, states=["deleted"])
+    (gone,) = allergic.events(T, S, states=["deleted"])
     assert gone.event_id == note.event_id and gone.text is None
-    assert seed_000.recall(T, S, query="locker KESTREL").events == ()
+    assert allergic.recall(T, S, query="locker KESTREL").events == ()
 
     refused = agent.run_sync("Forget the rest.").output
     assert refused == "Could not: event no-such-event does not exist for tenant 'acme', subject 'user-17'"
