@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from lossgate.client import calls
-from lossgate.client.calls import Call
+from lossgate.client.calls import Call, JobStatus
 from lossgate.client.errors import error_of
 from lossgate.client.retry import Retry
 from lossgate.client.sync import headers_for
@@ -153,5 +153,5 @@ class AsyncClient:
     async def subjects(self) -> SubjectsOut:
         return await self._run(calls.subjects())
 
-    async def tenant_jobs(self, *, status: Literal["pending", "running", "done", "review"] | None = None) -> list[JobOut]:
+    async def tenant_jobs(self, *, status: JobStatus | None = None) -> list[JobOut]:
         return await self._run(calls.tenant_jobs(status=status))

@@ -34,7 +34,7 @@ from lossgate.service.models import (
     RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
 
-__all__ = ["Call", "Route", "ROUTES", "new_idempotency_key", "by_path"]
+__all__ = ["Call", "Route", "ROUTES", "JobStatus", "new_idempotency_key", "by_path"]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

@@ -11,7 +11,7 @@ import httpx
 
 import lossgate
 from lossgate.client import calls
-from lossgate.client.calls import Call
+from lossgate.client.calls import Call, JobStatus
 from lossgate.client.errors import error_of
 from lossgate.client.retry import Retry
 from lossgate.derived import ArtifactState, GuardResult
@@ -201,6 +201,6 @@ class Client:
         """``GET /v1/subjects``: the tenant's subjects (scope ``admin``)."""
         return self._run(calls.subjects())
 
-    def tenant_jobs(self, *, status: Literal["pending", "running", "done", "review"] | None = None) -> list[JobOut]:
+    def tenant_jobs(self, *, status: JobStatus | None = None) -> list[JobOut]:
         """``GET /v1/jobs``: the tenant's rebuild jobs (scope ``admin``)."""
         return self._run(calls.tenant_jobs(status=status))
