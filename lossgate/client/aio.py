@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from lossgate.client import calls
-from lossgate.client.calls import Call, JobStatus
+from lossgate.client.calls import MAX_BODY_BYTES, Call, JobStatus, check_size
 from lossgate.client.errors import error_of
 from lossgate.client.retry import Retry
 from lossgate.client.sync import headers_for
@@ -33,8 +33,9 @@ class AsyncClient:
     memory: await memory.recall(...)``). The docstrings are :class:`~lossgate.client.Client`'s."""
 
     def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 30.0,
-                 retry: Retry = Retry()) -> None:
+                 retry: Retry = Retry(), max_body_bytes: int | None = MAX_BODY_BYTES) -> None:
         self.retry = retry
+        self.max_body_bytes = max_body_bytes
         self._http = httpx.AsyncClient(base_url=url, headers=headers_for(api_key), timeout=timeout)
 
     async def aclose(self) -> None:
@@ -48,6 +49,7 @@ class AsyncClient:
         await self.aclose()
 
     async def _run(self, call: Call[T]) -> T:
+        check_size(call, self.max_body_bytes)
         attempt = 1
         while True:
             response = await self._http.request(call.method, call.path, params=call.params, content=call.body,

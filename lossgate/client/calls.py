@@ -34,7 +34,8 @@ from lossgate.service.models import (
     RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
 
-__all__ = ["Call", "Route", "ROUTES", "JobStatus", "new_idempotency_key", "by_path"]
+__all__ = ["Call", "Route", "ROUTES", "JobStatus", "MAX_BODY_BYTES", "check_size", "new_idempotency_key",
+           "by_path"]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -169,6 +170,20 @@ ROUTES["metrics"] = _METRICS
 _KEY = _route("key", "GET", "/v1/key", TypeAdapter(KeyOut))
 _SUBJECTS = _route("subjects", "GET", "/v1/subjects", TypeAdapter(SubjectsOut))
 _TENANT_JOBS = _route("tenant_jobs", "GET", "/v1/jobs", TypeAdapter(list[JobOut]))
+
+
+#: The service's body limit unless it is served with another (``lossgate serve --max-body-bytes``).
+MAX_BODY_BYTES = 1_048_576
+
+
+def check_size(call: Call[Any], max_body_bytes: int | None) -> None:
+    """Refuse a body over ``max_body_bytes`` before it is sent (``None``: send any). The service
+    would refuse it too, but it answers before it has read the body and closes the connection,
+    and a client still sending may see the connection reset instead of the answer."""
+    if max_body_bytes is not None and call.body is not None and len(call.body) > max_body_bytes:
+        raise refused(lg.InvalidInput, f"the request body is {len(call.body):,} bytes, over the service's limit of "
+                                       f"{max_body_bytes:,} (a client of a service with another limit is given it: "
+                                       "max_body_bytes)", code="body_too_large")
 
 
 def by_path(method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,

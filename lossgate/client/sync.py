@@ -11,7 +11,7 @@ import httpx
 
 import lossgate
 from lossgate.client import calls
-from lossgate.client.calls import Call, JobStatus
+from lossgate.client.calls import MAX_BODY_BYTES, Call, JobStatus, check_size
 from lossgate.client.errors import error_of
 from lossgate.client.retry import Retry
 from lossgate.derived import ArtifactState, GuardResult
@@ -49,12 +49,15 @@ class Client:
     (:mod:`lossgate.client.errors`: ``not_found`` is :class:`~lossgate.errors.NotFound`, a 401
     :class:`~lossgate.errors.Unauthorized`, ...); a 503 is retried by ``retry``
     (:class:`~lossgate.client.retry.Retry`), an append with the same ``Idempotency-Key`` each
-    time. A transport error (no connection, a timeout after ``timeout`` seconds) is httpx's.
+    time. A body over ``max_body_bytes`` (the service's default limit; ``None``: no check) is
+    refused before it is sent. A transport error (no connection, a timeout after ``timeout``
+    seconds) is httpx's.
     """
 
     def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 30.0,
-                 retry: Retry = Retry()) -> None:
+                 retry: Retry = Retry(), max_body_bytes: int | None = MAX_BODY_BYTES) -> None:
         self.retry = retry
+        self.max_body_bytes = max_body_bytes
         self._http = httpx.Client(base_url=url, headers=headers_for(api_key), timeout=timeout)
 
     def close(self) -> None:
@@ -68,6 +71,7 @@ class Client:
         self.close()
 
     def _run(self, call: Call[T]) -> T:
+        check_size(call, self.max_body_bytes)
         attempt = 1
         while True:
             response = self._http.request(call.method, call.path, params=call.params, content=call.body,

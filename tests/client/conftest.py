@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -33,16 +34,18 @@ from tests.conftest import store_database
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY_PATH = ROOT / "examples" / "predicates.toml"
 OCCURRED = "2026-01-05T09:12:02-05:00"
+BARE_MAX_BODY_BYTES = 8192
 
 
 @contextmanager
-def lossgate_serve(db_url: str, log: Path) -> Iterator[str]:
-    """``lossgate serve`` on ``db_url`` in a process of its own, on a free port, for the
-    block; yields its base URL. Its output goes to ``log`` (named if it fails to start)."""
+def lossgate_serve(db_url: str, log: Path, *options: str) -> Iterator[str]:
+    """``lossgate serve [OPTIONS]`` on ``db_url`` in a process of its own, on a free port, for
+    the block; yields its base URL. Its output goes to ``log`` (named if it fails to start)."""
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lossgate", "--db", db_url, "serve", "--port", str(port), "--log-level", "warning"],
+            [sys.executable, "-m", "lossgate", "--db", db_url, "serve", "--port", str(port), "--log-level", "warning",
+             *options],
             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -75,12 +78,12 @@ class Served:
 
 
 @contextmanager
-def serving_database(db_url: str, store: str, log: Path, *, registry: bool = True) -> Iterator[Served]:
+def serving_database(db_url: str, store: str, log: Path, *options: str, registry: bool = True) -> Iterator[Served]:
     memory = lossgate.open(db_url)
     try:
         if registry:
             memory.load_predicates(load_registry(REGISTRY_PATH))
-        with lossgate_serve(db_url, log) as url:
+        with lossgate_serve(db_url, log, *options) as url:
             yield Served(url=url, db_url=db_url, store=store, memory=memory)
     finally:
         memory.close()
@@ -95,10 +98,10 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def bare(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """A served database without a predicate registry."""
+    """A served database without a predicate registry, whose bodies are at most 8 KiB."""
     with store_database(request.param, tmp_path_factory, "client_bare") as db_url, \
             serving_database(db_url, request.param, tmp_path_factory.mktemp("logs") / "bare.log",
-                             registry=False) as served:
+                             "--max-body-bytes", str(BARE_MAX_BODY_BYTES), registry=False) as served:
         yield served
 
 
@@ -148,6 +151,14 @@ def connect(flavour: str) -> Iterator[Connect]:
         else:
             client.close()
     loop.close()
+
+
+def answered(metrics: str, method: str, route: str, status: str = r"\d{3}") -> float:
+    """How many requests the served process answered on ``route`` (its template) with a status
+    matching ``status``, by its own metrics (``Client.metrics``)."""
+    pattern = (rf'lossgate_http_requests_total\{{method="{method}",route="{re.escape(route)}",status="{status}"\}} '
+               r"(\S+)")
+    return sum(float(n) for n in re.findall(pattern, metrics))
 
 
 def work_off_the_queue(served: Served) -> int:
