@@ -103,8 +103,8 @@ class StandIn:
         if step is not None:
             self._send(handler, step.status, step.headers, step.content())
             return
-        self._send(handler, forwarded.status_code, {k: v for k, v in forwarded.headers.items() if k.lower() not in _HOP},
-                   forwarded.content)
+        kept = {k: v for k, v in forwarded.headers.items() if k.lower() not in _HOP}
+        self._send(handler, forwarded.status_code, kept, forwarded.content)
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], content: bytes) -> None:
