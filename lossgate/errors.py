@@ -15,10 +15,11 @@ from pydantic import ValidationError
 class LossgateError(Exception):
     """Root of every error lossgate raises on purpose.
 
-    Raised by :mod:`lossgate.client` from an error answer of the memory service, it carries
-    that answer: ``code``, the service's stable code (``"not_found"``, ``"validation_error"``:
-    ``lossgate/service/errors.py``), and ``details``, each field a request failed validation
-    on (``{"loc", "message", "type"}``). Raised anywhere else, ``code`` is ``None``."""
+    Raised by :mod:`lossgate.client`, it carries ``code``, the memory service's stable code
+    for the error (``"not_found"``, ``"validation_error"``: ``lossgate/service/errors.py``),
+    whether the service answered it or the client refused the request before sending it, and
+    ``details``, each field the request failed validation on (``{"loc", "message", "type"}``).
+    Raised anywhere else, ``code`` is ``None`` and ``details`` empty."""
 
     code: str | None = None
     details: tuple[dict[str, str], ...] = ()

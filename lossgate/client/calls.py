@@ -7,8 +7,9 @@ read. The one place each operation is written; :class:`~lossgate.client.Client` 
 the same parameters (``tests/client`` holds the three, and the service's routes, to that).
 
 A request body is one of the service's request models (:mod:`lossgate.service.models`),
-built here, so a value they refuse is an :class:`~lossgate.errors.InvalidInput` before
-anything is sent; an answer is read into the service's response models.
+built here from what a method is given, so a body its model refuses is an
+:class:`~lossgate.errors.InvalidInput` before anything is sent; an answer is read into the
+service's response models.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _route(name: str, method: str, path: str, answer: TypeAdapter[T]) -> Route[T
             return answer.validate_json(response.content)
         except ValidationError as exc:
             raise refused(lg.LossgateError, f"{method} {response.request.url.path}: the service's answer does not "
-                                            f"read as {answer}: {exc.errors()[0]['msg']}", code=None) from exc
+                                            f"read as {name}'s model: {exc.errors()[0]['msg']}", code=None) from exc
 
     ROUTES[name] = route = Route(name, method, path, read)
     return route

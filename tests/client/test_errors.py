@@ -104,6 +104,10 @@ def test_a_validation_error_names_each_field_and_writes_nothing(served: Served, 
     with pytest.raises(lg.InvalidInput) as local:
         memory.append(S, [EventIn(event_id=f"e-{i}") for i in range(1001)])
     assert local.value.code == "validation_error" and local.value.details[0]["loc"] == "body.events"
+    with pytest.raises(lg.InvalidInput, match="^body.k: ") as local:
+        memory.recall(S, "peanuts", k=-1)
+    assert local.value.code == "validation_error" and local.value.details[0]["type"] == "greater_than_equal"
+    assert memory.recalls(S) == []  # never sent: a recall would have left its record
     with pytest.raises(lg.InvalidInput, match="body.events.0.payload.ratio: NaN and infinity"):
         memory.append(S, [EventIn(event_id="nan", payload={"ratio": float("nan")})])  # pydantic would send null
     assert [e.event_id for e in served.memory.events(tenant, S)] == ["e1"]
