@@ -26,7 +26,7 @@ ALLERGY = FactIn(fact_id="allergy", predicate="food.peanuts_allowed", value=Fals
                  qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e1"])
 
 
-def seeded(served: Served, connect: Connect) -> tuple[Any, str]:
+def with_allergy(served: Served, connect: Connect) -> tuple[Any, str]:
     """A read-write client of a fresh tenant whose subject ``u1`` has an event and a fact."""
     tenant = served.tenant()
     memory = connect(served.url, served.key(tenant))
@@ -38,7 +38,7 @@ def _json(memory: Any, content: bytes, content_type: str = "application/json") -
     return memory.request("POST", f"/v1/subjects/{S}/append", content=content, headers={"Content-Type": content_type})
 
 
-# code -> (the exception raised, how to provoke it with a seeded client)
+# code -> (the exception raised, how to provoke it with such a client)
 PROVOKED: dict[str, tuple[type[lg.LossgateError], Callable[[Served, Connect, Any, str], Any]]] = {
     "malformed_json": (lg.InvalidInput, lambda sv, c, m, t: _json(m, b'{"events": [{"text": "x", "text": "y"}]}')),
     "unauthorized": (lg.Unauthorized, lambda sv, c, m, t: c(sv.url, f"lg_{'0' * 12}_{'A' * 43}").events(S)),
@@ -83,7 +83,7 @@ def test_each_code_of_the_service_raises_one_lossgate_exception_the_one_it_was_a
 
 @pytest.mark.parametrize("code", sorted(PROVOKED))
 def test_every_error_code_is_raised_as_its_lossgate_exception(served: Served, connect: Connect, code: str) -> None:
-    memory, tenant = seeded(served, connect)
+    memory, tenant = with_allergy(served, connect)
     kind, provoke = PROVOKED[code]
     with pytest.raises(lg.LossgateError) as caught:
         provoke(served, connect, memory, tenant)
@@ -95,7 +95,7 @@ def test_every_error_code_is_raised_as_its_lossgate_exception(served: Served, co
 
 
 def test_a_validation_error_names_each_field_and_writes_nothing(served: Served, connect: Connect) -> None:
-    memory, tenant = seeded(served, connect)
+    memory, tenant = with_allergy(served, connect)
     with pytest.raises(lg.InvalidInput) as caught:
         memory.events(S, limit=0)
     assert caught.value.code == "validation_error"
@@ -127,7 +127,7 @@ def test_a_revoked_key_is_unauthorized_from_the_next_call(served: Served, connec
 
 
 def test_another_tenants_ids_are_not_found_as_missing_ones_are(served: Served, connect: Connect) -> None:
-    alice, _ = seeded(served, connect)
+    alice, _ = with_allergy(served, connect)
     bob = connect(served.url, served.key(served.tenant()))
     with pytest.raises(lg.NotFound) as theirs:
         bob.delete_event(S, "e1")
@@ -164,7 +164,7 @@ def test_a_body_over_the_services_limit_is_body_too_large(bare: Served, connect:
 def test_a_client_refuses_a_body_over_the_services_default_limit_before_sending_it(served: Served,
                                                                                    connect: Connect) -> None:
     assert MAX_BODY_BYTES == DEFAULT_MAX_BODY_BYTES
-    memory, tenant = seeded(served, connect)
+    memory, tenant = with_allergy(served, connect)
     before = answered(memory.metrics(), "POST", APPEND)
     with pytest.raises(lg.InvalidInput) as caught:
         memory.append(S, [EventIn(event_id=f"big-{i}", text="x" * 60_000) for i in range(20)])

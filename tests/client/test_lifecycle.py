@@ -17,7 +17,7 @@ from .conftest import OCCURRED, Connect, Served, work_off_the_queue
 ORDER = {"items": [{"dish": "salad", "ingredients": ["peanut dressing"]}]}
 
 
-def seed_events() -> list[EventIn]:
+def first_events() -> list[EventIn]:
     return [EventIn(event_id="e1", text="I am allergic to peanuts, not merely avoiding them.", occurred_at=OCCURRED),
             EventIn(event_id="e2", text="I'm in New York. Please show every time in UTC-05:00.", occurred_at=OCCURRED),
             EventIn(event_id="e3", text="Send the tickets to 221 Elm Street.", occurred_at=OCCURRED),
@@ -25,7 +25,7 @@ def seed_events() -> list[EventIn]:
                     trust="system", occurred_at=OCCURRED, payload={"ratio": 0.1, "n": 3})]
 
 
-def seed_facts() -> list[FactIn]:
+def first_facts() -> list[FactIn]:
     return [FactIn(fact_id="allergy", predicate="food.peanuts_allowed", value=False,
                    qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e1"]),
             FactIn(fact_id="tz-1", predicate="timezone", value="UTC-05:00", source_event_ids=["e2"]),
@@ -52,7 +52,7 @@ def life(served: Served, connect: Connect) -> list[Any]:
     me = memory.key()
     assert (me.tenant_id, me.scopes) == (tenant, ["read", "write"])
 
-    appended = memory.append(s, seed_events(), seed_facts(), idempotency_key="seed-1")
+    appended = memory.append(s, first_events(), first_facts(), idempotency_key="first-1")
     assert isinstance(appended, AppendOut)
     assert [(e.event_id, e.seq) for e in appended.appended] == [("e1", 1), ("e2", 2), ("e3", 3), ("e4", 4)]
     assert (appended.clock.high_water, appended.duplicates) == (9, [])
@@ -60,8 +60,8 @@ def life(served: Served, connect: Connect) -> list[Any]:
     seen.append(appended.model_dump(mode="json", exclude={"appended": {"__all__": {"content_hash"}},
                                                           "facts": {"__all__": {"content_hash"}}}))
     # the same key and request: the first answer, nothing written; without a key, the ids dedupe
-    assert memory.append(s, seed_events(), seed_facts(), idempotency_key="seed-1") == appended
-    assert memory.append(s, seed_events()[:1]).duplicates == ["e1"]
+    assert memory.append(s, first_events(), first_facts(), idempotency_key="first-1") == appended
+    assert memory.append(s, first_events()[:1]).duplicates == ["e1"]
 
     assert [e.event_id for e in memory.events(s, after_seq=1, limit=1)] == ["e2"]
     (e4,) = memory.events(s, state="valid", after_seq=3)
