@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
     from lossgate.extract import Extractor
     from lossgate.judge import JudgeConfig, ModelJudge
-    from lossgate.semantic import EmbedReport, Embedder
+    from lossgate.semantic import EmbedReport, Embedder, Reranker
     from lossgate.worker import Worker, WorkerConfig, open_worker_memory
 
 __version__ = "0.1.0"
@@ -61,6 +61,7 @@ _ON_FIRST_USE = {
     "open_worker_memory": "lossgate.worker",
     "Embedder": "lossgate.semantic",
     "EmbedReport": "lossgate.semantic",
+    "Reranker": "lossgate.semantic",
     "Extractor": "lossgate.extract",
     "ModelJudge": "lossgate.judge",
     "JudgeConfig": "lossgate.judge",
@@ -80,7 +81,7 @@ __all__ = [
     # knobs: consolidation, compressors, workers, embedders, extractors, judges
     "ConsolidationConfig", "Consolidator", "Hooks", "Compressor", "CompressionRequest", "DeterministicCompressor",
     "ChatCompressor", "ChatConfig", "Worker", "WorkerConfig", "open_worker_memory", "Embedder", "EmbedReport",
-    "Extractor", "ModelJudge", "JudgeConfig",
+    "Reranker", "Extractor", "ModelJudge", "JudgeConfig",
     # errors
     "LossgateError", "InvalidInput", "UnknownPredicate", "ValueTypeError", "NotFound", "IdempotencyConflict",
     "LifecycleError", "StoreError", "StoreBusy", "UnknownFormat", "ConfigError", "CompressionError", "BudgetExceeded",

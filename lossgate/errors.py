@@ -93,6 +93,19 @@ class EmbeddingError(LossgateError):
     http_status: int | None = None
 
 
+class RerankError(LossgateError):
+    """A reranker failed (server error, timeout, malformed answer, the wrong number of scores).
+    Recall keeps its first ranking. ``http_status`` is the server's status when it answered
+    with an error, else ``None``; ``reason`` names the kind of failure in a few words, never
+    the server's message (which may echo the query): it is what a recall record keeps."""
+
+    http_status: int | None = None
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class ConfigError(LossgateError):
     """lossgate is configured wrongly (bad URL, unreadable registry file)."""
 

@@ -1,6 +1,6 @@
 """The Python API: :func:`lossgate.open` returns a :class:`Memory`.
 
-``Memory`` holds a store and, optionally, an embedder (hybrid semantic search). Each write method runs one
+``Memory`` holds a store and, optionally, an embedder (hybrid semantic search) and a reranker. Each write method runs one
 lifecycle operation in its own transaction; :meth:`Memory.transaction`
 yields a :class:`~lossgate.ledger.Ledger` for several operations that must
 commit together.
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from lossgate.regate import RegateResult
     from lossgate.retention import Expiry, RetentionPolicy, RetentionRule
     from lossgate.semantic import Embedder, EmbedReport
+    from lossgate.semantic.rerankers import Reranker
     from lossgate.tiers import Demotion, TierPolicy
 
 __all__ = ["Memory", "open"]
@@ -62,12 +63,15 @@ class Memory:
     """
 
     def __init__(self, store: Store, *, embedder: "Embedder | None" = None,
-                 compressors: "Callable[[str], Compressor] | None" = None) -> None:
+                 compressors: "Callable[[str], Compressor] | None" = None, reranker: "Reranker | None" = None) -> None:
         """``compressors`` makes the compressor a tenant's rollout names
         (:mod:`lossgate.ops.rollout`) from its spec; the default reads no environment, so a
-        ``chat`` spec needs the edge's factory (the CLI and workers pass one)."""
+        ``chat`` spec needs the edge's factory (the CLI and workers pass one). With a
+        ``reranker`` (:mod:`lossgate.semantic.rerankers`), a query recall reorders the top of
+        its first ranking by the reranker's scores."""
         self.store = store
         self.embedder = embedder
+        self.reranker = reranker
         # The newest stored predicate registry, parsed once per version, shared with the
         # ledgers and consolidators this memory opens.
         self.registries = RegistryCache()
@@ -589,7 +593,7 @@ class Memory:
         from lossgate.recall import recall
 
         return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget, context=context,
-                      embedder=self.embedder, loss_aware=loss_aware)
+                      embedder=self.embedder, loss_aware=loss_aware, reranker=self.reranker)
 
     @checked_args
     def guard(self, tenant_id: str, subject_id: str, action: dict[str, Any], *,
@@ -820,16 +824,17 @@ def _no_environment_compressors(spec: str) -> "Compressor":
 
 def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open
          embedder: "Embedder | None" = None, compressors: "Callable[[str], Compressor] | None" = None,
-         create: bool = True) -> Memory:
+         create: bool = True, reranker: "Reranker | None" = None) -> Memory:
     """Open lossgate memory at ``url`` (default ``sqlite:///lossgate.db``).
 
     A SQLite file that does not exist is created, as :func:`sqlite3.connect` does; with
     ``create=False`` it is a :class:`~lossgate.errors.ConfigError` naming the path instead.
     The schema is created or upgraded on open unless ``migrate=False``. With an
-    ``embedder`` (:mod:`lossgate.semantic`), recall ranks queries by meaning as well.
+    ``embedder`` (:mod:`lossgate.semantic`), recall ranks queries by meaning as well; with a
+    ``reranker``, it reorders the top of a query's hits by the reranker's scores.
     ``compressors`` makes a tenant rollout's compressors (see :class:`Memory`).
     """
-    memory = Memory(open_store(url, create=create), embedder=embedder, compressors=compressors)
+    memory = Memory(open_store(url, create=create), embedder=embedder, compressors=compressors, reranker=reranker)
     if migrate:
         memory.migrate()
     return memory

@@ -21,7 +21,9 @@ With a query, recall ranks by relevance over the whole raw layer (invariant
 (:func:`~lossgate.search_terms.query_terms`) are matched through the store's
 full-text index and ranked by BM25 (FTS5's ``bm25`` on SQLite, the same formula over the
 matches on PostgreSQL: :mod:`lossgate.store.core.ranking`); with an embedder, also by cosine similarity of stored vectors, the two
-rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`). Under a token
+rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`); with a reranker, the
+top of that ranking is then reordered by its scores (:mod:`lossgate.semantic.reorder`:
+the facts and events of the recall's own read, nothing else, are sent). Under a token
 budget, what comes back is, in this order: the
 critical facts and the summary's structured part (never trimmed), then the
 matching facts and events in relevance order, then, while room is left, the
@@ -80,6 +82,8 @@ from lossgate.render import CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, day_
 from lossgate.search_terms import is_phrase, query_terms
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
+from lossgate.semantic.reorder import reranked
+from lossgate.semantic.rerankers import Reranker
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter
 
@@ -102,7 +106,8 @@ DROPPED_LEAD = 3
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
            budget: int | None = None, counter: TokenCounter | None = None, context: bool = True,
-           embedder: Embedder | None = None, attest: bool = True, loss_aware: bool = True) -> RecallResult:
+           embedder: Embedder | None = None, attest: bool = True, loss_aware: bool = True,
+           reranker: Reranker | None = None) -> RecallResult:
     """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
     and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
     The budget never trims critical facts or the summary's structured part. With
@@ -112,7 +117,10 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     are fused (:mod:`lossgate.semantic`); if the embedder fails, or the stored vectors are
     another model's, recall ranks lexically and says so in the record's
     ``filters["semantic"]`` (and asks a failed embedder again only after
-    :data:`EMBEDDER_COOLDOWN_S`). With ``loss_aware`` (the default), a query's hits that the
+    :data:`EMBEDDER_COOLDOWN_S`). With a ``reranker``, the first ``reranker.depth`` fact and
+    event hits of that ranking are reordered by its scores; if it fails, recall keeps the first
+    ranking, and the record's ``filters["rerank"]`` says which happened
+    (:mod:`lossgate.semantic.reorder`). With ``loss_aware`` (the default), a query's hits that the
     fresh published summary dropped move up by :data:`DROPPED_LEAD` places (module docstring)."""
     searching = bool(query and query.strip())
     terms = query_terms(query) if searching else []
@@ -123,14 +131,15 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         try:
             result = _read(store, tenant_id, subject_id, terms=terms, searching=searching, k=k,
                            hits_wanted=hits_wanted, context=context, embedder=embedder, query_vector=query_vector,
-                           semantic=semantic, index_checked=index_checked, loss_aware=loss_aware)
+                           semantic=semantic, index_checked=index_checked, loss_aware=loss_aware,
+                           reranker=reranker, query=query or "")
             break
         except _IndexBehind:  # rare: consolidation and earlier recalls keep the index warm
             with store.write() as wtx:
                 wtx.lock_clock(tenant_id, subject_id)
                 wtx.refresh_search_index()
             index_checked = True
-    clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic = result
+    clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank = result
     summary = artifact.summary if fresh and artifact else None
     count = counter or default_counter()
     if searching:
@@ -143,7 +152,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     record = RecallRecord(
         recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
         query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
-                              **({"semantic": semantic} if semantic else {})},
+                              **({"semantic": semantic} if semantic else {}), **({"rerank": rerank} if rerank else {})},
         mode=mode, candidate_ids=tuple(candidates),
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
         alias=alias, clock=clock, tiers={e.event_id: e.tier for e in events},
@@ -207,8 +216,12 @@ class _IndexBehind(Exception):
 
 def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], searching: bool, k: int,
           hits_wanted: int, context: bool, embedder: Embedder | None, query_vector: Any, semantic: str | None,
-          index_checked: bool, loss_aware: bool = True) -> tuple[Any, ...]:
-    """Everything recall returns, read in one transaction (the index's backlog checked in it)."""
+          index_checked: bool, loss_aware: bool = True, reranker: Reranker | None = None,
+          query: str = "") -> tuple[Any, ...]:
+    """Everything recall returns, read in one transaction (the index's backlog checked in it).
+    A reranker is asked inside it, so that it reads the same rows recall returns (a server's
+    answer is bounded by its timeout, 2 s by default)."""
+    rerank: str | None = None
     with store.read() as tx:
         if not index_checked and tx.search_backlog(tenant_id, subject_id) > SEARCH_BACKLOG:
             raise _IndexBehind
@@ -228,17 +241,20 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
         if searching:
             text = " ".join(terms)
             critical_ids = {f.fact_id for f in critical}
-            hit_facts = tx.search_facts(tenant_id, subject_id, text, limit=k + len(critical_ids)) if terms else []
+            # A reranker may bring up a hit from past those recall returns: the first ranking
+            # reads its depth of word hits, the part past what it reads without one kept apart.
+            depth = reranker.depth if reranker is not None and terms else 0
+            fact_limit = k + len(critical_ids)
+            word_facts = (tx.search_facts(tenant_id, subject_id, text, limit=max(fact_limit, depth + len(critical_ids)))
+                          if terms else [])
+            hit_facts = word_facts[:fact_limit]
             near: dict[str, list[str]] = {}
             if query_vector is not None and embedder is not None:
                 semantic, near = _nearest(store, tx, tenant_id, subject_id, embedder, query_vector,
                                           {"fact": k + len(critical_ids), "event": hits_wanted})
             if near:
                 hit_facts = fuse(hit_facts, near["fact"], weights=(1.0, SEMANTIC_WEIGHT))
-            hit_facts = [i for i in hit_facts if i not in critical_ids][:k]
-            rank_f = {fid: i for i, fid in enumerate(hit_facts)}
-            others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
-                            key=lambda f: rank_f[f.fact_id])
+            hit_facts = [i for i in hit_facts if i not in critical_ids]
             # Every tier: an event the summary covers is still found by its words.
             # An identifier's phrase also matches its pieces written apart ("INV 5"): more
             # candidates are read, and those holding it as written go first.
@@ -247,10 +263,23 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             # can move in
             lead = DROPPED_LEAD if loss_aware and fresh else 0
             wanted = hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead
-            hit_ids = (tx.search_events(tenant_id, subject_id, text, limit=wanted, skip_erased=True)
-                       if terms else [])
+            word_events = (tx.search_events(tenant_id, subject_id, text, limit=max(wanted, depth), skip_erased=True)
+                           if terms else [])
+            hit_ids = word_events[:wanted]
             if near:
                 hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:wanted]
+            if reranker is not None and terms:
+                # the first ranking, then the word hits past it: failing, the reranker changes nothing
+                facts_pool = _then(hit_facts, [i for i in word_facts[fact_limit:] if i not in critical_ids])
+                events_pool = _then(hit_ids, word_events[wanted:])
+                rerank, (hit_facts, hit_ids) = reranked(reranker, query, [
+                    (facts_pool, lambda ids: _fact_texts(tx, tenant_id, subject_id, ids)),
+                    (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids))])
+                hit_ids = hit_ids[:wanted]
+            hit_facts = hit_facts[:k]
+            rank_f = {fid: i for i, fid in enumerate(hit_facts)}
+            others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
+                            key=lambda f: rank_f[f.fact_id])
             if lead and artifact is not None and hit_ids:
                 hit_ids = _dropped_first(hit_ids, _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id))
             hit_ids = _holding_first(tx, tenant_id, subject_id, hit_ids, identifiers)[:hits_wanted]
@@ -266,7 +295,27 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k,
                                newest_first=True, skip_erased=True)
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
-    return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic
+    return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank
+
+
+def _then(first: list[str], more: list[str]) -> list[str]:
+    """``first``, then the ids of ``more`` it does not hold, in their order."""
+    held = set(first)
+    return first + [i for i in more if i not in held]
+
+
+def _fact_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
+    """What a reranker reads of each of these facts that is active: its search text, as embedded."""
+    return {f.fact_id: text for f in tx.facts(tenant_id, subject_id, ids=ids, statuses=["active"])
+            if (text := f.search_text())}
+
+
+def _event_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
+    """What a reranker reads of each of these events that is valid and not the source of a
+    deleted fact: ``actor: text``, as embedded."""
+    return {e.event_id: f"{e.actor}: {e.text}"
+            for e in tx.events(tenant_id, subject_id, ids=ids, states=["valid"], skip_erased=True)
+            if e.text is not None}
 
 
 # After the embedder fails, recall ranks by words alone for this long before it asks the

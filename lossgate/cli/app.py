@@ -19,7 +19,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 import typer
 from rich.console import Console
@@ -29,6 +29,9 @@ import lossgate
 from lossgate.errors import LossgateError, StoreError
 from lossgate.memory import Memory
 from lossgate.store import DEFAULT_URL
+
+if TYPE_CHECKING:
+    from lossgate.semantic.rerankers import Reranker
 
 __all__ = ["app", "CliState", "open_memory", "cli_errors", "fail", "out", "err"]
 
@@ -146,6 +149,21 @@ def cli_errors() -> Iterator[None]:
         fail(str(exc), EXIT_STORE)
     except LossgateError as exc:
         fail(str(exc), EXIT_INPUT)
+
+
+def reranker_option(spec: str | None, model: str | None) -> "Reranker | None":
+    """The reranker ``--rerank SPEC`` and ``--rerank-model NAME`` name, read as
+    ``LOSSGATE_RERANKER`` and ``LOSSGATE_RERANKER_MODEL`` are (each flag in place of its
+    variable; the other ``LOSSGATE_RERANKER_*`` settings still apply), or ``None`` without
+    either. A bad one is a :class:`~lossgate.errors.ConfigError`."""
+    from lossgate.semantic.rerankers import reranker_from_env
+
+    environ = dict(os.environ)
+    if spec is not None:
+        environ["LOSSGATE_RERANKER"] = spec
+    if model is not None:
+        environ["LOSSGATE_RERANKER_MODEL"] = model
+    return reranker_from_env(environ)
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from lossgate.cli.app import fail, open_memory, out
+from lossgate.cli.app import fail, open_memory, out, reranker_option
 from lossgate.cli.render import event_table, fact_table, print_json_lines, print_table
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.derived import Attempt
@@ -112,12 +112,20 @@ def recall(
     budget: Annotated[Optional[int], typer.Option("--budget", help="Token budget.")] = None,
     loss_aware: Annotated[bool, typer.Option("--loss-aware/--loss-blind", help=(
         "Rank a query's hits that the summary dropped a few places ahead."))] = True,
+    rerank: Annotated[Optional[str], typer.Option("--rerank", metavar="URL|FOLDER", help=(
+        "Reorder a query's top hits with this reranker: a /v1/rerank server's API root (its model from "
+        "--rerank-model or LOSSGATE_RERANKER_MODEL) or a local cross-encoder's folder. Default: "
+        "LOSSGATE_RERANKER."))] = None,
+    rerank_model: Annotated[Optional[str], typer.Option("--rerank-model", metavar="NAME", help=(
+        "The model the rerank server should use (default: LOSSGATE_RERANKER_MODEL)."))] = None,
     as_json: AsJson = False,
 ) -> None:
     """What an agent should read: the fresh summary, or a raw fallback; critical facts always.
     With LOSSGATE_EMBEDDER set (local, or an embeddings server's URL), a query is also
-    ranked by meaning."""
+    ranked by meaning; with a reranker (--rerank, or LOSSGATE_RERANKER), its top hits are
+    then reordered by the reranker's scores."""
     with open_memory(ctx, semantic=True) as memory:
+        memory.reranker = reranker_option(rerank, rerank_model)
         result = memory.recall(tenant, subject, query=query, k=k, budget=budget, loss_aware=loss_aware)
     if as_json:
         typer.echo(result.model_dump_json())

@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import lossgate
-from lossgate.cli.app import cli_errors, err, out
+from lossgate.cli.app import cli_errors, err, out, reranker_option
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.evaluation import locomo, periods
@@ -53,6 +53,12 @@ def locomo_command(
                                     "apart from the others (held out)."),
     hierarchy: str = typer.Option("auto", "--hierarchy", metavar="MODE",
                                   help="With --periods: when consolidation goes hierarchical (auto, always, never)."),
+    rerank: Optional[str] = typer.Option(None, "--rerank", metavar="URL|FOLDER", help="Also recall with the "
+                                         "reranking stage, by this reranker: a /v1/rerank server's API root (its model "
+                                         "from --rerank-model or LOSSGATE_RERANKER_MODEL) or a local cross-encoder's "
+                                         "folder."),
+    rerank_model: Optional[str] = typer.Option(None, "--rerank-model", metavar="NAME",
+                                               help="The model the rerank server should use."),
 ) -> None:
     """Recall every LoCoMo question at a fixed budget; report evidence recall, tokens and latency
     (with ``--periods``: the published memory's coverage, size and reachable atoms)."""
@@ -63,7 +69,8 @@ def locomo_command(
         if digest != locomo.PUBLISHED_SHA256:
             err().print(f"note: {data} is not the published locomo10.json (sha256 {digest[:12]}...)", markup=False)
         embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
-        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder)
+        reranker = reranker_option(rerank, rerank_model) if rerank is not None else None
+        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder, reranker=reranker)
         try:
             if memory.registry is None:
                 memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")
@@ -117,6 +124,9 @@ def _print(doc: dict) -> None:
     if doc.get("embedder"):
         out().print(f"semantic: {doc['embedder']}, every turn embedded in {doc['embed_seconds']:.1f} s "
                     "(off the recall path)", markup=False)
+    if doc.get("reranker"):
+        out().print(f"rerank: {doc['reranker']}, the top of each first ranking reordered on the recall path "
+                    "(its latency is in the + rerank rows)", markup=False)
 
 
 def _print_periods(doc: dict) -> None:

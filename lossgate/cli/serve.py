@@ -4,7 +4,8 @@ The database is migrated once, here; then one process serves (``--workers 1``, t
 default), or uvicorn starts ``--workers N`` processes that each build the application with
 :func:`app_from_environment` (this edge hands them the settings in the environment:
 ``LOSSGATE_SERVE_DB``, ``LOSSGATE_SERVE_MAX_BODY_BYTES``). Recall ranks by meaning too
-when ``LOSSGATE_EMBEDDER`` names an embedder (see ``lossgate embed``).
+when ``LOSSGATE_EMBEDDER`` names an embedder (see ``lossgate embed``), and reorders a query's
+top hits when ``LOSSGATE_RERANKER`` names a reranker.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ _NEEDS = "the memory service needs its extra: pip install 'lossgate[service]'"
 def _memory(url: str, *, migrate: bool, create: bool = True) -> "Memory":
     import lossgate
     from lossgate.consolidate.factory import load_compressor
-    from lossgate.semantic import embedder_from_env
+    from lossgate.semantic import embedder_from_env, reranker_from_env
 
     return lossgate.open(url, migrate=migrate, embedder=embedder_from_env(os.environ),
-                         compressors=lambda spec: load_compressor(spec, environ=os.environ), create=create)
+                         compressors=lambda spec: load_compressor(spec, environ=os.environ), create=create,
+                         reranker=reranker_from_env(os.environ))
 
 
 def app_from_environment() -> "FastAPI":

@@ -16,7 +16,9 @@ The run (:func:`evaluate`):
 3. every question of categories 1-4 (multi-hop, temporal, open-domain,
    single-hop) is recalled with the question as the query at a fixed token
    budget, lexically, and with an embedder also hybrid (``lossgate +
-   semantic``). *Evidence recall* is the share of the question's evidence turns
+   semantic``); with a reranker, also lexically with the reranking stage
+   (``lossgate + rerank``) and, with an embedder too, hybrid with it (``lossgate +
+   semantic + rerank``). *Evidence recall* is the share of the question's evidence turns
    that the recall hands back: as a returned event, or as a conversation line
    of the returned summary. Evidence ids that name no turn (a few are
    malformed in the data) are left out; a question left with none is skipped.
@@ -181,6 +183,7 @@ class Report:
     sides: dict[str, dict[str, Side]]  # side -> category name (and "overall") -> figures
     embedder: str | None = None  # the model of "lossgate + semantic"
     embed_seconds: float = 0.0  # computing every turn's vector (off the recall path)
+    reranker: str | None = None  # the model of "lossgate + rerank"
 
     @property
     def published_data(self) -> bool:
@@ -190,7 +193,8 @@ class Report:
         full = self.sides["full context"]["overall"].summary()["tokens"]
         out: dict[str, Any] = {"data_sha256": self.sha256, "published_data": self.published_data,
                                "budget_tokens": self.budget, "conversations": self.conversations,
-                               "embedder": self.embedder, "embed_seconds": round(self.embed_seconds, 2), "sides": {}}
+                               "embedder": self.embedder, "embed_seconds": round(self.embed_seconds, 2),
+                               "reranker": self.reranker, "sides": {}}
         for name, cats in self.sides.items():
             out["sides"][name] = {cat: side.summary() for cat, side in cats.items()}
             overall = out["sides"][name]["overall"]
@@ -227,9 +231,16 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
     """Ingest, consolidate and recall every question (see the module docstring); the first
     ``development`` conversations are reported apart from the others."""
     count = counter or default_counter()
-    semantic = memory.embedder is not None
-    names = ("lossgate", "lossgate, loss-blind", *(["lossgate + semantic"] if semantic else []), "bm25",
-             "bm25 + speaker", "recency", "full context")
+    semantic, reranker = memory.embedder is not None, memory.reranker
+    # the lossgate sides beyond the lexical ones: name -> the embedder and reranker it recalls with
+    more: dict[str, tuple[Any, Any]] = {}
+    if semantic:
+        more["lossgate + semantic"] = (memory.embedder, None)
+    if reranker is not None:
+        more["lossgate + rerank"] = (None, reranker)
+        if semantic:
+            more["lossgate + semantic + rerank"] = (memory.embedder, reranker)
+    names = ("lossgate", "lossgate, loss-blind", *more, "bm25", "bm25 + speaker", "recency", "full context")
     sides: dict[str, dict[str, Side]] = {name: defaultdict(Side) for name in names}
     embed_seconds = 0.0
     for number, conv in enumerate(conversations):
@@ -260,10 +271,12 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             blind = recall(memory.store, TENANT, conv.sample_id, query=q.text, budget=budget, loss_aware=False)
             blind_took = time.perf_counter() - t0
             found_blind = _found(blind, evidence, by_id)
-            if semantic:
+            ranked: dict[str, tuple[RecallResult, float]] = {}
+            for name, (embedder, rerank) in more.items():
                 t0 = time.perf_counter()
-                hybrid = memory.recall(TENANT, conv.sample_id, query=q.text, budget=budget)
-                hybrid_took = time.perf_counter() - t0
+                found_by = recall(memory.store, TENANT, conv.sample_id, query=q.text, budget=budget, embedder=embedder,
+                                  reranker=rerank)
+                ranked[name] = (found_by, time.perf_counter() - t0)
             bm25_ids, bm25_tokens = _fill(rank(q.text), conv.turns, costs, budget)
             bm25s_ids, bm25s_tokens = _fill(rank_speaker(q.text), conv.turns, costs, budget)
             recent_ids, recent_tokens = _fill(newest_first, conv.turns, costs, budget)
@@ -273,9 +286,9 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
                 sides["lossgate"][cat].add(len(found) / len(evidence), result.tokens, took)
                 sides["lossgate, loss-blind"][cat].add(len(found_blind) / len(evidence), blind.tokens,
                                                        blind_took)
-                if semantic:
-                    sides["lossgate + semantic"][cat].add(len(_found(hybrid, evidence, by_id)) / len(evidence),
-                                                          hybrid.tokens, hybrid_took)
+                for name, (found_by, found_took) in ranked.items():
+                    sides[name][cat].add(len(_found(found_by, evidence, by_id)) / len(evidence), found_by.tokens,
+                                         found_took)
                 sides["bm25"][cat].add(sum(e in bm25_ids for e in evidence) / len(evidence), bm25_tokens)
                 sides["bm25 + speaker"][cat].add(sum(e in bm25s_ids for e in evidence) / len(evidence), bm25s_tokens)
                 sides["recency"][cat].add(sum(e in recent_ids for e in evidence) / len(evidence), recent_tokens)
@@ -284,7 +297,8 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
                 progress(1)
     return Report(sha256=sha256, budget=budget, conversations=len(conversations),
                   sides={k: dict(v) for k, v in sides.items()},
-                  embedder=memory.embedder.model if memory.embedder else None, embed_seconds=embed_seconds)
+                  embedder=memory.embedder.model if memory.embedder else None, embed_seconds=embed_seconds,
+                  reranker=reranker.model if reranker else None)
 
 
 def _found(result: RecallResult, evidence: list[str], by_id: dict[str, Turn]) -> list[str]:

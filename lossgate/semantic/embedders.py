@@ -165,13 +165,19 @@ class HttpEmbedderConfig(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        try:
-            url = httpx.URL(value)
-        except httpx.InvalidURL as exc:
-            raise ValueError(f"not a URL: {exc}") from exc
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError("must be an http:// or https:// URL with a host")
-        return value
+        return checked_base_url(value)
+
+
+def checked_base_url(value: str) -> str:
+    """``value`` when it is an ``http(s)://`` URL with a host, else a ``ValueError`` saying why
+    (a server's API root, as the HTTP embedder's and reranker's configs take it)."""
+    try:
+        url = httpx.URL(value)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"not a URL: {exc}") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    return value
 
 
 class HttpEmbedder:

@@ -1,13 +1,13 @@
 """A scripted OpenAI-compatible server on loopback, for tests and demos of
-:class:`lossgate.consolidate.chat.ChatCompressor` and
-:class:`lossgate.semantic.HttpEmbedder` without a model or a network.
+:class:`lossgate.consolidate.chat.ChatCompressor`, :class:`lossgate.semantic.HttpEmbedder`
+and :class:`lossgate.semantic.HttpReranker` without a model or a network.
 
 It is a real HTTP server (``http.server`` in a thread): the client goes through its
 whole protocol (connection, headers, status codes, ``Retry-After``, timeouts). Each
-request to ``POST /v1/chat/completions`` or ``POST /v1/embeddings`` takes the next
-scripted :class:`Reply` (or
+request to ``POST /v1/chat/completions``, ``POST /v1/embeddings`` or ``POST /v1/rerank``
+takes the next scripted :class:`Reply` (or
 calls a function of the request body that returns one); once the script runs out,
-``default`` answers. Every request body and its headers are kept for assertions.
+``default`` answers. Every request body, its headers and its path are kept for assertions.
 
     with ScriptedChatServer([Reply(status=503), narrative("They asked for a refund.")]) as server:
         compressor = ChatCompressor(ChatConfig(base_url=server.url, model="scripted"))
@@ -83,6 +83,7 @@ class ScriptedChatServer:
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-chat", daemon=True)
@@ -104,10 +105,11 @@ class ScriptedChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+    def _next(self, body: dict[str, Any], headers: dict[str, str], path: str) -> Reply:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.paths.append(path)
             script = self._script.popleft() if self._script else self._default
         if script is None:
             return Reply(status=500, body={"error": {"message": "the script ran out"}})
@@ -121,7 +123,7 @@ class ScriptedChatServer:
 
             def do_POST(self) -> None:  # noqa: N802 - the http.server naming
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path.rstrip("/") not in ("/v1/chat/completions", "/v1/embeddings"):
+                if self.path.rstrip("/") not in ("/v1/chat/completions", "/v1/embeddings", "/v1/rerank"):
                     self._send(Reply(status=404, body={"error": {"message": f"no route {self.path}"}}))
                     return
                 try:
@@ -129,7 +131,7 @@ class ScriptedChatServer:
                 except json.JSONDecodeError:
                     self._send(Reply(status=400, body={"error": {"message": "body is not JSON"}}))
                     return
-                reply = server._next(body, {k.lower(): v for k, v in self.headers.items()})
+                reply = server._next(body, {k.lower(): v for k, v in self.headers.items()}, self.path.rstrip("/"))
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 self._send(reply)
