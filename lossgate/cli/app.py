@@ -163,7 +163,10 @@ def reranker_option(spec: str | None, model: str | None) -> "Reranker | None":
         environ["LOSSGATE_RERANKER"] = spec
     if model is not None:
         environ["LOSSGATE_RERANKER_MODEL"] = model
-    return reranker_from_env(environ)
+    flag_model = model is not None or (spec is not None and not environ.get("LOSSGATE_RERANKER_MODEL"))
+    names = ("--rerank" if spec is not None else "LOSSGATE_RERANKER",
+             "--rerank-model" if flag_model else "LOSSGATE_RERANKER_MODEL")
+    return reranker_from_env(environ, names=names)
 
 
 @contextmanager

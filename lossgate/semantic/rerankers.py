@@ -218,7 +218,8 @@ class CrossEncoderReranker:
                               source=self.model)
 
 
-def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANKER") -> Reranker | None:
+def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANKER", *,
+                      names: tuple[str, str] | None = None) -> Reranker | None:
     """The reranker that ``LOSSGATE_RERANKER`` in ``environ`` names (the CLI and the service
     pass ``os.environ``), or ``None`` when it is unset.
 
@@ -227,21 +228,24 @@ def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANK
     ``LOSSGATE_RERANKER_TIMEOUT`` (seconds per recall); anything else is the folder of a
     local :class:`CrossEncoderReranker` (``LOSSGATE_RERANKER_MODEL`` then names it in recall
     records). ``LOSSGATE_RERANKER_DEPTH`` sets how many hits of each kind it reorders.
+    ``names`` are what an error calls the first two settings (default: the variables'
+    names; the CLI passes its flags').
     """
     where = environ.get(prefix, "").strip()
     if not where:
         return None
+    spec_name, model_name = names or (prefix, prefix + "_MODEL")
     depth = environ.get(prefix + "_DEPTH")
     if not where.startswith(("http://", "https://")):
         try:
             return CrossEncoderReranker(where, model=environ.get(prefix + "_MODEL") or None,
                                         **({"depth": _whole(depth, prefix + "_DEPTH")} if depth else {}))
         except ConfigError as exc:
-            raise ConfigError(f"{prefix} is an http(s):// URL of a rerank server or a cross-encoder's folder: {exc}") \
+            raise ConfigError(f"{spec_name} is a rerank server's http(s):// URL or a cross-encoder's folder: {exc}") \
                 from exc
     model = environ.get(prefix + "_MODEL")
     if not model:
-        raise ConfigError(f"{prefix}_MODEL names the model the server at {prefix} should use")
+        raise ConfigError(f"{model_name} names the model the server at {spec_name} should use")
     fields: dict[str, Any] = {"base_url": where, "model": model, "api_key": environ.get(prefix + "_API_KEY")}
     for env, name in (("_MAX_CHARS", "max_chars"), ("_TIMEOUT", "timeout_s"), ("_DEPTH", "depth")):
         if value := environ.get(prefix + env):

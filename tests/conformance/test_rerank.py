@@ -1,0 +1,236 @@
+"""Recall's reranking stage, on every store.
+
+The reranker is a real HTTP client (:class:`HttpReranker`) talking to a scripted
+``/v1/rerank`` server on loopback whose "model" scores a text by the marker words it
+holds, so a test decides which candidates must win. What must hold: the top of the first
+ranking comes back in the order the scores give, hits past what recall returns among it;
+critical facts stay first; only valid text of the recall's own tenant and subject is ever
+sent (checked on the request bodies the server received); every failure (a server error,
+a timeout, an answer that is not JSON, the wrong number of scores) leaves the first ranking
+exactly as it is without a reranker, and the recall record says which happened.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+import lossgate
+from lossgate import NewEvent, NewFact
+from lossgate.recall import recall
+from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, HttpReranker, HttpRerankerConfig
+from lossgate.semantic import reorder
+from lossgate.testing.chat_server import Reply, ScriptedChatServer
+from lossgate.testing.embeddings import concept_embeddings
+from lossgate.testing.rerank import rerank_reply, scored_by_words
+
+from .conftest import one_line_error
+
+T, S = "acme", "u1"
+WEIGHTS = {"roses": 5.0, "tulips": 3.0}
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedChatServer]:
+    with ScriptedChatServer(default=scored_by_words(WEIGHTS)) as srv:
+        yield srv
+
+
+def _reranker(server: ScriptedChatServer, **config) -> HttpReranker:
+    settings = {"base_url": server.url, "model": "scripted", "timeout_s": 2.0, "backoff_s": 0.01, **config}
+    return HttpReranker(HttpRerankerConfig(**settings))
+
+
+@pytest.fixture(autouse=True)
+def no_cooldown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no reranker cooling down from another test's failure."""
+    monkeypatch.setattr(reorder, "_down_until", type(reorder._down_until)())
+
+
+@pytest.fixture
+def garden(memory: lossgate.Memory) -> lossgate.Memory:
+    """Thirty turns about the garden, two naming a flower the scripted model scores; consolidated."""
+    flowers = {3: "roses", 10: "tulips"}
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"g{i}",
+                            text=f"we talked about the garden again{' and the ' + flowers[i] if i in flowers else ''}")
+                   for i in range(30)])
+    assert memory.consolidate(T, S).status == "published"
+    return memory
+
+
+def _ids(result: lossgate.RecallResult) -> list[str]:
+    """The events in the order recall ranked them (the record's candidates; the result is in seq order)."""
+    return [i for i in result.record.candidate_ids if i.startswith(("g", "x", "o"))]
+
+
+def _sent(server: ScriptedChatServer) -> list[str]:
+    return [d for body, path in zip(server.requests, server.paths) if path == "/v1/rerank" for d in body["documents"]]
+
+
+def test_the_reranker_reorders_the_hits_as_it_scores_them(garden, server):
+    first = recall(garden.store, T, S, query="garden", k=3, context=False)
+    assert "rerank" not in first.record.filters
+    assert not {"g3", "g10"} & set(_ids(first))  # the words alone rank them past the three returned
+    result = recall(garden.store, T, S, query="garden", k=3, context=False, reranker=_reranker(server))
+    assert result.mode == "summary"
+    assert _ids(result) == ["g3", "g10", _ids(first)[0]]  # by score, then the first ranking's order
+    assert result.record.filters["rerank"] == "used: scripted"
+    [body] = server.requests
+    assert body["model"] == "scripted" and body["query"] == "garden" and body["top_n"] == len(body["documents"]) == 30
+    full = recall(garden.store, T, S, query="garden", k=30, context=False)
+    order = _ids(full)
+    assert body["documents"] == [f"user: {e.text}" for e in sorted(full.events, key=lambda e: order.index(e.event_id))]
+
+
+def test_only_the_depth_of_the_first_ranking_is_reranked(garden, server):
+    first = recall(garden.store, T, S, query="garden", k=5, context=False)
+    result = recall(garden.store, T, S, query="garden", k=5, context=False, reranker=_reranker(server, depth=5))
+    assert len(server.requests[0]["documents"]) == 5
+    assert not {"g3", "g10"} & set(_ids(result))  # past the depth: never sent, never brought up
+    assert set(_ids(result)) == set(_ids(first))
+    # the words rank the two flowers last (their turns are longer): g10 29th, g3 30th
+    assert _ids(recall(garden.store, T, S, query="garden", k=30, context=False))[-2:] == ["g10", "g3"]
+    result = recall(garden.store, T, S, query="garden", k=5, context=False, reranker=_reranker(server, depth=29))
+    assert _ids(result)[0] == "g10" and "g3" not in _ids(result)
+
+
+def test_under_a_budget_the_reranked_hits_are_what_fits_first(garden, server):
+    first = recall(garden.store, T, S, query="garden flowers", budget=150)
+    assert not {"g3", "g10"} & {e.event_id for e in first.events}
+    result = recall(garden.store, T, S, query="garden flowers", budget=150, reranker=_reranker(server))
+    assert {"g2", "g3", "g4", "g9", "g10", "g11"} <= {e.event_id for e in result.events}  # each with its neighbours
+    assert result.tokens <= 150
+
+
+def test_facts_are_reranked_and_critical_ones_stay_first(memory, server):
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="src", text="we chatted about the garden")])
+    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="crit", predicate="agent.instruction",
+                               value="never dig the garden before noon", source_event_ids=["src"]))
+    for i, topic in enumerate(["garden roses", "garden paths", "garden sheds", "garden ponds"]):
+        memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id=f"t{i}", predicate="chat.topic",
+                                   value=topic, source_event_ids=["src"]))
+    first = recall(memory.store, T, S, query="garden", k=2)
+    assert first.facts[0].fact_id == "crit" and "t0" not in {f.fact_id for f in first.facts}
+    result = recall(memory.store, T, S, query="garden", k=2, reranker=_reranker(server))
+    assert [f.fact_id for f in result.facts][:2] == ["crit", "t0"]
+    assert len(result.facts) == 3  # the critical fact and k others
+    sent = _sent(server)
+    assert "chat topic garden roses" in sent
+    assert not any("noon" in d for d in sent)  # a critical fact is never ranked: it is always returned
+
+
+def test_hybrid_ranking_is_reranked_too(garden, server):
+    def route(body):  # one server: embeddings for the embedder, scores for the reranker
+        return concept_embeddings(body) if "input" in body else scored_by_words(WEIGHTS)(body)
+
+    server._default = route
+    garden.embedder = HttpEmbedder(HttpEmbedderConfig(base_url=server.url, model="concepts", max_retries=0))
+    garden.reranker = _reranker(server)
+    garden.embed(T, S)
+    result = garden.recall(T, S, query="garden", k=3, context=False)
+    assert result.record.filters["semantic"] == "concepts" and result.record.filters["rerank"] == "used: scripted"
+    assert _ids(result)[:2] == ["g3", "g10"]
+
+
+@pytest.mark.parametrize("script, recorded", [
+    ([Reply(status=503, headers={"Retry-After": "0"}, body={"error": {"message": "busy with 'garden'"}})],
+     "used: scripted"),
+    ([Reply(status=429, headers={"Retry-After": "0.05"})], "used: scripted"),
+    ([Reply(delay_s=1.0, body={"results": []})], "failed: timeout"),
+    ([Reply(body="{not json")], "failed: malformed answer"),
+    ([rerank_reply([1.0, 0.5])], "failed: wrong number of scores"),
+    ([Reply(body={"results": [{"index": i, "relevance_score": "high"} for i in range(30)]})],
+     "failed: malformed answer"),
+    ([Reply(status=500, body={"error": {"message": "cannot score 'garden'"}})] * 2, "failed: HTTP 500"),
+    ([Reply(status=400, body={"error": {"message": "documents too long"}})], "failed: HTTP 400"),
+])
+def test_a_failing_reranker_leaves_the_first_ranking_and_says_so(garden, server, script, recorded):
+    first = recall(garden.store, T, S, query="garden", k=3, context=False)
+    server.push(*script)
+    result = recall(garden.store, T, S, query="garden", k=3, context=False, reranker=_reranker(server, timeout_s=0.5))
+    assert result.record.filters["rerank"] == recorded  # the kind of failure, never the server's words
+    if recorded.startswith("used"):
+        assert len(server.requests) == 2 and _ids(result)[:2] == ["g3", "g10"]  # retried, then reranked
+    else:
+        assert _ids(result) == _ids(first)
+        assert [e.event_id for e in result.events] == [e.event_id for e in first.events]
+        assert result.render() == first.render()
+
+
+def test_a_failed_reranker_is_asked_again_only_after_its_cooldown(garden, server, monkeypatch):
+    reranker = _reranker(server, max_retries=0)
+    server.push(Reply(status=503))
+    assert recall(garden.store, T, S, query="garden", reranker=reranker).record.filters["rerank"] == "failed: HTTP 503"
+    calls = len(server.requests)
+    later = recall(garden.store, T, S, query="garden", k=3, context=False, reranker=reranker)
+    assert len(server.requests) == calls  # within the cooldown: not asked
+    assert later.record.filters["rerank"] == "skipped: the reranker failed moments ago"
+    other = _reranker(server)
+    assert recall(garden.store, T, S, query="garden", reranker=other).record.filters["rerank"] == "used: scripted"
+    monkeypatch.setattr(reorder, "_down_until", type(reorder._down_until)())  # the cooldown is over
+    again = recall(garden.store, T, S, query="garden", k=3, context=False, reranker=reranker)
+    assert again.record.filters["rerank"] == "used: scripted" and _ids(again)[0] == "g3"
+
+
+def test_a_query_with_nothing_to_reorder_sends_nothing(garden, server):
+    reranker = _reranker(server)
+    garden.append([NewEvent(tenant_id=T, subject_id=S, event_id="x1", text="a quokka visited")])
+    one = recall(garden.store, T, S, query="quokka", reranker=reranker)
+    assert one.record.filters["rerank"] == "skipped: fewer than two hits to reorder"
+    none = recall(garden.store, T, S, query="what did the", reranker=reranker)  # no content word: no ranking
+    assert "rerank" not in none.record.filters
+    assert server.requests == []
+
+
+def test_deleted_revoked_and_foreign_text_never_reaches_the_reranker(garden, server):
+    garden.append([NewEvent(tenant_id=T, subject_id=S, event_id="x-src", text="the garden of my secret address")])
+    garden.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="x-fact", predicate="chat.topic",
+                               value="garden secret", source_event_ids=["x-src"]))
+    garden.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="old", predicate="chat.topic",
+                               value="garden gnomes", source_event_ids=["g0"]))
+    garden.supersede(T, S, "old", NewFact(tenant_id=T, subject_id=S, fact_id="new", predicate="chat.topic",
+                                          value="garden benches", source_event_ids=["g0"]))
+    garden.append([NewEvent(tenant_id=T, subject_id="u2", event_id="o1", text="the garden roses of another subject")])
+    garden.append([NewEvent(tenant_id="other-tenant", subject_id=S, event_id="o2",
+                            text="the garden roses of another tenant")])
+    garden.delete_event(T, S, "g3", reason="user asked")
+    garden.revoke_event(T, S, "g10", reason="wrong")
+    garden.delete_fact(T, S, "x-fact", reason="forget it")  # its source event goes with it
+    reranker = _reranker(server)
+    for query in ("garden", "garden roses tulips", "secret garden gnomes"):
+        for result in (recall(garden.store, T, S, query=query, reranker=reranker),
+                       recall(garden.store, T, S, query=query, budget=2000, k=50, reranker=reranker)):
+            assert result.record.filters["rerank"] == "used: scripted"
+            assert not {"g3", "g10", "x-src", "x-fact", "old", "o1", "o2"} & set(result.record.candidate_ids)
+    sent = _sent(server)
+    assert len(server.requests) == 6 and "chat topic garden benches" in sent
+    for word in ("roses", "tulips", "secret", "gnomes", "another"):
+        assert not any(word in d for d in sent), word
+
+
+def test_recall_from_the_cli_reranks_with_the_reranker_it_names(cli, server, monkeypatch, tmp_path):
+    monkeypatch.delenv("LOSSGATE_RERANKER", raising=False)
+    monkeypatch.delenv("LOSSGATE_RERANKER_MODEL", raising=False)
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text("".join(json.dumps({"type": "event", "tenant_id": T, "subject_id": S, "event_id": f"c{i}",
+                                         "occurred_at": f"2026-01-05T09:0{i}:00Z",
+                                         "text": f"the garden {'roses' if i == 1 else 'chat'} {i}"}) + "\n"
+                             for i in range(6)))
+    assert cli("ingest", "--quiet", str(turns)).exit_code == 0
+    args = ("recall", "--tenant", T, "--subject", S, "-q", "garden", "-k", "1", "--json")
+    assert json.loads(cli(*args).stdout)["events"][0]["event_id"] != "c1"  # the words alone rank another first
+    found = cli(*args, "--rerank", server.url, "--rerank-model", "scripted")
+    assert found.exit_code == 0, found.output
+    doc = json.loads(found.stdout)
+    assert doc["record"]["filters"]["rerank"] == "used: scripted" and [e["event_id"] for e in doc["events"]] == ["c1"]
+    monkeypatch.setenv("LOSSGATE_RERANKER", server.url)
+    monkeypatch.setenv("LOSSGATE_RERANKER_MODEL", "scripted")
+    assert json.loads(cli(*args).stdout)["record"]["filters"]["rerank"] == "used: scripted"  # from the environment
+    monkeypatch.delenv("LOSSGATE_RERANKER_MODEL")
+    one_line_error(cli(*args), "LOSSGATE_RERANKER_MODEL names the model")
+    one_line_error(cli(*args, "--rerank", server.url), "--rerank-model names the model the server at --rerank")
+    one_line_error(cli(*args, "--rerank", "cross-encoder/ms-marco-MiniLM-L-6-v2"), "--rerank", "folder",
+                   "never by name")
+    one_line_error(cli(*args, "--rerank", "http://[::1", "--rerank-model", "m"), "base_url")
