@@ -234,3 +234,45 @@ def test_recall_from_the_cli_reranks_with_the_reranker_it_names(cli, server, mon
     one_line_error(cli(*args, "--rerank", "cross-encoder/ms-marco-MiniLM-L-6-v2"), "--rerank", "folder",
                    "never by name")
     one_line_error(cli(*args, "--rerank", "http://[::1", "--rerank-model", "m"), "base_url")
+
+
+def test_the_locomo_harness_measures_the_reranking_stage_beside_the_rest(memory, server, tmp_path):
+    from lossgate.evaluation import locomo
+    from lossgate.testing.rerank import word_overlap
+
+    from .test_recall_relevance import _conversation
+
+    server._default = word_overlap
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps(_conversation()))
+    convs, digest = locomo.load(path)
+    memory.reranker = _reranker(server)
+    report = locomo.evaluate(memory, convs, budget=120, sha256=digest).to_json()
+    assert report["reranker"] == "scripted"
+    sides = report["sides"]
+    assert {"lossgate", "lossgate + rerank"} <= set(sides) and "lossgate + semantic + rerank" not in sides
+    assert sides["lossgate + rerank"]["overall"]["questions"] == sides["lossgate"]["overall"]["questions"] == 3
+    assert sides["lossgate + rerank"]["overall"]["tokens"] <= 120
+    assert len(server.requests) == 3  # one request a question, for the reranked side alone
+
+
+def test_eval_locomo_reranks_from_the_cli(server, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from lossgate.cli import app
+    from lossgate.testing.rerank import word_overlap
+
+    from .test_recall_relevance import _conversation
+
+    monkeypatch.delenv("LOSSGATE_RERANKER_MODEL", raising=False)
+    server._default = word_overlap
+    path, out = tmp_path / "mini.json", tmp_path / "report.json"
+    path.write_text(json.dumps(_conversation()))
+    args = ["eval", "locomo", "--data", str(path), "--budget", "120", "--json", str(out)]
+    result = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(
+        app, [*args, "--rerank", server.url, "--rerank-model", "scripted"])
+    assert result.exit_code == 0, result.output
+    assert "lossgate + rerank" in result.output and "rerank: scripted" in result.output
+    assert json.loads(out.read_text())["sides"]["lossgate + rerank"]["overall"]["questions"] == 3
+    refused = CliRunner().invoke(app, [*args, "--rerank", str(tmp_path / "no-such-model")])
+    assert refused.exit_code == 2 and "--rerank" in refused.output and "no cross-encoder folder" in refused.output
