@@ -239,7 +239,7 @@ def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANK
     if not where.startswith(("http://", "https://")):
         try:
             return CrossEncoderReranker(where, model=environ.get(prefix + "_MODEL") or None,
-                                        **({"depth": _whole(depth, prefix + "_DEPTH")} if depth else {}))
+                                        depth=_whole(depth, prefix + "_DEPTH") if depth else RERANK_DEPTH)
         except ConfigError as exc:
             raise ConfigError(f"{spec_name} is a rerank server's http(s):// URL or a cross-encoder's folder: {exc}") \
                 from exc
