@@ -313,7 +313,7 @@ def _fact_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dic
 def _event_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
     """What a reranker reads of each of these events that is valid and not the source of a
     deleted fact: ``actor: text``, as embedded."""
-    return {e.event_id: f"{e.actor}: {e.text}"
+    return {e.event_id: f"{e.actor}: {e.text}" if e.actor else e.text
             for e in tx.events(tenant_id, subject_id, ids=ids, states=["valid"], skip_erased=True)
             if e.text is not None}
 
