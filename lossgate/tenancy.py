@@ -15,7 +15,7 @@ query. Same transactions, same guarantees, same errors.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,11 +23,10 @@ from lossgate.derived import RecallResult
 from lossgate.errors import InvalidInput
 from lossgate.limits import id_problem, text_problem
 from lossgate.messages import ChatMessage, events_of
-from lossgate.records import Event, EventRef, Fact, Proposal
+from lossgate.records import AppendResult, Event, EventRef, Fact, NewEvent, Proposal
 
 if TYPE_CHECKING:
     from lossgate.extract import Extractor
-    from lossgate.memory import Memory
 
 __all__ = ["Added", "Found", "TenantView", "checked_tenant"]
 
@@ -66,10 +65,19 @@ def checked_tenant(tenant_id: Any) -> str:
     return tenant_id
 
 
+class _Memory(Protocol):
+    """What a view calls of its :class:`~lossgate.Memory` (which imports this module)."""
+
+    def append(self, events: Iterable[NewEvent]) -> AppendResult: ...
+    def extract(self, tenant_id: str, subject_id: str, *, extractor: "Extractor | None" = None) -> list[Proposal]: ...
+    def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
+               budget: int | None = None, context: bool = True, loss_aware: bool = True) -> RecallResult: ...
+
+
 class TenantView:
     """A :class:`~lossgate.Memory` seen through one tenant (see the module)."""
 
-    def __init__(self, memory: "Memory", tenant_id: str) -> None:
+    def __init__(self, memory: _Memory, tenant_id: str) -> None:
         self.memory = memory
         self.tenant_id = checked_tenant(tenant_id)
 

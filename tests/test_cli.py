@@ -111,6 +111,27 @@ def test_init_keeps_the_registry_a_store_has(cli):
     assert result.exit_code == 0 and "predicate registry version 1 (19 predicates)" in result.stdout
 
 
+def test_predicates_extend_adds_to_the_stored_registry_and_refuses_a_silent_redefinition(cli, tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[predicates."travel.seat_preference"]\ntype = "enum"\nenum_values = ["aisle", "window"]\n'
+                    'criticality = "contextual"\n', encoding="utf-8")
+    assert cli("init").exit_code == 0
+    for expected in ("predicate registry version 2 (35 predicates)\n", "(35 predicates): unchanged\n"):
+        result = cli("predicates", "extend", str(mine))
+        assert result.exit_code == 0 and result.stdout.endswith(expected), (result.stdout, result.stderr)
+    assert "travel.seat_preference" in cli("predicates", "show").stdout
+    redefined = tmp_path / "redefined.toml"
+    redefined.write_text('[predicates.timezone]\ntype = "string"\ncriticality = "critical"\n', encoding="utf-8")
+    assert_one_line_error(cli("predicates", "extend", str(redefined)), 2, "predicate 'timezone' is already defined",
+                          "override = true")
+    redefined.write_text('[predicates.timezone]\ntype = "string"\ncriticality = "critical"\noverride = true\n',
+                         encoding="utf-8")
+    assert cli("predicates", "extend", str(redefined)).stdout.startswith("predicate registry version 3 ")
+    assert_one_line_error(cli("predicates", "load", str(PREDICATES)), 2,  # the example registry is a version 1 too
+                          "registry version 1 is already stored with different content (the starter registry)",
+                          "extend it (Memory.extend_predicates, lossgate predicates extend FILE.toml)")
+
+
 def test_predicates_load_and_show(cli):
     assert cli("init", "--no-starter").exit_code == 0
     assert_one_line_error(cli("predicates", "show"), 2, "no predicate registry is loaded")

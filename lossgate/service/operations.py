@@ -66,6 +66,11 @@ class TenantMemory(TenantView):
     :mod:`lossgate.tenancy`, whose binding (and :meth:`~lossgate.tenancy.TenantView.add`,
     :meth:`~lossgate.tenancy.TenantView.search`) it shares, with the service's operations."""
 
+    memory: Memory
+
+    def __init__(self, memory: Memory, tenant_id: str) -> None:
+        super().__init__(memory, tenant_id)
+
     @classmethod
     def of_key(cls, memory: Memory, key: ApiKey) -> "TenantMemory":
         """The memory of an authenticated key's tenant."""
