@@ -25,6 +25,7 @@ from lossgate.errors import (
 from lossgate.instants import before, checked_instant
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args, shown_id
+from lossgate.messages import ChatMessage
 from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventKind, EventState, Fact, FactHistory, FactStatus, LedgerEntry,
     NewEvent, NewFact, Proposal, TaintOutcome, TaintPolicy, Trust, utcnow,
@@ -33,6 +34,7 @@ from lossgate.registry import Registry, RegistryCache, load_registry, parse_regi
 from lossgate.starter import is_starter, starter_registry
 from lossgate.store import Store, WriteTx, open_store
 from lossgate.store.protocol import CompactReport
+from lossgate.tenancy import Added, Found, TenantView, checked_tenant
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,6 @@ if TYPE_CHECKING:
     from lossgate.regate import RegateResult
     from lossgate.retention import Expiry, RetentionPolicy, RetentionRule
     from lossgate.semantic import Embedder, EmbedReport
-    from lossgate.tenancy import Added, Found, TenantView
-    from lossgate.messages import ChatMessage
     from lossgate.tiers import Demotion, TierPolicy
 
 __all__ = ["Memory", "open"]
@@ -78,16 +78,18 @@ class Memory:
         ``default_registry`` is stored the first time an operation needs a registry on a
         store that has none (:meth:`RegistryCache.needed`; :func:`open` passes the starter
         registry). ``tenant_id`` binds the memory to a tenant, for :meth:`add` and :meth:`search`."""
-        from lossgate.tenancy import TenantView
-
         self.store = store
         self.embedder = embedder
         # The newest stored predicate registry, parsed once per version, shared with the
         # ledgers and consolidators this memory opens.
         self.registries = RegistryCache(default=default_registry)
         self.compressors = compressors or _no_environment_compressors
-        self.tenant_id = tenant_id
         self._bound = TenantView(self, tenant_id) if tenant_id is not None else None
+
+    @property
+    def tenant_id(self) -> str | None:
+        """The tenant this memory is bound to (``lossgate.open(url, tenant=...)``), or ``None``."""
+        return self._bound.tenant_id if self._bound is not None else None
 
     # -- setup -------------------------------------------------------------------------
     def migrate(self) -> int:
@@ -98,7 +100,8 @@ class Memory:
         """Store a predicate registry version (a :class:`Registry`, a TOML path or a document).
 
         Loading the same version with the same content again is a no-op; the same version
-        with other content raises :class:`~lossgate.errors.IdempotencyConflict`; a newer
+        with other content raises :class:`~lossgate.errors.IdempotencyConflict` (over the
+        starter registry, saying to extend it: :meth:`extend_predicates`); a newer
         version that drops a predicate of the newest stored one raises
         :class:`~lossgate.errors.InvalidInput` (facts may use it).
 
@@ -188,27 +191,25 @@ class Memory:
             return self.registries.current(tx)
 
     # -- the short path: one tenant's view (lossgate.tenancy) --------------------------------
-    def tenant(self, tenant_id: str) -> "TenantView":
+    def tenant(self, tenant_id: str) -> TenantView:
         """This memory seen through ``tenant_id``: :meth:`~lossgate.tenancy.TenantView.add` and
         :meth:`~lossgate.tenancy.TenantView.search` take a subject, never a tenant."""
-        from lossgate.tenancy import TenantView
-
         return TenantView(self, tenant_id)
 
-    def add(self, subject_id: str, messages: "Iterable[str | dict[str, Any] | ChatMessage]", *,
-            extractor: "Extractor | None" = None) -> "Added":
+    def add(self, subject_id: str, messages: Iterable[str | dict[str, Any] | ChatMessage], *,
+            extractor: "Extractor | None" = None) -> Added:
         """Append chat messages to the subject of the memory's tenant, then extract facts from
         them (:meth:`lossgate.tenancy.TenantView.add`). Raises
         :class:`~lossgate.errors.TenantNotBound` on a memory opened without ``tenant``."""
         return self._view("add").add(subject_id, messages, extractor=extractor)
 
-    def search(self, subject_id: str, query: str, *, k: int = 20, budget: int | None = None) -> "Found":
+    def search(self, subject_id: str, query: str, *, k: int = 20, budget: int | None = None) -> Found:
         """Recall the subject of the memory's tenant for ``query``: the rendered block and the
         hits (:meth:`lossgate.tenancy.TenantView.search`). Raises
         :class:`~lossgate.errors.TenantNotBound` on a memory opened without ``tenant``."""
         return self._view("search").search(subject_id, query, k=k, budget=budget)
 
-    def _view(self, call: str) -> "TenantView":
+    def _view(self, call: str) -> TenantView:
         if self._bound is None:
             raise TenantNotBound(f"memory.{call} needs a tenant: open the memory with lossgate.open(url, "
                                  f"tenant=...), or call memory.tenant(TENANT).{call}(...)")
@@ -913,8 +914,6 @@ def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirror
     ``starter=False`` leaves such a store without one. A store that has a registry keeps it.
     """
     if tenant is not None:
-        from lossgate.tenancy import checked_tenant
-
         checked_tenant(tenant)  # before the store is opened
     memory = Memory(open_store(url, create=create), embedder=embedder, compressors=compressors,
                     default_registry=starter_registry() if starter else None, tenant_id=tenant)

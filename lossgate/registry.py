@@ -21,6 +21,10 @@ introduce such a fact in text, and ``extraction = "auto"`` makes a proposal a fa
 once (the default, ``"review"``, keeps it for a person). The registry is
 stored in the database, versioned: workers and the CLI all check facts
 against the same version. Unknown predicates are rejected, never guessed.
+
+A store with none gets the starter registry the package ships (:mod:`lossgate.starter`)
+where a memory has it as its default (:meth:`RegistryCache.needed`); a document loaded on
+top of the stored registry extends it (:mod:`lossgate.overlay`).
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ class TenantMemory(TenantView):
 
     def extract(self, subject_id: str) -> ExtractOut:
         """Propose facts from the events not read before, with the default extractor."""
-        if self.memory.registry is None:
+        if self.memory.registry is None and self.memory.registries.default is None:
             raise ApiError("not_configured", "no predicate registry is loaded (lossgate init --predicates FILE)")
         proposals = self.memory.extract(self.tenant_id, subject_id)
         return ExtractOut(subject_id=subject_id, proposals=[ProposalOut.of(p) for p in proposals])
