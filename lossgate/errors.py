@@ -2,8 +2,9 @@
 
 Every error lossgate raises on purpose is a :class:`LossgateError`. Callers
 catch one root; the CLI maps :class:`InvalidInput` to exit code 2 and the
-HTTP service maps it to a 4xx. This module imports nothing from lossgate so
-that any layer may use it.
+HTTP service maps it to a 4xx. The HTTP client (:mod:`lossgate.client`) raises
+the same classes from the service's answers. This module imports nothing from
+lossgate so that any layer may use it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from pydantic import ValidationError
 
 
 class LossgateError(Exception):
-    """Root of every error lossgate raises on purpose."""
+    """Root of every error lossgate raises on purpose.
+
+    Raised by :mod:`lossgate.client`, it carries ``code``, the memory service's stable code
+    for the error (``"not_found"``, ``"validation_error"``: ``lossgate/service/errors.py``),
+    whether the service answered it or the client refused the request before sending it, and
+    ``details``, each field the request failed validation on (``{"loc", "message", "type"}``).
+    Raised anywhere else, ``code`` is ``None`` and ``details`` empty."""
+
+    code: str | None = None
+    details: tuple[dict[str, str], ...] = ()
 
 
 class InvalidInput(LossgateError):
@@ -60,6 +70,19 @@ class UnknownFormat(StoreError):
 class StoreBusy(StoreError):
     """A concurrent transaction won (deadlock, serialization failure, lock timeout): nothing was
     written and running the whole operation again may succeed."""
+
+
+class AccessDenied(LossgateError):
+    """The memory service refused the request's API key: :class:`Unauthorized` or
+    :class:`Forbidden` (raised by :mod:`lossgate.client`)."""
+
+
+class Unauthorized(AccessDenied):
+    """No API key, or a malformed, unknown or revoked one (the service's 401 ``unauthorized``)."""
+
+
+class Forbidden(AccessDenied):
+    """The API key lacks the scope the operation needs (the service's 403 ``forbidden``)."""
 
 
 class EmbeddingError(LossgateError):

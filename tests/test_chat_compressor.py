@@ -177,13 +177,23 @@ def test_a_narrative_that_changes_a_number_of_a_critical_fact_is_left_out_or_ref
     ("They paid 30.00 USD for the garden.", "money:USD 30:atom_changed"),             # an amount changed
     ("The garden does not look lovely.", "negation:not|look|love:atom_changed"),      # a negation flipped
 ])
-def test_a_narrative_that_invents_or_changes_a_number_on_no_topic_is_still_refused(seeded, told, diff):
-    """Nothing the ledger says, so not left out: the prose diff reads it, under the default policy."""
-    with ScriptedChatServer([narrative(told)]) as server:
-        attempt = consolidate(seeded, chat(server))
-    assert attempt.status == "rejected" and diff in attempt.violations, attempt.violations
-    assert not any(d.startswith(OMIT) for d in attempt.details), attempt.details
-    assert seeded.alias(T, S).artifact_id is None and seeded.recall(T, S).mode == "raw_fallback"
+@pytest.mark.parametrize("policy", ["omit", "refuse"])
+def test_a_narrative_that_invents_or_changes_a_number_on_no_topic_is_left_out_or_refused(seeded, told, diff, policy):
+    """Nothing the ledger says, so the prose diff reads it: under the default policy the sentence
+    the gate refuses is left out and the rest published; under ``refuse`` the summary is refused."""
+    seeded.set_narrative_policy(T, policy)
+    with ScriptedChatServer([narrative(f"The garden looks lovely. {told}")]) as server:
+        attempt = consolidate(seeded, chat(server), max_attempts=1)
+    label = diff.rsplit(":", 1)[0]
+    if policy == "refuse":
+        assert attempt.status == "rejected" and any(v.startswith(label) for v in attempt.violations), attempt.violations
+        assert seeded.alias(T, S).artifact_id is None and seeded.recall(T, S).mode == "raw_fallback"
+        return
+    assert attempt.status == "published", attempt.violations or attempt.error
+    assert [d for d in attempt.details if d.startswith("narrative_omitted: what the gate cannot prove")] == [
+        f"narrative_omitted: what the gate cannot prove ({label}): {told!r}"], attempt.details
+    summary = seeded.recall(T, S).summary
+    assert told not in summary and summary.endswith(f"{NARRATIVE_TITLE}\nThe garden looks lovely."), summary
 
 
 def test_a_sentence_that_only_mentions_a_topic_stays(seeded):

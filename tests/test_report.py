@@ -131,3 +131,14 @@ def test_an_empty_window_still_renders_with_notes(memory, tmp_path):
     page = out.read_text()
     assert "No daily metrics stored in this window" in page and "No LoCoMo results given" in page
     assert len(images(page)) == 3 and all(png.startswith(PNG) for png in report.figures.values())
+
+
+def test_a_day_whose_only_finding_is_prose_drift_is_blocked_in_the_report():
+    from lossgate.ops.daily import DayFigures, Tally
+    from lossgate.ops.report import _daily_rows, blocks
+
+    drifted, clean = Tally(subjects=1, summaries_read=1, summaries_drifted=1), Tally(subjects=1, summaries_read=1)
+    assert blocks(drifted) and not blocks(clean)
+    day = date(2026, 3, 14)
+    rows = _daily_rows([DayFigures(day=day, tenants={"acme": drifted}, runs={"acme": "r1"})])
+    assert rows[0][-2:] == ["100.0%", "BLOCKED"]

@@ -54,6 +54,7 @@ from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest,
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.prose import dropped_labels, prose_inputs, prose_of, structured_lines
+from lossgate.gate.narrative import without_unproven
 from lossgate.gate.publication import as_published
 from lossgate.gate.sources import Extractions, events_holding
 from lossgate.gate.superseded import check_markers, mark, retired_values, strip_markers
@@ -478,6 +479,14 @@ class Consolidator:
                                  policy=sel.narrative_policy, quoted=_parent_quotes(sel))
         body, omitted = published.body, published.omitted
         result, dropped = self._gate(sel, body, registry, must, seen)
+        if not result.passed and sel.narrative_policy == "omit":
+            # under omit, a sentence refused for what it says is left out, and the rest gated again
+            pruned = without_unproven(sel.snapshot, body, result.violations, retired=sel.retired,
+                                      quoted=_parent_quotes(sel))
+            if pruned is not None:
+                again, dropped_again = self._gate(sel, pruned[0], registry, must, seen)
+                if again.passed:
+                    body, result, dropped, omitted = pruned[0], again, dropped_again, (*omitted, *pruned[1])
         if published.refusals:
             result = make_result([*result.violations, *result.losses, *published.refusals], must)
         _add(timings, "gate_s", time.perf_counter() - t2)

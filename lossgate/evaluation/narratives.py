@@ -28,6 +28,7 @@ from pathlib import Path
 from lossgate.errors import InvalidInput
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check
+from lossgate.gate.narrative import without_unproven
 from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import retired_values
 from lossgate.gate.preserve import build_must_preserve
@@ -170,12 +171,18 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
     and the sentence under a narrative title): left out, refused with its summary, or read."""
     artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{extra}"})
     must = build_must_preserve(case.snapshot, case.registry)
-    published = as_published(case.snapshot, artifact, must, case.registry,
-                             retired=retired_values(case.snapshot.facts, case.snapshot.conflicts)).body
+    retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
+    published = as_published(case.snapshot, artifact, must, case.registry, retired=retired).body
+    if item.sentence.strip() in published.summary and not failed_before \
+            and (result := check(case.snapshot, published, case.registry, must=must)).outcome == "failed":
+        # as consolidation does under omit: a sentence refused for what it says is left out
+        pruned = without_unproven(case.snapshot, published, result.violations, retired=retired)
+        if pruned is None or check(case.snapshot, pruned[0], case.registry, must=must).outcome == "failed":
+            report.refused[item.label] += 1
+            return
+        published = pruned[0]
     if item.sentence.strip() not in published.summary:
         report.omitted[item.label] += 1
-    elif check(case.snapshot, published, case.registry, must=must).outcome == "failed" and not failed_before:
-        report.refused[item.label] += 1
     elif item.label == "wrong":
         report.reached.append(item)
     else:

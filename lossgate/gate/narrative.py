@@ -32,8 +32,8 @@ terms (:meth:`_Reader.restates`): every word is the fact's (predicate, synonyms,
 qualifiers) or says who it is about; its amounts, dates and identifiers are the fact's; it
 negates exactly where the fact is negative and hedges exactly where it is speculative; it
 keeps every qualifier with its condition words and adds no condition or bound; a speaker it
-names is one of the sources' actors; and it widens no scope ("every", "all") its sources did
-not. That is a closed grammar, not a judge: a word outside it ("dislikes", "ringing",
+names is one of the sources' actors; it names every party its sources name; and it widens no
+scope ("every", "all") its sources did not. That is a closed grammar, not a judge: a word outside it ("dislikes", "ringing",
 "colleague") takes the sentence out whatever it means. Conflicts, quoted text and a fact whose
 predicate changed are never restated in prose.
 
@@ -45,7 +45,11 @@ sources; the fence; a model judge when configured).
 A tenant chooses what happens to a touching sentence (:data:`NarrativePolicy`): ``omit``
 (the default) publishes the narrative without it and keeps the sentence and why on the
 attempt; ``refuse`` fails the attempt with ``narrative_touches_topic`` (critical), so the
-retry and its escalation run as for any refusal.
+retry and its escalation run as for any refusal. Under ``omit`` the same holds for a
+sentence the gate then refuses for what it says (a number, identifier or negation the
+sources do not support, a statement the fence reads as unsupported): it is left out and the
+body gated again (:func:`without_unproven`); only what pruning prose cannot mend (a lost
+fact, a changed claim) refuses the summary.
 """
 
 from __future__ import annotations
@@ -60,16 +64,19 @@ from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence import Touching, narrative_lines, topics
 from lossgate.gate.fence.lexicon import (ATTRIBUTION, BOUND, HEDGES, MAY_HEDGE, MENTION, META, NEGATION_CUE,
                                          MARKER_WORDS, MARKERS, SUBJECT_NOUNS, USER_WORDS)
-from lossgate.gate.fence.text import atom_keys, stated
+from lossgate.gate.fence.text import atom_keys, sentences, stated
 from lossgate.gate.fence.topics import Topic
-from lossgate.gate.sources import value_forms
+from lossgate.gate.sources import label_of, value_forms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
+from lossgate.gate.prose import structured_lines
+from lossgate.gate.superseded import Retired, mark, strip_markers
 from lossgate.records import ArtifactBody, Snapshot
 from lossgate.registry import Registry
 from lossgate.render import NARRATIVE_TITLE
 
-__all__ = ["NarrativePolicy", "NARRATIVE_POLICIES", "Omitted", "speak_for_ledger", "touching_violations"]
+__all__ = ["NarrativePolicy", "NARRATIVE_POLICIES", "Omitted", "speak_for_ledger", "touching_violations",
+           "without_unproven"]
 
 NarrativePolicy = Literal["omit", "refuse"]
 NARRATIVE_POLICIES: tuple[NarrativePolicy, ...] = ("omit", "refuse")
@@ -93,14 +100,17 @@ _SCOPE = re.compile(r"\b(?:every|all|any|each|always|only|both|either|whole|enti
 
 @dataclass(frozen=True)
 class Omitted:
-    """A narrative sentence left out of a summary: the sentence, and the topic it touched."""
+    """A narrative sentence left out of a summary: the sentence, and the topic it touched (or,
+    ``unproven``, what the gate could not prove in it)."""
 
     sentence: str
     topic: str
+    unproven: bool = False
 
     def line(self) -> str:
         """How the attempt keeps it (``Attempt.details``)."""
-        return f"narrative_omitted: touches {self.topic}: {self.sentence[:300]!r}"
+        why = self.topic if self.unproven else f"touches {self.topic}"
+        return f"narrative_omitted: {why}: {self.sentence[:300]!r}"
 
 
 _Found = tuple[str, "Topic | None"] | None  # a topic touched, and the one fact it alone touches
@@ -198,7 +208,11 @@ class _Reader:
         fact = self.facts.get(t.subject)
         if fact is None:
             return False
-        own = t.key | t.value | t.names | self.words_of.get(t.predicate, frozenset())
+        sources = [self.texts.get(e) or "" for e in fact.source_event_ids]
+        # whom its sources name ("Team Blue's Atlas launch"): a restatement names them too, or it
+        # widens the fact to every party of that name ("The Atlas launch is due ...")
+        parties = [content_stems(a.key) for text in sources for a in extract_atoms(text) if a.kind == "party"]
+        own = t.key | t.value | t.names | self.words_of.get(t.predicate, frozenset()) | frozenset().union(*parties)
         if content_stems(sentence) - own - _FRAME - _NEGATIONS:
             return False
         if atom_keys(raw) - t.value - t.key or not t.value <= stated(raw):
@@ -219,7 +233,9 @@ class _Reader:
         speakers = _SPEAKERS & content_stems(raw)
         if speakers - (USER_WORDS if "user" in actors else frozenset()) - content_stems(" ".join(actors)):
             return False
-        said = {w for e in fact.source_event_ids for w in _SCOPE.findall((self.texts.get(e) or "").lower())}
+        if any(p - content_stems(raw) for p in parties):
+            return False
+        said = {w for text in sources for w in _SCOPE.findall(text.lower())}
         return not set(_SCOPE.findall(raw.lower())) - said
 
 
@@ -288,24 +304,60 @@ def _read(reader: _Reader, lines: list[list[tuple[str, str]]]) -> Iterator[tuple
             yield raw, sentence, topic, found
 
 
-def _without(summary: str, sentences: set[str]) -> str:
-    """``summary`` with ``sentences`` cut out of the lines that hold them."""
+def _without(summary: str, out: set[str]) -> str:
+    """``summary`` without the sentences ``out``: each line read as the narrative is read
+    (:func:`~lossgate.gate.fence.text.sentences`), so a sentence goes whole and only where it
+    was written, never as a piece of a longer one ("$50 after supervisor review." out of "The
+    agent may refund up to $50 after supervisor review.")."""
     lines = []
     for line in summary.split("\n"):
-        kept = line
-        for s in sentences:
-            if s in kept:
-                kept = kept.replace(s, "")
-        if kept != line:
-            kept = " ".join(kept.split()).strip(" -*")
-            if not kept or not any(ch.isalnum() for ch in kept):
-                continue
-            if line.lstrip().startswith("- "):
-                kept = "- " + kept
-        lines.append(kept)
+        said = [raw for raw, _ in sentences(line)] if line.strip() else []
+        if not any(raw in out for raw in said):
+            lines.append(line)
+            continue
+        kept = " ".join(raw for raw in said if raw not in out)
+        if not any(ch.isalnum() for ch in kept):
+            continue
+        lines.append("- " + kept if line.lstrip().startswith("- ") else kept)
     if lines and lines[-1] == NARRATIVE_TITLE:
         lines.pop()
     return "\n".join(lines)
+
+
+# What a narrative sentence says that the gate may refuse it for; a loss (``atom_missing``)
+# or a structured violation is the body's, and no pruning of prose mends it.
+_SENTENCE_CODES = frozenset({"atom_added", "atom_changed", "narrative_unsupported"})
+
+
+def without_unproven(snapshot: Snapshot, body: ArtifactBody, violations: tuple[Violation, ...] | list[Violation],
+                     *, retired: tuple[Retired, ...], quoted: frozenset[str] = frozenset(),
+                     ) -> tuple[ArtifactBody, tuple[Omitted, ...]] | None:
+    """``body`` (as published: marked) without the narrative sentences that ``violations``
+    (the gate's, for ``body``) refuse for what they say, marked again from ``retired``, and
+    those sentences; ``None`` when no violation is one's. A sentence is found by the atoms
+    it holds (an added or changed atom's label) or, for the fence, as the sentence it
+    names. The caller gates the result again: what is left is published only when the gate
+    passes it."""
+    found = [v for v in violations if v.code in _SENTENCE_CODES]
+    if not found:
+        return None
+    labels = {v.observed for v in found if v.observed}
+    named = [v.detail for v in found if v.code == "narrative_unsupported"]
+    out: dict[str, str] = {}
+    for pairs in narrative_lines(snapshot, body, quoted):
+        for raw, _ in pairs:
+            if raw in out:
+                continue
+            held = labels & {label_of(a) for a in extract_atoms(raw)}
+            if held:
+                out[raw] = f"what the gate cannot prove ({', '.join(sorted(held))})"
+            elif any(repr(raw[:300]) in d for d in named):
+                out[raw] = "what the gate cannot prove (the fence reads it as unsupported)"
+    if not out:
+        return None
+    summary = mark(_without(strip_markers(body.summary), set(out)), retired, structured_lines(body))
+    return (body.model_copy(update={"summary": summary}),
+            tuple(Omitted(raw, why, unproven=True) for raw, why in out.items()))
 
 
 def touching_violations(omitted: tuple[Omitted, ...]) -> list[Violation]:

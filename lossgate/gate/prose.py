@@ -72,7 +72,7 @@ from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
-from lossgate.gate.superseded import strip_markers
+from lossgate.gate.superseded import has_marker, strip_markers
 from lossgate.gate.sources import (
     Key, ProseInputs, anchor_dates, claim_atoms, key_of, label_of, prose_inputs, value_forms, token_of,
     value_atoms,
@@ -211,7 +211,7 @@ def _uncovered(summary: list[Atom], support: AtomSet) -> set[Key]:
 
 
 def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], summary_set: AtomSet,
-                 support: AtomSet, uncovered: set[Key]) -> list[Violation]:
+                 support: AtomSet, uncovered: set[Key], marked: list[tuple[int, int]]) -> list[Violation]:
     """atom_changed and atom_added: the summary against everything that may support it."""
     out: list[Violation] = []
     diff = diff_sets(support, summary_set, all_missing=False)  # its missing atoms are _losses' business
@@ -248,6 +248,8 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
                 continue
         out.append(_v("atom_added", label_of(a), f"the sources never say {a.text!r}", observed=label_of(a)))
     for a in summary:
+        if any(start <= a.start < end for start, end in marked):
+            continue  # told as history, with what holds now: the marker is checked on its own
         stale = inp.stale.get(token_of(a)) if not is_affirmation(a) else None
         if stale:
             out.append(_v("atom_added", label_of(a), f"stale: {a.text!r} states retired fact(s) {', '.join(stale)}",
@@ -336,10 +338,26 @@ def quotes_as_said(prose: str, snapshot: Snapshot) -> str:
     is two numbers, ``+00 000000`` a phone number): the deterministic compressor's own
     output would then fail for such texts on every attempt. The quote keeps its own lines,
     so clauses never join across it."""
+    return "\n".join(_said_lines(prose, snapshot))
+
+
+def _said_lines(prose: str, snapshot: Snapshot) -> list[str]:
+    """:func:`quotes_as_said`, line by line (one entry per line of ``prose``)."""
     quoted = {event_line(e): e.text for e in snapshot.events if e.text}
-    if not quoted:
-        return prose
-    return "\n".join(quoted.get(line, line) for line in prose.split("\n"))
+    lines = prose.split("\n")
+    return [quoted.get(line, line) for line in lines] if quoted else lines
+
+
+def _marked_spans(artifact: ArtifactBody, said: list[str]) -> list[tuple[int, int]]:
+    """Where, in the prose read (``said``, one entry per summary line), the lines that carry
+    lossgate's marker lie: such a line tells a retired value as history, with what holds now
+    (:mod:`lossgate.gate.superseded`, whose markers the gate checks line by line)."""
+    spans, at = [], 0
+    for line, text in zip(artifact.summary.split("\n"), said):
+        if "[" in line and has_marker(line):
+            spans.append((at, at + len(text)))
+        at += len(text) + 1
+    return spans
 
 
 def check_prose(
@@ -351,9 +369,10 @@ def check_prose(
     ``inputs`` are the snapshot's atoms from :func:`prose_inputs`, to reuse across artifacts.
     """
     inp = inputs or prose_inputs(snapshot)
-    summary = anchor_dates(extract_atoms(quotes_as_said(prose_of(artifact), snapshot)), inp)
+    said = _said_lines(prose_of(artifact), snapshot)
+    summary = anchor_dates(extract_atoms("\n".join(said)), inp)
     carried, variants = claim_atoms(artifact)
     support = inp.atom_set.plus(inp.active + inp.times_in(summary) + inp.context(artifact.summary) + carried + variants)
     uncovered = _uncovered(summary, support)
-    return (_alterations(inp, artifact, summary, AtomSet(summary), support, uncovered)
+    return (_alterations(inp, artifact, summary, AtomSet(summary), support, uncovered, _marked_spans(artifact, said))
             + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered))

@@ -335,6 +335,12 @@ def mark(summary: str, retired: tuple[Retired, ...], own: frozenset[str] = froze
                      for _, plain, _, due in _read(summary, retired, own))
 
 
+def has_marker(line: str) -> bool:
+    """Whether ``line`` ends in one of lossgate's markers (whether it is the one :func:`mark`
+    writes there is :func:`check_markers`' business)."""
+    return _MARKERS.search(line) is not None
+
+
 def strip_markers(summary: str) -> str:
     """``summary`` with the markers at the ends of its lines removed (what the prose diff reads)."""
     if "[" not in summary:

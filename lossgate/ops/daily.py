@@ -63,7 +63,10 @@ Every day, for the tenants named, :func:`run_daily`:
                             in what the compressor wrote, before lossgate leaves anything
                             out or marks anything: a narrative sentence the fence refuses
                             (``narrative_refused``: sentences with a ``narrative_unsupported``
-                            violation, left out or not), a finding of the judge
+                            violation, left out or not), one the prose diff refuses for
+                            what it says (``narrative_unproven``: a number, date, amount,
+                            identifier or negation no source supports; left out under the
+                            ``omit`` policy, as the pipeline does), a finding of the judge
                             (``judge_findings``), or a line that restates a superseded or
                             revoked value without lossgate's marker (``superseded_unmarked``:
                             :func:`~lossgate.gate.superseded.check_markers` on the raw line;
@@ -126,7 +129,7 @@ from lossgate.derived import DailyMetric
 from lossgate.errors import InvalidInput
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.fence import check_fence, narrative_sentences
-from lossgate.gate.narrative import Omitted, speak_for_ledger, touching_violations
+from lossgate.gate.narrative import Omitted, speak_for_ledger, touching_violations, without_unproven
 from lossgate.gate.outcome import GateResult, Violation, make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.gate.prose import structured_lines
@@ -168,6 +171,7 @@ class Tally:
     summaries_read: int = 0  # rebuilt and parsed: what the compressor's prose is read in
     summaries_drifted: int = 0  # with at least one of the next three
     narrative_refused: int = 0  # the compressor's own sentences the fence refuses
+    narrative_unproven: int = 0  # ... the prose diff refuses for what they say (left out under omit)
     judge_findings: int = 0
     superseded_unmarked: int = 0  # lines restating a retired value without lossgate's marker
     narrative_sentences: int = 0  # the compressor's own narrative sentences
@@ -260,8 +264,8 @@ class DailyReport:
             if drift is not None and drift > self.max_prose_drift_rate:
                 why.append(f"{tenant}: prose-drift rate {t.summaries_drifted}/{t.summaries_read} summaries is above "
                            f"{self.max_prose_drift_rate:g} ({t.narrative_refused} sentence(s) the fence refuses, "
-                           f"{t.judge_findings} judge finding(s), {t.superseded_unmarked} line(s) restating a "
-                           f"superseded value unmarked)")
+                           f"{t.narrative_unproven} the prose diff refuses, {t.judge_findings} judge finding(s), "
+                           f"{t.superseded_unmarked} line(s) restating a superseded value unmarked)")
             if t.stale_visible:
                 why.append(f"{tenant}: {t.stale_visible} stale artifact(s) visible to recall")
         return why
@@ -522,8 +526,15 @@ def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compre
     result = gate.check(sel.snapshot, body, registry, must=must, retired=retired)
     if refuse:
         result = make_result([*result.violations, *result.losses, *touching_violations(omitted)], must)
+    unproven: tuple[Omitted, ...] = ()
+    if not result.passed and policy == "omit":  # a sentence refused for what it says is left out
+        pruned = without_unproven(sel.snapshot, body, result.violations, retired=retired)
+        again = None if pruned is None else gate.check(sel.snapshot, pruned[0], registry, must=must, retired=retired)
+        if pruned is not None and again is not None and again.passed:
+            body, result, unproven, spoken = pruned[0], again, pruned[1], pruned[0]
     outcome: str = result.outcome
     drift = _drift(sel.snapshot, raw, bare, spoken, omitted, result, must, registry, retired, judge)
+    drift.unproven = sum(not any(v.detail.endswith(f": {o.sentence[:300]!r}") for v in drift.refused) for o in unproven)
     if drift.judge_error is not None:
         if result.passed:  # the pipeline publishes no unjudged narrative
             outcome = "error"
@@ -542,18 +553,20 @@ class _Drift:
     sentences: int = 0
     omitted: int = 0
     refused: list[Violation] = field(default_factory=list)  # one per sentence (its first topic)
+    unproven: int = 0  # sentences left out for what the prose diff refuses in them
     judged: list[Violation] = field(default_factory=list)
     unmarked: list[Violation] = field(default_factory=list)  # one per line (its first value)
     judge_error: str | None = None
 
     @property
     def drifted(self) -> bool:
-        return bool(self.refused or self.judged or self.unmarked)
+        return bool(self.refused or self.unproven or self.judged or self.unmarked)
 
     def count(self, tally: Tally) -> None:
         tally.summaries_read += 1
         tally.summaries_drifted += int(self.drifted)
         tally.narrative_refused += len(self.refused)
+        tally.narrative_unproven += self.unproven
         tally.judge_findings += len(self.judged)
         tally.superseded_unmarked += len(self.unmarked)
         tally.narrative_sentences += self.sentences
@@ -565,6 +578,7 @@ class _Drift:
             return f" ({', '.join(sorted({f'{v.code} {v.subject}' for v in found})[:5])})" if found else ""
 
         return (f"{len(self.refused)} sentence(s) the fence refuses{ids(self.refused)}, "
+                f"{self.unproven} the prose diff refuses, "
                 f"{len(self.judged)} judge finding(s){ids(self.judged)}, "
                 f"{len(self.unmarked)} line(s) restating a superseded value unmarked{ids(self.unmarked)}; "
                 f"{self.omitted} of {self.sentences} narrative sentence(s) left out")

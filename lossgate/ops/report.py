@@ -56,7 +56,15 @@ _COLORS = {"clean": "#2e7d32", "acceptable": "#9ccc65", "failed": "#c62828", "er
 _TOP_CODES = 8
 _PANELS = (("key_fact_recall", "key-fact recall"), ("erroneous_new_fact_rate", "erroneous-new-fact rate"),
            ("conflict_retention", "conflict retention"), ("token_reduction", "token reduction"),
-           ("failure_rate", "failure rate"), ("stale_visible", "stale artifacts visible to recall"))
+           ("failure_rate", "failure rate"), ("stale_visible", "stale artifacts visible to recall"),
+           ("prose_drift_rate", "prose-drift rate"))
+
+
+def blocks(tally: Tally) -> bool:
+    """Whether a day's tally fired a blocking rule of ``lossgate eval daily`` at its default
+    thresholds: an erroneous new fact, a stale artifact visible to recall, or a summary whose
+    prose drifts (a threshold a run raised is not stored; the run's own exit code says it)."""
+    return bool(tally.erroneous_claims or tally.stale_visible or tally.summaries_drifted)
 
 
 @dataclass
@@ -160,9 +168,10 @@ def _no_data(ax: Any, what: str) -> None:
 def daily_figure(days: list[DayFigures], tenants: Sequence[str]) -> bytes:
     """Each daily metric over time: a line per tenant, overall dashed in black, and a red band
     on each day a blocking rule fired."""
-    fig = _figure(12, 6.5)
-    axes = fig.subplots(2, 3)
-    blocked = [d.day for d in days if any(t.erroneous_claims or t.stale_visible for t in d.tenants.values())]
+    fig = _figure(15, 6.5)
+    axes = fig.subplots(2, 4)
+    axes.flat[-1].set_axis_off()  # seven panels
+    blocked = [d.day for d in days if any(blocks(t) for t in d.tenants.values())]
     ticks = [d.day for d in days][:: max(1, -(-len(days) // 10))]  # at most 10 labelled days
     for ax, (metric, title) in zip(axes.flat, _PANELS):
         ax.set_title(title, fontsize=10)
@@ -346,7 +355,7 @@ def _daily_rows(days: list[DayFigures]) -> list[list[Any]]:
             rows.append([d.day.isoformat(), name, d.runs.get(name, ""), tally.subjects, _pct(r["key_fact_recall"]),
                          _pct(r["erroneous_new_fact_rate"]), _pct(r["conflict_retention"]),
                          _pct(r["token_reduction"]), _pct(r["failure_rate"]), tally.stale_visible,
-                         "BLOCKED" if tally.erroneous_claims or tally.stale_visible else "ok"])
+                         _pct(r["prose_drift_rate"]), "BLOCKED" if blocks(tally) else "ok"])
     return rows
 
 
@@ -386,7 +395,8 @@ def render(data: ReportData) -> Report:
              "<h2>Daily fidelity metrics</h2>", _img(figures["daily-metrics"], "daily fidelity metrics over time")]
     if data.days:
         parts.append(_table(["day", "tenant", "run", "rebuilt", "key-fact recall", "erroneous-new-fact rate",
-                             "conflict retention", "token reduction", "failure rate", "stale visible", "rule"],
+                             "conflict retention", "token reduction", "failure rate", "stale visible",
+                             "prose-drift rate", "rule"],
                             _daily_rows(data.days), "each tenant's last run of the day, and overall"))
     else:
         parts.append("<p class=note>No daily metrics stored in this window (lossgate eval daily).</p>")

@@ -13,11 +13,29 @@ with uvicorn. The modules:
 * :mod:`.routes`: the routes by area; :mod:`.openapi`: the committed OpenAPI document.
 * :mod:`.mcp`: the MCP server (``lossgate mcp``): remember, recall, forget and inspect as
   tools, bound to one API key's tenant.
+
+:func:`create_app` and :class:`TenantMemory` are imported on first use, so that
+:mod:`.models` and :mod:`.errors` (which the HTTP client, :mod:`lossgate.client`, types its
+calls with) load without FastAPI.
 """
 
 from __future__ import annotations
 
-from lossgate.service.app import create_app
-from lossgate.service.operations import TenantMemory
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lossgate.service.app import create_app
+    from lossgate.service.operations import TenantMemory
 
 __all__ = ["create_app", "TenantMemory"]
+
+_ON_FIRST_USE = {"create_app": "lossgate.service.app", "TenantMemory": "lossgate.service.operations"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ON_FIRST_USE:
+        value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'lossgate.service' has no attribute {name!r}")

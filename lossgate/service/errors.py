@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lossgate import errors as lg
 
-__all__ = ["ErrorCode", "CODES", "ErrorDetail", "ErrorBody", "ApiError", "from_lossgate"]
+__all__ = ["ErrorCode", "CODES", "ErrorDetail", "ErrorBody", "ApiError", "LOSSGATE_CODES", "from_lossgate"]
 
 ErrorCode = Literal[
     "malformed_json", "unauthorized", "forbidden", "not_found", "method_not_allowed", "id_conflict",
@@ -108,13 +108,14 @@ def _validation_details(exc: ValidationError) -> list[ErrorDetail]:
             for e in exc.errors(include_url=False)]
 
 
-# lossgate's errors whose message is the answer, most specific first (subclasses before
-# their bases: an UnknownPredicate is an InvalidInput).
-_CODES: tuple[tuple[type[lg.LossgateError], ErrorCode], ...] = (
+#: lossgate's errors and the code each is answered with, most specific first (subclasses before
+#: their bases: an UnknownPredicate is an InvalidInput, a StoreBusy a StoreError). The one table
+#: both ways: :func:`from_lossgate` reads it forwards, :mod:`lossgate.client` backwards.
+LOSSGATE_CODES: tuple[tuple[type[lg.LossgateError], ErrorCode], ...] = (
     (lg.NotFound, "not_found"), (lg.UnknownPredicate, "unknown_predicate"),
     (lg.ValueTypeError, "value_type_mismatch"), (lg.IdempotencyConflict, "id_conflict"),
     (lg.LifecycleError, "lifecycle_conflict"), (lg.InvalidInput, "invalid_input"),
-    (lg.ConfigError, "not_configured"),
+    (lg.ConfigError, "not_configured"), (lg.StoreBusy, "store_busy"), (lg.StoreError, "store_unavailable"),
 )
 
 
@@ -124,11 +125,12 @@ def from_lossgate(exc: lg.LossgateError) -> ApiError:
         from lossgate.ingest import describe_validation_error
 
         return ApiError("invalid_input", describe_validation_error(exc), details=_validation_details(exc))
-    for kind, code in _CODES:
-        if isinstance(exc, kind):
-            return ApiError(code, str(exc))
-    if isinstance(exc, lg.StoreBusy):
-        return ApiError("store_busy", str(exc), headers={"Retry-After": "1"})
-    if isinstance(exc, lg.StoreError):
-        return ApiError("store_unavailable", "the database failed (the server's log says how)")
+    for kind, code in LOSSGATE_CODES:
+        if not isinstance(exc, kind):
+            continue
+        if code == "store_busy":
+            return ApiError(code, str(exc), headers={"Retry-After": "1"})
+        if code == "store_unavailable":  # the driver's message stays in the server's log
+            return ApiError(code, "the database failed (the server's log says how)")
+        return ApiError(code, str(exc))
     return ApiError("internal_error", "internal error")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Reply", "ScriptedChatServer", "completion", "echo_conversation", "narrative"]
+__all__ = ["Reply", "ScriptedChatServer", "completion", "echo_conversation", "narrative", "tool_call"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,18 @@ def completion(content: str | None, *, finish_reason: str = "stop", refusal: str
     return Reply(body={
         "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    })
+
+
+def tool_call(name: str, arguments: dict[str, Any], *, call_id: str = "call-1") -> Reply:
+    """A well-formed chat completion asking for one call of the tool ``name`` (an agent's turn)."""
+    return Reply(body={
+        "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     })
 

@@ -101,7 +101,8 @@ def test_a_model_that_lets_the_allergic_user_eat_peanuts_blocks_the_day(memory, 
     assert (acme["narrative_sentences"], acme["narrative_omitted"], acme["narrative_refused"]) == (2, 2, 2)
     assert (acme["judge_findings"], acme["superseded_unmarked"]) == (0, 0)
     assert doc["blocking"] == ["acme: prose-drift rate 2/2 summaries is above 0 (2 sentence(s) the fence refuses, "
-                               "0 judge finding(s), 0 line(s) restating a superseded value unmarked)"]
+                               "0 the prose diff refuses, 0 judge finding(s), 0 line(s) restating a superseded value "
+                               "unmarked)"]
     assert doc["tenants"][T]["by_registry_version"]["1"]["prose_drift_rate"] == 1.0
     found = {f["subject_id"]: f["detail"] for f in doc["findings"] if f["kind"] == "prose_drift"}
     assert sorted(found) == ["u1", "u2"]
@@ -135,6 +136,17 @@ def test_a_faithful_model_exits_0_with_no_prose_drift(memory, allergic):
     assert not [f for f in doc["findings"] if f["kind"] == "prose_drift"]
 
 
+def test_a_model_inventing_a_number_drifts_though_what_it_would_publish_passes(memory, allergic):
+    # under omit the sentence is left out and the summary passes, as the pipeline publishes it;
+    # the model under test still wrote what no source says
+    with ScriptedChatServer(default=says("The garden got 12 new rose bushes.")) as server:
+        result, doc = daily(allergic, server, "--json")
+    assert result.exit_code == 1, result.output
+    acme = doc["tenants"][T]
+    assert (acme["failure_rate"], acme["narrative_unproven"], acme["summaries_drifted"]) == (0.0, 2, 2)
+    assert "2 the prose diff refuses" in doc["blocking"][0]
+
+
 @pytest.mark.parametrize("told, drifts", [
     ("The user's timezone is UTC-05:00.", True),      # left out, and unmarked in what the model wrote
     ("They talked about UTC-05:00.", True),           # a mention: it stays (lossgate marks it), still unmarked
@@ -150,7 +162,8 @@ def test_a_model_restating_a_superseded_timezone_unmarked_drifts(memory, travell
     assert (t.superseded_unmarked, t.summaries_drifted, report.blocked) == (int(drifts),) * 2 + (drifts,)
     if drifts:
         assert report.blocking == ["acme: prose-drift rate 1/1 summaries is above 0 (0 sentence(s) the fence "
-                                   "refuses, 0 judge finding(s), 1 line(s) restating a superseded value unmarked)"]
+                                   "refuses, 0 the prose diff refuses, 0 judge finding(s), 1 line(s) restating a "
+                                   "superseded value unmarked)"]
         (finding,) = report.findings
         assert finding.kind == "prose_drift" and "superseded_unmarked tz-1" in finding.detail
     else:

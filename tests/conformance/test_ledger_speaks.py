@@ -89,6 +89,27 @@ def test_under_the_refuse_policy_the_attempt_fails_and_nothing_is_published(subj
     assert WRONG[0] not in everything_recall_returns(subject)
 
 
+UNPROVEN = "The garden got 3 new rose bushes, delivered on ticket GRD-4471."  # no source says so
+
+
+@pytest.mark.parametrize("policy", ["omit", "refuse"])
+def test_a_sentence_the_gate_refuses_for_what_it_says_is_left_out_under_omit_only(subject, policy):
+    subject.set_narrative_policy(T, policy)
+    with ScriptedChatServer(default=narrative(f"{KEPT} {UNPROVEN}")) as server:
+        attempt = subject.consolidate(T, S, compressor=chat(server), config=ConsolidationConfig(max_attempts=1))
+
+    if policy == "refuse":
+        assert attempt.status == "rejected" and subject.alias(T, S).artifact_id is None, attempt
+        assert any(v.endswith(":atom_added") for v in attempt.violations), attempt.violations
+    else:
+        assert attempt.status == "published", (attempt.violations, attempt.error)
+        assert KEPT in subject.recall(T, S).render()
+        assert any(d.startswith("narrative_omitted: what the gate cannot prove") and "GRD-4471" in d
+                   for d in attempt.details), attempt.details
+    seen = everything_recall_returns(subject)
+    assert "GRD-4471" not in seen and "rose bushes" not in seen
+
+
 def test_a_mention_of_a_topic_stays(subject):
     mention = "They talked about the refund policy."
     with ScriptedChatServer(default=narrative(f"{KEPT} {mention}")) as server:

@@ -32,6 +32,30 @@ def test_timezone_supersession_as_records() -> None:
     assert "05:00" in line and line.endswith(":atom_added") and unmarked == "timezone-v1:superseded_unmarked"
 
 
+@pytest.mark.parametrize("name", ["temporal-seat-count", "temporal-meeting-moved", "temporal-address-change"])
+def test_a_quote_of_a_retired_values_source_passes_marked_and_fails_unmarked(name: str) -> None:
+    from lossgate.gate.prose import structured_lines
+    from lossgate.gate.superseded import mark, retired_values
+    from lossgate.render import event_line
+
+    c = load_case(CASES / f"{name}.json")
+    retired = retired_values(c.snapshot.facts, c.snapshot.conflicts)
+    old = {e for f in c.snapshot.facts if f.status == "superseded" for e in f.source_event_ids}
+    (said,) = [event_line(e) for e in c.snapshot.events if e.event_id in old]
+    quoting = c.artifact.model_copy(update={"summary": f"{c.artifact.summary}\nConversation:\n{said}"})
+    unmarked = check(c.snapshot, quoting, c.registry, retired=retired)
+    assert unmarked.outcome == "failed" and "superseded_unmarked" in {v.code for v in unmarked.violations}
+    # history, with what holds now beside it: the old value is no stale statement
+    marked = quoting.model_copy(update={"summary": mark(quoting.summary, retired, structured_lines(quoting))})
+    assert marked.summary != quoting.summary
+    assert check(c.snapshot, marked, c.registry, retired=retired).passed, \
+        check(c.snapshot, marked, c.registry, retired=retired).lines()
+    # the marker moved to another line does not vouch for it
+    lines = marked.summary.split("\n")
+    moved = "\n".join([lines[0] + lines[-1][len(said):], *lines[1:-1], said])
+    assert not check(c.snapshot, quoting.model_copy(update={"summary": moved}), c.registry, retired=retired).passed
+
+
 def test_invoice_call_keeps_all_fourteen_facts() -> None:
     c = load_case(CASES / "seed-invoice-call.json")
     result = gate(c)

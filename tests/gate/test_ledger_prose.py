@@ -86,3 +86,42 @@ def test_a_contextual_fact_is_no_topic() -> None:
         pytest.skip("no shipped case holds a chat.topic fact")
     topic = next(f for f in case.snapshot.facts if f.predicate == "chat.topic")
     assert all("chat.topic" not in why for why in left_out(case.case_id, f"They chatted: {topic.value}.").values())
+
+
+def test_a_restatement_names_every_party_its_sources_name() -> None:
+    # in Team Blue's memory, the launch of "the Atlas" is every team's Atlas
+    assert left_out("entity-same-name-projects", "The Atlas launch is due 2026-05-01.")
+    assert left_out("entity-same-name-projects", "The Atlas project deadline is 2026-05-01.")
+
+
+def test_what_the_gate_refuses_a_sentence_for_is_left_out_and_nothing_else() -> None:
+    from lossgate.gate.engine import check
+    from lossgate.gate.narrative import without_unproven
+
+    case: GateCase = CASES["chatter-acceptable-loss"]
+    kept = "They chatted about the weather."
+    unproven = "The user ordered 7 coffees on ticket CF-5512."
+    body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{kept} {unproven}"})
+    must = build_must_preserve(case.snapshot, case.registry)
+    failed = check(case.snapshot, body, case.registry, must=must)
+    assert failed.outcome == "failed"
+
+    pruned, omitted = without_unproven(case.snapshot, body, failed.violations, retired=())
+    assert [o.sentence for o in omitted] == [unproven] and all(o.unproven for o in omitted)
+    assert kept in pruned.summary and unproven not in pruned.summary
+    assert check(case.snapshot, pruned, case.registry, must=must).outcome != "failed"
+    # a loss is the body's: leaving prose out cannot mend it, so nothing is offered
+    losses = [v for v in failed.violations if v.code not in ("atom_added", "atom_changed", "narrative_unsupported")]
+    assert without_unproven(case.snapshot, body, losses, retired=()) is None
+
+
+def test_a_sentence_left_out_goes_whole_never_as_a_piece_of_a_longer_one() -> None:
+    # "$50 after supervisor review." is also the end of the first line's sentence
+    case: GateCase = CASES["qualifier-refund-review"]
+    narrative = "The agent can possibly refund up to $50 after supervisor review.\nRefund cap poss. $50 after supervisor review."
+    body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{narrative}"})
+    spoken, omitted = speak_for_ledger(case.snapshot, body, build_must_preserve(case.snapshot, case.registry),
+                                       case.registry)
+    assert {o.sentence for o in omitted} >= {"The agent can possibly refund up to $50 after supervisor review.",
+                                             "$50 after supervisor review."}
+    assert "possibly" not in spoken.summary and "poss." not in spoken.summary, spoken.summary

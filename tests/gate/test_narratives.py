@@ -40,11 +40,15 @@ BLIND = CORPORA.parent / "blind" / "blind.jsonl"
 @pytest.mark.parametrize("path", [*SHIPPED, BLIND], ids=lambda p: p.name)
 def test_few_wrong_sentences_reach_what_an_agent_reads(path: Path) -> None:
     """Written as a model's narrative and published under the omit policy, a wrong sentence is
-    left out (it touches a topic the ledger states) or refused with its summary by the gate;
-    measured 0-1.0 % reach recall, against 35-50 % of them that the gate passed when it judged
-    them as prose. A faithful sentence stays only where it says its fact in the ledger's terms."""
+    left out (it touches a topic the ledger states, or the gate refuses it for what it says);
+    none of the shipped corpora's reaches recall, against 35-50 % of them that the gate passed
+    when it judged them as prose (the blind corpus: one chatter sentence of 400, a half
+    marathon for a 12 km run, which no fact holds). A faithful sentence stays only where it
+    says its fact in the ledger's terms, and none refuses its summary."""
     report = run_corpus(path)
-    assert report.reach_rate <= 0.015, [f"{i.case}: {i.sentence}" for i in report.reached]
+    most = 0.015 if path == BLIND else 0.0
+    assert report.reach_rate <= most, [f"{i.case}: {i.sentence}" for i in report.reached]
+    assert not report.refused["faithful"], "under omit, a faithful sentence never refuses its summary"
     assert report.kept_rate >= 0.05, report.kept_rate
     counted = len(report.reached) + report.omitted["wrong"] + report.refused["wrong"]
     assert counted == report.wrong and report.kept + report.omitted["faithful"] + report.refused["faithful"] \

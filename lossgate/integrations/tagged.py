@@ -1,0 +1,70 @@
+"""The events an integration wrote for one subject, read back as they grow.
+
+Each integration marks its events with a key of their payload (``{"langgraph": {...}}``)
+and reads them back through :class:`TaggedEvents`: the subject's events holding that key,
+valid or revoked (a revoked event keeps its text, which a deletion must still erase), in seq
+order. A read asks the store only for the events after the newest seq it has seen while the
+subject's ``input_epoch`` stays where it was; a deletion, revocation or trust change moves
+the epoch (in whichever process it ran), and the next read loads the subject again. Events
+are appended under the subject's clock lock, in seq order, so one seen at seq ``n`` means
+every event before it is already there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from lossgate.limits import MAX_TEXT_CHARS
+from lossgate.memory import Memory
+from lossgate.records import Event
+
+__all__ = ["TaggedEvents", "marked", "searchable"]
+
+
+def searchable(text: str) -> str:
+    """``text`` as an event's text: its first :data:`~lossgate.limits.MAX_TEXT_CHARS`
+    characters (the payload keeps the whole item; the text is what recall searches and shows)."""
+    return text[:MAX_TEXT_CHARS]
+
+
+def marked(event: Event, tag: str) -> dict[str, Any] | None:
+    """The object ``event``'s payload holds under ``tag``, or ``None`` (a deleted event's
+    payload is gone; another writer's may hold something else there)."""
+    held = (event.payload or {}).get(tag)
+    return held if isinstance(held, dict) else None
+
+
+class TaggedEvents:
+    """The events of ``tenant_id``/``subject_id`` whose payload holds ``tag`` (and which
+    ``keep`` accepts, when given), kept up to date by :meth:`read`. Safe to share between
+    threads."""
+
+    def __init__(self, memory: Memory, tenant_id: str, subject_id: str, tag: str,
+                 keep: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        self.memory, self.tenant_id, self.subject_id, self.tag = memory, tenant_id, subject_id, tag
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._epoch: int | None = None
+        self._seen = 0  # the newest seq read
+        self._events: dict[str, Event] = {}
+
+    def read(self) -> list[Event]:
+        """The tagged events, valid or revoked, oldest first, as the store holds them now."""
+        with self._lock:
+            clock = self.memory.clock(self.tenant_id, self.subject_id)
+            if clock.input_epoch != self._epoch:
+                # read before the events: a deletion racing this read moves the epoch past it
+                self._epoch, self._seen, self._events = clock.input_epoch, 0, {}
+            for event in self.memory.events(self.tenant_id, self.subject_id, states=["valid", "revoked"],
+                                            after_seq=self._seen):
+                self._seen = max(self._seen, event.seq)
+                held = marked(event, self.tag)
+                if held is not None and (self._keep is None or self._keep(held)):
+                    self._events[event.event_id] = event
+            return list(self._events.values())
+
+    def valid(self) -> list[Event]:
+        """:meth:`read`, the valid events only (what the subject's authorized view holds)."""
+        return [e for e in self.read() if e.state == "valid"]
