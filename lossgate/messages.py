@@ -50,7 +50,8 @@ class ChatMessage(BaseModel):
     name: StrictStr | None = None
 
 
-def events_of(tenant_id: str, subject_id: str, messages: Iterable[str | dict[str, Any] | ChatMessage]) -> list[NewEvent]:
+def events_of(tenant_id: str, subject_id: str,
+              messages: Iterable[str | dict[str, Any] | ChatMessage]) -> list[NewEvent]:
     """The events ``messages`` make, in order (see the module). Raises :class:`InvalidInput`
     naming the first message that is not one (by its position, from 0)."""
     if isinstance(messages, (str, bytes, dict, ChatMessage)) or not isinstance(messages, Iterable):

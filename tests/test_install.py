@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- quick start", "<!-- /quick start -->"
 # Not in a default install: an extra brings each of them.
 EXTRAS_ONLY = {"torch", "numpy", "sentence-transformers", "fastapi", "uvicorn", "mcp", "psycopg", "matplotlib",
-               "rank-bm25"}
+               "rank-bm25", "langgraph", "openai-agents", "pydantic-ai-slim"}
 # The one line of the quick start's output that depends on when it runs: the events' day.
 DAY = re.compile(r"\[\d{4}-\d{2}-\d{2}\]")
 

@@ -104,9 +104,8 @@ def init(
         console.print(Text("no predicate registry loaded (lossgate predicates load FILE.toml)", style="yellow"))
     else:
         which = ", the starter registry" if is_starter(registry.document()) else ""
-        console.print(Text.assemble(
-            "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates{which})",
-        ))
+        console.print(Text.assemble("predicate registry version ", (str(registry.version), "bold"),
+                                    f" ({len(registry.predicates)} predicates{which})"))
 
 
 @predicates_app.command("load")

@@ -32,12 +32,12 @@ from lossgate.ledger import Ledger
 from lossgate.memory import Memory
 from lossgate.records import EventState, FactStatus, NewEvent, NewFact, utcnow
 from lossgate.service.errors import ApiError
-from lossgate.tenancy import TenantView
 from lossgate.service.models import (
     AliasOut, AppendIn, AppendOut, ArtifactOut, AttemptOut, ClockOut, ConflictOut, ConsolidateOut, EventIn, EventOut,
     EventRef, ExtractOut, FactIn, FactOut, FactRef, GuardIn, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
     RecallRecordOut, RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
+from lossgate.tenancy import TenantView
 
 __all__ = ["TenantMemory", "Answer", "request_hash"]
 
@@ -67,9 +67,6 @@ class TenantMemory(TenantView):
     :meth:`~lossgate.tenancy.TenantView.search`) it shares, with the service's operations."""
 
     memory: Memory
-
-    def __init__(self, memory: Memory, tenant_id: str) -> None:
-        super().__init__(memory, tenant_id)
 
     @classmethod
     def of_key(cls, memory: Memory, key: ApiKey) -> "TenantMemory":
