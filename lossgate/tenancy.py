@@ -8,7 +8,7 @@ a memory to a tenant (``memory.add``, ``memory.search`` go through its view), an
 
 The short path is thin: :meth:`TenantView.add` is :meth:`~lossgate.Memory.append` of the
 messages as events (:mod:`lossgate.messages`), then :meth:`~lossgate.Memory.extract` with the
-memory's extractor; :meth:`TenantView.search` is :meth:`~lossgate.Memory.recall` with a
+extractor given (default: the deterministic one); :meth:`TenantView.search` is :meth:`~lossgate.Memory.recall` with a
 query. Same transactions, same guarantees, same errors.
 """
 
