@@ -90,13 +90,50 @@ def test_init_is_idempotent_and_reports_versions(cli):
         assert "schema version" in result.stdout and "predicate registry version 1 (19 predicates)" in result.stdout
 
 
-def test_init_without_a_registry_says_so(cli):
-    result = cli("init")
+def test_init_without_a_registry_loads_the_starter_registry_once(cli):
+    for _ in range(2):
+        result = cli("init")
+        assert result.exit_code == 0, result.stderr
+        assert "predicate registry version 1 (34 predicates, the starter registry)" in result.stdout
+    shown = cli("predicates", "show")
+    assert shown.exit_code == 0 and "food.peanuts_allowed" in shown.stdout and "spending.limit" in shown.stdout
+
+
+def test_init_with_no_starter_leaves_the_store_without_a_registry(cli):
+    result = cli("init", "--no-starter")
     assert result.exit_code == 0 and "no predicate registry loaded" in result.stdout
+    assert_one_line_error(cli("init", "--no-starter", "--predicates", str(PREDICATES)), 2, "contradict")
+
+
+def test_init_keeps_the_registry_a_store_has(cli):
+    assert cli("init", "--predicates", str(PREDICATES)).exit_code == 0
+    result = cli("init")
+    assert result.exit_code == 0 and "predicate registry version 1 (19 predicates)" in result.stdout
+
+
+def test_predicates_extend_adds_to_the_stored_registry_and_refuses_a_silent_redefinition(cli, tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[predicates."travel.seat_preference"]\ntype = "enum"\nenum_values = ["aisle", "window"]\n'
+                    'criticality = "contextual"\n', encoding="utf-8")
+    assert cli("init").exit_code == 0
+    for expected in ("predicate registry version 2 (35 predicates)\n", "(35 predicates): unchanged\n"):
+        result = cli("predicates", "extend", str(mine))
+        assert result.exit_code == 0 and result.stdout.endswith(expected), (result.stdout, result.stderr)
+    assert "travel.seat_preference" in cli("predicates", "show").stdout
+    redefined = tmp_path / "redefined.toml"
+    redefined.write_text('[predicates.timezone]\ntype = "string"\ncriticality = "critical"\n', encoding="utf-8")
+    assert_one_line_error(cli("predicates", "extend", str(redefined)), 2, "predicate 'timezone' is already defined",
+                          "override = true")
+    redefined.write_text('[predicates.timezone]\ntype = "string"\ncriticality = "critical"\noverride = true\n',
+                         encoding="utf-8")
+    assert cli("predicates", "extend", str(redefined)).stdout.startswith("predicate registry version 3 ")
+    assert_one_line_error(cli("predicates", "load", str(PREDICATES)), 2,  # the example registry is a version 1 too
+                          "registry version 1 is already stored with different content (the starter registry)",
+                          "extend it (Memory.extend_predicates, lossgate predicates extend FILE.toml)")
 
 
 def test_predicates_load_and_show(cli):
-    assert cli("init").exit_code == 0
+    assert cli("init", "--no-starter").exit_code == 0
     assert_one_line_error(cli("predicates", "show"), 2, "no predicate registry is loaded")
     assert cli("predicates", "load", str(PREDICATES)).exit_code == 0
     shown = cli("predicates", "show")

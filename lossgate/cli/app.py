@@ -149,11 +149,14 @@ def cli_errors() -> Iterator[None]:
 
 
 @contextmanager
-def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = False) -> Iterator[Memory]:
+def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = False,
+                starter: bool = False) -> Iterator[Memory]:
     """Open the memory named by ``--db`` (creating or upgrading its schema), close it after.
     With ``semantic``, it carries the embedder ``LOSSGATE_EMBEDDER`` names, if any. A SQLite
     file that does not exist is created only with ``create`` (the commands that set up a
-    database); without, it is an error naming the path, not a new empty database.
+    database); without, it is an error naming the path, not a new empty database. With
+    ``starter``, the starter registry is stored where a registry is needed and none is
+    (:func:`lossgate.open`); the commands that take none leave that to ``lossgate init``.
 
     Errors raised while opening or inside the block are mapped by :func:`cli_errors`, once:
     the connection pool's own warnings (each failed attempt to connect) are not printed, nor
@@ -174,7 +177,7 @@ def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = Fa
             embedder = embedder_from_env(os.environ)
         from lossgate.consolidate.factory import load_compressor
 
-        memory = lossgate.open(state.db_url, create=create, embedder=embedder,
+        memory = lossgate.open(state.db_url, create=create, embedder=embedder, starter=starter,
                                compressors=lambda spec: load_compressor(spec, environ=os.environ))
         try:
             yield memory

@@ -63,7 +63,7 @@ def locomo_command(
         if digest != locomo.PUBLISHED_SHA256:
             err().print(f"note: {data} is not the published locomo10.json (sha256 {digest[:12]}...)", markup=False)
         embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
-        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder)
+        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder, starter=False)
         try:
             if memory.registry is None:
                 memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")

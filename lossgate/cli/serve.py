@@ -32,7 +32,8 @@ def _memory(url: str, *, migrate: bool, create: bool = True) -> "Memory":
     from lossgate.semantic import embedder_from_env
 
     return lossgate.open(url, migrate=migrate, embedder=embedder_from_env(os.environ),
-                         compressors=lambda spec: load_compressor(spec, environ=os.environ), create=create)
+                         compressors=lambda spec: load_compressor(spec, environ=os.environ), create=create,
+                         starter=False)  # the service uses the registry `lossgate init` stored
 
 
 def app_from_environment() -> "FastAPI":
