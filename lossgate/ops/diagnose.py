@@ -549,7 +549,8 @@ def _compression(attempt: Attempt, snapshot: Snapshot, expected: list[Fact], imm
             continue  # a claim of no expected fact: the gate judges it, this boundary does not
         typed = v.code == "value_changed"
         found.append(Finding(boundary="compression", code=v.code, subject=v.subject,
-                             detail=_without_values(v, ledger, types, seen), severity=v.severity, expected_type=types.get(v.subject) if typed else None,
+                             detail=_without_values(v, ledger, types, seen), severity=v.severity,
+                             expected_type=types.get(v.subject) if typed else None,
                              observed_type=seen.get(v.subject) if typed else None))
     return BoundaryCheck(boundary="compression", status="diverged" if found else "ok", findings=tuple(found),
                          note=immediate_note)
