@@ -134,9 +134,10 @@ def say(who: str, text: str) -> None:
 
 # -- the scripted model ----------------------------------------------------------------------
 
-SATAY = {"restaurant": "Bangkok Garden", "items": [{"dish": "chicken satay", "ingredients": ["chicken", "satay sauce"]}]}
-CURRY = {"restaurant": "Bangkok Garden", "items": [{"dish": "green curry", "ingredients": ["chicken", "coconut milk",
-                                                                                           "thai basil"]}]}
+SATAY = {"restaurant": "Bangkok Garden",
+         "items": [{"dish": "chicken satay", "ingredients": ["chicken", "satay sauce"]}]}
+CURRY = {"restaurant": "Bangkok Garden",
+         "items": [{"dish": "green curry", "ingredients": ["chicken", "coconut milk", "thai basil"]}]}
 
 
 def scripted_model(body: dict[str, Any]) -> Reply:

@@ -40,7 +40,6 @@ GROUPS: tuple[ModuleType, ...] = (
 )
 
 
-
 def _one_line_summaries(typer_app: typer.Typer) -> None:
     """Give every command its help's first paragraph, on one line, as the summary a command
     list shows: rich help keeps a docstring's line breaks there, so a list at 80 columns

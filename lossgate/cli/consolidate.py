@@ -52,7 +52,7 @@ def consolidate(
         "Token budget of the summary (of a hierarchy's root: its structured part; each period's digest has "
         "its own)."))] = 2000,
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, metavar="SECS",
-                                                    help="Seconds the compressor may take.")] = 60.0,
+                                           help="Seconds the compressor may take.")] = 60.0,
     direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
     compressor: Annotated[Optional[str], typer.Option(
         "--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,

@@ -97,10 +97,12 @@ def daily_command(
         "The compressor under test: deterministic (the default), chat, or MODULE:CLASS, a compressor "
         "class to import."))] = None,
     registry_version: Annotated[Optional[list[int]], typer.Option(
-        "--registry-version", min=1, metavar="VERSION", help="Rebuild under this stored predicate registry version (repeatable; "
-        "default: the newest).")] = None,
-    budget: Annotated[int, typer.Option("--budget", min=1, metavar="TOKENS", help="Token budget of each rebuilt summary.")] = 2000,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, metavar="SECS", help="Seconds the compressor may take.")] = 60.0,
+        "--registry-version", min=1, metavar="VERSION", help=(
+            "Rebuild under this stored predicate registry version (repeatable; default: the newest)."))] = None,
+    budget: Annotated[int, typer.Option("--budget", min=1, metavar="TOKENS",
+                                        help="Token budget of each rebuilt summary.")] = 2000,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, metavar="SECS",
+                                           help="Seconds the compressor may take.")] = 60.0,
     # No min/max here: typer would print the range beside RATE, and at 80 columns the option's
     # name would be cut. The range is checked below, before anything is opened.
     max_prose_drift: Annotated[float, typer.Option("--max-prose-drift-rate", metavar="RATE", help=(
