@@ -32,8 +32,12 @@ REGISTRY_PATH = ROOT / "examples" / "predicates.toml"
 # a change, not a seed) and keeps no example database; ``dev`` draws new ones each run and
 # replays a failure from .hypothesis/ until it is fixed. Both print the blob that reproduces a
 # failure (@reproduce_failure).
-settings.register_profile("dev", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("ci", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow],
+# Both on hypothesis' own defaults, not on whatever profile is loaded: this module runs twice
+# in a session (as the root conftest, and as tests.conftest, which other conftests import).
+_BASE = settings.get_profile("default")
+settings.register_profile("dev", _BASE, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", _BASE, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow],
                           derandomize=True, database=None)
 HYPOTHESIS_PROFILES = ("dev", "ci")
 

@@ -6,10 +6,7 @@ the order their commands appear. Add a group by writing its module and listing i
 
 from __future__ import annotations
 
-import inspect
 from types import ModuleType
-
-import typer
 
 from lossgate.cli import (
     consolidate, diagnose, gate, guard, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, responses,
@@ -39,23 +36,8 @@ GROUPS: tuple[ModuleType, ...] = (
     mcp,  # mcp (the MCP server: memory as tools for agents)
 )
 
-
-def _one_line_summaries(typer_app: typer.Typer) -> None:
-    """Give every command its help's first paragraph, on one line, as the summary a command
-    list shows: rich help keeps a docstring's line breaks there, so a list at 80 columns
-    would break each summary where the source does rather than where the terminal ends."""
-    for info in typer_app.registered_commands:
-        text = info.help or (inspect.getdoc(info.callback) if info.callback else None) or ""
-        if info.short_help is None and text:
-            info.short_help = " ".join(text.split("\n\n")[0].split())
-    for group in typer_app.registered_groups:
-        if isinstance(group.typer_instance, typer.Typer):
-            _one_line_summaries(group.typer_instance)
-
-
 for _group in GROUPS:
     _group.register(app)
-_one_line_summaries(app)
 
 
 def main() -> None:
