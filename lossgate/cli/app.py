@@ -14,6 +14,7 @@ Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -38,7 +39,12 @@ EXIT_INPUT = 2
 
 class _Commands(TyperGroup):
     """The root command: whatever click refuses while parsing a command line, or a command
-    raises as ``typer.BadParameter``, is one line (:func:`_usage_errors`)."""
+    raises as ``typer.BadParameter``, is one line (:func:`_usage_errors`). Built, it gives
+    every command of its tree a one-line summary (:func:`_one_line_summaries`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _one_line_summaries(self)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         with _usage_errors():
@@ -47,6 +53,16 @@ class _Commands(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         with _usage_errors():
             return super().invoke(ctx)
+
+
+def _one_line_summaries(group: Any) -> None:
+    """Give each command under ``group`` its help's first paragraph, on one line, as the
+    summary a command list shows: rich help keeps a docstring's line breaks there, so a list
+    at 80 columns would break each summary where the source does, not where the terminal ends."""
+    for command in getattr(group, "commands", {}).values():
+        if command.short_help is None and command.help:
+            command.short_help = " ".join(inspect.cleandoc(command.help).split("\n\n")[0].split())
+        _one_line_summaries(command)
 
 
 app = typer.Typer(

@@ -44,7 +44,7 @@ def locomo_command(
     json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the report as JSON."),
     semantic: bool = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the "
                                   "embedder LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the "
-                                  "[semantic] extra)."),
+                                  "semantic extra)."),
     by_period: bool = typer.Option(False, "--periods", help="Measure the published memory instead: sessions "
                                    "covered with their dates, token reduction, and where each date, amount and "
                                    "identifier of the evidence turns is found."),
