@@ -252,17 +252,17 @@ def main(argv: list[str] | None = None) -> None:
     # in for vLLM, Ollama or a hosted API (no model or network is needed for the demo).
     (workdir / "landing.jsonl").write_text(LANDING, encoding="utf-8")
     run("A new message arrives", ["ingest", "landing.jsonl"])
-    with ScriptedChatServer([narrative("They land in Lisbon at 19:40 on flight TP1351.")],
+    with ScriptedChatServer([narrative("They wrote again about the Lisbon trip. "
+                                       "They land in Lisbon at 19:40 on flight TP1351.")],
                             default=echo_conversation) as model:
         os.environ.update(LOSSGATE_LLM_URL=model.url, LOSSGATE_LLM_MODEL="scripted-model")
         console.print(f"[dim]a scripted chat-completions server stands in for a model at {model.url}[/]")
         console.print(f"[bold green]$[/] [bold]export LOSSGATE_LLM_URL={model.url} "
                       "LOSSGATE_LLM_MODEL=scripted-model[/]", highlight=False)
-        run("A model's narrative moves the landing time to 19:40: refused, fact lines or not",
-            ["consolidate", *TRAVEL, "--compressor", "chat"], expect=1)
-        run("A faithful narrative is published beside the deterministic fact lines",
+        run("A narrative moves the landing to 19:40: that sentence is left out",
             ["consolidate", *TRAVEL, "--compressor", "chat"])
-        run("Recall: the facts, then the model's narrative", ["recall", *TRAVEL])
+        run("The attempt says what was left out, and why", ["attempts", *TRAVEL])
+        run("Recall: the facts, then what remains of the model's narrative", ["recall", *TRAVEL])
     run("The billing customer: invoice ids, amounts and deadlines survive compression",
         ["consolidate", *BILLING])
     service(workdir)
