@@ -100,6 +100,7 @@ def test_the_report_has_every_type_overall_and_abstention_apart(report):
     assert set(report["sides"]) == {"lossgate", "lossgate, loss-blind", "bm25", "bm25 + role", "recency",
                                     "full context"}
     assert report["skipped"] == [] and report["embedder"] is None
+    assert report["consolidations"] == {"published": 7}
     assert report["unmatched_answer_sessions"] == 1  # ms_hiking names answer_hike_3, which it does not hold
     for side, groups in report["sides"].items():
         assert set(groups) - {"dropped"} == TYPES | {"overall", "abstention"}, side

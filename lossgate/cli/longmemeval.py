@@ -47,7 +47,8 @@ def longmemeval_command(
         memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'longmemeval.db'}", embedder=embedder)
         try:
             if memory.registry is None:
-                memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")
+                predicates = Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml"
+                memory.load_predicates(str(predicates))
             columns = (TextColumn("recall"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
             with Progress(*columns, console=err(), transient=True) as bar:
                 task = bar.add_task("questions", total=len(instances))
@@ -63,42 +64,40 @@ def longmemeval_command(
 def _print(doc: dict[str, Any]) -> None:
     sides = doc["sides"]
     groups = sides["lossgate"]
+    apart = ("overall", "dropped", longmemeval.ABSTENTION)
     types = [t for t in longmemeval.QUESTION_TYPES if t in groups]
-    types += sorted(g for g in groups if g not in types and g not in ("overall", "dropped", longmemeval.ABSTENTION))
+    types += sorted(g for g in groups if g not in types and g not in apart)
     cols = [*types, *(["overall"] if "overall" in groups else [])]
-    for measure, title in (("session_recall", "session-level recall"), ("turn_recall", "turn-level recall")):
-        table = Table(title=f"LongMemEval {title} at {doc['budget_tokens']} tokens per recall "
-                            f"({sum(groups[t]['questions'] for t in types)} questions)")
+    for measure, title in (("session", "session-level recall"), ("turn", "turn-level recall")):
+        table = Table(title=f"LongMemEval {title} at {doc['budget_tokens']} tokens per recall")
         table.add_column("method")
         for col in cols:
-            table.add_column(f"{col} ({groups[col][measure.replace('recall', 'questions')]})", justify="right")
-        if measure == "session_recall":
-            table.add_column("tokens", justify="right")
-            table.add_column("reduction", justify="right")
-            table.add_column("p50 / p99 ms", justify="right")
+            table.add_column(f"{col} ({groups[col][f'{measure}_questions']})", justify="right")
         for name, figures in sides.items():
-            row = [name, *(_figure(figures.get(c, {}).get(measure)) for c in cols)]
-            if measure == "session_recall" and "overall" in figures:
-                overall = figures["overall"]
-                latency = ("-" if overall["p50_ms"] is None
-                           else f"{overall['p50_ms']:.1f} / {overall['p99_ms']:.1f}")
-                row += [f"{overall['tokens']:,.0f}", f"{overall['token_reduction']:.1%}", latency]
-            elif measure == "session_recall":
-                row += ["-", "-", "-"]
-            table.add_row(*row)
+            table.add_row(name, *(_figure(figures.get(c, {}).get(f"{measure}_recall")) for c in cols))
         out().print(table)
     extra = [g for g in ("dropped", longmemeval.ABSTENTION) if g in groups]
-    if extra:
-        more = Table(title="Apart from the types: dropped (questions with a has_answer turn the published summary "
-                           "dropped an atom of) and abstention (ids ending _abs; never in overall)")
-        more.add_column("method")
-        for g in extra:
-            more.add_column(f"{g} session ({groups[g]['session_questions']})", justify="right")
-            more.add_column(f"{g} turn ({groups[g]['turn_questions']})", justify="right")
-        for name, figures in sides.items():
-            more.add_row(name, *(_figure(figures.get(g, {}).get(m)) for g in extra
-                                 for m in ("session_recall", "turn_recall")))
-        out().print(more)
+    notes = {"dropped": "dropped: questions with a has_answer turn the published summary dropped an atom of",
+             longmemeval.ABSTENTION: "abstention: ids ending _abs, never in overall"}
+    table = Table(title="; ".join(["tokens and latency per recall (overall)", *(notes[g] for g in extra)]))
+    for name in ("method", "tokens", "reduction", "p50 / p99 ms"):
+        table.add_column(name, justify="left" if name == "method" else "right")
+    for g in extra:
+        for measure in ("session", "turn"):
+            table.add_column(f"{g} {measure} ({groups[g][f'{measure}_questions']})", justify="right")
+    for name, figures in sides.items():
+        overall = figures.get("overall")
+        if overall:
+            latency = "-" if overall["p50_ms"] is None else f"{overall['p50_ms']:.1f} / {overall['p99_ms']:.1f}"
+            row = [name, f"{overall['tokens']:,.0f}", f"{overall['token_reduction']:.1%}", latency]
+        else:
+            row = [name, "-", "-", "-"]
+        row += [_figure(figures.get(g, {}).get(f"{measure}_recall")) for g in extra for measure in ("session", "turn")]
+        table.add_row(*row)
+    out().print(table)
+    if set(doc["consolidations"]) - {"published"}:
+        out().print("consolidation: " + ", ".join(f"{n} {status}" for status, n in doc["consolidations"].items())
+                    + " (without a published summary, recall reads raw memory)", markup=False)
     if doc["skipped"]:
         out().print(f"skipped (no answer session in the haystack, no has_answer turn): {', '.join(doc['skipped'])}",
                     markup=False)

@@ -19,7 +19,7 @@ WORD = re.compile(r"\w+")
 def bm25_ranker(docs: Sequence[str]) -> Callable[[str], list[int]]:
     """A function ranking ``docs`` for a query by Okapi BM25 (``rank_bm25``) over lower-cased
     words, best first; equal scores put the later document first (the newer turn)."""
-    from rank_bm25 import BM25Okapi  # the eval extra: pip install 'lossgate[eval]'
+    from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]  # the eval extra: pip install 'lossgate[eval]'
 
     # rank_bm25 divides by the mean length: a document without words is one placeholder word.
     index = BM25Okapi([WORD.findall(d.lower()) or ["_"] for d in docs])

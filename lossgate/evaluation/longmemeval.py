@@ -17,8 +17,9 @@ The run (:func:`evaluate`), one instance at a time:
    order), its id ``<question_id>:<session position>:<turn position>`` (event ids are
    unique per tenant; positions in the file, so a session id given twice cannot merge two
    sessions), its payload the session's id;
-2. the subject is consolidated with the default compressor (and, with an embedder,
-   every turn is embedded: :meth:`~lossgate.Memory.embed`);
+2. the subject is consolidated with the default compressor (the report counts the
+   attempts by status: a summary the gate rejects leaves recall on raw memory), and with
+   an embedder every turn is embedded (:meth:`~lossgate.Memory.embed`);
 3. the question is recalled with its text as the query at a fixed token budget,
    lexically, and with an embedder also hybrid (``lossgate + semantic``). A turn counts as
    handed back when it comes back as an event or as a line of the returned summary
@@ -27,7 +28,8 @@ The run (:func:`evaluate`), one instance at a time:
    was handed back (a summary line that several sessions hold names none of them), and
    *turn recall*, the share of its ``has_answer`` turns handed back. An answer session id
    that names no session of the haystack is left out (and counted); a question with
-   neither figure is skipped (and named).
+   neither figure is skipped (and named). ``question_date`` is read and checked, not used:
+   recall has no "as of".
 
 Figures are per ``question_type`` and ``overall``; abstention questions are recalled the
 same way but reported under ``abstention`` only, never in ``overall``. In the same run, on
@@ -52,7 +54,9 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    AfterValidator, BaseModel, BeforeValidator, ConfigDict, StringConstraints, ValidationError, model_validator,
+)
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallResult
@@ -265,6 +269,7 @@ class Report:
     sides: dict[str, dict[str, Scores]]  # side -> group -> figures
     skipped: list[str] = field(default_factory=list)  # questions with no evidence to score
     unmatched_answer_sessions: int = 0  # answer_session_ids naming no session of their haystack
+    consolidations: dict[str, int] = field(default_factory=dict)  # attempt status -> how many
     embedder: str | None = None  # the model of "lossgate + semantic"
     embed_seconds: float = 0.0  # computing every turn's vector (off the recall path)
 
@@ -273,6 +278,7 @@ class Report:
         full_tokens = full.summary()["tokens"] if full else 0.0
         out: dict[str, Any] = {"data_sha256": self.sha256, "budget_tokens": self.budget, "instances": self.instances,
                                "skipped": self.skipped, "unmatched_answer_sessions": self.unmatched_answer_sessions,
+                               "consolidations": dict(sorted(self.consolidations.items())),
                                "embedder": self.embedder, "embed_seconds": round(self.embed_seconds, 2), "sides": {}}
         for name, groups in self.sides.items():
             out["sides"][name] = {group: scores.summary() for group, scores in groups.items()}
@@ -292,11 +298,12 @@ def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, s
     sides: dict[str, dict[str, Scores]] = {name: defaultdict(Scores) for name in names}
     skipped: list[str] = []
     unmatched = 0
+    consolidations: dict[str, int] = defaultdict(int)
     embed_seconds = 0.0
     for inst in instances:
         qid = inst.question_id
         ingest(memory, inst)
-        memory.consolidate(TENANT, qid)
+        consolidations[memory.consolidate(TENANT, qid).status] += 1
         if semantic:
             t0 = time.perf_counter()
             memory.embed(TENANT, qid)
@@ -346,6 +353,7 @@ def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, s
             progress(1)
     return Report(sha256=sha256, budget=budget, instances=len(instances),
                   sides={k: dict(v) for k, v in sides.items()}, skipped=skipped, unmatched_answer_sessions=unmatched,
+                  consolidations=dict(consolidations),
                   embedder=memory.embedder.model if memory.embedder else None, embed_seconds=embed_seconds)
 
 
