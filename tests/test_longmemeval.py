@@ -18,7 +18,10 @@ the test checks first:
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -269,3 +272,39 @@ def test_a_missing_file_and_a_bad_budget_are_usage_errors(tmp_path):
     one_line_error(runner.invoke(app, ["eval", "longmemeval", "--data", str(tmp_path / "none.json")]), "--data")
     one_line_error(runner.invoke(app, ["eval", "longmemeval", "--data", str(DATA), "--budget", "10"]), "--budget")
     one_line_error(runner.invoke(app, ["eval", "longmemeval", "--data", str(DATA), "--limit", "0"]), "--limit")
+
+
+def test_a_summary_line_two_sessions_hold_finds_the_turn_but_names_neither_session(tmp_path):
+    line = {"role": "user", "content": "Thanks, that helps a lot."}
+    inst = {"question_id": "ssu_shared", "question_type": "single-session-user", "question": "What about qwertyuiop?",
+            "answer": "-", "question_date": "2023/06/01 (Thu) 10:00",
+            "haystack_session_ids": ["answer_shared_1", "sharegpt_other_0"],
+            "haystack_dates": ["2023/05/01 (Mon) 10:00", "2023/05/02 (Tue) 10:00"],
+            "haystack_sessions": [[{**line, "has_answer": True}],
+                                  [{"role": "user", "content": "Saturn has over one hundred known moons."}, line]],
+            "answer_session_ids": ["answer_shared_1"]}
+    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    doc = _run(tmp_path, "--store", store, data=_write(tmp_path, [inst]))
+    with lossgate.open(store) as memory:  # the precondition: no event comes back, the summary holds the line
+        got = memory.recall(longmemeval.TENANT, "ssu_shared", query=inst["question"], budget=BUDGET)
+    assert got.events == () and "- user: Thanks, that helps a lot." in (got.summary or "").splitlines()
+    figures = doc["sides"]["lossgate"]["single-session-user"]
+    assert (figures["session_recall"], figures["turn_recall"]) == (0.0, 1.0)
+
+
+def test_in_a_process_of_its_own_it_exits_0_on_the_file_and_2_with_one_line_on_a_broken_one(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("LOSSGATE_DB", "LOSSGATE_EMBEDDER", "FORCE_COLOR")}
+
+    def lossgate_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lossgate", "eval", "longmemeval", *args], capture_output=True,
+                              text=True, timeout=120, check=False, cwd=tmp_path, env=env)
+
+    out = tmp_path / "r.json"
+    done = lossgate_cli("--data", str(DATA), "--budget", str(BUDGET), "--limit", "3", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["instances"] == 3 and "turn-level recall" in done.stdout
+    bad = _write(tmp_path, _broken(_set((2, "haystack_sessions", 0), "not a session")))
+    refused = lossgate_cli("--data", str(bad))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [refused.stderr.strip()]
+    assert refused.stderr.startswith("error: LongMemEval: instance 2 ('ssp_concert'): haystack_sessions[0]:")
