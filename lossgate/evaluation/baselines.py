@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Sequence
 
-__all__ = ["WORD", "bm25_ranker", "fill", "percentile_ms"]
+__all__ = ["bm25_ranker", "fill", "percentile_ms"]
 
-WORD = re.compile(r"\w+")
+_WORD = re.compile(r"\w+")
 
 
 def bm25_ranker(docs: Sequence[str]) -> Callable[[str], list[int]]:
@@ -22,10 +22,10 @@ def bm25_ranker(docs: Sequence[str]) -> Callable[[str], list[int]]:
     from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]  # the eval extra: pip install 'lossgate[eval]'
 
     # rank_bm25 divides by the mean length: a document without words is one placeholder word.
-    index = BM25Okapi([WORD.findall(d.lower()) or ["_"] for d in docs])
+    index = BM25Okapi([_WORD.findall(d.lower()) or ["_"] for d in docs])
 
     def rank(query: str) -> list[int]:
-        scores = index.get_scores(WORD.findall(query.lower()))
+        scores = index.get_scores(_WORD.findall(query.lower()))
         return sorted(range(len(docs)), key=lambda i: (-scores[i], -i))
 
     return rank

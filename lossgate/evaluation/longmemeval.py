@@ -28,8 +28,8 @@ The run (:func:`evaluate`), one instance at a time:
    was handed back (a summary line that several sessions hold names none of them), and
    *turn recall*, the share of its ``has_answer`` turns handed back. An answer session id
    that names no session of the haystack is left out (and counted); a question with
-   neither figure is skipped (and named). ``question_date`` is read and checked, not used:
-   recall has no "as of".
+   neither figure, unless an abstention one, is skipped (named, and not ingested).
+   ``question_date`` is read and checked, and not passed to recall.
 
 Figures are per ``question_type`` and ``overall``; abstention questions are recalled the
 same way but reported under ``abstention`` only, never in ``overall``. In the same run, on
@@ -302,20 +302,20 @@ def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, s
     embed_seconds = 0.0
     for inst in instances:
         qid = inst.question_id
+        turns = inst.turns()
+        haystack = _Haystack(inst, turns)
+        unmatched += haystack.unmatched
+        if not haystack.answer_sessions and not haystack.evidence and not inst.abstention:
+            skipped.append(qid)  # nothing to score: not ingested either
+            if progress:
+                progress(1)
+            continue
         ingest(memory, inst)
         consolidations[memory.consolidate(TENANT, qid).status] += 1
         if semantic:
             t0 = time.perf_counter()
             memory.embed(TENANT, qid)
             embed_seconds += time.perf_counter() - t0
-        turns = inst.turns()
-        haystack = _Haystack(inst, turns)
-        unmatched += haystack.unmatched
-        if not haystack.answer_sessions and not haystack.evidence and not inst.abstention:
-            skipped.append(qid)
-            if progress:
-                progress(1)
-            continue
         dropped = dropped_events(memory.store, TENANT, qid)
         costs = [count(t.line) + 1 for t in turns]
         groups = [ABSTENTION] if inst.abstention else [inst.question_type, "overall"]
@@ -340,7 +340,7 @@ def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, s
                             embedder=memory.embedder)
             add("lossgate + semantic", haystack.returned(hybrid), hybrid.tokens, time.perf_counter() - t0)
         for side, docs in (("bm25", [t.text for t in turns]), ("bm25 + role", [f"{t.role} {t.text}" for t in turns])):
-            rank = bm25_ranker(docs)  # built per haystack, as lossgate's index is built at ingest
+            rank = bm25_ranker(docs)  # indexing is not timed: lossgate's index is built before recall too
             t0 = time.perf_counter()
             chosen, used = fill(rank(inst.question), costs, budget)
             add(side, haystack.chosen(chosen), used, time.perf_counter() - t0)
