@@ -26,8 +26,8 @@ from lossgate.derived import (
     RecallVerification, Refusal, ResponseRecord,
 )
 from lossgate.errors import (
-    ConfigError, IdempotencyConflict, InvalidInput, LifecycleError, LossgateError, NotFound,
-    StoreBusy, StoreError, UnknownFormat, UnknownPredicate, ValueTypeError,
+    ConfigError, IdempotencyConflict, InvalidInput, LifecycleError, LossgateError, NotFound, RegistryConflict,
+    StoreBusy, StoreError, TenantNotBound, UnknownFormat, UnknownPredicate, ValueTypeError,
 )
 from lossgate.ledger import Ledger
 from lossgate.memory import Memory, open
@@ -36,6 +36,8 @@ from lossgate.records import (
     GuardRule, Predicate, Proposal, Snapshot,
 )
 from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry
+from lossgate.starter import starter_registry
+from lossgate.tenancy import Added, Found, TenantView
 from lossgate.store.protocol import CompactReport
 from lossgate.values import Money
 
@@ -73,6 +75,9 @@ __all__ = [
     # the ledger's records
     "NewEvent", "Event", "NewFact", "Fact", "FactHistory", "Predicate", "Clock", "Conflict", "AppendResult",
     "LedgerEntry", "Proposal", "Snapshot", "Money", "Registry", "RegistryCache", "load_registry", "parse_registry",
+    "starter_registry",
+    # the short path: one tenant's view, chat messages in, a prompt block out
+    "TenantView", "Added", "Found",
     # what consolidation and recall return
     "Attempt", "Artifact", "ArtifactBody", "Claim", "Manifest", "Alias", "LineageView", "LineageEdge",
     "RecallResult", "RecallRecord", "Job", "CompactReport",
@@ -85,6 +90,7 @@ __all__ = [
     # errors
     "LossgateError", "InvalidInput", "UnknownPredicate", "ValueTypeError", "NotFound", "IdempotencyConflict",
     "LifecycleError", "StoreError", "StoreBusy", "UnknownFormat", "ConfigError", "CompressionError", "BudgetExceeded",
+    "RegistryConflict", "TenantNotBound",
 ]
 
 

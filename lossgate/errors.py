@@ -110,6 +110,18 @@ class ConfigError(LossgateError):
     """lossgate is configured wrongly (bad URL, unreadable registry file)."""
 
 
+class RegistryConflict(InvalidInput):
+    """A registry document loaded on top of the stored registry redefines one of its
+    predicates or guard rules without saying ``override = true`` in that table, says it
+    overrides one the registry does not have, or gives a version not above the stored one
+    (:mod:`lossgate.overlay`). Nothing was stored."""
+
+
+class TenantNotBound(ConfigError):
+    """A call that takes no tenant (``Memory.add``, ``Memory.search``) on a memory opened
+    without one: ``lossgate.open(url, tenant=...)``, or ``memory.tenant(t).add(...)``."""
+
+
 def crash_reason(exc: BaseException) -> str:
     """A short, content-free line for an exception lossgate did not raise on purpose (a bug,
     an overflow, a failure in foreign code): its kind and where it was raised, never its

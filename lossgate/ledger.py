@@ -123,9 +123,11 @@ class Ledger:
 
     @property
     def registry(self) -> Registry:
-        """The predicate registry (read on first use); raises :class:`InvalidInput` if none is loaded."""
+        """The predicate registry (read on first use; on a store with none, the memory's default
+        stored now: :meth:`~lossgate.registry.RegistryCache.needed`); raises
+        :class:`InvalidInput` if there is neither."""
         if self._registry is None and self._registries is not None:
-            self._registry = self._registries.current(self.tx)
+            self._registry = self._registries.needed(self.tx)
         if self._registry is None:
             raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
         return self._registry

@@ -19,17 +19,22 @@ from lossgate.derived import (
     Alias, Artifact, Attempt, GuardResult, Job, Lane, LineageView, RecallRecord, RecallResult, RecallVerification,
     ResponseRecord,
 )
-from lossgate.errors import ConfigError, InvalidInput, LossgateError, NotFound, crash_reason
+from lossgate.errors import (
+    ConfigError, IdempotencyConflict, InvalidInput, LossgateError, NotFound, TenantNotBound, crash_reason,
+)
 from lossgate.instants import before, checked_instant
 from lossgate.ledger import Ledger
 from lossgate.limits import checked_args, shown_id
+from lossgate.messages import ChatMessage
 from lossgate.records import (
     AppendResult, Clock, Conflict, Event, EventKind, EventState, Fact, FactHistory, FactStatus, LedgerEntry,
     NewEvent, NewFact, Proposal, TaintOutcome, TaintPolicy, Trust, utcnow,
 )
-from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry
-from lossgate.store import Store, open_store
+from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry, read_registry_document
+from lossgate.starter import is_starter, starter_registry
+from lossgate.store import Store, WriteTx, open_store
 from lossgate.store.protocol import CompactReport
+from lossgate.tenancy import Added, Found, TenantView, checked_tenant
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +55,9 @@ if TYPE_CHECKING:
 __all__ = ["Memory", "open"]
 
 ACTIVE: tuple[FactStatus, ...] = ("active",)
+# Where a registry loaded over the starter one is refused: how to add to it instead.
+_EXTEND_HINT = ("to add predicates to the starter registry, extend it (Memory.extend_predicates, "
+                "lossgate predicates extend FILE.toml)")
 
 
 class Memory:
@@ -63,19 +71,30 @@ class Memory:
     """
 
     def __init__(self, store: Store, *, embedder: "Embedder | None" = None,
-                 compressors: "Callable[[str], Compressor] | None" = None, reranker: "Reranker | None" = None) -> None:
+                 compressors: "Callable[[str], Compressor] | None" = None,
+                 default_registry: Registry | None = None, tenant_id: str | None = None,
+                 reranker: "Reranker | None" = None) -> None:
         """``compressors`` makes the compressor a tenant's rollout names
         (:mod:`lossgate.ops.rollout`) from its spec; the default reads no environment, so a
-        ``chat`` spec needs the edge's factory (the CLI and workers pass one). With a
-        ``reranker`` (:mod:`lossgate.semantic.rerankers`), a query recall reorders the top of
-        its first ranking by the reranker's scores."""
+        ``chat`` spec needs the edge's factory (the CLI and workers pass one).
+        ``default_registry`` is stored the first time an operation needs a registry on a
+        store that has none (:meth:`RegistryCache.needed`; :func:`open` passes the starter
+        registry). ``tenant_id`` binds the memory to a tenant, for :meth:`add` and :meth:`search`.
+        With a ``reranker`` (:mod:`lossgate.semantic.rerankers`), a query recall reorders the
+        top of its first ranking by the reranker's scores."""
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
         # The newest stored predicate registry, parsed once per version, shared with the
         # ledgers and consolidators this memory opens.
-        self.registries = RegistryCache()
+        self.registries = RegistryCache(default=default_registry)
         self.compressors = compressors or _no_environment_compressors
+        self._bound = TenantView(self, tenant_id) if tenant_id is not None else None
+
+    @property
+    def tenant_id(self) -> str | None:
+        """The tenant this memory is bound to (``lossgate.open(url, tenant=...)``), or ``None``."""
+        return self._bound.tenant_id if self._bound is not None else None
 
     # -- setup -------------------------------------------------------------------------
     def migrate(self) -> int:
@@ -86,7 +105,8 @@ class Memory:
         """Store a predicate registry version (a :class:`Registry`, a TOML path or a document).
 
         Loading the same version with the same content again is a no-op; the same version
-        with other content raises :class:`~lossgate.errors.IdempotencyConflict`; a newer
+        with other content raises :class:`~lossgate.errors.IdempotencyConflict` (over the
+        starter registry, saying to extend it: :meth:`extend_predicates`); a newer
         version that drops a predicate of the newest stored one raises
         :class:`~lossgate.errors.InvalidInput` (facts may use it).
 
@@ -102,27 +122,58 @@ class Memory:
         switch never publishes a summary gated under a version the upgrade outdated.
         """
         registry = _registry_of(source)
-        doc = registry.document()
         with self.store.write() as tx:
-            before = self.registries.current(tx)
-            if before is not None and registry.version > before.version:
-                dropped = sorted(set(before.document()["predicates"]) - set(doc["predicates"]))
-                if dropped:
-                    # facts of any tenant may use them: a subject holding one could never be
-                    # consolidated, superseded or recovered again
-                    raise InvalidInput(
-                        f"registry v{registry.version} drops {', '.join(dropped[:5])} of v{before.version}: a "
-                        "predicate is never removed (facts may use it); keep it, with a description saying "
-                        "it is retired")
-            tx.save_registry(registry.version, doc, content_hash(doc))
-            latest = self.registries.current(tx)
-            if latest is not None and latest.version == registry.version and tenants:
-                from lossgate.regate import regate_tenant  # the gate: loaded on first use
-
-                now = utcnow()
-                for tenant_id in dict.fromkeys(tenants):
-                    regate_tenant(tx, tenant_id, latest, now=now)
+            self._store_registry(tx, registry, tenants)
         return registry
+
+    def extend_predicates(self, source: Registry | str | dict, *, tenants: Iterable[str] = ()) -> Registry:
+        """Load a registry document (a TOML path, a document or a :class:`Registry`) on top of
+        the newest stored registry, by :mod:`lossgate.overlay`'s rule: its predicates and guard
+        rules are added; one the stored registry defines otherwise is a
+        :class:`~lossgate.errors.RegistryConflict` unless its table says ``override = true``;
+        nothing is removed. The result is stored as the next version (re-gating ``tenants`` as
+        :meth:`load_predicates` does) and returned; a document that changes nothing stores
+        nothing and returns the stored registry. On a store with no registry, this memory's
+        default (the starter registry, from :func:`open`) is stored first and extended."""
+        from lossgate.overlay import overlay
+
+        data = source.document() if isinstance(source, Registry) else \
+            source if isinstance(source, dict) else read_registry_document(source)
+        with self.store.write() as tx:
+            base = self.registries.needed(tx)
+            extended = overlay(base, data)
+            if extended is None:
+                assert base is not None  # overlay changes nothing only where there is a base
+                return base
+            self._store_registry(tx, extended, tenants)
+        return extended
+
+    def _store_registry(self, tx: "WriteTx", registry: Registry, tenants: Iterable[str]) -> None:
+        """Store ``registry`` in ``tx`` by :meth:`load_predicates`' rules, re-gating ``tenants``."""
+        doc = registry.document()
+        before = self.registries.current(tx)
+        if before is not None and registry.version > before.version:
+            dropped = sorted(set(before.document()["predicates"]) - set(doc["predicates"]))
+            if dropped:
+                # facts of any tenant may use them: a subject holding one could never be
+                # consolidated, superseded or recovered again
+                raise InvalidInput(
+                    f"registry v{registry.version} drops {', '.join(dropped[:5])} of v{before.version}: a "
+                    "predicate is never removed (facts may use it); keep it, with a description saying "
+                    "it is retired" + ("; " + _EXTEND_HINT if is_starter(before.document()) else ""))
+        stored = tx.registry_document(registry.version) if before is not None else None
+        if stored is not None and content_hash(stored) != content_hash(doc):
+            raise IdempotencyConflict(
+                f"registry version {registry.version} is already stored with different content"
+                + (" (the starter registry); " + _EXTEND_HINT if is_starter(stored) else ""))
+        tx.save_registry(registry.version, doc, content_hash(doc))
+        latest = self.registries.current(tx)
+        if latest is not None and latest.version == registry.version and tenants:
+            from lossgate.regate import regate_tenant  # the gate: loaded on first use
+
+            now = utcnow()
+            for tenant_id in dict.fromkeys(tenants):
+                regate_tenant(tx, tenant_id, latest, now=now)
 
     @checked_args
     def regate(self, tenant_id: str, subject_id: str | None = None) -> "list[RegateResult]":
@@ -143,6 +194,31 @@ class Memory:
         """The newest stored predicate registry, or ``None``."""
         with self.store.read() as tx:
             return self.registries.current(tx)
+
+    # -- the short path: one tenant's view (lossgate.tenancy) --------------------------------
+    def tenant(self, tenant_id: str) -> TenantView:
+        """This memory seen through ``tenant_id``: :meth:`~lossgate.tenancy.TenantView.add` and
+        :meth:`~lossgate.tenancy.TenantView.search` take a subject, never a tenant."""
+        return TenantView(self, tenant_id)
+
+    def add(self, subject_id: str, messages: Iterable[str | dict[str, Any] | ChatMessage], *,
+            extractor: "Extractor | None" = None) -> Added:
+        """Append chat messages to the subject of the memory's tenant, then extract facts from
+        them (:meth:`lossgate.tenancy.TenantView.add`). Raises
+        :class:`~lossgate.errors.TenantNotBound` on a memory opened without ``tenant``."""
+        return self._view("add").add(subject_id, messages, extractor=extractor)
+
+    def search(self, subject_id: str, query: str, *, k: int = 20, budget: int | None = None) -> Found:
+        """Recall the subject of the memory's tenant for ``query``: the rendered block and the
+        hits (:meth:`lossgate.tenancy.TenantView.search`). Raises
+        :class:`~lossgate.errors.TenantNotBound` on a memory opened without ``tenant``."""
+        return self._view("search").search(subject_id, query, k=k, budget=budget)
+
+    def _view(self, call: str) -> TenantView:
+        if self._bound is None:
+            raise TenantNotBound(f"memory.{call} needs a tenant: open the memory with lossgate.open(url, "
+                                 f"tenant=...), or call memory.tenant(TENANT).{call}(...)")
+        return self._bound
 
     # -- writes ------------------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[Ledger]:
@@ -358,6 +434,9 @@ class Memory:
         from lossgate.extract import extract
 
         registry = self.registry
+        if registry is None and self.registries.default is not None:
+            with self.store.write() as tx:
+                registry = self.registries.needed(tx)
         if registry is None:
             raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
         return extract(self.store, registry, tenant_id, subject_id, extractor=extractor)
@@ -607,7 +686,7 @@ class Memory:
         from lossgate.guard import guard_action
 
         with self.store.write() as tx:
-            registry = self.registries.current(tx)
+            registry = self.registries.needed(tx)
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             if recall_id is not None and tx.recall_record(tenant_id, subject_id, recall_id) is None:
@@ -824,7 +903,8 @@ def _no_environment_compressors(spec: str) -> "Compressor":
 
 def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open
          embedder: "Embedder | None" = None, compressors: "Callable[[str], Compressor] | None" = None,
-         create: bool = True, reranker: "Reranker | None" = None) -> Memory:
+         create: bool = True, tenant: str | None = None, starter: bool = True,
+         reranker: "Reranker | None" = None) -> Memory:
     """Open lossgate memory at ``url`` (default ``sqlite:///lossgate.db``).
 
     A SQLite file that does not exist is created, as :func:`sqlite3.connect` does; with
@@ -833,8 +913,17 @@ def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirror
     ``embedder`` (:mod:`lossgate.semantic`), recall ranks queries by meaning as well; with a
     ``reranker``, it reorders the top of a query's hits by the reranker's scores.
     ``compressors`` makes a tenant rollout's compressors (see :class:`Memory`).
+
+    ``tenant`` binds the memory to one tenant, for :meth:`Memory.add` and
+    :meth:`Memory.search`. On a store with no predicate registry, the starter registry
+    (:mod:`lossgate.starter`) is stored the first time an operation needs one (asserting a
+    fact, extraction, consolidation, a guard check), unless a registry is loaded before;
+    ``starter=False`` leaves such a store without one. A store that has a registry keeps it.
     """
-    memory = Memory(open_store(url, create=create), embedder=embedder, compressors=compressors, reranker=reranker)
+    if tenant is not None:
+        checked_tenant(tenant)  # before the store is opened
+    memory = Memory(open_store(url, create=create), embedder=embedder, compressors=compressors,
+                    default_registry=starter_registry() if starter else None, tenant_id=tenant, reranker=reranker)
     if migrate:
         memory.migrate()
     return memory

@@ -103,6 +103,15 @@ SEARCH_BACKLOG = 64
 # recall").
 DROPPED_LEAD = 3
 
+# A query's hit whose neighbouring events (the one before it, the one after it) are hits too
+# moves up: in a conversation, a stretch of turns on the question's topic holds its answer
+# more often than one turn that only names its words. Each hit scores 1 / (RANK_K + rank),
+# plus NEIGHBOUR_WEIGHT times the same score of each neighbour that is a hit. Chosen on
+# three LoCoMo conversations and measured on the seven others (README).
+NEIGHBOUR_WEIGHT = 0.5
+RANK_K = 10
+NEIGHBOUR_POOL = 32  # the fewest hits read for it, whatever k
+
 
 def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
            budget: int | None = None, counter: TokenCounter | None = None, context: bool = True,
@@ -262,33 +271,35 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             # loss-aware: the hits just past those wanted are read too, so that a dropped one
             # can move in
             lead = DROPPED_LEAD if loss_aware and fresh else 0
-            wanted = hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead
+            # (and at least NEIGHBOUR_POOL, so that a small k still sees a hit's neighbours)
+            wanted = max(hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead, NEIGHBOUR_POOL)
             word_events = (tx.search_events(tenant_id, subject_id, text, limit=max(wanted, depth), skip_erased=True)
                            if terms else [])
             hit_ids = word_events[:wanted]
             if near:
                 hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:wanted]
+            read = {e.event_id: e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"],
+                                                     skip_erased=True)} if hit_ids else {}
+            hit_ids = _neighbour_supported([i for i in hit_ids if i in read], {i: e.seq for i, e in read.items()})
             if reranker is not None and terms:
                 # the first ranking, then the word hits past it: failing, the reranker changes nothing
                 facts_pool = _then(hit_facts, [i for i in word_facts[fact_limit:] if i not in critical_ids])
                 events_pool = _then(hit_ids, word_events[wanted:])
-                rerank, (hit_facts, hit_ids) = reranked(reranker, query, [
+                rerank, (hit_facts, events_pool) = reranked(reranker, query, [
                     (facts_pool, lambda ids: _fact_texts(tx, tenant_id, subject_id, ids)),
-                    (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids))])
-                hit_ids = hit_ids[:wanted]
+                    (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids, read))])
+                hit_ids = [i for i in events_pool if i in read][:wanted]  # a hit past the first ranking: read for it
             hit_facts = hit_facts[:k]
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
             others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
                             key=lambda f: rank_f[f.fact_id])
             if lead and artifact is not None and hit_ids:
                 hit_ids = _dropped_first(hit_ids, _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id))
-            hit_ids = _holding_first(tx, tenant_id, subject_id, hit_ids, identifiers)[:hits_wanted]
+            hit_ids = _holding_first(hit_ids, identifiers, read)[:hits_wanted]
             if context:
-                events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted)
+                events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted, read)
             else:
-                rank = {eid: i for i, eid in enumerate(hit_ids)}
-                events = sorted(tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"], skip_erased=True),
-                                key=lambda e: rank[e.event_id])[:hits_wanted]
+                events = [read[i] for i in hit_ids][:hits_wanted]
         else:
             others = newest[0][:k]
             after = alias.covers_through if fresh else None
@@ -310,12 +321,16 @@ def _fact_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dic
             if (text := f.search_text())}
 
 
-def _event_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
+def _event_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str], read: dict[str, Event]) -> dict[str, str]:
     """What a reranker reads of each of these events that is valid and not the source of a
-    deleted fact: ``actor: text``, as embedded."""
-    return {e.event_id: f"{e.actor}: {e.text}" if e.actor else e.text
-            for e in tx.events(tenant_id, subject_id, ids=ids, states=["valid"], skip_erased=True)
-            if e.text is not None}
+    deleted fact: ``actor: text``, as embedded. ``read`` holds the hits read already; the
+    others are read into it."""
+    missing = [i for i in ids if i not in read]
+    if missing:
+        read.update({e.event_id: e for e in tx.events(tenant_id, subject_id, ids=missing, states=["valid"],
+                                                      skip_erased=True)})
+    return {i: f"{e.actor}: {e.text}" if e.actor else e.text
+            for i in ids if (e := read.get(i)) is not None and e.text is not None}
 
 
 # After the embedder fails, recall ranks by words alone for this long before it asks the
@@ -451,31 +466,43 @@ def dropped_events(store: Store, tenant_id: str, subject_id: str) -> frozenset[s
         return _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id)
 
 
-def _holding_first(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], identifiers: list[str]) -> list[str]:
-    """``hit_ids`` with the events that hold every identifier of the query as written first
-    (in rank order), then the rest. The stores match an identifier as the phrase of its
-    pieces, and PostgreSQL's English dictionary drops a piece that is a stop word ("A" of
-    "A-12/3"): what is read here is the text itself."""
+def _holding_first(hit_ids: list[str], identifiers: list[str], read: dict[str, Event]) -> list[str]:
+    """``hit_ids`` (``read``: their events) with the events that hold every identifier of
+    the query as written first (in rank order), then the rest. The stores match an
+    identifier as the phrase of its pieces, and PostgreSQL's English dictionary drops a piece
+    that is a stop word ("A" of "A-12/3"): what is read here is the text itself."""
     if not identifiers or not hit_ids:
         return hit_ids
     patterns = [re.compile(r"(?<![^\W_])" + re.escape(i) + r"(?![^\W_])", re.IGNORECASE) for i in identifiers]
-    texts = {e.event_id: e.text or "" for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"],
-                                                         skip_erased=True)}
-    holding = [i for i in hit_ids if all(p.search(texts.get(i, "")) for p in patterns)]
+    holding = [i for i in hit_ids if all(p.search(read[i].text or "") for p in patterns)]
     held = set(holding)
     return holding + [i for i in hit_ids if i not in held]
 
 
-def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int) -> list[Event]:
+def _neighbour_supported(hit_ids: list[str], seq_of: dict[str, int]) -> list[str]:
+    """``hit_ids`` (best first) ranked again with their neighbours' support (see
+    :data:`NEIGHBOUR_WEIGHT`); ties keep their order."""
+    rank = {i: r for r, i in enumerate(hit_ids)}
+    at_seq = {seq_of[i]: r for i, r in rank.items()}
+
+    def score(i: str) -> float:
+        seq = seq_of[i]
+        return 1 / (RANK_K + rank[i]) + NEIGHBOUR_WEIGHT * sum(
+            1 / (RANK_K + at_seq[seq + d]) for d in (-1, 1) if seq + d in at_seq)
+
+    return sorted(hit_ids, key=lambda i: (-score(i), rank[i]))
+
+
+def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int,
+                     read: dict[str, Event]) -> list[Event]:
     """The hits in relevance order, each followed by its next and previous event (once
     each, and not when that event is a hit itself: it comes at its own rank), at most
-    ``wanted`` events in all.
+    ``wanted`` events in all. ``read``: the hits, read already.
 
     Each hit brings up to two neighbours, so a third of ``wanted`` hits usually fills the
-    list: the hits are read in rank order, that many first, then (rarely) as many more as
-    events are still missing, each batch with its neighbours; the list is the same as if
-    every hit and neighbour had been read, for a third of the rows."""
-    rank = {eid: i for i, eid in enumerate(hit_ids)}
+    list: the neighbours are read for the hits in rank order, that many first, then (rarely)
+    as many more as events are still missing; the list is the same as if every hit's
+    neighbours had been read, for a third of the rows."""
     is_hit = set(hit_ids)
     out: list[Event] = []
     seen: set[int] = set()
@@ -483,8 +510,7 @@ def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str
     while start < len(hit_ids) and len(out) < wanted:
         batch = hit_ids[start:start + take]
         start += len(batch)
-        hits = sorted(tx.events(tenant_id, subject_id, ids=batch, states=["valid"], skip_erased=True),
-                      key=lambda e: rank[e.event_id])
+        hits = [read[i] for i in batch if i in read]
         if hits:
             around = tx.events(tenant_id, subject_id, states=["valid"], skip_erased=True,
                                seqs=sorted({e.seq + d for e in hits for d in (-1, 1)} - {e.seq for e in hits}))

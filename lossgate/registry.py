@@ -21,6 +21,10 @@ introduce such a fact in text, and ``extraction = "auto"`` makes a proposal a fa
 once (the default, ``"review"``, keeps it for a person). The registry is
 stored in the database, versioned: workers and the CLI all check facts
 against the same version. Unknown predicates are rejected, never guessed.
+
+A store with none gets the starter registry the package ships (:mod:`lossgate.starter`)
+where a memory has it as its default (:meth:`RegistryCache.needed`); a document loaded on
+top of the stored registry extends it (:mod:`lossgate.overlay`).
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lossgate.canonical import content_hash
 from lossgate.errors import ConfigError, InvalidInput, UnknownPredicate, ValueTypeError
 from lossgate.records import GuardRule, NewFact, Predicate
 from lossgate.values import ValueMismatch, coerce_value, describe_type
 
-__all__ = ["Registry", "RegistryCache", "load_registry", "parse_registry"]
+__all__ = ["Registry", "RegistryCache", "load_registry", "parse_guard", "parse_predicate", "parse_registry",
+           "read_registry_document"]
 
 
 class Registry(BaseModel):
@@ -109,6 +115,12 @@ class _StoredRegistries(Protocol):
     def registry_document(self, version: int | None = None) -> dict[str, Any] | None: ...
 
 
+class _WritableRegistries(_StoredRegistries, Protocol):
+    """What :meth:`RegistryCache.needed` writes with: a store's write transaction."""
+
+    def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool: ...
+
+
 class RegistryCache:
     """The newest stored registry, parsed once per version.
 
@@ -116,10 +128,16 @@ class RegistryCache:
     document is read and parsed only when that version is new to this cache. A stored
     version never changes content (``save_registry`` refuses), so a version number is a
     complete cache key. One per :class:`~lossgate.memory.Memory`, shared with what it opens.
+
+    ``default`` is the registry used on a store that has none (a memory from
+    :func:`lossgate.open` has the starter registry, :mod:`lossgate.starter`): :meth:`needed`
+    stores it, in the caller's write transaction, the first time an operation needs a
+    registry and none is stored, so a registry loaded before that is the one used instead.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, default: Registry | None = None) -> None:
         self._registry: Registry | None = None
+        self.default = default
 
     def current(self, tx: _StoredRegistries) -> Registry | None:
         """The newest registry stored, as ``tx`` sees it; ``None`` if none was ever loaded."""
@@ -129,6 +147,19 @@ class RegistryCache:
         registry = self._registry
         if registry is None or registry.version != version:
             registry = self._registry = Registry.model_validate(tx.registry_document(version))
+        return registry
+
+    def needed(self, tx: _WritableRegistries) -> Registry | None:
+        """:meth:`current`, or, on a store that has no registry, the ``default`` stored now in
+        ``tx`` (it commits or rolls back with the operation that needed it); ``None`` when
+        there is neither."""
+        registry = self.current(tx)
+        if registry is None and self.default is not None:
+            doc = self.default.document()
+            # Another process may have stored a registry since current() read: the store keeps
+            # the first (the same content again is a no-op; other content raises IdempotencyConflict).
+            tx.save_registry(self.default.version, doc, content_hash(doc))
+            registry = self.current(tx)
         return registry
 
 
@@ -144,28 +175,46 @@ def parse_registry(data: dict[str, Any]) -> Registry:
         raise ConfigError("a registry needs a top-level 'version' and a [predicates] table")
     preds = {}
     for name, spec in (data.get("predicates") or {}).items():
-        if not isinstance(spec, dict):
-            raise ConfigError(f"predicate {name!r}: expected a table")
-        spec = dict(spec)
-        if "type" in spec:
-            spec["value_type"] = spec.pop("type")
-        spec.setdefault("name", name)
-        try:
-            pred = Predicate.model_validate(spec)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"predicate {name!r}: {where}: {first['msg']}") from None
-        if pred.name != name:
-            raise ConfigError(f"predicate {name!r}: name field says {pred.name!r}")
-        if pred.value_type == "enum" and not pred.enum_values:
-            raise ConfigError(f"predicate {name!r}: enum predicates need enum_values")
-        preds[name] = pred
+        preds[name] = parse_predicate(name, spec)
     guards = _guards(data.get("guards", []), preds)
     try:
         return Registry(version=data["version"], predicates=preds, guards=guards)
     except ValidationError as exc:
         raise ConfigError(f"registry: {exc.errors()[0]['msg']}") from None
+
+
+def parse_predicate(name: str, spec: Any) -> Predicate:
+    """One ``[predicates."NAME"]`` table. Raises :class:`ConfigError` naming the predicate."""
+    if not isinstance(spec, dict):
+        raise ConfigError(f"predicate {name!r}: expected a table")
+    spec = dict(spec)
+    if "type" in spec:
+        spec["value_type"] = spec.pop("type")
+    spec.setdefault("name", name)
+    try:
+        pred = Predicate.model_validate(spec)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"predicate {name!r}: {where}: {first['msg']}") from None
+    if pred.name != name:
+        raise ConfigError(f"predicate {name!r}: name field says {pred.name!r}")
+    if pred.value_type == "enum" and not pred.enum_values:
+        raise ConfigError(f"predicate {name!r}: enum predicates need enum_values")
+    return pred
+
+
+def parse_guard(n: int, spec: Any) -> GuardRule:
+    """The ``n``-th ``[[guards]]`` table, alone (what it reads is checked with the registry's
+    predicates, by :func:`parse_registry`). Raises :class:`ConfigError` naming the rule."""
+    if not isinstance(spec, dict):
+        raise ConfigError(f"guard {n}: expected a table")
+    try:
+        return GuardRule.model_validate(spec)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"guard {spec.get('name', n)!r}: {where}: {first['msg']}") from None
 
 
 def _guards(data: Any, predicates: dict[str, Predicate]) -> tuple[GuardRule, ...]:
@@ -174,15 +223,8 @@ def _guards(data: Any, predicates: dict[str, Predicate]) -> tuple[GuardRule, ...
         raise ConfigError("guards: expected a list of tables ([[guards]])")
     rules: list[GuardRule] = []
     for n, spec in enumerate(data, 1):
-        if not isinstance(spec, dict):
-            raise ConfigError(f"guard {n}: expected a table")
-        label = f"guard {spec.get('name', n)!r}"
-        try:
-            rule = GuardRule.model_validate(spec)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"{label}: {where}: {first['msg']}") from None
+        rule = parse_guard(n, spec)
+        label = f"guard {rule.name!r}"
         if any(r.name == rule.name for r in rules):
             raise ConfigError(f"{label}: a second guard of that name")
         read = [name for name in predicates if rule.reads(name)]
@@ -198,6 +240,12 @@ def _guards(data: Any, predicates: dict[str, Predicate]) -> tuple[GuardRule, ...
 
 def load_registry(path: str | Path) -> Registry:
     """Read a registry TOML file. Raises :class:`ConfigError` if unreadable or invalid."""
+    return parse_registry(read_registry_document(path))
+
+
+def read_registry_document(path: str | Path) -> dict[str, Any]:
+    """A registry TOML file's document, not yet checked as a registry. Raises
+    :class:`ConfigError` if the file is unreadable, not UTF-8 or not TOML."""
     if not isinstance(path, (str, os.PathLike)):  # open() takes an int as a file descriptor
         raise ConfigError(f"a registry is a TOML file's path, not {type(path).__name__} {path!r}")
     try:
@@ -214,6 +262,6 @@ def load_registry(path: str | Path) -> Registry:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"registry {path} is not valid TOML: {exc}") from None
-    return parse_registry(data)
+    return data
 
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner, Result
 
 import lossgate
@@ -22,6 +23,34 @@ from lossgate.registry import Registry, load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY_PATH = ROOT / "examples" / "predicates.toml"
+
+# Hypothesis profiles, chosen by HYPOTHESIS_PROFILE (.ci/run sets ``ci``; unset: ``dev``).
+# Neither has a per-example deadline: the properties here drive real stores, so an example's
+# wall time is SQLite's or PostgreSQL's on a shared machine, not a property of the code, and a
+# deadline only turns a slow moment into a flaky failure. A test that hangs is pytest-timeout's
+# (``timeout`` in pyproject.toml). ``ci`` draws the same examples every run (a red build names
+# a change, not a seed) and keeps no example database; ``dev`` draws new ones each run and
+# replays a failure from .hypothesis/ until it is fixed. Both print the blob that reproduces a
+# failure (@reproduce_failure).
+# Both on hypothesis' own defaults, not on whatever profile is loaded: this module runs twice
+# in a session (as the root conftest, and as tests.conftest, which other conftests import).
+_BASE = settings.get_profile("default")
+settings.register_profile("dev", _BASE, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", _BASE, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow],
+                          derandomize=True, database=None)
+HYPOTHESIS_PROFILES = ("dev", "ci")
+
+
+def _load_hypothesis_profile() -> str:
+    name = os.environ.get("HYPOTHESIS_PROFILE") or "dev"
+    if name not in HYPOTHESIS_PROFILES:
+        raise pytest.UsageError(f"HYPOTHESIS_PROFILE={name!r}: the profiles are {', '.join(HYPOTHESIS_PROFILES)}")
+    settings.load_profile(name)
+    return name
+
+
+_load_hypothesis_profile()
 
 
 @contextmanager

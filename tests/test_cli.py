@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -90,13 +91,50 @@ def test_init_is_idempotent_and_reports_versions(cli):
         assert "schema version" in result.stdout and "predicate registry version 1 (19 predicates)" in result.stdout
 
 
-def test_init_without_a_registry_says_so(cli):
-    result = cli("init")
+def test_init_without_a_registry_loads_the_starter_registry_once(cli):
+    for _ in range(2):
+        result = cli("init")
+        assert result.exit_code == 0, result.stderr
+        assert "predicate registry version 1 (34 predicates, the starter registry)" in result.stdout
+    shown = cli("predicates", "show")
+    assert shown.exit_code == 0 and "food.peanuts_allowed" in shown.stdout and "spending.limit" in shown.stdout
+
+
+def test_init_with_no_starter_leaves_the_store_without_a_registry(cli):
+    result = cli("init", "--no-starter")
     assert result.exit_code == 0 and "no predicate registry loaded" in result.stdout
+    assert_one_line_error(cli("init", "--no-starter", "--predicates", str(PREDICATES)), 2, "contradict")
+
+
+def test_init_keeps_the_registry_a_store_has(cli):
+    assert cli("init", "--predicates", str(PREDICATES)).exit_code == 0
+    result = cli("init")
+    assert result.exit_code == 0 and "predicate registry version 1 (19 predicates)" in result.stdout
+
+
+def test_predicates_extend_adds_to_the_stored_registry_and_refuses_a_silent_redefinition(cli, tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[predicates."travel.seat_preference"]\ntype = "enum"\nenum_values = ["aisle", "window"]\n'
+                    'criticality = "contextual"\n', encoding="utf-8")
+    assert cli("init").exit_code == 0
+    for expected in ("predicate registry version 2 (35 predicates)\n", "(35 predicates): unchanged\n"):
+        result = cli("predicates", "extend", str(mine))
+        assert result.exit_code == 0 and result.stdout.endswith(expected), (result.stdout, result.stderr)
+    assert "travel.seat_preference" in cli("predicates", "show").stdout
+    redefined = tmp_path / "redefined.toml"
+    redefined.write_text('[predicates.timezone]\ntype = "string"\ncriticality = "critical"\n', encoding="utf-8")
+    assert_one_line_error(cli("predicates", "extend", str(redefined)), 2, "predicate 'timezone' is already defined",
+                          "override = true")
+    redefined.write_text('[predicates.timezone]\ntype = "string"\ncriticality = "critical"\noverride = true\n',
+                         encoding="utf-8")
+    assert cli("predicates", "extend", str(redefined)).stdout.startswith("predicate registry version 3 ")
+    assert_one_line_error(cli("predicates", "load", str(PREDICATES)), 2,  # the example registry is a version 1 too
+                          "registry version 1 is already stored with different content (the starter registry)",
+                          "extend it (Memory.extend_predicates, lossgate predicates extend FILE.toml)")
 
 
 def test_predicates_load_and_show(cli):
-    assert cli("init").exit_code == 0
+    assert cli("init", "--no-starter").exit_code == 0
     assert_one_line_error(cli("predicates", "show"), 2, "no predicate registry is loaded")
     assert cli("predicates", "load", str(PREDICATES)).exit_code == 0
     shown = cli("predicates", "show")
@@ -330,11 +368,56 @@ def test_usage_errors_exit_2(cli):
 # -- the demo ---------------------------------------------------------------------------
 
 
-def test_the_demo_runs_end_to_end():
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py")], capture_output=True, text=True,
-                          timeout=240, check=False)
+def run_demo(folder: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py"), str(folder)], cwd=cwd,
+                          capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "demo complete" in done.stdout and '"UTC+01:00"' in done.stdout
+    return done
+
+
+@pytest.mark.timeout(600)  # the demo twice, and a server between
+def test_the_demo_runs_end_to_end_keeps_its_database_for_lossgate_serve_and_reruns_afresh(tmp_path):
+    import httpx
+
+    from lossgate.testing.service import free_port, stop_process, wait_healthy
+
+    folder = tmp_path / "demo"
+    first = run_demo(folder, tmp_path)
+    served = re.search(r"^\$ lossgate --db (\S+) serve --port 8080$", first.stdout, re.MULTILINE)
+    assert served and served.group(1) == f"sqlite:///{(folder / 'demo.db').resolve()}", first.stdout[-2000:]
+    key = re.search(r"^KEY=(\S+)$", first.stdout, re.MULTILINE).group(1)
+
+    # The command the demo printed serves the kept database: the subject's page, with the
+    # attempt the gate refused and the values its violation changed.
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "lossgate", "--db", served.group(1), "serve", "--port",
+                               str(port), "--log-level", "warning"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", server)
+        page = httpx.get(f"http://127.0.0.1:{port}/ui/subjects/user-17", timeout=30,
+                         headers={"Authorization": f"Bearer {key}"})
+    finally:
+        stop_process(server, grace=15)
+    assert page.status_code == 200, page.text[:500]
+    assert "fact-allergy-1:value_changed" in page.text and "false -&gt; true (bool)" in page.text
+
+    kept = sorted(p.name for p in folder.iterdir())
+    assert "demo.db" in kept
+    again = run_demo(folder, tmp_path)  # a rerun starts afresh in the same folder
+    assert "starting afresh in" in again.stdout and "removed the previous run's demo.db" in again.stdout
+    assert sorted(p.name for p in folder.iterdir()) == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]  # nothing written beside it
+
+
+def test_the_demo_refuses_a_folder_that_is_a_file_or_its_own_inputs(tmp_path):
+    (tmp_path / "file").write_text("x")
+    for folder in (tmp_path / "file", ROOT / "examples"):
+        done = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py"), str(folder)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2 and "demo.py: error:" in done.stderr, done.stderr
+    assert (ROOT / "examples" / "predicates.toml").exists() and (ROOT / "examples" / "demo.jsonl").exists()
 
 
 def test_predicates_load_names_the_tenants_to_regate(cli, tmp_path):

@@ -118,6 +118,9 @@ def test_a_url_no_connection_could_follow_is_a_config_error(url: str) -> None:
 @pytest.mark.parametrize("args", [
     ["consolidate", "--budget", "-5", *WHO],  # a value out of range
     ["consolidate", "--budget", "lots", *WHO],  # not a number
+    ["consolidate", "--timeout", "0", *WHO],  # below the option's minimum
+    ["eval", "daily", "-t", "acme", "--max-prose-drift-rate", "1.5"],  # not a share (checked by the command)
+    ["eval", "daily", "-t", "acme", "--max-prose-drift-rate", "nan"],
     ["facts", "-t", "acme"],  # a missing option
     ["ingest"],  # a missing argument
     ["facts", *WHO, "--bogus"],  # an unknown option

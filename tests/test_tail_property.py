@@ -35,7 +35,7 @@ batches = st.lists(
     min_size=2, max_size=6)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=batches, split=st.sampled_from(["session", "day"]))
 def test_a_tail_grown_hierarchy_is_the_one_a_full_plan_cuts(batches, split):
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=120, split_by=split))

@@ -14,6 +14,7 @@ Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -41,7 +42,12 @@ EXIT_INPUT = 2
 
 class _Commands(TyperGroup):
     """The root command: whatever click refuses while parsing a command line, or a command
-    raises as ``typer.BadParameter``, is one line (:func:`_usage_errors`)."""
+    raises as ``typer.BadParameter``, is one line (:func:`_usage_errors`). Built, it gives
+    every command of its tree a one-line summary (:func:`_one_line_summaries`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _one_line_summaries(self)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         with _usage_errors():
@@ -50,6 +56,16 @@ class _Commands(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         with _usage_errors():
             return super().invoke(ctx)
+
+
+def _one_line_summaries(group: Any) -> None:
+    """Give each command under ``group`` its help's first paragraph, on one line, as the
+    summary a command list shows: rich help keeps a docstring's line breaks there, so a list
+    at 80 columns would break each summary where the source does, not where the terminal ends."""
+    for command in getattr(group, "commands", {}).values():
+        if command.short_help is None and command.help:
+            command.short_help = " ".join(inspect.cleandoc(command.help).split("\n\n")[0].split())
+        _one_line_summaries(command)
 
 
 app = typer.Typer(
@@ -170,11 +186,14 @@ def reranker_option(spec: str | None, model: str | None) -> "Reranker | None":
 
 
 @contextmanager
-def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = False) -> Iterator[Memory]:
+def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = False,
+                starter: bool = False) -> Iterator[Memory]:
     """Open the memory named by ``--db`` (creating or upgrading its schema), close it after.
     With ``semantic``, it carries the embedder ``LOSSGATE_EMBEDDER`` names, if any. A SQLite
     file that does not exist is created only with ``create`` (the commands that set up a
-    database); without, it is an error naming the path, not a new empty database.
+    database); without, it is an error naming the path, not a new empty database. With
+    ``starter``, the starter registry is stored where a registry is needed and none is
+    (:func:`lossgate.open`); the commands that take none leave that to ``lossgate init``.
 
     Errors raised while opening or inside the block are mapped by :func:`cli_errors`, once:
     the connection pool's own warnings (each failed attempt to connect) are not printed, nor
@@ -195,7 +214,7 @@ def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = Fa
             embedder = embedder_from_env(os.environ)
         from lossgate.consolidate.factory import load_compressor
 
-        memory = lossgate.open(state.db_url, create=create, embedder=embedder,
+        memory = lossgate.open(state.db_url, create=create, embedder=embedder, starter=starter,
                                compressors=lambda spec: load_compressor(spec, environ=os.environ))
         try:
             yield memory

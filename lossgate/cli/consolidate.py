@@ -24,10 +24,11 @@ Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_d
 Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 _JOB_STATUSES = ("pending", "running", "done", "review")
+# No word longer than the help column at 80 columns (a longer one is cut: the example spec
+# lossgate.testing.compressors:FlipBool is in the command's own text, which spans the width).
 _COMPRESSOR_HELP = (
     "deterministic (the default); chat: an OpenAI-compatible model set by LOSSGATE_LLM_URL, "
-    "LOSSGATE_LLM_MODEL and LOSSGATE_LLM_API_KEY; or MODULE:CLASS, e.g. "
-    "lossgate.testing.compressors:FlipBool (a lossy one, to see the gate refuse it).")
+    "LOSSGATE_LLM_MODEL and LOSSGATE_LLM_API_KEY; or MODULE:CLASS, a compressor class to import.")
 
 _STATUS_STYLE = {"published": "green", "gated": "green", "rejected": "red", "error": "red", "conflict": "yellow",
                  "selected": "dim"}
@@ -50,7 +51,8 @@ def consolidate(
     budget: Annotated[int, typer.Option("--budget", min=1, help=(
         "Token budget of the summary (of a hierarchy's root: its structured part; each period's digest has "
         "its own)."))] = 2000,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds the compressor may take.")] = 60.0,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, metavar="SECS",
+                                           help="Seconds the compressor may take.")] = 60.0,
     direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
     compressor: Annotated[Optional[str], typer.Option(
         "--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
@@ -68,7 +70,9 @@ def consolidate(
     as_json: AsJson = False,
 ) -> None:
     """Build, gate and publish a summary of one subject. Exit 1 if nothing was published.
-    With LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL set, a model judge also reads the narrative."""
+    With LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL set, a model judge also reads the narrative.
+
+    --compressor lossgate.testing.compressors:FlipBool (a lossy one) shows the gate refusing it."""
     from lossgate.consolidate.hierarchy import HierarchyConfig
     from lossgate.errors import InvalidInput
     from lossgate.judge import ModelJudge

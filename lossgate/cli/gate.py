@@ -182,9 +182,11 @@ def narratives_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``check`` and the ``eval`` group (``mutations``, ``locomo``) to ``app``."""
+    """Add ``check`` and the ``eval`` group (``mutations``, ``locomo``, ``longmemeval``) to ``app``."""
     from lossgate.cli.locomo import locomo_command
+    from lossgate.cli.longmemeval import longmemeval_command
 
     eval_app.command("locomo")(locomo_command)
+    eval_app.command("longmemeval")(longmemeval_command)
     app.command("check")(check_command)
     app.add_typer(eval_app, name="eval")

@@ -24,6 +24,7 @@ from lossgate.cli.render import (
 from lossgate.ingest import describe_validation_error
 from lossgate.limits import UnreadableJson, read_json
 from lossgate.records import Authority, EventState, Modality, NewFact, Polarity
+from lossgate.starter import is_starter
 
 __all__ = ["register"]
 
@@ -80,22 +81,31 @@ def init(
     ctx: typer.Context,
     predicates: Annotated[Optional[Path], typer.Option(
         "--predicates", exists=True, dir_okay=False, readable=True, metavar="FILE.toml",
-        help="Also load this predicate registry.",
+        help="Load this predicate registry (else the starter registry, on a store that has none).",
     )] = None,
+    no_starter: Annotated[bool, typer.Option(
+        "--no-starter", help="Leave a store that has no predicate registry without one.",
+    )] = False,
 ) -> None:
-    """Create or upgrade the schema (idempotent); optionally load a predicate registry."""
-    with open_memory(ctx, create=True) as memory:
+    """Create or upgrade the schema (idempotent) and load a predicate registry: FILE.toml with
+    --predicates, else the starter registry on a store that has none (a store that has one keeps it)."""
+    if predicates is not None and no_starter:
+        raise typer.BadParameter("--predicates and --no-starter contradict each other", param_hint="'--no-starter'")
+    with open_memory(ctx, create=True, starter=predicates is None and not no_starter) as memory:
         version = memory.migrate()
-        registry = memory.load_predicates(predicates) if predicates else memory.registry
+        if predicates is not None:
+            registry = memory.load_predicates(predicates)
+        else:
+            with memory.store.write() as tx:  # the stored one, else the starter (unless --no-starter) stored now
+                registry = memory.registries.needed(tx)
     console = out()
     console.print(Text.assemble("schema version ", (str(version), "bold")))
     if registry is None:
         console.print(Text("no predicate registry loaded (lossgate predicates load FILE.toml)", style="yellow"))
     else:
-        console.print(Text.assemble(
-            "predicate registry version ", (str(registry.version), "bold"),
-            f" ({len(registry.predicates)} predicates)",
-        ))
+        which = ", the starter registry" if is_starter(registry.document()) else ""
+        console.print(Text.assemble("predicate registry version ", (str(registry.version), "bold"),
+                                    f" ({len(registry.predicates)} predicates{which})"))
 
 
 @predicates_app.command("load")
@@ -113,6 +123,28 @@ def predicates_load(
         registry = memory.load_predicates(file, tenants=tenants or ())
     out().print(Text.assemble(
         "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
+    ))
+
+
+@predicates_app.command("extend")
+def predicates_extend(
+    ctx: typer.Context, file: RegistryFile,
+    tenants: Annotated[Optional[list[str]], typer.Option(
+        "--tenant", metavar="TENANT",
+        help="Re-gate this tenant's summaries if the new version tightens the gate (repeatable).",
+    )] = None,
+) -> None:
+    """Load FILE.toml on top of the stored registry (the starter registry on a store with none):
+    its predicates and guard rules are added, one the registry defines otherwise is refused
+    unless its table says override = true, nothing is removed; stored as the next version
+    (the same file again stores nothing)."""
+    with open_memory(ctx, create=True, starter=True) as memory:
+        before = memory.registry
+        registry = memory.extend_predicates(file, tenants=tenants or ())
+    changed = before is None or registry.version != before.version
+    out().print(Text.assemble(
+        "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
+        "" if changed else ": unchanged",
     ))
 
 

@@ -44,7 +44,7 @@ def locomo_command(
     json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the report as JSON."),
     semantic: bool = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the "
                                   "embedder LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the "
-                                  "[semantic] extra)."),
+                                  "semantic extra)."),
     by_period: bool = typer.Option(False, "--periods", help="Measure the published memory instead: sessions "
                                    "covered with their dates, token reduction, and where each date, amount and "
                                    "identifier of the evidence turns is found."),
@@ -70,7 +70,8 @@ def locomo_command(
             err().print(f"note: {data} is not the published locomo10.json (sha256 {digest[:12]}...)", markup=False)
         embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
         reranker = reranker_option(rerank, rerank_model) if rerank is not None else None
-        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder, reranker=reranker)
+        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder, starter=False,
+                               reranker=reranker)
         try:
             if memory.registry is None:
                 memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")

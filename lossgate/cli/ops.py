@@ -88,33 +88,41 @@ def _print_daily(report: DailyReport) -> None:
 def daily_command(
     ctx: typer.Context,
     tenant: Tenants,
-    sample: Annotated[int, typer.Option("--sample", min=1, help="Subjects rebuilt per tenant.")] = 50,
+    sample: Annotated[int, typer.Option("--sample", min=1, metavar="N", help="Subjects rebuilt per tenant.")] = 50,
     seed: Annotated[Optional[str], typer.Option("--seed", help=(
         "Seed of the sample (default: the day, so each day draws other subjects and a rerun the same)."))] = None,
     day: Annotated[Optional[str], typer.Option("--day", metavar="YYYY-MM-DD",
                                                help="The day the figures are for (default: today, UTC).")] = None,
     compressor: Annotated[Optional[str], typer.Option("--compressor", metavar="SPEC", help=(
-        "The compressor under test: deterministic (the default), chat, or MODULE:CLASS, e.g. "
-        "lossgate.testing.compressors:InventClaim."))] = None,
+        "The compressor under test: deterministic (the default), chat, or MODULE:CLASS, a compressor "
+        "class to import."))] = None,
     registry_version: Annotated[Optional[list[int]], typer.Option(
-        "--registry-version", min=1, help="Rebuild under this stored predicate registry version (repeatable; "
-        "default: the newest).")] = None,
-    budget: Annotated[int, typer.Option("--budget", min=1, help="Token budget of each rebuilt summary.")] = 2000,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds the compressor may take.")] = 60.0,
-    max_prose_drift: Annotated[float, typer.Option("--max-prose-drift-rate", min=0.0, max=1.0, help=(
-        "Block when more than this share of a tenant's rebuilt summaries has prose that drifts from the "
-        "ledger (0: any)."))] = 0.0,
+        "--registry-version", min=1, metavar="VERSION", help=(
+            "Rebuild under this stored predicate registry version (repeatable; default: the newest)."))] = None,
+    budget: Annotated[int, typer.Option("--budget", min=1, metavar="TOKENS",
+                                        help="Token budget of each rebuilt summary.")] = 2000,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, metavar="SECS",
+                                           help="Seconds the compressor may take.")] = 60.0,
+    # No min/max here: typer would print the range beside RATE, and at 80 columns the option's
+    # name would be cut. The range is checked below, before anything is opened.
+    max_prose_drift: Annotated[float, typer.Option("--max-prose-drift-rate", metavar="RATE", help=(
+        "Block when more than this share (from 0 to 1) of a tenant's rebuilt summaries has prose that "
+        "drifts from the ledger (0: any)."))] = 0.0,
     no_store: Annotated[bool, typer.Option("--no-store", help="Measure without storing the figures.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
 ) -> None:
     """Rebuild a sample of each tenant's summaries without publishing, measure their fidelity and
     what recall serves, store the figures; exit 1 when a blocking rule fires. With
-    LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL set, a model judge also reads the narratives."""
+    LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL set, a model judge also reads the narratives.
+
+    --compressor lossgate.testing.compressors:InventClaim (it invents a fact) blocks the run."""
     from lossgate.cli.consolidate import _load_compressor
     from lossgate.errors import ConfigError
     from lossgate.judge import ModelJudge
     from lossgate.ops.daily import run_daily
 
+    if not 0 <= max_prose_drift <= 1:  # NaN too
+        fail(f"--max-prose-drift-rate: {max_prose_drift:g} is not a share from 0 to 1 (see lossgate eval daily --help)")
     chosen_day = _day(day, "--day")
     chosen = _load_compressor(compressor) if compressor else None
     try:

@@ -27,7 +27,9 @@ __all__ = ["register"]
 retention_app = typer.Typer(help="How long raw events live: a tenant's retention policy, and expiry.",
                             no_args_is_help=True)
 
-_RULE_HELP = ("KIND[@ACTOR]=DURATION, an ISO 8601 duration: message=P30D, tool_result@crm=P7D, *=P365D "
+# No brackets: rich help reads "[@ACTOR]" as markup and drops it.
+_RULE_HELP = ("KIND=DURATION or KIND@ACTOR=DURATION, an ISO 8601 duration: message=P30D, tool_result@crm=P7D, "
+              "*=P365D "
               "(KIND * for any kind). The first rule that matches an event decides; repeat for more rules.")
 
 

@@ -60,8 +60,8 @@ def set_(
     review: Annotated[Optional[bool], typer.Option("--review/--no-review",
                                                    help="Require a person to approve each summary.")] = None,
     shadow_gate: Annotated[Optional[Literal["release", "exploratory"]], typer.Option(
-        "--shadow-gate", help="release: the shadow alias gets only what the gate passes; exploratory: every "
-                              "shadow summary, its violations recorded.")] = None,
+        "--shadow-gate", metavar="MODE", help="release: the shadow alias gets only what the gate passes; "
+                                              "exploratory: every shadow summary, its violations recorded.")] = None,
     shadow_registry: Annotated[Optional[str], typer.Option(
         "--shadow-registry", metavar="FILE", help="A registry TOML the shadow lane builds and gates with.")] = None,
     no_shadow_registry: Annotated[bool, typer.Option("--no-shadow-registry",

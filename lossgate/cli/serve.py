@@ -34,6 +34,7 @@ def _memory(url: str, *, migrate: bool, create: bool = True) -> "Memory":
 
     return lossgate.open(url, migrate=migrate, embedder=embedder_from_env(os.environ),
                          compressors=lambda spec: load_compressor(spec, environ=os.environ), create=create,
+                         starter=False,  # the service uses the registry `lossgate init` stored
                          reranker=reranker_from_env(os.environ))
 
 

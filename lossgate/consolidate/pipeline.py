@@ -385,7 +385,7 @@ class Consolidator:
         now = utcnow()
         counter = _counted_once(self._count)  # this job's
         with self.store.write() as tx:
-            registry = self.registry or self._registries.current(tx)
+            registry = self.registry or self._registries.needed(tx)
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             extended = self._extend(tx, tenant_id, subject_id, registry, counter)

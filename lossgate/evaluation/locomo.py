@@ -42,7 +42,6 @@ those a setting was chosen on), each figure is also split into ``development ...
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ import orjson
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallResult
+from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms
 from lossgate.errors import InvalidInput
 from lossgate.memory import Memory
 from lossgate.recall import dropped_events, recall
@@ -66,7 +66,6 @@ __all__ = ["PUBLISHED_SHA256", "CATEGORIES", "Turn", "Question", "Conversation",
 PUBLISHED_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TENANT = "locomo"
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -167,10 +166,9 @@ class Side:
 
     def summary(self) -> dict[str, float]:
         n = len(self.recall) or 1
-        lat = sorted(self.seconds)
-        pick = (lambda p: lat[min(len(lat) - 1, round(p * (len(lat) - 1)))] * 1000) if lat else (lambda p: 0.0)
         return {"questions": len(self.recall), "evidence_recall": sum(self.recall) / n,
-                "tokens": sum(self.tokens) / n, "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
+                "tokens": sum(self.tokens) / n, "p50_ms": percentile_ms(self.seconds, 0.50),
+                "p99_ms": percentile_ms(self.seconds, 0.99)}
 
 
 @dataclass
@@ -203,26 +201,12 @@ class Report:
 
 
 def _bm25_ranker(turns: tuple[Turn, ...], *, speaker: bool = False) -> Callable[[str], list[int]]:
-    from rank_bm25 import BM25Okapi  # the eval extra: pip install 'lossgate[eval]'
-
-    docs = [f"{t.speaker} {t.text}" if speaker else t.text for t in turns]
-    index = BM25Okapi([_WORD.findall(d.lower()) or ["_"] for d in docs])
-
-    def rank(query: str) -> list[int]:
-        scores = index.get_scores(_WORD.findall(query.lower()))
-        return sorted(range(len(turns)), key=lambda i: (-scores[i], -i))
-
-    return rank
+    return bm25_ranker([f"{t.speaker} {t.text}" if speaker else t.text for t in turns])
 
 
 def _fill(order: Iterable[int], turns: tuple[Turn, ...], costs: list[int], budget: int) -> tuple[set[str], int]:
-    chosen, used = set(), 0
-    for i in order:
-        if used + costs[i] > budget:
-            continue
-        chosen.add(turns[i].dia_id)
-        used += costs[i]
-    return chosen, used
+    chosen, used = fill(order, costs, budget)
+    return {turns[i].dia_id for i in chosen}, used
 
 
 def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int = 2000, sha256: str = "",

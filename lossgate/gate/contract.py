@@ -19,7 +19,8 @@ Codes, per expected fact id (all critical unless noted):
     the typed value differs. Types count: ``False`` is not ``"false"``, ``50`` is
     not ``50.0``; records compare ``value_type`` plus
     :func:`~lossgate.values.canonical_value`, so money is a decimal amount plus a
-    currency whatever the key order or trailing zeros. The detail names both types.
+    currency whatever the key order or trailing zeros. The detail shows both values
+    (``false -> true (bool)``), each with its type when the types differ.
 ``polarity_flipped``
     the claim's polarity differs (``positive`` vs ``negative``).
 ``qualifiers_changed``
@@ -101,6 +102,24 @@ def _qualifier_detail(want: tuple[tuple[str, str], ...], got: tuple[tuple[str, s
     return "; ".join(parts)
 
 
+def _value_detail(want: TypedValue, got: TypedValue) -> str:
+    """Both values, as a person reads the change: ``false -> true (bool)``; when the type
+    changed too, each with its type: ``bool false -> string "false"``. The values are the
+    ledger's content: an attempt that holds this detail is purged with the fact
+    (:func:`lossgate.lineage.scrubbed`)."""
+    if want.type_name == got.type_name:
+        return f"{_said(want)} -> {_said(got)} ({want.type_name})"
+    return f"{want.shown()} -> {got.shown()} (the type changed)"
+
+
+def _said(value: TypedValue) -> str:
+    """A value as a detail writes it: JSON, money as its amount and currency (``50 USD``)."""
+    c = value.canonical
+    if value.type_name == "money" and isinstance(c, dict) and {"amount", "currency"} <= c.keys():
+        return f"{c['amount']} {c['currency']}"
+    return dump_json(c)
+
+
 def _same(e: LedgerFact, a: ArtifactFact) -> bool:
     """The common case, decided in one expression: the claim states the fact exactly."""
     key = e.value.key
@@ -116,19 +135,20 @@ def _compare(e: LedgerFact, a: ArtifactFact, out: list[Violation]) -> None:
         return
     fid = e.fact_id
     if a.tenant_id != e.tenant_id:
-        out.append(_v("tenant_changed", fid, "claim names another tenant", expected=e.tenant_id, observed=a.tenant_id))
+        out.append(_v("tenant_changed", fid, f"claim names another tenant: {e.tenant_id} -> {a.tenant_id}",
+                      expected=e.tenant_id, observed=a.tenant_id))
     if a.subject_id != e.subject_id:
-        out.append(_v("subject_changed", fid, "claim names another subject", expected=e.subject_id, observed=a.subject_id))
+        out.append(_v("subject_changed", fid, f"claim names another subject: {e.subject_id} -> {a.subject_id}",
+                      expected=e.subject_id, observed=a.subject_id))
     if a.predicate != e.predicate:
-        out.append(_v("predicate_changed", fid, "claim names another predicate", expected=e.predicate, observed=a.predicate))
+        out.append(_v("predicate_changed", fid, f"claim names another predicate: {e.predicate} -> {a.predicate}",
+                      expected=e.predicate, observed=a.predicate))
     if not e.value.matches(a.value):
-        out.append(_v(
-            "value_changed", fid,
-            f"expected type {e.value.type_name}, observed type {a.value.type_name}",
-            expected=e.value.shown(), observed=a.value.shown(),
-        ))
+        out.append(_v("value_changed", fid, _value_detail(e.value, a.value),
+                      expected=e.value.shown(), observed=a.value.shown()))
     if a.polarity != e.polarity:
-        out.append(_v("polarity_flipped", fid, "polarity differs", expected=e.polarity, observed=a.polarity))
+        out.append(_v("polarity_flipped", fid, f"polarity differs: {e.polarity} -> {a.polarity}",
+                      expected=e.polarity, observed=a.polarity))
     if a.qualifiers != e.qualifiers:
         out.append(_v(
             "qualifiers_changed", fid, _qualifier_detail(e.qualifiers, a.qualifiers),
@@ -136,9 +156,11 @@ def _compare(e: LedgerFact, a: ArtifactFact, out: list[Violation]) -> None:
         ))
     if e.authority not in (None, "untrusted") and a.authority is not None:
         if a.modality != e.modality:
-            out.append(_v("modality_changed", fid, "modality differs", expected=e.modality, observed=a.modality))
+            out.append(_v("modality_changed", fid, f"modality differs: {e.modality} -> {a.modality}",
+                          expected=e.modality, observed=a.modality))
         if a.authority != e.authority:
-            out.append(_v("authority_changed", fid, "authority differs", expected=e.authority, observed=a.authority))
+            out.append(_v("authority_changed", fid, f"authority differs: {e.authority} -> {a.authority}",
+                          expected=e.authority, observed=a.authority))
     lost = [s for s in e.required_sources if s not in a.sources]
     if lost:
         out.append(_v(
@@ -179,7 +201,8 @@ def compare_facts(
             continue
         if not copies:
             sev = loss_severity(e.fact_id) if loss_severity else "critical"
-            out.append(_v("missing", e.fact_id, f"active fact ({e.predicate}) not in the artifact",
+            out.append(_v("missing", e.fact_id,
+                          f"active fact ({e.predicate}: {dump_json(e.value.canonical)}) not in the artifact",
                           expected=e.value.shown(), severity=sev))
             continue
         for a in copies:

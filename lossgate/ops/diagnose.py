@@ -95,7 +95,8 @@ from lossgate.consolidate.selection import snapshot_at
 from lossgate.canonical import canonical_json
 from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, GuardResult, RecallRecord, ResponseRecord
 from lossgate.errors import InvalidInput, NotFound
-from lossgate.gate.contract import artifact_facts, compare_facts, ledger_facts
+from lossgate.gate.contract import LedgerFact, artifact_facts, compare_facts, ledger_facts
+from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import retired_values
@@ -547,11 +548,23 @@ def _compression(attempt: Attempt, snapshot: Snapshot, expected: list[Fact], imm
         if v.subject not in wanted and v.subject != "artifact":
             continue  # a claim of no expected fact: the gate judges it, this boundary does not
         typed = v.code == "value_changed"
-        found.append(Finding(boundary="compression", code=v.code, subject=v.subject, detail=v.detail,
-                             severity=v.severity, expected_type=types.get(v.subject) if typed else None,
+        found.append(Finding(boundary="compression", code=v.code, subject=v.subject,
+                             detail=_without_values(v, ledger, types, seen), severity=v.severity,
+                             expected_type=types.get(v.subject) if typed else None,
                              observed_type=seen.get(v.subject) if typed else None))
     return BoundaryCheck(boundary="compression", status="diverged" if found else "ok", findings=tuple(found),
                          note=immediate_note)
+
+
+def _without_values(v: Violation, ledger: list[LedgerFact], types: dict[str, str], seen: dict[str, str]) -> str:
+    """A contract finding's detail without the fact values the gate's detail shows: a string
+    value is text, which the bundle keeps only as a hash (the types stay, as evidence)."""
+    if v.code == "value_changed":
+        return f"expected type {types.get(v.subject)}, observed type {seen.get(v.subject)}"
+    if v.code == "missing":
+        predicate = next((lf.predicate for lf in ledger if lf.fact_id == v.subject), "?")
+        return f"active fact ({predicate}) not in the artifact"
+    return v.detail
 
 
 def _storage(attempt: Attempt, immediate: ArtifactBody | None, immediate_note: str, artifact: Artifact | None,

@@ -59,7 +59,7 @@ def create_app(memory: Memory | str, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     application shuts down if ``close_memory`` (default: when the factory opened it).
     ``max_body_bytes`` bounds every request body (413 ``body_too_large`` beyond it)."""
     owned = isinstance(memory, str) if close_memory is None else close_memory
-    opened = lossgate.open(memory, migrate=migrate) if isinstance(memory, str) else memory
+    opened = lossgate.open(memory, migrate=migrate, starter=False) if isinstance(memory, str) else memory
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -1,9 +1,10 @@
 """What the service does, for one tenant, without HTTP: the layer the routes (and the MCP
 tools) call.
 
-A :class:`TenantMemory` is a :class:`~lossgate.Memory` seen through one tenant: it is
-built from an authenticated API key (:meth:`TenantMemory.of_key`) and every call passes
-that key's tenant to the memory. No method takes a tenant; a subject, an event id or a
+A :class:`TenantMemory` is a :class:`~lossgate.Memory` seen through one tenant (a
+:class:`~lossgate.tenancy.TenantView`, as ``memory.tenant(t)`` is): it is built from an
+authenticated API key (:meth:`TenantMemory.of_key`) and every call passes that key's tenant
+to the memory. No method takes a tenant; a subject, an event id or a
 fact id of another tenant is simply not found, exactly as one that does not exist.
 Each write is one call of the Python API, so one transaction: an append of events and
 facts commits whole or not at all.
@@ -36,6 +37,7 @@ from lossgate.service.models import (
     EventRef, ExtractOut, FactIn, FactOut, FactRef, GuardIn, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
     RecallRecordOut, RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
+from lossgate.tenancy import TenantView
 
 __all__ = ["TenantMemory", "Answer", "request_hash"]
 
@@ -59,12 +61,12 @@ def request_hash(operation: str, subject_id: str, body: Any) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
-class TenantMemory:
-    """A :class:`~lossgate.Memory` seen through one tenant (see the module)."""
+class TenantMemory(TenantView):
+    """A :class:`~lossgate.Memory` seen through one tenant (see the module): the view of
+    :mod:`lossgate.tenancy`, whose binding (and :meth:`~lossgate.tenancy.TenantView.add`,
+    :meth:`~lossgate.tenancy.TenantView.search`) it shares, with the service's operations."""
 
-    def __init__(self, memory: Memory, tenant_id: str) -> None:
-        self.memory = memory
-        self.tenant_id = tenant_id
+    memory: Memory
 
     @classmethod
     def of_key(cls, memory: Memory, key: ApiKey) -> "TenantMemory":
@@ -153,7 +155,7 @@ class TenantMemory:
 
     def extract(self, subject_id: str) -> ExtractOut:
         """Propose facts from the events not read before, with the default extractor."""
-        if self.memory.registry is None:
+        if self.memory.registry is None and self.memory.registries.default is None:
             raise ApiError("not_configured", "no predicate registry is loaded (lossgate init --predicates FILE)")
         proposals = self.memory.extract(self.tenant_id, subject_id)
         return ExtractOut(subject_id=subject_id, proposals=[ProposalOut.of(p) for p in proposals])

@@ -29,7 +29,7 @@ CONFIGS = {"flat": ConsolidationConfig(hierarchy=HierarchyConfig(mode="never")),
            "by-day": ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", split_by="day"))}
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+@settings(max_examples=60, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(said=st.lists(texts, min_size=1, max_size=4), when=st.datetimes(min_value=datetime(1, 1, 2),
                                                                        max_value=datetime(9999, 12, 30)),

@@ -68,7 +68,7 @@ def test_an_identifier_among_common_words_ranks_its_events_first(memory, capped)
     assert {e.event_id.rsplit("-", 1)[1] for e in recalled.events} == set(holding)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 # (No prefix that is a stop word: PostgreSQL's English dictionary indexes none, so "A-0" is
 # searched as "0" there, and past the cap only the newest events saying "0" are read.)
 @given(prefix=st.sampled_from(["INV", "PO", "TKT", "SHP"]), sep=st.sampled_from(["-", "/", ".", ":"]),

@@ -28,7 +28,7 @@ from lossgate.derived import Artifact, Attempt, Manifest
 from lossgate.gate import build_must_preserve, check
 from lossgate.ops.diagnose import diagnose, write_bundle
 from lossgate.records import ArtifactBody, utcnow
-from lossgate.testing.compressors import DropCriticalClaim
+from lossgate.testing.compressors import DropCriticalClaim, LossyCompressor
 
 T, S = "acme", "user-17"
 TEXTS = {
@@ -239,6 +239,28 @@ def test_no_raw_text_without_include_text_and_all_of_it_with(memory, tmp_path):
     text = bundle_texts(full)
     for secret in [*TEXTS.values(), "peanuts allergic garden"]:
         assert json.dumps(secret)[1:-1] in text
+
+
+class ChangeText(LossyCompressor):
+    """A string claim rewritten: the timezone UTC+01:00 becomes UTC+09:00."""
+
+    name, expected_code = "lossy-change-text", "value_changed"
+
+    def damage(self, out, request):
+        claim = self._pick(out, lambda c: c["value_type"] == "string")
+        claim["value"] = claim["value"].replace("+01:", "+09:")
+        return claim["fact_id"]
+
+
+def test_a_changed_string_value_is_in_the_attempts_detail_and_no_sanitized_bundle(memory, tmp_path):
+    world(memory)
+    attempt = memory.consolidate(T, S, compressor=ChangeText())
+    assert attempt.details == ('f-tz:value_changed: "UTC+01:00" -> "UTC+09:00" (string)',)
+    bundle = diagnose(memory, T, S, attempt.attempt_id)
+    (finding,) = bundle.check("compression").findings
+    assert (finding.code, finding.detail) == ("value_changed", "expected type string, observed type string")
+    text = bundle_texts(write_bundle(bundle, tmp_path / "plain"))
+    assert "UTC+01:00" not in text and "UTC+09:00" not in text
 
 
 def test_an_archive_holds_the_same_files_and_nothing_is_overwritten(memory, tmp_path):

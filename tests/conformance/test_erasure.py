@@ -13,14 +13,16 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from lossgate import IdempotencyConflict, NewEvent, NewFact
+from lossgate import IdempotencyConflict, Money, NewEvent, NewFact
 from lossgate.cli import app
 from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.testing.compressors import ChangeNumber
 
 T, S = "t", "s"
 SECRET = "ZQX481233"  # an identifier the atom extractor reads, and one token FTS indexes
@@ -95,6 +97,43 @@ def test_recall_records_that_touched_deleted_content_keep_only_the_querys_hash_a
             assert new.redacted.query_chars == len(old.query)
             assert new.redacted.cause == "delete_event pp"
     assert any(e.op == "redact_recalls" for e in memory.log(T, S))
+
+
+LIMIT, MOVED = "4817.39", "4818.39"  # a fact's value, and what a lossy compressor made of it
+
+
+@pytest.fixture
+def refused_limit(memory):
+    """A refund limit only its fact states (its event names no amount), and an attempt the
+    gate refused because a compressor moved the amount: its violation detail shows both."""
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="lim", actor="finance", trust="system",
+                            text="Refunds are capped as agreed with finance.")])
+    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="lim-1", predicate="refund.limit",
+                               value=Money(amount=Decimal(LIMIT), currency="USD"), authority="system",
+                               source_event_ids=["lim"]))
+    refused = memory.consolidate(T, S, compressor=ChangeNumber())
+    assert refused.status == "rejected" and refused.violations == ("lim-1:value_changed",)
+    assert refused.details == (f"lim-1:value_changed: {LIMIT} USD -> {MOVED} USD (money)",)
+    return memory
+
+
+@pytest.mark.parametrize("erase", ["the fact", "its source event"])
+def test_a_deleted_facts_value_leaves_the_violation_details_that_showed_it(refused_limit, store_url, erase):
+    memory = refused_limit
+    shown = CliRunner().invoke(app, ["--db", store_url, "attempts", "-t", T, "-s", S, "--json"]).output
+    assert f"{LIMIT} USD -> {MOVED} USD" in shown  # what a person reads: both amounts
+    if erase == "the fact":
+        memory.delete_fact(T, S, "lim-1", reason="erasure request")
+    else:
+        memory.delete_event(T, S, "lim", reason="erasure request")
+    (attempt,) = [a for a in memory.attempts(T, S) if a.status == "rejected"]
+    assert attempt.purged and attempt.details == () and attempt.violations == ("lim-1:value_changed",)
+    everything = _everything(memory)
+    assert LIMIT not in everything and MOVED not in everything
+    shown = CliRunner().invoke(app, ["--db", store_url, "attempts", "-t", T, "-s", S, "--json"]).output
+    assert "value_changed" in shown and LIMIT not in shown and MOVED not in shown
+    if store_url.startswith("postgresql"):
+        assert _postgresql_tables_holding(store_url, LIMIT) == [] and _postgresql_tables_holding(store_url, MOVED) == []
 
 
 def test_compact_removes_deleted_text_from_the_sqlite_file_and_wal(secret_subject, store_url):

@@ -25,7 +25,7 @@ def test_query_terms_keep_an_identifier_whole() -> None:
     assert query_terms("a well-known x-ray") == ["well", "known", "ray"]  # no digit, no @: words
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(prefix=_PREFIX, sep=_SEP, numbers=st.lists(st.integers(0, 60), min_size=3, max_size=12), pick=st.integers(0, 11))
 def test_an_identifier_query_returns_the_events_that_contain_it_first(memory, prefix, sep, numbers, pick) -> None:
     subject = f"s-{uuid.uuid4().hex[:8]}"

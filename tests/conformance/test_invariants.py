@@ -221,7 +221,7 @@ def test_recall_invariants_hold_under_random_operation_sequences(memory):
     MemoryMachine.memory = memory
     try:
         run_state_machine_as_test(MemoryMachine, settings=settings(
-            max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
+            max_examples=examples, stateful_step_count=steps, database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ))
     finally:

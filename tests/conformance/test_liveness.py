@@ -711,7 +711,7 @@ def test_consolidation_publishes_after_any_sequence_of_valid_operations(store_ur
         machine = seed(int(os.environ["LOSSGATE_LIVENESS_SEED"]))(LivenessMachine)
     try:
         run_state_machine_as_test(machine, settings=settings(
-            max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
+            max_examples=examples, stateful_step_count=steps, database=None,
             report_multiple_bugs=bool(LONG_EXAMPLES),  # CI: shrink the first failure only
             # CI explores the same sequences every run (a red build names a change, not a seed);
             # the long profile explores new ones each time and is how new holes are found.

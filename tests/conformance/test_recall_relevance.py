@@ -164,3 +164,22 @@ def test_a_recall_that_finds_the_index_far_behind_refreshes_it_first(memory):
     assert [e.event_id for e in memory.recall(T, S, query="numbat", context=False).events] == ["numbat"]
     with memory.store.read() as tx:
         assert tx.search_backlog(T, S) == 0
+
+
+def test_a_hit_among_hits_outranks_a_lone_one_that_matches_better(memory):
+    """A stretch of turns on the question's topic holds its answer more often than one turn
+    that only repeats its words: a hit whose neighbours are hits too moves up."""
+    said = ["Lake trip!",  # a lone match, the best by its words alone (short, both words)
+            *[f"{CHATTER[i % 4]} ({i})" for i in range(6)],
+            "We should plan the lake trip soon.", "The trip to the lake is in June, we rent a cabin.",
+            "Yes, and the lake trip needs a car.", *[f"{CHATTER[i % 4]} ({i})" for i in range(6, 12)]]
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"t{n:02}", occurred_at=AT + timedelta(minutes=n),
+                            text=text) for n, text in enumerate(said)])
+    assert memory.consolidate(T, S).status == "published"  # the full-text index holds them all
+    result = memory.recall(T, S, query="lake trip", context=False, k=4)
+    assert {e.event_id for e in result.events} == {"t00", "t07", "t08", "t09"}
+    ranked = list(result.record.candidate_ids)  # in rank order (events come back by date)
+    with memory.store.read() as tx:  # by its words alone, the lone turn ranks first
+        assert tx.search_events(T, S, "lake trip", limit=1) == ["t00"]
+    assert ranked[0] == "t08", ranked  # the middle of the stretch: both its neighbours are hits
+    assert set(ranked[:3]) == {"t07", "t08", "t09"} and ranked[3] == "t00", ranked

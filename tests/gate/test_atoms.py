@@ -656,7 +656,7 @@ def _canonical(d: Decimal) -> str:
     return s.rstrip("0").rstrip(".") if "." in s else s
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(_amounts, st.data())
 def test_every_money_format_gives_the_same_key(amount: Decimal, data: st.DataObject) -> None:
     formats = [
@@ -669,7 +669,7 @@ def test_every_money_format_gives_the_same_key(amount: Decimal, data: st.DataObj
     assert keys(f"The refund of {text} was approved.", "money") == [f"USD {_canonical(amount)}"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(st.dates(min_value=date(1900, 1, 1), max_value=date(2100, 12, 31)), st.data())
 def test_every_date_format_gives_the_same_key(day: date, data: st.DataObject) -> None:
     formats = [
@@ -681,7 +681,7 @@ def test_every_date_format_gives_the_same_key(day: date, data: st.DataObject) ->
     assert keys(f"It is due {text} at the latest.", "date") == [day.isoformat()]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text())
 def test_extraction_never_raises_and_keeps_its_invariants(text: str) -> None:
     atoms = extract_atoms(text)
@@ -698,7 +698,7 @@ _pieces = st.sampled_from([
 ])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.lists(_pieces, max_size=30), st.sampled_from([" ", "", "  ", "\t"]))
 def test_extraction_of_fact_soup_keeps_its_invariants(pieces: list[str], sep: str) -> None:
     text = sep.join(pieces)
@@ -715,7 +715,7 @@ _keys = st.sampled_from([
 ])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.lists(st.tuples(st.sampled_from(ATOM_KINDS), _keys), max_size=12),
        st.lists(st.tuples(st.sampled_from(ATOM_KINDS), _keys), max_size=12))
 def test_diff_never_raises_on_any_atoms(src: list[tuple[str, str]], summ: list[tuple[str, str]]) -> None:
@@ -731,7 +731,7 @@ def test_diff_never_raises_on_any_atoms(src: list[tuple[str, str]], summ: list[t
     assert {x.key for x in d.added} <= {key for _, key in summ}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.permutations(["Pay $14,250 by 2026-03-25.", "Do not contact Marcus Chen.", "Ticket TKT-00123 is open.",
                         "Discount 15% on 7 business days.", "Call 555-010-2030 at 2pm."]))
 def test_reordering_sentences_gives_an_empty_diff(sentences: list[str]) -> None:

@@ -72,20 +72,35 @@ def test_money_compares_as_amount_and_currency(value: object, ok: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("fact_id", "value", "expected_type", "observed_type"),
+    ("fact_id", "value", "detail"),
     [
-        ("f-phone", "false", "bool", "string"),
-        ("f-phone", 0, "bool", "int"),
-        ("f-seats", True, "int", "bool"),
-        ("f-seats", "25", "int", "string"),
-        ("f-wait", 1800, "duration", "int"),
+        ("f-phone", "false", 'bool false -> string "false" (the type changed)'),
+        ("f-phone", 0, "bool false -> int 0 (the type changed)"),
+        ("f-seats", True, "int 25 -> bool true (the type changed)"),
+        ("f-seats", "25", 'int 25 -> string "25" (the type changed)'),
+        ("f-wait", 1800, 'duration "PT30M" -> int 1800 (the type changed)'),
     ],
 )
-def test_typed_values_keep_their_type(fact_id: str, value: object, expected_type: str, observed_type: str) -> None:
+def test_typed_values_keep_their_type(fact_id: str, value: object, detail: str) -> None:
     result = gate(edit(base(), fact_id, value=value), prose=False)
     assert result.lines() == [f"{fact_id}:value_changed"]
-    v = result.violations[0]
-    assert v.detail == f"expected type {expected_type}, observed type {observed_type}"
+    assert result.violations[0].detail == detail  # both values, each with its type
+
+
+@pytest.mark.parametrize(
+    ("fact_id", "value", "detail"),
+    [
+        ("f-phone", True, "false -> true (bool)"),
+        ("f-seats", 26, "25 -> 26 (int)"),
+        ("f-wait", "PT31M", '"PT30M" -> "PT31M" (duration)'),
+        ("f-refund", {"amount": "50.01", "currency": "USD"}, "50 USD -> 50.01 USD (money)"),
+        ("f-refund", {"amount": "50", "currency": "EUR"}, "50 USD -> 50 EUR (money)"),
+    ],
+)
+def test_a_changed_value_of_the_same_type_shows_both_values(fact_id: str, value: object, detail: str) -> None:
+    result = gate(edit(base(), fact_id, value=value), prose=False)
+    assert result.lines() == [f"{fact_id}:value_changed"]
+    assert result.violations[0].detail == detail
 
 
 def test_value_type_itself_is_compared() -> None:
@@ -151,3 +166,13 @@ def test_contract_adapter_is_unordered_but_complete() -> None:
     found = {str(v) for v in check_contract(c.snapshot, c.artifact)}
     assert found == {"f-phone:value_changed", "f-phone:polarity_flipped"}
     assert codes(gate(c, prose=False)) == {"value_changed", "polarity_flipped"}
+
+
+def test_a_missing_fact_and_a_flipped_polarity_show_what_the_ledger_holds() -> None:
+    c = base()
+    dropped = gate(with_artifact(c, claims=[x for x in claims_of(c) if x["fact_id"] != "f-seats"]), prose=False)
+    (missing,) = [v for v in (*dropped.violations, *dropped.losses) if v.code == "missing"]
+    assert missing.detail == "active fact (subscription.seats: 25) not in the artifact"
+    flipped = gate(edit(base(), "f-phone", polarity="negative"), prose=False)
+    (v,) = [v for v in flipped.violations if v.code == "polarity_flipped"]
+    assert v.detail == "polarity differs: positive -> negative"

@@ -26,7 +26,7 @@ REGISTRY = load_registry(FIXTURES / "predicates.toml")
 PREDICATES = sorted(REGISTRY.predicates.values(), key=lambda p: p.name)
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 T, S = "acme", "user-17"
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 
 TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "Zs", "P")), min_size=1, max_size=20).filter(
     lambda s: s.strip() == s and s)

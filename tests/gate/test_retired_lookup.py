@@ -30,7 +30,7 @@ def _retired(draw):
     return tuple(values)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(retired=_retired(), words=st.lists(st.one_of(_WORD, st.text(max_size=6)), max_size=8),
        glue=st.sampled_from([" ", "", "  ", "\t", ", "]), line_tokens=st.lists(_TOKEN, max_size=3))
 def test_the_lookup_finds_every_retired_value_a_line_states(retired, words, glue, line_tokens):
@@ -53,7 +53,7 @@ _VALUE = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(values=st.lists(_VALUE, max_size=20))
 def test_the_tokens_of_many_values_read_at_once_are_those_read_one_by_one(values):
     _forget_tokens()
@@ -64,7 +64,7 @@ def test_the_tokens_of_many_values_read_at_once_are_those_read_one_by_one(values
     assert _tokens_all(values) == one_by_one  # and again, remembered
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(links=st.lists(st.one_of(st.none(), st.integers(0, 14)), min_size=1, max_size=15), order=st.randoms())
 def test_a_chain_end_remembered_is_the_end_walked_from_each_fact(links, order):
     facts = {f"f{i}": SimpleNamespace(fact_id=f"f{i}", superseded_by=None if to is None else f"f{to}")

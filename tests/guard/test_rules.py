@@ -200,7 +200,7 @@ def test_guards_are_part_of_the_registry_document_and_absent_ones_keep_its_hash(
 _SAFE_WORDS = st.sampled_from(["lettuce", "rice", "lime", "tofu", "sesame", "basil", "tomato", "olive oil"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(dishes=st.lists(st.lists(_SAFE_WORDS, max_size=5), max_size=5),
        amount=st.decimals(min_value=0, max_value=50, places=2, allow_nan=False, allow_infinity=False),
        channel=st.just("email"), environment=st.just("staging"))

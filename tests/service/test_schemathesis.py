@@ -39,7 +39,7 @@ def test_no_generated_request_makes_the_server_fail(service: Service) -> None:
         operations += 1
 
         @given(case=operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(GenerationMode.NEGATIVE))
-        @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+        @settings(max_examples=EXAMPLES, derandomize=True, database=None,
                   suppress_health_check=list(HealthCheck))
         def run(case: Any) -> None:
             response = case.call(base_url=service.url, headers={"Authorization": f"Bearer {key}"})

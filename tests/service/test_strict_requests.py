@@ -69,7 +69,7 @@ def test_an_id_with_a_bad_character_in_an_append_body_is_refused(service: Servic
     nothing_written(service, tenant)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_any_character_of_the_forbidden_categories_is_refused_in_an_event_id(service: Service, data) -> None:
     bad = data.draw(st.characters(categories=["Zs", "Zl", "Zp", "Cc", "Cf"]), label="bad")
