@@ -132,8 +132,10 @@ def test_the_environment_names_the_reranker(monkeypatch, tmp_path):
     # anything but a URL is a folder, never a model name to fetch
     with pytest.raises(ConfigError, match="LOSSGATE_RERANKER is a rerank server's .* never by name"):
         reranker_from_env({"LOSSGATE_RERANKER": "BAAI/bge-reranker-base"})
-    local = reranker_from_env({"LOSSGATE_RERANKER": str(tmp_path), "LOSSGATE_RERANKER_DEPTH": "7"})
-    assert isinstance(local, CrossEncoderReranker) and local.depth == 7 and local.model == f"local:{tmp_path.name}"
+    local = reranker_from_env({"LOSSGATE_RERANKER": str(tmp_path), "LOSSGATE_RERANKER_DEPTH": "7",
+                               "LOSSGATE_RERANKER_MAX_CHARS": "300"})
+    assert isinstance(local, CrossEncoderReranker) and local.model == f"local:{tmp_path.name}"
+    assert (local.depth, local.max_chars) == (7, 300)
     with pytest.raises(ConfigError, match="LOSSGATE_RERANKER_DEPTH must be a whole number"):
         reranker_from_env({"LOSSGATE_RERANKER": str(tmp_path), "LOSSGATE_RERANKER_DEPTH": "many"})
     with pytest.raises(ConfigError, match="depth must be a whole number from 1"):

@@ -224,10 +224,11 @@ def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANK
     pass ``os.environ``), or ``None`` when it is unset.
 
     An ``http(s)://`` URL is :class:`HttpReranker`, with ``LOSSGATE_RERANKER_MODEL``
-    (required), ``LOSSGATE_RERANKER_API_KEY``, ``LOSSGATE_RERANKER_MAX_CHARS`` and
-    ``LOSSGATE_RERANKER_TIMEOUT`` (seconds per recall); anything else is the folder of a
-    local :class:`CrossEncoderReranker` (``LOSSGATE_RERANKER_MODEL`` then names it in recall
-    records). ``LOSSGATE_RERANKER_DEPTH`` sets how many hits of each kind it reorders.
+    (required), ``LOSSGATE_RERANKER_API_KEY`` and ``LOSSGATE_RERANKER_TIMEOUT`` (seconds per
+    recall); anything else is the folder of a local :class:`CrossEncoderReranker`
+    (``LOSSGATE_RERANKER_MODEL`` then names it in recall records). For either,
+    ``LOSSGATE_RERANKER_DEPTH`` sets how many hits of each kind it reorders and
+    ``LOSSGATE_RERANKER_MAX_CHARS`` where a text is cut.
     ``names`` are what an error calls the first two settings (default: the variables'
     names; the CLI passes its flags').
     """
@@ -235,11 +236,12 @@ def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANK
     if not where:
         return None
     spec_name, model_name = names or (prefix, prefix + "_MODEL")
-    depth = environ.get(prefix + "_DEPTH")
+    depth, cut = environ.get(prefix + "_DEPTH"), environ.get(prefix + "_MAX_CHARS")
     if not where.startswith(("http://", "https://")):
         try:
             return CrossEncoderReranker(where, model=environ.get(prefix + "_MODEL") or None,
-                                        depth=_whole(depth, prefix + "_DEPTH") if depth else RERANK_DEPTH)
+                                        depth=_whole(depth, prefix + "_DEPTH") if depth else RERANK_DEPTH,
+                                        max_chars=_whole(cut, prefix + "_MAX_CHARS") if cut else 2_000)
         except ConfigError as exc:
             raise ConfigError(f"{spec_name} is a rerank server's http(s):// URL or a cross-encoder's folder: {exc}") \
                 from exc
