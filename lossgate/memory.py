@@ -486,11 +486,12 @@ class Memory:
 
     @checked_args
     def events(self, tenant_id: str, subject_id: str, *, states: Sequence[EventState] | None = None,
-               after_seq: int | None = None, limit: int | None = None) -> list[Event]:
-        """Events of one subject in seq order (only ``states``, if given), those after
-        ``after_seq``, at most ``limit``."""
+               after_seq: int | None = None, limit: int | None = None,
+               ids: Sequence[str] | None = None) -> list[Event]:
+        """Events of one subject in seq order (only ``states``, if given; only ``ids``, if
+        given), those after ``after_seq``, at most ``limit``."""
         with self.store.read() as tx:
-            return tx.events(tenant_id, subject_id, states=states, after_seq=after_seq, limit=limit)
+            return tx.events(tenant_id, subject_id, ids=ids, states=states, after_seq=after_seq, limit=limit)
 
     @checked_args
     def conflicts(self, tenant_id: str, subject_id: str, *, unresolved_only: bool = True) -> list[Conflict]:

@@ -79,14 +79,17 @@ class LossgateStore(BaseStore):
     """A LangGraph ``BaseStore`` over ``memory`` (see the module docstring for the mapping).
 
     ``tenant_id`` limits the store to one tenant; ``actor`` and ``trust`` are those of the
-    events it appends (who wrote the item: by default the agent, ``system`` trust);
+    events it appends (who wrote the item: by default the agent, ``tool`` trust, as
+    :meth:`~lossgate.Memory.add` gives a model's words: a fact drawn from an item can forbid an
+    action, never authorize one), and the store's items are the events of that kind, actor
+    and trust holding its payload (another writer's event posing as an item is none);
     ``index`` the fields whose text search reads (LangGraph's paths, ``"$"`` or ``None``
     for every field), unless a put names its own."""
 
     supports_ttl = False
 
     def __init__(self, memory: Memory, *, tenant_id: str | None = None, actor: str = "agent",
-                 trust: Trust = "system", index: Sequence[str] | None = None) -> None:
+                 trust: Trust = "tool", index: Sequence[str] | None = None) -> None:
         self.memory = memory
         self.tenant_id = tenant_id
         self.actor = actor
@@ -144,7 +147,8 @@ class LossgateStore(BaseStore):
             events = self._subjects.get((tenant_id, subject_id))
             if events is None:
                 events = self._subjects[(tenant_id, subject_id)] = TaggedEvents(
-                    self.memory, tenant_id, subject_id, TAG, keep=_well_formed)
+                    self.memory, tenant_id, subject_id, TAG, keep=_well_formed,
+                    writes=lambda _: ("document", self.actor, self.trust))
         valid: dict[tuple[tuple[str, ...], str], list[Event]] = {}
         held: dict[tuple[tuple[str, ...], str], list[str]] = {}
         for event in events.read():

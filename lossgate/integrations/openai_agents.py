@@ -12,9 +12,15 @@ item                           kind             actor            trust
 =============================  ===============  ===============  ======================
 ``role: user``                 ``message``      ``user``         ``authenticated_user``
 ``role: system``/``developer`` ``system``       the role         ``system``
-``role: assistant``, a call    ``message``      ``assistant``    ``system``
+``role: assistant``, a call    ``message``      ``assistant``    ``tool``
 a ``*_output`` (a tool's)      ``tool_result``  ``tool``         ``tool``
 =============================  ===============  ===============  ======================
+
+The model's own words get ``tool`` trust, as :meth:`~lossgate.Memory.add` gives them: a fact
+drawn from them can forbid an action, never authorize one. An event holding the session's
+payload that is not what the session writes for its item (its kind, actor or trust: an
+untrusted event posing as a system message, or an item whose trust was changed since) is no
+item of the session's.
 
 ``get_items`` returns the session's valid items in the order they were added (the newest
 ``limit``, or ``session_settings.limit``); ``pop_item`` deletes the newest with
@@ -64,7 +70,7 @@ class LossgateSession:
         self.session_id = session_id
         self.session_settings = session_settings
         self.memory, self.tenant_id, self.subject_id = memory, tenant_id, subject_id
-        self._events = TaggedEvents(memory, tenant_id, subject_id, TAG,
+        self._events = TaggedEvents(memory, tenant_id, subject_id, TAG, writes=_writes,
                                     keep=lambda held: held.get("session") == session_id and "item" in held)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
@@ -72,7 +78,7 @@ class LossgateSession:
         if wanted is not None and wanted < 0:
             raise InvalidInput(f"limit is at least 0, got {wanted}")
         items = [_item(e) for e in await asyncio.to_thread(self._events.valid)]
-        return items if wanted is None else items[len(items) - wanted:] if wanted else []
+        return items if wanted is None else items[-wanted:] if wanted else []
 
     async def add_items(self, items: list[Any]) -> None:
         if not items:
@@ -141,7 +147,13 @@ def _who(item: dict[str, Any]) -> tuple[EventKind, str, Trust]:
         return "message", "user", "authenticated_user"
     if role in ("system", "developer"):
         return "system", role, "system"
-    return "message", "assistant", "system"
+    return "message", "assistant", "tool"
+
+
+def _writes(held: dict[str, Any]) -> tuple[str, str, str] | None:
+    """What the session writes for the item ``held`` holds (:func:`_who`)."""
+    item = held.get("item")
+    return _who(item) if isinstance(item, dict) else None
 
 
 def _said(item: dict[str, Any]) -> str:

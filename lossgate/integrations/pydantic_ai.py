@@ -3,15 +3,19 @@
 ``memory_toolset(memory, tenant_id, subject_id)`` is a ``FunctionToolset`` of four tools on
 that subject's memory, for ``Agent(..., toolsets=[...])`` or ``agent.run(..., toolsets=[...])``:
 
-* ``remember(text)``: appends one event (the toolset's ``actor`` and ``trust``: by default the
-  agent, ``system`` trust) and returns its ``event_id``;
+* ``remember(text)``: appends one note, an event (the toolset's ``actor`` and ``trust``: by
+  default the agent, ``tool`` trust, as :meth:`~lossgate.Memory.add` gives a model's words),
+  and returns its ``event_id``;
 * ``recall(query=None)``: :meth:`~lossgate.Memory.recall` under the toolset's token
   ``budget``: the ``recall_id``, the block :meth:`~lossgate.RecallResult.render` prints
   (``memory``), and the facts (id, predicate) and events (id, text) it holds, so that
   ``forget`` can name one;
 * ``forget(kind, id, reason="")``: :meth:`~lossgate.Memory.delete_event` (``kind="event"``) or
   :meth:`~lossgate.Memory.delete_fact` (``"fact"``): the content is purged, summaries built on
-  it go stale;
+  it go stale. What the model may forget is the toolset's ``forget``: ``"notes"`` (the
+  default) the notes this toolset remembered only, so that a model misled by what it read
+  cannot erase the user's allergy the guard reads; ``"any"`` any event or fact of the subject;
+  ``None`` leaves the tool out;
 * ``guard(action, recall_id=None)``: :meth:`~lossgate.Memory.guard`, the planned action checked
   against the subject's facts: ``allowed``, or each refusal with its rule, field, reason and
   fact. The result is stored, tied to the recall named.
@@ -27,8 +31,8 @@ agent's messages in the subject's raw layer, one event per message, its payload
 prompts, text answers, tool calls and returns; up to 65,536 characters). A request holding a
 tool's return (or a retry prompt) is a ``tool_result`` of actor ``tool`` and ``tool`` trust;
 one holding a user prompt is a ``message`` of the ``user`` (``authenticated_user``); another
-request (instructions only) is ``system``; a response is the ``assistant``'s (``system``
-trust). ``load()`` returns the conversation's valid messages in order (the last ``limit``),
+request (instructions only) is ``system``; a response is the ``assistant``'s (``tool``
+trust, as above). ``load()`` returns the conversation's valid messages in order (the last ``limit``),
 for ``message_history=``; ``save(result.new_messages())`` appends them; ``clear()`` deletes
 every message of the conversation. ``aload``, ``asave`` and ``aclear`` run them in a worker
 thread.
@@ -107,9 +111,13 @@ class Guarded(BaseModel):
 
 
 def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: int | None = 2000,
-                   actor: str = "agent", trust: Trust = "system") -> FunctionToolset[Any]:
+                   actor: str = "agent", trust: Trust = "tool",
+                   forget: Literal["notes", "any"] | None = "notes") -> FunctionToolset[Any]:
     """The ``remember``, ``recall``, ``forget`` and ``guard`` tools on one subject's memory
     (see the module docstring)."""
+    if forget not in ("notes", "any", None):
+        raise InvalidInput(f"forget is 'notes', 'any' or None, not {forget!r}")
+    scope = forget
 
     def remember(text: str) -> Remembered:
         """Keep a note in the user's long-term memory.
@@ -119,7 +127,7 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
         """
         event = _retry_on_bad_input(lambda: NewEvent(
             tenant_id=tenant_id, subject_id=subject_id, event_id=f"pa-{uuid.uuid4().hex}", actor=actor,
-            trust=trust, text=text))
+            trust=trust, text=text, payload={NOTE: True}))
         _retry_on_bad_input(lambda: memory.append([event]))
         return Remembered(event_id=event.event_id)
 
@@ -143,6 +151,8 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
             id: The event_id or fact_id, as recall listed it.
             reason: Why (kept in the memory's log).
         """
+        if scope == "notes" and not _a_note(memory, tenant_id, subject_id, kind, id, actor, trust):
+            raise ModelRetry(f"only the notes you remembered can be forgotten; {kind} {id!r} is not one")
         if kind == "event":
             event = _retry_on_bad_input(lambda: memory.delete_event(tenant_id, subject_id, id, reason=reason))
             return Forgotten(kind="event", id=id, state=event.state)
@@ -162,7 +172,20 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
         return Guarded(guard_id=result.guard_id, allowed=result.allowed, refusals=[
             Refused(rule=r.rule, field=r.field, detail=r.detail, fact_id=r.fact_id) for r in result.refusals])
 
-    return FunctionToolset([remember, recall, forget, guard])
+    return FunctionToolset([remember, recall, *([forget] if scope else []), guard])
+
+
+NOTE = "pydantic_ai_note"  # the payload key of a note the toolset remembered
+
+
+def _a_note(memory: Memory, tenant_id: str, subject_id: str, kind: str, event_id: str, actor: str,
+            trust: Trust) -> bool:
+    """Whether ``event_id`` is a note this toolset remembered (its payload's mark, as it wrote it)."""
+    if kind != "event":
+        return False
+    found = memory.events(tenant_id, subject_id, ids=[event_id], states=["valid"])
+    return bool(found) and (found[0].payload or {}).get(NOTE) is True \
+        and (found[0].kind, found[0].actor, found[0].trust) == ("message", actor, trust)
 
 
 def _retry_on_bad_input(call: Callable[[], T]) -> T:
@@ -182,7 +205,7 @@ class LossgateMessageHistory:
             raise InvalidInput("a conversation id is a non-empty string")
         self.memory, self.tenant_id, self.subject_id = memory, tenant_id, subject_id
         self.conversation_id = conversation_id
-        self._events = TaggedEvents(memory, tenant_id, subject_id, TAG,
+        self._events = TaggedEvents(memory, tenant_id, subject_id, TAG, writes=_writes,
                                     keep=lambda held: held.get("conversation") == conversation_id
                                     and isinstance(held.get("message"), dict))
 
@@ -192,7 +215,7 @@ class LossgateMessageHistory:
             raise InvalidInput(f"limit is at least 0, got {limit}")
         events = self._events.valid()
         if limit is not None:
-            events = events[len(events) - limit:] if limit else []
+            events = events[-limit:] if limit else []
         return ModelMessagesTypeAdapter.validate_python([_message(e) for e in events])
 
     def save(self, messages: Sequence[ModelMessage]) -> list[str]:
@@ -241,12 +264,21 @@ def _message(event: Event) -> dict[str, Any]:
 def _who(message: ModelMessage) -> tuple[EventKind, str, Trust]:
     """A message's kind, actor and trust (the module docstring)."""
     if isinstance(message, ModelResponse):
-        return "message", "assistant", "system"
+        return "message", "assistant", "tool"
     if any(isinstance(p, (BaseToolReturnPart, RetryPromptPart)) for p in message.parts):
         return "tool_result", "tool", "tool"  # the lower trust, when a user prompt rides with it
     if any(isinstance(p, UserPromptPart) for p in message.parts):
         return "message", "user", "authenticated_user"
     return "system", "system", "system"
+
+
+def _writes(held: dict[str, Any]) -> tuple[str, str, str] | None:
+    """What the history writes for the message ``held`` holds (:func:`_who`)."""
+    try:
+        (message,) = ModelMessagesTypeAdapter.validate_python([held.get("message")])
+    except ValueError:
+        return None
+    return _who(message)
 
 
 def _said(message: ModelMessage) -> str:

@@ -1,8 +1,11 @@
 """The events an integration wrote for one subject, read back as they grow.
 
 Each integration marks its events with a key of their payload (``{"langgraph": {...}}``)
-and reads them back through :class:`TaggedEvents`: the subject's events holding that key,
-valid or revoked (a revoked event keeps its text, which a deletion must still erase), in seq
+and reads them back through :class:`TaggedEvents`: the subject's events holding that key
+that are what the integration writes for it (the kind, actor and trust it gives such an item:
+anyone who may append may write the key, so an untrusted event carrying a system message's
+payload is no item of the integration's, nor is an item whose trust was changed since), valid
+or revoked (a revoked event keeps its text, which a deletion must still erase), in seq
 order. A read asks the store only for the events after the newest seq it has seen while the
 subject's ``input_epoch`` stays where it was; a deletion, revocation or trust change moves
 the epoch (in whichever process it ran), and the next read loads the subject again. Events
@@ -38,13 +41,14 @@ def marked(event: Event, tag: str) -> dict[str, Any] | None:
 
 class TaggedEvents:
     """The events of ``tenant_id``/``subject_id`` whose payload holds ``tag`` (and which
-    ``keep`` accepts, when given), kept up to date by :meth:`read`. Safe to share between
-    threads."""
+    ``keep`` accepts, when given) and whose kind, actor and trust are those ``writes`` gives
+    what it holds, kept up to date by :meth:`read`. Safe to share between threads."""
 
     def __init__(self, memory: Memory, tenant_id: str, subject_id: str, tag: str,
+                 writes: Callable[[dict[str, Any]], tuple[str, str, str] | None],
                  keep: Callable[[dict[str, Any]], bool] | None = None) -> None:
         self.memory, self.tenant_id, self.subject_id, self.tag = memory, tenant_id, subject_id, tag
-        self._keep = keep
+        self._keep, self._writes = keep, writes
         self._lock = threading.Lock()
         self._epoch: int | None = None
         self._seen = 0  # the newest seq read
@@ -61,7 +65,8 @@ class TaggedEvents:
                                             after_seq=self._seen):
                 self._seen = max(self._seen, event.seq)
                 held = marked(event, self.tag)
-                if held is not None and (self._keep is None or self._keep(held)):
+                if held is not None and (self._keep is None or self._keep(held)) \
+                        and self._writes(held) == (event.kind, event.actor, event.trust):
                     self._events[event.event_id] = event
             return list(self._events.values())
 

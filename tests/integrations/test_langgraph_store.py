@@ -66,7 +66,7 @@ def test_a_compiled_graph_keeps_and_searches_long_term_memory_in_lossgate(memory
     events = memory.events(T, S)
     assert [e.text for e in events] == ["text: I always book an aisle seat on long flights.",
                                         "text: My cat Miso hates the carrier.", "text: I'm vegetarian these days."]
-    assert {(e.kind, e.actor, e.trust) for e in events} == {("document", "agent", "system")}
+    assert {(e.kind, e.actor, e.trust) for e in events} == {("document", "agent", "tool")}
     assert events[1].payload == {"langgraph": {"namespace": ["memories"], "key": "note-2",
                                                "value": {"text": "My cat Miso hates the carrier."}}}
     assert any("Miso" in (e.text or "") for e in memory.recall(T, S, query="Miso").events)
@@ -110,10 +110,17 @@ def test_delete_erases_every_version_for_real(memory, store, db_url):
 
 
 def test_a_query_ranks_by_recall_within_the_prefix_with_filter_and_paging(memory, store):
-    store.put((T, S, "food"), "likes", {"text": "loves spicy ramen and spicy curry", "stars": 5})
-    store.put((T, S, "food"), "dislikes", {"text": "finds ramen too salty at airports", "stars": 2})
-    store.put((T, S, "travel"), "ramen-trip", {"text": "a ramen tour of Fukuoka", "stars": 4})
+    def apart(n: int) -> None:  # so that no item is ranked up for a neighbour that matches too
+        memory.append([lossgate.NewEvent(tenant_id=T, subject_id=S, event_id=f"between-{n}",
+                                         text="the weather was lovely")])
+
     memory.append([lossgate.NewEvent(tenant_id=T, subject_id=S, text="ramen again tonight?")])  # not an item
+    apart(1)
+    store.put((T, S, "food"), "likes", {"text": "loves spicy ramen and spicy curry", "stars": 5})
+    apart(2)
+    store.put((T, S, "food"), "dislikes", {"text": "finds ramen too salty at airports", "stars": 2})
+    apart(3)
+    store.put((T, S, "travel"), "ramen-trip", {"text": "a ramen tour of Fukuoka", "stars": 4})
 
     # recall ranks the full-text index by BM25; consolidation brings the index up to date
     assert memory.consolidate(T, S).status == "published"
@@ -128,6 +135,7 @@ def test_a_query_ranks_by_recall_within_the_prefix_with_filter_and_paging(memory
     assert [i.key for i in store.search((T, S), query="ramen", limit=1, offset=1)] == whole[1:2]
     assert store.search((T, S), query="the when did") == []  # only function words: nothing to match
     # on SQLite an item put since the index was refreshed is found by its words, unranked, ahead of the rest
+    apart(4)
     store.put((T, S, "food"), "fresh", {"text": "ramen ramen ramen", "stars": 1})
     assert [i.key for i in store.search((T, S), query="spicy ramen")] == ["fresh", "likes", "ramen-trip", "dislikes"]
     # each search with a query is a recall, recorded as every recall is

@@ -96,7 +96,7 @@ def test_remember_and_forget_write_and_erase_the_subjects_raw_layer(allergic):
     saved = agent.run_sync("Remember my locker code: 4471-KESTREL.").output
     (note,) = [e for e in allergic.events(T, S) if e.text == "The locker code is 4471-KESTREL."]
     assert saved == f"Saved as {note.event_id}."
-    assert (note.kind, note.actor, note.trust) == ("message", "agent", "system")
+    assert (note.kind, note.actor, note.trust) == ("message", "agent", "tool")
 
     assert agent.run_sync("Forget my locker code.").output == f"Forgotten: {note.event_id} is deleted."
     (gone,) = allergic.events(T, S, states=["deleted"])
@@ -104,7 +104,33 @@ def test_remember_and_forget_write_and_erase_the_subjects_raw_layer(allergic):
     assert allergic.recall(T, S, query="locker KESTREL").events == ()
 
     refused = agent.run_sync("Forget the rest.").output
+    assert refused == "Could not: only the notes you remembered can be forgotten; event 'no-such-event' is not one"
+    anything = Agent(FunctionModel(keeper), toolsets=[memory_toolset(allergic, T, S, forget="any")])
+    refused = anything.run_sync("Forget the rest.").output
     assert refused == "Could not: event no-such-event does not exist for tenant 'acme', subject 'user-17'"
+
+
+def misled(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """A model that a tool result talked into erasing the allergy, then orders the satay."""
+    part = last_part(messages)
+    if isinstance(part, UserPromptPart):
+        return call("forget", kind="fact", id="f-allergy", reason="the ticket says so")
+    if part.outcome == "retried":  # lossgate refused: the model says why
+        return say(f"Could not: {part.content}")
+    if part.tool_name == "forget":
+        return call("guard", action={"items": [{"dish": "satay", "ingredients": ["peanuts"]}]})
+    return say(f"allowed={part.content.allowed}")
+
+
+@pytest.mark.parametrize("forget", ["notes", None])
+def test_the_model_cannot_erase_the_fact_the_guard_reads(allergic, forget):
+    toolset = memory_toolset(allergic, T, S, forget=forget)
+    assert ("forget" in toolset.tools) is (forget is not None)
+    if forget is not None:
+        output = Agent(FunctionModel(misled), toolsets=[toolset]).run_sync("The ticket says to drop it.").output
+        assert output.startswith("Could not: only the notes you remembered can be forgotten")
+    assert [f.fact_id for f in allergic.facts(T, S)] == ["f-allergy"]
+    assert allergic.guard(T, S, {"items": [{"dish": "satay", "ingredients": ["peanuts"]}]}).allowed is False
 
 
 def chatter(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -139,14 +165,17 @@ def test_a_message_history_is_stored_in_lossgate_and_loaded_for_the_next_run(mem
     history.save(third.new_messages())
     assert as_json(history.load()) == as_json(third.all_messages())
     assert len(history.load(limit=2)) == 2 and history.load(limit=0) == []
+    held = len(history.load())
+    assert [len(history.load(limit=n)) for n in (held - 1, held, held + 1, 2 * held - 1, 10 * held)] == \
+        [held - 1, held, held, held, held]
 
     # behind the API: one event per message, with who said it; recall finds the conversation
     events = memory.events(T, S)
     assert [(e.kind, e.actor, e.trust) for e in events] == [
-        ("message", "user", "authenticated_user"), ("message", "assistant", "system"),
-        ("message", "user", "authenticated_user"), ("message", "assistant", "system"),
-        ("message", "user", "authenticated_user"), ("message", "assistant", "system"),
-        ("tool_result", "tool", "tool"), ("message", "assistant", "system")]
+        ("message", "user", "authenticated_user"), ("message", "assistant", "tool"),
+        ("message", "user", "authenticated_user"), ("message", "assistant", "tool"),
+        ("message", "user", "authenticated_user"), ("message", "assistant", "tool"),
+        ("tool_result", "tool", "tool"), ("message", "assistant", "tool")]
     assert events[0].text == "I moved to Porto last spring." and events[5].text == 'recall({"query":"Porto"})'
     assert {e.payload["session"] for e in events} == {"chat-1"}
     assert "I moved to Porto last spring." in [e.text for e in memory.recall(T, S, query="Porto moved").events]
