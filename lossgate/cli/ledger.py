@@ -46,7 +46,7 @@ RegistryFile = Annotated[Path, typer.Argument(
 # typer takes Literal choices for single options but not for lists: an Enum for --state.
 StateChoice = Enum("StateChoice", {v: v for v in get_args(EventState)}, type=str)  # type: ignore[misc]
 
-predicates_app = typer.Typer(help="Load or show the predicate registry.", no_args_is_help=True)
+predicates_app = typer.Typer(help="Load, extend or show the predicate registry.", no_args_is_help=True)
 delete_app = typer.Typer(help="Delete a fact or an event (content purged, tombstone kept).", no_args_is_help=True)
 
 

@@ -33,7 +33,7 @@ def mcp_command(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (http).")] = 8765,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level (http).")] = "info",
 ) -> None:
-    """Serve memory as MCP tools (remember, recall, forget, inspect) for one API key's tenant;
+    """Serve memory as MCP tools (remember, recall, forget, inspect, guard) for one API key's tenant;
     over HTTP at /mcp, each request sends the same key as Authorization: Bearer."""
     try:
         from lossgate.service.mcp import InvalidKey, create_server, http_app
