@@ -434,7 +434,8 @@ def block_parts(tenant_id: str, subject_id: str, summary: str | None, facts: tup
                 events: tuple[Event, ...] | list[Event]) -> tuple[str, str, str]:
     """:meth:`RecallResult.render`'s block in three parts, joined by newlines where not empty:
     the header line with the facts section; the summary's prose (``""`` without one); the
-    events section (``""`` without events). Recall counts its tokens by these parts."""
+    events section (``""`` without events, or when the prose quotes every one: an event line
+    the prose holds is not printed again). Recall counts its tokens by these parts."""
     structured, prose = summary_structure(tenant_id, subject_id, summary)
     lines: list[str] = []
     seen: set[str] = set()
@@ -443,15 +444,19 @@ def block_parts(tenant_id: str, subject_id: str, summary: str | None, facts: tup
             seen.add(line)
             lines.append(line)
     head = [block_title(subject_id, summary), *([FACTS_TITLE, *lines] if lines else [])]
+    # an event the summary's prose quotes already (a line of its conversation) is said once
+    quoted = set(prose.split("\n")) if prose else set()
     tail: list[str] = []
-    if events:
-        tail.append(EVENTS_TITLE)
-        day = None
-        for e in sorted(events, key=lambda e: e.seq):
-            if day_line(e) != day:
-                day = day_line(e)
-                tail.append(day)
-            tail.append(event_line(e))
+    day = None
+    for e in sorted(events, key=lambda e: e.seq):
+        line = event_line(e)
+        if line in quoted:
+            continue
+        if day_line(e) != day:
+            day = day_line(e)
+            tail += [EVENTS_TITLE] if not tail else []
+            tail.append(day)
+        tail.append(line)
     return "\n".join(head), prose, "\n".join(tail)
 
 

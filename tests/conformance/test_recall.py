@@ -299,10 +299,12 @@ def test_the_rendered_block_speaks_the_ledger_first_and_says_once_whose_memory_i
         # the summary's prose, after the facts: its conversation, as recall kept it
         assert lines[prose_at:events_at] == [CONVERSATION_TITLE, *section_lines(r.summary, CONVERSATION_TITLE)]
         assert "- user: we chatted about jazz records" in lines[prose_at:events_at]
-        # the events last, under their days
+        # the events last, under their days; one the summary's conversation quotes is not said again
         assert lines[events_at + 1] == "[2026-03-14]"
-        assert lines[events_at + 2:] == [event_line(e) for e in r.events]
+        quoted = set(lines[prose_at:events_at])
+        assert lines[events_at + 2:] == [event_line(e) for e in r.events if event_line(e) not in quoted]
         assert "- user: one more thing about the garden party" in lines[events_at:]
+        assert len([ln for ln in lines if ln.startswith("- user:")]) == len({ln for ln in lines if ln.startswith("- user:")})
         assert r.tokens == default_counter()(block)  # the tokens are the block's
 
     memory.delete_event(T, U, "e-chat1")  # the summary is stale: raw memory
