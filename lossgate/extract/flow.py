@@ -100,9 +100,16 @@ def _decide(led: Ledger, registry: Registry, p: Proposal) -> Proposal:
     for f in led.tx.facts(p.tenant_id, p.subject_id, statuses=["active"], predicate=p.predicate):
         if f.value is not None and canonical_value(pred.value_type, f.value) == canon:
             return p.model_copy(update={"status": "known", "fact_id": f.fact_id})
-    if pred.extraction != "auto":
+    if pred.extraction != "auto" or p.authority in _NEVER_AT_ONCE:
         return p
     return _assert(led, p)
+
+
+# A proposal drawn from a model's or a tool's words waits for a person even where the
+# predicate's extraction is "auto": a model's guess ("Your deadline is ...") never becomes a
+# fact on its own say-so. (Untrusted text still becomes a quoted fact at once: quoted, it
+# states what was said and authorizes nothing.)
+_NEVER_AT_ONCE = frozenset({"tool"})
 
 
 def _assert(led: Ledger, p: Proposal) -> Proposal:

@@ -215,9 +215,9 @@ def test_add_appends_messages_and_proposes_facts_under_the_starter_policy(fresh)
     assert deadline.status == "accepted" and deadline.value == "2026-05-01" and deadline.authority == "user"
     limit = got["spending.limit", events[1].event_id]
     assert limit.status == "review" and limit.value == {"amount": "1200", "currency": "EUR"}  # a limit waits
-    said = got["booking.reference", events[2].event_id]  # the assistant's words: authority tool
-    assert said.authority == "tool" and said.status == "accepted"
-    assert got["booking.reference", events[3].event_id].status == "known"  # the user's repeats it
+    said = got["booking.reference", events[2].event_id]  # the assistant's words: authority tool,
+    assert said.authority == "tool" and said.status == "review"  # never a fact on their own say-so
+    assert got["booking.reference", events[3].event_id].status == "accepted"  # the user's own words are
     assert got["account.id", events[4].event_id].authority == "tool"
     assert {f.predicate for f in fresh.facts(T, S)} == {"deadline", "booking.reference"}
     again = fresh.add(S, ["Thanks!"])
