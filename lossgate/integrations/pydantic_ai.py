@@ -56,7 +56,7 @@ from lossgate.records import Event, EventKind, NewEvent, Trust
 
 require("pydantic_ai", extra="pydantic-ai", framework="PydanticAI")
 
-from pydantic_ai import ModelRetry  # noqa: E402 - after the check that names the extra
+from pydantic_ai import ModelRetry, Tool  # noqa: E402 - after the check that names the extra
 from pydantic_ai.messages import (  # noqa: E402
     BaseToolCallPart, BaseToolReturnPart, ModelMessage, ModelMessagesTypeAdapter, ModelResponse,
     RetryPromptPart, TextPart, UserPromptPart,
@@ -143,7 +143,7 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
                         facts=[RecalledFact(fact_id=f.fact_id, predicate=f.predicate) for f in found.facts],
                         events=[RecalledEvent(event_id=e.event_id, text=e.text or "") for e in found.events])
 
-    def forget(kind: Literal["event", "fact"], id: str, reason: str = "") -> Forgotten:  # noqa: A002 - the tool's word
+    def forget_tool(kind: Literal["event", "fact"], id: str, reason: str = "") -> Forgotten:  # noqa: A002 - the tool's word
         """Erase an event or a fact from the user's memory for good (its text is purged).
 
         Args:
@@ -172,7 +172,10 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
         return Guarded(guard_id=result.guard_id, allowed=result.allowed, refusals=[
             Refused(rule=r.rule, field=r.field, detail=r.detail, fact_id=r.fact_id) for r in result.refusals])
 
-    return FunctionToolset([remember, recall, *([forget] if scope else []), guard])
+    tools: list[Tool[Any]] = [Tool(remember), Tool(recall), Tool(guard)]
+    if scope is not None:
+        tools.insert(2, Tool(forget_tool, name="forget"))
+    return FunctionToolset(tools)
 
 
 NOTE = "pydantic_ai_note"  # the payload key of a note the toolset remembered
