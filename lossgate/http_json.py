@@ -41,6 +41,13 @@ class RetryPolicy:
         return min(delay, self.max_backoff_s)
 
 
+def server_client(base_url: str, api_key: Any, timeout_s: float) -> httpx.Client:
+    """An ``httpx`` client for an OpenAI-compatible server at ``base_url`` (paths relative to
+    it), with ``Authorization: Bearer`` when an ``api_key`` (a pydantic ``SecretStr``) is given."""
+    headers = {"Authorization": f"Bearer {api_key.get_secret_value()}"} if api_key else {}
+    return httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout_s)
+
+
 def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, policy: RetryPolicy,
               error: type[LossgateError]) -> dict[str, Any]:
     """POST ``payload`` to ``path`` of ``client``'s base URL; the answer's JSON object."""

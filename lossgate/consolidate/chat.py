@@ -36,7 +36,7 @@ from lossgate.consolidate.compressor import CompressionError, CompressionRequest
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
-from lossgate.http_json import RetryPolicy, chat_content, post_json
+from lossgate.http_json import RetryPolicy, chat_content, post_json, server_client
 from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, fact_line
 
 __all__ = ["ChatCompressor", "ChatConfig", "PROMPT_VERSION", "STRICT_PROMPT_VERSION", "DETERMINISTIC_FALLBACK"]
@@ -134,9 +134,7 @@ class ChatCompressor:
         self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
         self._counter = counter
         self._structure = DeterministicCompressor(counter)
-        headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
-        self._client = client or httpx.Client(
-            base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
+        self._client = client or server_client(config.base_url, config.api_key, config.timeout_s)
 
     def close(self) -> None:
         self._client.close()

@@ -20,7 +20,7 @@ import httpx
 
 from lossgate.errors import LossgateError
 from lossgate.extract.atoms import Candidate
-from lossgate.http_json import RetryPolicy, chat_content, post_json
+from lossgate.http_json import RetryPolicy, chat_content, post_json, server_client
 from lossgate.judge.model import JudgeConfig
 from lossgate.records import Event
 from lossgate.registry import Registry
@@ -57,9 +57,7 @@ class ModelExtractor:
         self._prompt = (resources.files("lossgate.extract") / "prompts" / f"{EXTRACT_PROMPT_VERSION}.txt"
                         ).read_text(encoding="utf-8")
         self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
-        headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
-        self._client = client or httpx.Client(
-            base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
+        self._client = client or server_client(config.base_url, config.api_key, config.timeout_s)
 
     def close(self) -> None:
         self._client.close()

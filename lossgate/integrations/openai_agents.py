@@ -98,15 +98,7 @@ class LossgateSession:
         return await asyncio.to_thread(pop)
 
     async def clear_session(self) -> None:
-        def clear() -> None:
-            held = self._events.read()
-            if not held:
-                return
-            with self.memory.transaction() as ledger:
-                for event in held:
-                    ledger.delete_event(self.tenant_id, self.subject_id, event.event_id,
-                                        reason="OpenAI Agents session: clear_session")
-        await asyncio.to_thread(clear)
+        await asyncio.to_thread(self._events.erase, "OpenAI Agents session: clear_session")
 
     def _event(self, item: Any) -> NewEvent:
         if not isinstance(item, dict):

@@ -239,13 +239,7 @@ class LossgateMessageHistory:
 
     def clear(self) -> None:
         """Delete every message of the conversation (text and payload purged), in one transaction."""
-        held = self._events.read()
-        if not held:
-            return
-        with self.memory.transaction() as ledger:
-            for event in held:
-                ledger.delete_event(self.tenant_id, self.subject_id, event.event_id,
-                                    reason="PydanticAI message history: cleared")
+        self._events.erase("PydanticAI message history: cleared")
 
     async def aload(self, limit: int | None = None) -> list[ModelMessage]:
         return await asyncio.to_thread(self.load, limit)

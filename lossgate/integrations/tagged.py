@@ -70,6 +70,16 @@ class TaggedEvents:
                     self._events[event.event_id] = event
             return list(self._events.values())
 
+    def erase(self, reason: str) -> None:
+        """Delete every tagged event (:meth:`read`: valid or revoked; text and payload purged),
+        in one transaction."""
+        held = self.read()
+        if not held:
+            return
+        with self.memory.transaction() as ledger:
+            for event in held:
+                ledger.delete_event(self.tenant_id, self.subject_id, event.event_id, reason=reason)
+
     def valid(self) -> list[Event]:
         """:meth:`read`, the valid events only (what the subject's authorized view holds)."""
         return [e for e in self.read() if e.state == "valid"]

@@ -20,7 +20,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from lossgate.errors import ConfigError, LossgateError
-from lossgate.http_json import RetryPolicy, chat_content, post_json
+from lossgate.http_json import RetryPolicy, chat_content, post_json, server_client
 
 __all__ = ["JUDGE_PROMPT_VERSION", "JudgeConfig", "JudgeError", "ModelJudge", "Statement", "STATEMENTS_SCHEMA"]
 
@@ -117,9 +117,7 @@ class ModelJudge:
         self.name = f"judge:{config.model}"
         self._prompt = prompt_text()
         self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
-        headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
-        self._client = client or httpx.Client(
-            base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
+        self._client = client or server_client(config.base_url, config.api_key, config.timeout_s)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> "ModelJudge | None":

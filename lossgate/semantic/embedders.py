@@ -27,7 +27,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from lossgate.errors import ConfigError, EmbeddingError
-from lossgate.http_json import RetryPolicy, post_json
+from lossgate.http_json import RetryPolicy, post_json, server_client
 
 if TYPE_CHECKING:
     import numpy as np
@@ -189,9 +189,7 @@ class HttpEmbedder:
         self.max_chars = config.max_chars
         self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
         self._query_policy = RetryPolicy(config.query_timeout_s, 0, 0.0, 0.0)
-        headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
-        self._client = client or httpx.Client(
-            base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
+        self._client = client or server_client(config.base_url, config.api_key, config.timeout_s)
 
     def close(self) -> None:
         self._client.close()

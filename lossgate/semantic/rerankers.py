@@ -32,7 +32,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from lossgate.errors import ConfigError, RerankError
-from lossgate.http_json import RetryPolicy, post_json
+from lossgate.http_json import RetryPolicy, post_json, server_client
 from lossgate.semantic.embedders import checked_base_url
 
 __all__ = ["Reranker", "HttpReranker", "HttpRerankerConfig", "CrossEncoderReranker", "reranker_from_env",
@@ -122,9 +122,7 @@ class HttpReranker:
         self.depth = config.depth
         self.max_chars = config.max_chars
         self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
-        headers = {"Authorization": f"Bearer {config.api_key.get_secret_value()}"} if config.api_key else {}
-        self._client = client or httpx.Client(
-            base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout_s)
+        self._client = client or server_client(config.base_url, config.api_key, config.timeout_s)
 
     def close(self) -> None:
         self._client.close()
