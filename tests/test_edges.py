@@ -20,7 +20,7 @@ PACKAGE = Path(lossgate.__file__).resolve().parent
 EDGES = {
     ("lossgate.cli", "*"),                               # every command: the CLI is an edge
     ("lossgate.worker", "_child"),                       # the worker process's entry point
-    ("lossgate.semantic.embedders", "__init__"),         # LocalEmbedder sets HF_HUB_OFFLINE: writes, never reads
+    ("lossgate.semantic.embedders", "hub_offline"),      # local models set HF_HUB_OFFLINE: writes, never reads
 }
 
 

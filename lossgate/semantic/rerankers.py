@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from lossgate.errors import ConfigError, RerankError
 from lossgate.http_json import RetryPolicy, post_json, server_client
-from lossgate.semantic.embedders import checked_base_url
+from lossgate.semantic.embedders import checked_base_url, hub_offline
 
 __all__ = ["Reranker", "HttpReranker", "HttpRerankerConfig", "CrossEncoderReranker", "reranker_from_env",
            "RERANK_DEPTH", "checked_scores"]
@@ -179,8 +179,7 @@ class CrossEncoderReranker:
         for name, value in (("depth", depth), ("max_chars", max_chars), ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"cross-encoder {name} must be a whole number from 1, not {value!r}")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub: the weights are local
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        hub_offline()
         self.model = model or f"local:{os.path.basename(os.path.normpath(path))}"
         self.depth, self.max_chars, self.batch_size = depth, max_chars, batch_size
         self._path, self._device, self._threads = path, device, threads

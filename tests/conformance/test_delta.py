@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from lossgate import NewEvent
 from lossgate.consolidate import pipeline
 from lossgate.consolidate.deterministic import DeterministicCompressor
@@ -86,24 +88,41 @@ def test_a_tail_job_reads_what_is_new_and_the_parent_by_reference(memory, monkey
     assert any(SMALL_TALK[39 % len(SMALL_TALK)] in line for line in kept)
 
 
-def test_a_changed_carried_line_is_gated_against_the_whole_history(memory, monkeypatch):
+@pytest.mark.parametrize("policy", ["omit", "refuse"])
+def test_a_changed_carried_line_is_gated_against_the_whole_history(memory, monkeypatch, policy):
     history(memory)
     memory.append(turns(100, 5))
+    memory.set_narrative_policy(T, policy)
     calls = whole_reads(monkeypatch)
     # the parent's conversation says "(39)": a line of the compressor's own, not a verbatim one
     attempt = memory.consolidate(T, U, config=FLAT, compressor=_Rewriting("(39)", "(93)"))
-    assert attempt.status == "rejected" and calls
-    assert any("atom_added" in v or "atom_changed" in v for v in attempt.violations)
+    assert calls
+    refused_or_left_out(memory, attempt, policy, "(93)", ("atom_added", "atom_changed"))
 
 
-def test_an_invented_turn_is_gated_against_the_whole_history(memory, monkeypatch):
+@pytest.mark.parametrize("policy", ["omit", "refuse"])
+def test_an_invented_turn_is_gated_against_the_whole_history(memory, monkeypatch, policy):
     history(memory)
     memory.append(turns(100, 5))
+    memory.set_narrative_policy(T, policy)
     calls = whole_reads(monkeypatch)
     attempt = memory.consolidate(T, U, config=FLAT, compressor=_Rewriting(
         "(104)", "(104)\n- user: the door code is 7731"))
-    assert attempt.status == "rejected" and calls
-    assert any("atom_added" in v for v in attempt.violations)
+    assert calls
+    refused_or_left_out(memory, attempt, policy, "7731", ("atom_added",))
+
+
+def refused_or_left_out(memory, attempt, policy: str, said: str, codes: tuple[str, ...]) -> None:
+    """Under ``refuse`` the attempt is refused for what the line says; under ``omit`` (the
+    default) the line is left out, the attempt says why, and what is published never says it."""
+    if policy == "refuse":
+        assert attempt.status == "rejected", attempt
+        assert any(v.endswith(codes) for v in attempt.violations), attempt.violations
+        return
+    assert attempt.status == "published", (attempt.violations, attempt.error)
+    assert any(d.startswith("narrative_omitted: what the gate cannot prove") and said in d
+               for d in attempt.details), attempt.details
+    assert said not in memory.artifact(T, U, attempt.artifact_id).body.summary
 
 
 def test_a_revoked_old_input_takes_the_whole_snapshot_again(memory):
