@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lossgate.derived import ArtifactHead, RecallChange, RecallRecord, RecallVerification, rendered_block
+from lossgate.derived import (ArtifactHead, RecallChange, RecallRecord, RecallVerification, conflicts_between,
+                              rendered_block)
 from lossgate.errors import NotFound
 from lossgate.limits import shown_id
 from lossgate.lineage import purged_summary
@@ -96,8 +97,10 @@ def check_recall(tx: ReadTx, record: RecallRecord) -> RecallVerification:
     matches = None
     if state == "unchanged" and inputs is not None and record.rendered_sha256 is not None:
         summary = None if head is None else trimmed_summary(head.summary, inputs.summary_lines)
-        block = rendered_block(t, s, summary, [facts[i] for i in fact_hashes],
-                               sorted(events.values(), key=lambda e: e.seq))
+        returned = [facts[i] for i in fact_hashes]
+        conflicts = () if summary is not None else conflicts_between(
+            tx.conflicts(t, s, unresolved_only=True), returned)  # raw memory states them, as recall did
+        block = rendered_block(t, s, summary, returned, sorted(events.values(), key=lambda e: e.seq), conflicts)
         matches = text_digest(block) == record.rendered_sha256
     return RecallVerification(recall_id=record.recall_id, tenant_id=t, subject_id=s, state=state,
                               changes=tuple(changes), rendered_matches=matches)

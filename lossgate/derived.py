@@ -10,19 +10,21 @@ only the artifact the alias points at, built at the clock's current
 from __future__ import annotations
 
 from datetime import date, datetime
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lossgate.limits import Id
-from lossgate.records import ArtifactBody, Clock, Event, Fact, LedgerEntry
-from lossgate.render import day_line, event_line, fact_line, header_line, one_line, summary_parts
+from lossgate.records import ArtifactBody, Clock, Conflict, Event, Fact, LedgerEntry
+from lossgate.render import conflict_line, day_line, event_line, fact_line, header_line, one_line, summary_parts
 
 __all__ = [
     "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "TreeSettings", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
     "AttemptStatus", "Attempt", "Lane", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
     "DailyMetric", "Refusal", "GuardResult", "ResponseRecord", "RecallInputs", "RecallChange", "RecallVerification",
     "rendered_block",
+    "conflicts_between",
 ]
 
 ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined",
@@ -380,6 +382,9 @@ class RecallResult(_Record):
     events: tuple[Event, ...] = ()
     record: RecallRecord
     tokens: int = 0
+    # in raw fallback, the open conflicts between the facts it returned (a fresh summary's
+    # structured part states its own)
+    conflicts: tuple[Conflict, ...] = ()
 
     def render(self) -> str:
         """The single block of text an agent puts into its prompt, the ledger first:
@@ -390,9 +395,10 @@ class RecallResult(_Record):
         * ``Facts:``, the recall's facts, current values, one :func:`~lossgate.render.fact_line`
           each, then whatever else the summary's structured part holds: the fact lines of
           facts this recall did not bring (under a query, those that did not match) and its
-          open conflicts (:func:`~lossgate.render.conflict_line`). Each line once: the
-          summary's own header and the fact lines the recall's facts restate are not
-          printed again;
+          open conflicts (:func:`~lossgate.render.conflict_line`); in raw fallback, the open
+          conflicts between the facts returned (:attr:`conflicts`), the same line each. Each
+          line once: the summary's own header and the fact lines the recall's facts restate
+          are not printed again;
         * the summary's prose: its ``Conversation:``, ``Narrative:`` or ``Periods:`` section
           (:data:`~lossgate.render.SECTION_TITLES`), as recall kept it;
         * ``Events:``, the events under a header per day (:func:`~lossgate.render.day_line`),
@@ -400,7 +406,8 @@ class RecallResult(_Record):
 
         Untrusted text is marked as a quote (invariant 8). Recall's :attr:`tokens` counts this
         block (:func:`block_parts`): exactly, without a budget."""
-        return rendered_block(self.tenant_id, self.subject_id, self.summary, self.facts, self.events)
+        return rendered_block(self.tenant_id, self.subject_id, self.summary, self.facts, self.events,
+                              self.conflicts)
 
 
 FACTS_TITLE = "Facts:"
@@ -408,10 +415,17 @@ EVENTS_TITLE = "Events:"
 
 
 def rendered_block(tenant_id: str, subject_id: str, summary: str | None, facts: tuple[Fact, ...] | list[Fact],
-                   events: tuple[Event, ...] | list[Event]) -> str:
+                   events: tuple[Event, ...] | list[Event], conflicts: Iterable[Conflict] = ()) -> str:
     """:meth:`RecallResult.render` of a recall of these: :func:`block_parts` joined by
     newlines where not empty (an attestation rebuilds the block from what is stored)."""
-    return "\n".join(part for part in block_parts(tenant_id, subject_id, summary, facts, events) if part)
+    return "\n".join(part for part in block_parts(tenant_id, subject_id, summary, facts, events, conflicts) if part)
+
+
+def conflicts_between(conflicts: Iterable[Conflict], facts: Iterable[Fact]) -> tuple[Conflict, ...]:
+    """The open ``conflicts`` whose two facts are both among ``facts`` (what a raw-fallback
+    recall states beside them: two values of one predicate are never read as settled)."""
+    held = {f.fact_id for f in facts}
+    return tuple(c for c in conflicts if c.status == "unresolved" and set(c.fact_ids) <= held)
 
 
 def block_title(subject_id: str, summary: str | None) -> str:
@@ -431,7 +445,7 @@ def summary_structure(tenant_id: str, subject_id: str, summary: str | None) -> t
 
 
 def block_parts(tenant_id: str, subject_id: str, summary: str | None, facts: tuple[Fact, ...] | list[Fact],
-                events: tuple[Event, ...] | list[Event]) -> tuple[str, str, str]:
+                events: tuple[Event, ...] | list[Event], conflicts: Iterable[Conflict] = ()) -> tuple[str, str, str]:
     """:meth:`RecallResult.render`'s block in three parts, joined by newlines where not empty:
     the header line with the facts section; the summary's prose (``""`` without one); the
     events section (``""`` without events, or when the prose quotes every one: an event line
@@ -439,7 +453,8 @@ def block_parts(tenant_id: str, subject_id: str, summary: str | None, facts: tup
     structured, prose = summary_structure(tenant_id, subject_id, summary)
     lines: list[str] = []
     seen: set[str] = set()
-    for line in [*(fact_line(f) for f in facts if f.value is not None), *structured]:
+    for line in [*(fact_line(f) for f in facts if f.value is not None), *structured,
+                 *(conflict_line(c.predicate, c.fact_ids) for c in conflicts)]:
         if line not in seen:
             seen.add(line)
             lines.append(line)

@@ -75,10 +75,11 @@ from lossgate.caches import holds_text
 from lossgate.canonical import content_hash
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import (EVENTS_TITLE, FACTS_TITLE, ArtifactHead, RecallInputs, RecallMode, RecallRecord,
-                              RecallResult, block_parts, block_title, summary_structure)
+                              RecallResult, block_parts, block_title, conflicts_between, summary_structure)
 from lossgate.errors import ConfigError
-from lossgate.records import Event, Fact, utcnow
-from lossgate.render import CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line, fact_line
+from lossgate.records import Conflict, Event, Fact, utcnow
+from lossgate.render import (CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, conflict_line, day_line, event_line,
+                             fact_line)
 from lossgate.search_terms import is_phrase, query_terms
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
@@ -148,7 +149,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
                 wtx.lock_clock(tenant_id, subject_id)
                 wtx.refresh_search_index()
             index_checked = True
-    clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank = result
+    clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank, open_ = result
     summary = artifact.summary if fresh and artifact else None
     count = counter or default_counter()
     if searching:
@@ -158,6 +159,13 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         summary, events, others, tokens = _fit_recent(tenant_id, subject_id, summary, critical, others, events,
                                                       budget, count)
     events.sort(key=lambda e: e.seq)
+    # raw memory states each open conflict between the facts it returns, never trimmed (as a
+    # summary's structured part does): two values of one predicate are not read as settled
+    conflicts = conflicts_between(open_, critical + others)
+    if conflicts:
+        tokens = (_block_tokens(tenant_id, subject_id, summary, critical + others, events, count, conflicts)
+                  if budget is None else
+                  tokens + sum(_line_tokens(conflict_line(c.predicate, c.fact_ids), count) for c in conflicts))
     record = RecallRecord(
         recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
         query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
@@ -170,7 +178,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
         tenant_id=tenant_id, subject_id=subject_id, mode=mode,
         artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
         open_items=artifact.open_items if fresh and artifact else (),
-        facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens,
+        facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens, conflicts=conflicts,
     )
     if attest:  # without: only to measure what attestation costs (bench/bench_boundary.py)
         record = record.model_copy(update={"rendered_sha256": text_digest(result.render()),
@@ -306,7 +314,8 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k,
                                newest_first=True, skip_erased=True)
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
-    return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank
+        open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
+    return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank, open_
 
 
 def _then(first: list[str], more: list[str]) -> list[str]:
@@ -565,11 +574,11 @@ def _joined_tokens(summary: str | None, rest: str, count: TokenCounter) -> int:
 
 
 def _block_tokens(tenant_id: str, subject_id: str, summary: str | None, facts: list[Fact], events: list[Event],
-                  count: TokenCounter) -> int:
+                  count: TokenCounter, conflicts: tuple[Conflict, ...] = ()) -> int:
     """``count(result.render())``: the block :func:`~lossgate.derived.block_parts` builds, its
     summary's prose counted once per summary when the counter allows (the prose starts with
     its title, the events section with ``Events:``: a piece ends at the newline before each)."""
-    head, prose, tail = block_parts(tenant_id, subject_id, summary, facts, events)
+    head, prose, tail = block_parts(tenant_id, subject_id, summary, facts, events, conflicts)
     if prose and getattr(count, "name", None) in _SPLITS_AT_NEWLINE:
         return count(head + "\n") + _joined_tokens(prose, tail, count)
     return count("\n".join(part for part in (head, prose, tail) if part))

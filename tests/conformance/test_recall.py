@@ -15,7 +15,7 @@ import pytest
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.tokens import default_counter
-from lossgate.render import CONVERSATION_TITLE, event_line, fact_line, header_line, section_lines
+from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 from lossgate.testing.compressors import FlipBool
 
 T, U, V = "acme", "user-17", "user-22"
@@ -343,3 +343,28 @@ def test_the_rendered_block_keeps_the_summarys_other_structured_lines_once(memor
         (conflict,) = [ln for ln in lines if "UNRESOLVED CONFLICT" in ln]
         assert conflict in structured and conflict == facts[-1]  # after the fact lines
         assert r.tokens == default_counter()(r.render())
+
+
+def test_raw_memory_states_an_open_conflict_between_the_facts_it_returns(memory):
+    """Without a fresh summary (a new conflict makes it stale), the two facts of an open
+    conflict come back with the conflict's line after them, as a summary's structured part
+    says it; the attestation rebuilds the same block, and the line goes when the conflict does."""
+    world(memory)
+    memory.append([ev("e-crm", "Peanuts are fine for me.", trust="tool", actor="crm")])
+    memory.assert_fact(fact("f-yes", "food.peanuts_allowed", True, ["e-crm"], qualifiers={"basis": "preference"},
+                            authority="tool"))
+    (conflict,) = memory.conflicts(T, U)
+    line = conflict_line(conflict.predicate, conflict.fact_ids)
+    for query, budget in ((None, None), ("peanuts", None), ("peanuts", 2000), (None, 2000)):
+        r = memory.recall(T, U, query=query, budget=budget)
+        assert r.mode == "raw_fallback" and r.conflicts == (conflict,)
+        lines = r.render().split("\n")
+        facts = lines[2:lines.index("Events:")] if "Events:" in lines else lines[2:]
+        assert facts[-1] == line and lines.count(line) == 1  # after the fact lines, once
+        assert {fact_line(f) for f in r.facts} >= {ln for ln in facts if "UNRESOLVED" not in ln}
+        if budget is None:
+            assert r.tokens == default_counter()(r.render())
+        verified = memory.verify_recall(T, U, r.record.recall_id)
+        assert (verified.state, verified.rendered_matches) == ("unchanged", True)
+    memory.delete_fact(T, U, "f-yes")  # the conflict resolves with it
+    assert memory.conflicts(T, U) == [] and line not in memory.recall(T, U).render()
