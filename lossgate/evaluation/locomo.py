@@ -41,7 +41,6 @@ those a setting was chosen on), each figure is also split into ``development ...
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -49,11 +48,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import orjson
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallResult
-from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms
+from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms, read_list
 from lossgate.errors import InvalidInput
 from lossgate.memory import Memory
 from lossgate.recall import dropped_events, recall
@@ -106,14 +104,7 @@ def parse_session_date(raw: str) -> datetime:
 
 def load(path: str | Path) -> tuple[list[Conversation], str]:
     """The conversations of a LoCoMo file and the file's sha256."""
-    data = Path(path).read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        raw = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidInput(f"LoCoMo: {path} is not JSON: {exc}") from exc
-    if not isinstance(raw, list):
-        raise InvalidInput(f"LoCoMo: {path} holds no list of conversations")
+    raw, digest = read_list(path, "LoCoMo", "conversations")
     return [_conversation(c) for c in raw], digest
 
 

@@ -45,7 +45,6 @@ and the BM25 baselines (ranking and filling); the other baselines are not timed.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -53,7 +52,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
-import orjson
 from pydantic import (
     AfterValidator, BaseModel, BeforeValidator, ConfigDict, StringConstraints, ValidationError, model_validator,
 )
@@ -61,7 +59,7 @@ from pydantic import (
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.derived import RecallResult
 from lossgate.errors import InvalidInput
-from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms
+from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms, read_list
 from lossgate.limits import MAX_ID_CHARS, Id, Label, Text
 from lossgate.memory import Memory
 from lossgate.recall import dropped_events, recall
@@ -175,14 +173,7 @@ def load(path: str | Path, *, limit: int | None = None) -> tuple[list[Instance],
     """The question instances of a LongMemEval file (the first ``limit`` of them) and the
     file's sha256. A malformed instance is an :class:`~lossgate.errors.InvalidInput` naming
     it and the field."""
-    data = Path(path).read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        raw = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidInput(f"LongMemEval: {path} is not JSON: {exc}") from exc
-    if not isinstance(raw, list):
-        raise InvalidInput(f"LongMemEval: {path} holds no list of question instances")
+    raw, digest = read_list(path, "LongMemEval", "question instances")
     instances: list[Instance] = []
     seen: set[str] = set()
     for number, item in enumerate(raw[:limit] if limit is not None else raw):
