@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from bench._util import interleave, median, ratios  # noqa: E402
-from lossgate.records import NewEvent  # noqa: E402
+from lossgate.model.records import NewEvent  # noqa: E402
 
 T0 = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 BARE = ("CREATE TABLE events (tenant_id TEXT, subject_id TEXT, seq INTEGER, event_id TEXT, kind TEXT, "

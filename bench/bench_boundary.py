@@ -33,9 +33,9 @@ import lossgate  # noqa: E402
 from bench._util import median_ratio, percentile, pg_url, skip_pg  # noqa: E402
 from bench.bench_recall_query import QUESTIONS, S, T  # noqa: E402
 from bench.bench_recall_query import build as subject  # noqa: E402
-from lossgate.recall import recall  # noqa: E402
-from lossgate.records import NewFact  # noqa: E402
-from lossgate.values import Money  # noqa: E402
+from lossgate.recall.read import recall  # noqa: E402
+from lossgate.model.records import NewFact  # noqa: E402
+from lossgate.model.values import Money  # noqa: E402
 
 ORDER = {"restaurant": "Casa", "items": [
     {"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]},

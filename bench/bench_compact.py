@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from lossgate import NewEvent  # noqa: E402
-from lossgate.registry import load_registry  # noqa: E402
+from lossgate.model.registry import load_registry  # noqa: E402
 from bench._util import median, ratios  # noqa: E402
 
 REGISTRY = Path(__file__).resolve().parents[1] / "examples" / "predicates.toml"

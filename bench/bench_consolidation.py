@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from bench._util import median, median_ratio, percentile  # noqa: E402
-from lossgate.derived import Artifact, ExpectedAlias, LineageEdge, Manifest  # noqa: E402
-from lossgate.records import ArtifactBody, NewEvent, NewFact, utcnow  # noqa: E402
+from lossgate.model.derived_records import Artifact, ExpectedAlias, LineageEdge, Manifest  # noqa: E402
+from lossgate.model.records import ArtifactBody, NewEvent, NewFact, utcnow  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)

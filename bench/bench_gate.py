@@ -15,7 +15,7 @@ values). It reports the median time of
 
 and, as a same-run baseline that makes figures from different machines
 comparable, the time to canonicalise and hash the same facts with
-:func:`lossgate.canonical.content_hash`. Every step and the baseline run once per
+:func:`lossgate.model.canonical.content_hash`. Every step and the baseline run once per
 round, alternately (A B A B ...), ``--runs`` rounds; each ratio is the median of
 the per-round ratios to the baseline of the same round.
 
@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._util import clocked, interleave, median, median_ratio  # noqa: E402
-from lossgate.canonical import content_hash  # noqa: E402
+from lossgate.model.canonical import content_hash  # noqa: E402
 from lossgate.gate import check  # noqa: E402
 from lossgate.gate.atoms import extract_atoms  # noqa: E402
 from lossgate.gate.contract import check_contract  # noqa: E402
@@ -50,11 +50,11 @@ from lossgate.gate.integrity import check_integrity  # noqa: E402
 from lossgate.gate.preserve import build_must_preserve  # noqa: E402
 from lossgate.gate.prose import check_prose, prose_inputs  # noqa: E402
 from lossgate.gate.sources import clear_atom_cache  # noqa: E402
-from lossgate.records import (  # noqa: E402
+from lossgate.model.records import (  # noqa: E402
     ArtifactBody, Claim, Clock, Event, Fact, Snapshot, fact_hash_content,
 )
-from lossgate.registry import Registry, load_registry  # noqa: E402
-from lossgate.values import canonical_value, coerce_value, encode_value  # noqa: E402
+from lossgate.model.registry import Registry, load_registry  # noqa: E402
+from lossgate.model.values import canonical_value, coerce_value, encode_value  # noqa: E402
 
 REGISTRY = Path(__file__).resolve().parents[1] / "lossgate" / "fixtures" / "gate" / "predicates.toml"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from bench._util import clocked, interleave, median, median_ratio  # noqa: E402
-from lossgate.records import NewEvent, NewFact  # noqa: E402
+from lossgate.model.records import NewEvent, NewFact  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from bench._util import median, percentile, pg_url, skip_pg  # noqa: E402
-from lossgate.records import NewEvent  # noqa: E402
-from lossgate.search_terms import query_terms  # noqa: E402
+from lossgate.model.records import NewEvent  # noqa: E402
+from lossgate.model.search_terms import query_terms  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)

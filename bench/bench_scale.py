@@ -22,7 +22,7 @@ database on PostgreSQL, created here and dropped after), filled by the shape's f
 The shapes run one after the other (each measured, and its databases dropped before the
 next is filled). PostgreSQL runs when ``--pg`` or ``LOSSGATE_BENCH_PG_URL`` names a server.
 Every timed consolidation starts with the process's caches of text emptied
-(``lossgate.caches.forget_text``, untimed): the history's texts repeat across sizes, and the
+(``lossgate.runtime.caches.forget_text``, untimed): the history's texts repeat across sizes, and the
 atom cache holds 20,000 events, so a warm cache would hide a pass over the whole history at
 the small sizes but not at 100,000. One untimed consolidation of a small subject of each shape
 before anything keeps the process's first-use costs (imports, the tokenizer, the shapes' code
@@ -100,9 +100,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lossgate  # noqa: E402
 from bench._util import median, percentile, pg_url, ratios, skip_pg  # noqa: E402
 from bench.scale_data import QUERY_KINDS, SHAPES, Shape  # noqa: E402
-from lossgate.caches import forget_text  # noqa: E402
+from lossgate.runtime.caches import forget_text  # noqa: E402
 from lossgate.consolidate.pipeline import ConsolidationConfig  # noqa: E402
-from lossgate.derived import Attempt, RecallResult  # noqa: E402
+from lossgate.model.derived_records import Attempt, RecallResult  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PREDICATES = ROOT / "examples" / "predicates.toml"

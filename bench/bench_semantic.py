@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lossgate  # noqa: E402
 from bench._util import median, percentile, pg_url, skip_pg  # noqa: E402
 from bench.bench_recall_query import QUESTIONS, S, T, build  # noqa: E402
-from lossgate.recall import recall  # noqa: E402
+from lossgate.recall.read import recall  # noqa: E402
 
 DIM = 384
 

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lossgate  # noqa: E402
 from bench._util import median, pg_url, percentile, ratios, skip_pg  # noqa: E402
-from lossgate.records import NewEvent, NewFact, utcnow  # noqa: E402
+from lossgate.model.records import NewEvent, NewFact, utcnow  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -233,7 +233,7 @@ def _fill_subjects(mem: lossgate.Memory, subjects: list[str], *, queue: bool) ->
 def _worker_child(url: str, warm_subject: str, barrier: object, results: object) -> None:
     """One worker process: start, connect, consolidate ``warm_subject`` (off the queue), wait
     at the barrier, then drain the queue with lossgate's worker loop."""
-    from lossgate.worker import Worker, WorkerConfig, open_worker_memory
+    from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
 
     memory = open_worker_memory(url, migrate=False)  # no embedder: consolidation only
     try:
@@ -263,7 +263,7 @@ def bench_jobs(url: str, subjects: int, workers: int, tag: str) -> float:
     _fill_subjects(mem, warm, queue=False)
     _fill_subjects(mem, names, queue=True)
     mem.close()
-    ctx = mp.get_context("spawn")  # as lossgate.worker.run_pool starts its workers
+    ctx = mp.get_context("spawn")  # as lossgate.ops.worker.run_pool starts its workers
     barrier = ctx.Barrier(workers + 1)
     results = ctx.Queue()
     procs = [ctx.Process(target=_worker_child, args=(url, warm[i], barrier, results), name=f"bench-worker-{i}")

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lossgate.ledger import Ledger
-from lossgate.memory import Memory
-from lossgate.records import NewEvent, NewFact
+from lossgate.ledger.lifecycle import Ledger
+from lossgate.api.memory import Memory
+from lossgate.model.records import NewEvent, NewFact
 
 __all__ = ["T0", "WORDS", "VOCABULARY", "FACT_EVERY", "QUERY_KINDS", "SHAPES", "Shape", "event_id", "event_text",
            "bulk_text", "fill", "fill_bulk", "fill_session", "fill_undated", "questions"]

@@ -21,33 +21,41 @@ from typing import TYPE_CHECKING, Any
 
 from lossgate.consolidate.compressor import BudgetExceeded, CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
-from lossgate.derived import (
-    Alias, Artifact, Attempt, GuardResult, Job, LineageEdge, LineageView, Manifest, RecallRecord, RecallResult,
+from lossgate.model.derived_records import (
+    Alias, Artifact, Attempt, ExpectedAlias, GuardResult, Job, LineageEdge, LineageView, Manifest, RecallRecord, RecallResult,
     RecallVerification, Refusal, ResponseRecord,
 )
 from lossgate.errors import (
-    ConfigError, IdempotencyConflict, InvalidInput, LifecycleError, LossgateError, NotFound, RegistryConflict,
-    StoreBusy, StoreError, TenantNotBound, UnknownFormat, UnknownPredicate, ValueTypeError,
+    ConfigError, EmbeddingError, IdempotencyConflict, InvalidInput, InvalidRecord, LifecycleError, LossgateError,
+    NotFound, RegistryConflict, StoreBusy, StoreError, TenantNotBound, UnknownFormat, UnknownPredicate, ValueTypeError,
 )
-from lossgate.ledger import Ledger
-from lossgate.memory import Memory, open
-from lossgate.records import (
+from lossgate.ledger.lifecycle import Ledger
+from lossgate.ledger.retention import Expiry, RetentionPolicy, RetentionRule
+from lossgate.ledger.tiers import Demotion, TierPolicy
+from lossgate.api.memory import Memory, open
+from lossgate.model.records import (
     AppendResult, ArtifactBody, Claim, Clock, Conflict, Event, Fact, FactHistory, LedgerEntry, NewEvent, NewFact,
-    GuardRule, Predicate, Proposal, Snapshot,
+    GuardRule, Predicate, Proposal, Snapshot, TaintOutcome, TaintPolicy,
 )
-from lossgate.registry import Registry, RegistryCache, load_registry, parse_registry
-from lossgate.starter import starter_registry
-from lossgate.tenancy import Added, Found, TenantView
+from lossgate.model.api_keys import ApiKey
+from lossgate.model.registry import Registry, RegistryCache, load_registry, parse_registry
+from lossgate.model.starter import starter_registry
+from lossgate.api.tenancy import Added, Found, TenantView
+from lossgate.policy.quarantine import Quarantined
+from lossgate.policy.rollout import Rollout, ShadowRow
 from lossgate.store.protocol import CompactReport
-from lossgate.values import Money
+from lossgate.model.values import Money
 
 if TYPE_CHECKING:
     from lossgate.consolidate.chat import ChatCompressor, ChatConfig
-    from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
+    from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks, Prepared
+    from lossgate.consolidate.regate import RegateResult
     from lossgate.extract import Extractor
+    from lossgate.extract.cues import Candidate
     from lossgate.judge import JudgeConfig, ModelJudge
+    from lossgate.judge.llm import Statement
     from lossgate.semantic import EmbedReport, Embedder, Reranker
-    from lossgate.worker import Worker, WorkerConfig, open_worker_memory
+    from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
 
 __version__ = "0.1.0"
 
@@ -56,15 +64,19 @@ _ON_FIRST_USE = {
     "ConsolidationConfig": "lossgate.consolidate.pipeline",
     "Consolidator": "lossgate.consolidate.pipeline",
     "Hooks": "lossgate.consolidate.pipeline",
+    "Prepared": "lossgate.consolidate.pipeline",
+    "RegateResult": "lossgate.consolidate.regate",
     "ChatCompressor": "lossgate.consolidate.chat",
     "ChatConfig": "lossgate.consolidate.chat",
-    "Worker": "lossgate.worker",
-    "WorkerConfig": "lossgate.worker",
-    "open_worker_memory": "lossgate.worker",
+    "Worker": "lossgate.ops.worker",
+    "WorkerConfig": "lossgate.ops.worker",
+    "open_worker_memory": "lossgate.ops.worker",
     "Embedder": "lossgate.semantic",
     "EmbedReport": "lossgate.semantic",
     "Reranker": "lossgate.semantic",
     "Extractor": "lossgate.extract",
+    "Candidate": "lossgate.extract.cues",
+    "Statement": "lossgate.judge.llm",
     "ModelJudge": "lossgate.judge",
     "JudgeConfig": "lossgate.judge",
 }
@@ -79,18 +91,21 @@ __all__ = [
     # the short path: one tenant's view, chat messages in, a prompt block out
     "TenantView", "Added", "Found",
     # what consolidation and recall return
-    "Attempt", "Artifact", "ArtifactBody", "Claim", "Manifest", "Alias", "LineageView", "LineageEdge",
+    "Attempt", "Artifact", "ArtifactBody", "Claim", "Manifest", "Alias", "ExpectedAlias", "LineageView", "LineageEdge",
     "RecallResult", "RecallRecord", "Job", "CompactReport",
     # the response boundary: a planned action guarded, what the agent finally did
     "GuardResult", "Refusal", "ResponseRecord", "GuardRule", "RecallVerification",
+    # administration: keys, retention, tiers, taint, rollout, quarantine, re-gates
+    "ApiKey", "RetentionPolicy", "RetentionRule", "Expiry", "TierPolicy", "Demotion", "TaintPolicy", "TaintOutcome", "Rollout",
+    "ShadowRow", "Quarantined", "RegateResult",
     # knobs: consolidation, compressors, workers, embedders, extractors, judges
-    "ConsolidationConfig", "Consolidator", "Hooks", "Compressor", "CompressionRequest", "DeterministicCompressor",
+    "ConsolidationConfig", "Consolidator", "Hooks", "Prepared", "Compressor", "CompressionRequest", "DeterministicCompressor",
     "ChatCompressor", "ChatConfig", "Worker", "WorkerConfig", "open_worker_memory", "Embedder", "EmbedReport",
-    "Reranker", "Extractor", "ModelJudge", "JudgeConfig",
+    "Reranker", "Extractor", "Candidate", "ModelJudge", "JudgeConfig", "Statement",
     # errors
     "LossgateError", "InvalidInput", "UnknownPredicate", "ValueTypeError", "NotFound", "IdempotencyConflict",
     "LifecycleError", "StoreError", "StoreBusy", "UnknownFormat", "ConfigError", "CompressionError", "BudgetExceeded",
-    "RegistryConflict", "TenantNotBound",
+    "RegistryConflict", "TenantNotBound", "InvalidRecord", "EmbeddingError",
 ]
 
 

@@ -30,8 +30,8 @@ class InvalidInput(LossgateError):
 
 
 class InvalidRecord(InvalidInput, ValidationError):
-    """A record a caller built (:class:`~lossgate.records.NewEvent`, :class:`~lossgate.records.NewFact`)
-    has a bad field: a NUL or a lone surrogate, a value over a limit of :mod:`lossgate.limits`,
+    """A record a caller built (:class:`~lossgate.model.records.NewEvent`, :class:`~lossgate.model.records.NewFact`)
+    has a bad field: a NUL or a lone surrogate, a value over a limit of :mod:`lossgate.model.limits`,
     a wrong type. Raised when the record is constructed, so before anything is written.
 
     It is also pydantic's ``ValidationError`` (a ``ValueError``): ``.errors()`` lists every
@@ -114,7 +114,7 @@ class RegistryConflict(InvalidInput):
     """A registry document loaded on top of the stored registry redefines one of its
     predicates or guard rules without saying ``override = true`` in that table, says it
     overrides one the registry does not have, or gives a version not above the stored one
-    (:mod:`lossgate.overlay`). Nothing was stored."""
+    (:mod:`lossgate.model.registry_overlay`). Nothing was stored."""
 
 
 class TenantNotBound(ConfigError):

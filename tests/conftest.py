@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 
 import lossgate
 from lossgate import Money, NewEvent, NewFact
-from lossgate.registry import Registry, load_registry
+from lossgate.model.registry import Registry, load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY_PATH = ROOT / "examples" / "predicates.toml"

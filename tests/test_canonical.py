@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lossgate.canonical import canonical_json, content_hash, reference_canonical_json
+from lossgate.model.canonical import canonical_json, content_hash, reference_canonical_json
 from lossgate.errors import InvalidInput
 
 SAFE = 2**53 - 1
@@ -71,12 +71,12 @@ def test_values_json_cannot_represent_are_rejected(bad):
 
 def test_hash_is_stable_across_processes():
     value = {"tenant_id": "t", "text": "I am allergic to peanuts", "n": [1, 2, 3]}
-    code = "import sys, json; from lossgate.canonical import content_hash; print(content_hash(json.loads(sys.argv[1])))"
+    code = "import sys, json; from lossgate.model.canonical import content_hash; print(content_hash(json.loads(sys.argv[1])))"
     out = subprocess.run([sys.executable, "-c", code, json.dumps(value)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == content_hash(value)
 
 
-# NUL and lone surrogates are refused in event text (records check it: lossgate.limits)
+# NUL and lone surrogates are refused in event text (records check it: lossgate.model.limits)
 _plain_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
 _no_nul = st.text(_plain_chars)
 
@@ -87,7 +87,7 @@ _no_nul = st.text(_plain_chars)
 def test_event_hash_equals_the_reference_hash(actor, text, payload):
     import hashlib
 
-    from lossgate.records import NewEvent
+    from lossgate.model.records import NewEvent
 
     ev = NewEvent(tenant_id="t", subject_id="s", event_id="e", actor=actor, text=text, payload=payload)
     try:

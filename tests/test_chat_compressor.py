@@ -16,7 +16,7 @@ from lossgate.consolidate.chat import ChatCompressor, ChatConfig
 from lossgate.consolidate.factory import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.errors import ConfigError
-from lossgate.render import NARRATIVE_TITLE
+from lossgate.model.wording import NARRATIVE_TITLE
 from lossgate.testing.chat_server import (
     Reply,
     ScriptedChatServer,
@@ -383,7 +383,7 @@ def test_the_chat_compressor_is_configured_from_the_environment(monkeypatch):
     monkeypatch.setenv("LOSSGATE_LLM_TIMEOUT", "5")
     made = load_compressor("chat", environ=os.environ)
     assert isinstance(made, ChatCompressor) and made.name == "chat:qwen" and made.config.timeout_s == 5
-    for bad in ("nonsense", "no.such.module:Thing", "lossgate.records:Event"):
+    for bad in ("nonsense", "no.such.module:Thing", "lossgate.model.records:Event"):
         with pytest.raises(ConfigError):
             load_compressor(bad, environ=os.environ)
 
@@ -416,7 +416,7 @@ def test_the_cli_consolidates_through_a_model(seeded, db_url, monkeypatch):
 
 
 def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monkeypatch):
-    from lossgate.worker import run_pool
+    from lossgate.ops.worker import run_pool
 
     seeded.request_consolidation(T, S)
     with ScriptedChatServer(default=echo_conversation) as server:
@@ -481,7 +481,7 @@ def test_a_carried_narrative_is_not_carried_again_after_a_refusal():
     failed, carrying it again could only fail again: the narrative is dropped instead."""
     from lossgate.consolidate.chat import DETERMINISTIC_FALLBACK
     from lossgate.consolidate.compressor import CompressionRequest
-    from lossgate.records import ArtifactBody
+    from lossgate.model.records import ArtifactBody
 
     parent = ArtifactBody(tenant_id=T, subject_id=S, summary="Memory of x.\nNarrative:\nThey can eat anything.")
     request = CompressionRequest(tenant_id=T, subject_id=S, facts=(), predicates={}, parent=parent)

@@ -203,7 +203,7 @@ def test_the_installed_app_registers_the_consolidation_commands():
 
 def test_jobs_lists_the_subjects_waiting_for_review(seeded, cli, memory):
     from lossgate.consolidate.pipeline import ConsolidationConfig
-    from lossgate.worker import Worker, WorkerConfig
+    from lossgate.ops.worker import Worker, WorkerConfig
 
     memory.request_consolidation(T, S)
     worker = Worker(memory, consolidation=ConsolidationConfig(max_attempts=1), compressor=FlipBool(),

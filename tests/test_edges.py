@@ -19,7 +19,7 @@ PACKAGE = Path(lossgate.__file__).resolve().parent
 # (module, enclosing function) allowed to touch the environment; "*" is any function.
 EDGES = {
     ("lossgate.cli", "*"),                               # every command: the CLI is an edge
-    ("lossgate.worker", "_child"),                       # the worker process's entry point
+    ("lossgate.ops.worker", "_child"),                       # the worker process's entry point
     ("lossgate.semantic.embedders", "hub_offline"),      # local models set HF_HUB_OFFLINE: writes, never reads
 }
 
@@ -69,4 +69,4 @@ def test_a_library_read_of_the_environment_is_caught():
     reads = environment_reads("lossgate.consolidate.chat", planted)
     assert reads == [("lossgate.consolidate.chat", "settings", 5)]
     assert not _allowed("lossgate.consolidate.chat", "settings")
-    assert not _allowed("lossgate.judge.model", "settings") and _allowed("lossgate.cli.consolidate", "settings")
+    assert not _allowed("lossgate.judge.llm", "settings") and _allowed("lossgate.cli.consolidate", "settings")

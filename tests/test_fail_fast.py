@@ -184,7 +184,7 @@ def test_the_commands_that_set_up_a_database_create_it(args: list[str], tmp_path
 
 def test_the_worker_and_the_service_create_it(tmp_path: Path) -> None:
     from lossgate.service import create_app
-    from lossgate.worker import open_worker_memory
+    from lossgate.ops.worker import open_worker_memory
 
     for name, opener in (("worker", lambda url: open_worker_memory(url)),
                          ("service", lambda url: create_app(url).state.memory)):

@@ -176,12 +176,86 @@ def test_every_public_name_resolves():
     assert not missing
     from lossgate import Attempt, ConsolidationConfig, Worker  # noqa: F401 - imported by name, as a user would
 
-    assert lossgate.Worker is __import__("lossgate.worker", fromlist=["Worker"]).Worker
+    assert lossgate.Worker is __import__("lossgate.ops.worker", fromlist=["Worker"]).Worker
 
 
 def test_importing_lossgate_leaves_consolidation_and_workers_for_first_use():
-    code = ("import sys, lossgate; heavy = [m for m in ('lossgate.consolidate.pipeline', 'lossgate.worker', "
+    code = ("import sys, lossgate; heavy = [m for m in ('lossgate.consolidate.pipeline', 'lossgate.ops.worker', "
             "'lossgate.gate', 'httpx') if m in sys.modules]; print(heavy)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=PACKAGE.parent)
     assert done.stdout.strip() == "[]"
+
+
+# The packages of lossgate, lowest first. A package may import only from the layers below
+# its own: never from one above it, nor from another package of its own layer. The records
+# and the rules every layer speaks in are at the bottom; the Python facade, the operator
+# tools and the interfaces at the top.
+LAYERS: list[set[str]] = [
+    {"errors"},                                   # the exception tree
+    {"runtime"},                                  # process-wide caches, deadlines, one HTTP call
+    {"model"},                                    # records, values, canonical hashing, limits, the registry
+    {"store", "gate"},                            # the storage protocol and its engines; the gate
+    {"judge", "semantic", "lineage"},             # the model judge; embeddings; lineage and the rebuild queue
+    {"ledger", "publication", "guard"},           # the fact lifecycle; the switch; the response guard
+    {"policy", "extract"},                        # rollout and quarantine; fact extraction
+    {"consolidate"},                              # consolidation: selection, compressors, hierarchy, re-gate
+    {"recall"},                                   # the read side and its attestation
+    {"api"},                                      # the Python facade: Memory, one tenant's view, ingest
+    {"ops", "integrations", "testing"},           # operator tools and workers; agent frameworks; test doubles
+    {"__init__"},                                 # the package's public names
+    {"service", "evaluation"},                    # the HTTP service and MCP; the evaluation lanes
+    {"cli", "client"},                            # the command line; the service's Python client
+    {"__main__"},                                 # python -m lossgate
+]
+
+
+def package_of(module: str) -> str:
+    """The top-level unit a module belongs to: ``lossgate.model.records`` -> ``model``,
+    ``lossgate.errors`` -> ``errors``, ``lossgate`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def layer_violations(graph: dict[str, set[str]], layers: list[set[str]]) -> list[str]:
+    """Each import from one package to another that does not go strictly down ``layers``,
+    and each package missing from them, as a readable line."""
+    rank = {name: level for level, names in enumerate(layers) for name in names}
+    out = []
+    for module in sorted(graph):
+        source = package_of(module)
+        if source not in rank:
+            out.append(f"{module}: package {source!r} has no layer")
+            continue
+        for target in sorted(graph[module]):
+            dest = package_of(target)
+            if dest == source or dest not in rank:
+                continue  # inside one package (its cycles: the test above); unranked: reported once
+            if rank[dest] >= rank[source]:
+                how = "up" if rank[dest] > rank[source] else "sideways"
+                out.append(f"{module} -> {target}: {how}, {source} (layer {rank[source]}) to {dest} "
+                           f"(layer {rank[dest]})")
+    return out
+
+
+def test_imports_run_down_the_layers_only():
+    graph = import_graph(PACKAGE)
+    assert {package_of(m) for m in graph} >= {"model", "store", "gate", "consolidate", "recall", "api", "cli"}
+    problems = layer_violations(graph, LAYERS)
+    assert not problems, "imports against the layers:\n" + "\n".join(problems)
+
+
+def test_an_upward_or_sideways_import_is_found(tmp_path):
+    package = _package(tmp_path, {
+        "__init__.py": "",
+        "model/__init__.py": "", "model/records.py": "def f():\n    from pkg.store.core import S\n",
+        "store/__init__.py": "", "store/core.py": "from pkg.model.records import f\nclass S: ...\n",
+        "gate/__init__.py": "from pkg.store import core\n",
+        "extra.py": "",
+    })
+    problems = layer_violations(import_graph(package), [{"model"}, {"store", "gate"}, {"__init__"}])
+    assert problems == [
+        "pkg.extra: package 'extra' has no layer",
+        "pkg.gate -> pkg.store.core: sideways, gate (layer 1) to store (layer 1)",
+        "pkg.model.records -> pkg.store.core: up, model (layer 0) to store (layer 1)",
+    ]

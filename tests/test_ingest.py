@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import lossgate.ingest as ingest_mod
+import lossgate.api.ingest as ingest_mod
 from lossgate import IdempotencyConflict, Money, NotFound, UnknownPredicate, ValueTypeError
-from lossgate.ingest import IngestError, IngestReport, ingest_lines, parse_line
+from lossgate.api.ingest import IngestError, IngestReport, ingest_lines, parse_line
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo.jsonl"

@@ -19,7 +19,7 @@ from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.tokens import default_counter
 from lossgate.evaluation import locomo, periods
-from lossgate.registry import load_registry
+from lossgate.model.registry import load_registry
 
 PREDICATES = Path(__file__).resolve().parents[1] / "examples" / "predicates.toml"
 T, S = locomo.TENANT, "conv-syn"

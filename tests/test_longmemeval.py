@@ -32,7 +32,7 @@ import lossgate
 from lossgate.cli import app
 from lossgate.consolidate.tokens import default_counter
 from lossgate.evaluation import longmemeval
-from lossgate.render import one_line
+from lossgate.model.wording import one_line
 from lossgate.testing.chat_server import ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings
 from tests.conformance.conftest import one_line_error

@@ -9,7 +9,7 @@ import pytest
 from lossgate.consolidate.hierarchy import HierarchyConfig, digest_budget
 from lossgate.consolidate.parts import period_key, split
 from lossgate.errors import InvalidInput
-from lossgate.records import Event
+from lossgate.model.records import Event
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
 

@@ -1,7 +1,7 @@
 """Recall's token counts without tokenizing a long summary on every call.
 
 Without a budget, a recall's ``tokens`` is the count of its whole rendered block
-(:meth:`~lossgate.derived.RecallResult.render`): the header and the facts, the summary's
+(:meth:`~lossgate.model.derived_records.RecallResult.render`): the header and the facts, the summary's
 prose, then the events and their day lines, joined by newlines. A hierarchical root's
 summary can run to many thousand tokens and is the same recall after recall, so recall
 counts its prose once (with the newline that follows it) and adds the count of the rest;
@@ -17,11 +17,11 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lossgate import recall as recall_module
+from lossgate.recall import read as recall_module
 from lossgate.consolidate.tokens import default_counter
-from lossgate.derived import block_parts
-from lossgate.records import Event
-from lossgate.render import day_line, event_line, header_line
+from lossgate.model.derived_records import block_parts
+from lossgate.model.records import Event
+from lossgate.model.wording import day_line, event_line, header_line
 
 COUNT = default_counter()
 AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)

@@ -20,7 +20,7 @@ from lossgate import NewEvent, NewFact
 from lossgate.cli import app
 from lossgate.ops.daily import run_daily
 from lossgate.ops.report import write_report
-from lossgate.records import utcnow
+from lossgate.model.records import utcnow
 from lossgate.testing.compressors import FlipBool
 
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)

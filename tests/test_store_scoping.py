@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lossgate.records import Conflict, Fact
+from lossgate.model.records import Conflict, Fact
 from lossgate.store.core.base import TOUCHES, Row, Select
 from lossgate.store.core.tx import CoreWriteTx
 from lossgate.store.protocol import WriteTx, primitives, touch_of

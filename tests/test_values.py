@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lossgate.values import Money, ValueMismatch, canonical_value, coerce_value, decode_value, encode_value
+from lossgate.model.values import Money, ValueMismatch, canonical_value, coerce_value, decode_value, encode_value
 
 decimals = st.decimals(allow_nan=False, allow_infinity=False, places=4, min_value=-10**9, max_value=10**9)
 aware = st.datetimes(timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=-5)),

@@ -28,7 +28,7 @@ from typer.core import TyperGroup
 
 import lossgate
 from lossgate.errors import LossgateError, StoreError
-from lossgate.memory import Memory
+from lossgate.api.memory import Memory
 from lossgate.store import DEFAULT_URL
 
 if TYPE_CHECKING:
@@ -124,11 +124,11 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
 
 def json_object_file(path: str, *, what: str = "an action") -> dict[str, Any]:
     """The JSON object in the file at ``path`` (``-``: standard input), read as every boundary
-    of lossgate reads JSON (:func:`lossgate.limits.read_json`); exit 2 with one line for
+    of lossgate reads JSON (:func:`lossgate.model.limits.read_json`); exit 2 with one line for
     anything else."""
     from pathlib import Path
 
-    from lossgate.limits import read_json
+    from lossgate.model.limits import read_json
 
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")

@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out, reranker_option
-from lossgate.cli.render import event_table, fact_table, print_json_lines, print_table
+from lossgate.cli.display import event_table, fact_table, print_json_lines, print_table
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.derived import Attempt
+from lossgate.model.derived_records import Attempt
 
 __all__ = ["register"]
 
@@ -252,7 +252,7 @@ def worker(
     import logging
 
     from lossgate.cli.app import CliState, cli_errors
-    from lossgate.worker import WorkerConfig, run_pool
+    from lossgate.ops.worker import WorkerConfig, run_pool
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(processName)s %(message)s")
     state: CliState = ctx.find_root().obj

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from lossgate.cli.app import json_object_file, open_memory, out
 from lossgate.cli.ledger import Subject, Tenant
-from lossgate.derived import GuardResult
+from lossgate.model.derived_records import GuardResult
 
 __all__ = ["register"]
 

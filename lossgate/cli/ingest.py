@@ -1,6 +1,6 @@
 """``lossgate ingest FILE.jsonl``: one file, one transaction, a progress bar on stderr.
 
-The library does the work (:func:`lossgate.ingest.ingest_lines`); this module only
+The library does the work (:func:`lossgate.api.ingest.ingest_lines`); this module only
 reads the file, draws progress and prints the report. A bad line exits 2 with
 ``error: FILE:LINE: problem`` and nothing from the file is written.
 """
@@ -18,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from lossgate.cli.app import err, fail, open_memory, out
-from lossgate.cli.render import print_json_lines
-from lossgate.ingest import IngestReport, ingest_lines
+from lossgate.cli.display import print_json_lines
+from lossgate.api.ingest import IngestReport, ingest_lines
 
 __all__ = ["register"]
 

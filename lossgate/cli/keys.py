@@ -14,10 +14,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from lossgate.access import ApiKey
+from lossgate.model.api_keys import ApiKey
 from lossgate.cli.app import err, open_memory, out
 from lossgate.cli.ledger import AsJson, Tenant
-from lossgate.cli.render import print_table
+from lossgate.cli.display import print_table
 
 __all__ = ["register"]
 

@@ -17,14 +17,14 @@ from pydantic import ValidationError
 from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out
-from lossgate.cli.render import (
+from lossgate.cli.display import (
     clock_text, conflict_json, conflict_table, event_json, event_table, fact_json, fact_table,
     history_json, log_table, predicate_table, print_json_lines, print_table, value_cell,
 )
-from lossgate.ingest import describe_validation_error
-from lossgate.limits import UnreadableJson, read_json
-from lossgate.records import Authority, EventState, Modality, NewFact, Polarity
-from lossgate.starter import is_starter
+from lossgate.api.ingest import describe_validation_error
+from lossgate.model.limits import UnreadableJson, read_json
+from lossgate.model.records import Authority, EventState, Modality, NewFact, Polarity
+from lossgate.model.starter import is_starter
 
 __all__ = ["register"]
 
@@ -52,7 +52,7 @@ delete_app = typer.Typer(help="Delete a fact or an event (content purged, tombst
 
 def parse_value(raw: str) -> Any:
     """``--value`` as JSON with exact decimals (``50`` is an int, ``50.0`` a decimal,
-    ``false`` a bool), read as every JSON document is (:func:`lossgate.limits.read_json`:
+    ``false`` a bool), read as every JSON document is (:func:`lossgate.model.limits.read_json`:
     a key given twice or a number a double cannot hold raises ``UnreadableJson``); text
     that is not JSON at all (``UTC+01:00``) is taken as a string."""
     try:

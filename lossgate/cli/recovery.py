@@ -1,5 +1,5 @@
 """Quarantine and forward recovery: ``lossgate quarantine`` and ``lossgate recover``
-(:mod:`lossgate.ops.quarantine`).
+(:mod:`lossgate.policy.quarantine`).
 
 ``quarantine`` takes a published summary (or a part of a hierarchy) out of recall at once:
 recall falls back to the raw layer and coverage does not move backwards. ``recover``

@@ -17,8 +17,8 @@ from rich.text import Text
 
 from lossgate.cli.app import fail, json_object_file, open_memory, out
 from lossgate.cli.ledger import AsJson, Subject, Tenant
-from lossgate.cli.render import print_json_lines, print_table
-from lossgate.derived import RecallVerification, ResponseRecord
+from lossgate.cli.display import print_json_lines, print_table
+from lossgate.model.derived_records import RecallVerification, ResponseRecord
 
 __all__ = ["register"]
 

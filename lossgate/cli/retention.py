@@ -1,7 +1,7 @@
 """Retention commands: ``lossgate retention show|set|run``.
 
 A tenant's retention policy gives raw events a time to live by kind and actor; expiry is a
-deletion with all its guarantees (:mod:`lossgate.retention`). Workers expire the subject of
+deletion with all its guarantees (:mod:`lossgate.ledger.retention`). Workers expire the subject of
 each job; ``run`` expires a whole tenant now.
 """
 
@@ -17,10 +17,10 @@ from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out
 from lossgate.cli.ledger import AsJson, Tenant
-from lossgate.instants import read_instant
-from lossgate.records import EventKind
-from lossgate.retention import RetentionPolicy
-from lossgate.values import ValueMismatch, coerce_value
+from lossgate.model.instants import read_instant
+from lossgate.model.records import EventKind
+from lossgate.ledger.retention import RetentionPolicy
+from lossgate.model.values import ValueMismatch, coerce_value
 
 __all__ = ["register"]
 

@@ -1,5 +1,5 @@
 """A tenant's rollout: ``lossgate rollout show|set``, ``lossgate shadow report`` and
-``lossgate review list|approve|refuse`` (:mod:`lossgate.ops.rollout`).
+``lossgate review list|approve|refuse`` (:mod:`lossgate.policy.rollout`).
 
 A tenant runs a live compressor, may run a second one in shadow (built, gated, stored and
 published to the subject's shadow alias, which recall never reads; with the exploratory
@@ -18,7 +18,7 @@ from rich.table import Table
 
 from lossgate.cli.app import open_memory, out
 from lossgate.cli.ledger import AsJson, Subject, Tenant
-from lossgate.cli.render import print_table
+from lossgate.cli.display import print_table
 
 __all__ = ["register"]
 

@@ -20,7 +20,7 @@ from lossgate.cli.app import CliState, cli_errors, fail
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from lossgate.memory import Memory
+    from lossgate.api.memory import Memory
 
 __all__ = ["register", "app_from_environment"]
 

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from lossgate.cli.app import open_memory, out
 from lossgate.cli.ledger import AsJson, Reason, Tenant
-from lossgate.records import EventKind, Trust
+from lossgate.model.records import EventKind, Trust
 
 __all__ = ["register"]
 

@@ -2,7 +2,7 @@
 
 Events are hot (raw, recent), warm (dormant, covered by a gated published summary) or
 cold (past the tenant's cold horizon; raw and still searched). ``demote`` moves them on
-the tenant's clock (:mod:`lossgate.tiers`); ``tier-policy`` shows or sets that clock.
+the tenant's clock (:mod:`lossgate.ledger.tiers`); ``tier-policy`` shows or sets that clock.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out
 from lossgate.cli.ledger import AsJson, Tenant
-from lossgate.instants import SPAN_DAYS, read_instant
+from lossgate.model.instants import SPAN_DAYS, read_instant
 
 __all__ = ["register"]
 

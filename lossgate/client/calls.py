@@ -27,8 +27,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from lossgate import errors as lg
 from lossgate.client.errors import refused
-from lossgate.derived import ArtifactState, GuardResult
-from lossgate.records import EventState
+from lossgate.model.derived_records import ArtifactState, GuardResult
+from lossgate.model.records import EventState
 from lossgate.service.models import (
     AppendIn, AppendOut, ArtifactOut, AttemptOut, ConflictOut, ConsolidateOut, EventIn, EventOut, ExtractOut, FactIn,
     FactOut, GuardIn, HealthOut, JobOut, KeyOut, LineageOut, RecallIn, RecallOut, RecallRecordOut,

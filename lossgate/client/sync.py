@@ -14,8 +14,8 @@ from lossgate.client import calls
 from lossgate.client.calls import MAX_BODY_BYTES, Call, JobStatus, check_size
 from lossgate.client.errors import error_of
 from lossgate.client.retry import Retry
-from lossgate.derived import ArtifactState, GuardResult
-from lossgate.records import EventState
+from lossgate.model.derived_records import ArtifactState, GuardResult
+from lossgate.model.records import EventState
 from lossgate.service.models import (
     AppendOut, ArtifactOut, AttemptOut, ConflictOut, ConsolidateOut, EventIn, EventOut, ExtractOut, FactIn, FactOut,
     HealthOut, JobOut, KeyOut, LineageOut, RecallOut, RecallRecordOut, RecallVerificationOut, ResponseOut,

@@ -15,7 +15,7 @@ The protocol. ``POST {base_url}/chat/completions`` at temperature 0 with a JSON
 schema for the answer (``response_format``; ``json_object`` or ``text`` for
 servers without schema support). Rate limits and server errors (429, 5xx,
 refused or reset connections) are retried with exponential backoff, honouring
-``Retry-After`` up to a cap (:mod:`lossgate.http_json`); anything else, and every malformed answer, raises
+``Retry-After`` up to a cap (:mod:`lossgate.runtime.http_json`); anything else, and every malformed answer, raises
 :class:`~lossgate.consolidate.compressor.CompressionError` with one line saying
 what was wrong, which the pipeline records on the attempt and retries later.
 
@@ -36,8 +36,8 @@ from lossgate.consolidate.compressor import CompressionError, CompressionRequest
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
-from lossgate.http_json import RetryPolicy, chat_content, post_json, server_client
-from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, fact_line
+from lossgate.runtime.http_json import RetryPolicy, chat_content, post_json, server_client
+from lossgate.model.wording import CONVERSATION_TITLE, NARRATIVE_TITLE, fact_line
 
 __all__ = ["ChatCompressor", "ChatConfig", "PROMPT_VERSION", "STRICT_PROMPT_VERSION", "DETERMINISTIC_FALLBACK"]
 

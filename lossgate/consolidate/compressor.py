@@ -2,7 +2,7 @@
 
 A compressor turns a :class:`CompressionRequest` (the authorized inputs of one
 snapshot) into raw output: a JSON object in the shape of
-:class:`~lossgate.records.ArtifactBody`. Raw, because output from a model can be
+:class:`~lossgate.model.records.ArtifactBody`. Raw, because output from a model can be
 malformed; the pipeline parses it, keeps the raw text with the attempt, and
 lets the gate judge the result. A compressor never sees deleted or revoked
 content: the request is built from the authorized view only.
@@ -22,8 +22,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from lossgate.errors import LossgateError
-from lossgate.records import ArtifactBody, Conflict, Event, Fact, Predicate
-from lossgate.values import encode_value
+from lossgate.model.records import ArtifactBody, Conflict, Event, Fact, Predicate
+from lossgate.model.values import encode_value
 
 __all__ = ["CompressionRequest", "Compressor", "BudgetExceeded", "CompressionError", "claim_of"]
 
@@ -64,7 +64,7 @@ class CompressionRequest(BaseModel):
     failures: int = 0
     refused_for: tuple[str, ...] = ()
     # One part of a hierarchical consolidation (:mod:`lossgate.consolidate.hierarchy`): the
-    # title of its period (:func:`~lossgate.render.period_line`), which the summary carries
+    # title of its period (:func:`~lossgate.model.wording.period_line`), which the summary carries
     # under its header. Its events are that period's; a digest keeps the lines that carry
     # numbers, amounts, dates, identifiers and negations first.
     period: str | None = None

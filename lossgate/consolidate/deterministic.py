@@ -2,7 +2,7 @@
 
 It emits one claim per active fact (derived from the fact and its source events),
 carries open items and unresolved conflicts as such, and renders a prose summary
-from the claims and the recent conversation (:mod:`lossgate.render` writes every
+from the claims and the recent conversation (:mod:`lossgate.model.wording` writes every
 line). Under a token budget it drops, in order: older conversation, contextual
 facts, important facts; never a fact the gate must preserve
 (``CompressionRequest.must_keep``: critical facts, negations, exact numbers,
@@ -18,8 +18,8 @@ from typing import Any
 
 from lossgate.consolidate.compressor import BudgetExceeded, CompressionRequest, claim_of
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.records import Fact
-from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
+from lossgate.model.records import Fact
+from lossgate.model.wording import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 
 __all__ = ["DeterministicCompressor"]
 

@@ -8,7 +8,7 @@ days, weeks or months, and by size within one), and
 * **each part** gets an artifact of its own (``path="part"``): the compressor (either one;
   a model receives one part at a time) is given that period's events and the facts drawn
   from them, and writes a digest under the period's title with its dates
-  (:func:`~lossgate.render.period_line`), keeping lines with numbers, amounts, dates,
+  (:func:`~lossgate.model.wording.period_line`), keeping lines with numbers, amounts, dates,
   identifiers and negations first. The gate checks it against that part's own snapshot:
   its events, its facts in every status (a retired value must not come back), the valid
   events those facts cite in other periods, and the open conflicts they are in. Its
@@ -23,7 +23,7 @@ The switch publishes the root and its new parts in one transaction. Reuse is by
 fingerprint: a part whose inputs (with their statuses), conflicts, compressor and digest
 budget are unchanged keeps its artifact. So a tail append rebuilds the last part and the
 root; revoking one input makes stale only its part and the root (lineage follows the
-edges: :func:`lossgate.lineage.invalidate`), the siblings stay valid, and the rebuild
+edges: :func:`lossgate.lineage.propagation.invalidate`), the siblings stay valid, and the rebuild
 redoes that path alone.
 """
 
@@ -36,15 +36,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lossgate import gate
-from lossgate.canonical import content_hash
+from lossgate.model.canonical import content_hash
 from lossgate.consolidate.parts import SPLITS, Part, SplitBy, period_key, split
 from lossgate.consolidate.selection import Selection, input_root
-from lossgate.derived import Artifact, InputRef, PartInfo, TreeSettings
+from lossgate.model.derived_records import Artifact, InputRef, PartInfo, TreeSettings
 from lossgate.errors import InvalidInput
-from lossgate.records import Conflict, Fact, Snapshot
-from lossgate.regate import outdated
-from lossgate.registry import Registry
-from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, event_line, period_line
+from lossgate.model.records import Conflict, Fact, Snapshot
+from lossgate.publication.upgrades import outdated
+from lossgate.model.registry import Registry
+from lossgate.model.wording import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, event_line, period_line
 from lossgate.store.protocol import ReadTx
 
 __all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "MAX_TOKENS", "wanted", "plan", "part_jobs",
@@ -71,7 +71,7 @@ class HierarchyConfig:
     together; the older ones stay its parts (published, in its lineage, reused).
 
     A setting left ``None`` is the one the subject's current root was built with
-    (:class:`~lossgate.derived.TreeSettings` in its manifest), else the default: session,
+    (:class:`~lossgate.model.derived_records.TreeSettings` in its manifest), else the default: session,
     the compressor's ``context_tokens`` attribute or :data:`DEFAULT_CONTEXT_TOKENS`, 200
     tokens, 0.15, a window of 8,000 tokens. So a worker running the defaults keeps what a person chose for a subject
     (``lossgate consolidate --split day``), and rebuilds only what changed."""
@@ -328,7 +328,7 @@ def period_hash(key: str) -> str:
 
 def period_blocks(lines: Sequence[str]) -> list[list[str]]:
     """The lines under a root's ``Periods:`` title, cut into one block per period (each
-    starts with its title, :data:`~lossgate.render.PERIOD_LINE`)."""
+    starts with its title, :data:`~lossgate.model.wording.PERIOD_LINE`)."""
     blocks: list[list[str]] = []
     for line in lines:
         if PERIOD_LINE.fullmatch(line) or not blocks:

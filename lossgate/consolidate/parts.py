@@ -12,7 +12,7 @@ one pass is split, never truncated). Events are grouped by
   event's own offset.
 
 A group whose events take more than ``context_tokens`` (counted on the lines a compressor
-is shown, :func:`~lossgate.render.event_line`) is cut, between whole events, into chunks
+is shown, :func:`~lossgate.model.wording.event_line`) is cut, between whole events, into chunks
 at boundaries its content defines (:func:`_by_size`), each keyed by its first event's seq
 (``session 3 #1234``). One event larger than the context is a part of its own: it is never
 cut (a cut could fall inside a number). Parts are ordered by the time of their first event.
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from lossgate.records import Event
-from lossgate.render import event_line, one_line
+from lossgate.model.records import Event
+from lossgate.model.wording import event_line, one_line
 
 __all__ = ["SplitBy", "Part", "period_key", "resume", "split", "SPLITS"]
 

@@ -10,20 +10,20 @@ candidate, which recall never returns; the next run recovers forward.
 A failed gate publishes nothing, keeps the sources hot, keeps the attempt with
 its violations and raw output, and queues a retry with exponential backoff; after
 ``max_attempts`` consecutive failures the subject is marked for review (the rules:
-:mod:`lossgate.queue`).
+:mod:`lossgate.lineage.queue`).
 
 Around those steps:
 
 * a subject larger than one compressor request is consolidated by parts, each gated,
   under a root gated against the whole snapshot (:mod:`lossgate.consolidate.hierarchy`);
 * every stored artifact is read back and compared with what was written before it may be
-  published (:mod:`lossgate.readback`);
+  published (:mod:`lossgate.publication.readback`);
 * nothing is stored from a step that finds the subject's epoch moved since the job
   selected its inputs (the clock is locked in that step's transaction), and an attempt
-  saved after a deletion purged it stays purged (:func:`lossgate.lineage.save_attempt`);
+  saved after a deletion purged it stays purged (:func:`lossgate.lineage.propagation.save_attempt`);
 * a shadow consolidator stores its artifacts in the ``shadow`` state and never publishes;
   with the tenant's review on, a gated summary waits in ``review`` instead of going to
-  the switch (:mod:`lossgate.ops.rollout`).
+  the switch (:mod:`lossgate.policy.rollout`).
 """
 
 from __future__ import annotations
@@ -39,18 +39,19 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from lossgate import gate, queue
-from lossgate.caches import epoch_seen
-from lossgate.canonical import content_hash
-from lossgate.deadline import Escaped, Overdue, call_with_deadline
+from lossgate import gate
+from lossgate.lineage import queue
+from lossgate.runtime.caches import epoch_seen
+from lossgate.model.canonical import content_hash
+from lossgate.runtime.deadline import Escaped, Overdue, call_with_deadline
 from lossgate.consolidate import hierarchy, tail
-from lossgate.ops import rollout
+from lossgate.policy import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import MAX_TOKENS, HierarchyConfig, digest_lines
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select, select_delta, snapshot_at
 from lossgate.consolidate.tokens import default_counter
-from lossgate.derived import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
+from lossgate.model.derived_records import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
 from lossgate.gate.prose import dropped_labels, prose_inputs, prose_of, structured_lines
@@ -62,15 +63,15 @@ from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.outcome import make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
-from lossgate.lineage import purged_lines, save_attempt
-from lossgate.publish import shadow_switch, switch
-from lossgate.readback import divergence, representation_loss, without_values
-from lossgate.records import ArtifactBody, utcnow
-from lossgate.registry import Registry, RegistryCache
-from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
+from lossgate.lineage.propagation import purged_lines, save_attempt
+from lossgate.publication.switch import shadow_switch, switch
+from lossgate.publication.readback import divergence, representation_loss, without_values
+from lossgate.model.records import ArtifactBody, utcnow
+from lossgate.model.registry import Registry, RegistryCache
+from lossgate.model.wording import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
-from lossgate.values import stored_claims
+from lossgate.model.values import stored_claims
 
 __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTOR_VERSION"]
 
@@ -93,7 +94,7 @@ class ConsolidationConfig:
     backoff_max_s: float = 3600.0
     hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
     # Whether a hierarchy reuses stored parts whose inputs are unchanged (a recovery builds
-    # every part again: lossgate.ops.quarantine).
+    # every part again: lossgate.policy.quarantine).
     reuse_parts: bool = True
 
     def __post_init__(self) -> None:
@@ -287,14 +288,14 @@ class Consolidator:
         """``registries`` shares a parsed predicate registry with the memory that made this
         consolidator (by default it keeps its own); ``registry``, if given, is built and gated
         with instead of the loaded one (a shadow lane trying a new registry). A ``shadow``
-        consolidator (a tenant's shadow lane, :mod:`lossgate.ops.rollout`) builds, gates and
+        consolidator (a tenant's shadow lane, :mod:`lossgate.policy.rollout`) builds, gates and
         stores its artifacts in the ``shadow`` state and publishes them to the subject's shadow
-        alias (:func:`~lossgate.publish.shadow_switch`), which recall never reads; no retry is
+        alias (:func:`~lossgate.publication.switch.shadow_switch`), which recall never reads; no retry is
         queued. ``exploratory`` (a shadow lane only) blocks nothing: every violation is
         recorded on the attempt, and the summary is still published to the shadow alias (a
         hierarchy's every part is built and gated, whatever an earlier one found). A
         ``reviewed`` consolidator publishes without the tenant's review: an operator's own
-        recovery (:mod:`lossgate.ops.quarantine`)."""
+        recovery (:mod:`lossgate.policy.quarantine`)."""
         if exploratory and not shadow:
             raise InvalidInput("the exploratory gate publishes only to the shadow alias: a shadow lane's mode")
         self.store = store
@@ -356,7 +357,7 @@ class Consolidator:
         """Record ``exc``, raised while consolidating the subject, as an ``error`` attempt
         (``attempt``, the one in flight, or a new one when none was recorded yet) whose error
         is :func:`~lossgate.errors.crash_reason` (its kind and place, none of its message),
-        and queue the retry or mark it for review (:func:`lossgate.queue.after_failure`).
+        and queue the retry or mark it for review (:func:`lossgate.lineage.queue.after_failure`).
         The traceback goes to the log. Returns the saved attempt."""
         reason = exc if isinstance(exc, LossgateError) and not isinstance(exc, StoreError) else None
         error = f"{type(exc).__name__}: {exc}"[:2000] if reason is not None else crash_reason(exc)
@@ -557,7 +558,7 @@ class Consolidator:
 
     def _read_back(self, attempt: Attempt, sel: Selection, artifact: Artifact, registry: Registry,
                    timings: dict[str, float], *, where: str = "") -> Prepared | None:
-        """Read the stored artifact back through the store's read path (:mod:`lossgate.readback`).
+        """Read the stored artifact back through the store's read path (:mod:`lossgate.publication.readback`).
         None if it came back as written; else it is failed, never published, the attempt is
         rejected with a ``representation_loss`` violation (and the gate's findings on what came
         back), and a retry is scheduled."""
@@ -795,7 +796,7 @@ class Consolidator:
 
     def _publish_shadow(self, prepared: Prepared) -> Attempt:
         """Offer a shadow lane's stored summary to the shadow alias
-        (:func:`~lossgate.publish.shadow_switch`); the attempt says whether it went there, and
+        (:func:`~lossgate.publication.switch.shadow_switch`); the attempt says whether it went there, and
         with how many violations. One the fence refuses is abandoned, saying why."""
         artifact, attempt = prepared.artifact, prepared.attempt
         assert artifact is not None
@@ -823,7 +824,7 @@ class Consolidator:
             self.hooks.before_switch(artifact)
         with self.store.write() as tx:
             if not self.reviewed and rollout.review_required(tx, artifact.tenant_id):
-                # the tenant wants a person to approve each summary (lossgate.ops.rollout); the
+                # the tenant wants a person to approve each summary (lossgate.policy.rollout); the
                 # newest waiting one replaces those before it, so a reviewer sees one
                 t, s = artifact.tenant_id, artifact.subject_id
                 waiting = tx.artifacts(t, s, states=["review"])
@@ -938,7 +939,7 @@ class Consolidator:
         return Prepared(attempt=attempt, selection=sel)
 
     def _schedule_retry(self, tx: WriteTx, attempt: Attempt) -> Attempt:
-        """Queue the retry of a failed attempt, or mark it for review (:func:`lossgate.queue.after_failure`).
+        """Queue the retry of a failed attempt, or mark it for review (:func:`lossgate.lineage.queue.after_failure`).
         A shadow attempt's failure queues nothing: it is what the shadow report compares."""
         if self.shadow:
             return attempt

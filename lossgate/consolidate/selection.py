@@ -27,11 +27,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from lossgate.canonical import content_hash
-from lossgate.derived import Artifact, ExpectedAlias, InputRef
+from lossgate.model.canonical import content_hash
+from lossgate.model.derived_records import Artifact, ExpectedAlias, InputRef
 from lossgate.gate.superseded import Retired
-from lossgate.records import Event, Fact, Snapshot
-from lossgate.registry import Registry
+from lossgate.model.records import Event, Fact, Snapshot
+from lossgate.model.registry import Registry
 from lossgate.store.protocol import ReadTx
 
 __all__ = ["SELECTOR_VERSION", "Selection", "select", "select_delta", "snapshot_at", "input_root", "cited_sources",
@@ -122,7 +122,7 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
 def snapshot_at(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, through_seq: int) -> Snapshot:
     """The gate's view of a subject as of ``through_seq`` (an artifact's ``covers_through``),
     read now: what :func:`select` would have given the gate on the direct path at that
-    high-water, under ``registry``. Used to re-gate a stored artifact (:mod:`lossgate.regate`).
+    high-water, under ``registry``. Used to re-gate a stored artifact (:mod:`lossgate.consolidate.regate`).
     While the subject's ``input_epoch`` has not moved since the artifact was built, the
     statuses of these facts and events are the ones it was gated against."""
     clock = tx.clock(tenant_id, subject_id)

@@ -32,7 +32,7 @@ carried parts holds (the root's manifest keeps a hash of each part's period:
 carried one, or a last part that is not the last of its period by seq (parts are ordered
 by time: a turn dated earlier can put another chunk of the period after it). Correctness does not rest on this module: a change to any
 input covered generations back moves the epoch and marks the whole chain stale at once
-(lineage follows every root to the one it extends: :func:`lossgate.lineage.invalidate`).
+(lineage follows every root to the one it extends: :func:`lossgate.lineage.propagation.invalidate`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ from lossgate.consolidate.hierarchy import (
 )
 from lossgate.consolidate.parts import period_key, resume, split
 from lossgate.consolidate.selection import Selection, cited_sources, delta_inputs, input_root, outdated_in
-from lossgate.derived import Artifact
-from lossgate.records import Event, Snapshot
-from lossgate.render import event_line
-from lossgate.registry import Registry
+from lossgate.model.derived_records import Artifact
+from lossgate.model.records import Event, Snapshot
+from lossgate.model.wording import event_line
+from lossgate.model.registry import Registry
 from lossgate.store.protocol import ReadTx
 
 __all__ = ["Tail", "extend"]

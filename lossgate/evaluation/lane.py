@@ -2,7 +2,7 @@
 
 :func:`run_lane` loads every gate case of a directory, checks that each correct
 artifact passes the gate (its *baseline*), applies every mutation operator
-(:mod:`~lossgate.evaluation.mutations`) and every meaning-preserving rewrite
+(:mod:`~lossgate.evaluation.operators`) and every meaning-preserving rewrite
 (:mod:`~lossgate.evaluation.rewrites`), and reports per operator how many
 mutants were caught (:func:`~lossgate.evaluation.mutant.judge`: the gate failed it for
 a reason it expects or, for a narrative mutant, its sentence never reached a published
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lossgate.errors import InvalidInput
 from lossgate.evaluation.mutant import judge
-from lossgate.evaluation.mutations import OPERATORS
+from lossgate.evaluation.operators import OPERATORS
 from lossgate.evaluation.rewrites import REWRITES
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check

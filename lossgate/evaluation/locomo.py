@@ -30,7 +30,7 @@ the budget in rank order; the same BM25 over speaker and text (lossgate's index
 holds both, so this is the like-for-like baseline); and the most recent turns,
 filling the budget.
 
-Loss-aware recall (:data:`~lossgate.recall.DROPPED_LEAD`) is measured in the same run:
+Loss-aware recall (:data:`~lossgate.recall.read.DROPPED_LEAD`) is measured in the same run:
 ``lossgate`` ranks with it, ``lossgate, loss-blind`` without it, on the same database and
 questions. Besides the categories, each side reports ``dropped``: the questions with an
 evidence turn that the published summary lists as dropped (an atom of it is in neither the
@@ -50,13 +50,13 @@ from typing import Any, Callable, Iterable
 
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.derived import RecallResult
+from lossgate.model.derived_records import RecallResult
 from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms, read_list
 from lossgate.errors import InvalidInput
-from lossgate.memory import Memory
-from lossgate.recall import dropped_events, recall
-from lossgate.records import NewEvent
-from lossgate.render import one_line
+from lossgate.api.memory import Memory
+from lossgate.recall.read import dropped_events, recall
+from lossgate.model.records import NewEvent
+from lossgate.model.wording import one_line
 
 __all__ = ["PUBLISHED_SHA256", "CATEGORIES", "Turn", "Question", "Conversation", "load", "ingest",
            "evaluate", "question_count", "Report", "Side"]

@@ -57,14 +57,14 @@ from pydantic import (
 )
 
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.derived import RecallResult
+from lossgate.model.derived_records import RecallResult
 from lossgate.errors import InvalidInput
 from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms, read_list
-from lossgate.limits import MAX_ID_CHARS, Id, Label, Text
-from lossgate.memory import Memory
-from lossgate.recall import dropped_events, recall
-from lossgate.records import NewEvent
-from lossgate.render import one_line
+from lossgate.model.limits import MAX_ID_CHARS, Id, Label, Text
+from lossgate.api.memory import Memory
+from lossgate.recall.read import dropped_events, recall
+from lossgate.model.records import NewEvent
+from lossgate.model.wording import one_line
 
 __all__ = ["QUESTION_TYPES", "ABSTENTION", "TENANT", "Turn", "Instance", "HaystackTurn", "load",
            "ingest", "evaluate", "Scores", "Report"]

@@ -32,7 +32,7 @@ from lossgate.gate.publication import as_published
 from lossgate.gate.sources import value_forms
 from lossgate.gate.superseded import retired_values
 from lossgate.gate.typed import typed_value
-from lossgate.records import ArtifactBody, Claim
+from lossgate.model.records import ArtifactBody, Claim
 
 __all__ = ["Mutant", "Operator", "Surface", "OMITTED", "with_claims", "replace_claim", "mutant", "narrative_mutant",
            "claim_value", "prose_edit", "judge"]

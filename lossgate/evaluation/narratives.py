@@ -32,7 +32,7 @@ from lossgate.gate.narrative import without_unproven
 from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import retired_values
 from lossgate.gate.preserve import build_must_preserve
-from lossgate.render import NARRATIVE_TITLE
+from lossgate.model.wording import NARRATIVE_TITLE
 
 __all__ = ["CORPORA", "NarrativeItem", "NarrativeReport", "load_corpus", "run_corpus"]
 

@@ -9,7 +9,7 @@ reads the published artifact, the hierarchy's root:
 * **sessions**: a session is *covered* when the root's summary has, under ``Periods:``, a
   digest of that session's part (the part's key ``session N``, or ``session N #k`` for a
   session split by size) titled with the session's own date as the data gives it
-  (``[YYYY-MM-DD]``, :func:`~lossgate.render.period_line`). The digests are read from the
+  (``[YYYY-MM-DD]``, :func:`~lossgate.model.wording.period_line`). The digests are read from the
   summary's text; the root's children (in the order they are rolled up) say which session
   each one digests, and a title that is not its child's period is reported as misaligned.
 * **tokens**: the raw conversation is its turns' lines (:attr:`~lossgate.evaluation.locomo.Turn.line`,
@@ -54,12 +54,12 @@ from typing import Any, Callable, Iterable
 
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.derived import Artifact, RecallResult
+from lossgate.model.derived_records import Artifact, RecallResult
 from lossgate.errors import NotFound
 from lossgate.evaluation.locomo import TENANT, Conversation, Turn, ingest
 from lossgate.gate.atoms import extract_atoms
-from lossgate.memory import Memory
-from lossgate.render import PERIODS_TITLE, fact_line, period_line
+from lossgate.api.memory import Memory
+from lossgate.model.wording import PERIODS_TITLE, fact_line, period_line
 
 __all__ = ["KINDS", "CLASSES", "CATEGORY_NAMES", "measure", "period_blocks", "session_digests", "covered_sessions",
            "question_total", "ConversationFigures", "Occurrence", "PeriodsReport", "SessionCoverage"]

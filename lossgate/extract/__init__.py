@@ -1,7 +1,7 @@
 """Facts proposed from raw events: ``Memory.extract``, ``lossgate extract``.
 
 An :class:`Extractor` reads a subject's valid events and proposes typed facts
-(:class:`Candidate`). :func:`extract` turns candidates into :class:`~lossgate.records.Proposal`
+(:class:`Candidate`). :func:`extract` turns candidates into :class:`~lossgate.model.records.Proposal`
 records under the predicate registry, in one transaction:
 
 * a candidate naming a predicate the registry lacks, or a value of the wrong type, is
@@ -26,9 +26,9 @@ sentences that name a predicate by one of its registry ``cues``. :class:`ModelEx
 asks a model over chat completions (configured like the judge, apart from the compressor).
 """
 
-from lossgate.extract.atoms import AtomExtractor, Candidate, Extractor
+from lossgate.extract.cues import AtomExtractor, Candidate, Extractor
 from lossgate.extract.flow import accept_proposal, extract, reject_proposal
-from lossgate.extract.model import ExtractionError, ModelExtractor
+from lossgate.extract.llm import ExtractionError, ModelExtractor
 
 __all__ = ["AtomExtractor", "Candidate", "ExtractionError", "Extractor", "ModelExtractor", "accept_proposal",
            "extract", "reject_proposal"]

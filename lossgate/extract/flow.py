@@ -6,13 +6,13 @@ import hashlib
 
 from lossgate.gate.typed import dump_json
 from lossgate.errors import InvalidInput, LifecycleError, LossgateError, NotFound
-from lossgate.extract.atoms import AtomExtractor, Candidate, Extractor
-from lossgate.extract.model import ExtractionError
-from lossgate.ledger import Ledger, transaction
-from lossgate.records import AUTHORITY_FOR_TRUST, TRUST_RANK, Event, NewFact, Proposal, utcnow
-from lossgate.registry import Registry
+from lossgate.extract.cues import AtomExtractor, Candidate, Extractor
+from lossgate.extract.llm import ExtractionError
+from lossgate.ledger.lifecycle import Ledger, transaction
+from lossgate.model.records import AUTHORITY_FOR_TRUST, TRUST_RANK, Event, NewFact, Proposal, utcnow
+from lossgate.model.registry import Registry
 from lossgate.store import Store
-from lossgate.values import ValueMismatch, canonical_value, coerce_value
+from lossgate.model.values import ValueMismatch, canonical_value, coerce_value
 
 __all__ = ["extract", "accept_proposal", "reject_proposal"]
 

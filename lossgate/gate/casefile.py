@@ -41,14 +41,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lossgate.canonical import content_hash
+from lossgate.model.canonical import content_hash
 from lossgate.errors import InvalidInput, LossgateError
 from lossgate.gate.jsonio import field, opt_field, read_json, require_object, string_list, string_map
-from lossgate.records import (
+from lossgate.model.records import (
     ArtifactBody, Claim, Clock, Conflict, ConflictRef, Event, Fact, NewEvent, Snapshot, fact_hash_content,
 )
-from lossgate.registry import Registry, load_registry, parse_registry
-from lossgate.values import ValueMismatch, canonical_value, coerce_value
+from lossgate.model.registry import Registry, load_registry, parse_registry
+from lossgate.model.values import ValueMismatch, canonical_value, coerce_value
 
 __all__ = ["GateCase", "FORMAT", "load_case", "parse_case", "is_case", "parse_artifact"]
 

@@ -3,8 +3,8 @@
 One comparison, :func:`compare_facts`, runs over a small normalized form
 (:class:`LedgerFact`, :class:`ArtifactFact`, :class:`TypedValue`). Two
 adapters feed it: :func:`check_contract` for lossgate records (a
-:class:`~lossgate.records.Snapshot` and an
-:class:`~lossgate.records.ArtifactBody`) and :mod:`lossgate.gate.fixture`
+:class:`~lossgate.model.records.Snapshot` and an
+:class:`~lossgate.model.records.ArtifactBody`) and :mod:`lossgate.gate.fixture`
 for the fact-contract fixture format (``seed-000``).
 
 Codes, per expected fact id (all critical unless noted):
@@ -18,7 +18,7 @@ Codes, per expected fact id (all critical unless noted):
 ``value_changed``
     the typed value differs. Types count: ``False`` is not ``"false"``, ``50`` is
     not ``50.0``; records compare ``value_type`` plus
-    :func:`~lossgate.values.canonical_value`, so money is a decimal amount plus a
+    :func:`~lossgate.model.values.canonical_value`, so money is a decimal amount plus a
     currency whatever the key order or trailing zeros. The detail shows both values
     (``false -> true (bool)``), each with its type when the types differ.
 ``polarity_flipped``
@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from lossgate.gate.outcome import Severity, Violation
 from lossgate.gate.typed import TypedValue, dump_json, json_type_name, json_value, typed_value
-from lossgate.records import ArtifactBody, Snapshot
+from lossgate.model.records import ArtifactBody, Snapshot
 
 __all__ = [
     "TypedValue", "LedgerFact", "ArtifactFact", "compare_facts", "check_contract",
@@ -106,7 +106,7 @@ def _value_detail(want: TypedValue, got: TypedValue) -> str:
     """Both values, as a person reads the change: ``false -> true (bool)``; when the type
     changed too, each with its type: ``bool false -> string "false"``. The values are the
     ledger's content: an attempt that holds this detail is purged with the fact
-    (:func:`lossgate.lineage.scrubbed`)."""
+    (:func:`lossgate.lineage.propagation.scrubbed`)."""
     if want.type_name == got.type_name:
         return f"{_said(want)} -> {_said(got)} ({want.type_name})"
     return f"{want.shown()} -> {got.shown()} (the type changed)"

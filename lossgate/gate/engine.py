@@ -21,8 +21,8 @@ from lossgate.gate.outcome import GateResult, make_result
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.gate.prose import ProseInputs, check_prose, structured_lines
 from lossgate.gate.superseded import Retired, check_markers, retired_values
-from lossgate.records import ArtifactBody, Snapshot
-from lossgate.registry import Registry
+from lossgate.model.records import ArtifactBody, Snapshot
+from lossgate.model.registry import Registry
 
 __all__ = ["check"]
 

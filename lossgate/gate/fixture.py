@@ -46,7 +46,7 @@ from lossgate.gate.jsonio import field, opt_field, read_json, require_object, st
 from lossgate.gate.outcome import GateResult, make_result
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.typed import TypedValue, json_value, typed_value
-from lossgate.values import VALUE_TYPES, ValueMismatch, coerce_value
+from lossgate.model.values import VALUE_TYPES, ValueMismatch, coerce_value
 
 __all__ = [
     "ExpectedFact", "CompressedFact", "CompressionArtifact", "parse_fixture", "load_fixture",

@@ -37,8 +37,8 @@ has no events, trust, open items or conflicts). All codes are critical.
 from __future__ import annotations
 
 from lossgate.gate.outcome import Violation
-from lossgate.records import ArtifactBody, Claim, Fact, Snapshot
-from lossgate.registry import Registry
+from lossgate.model.records import ArtifactBody, Claim, Fact, Snapshot
+from lossgate.model.registry import Registry
 
 __all__ = ["check_integrity"]
 

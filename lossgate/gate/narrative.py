@@ -71,9 +71,9 @@ from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import Retired, mark, strip_markers
-from lossgate.records import ArtifactBody, Snapshot
-from lossgate.registry import Registry
-from lossgate.render import NARRATIVE_TITLE
+from lossgate.model.records import ArtifactBody, Snapshot
+from lossgate.model.registry import Registry
+from lossgate.model.wording import NARRATIVE_TITLE
 
 __all__ = ["NarrativePolicy", "NARRATIVE_POLICIES", "Omitted", "speak_for_ledger", "touching_violations",
            "without_unproven"]

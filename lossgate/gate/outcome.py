@@ -48,7 +48,7 @@ Code = Literal[
     # a model's narrative sentence on a topic only the ledger states, under the tenant's
     # "refuse" narrative policy (lossgate.gate.narrative)
     "narrative_touches_topic",
-    # read-back: what the store returns differs from what was written (lossgate.readback)
+    # read-back: what the store returns differs from what was written (lossgate.publication.readback)
     "representation_loss",
 ]
 

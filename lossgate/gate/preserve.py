@@ -33,8 +33,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from lossgate.records import Fact, Snapshot
-from lossgate.registry import Registry
+from lossgate.model.records import Fact, Snapshot
+from lossgate.model.registry import Registry
 
 __all__ = ["MustPreserve", "Reason", "build_must_preserve", "REASONS"]
 

@@ -77,8 +77,8 @@ from lossgate.gate.sources import (
     Key, ProseInputs, anchor_dates, claim_atoms, key_of, label_of, prose_inputs, value_forms, token_of,
     value_atoms,
 )
-from lossgate.records import ArtifactBody, Snapshot
-from lossgate.render import claim_lines, conflict_line, event_line, header_line
+from lossgate.model.records import ArtifactBody, Snapshot
+from lossgate.model.wording import claim_lines, conflict_line, event_line, header_line
 
 __all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs", "dropped_labels"]
 
@@ -328,7 +328,7 @@ def structured_lines(artifact: ArtifactBody) -> frozenset[str]:
 
 def quotes_as_said(prose: str, snapshot: Snapshot) -> str:
     """``prose`` with each line that quotes one of the snapshot's events as a summary writes it
-    (:func:`~lossgate.render.event_line`: ``- actor: text``, the text on one line) read as
+    (:func:`~lossgate.model.wording.event_line`: ``- actor: text``, the text on one line) read as
     that event's own text, as the sources are read.
 
     A quote says what it quotes; read with its ``- actor:`` lead, the extractor would join

@@ -19,8 +19,8 @@ from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import Retired, mark, strip_markers
-from lossgate.records import ArtifactBody, Snapshot
-from lossgate.registry import Registry
+from lossgate.model.records import ArtifactBody, Snapshot
+from lossgate.model.registry import Registry
 
 __all__ = ["Published", "as_published"]
 

@@ -5,7 +5,7 @@
 active facts' values, the memory's own names, the *stale* values (those only a
 retired fact states) and what each relative date the sources used meant.
 :func:`value_forms` writes a typed value the ways a summary might, so a value
-becomes atoms the diff can match. It is not a rendering (:mod:`lossgate.render` is
+becomes atoms the diff can match. It is not a rendering (:mod:`lossgate.model.wording` is
 the one way memory is written as text): it lists forms to match against, and the
 gate's verdicts rest on exactly these.
 
@@ -26,14 +26,14 @@ from itertools import accumulate, chain
 from threading import Lock
 from typing import Any, Iterable
 
-from lossgate.caches import holds_text
+from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms import Atom, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet
 from lossgate.gate.atoms.extract import _atom as new_atom
 from lossgate.gate.atoms.statements import content_words, stem
 from lossgate.gate.typed import typed_value
-from lossgate.records import ArtifactBody, Event, Snapshot
-from lossgate.values import coerce_value
+from lossgate.model.records import ArtifactBody, Event, Snapshot
+from lossgate.model.values import coerce_value
 
 __all__ = ["ProseInputs", "Extractions", "prose_inputs", "value_forms", "value_atoms", "claim_atoms", "anchor_dates",
            "key_of", "label_of", "token_of", "Key", "clear_atom_cache", "events_holding"]

@@ -40,12 +40,12 @@ from itertools import accumulate
 import orjson
 from pydantic import BaseModel
 
-from lossgate.caches import holds_text
+from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.sources import _JOIN, token_of, value_forms
-from lossgate.records import Conflict, Fact
-from lossgate.render import (
+from lossgate.model.records import Conflict, Fact
+from lossgate.model.wording import (
     CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, one_line, value_text,
 )
 
@@ -88,7 +88,7 @@ def _has_phrase(line: str, phrase: str) -> bool:
 
 # The value tokens of each value met, by (type, canonical JSON): a long history retires many
 # values, and every job reads them all again. A value is content: emptied with the caches of
-# text (lossgate.caches).
+# text (lossgate.runtime.caches).
 _TOKENS: dict[tuple[str, bytes], frozenset[tuple[str, str]]] = {}
 _TOKENS_LOCK = threading.Lock()
 _TOKENS_SIZE = 16_384

@@ -3,7 +3,7 @@
 Two rules, one form (:class:`TypedValue`):
 
 * :func:`typed_value` (lossgate records): a value compares by its ``value_type``
-  and :func:`~lossgate.values.canonical_value`, so money is a decimal amount
+  and :func:`~lossgate.model.values.canonical_value`, so money is a decimal amount
   plus a currency whatever its key order or trailing zeros, and ``False`` is
   not ``"false"``;
 * :func:`json_value` (the fact-contract fixture format, ``seed-000``): a raw
@@ -18,7 +18,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Hashable, NamedTuple
 
-from lossgate.values import Money, ValueMismatch, canonical_value, coerce_value
+from lossgate.model.values import Money, ValueMismatch, canonical_value, coerce_value
 
 __all__ = ["TypedValue", "typed_value", "json_value", "json_type_name", "dump_json"]
 
@@ -124,7 +124,7 @@ def typed_value(value_type: str, value: Any) -> TypedValue:
 
 
 def _money(value: Any) -> dict[str, str] | None:
-    """Canonical money without building a :class:`~lossgate.values.Money` (the hot path of
+    """Canonical money without building a :class:`~lossgate.model.values.Money` (the hot path of
     invoices); ``None`` sends anything unusual through :func:`coerce_value`, which decides."""
     if type(value) is Money:
         amount, currency = value.amount, value.currency

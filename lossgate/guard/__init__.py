@@ -3,7 +3,7 @@
 Memory can be right and an agent still order the peanut dressing. A guard takes the action
 the agent is about to carry out, a JSON object (a meal order, a refund, a message to send, a
 deploy), and checks it against the subject's active facts and open conflicts by the rules
-the predicate registry declares (``[[guards]]``, :class:`~lossgate.records.GuardRule`): an
+the predicate registry declares (``[[guards]]``, :class:`~lossgate.model.records.GuardRule`): an
 ingredient an allergy forbids, a refund above a trusted limit or without its condition met,
 a channel the subject refused, a value no trusted fact permits, a field whose fact is in
 conflict. Each refusal names the rule, the field, and the fact with its value, qualifiers
@@ -11,7 +11,7 @@ and source events, so the agent (and a person reading the record later) sees why
 
 The check is deterministic and reads nothing but the ledger: no model decides. Fields no
 rule names are ignored; a malformed action is :class:`~lossgate.errors.InvalidInput`.
-:meth:`lossgate.Memory.guard` runs it and stores the :class:`~lossgate.derived.GuardResult`.
+:meth:`lossgate.Memory.guard` runs it and stores the :class:`~lossgate.model.derived_records.GuardResult`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from lossgate.derived import GuardResult
+from lossgate.model.derived_records import GuardResult
 from lossgate.guard.check import authorizes, check_action, forbids
-from lossgate.records import Conflict, Fact, utcnow
-from lossgate.registry import Registry
-from lossgate.responses import action_digest
+from lossgate.model.records import Conflict, Fact, utcnow
+from lossgate.model.registry import Registry
+from lossgate.lineage.responses import action_digest
 
 __all__ = ["guard_action", "authorizes", "forbids"]
 

@@ -1,4 +1,4 @@
-"""The checks of each guard rule kind against a subject's ledger (see :class:`~lossgate.records.GuardRule`)."""
+"""The checks of each guard rule kind against a subject's ledger (see :class:`~lossgate.model.records.GuardRule`)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import unicodedata
 from decimal import Decimal
 from typing import Any
 
-from lossgate.derived import Refusal
+from lossgate.model.derived_records import Refusal
 from lossgate.errors import InvalidInput
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import NEGATION_CUE
 from lossgate.guard.fields import number_at, text_of, values_at
-from lossgate.records import Conflict, Fact, GuardRule
-from lossgate.registry import Registry
-from lossgate.render import fact_line
-from lossgate.values import Money
+from lossgate.model.records import Conflict, Fact, GuardRule
+from lossgate.model.registry import Registry
+from lossgate.model.wording import fact_line
+from lossgate.model.values import Money
 
 __all__ = ["check_action", "authorizes", "forbids"]
 

@@ -46,8 +46,8 @@ from typing import Any, Literal
 from lossgate.errors import InvalidInput
 from lossgate.integrations import require
 from lossgate.integrations.tagged import TaggedEvents, marked, searchable
-from lossgate.memory import Memory
-from lossgate.records import Event, NewEvent, Trust
+from lossgate.api.memory import Memory
+from lossgate.model.records import Event, NewEvent, Trust
 
 require("langgraph.store.base", extra="langgraph", framework="LangGraph")
 

@@ -44,8 +44,8 @@ from typing import Any
 from lossgate.errors import InvalidInput
 from lossgate.integrations import require
 from lossgate.integrations.tagged import TaggedEvents, marked, searchable
-from lossgate.memory import Memory
-from lossgate.records import Event, EventKind, NewEvent, Trust
+from lossgate.api.memory import Memory
+from lossgate.model.records import Event, EventKind, NewEvent, Trust
 
 require("agents", extra="openai-agents", framework="OpenAI Agents SDK")
 

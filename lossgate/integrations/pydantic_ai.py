@@ -47,12 +47,12 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from lossgate.derived import GuardResult, RecallResult
+from lossgate.model.derived_records import GuardResult, RecallResult
 from lossgate.errors import InvalidInput, NotFound
 from lossgate.integrations import require
 from lossgate.integrations.tagged import TaggedEvents, marked, searchable
-from lossgate.memory import Memory
-from lossgate.records import Event, EventKind, NewEvent, Trust
+from lossgate.api.memory import Memory
+from lossgate.model.records import Event, EventKind, NewEvent, Trust
 
 require("pydantic_ai", extra="pydantic-ai", framework="PydanticAI")
 

@@ -19,15 +19,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from lossgate.limits import MAX_TEXT_CHARS
-from lossgate.memory import Memory
-from lossgate.records import Event
+from lossgate.model.limits import MAX_TEXT_CHARS
+from lossgate.api.memory import Memory
+from lossgate.model.records import Event
 
 __all__ = ["TaggedEvents", "marked", "searchable"]
 
 
 def searchable(text: str) -> str:
-    """``text`` as an event's text: its first :data:`~lossgate.limits.MAX_TEXT_CHARS`
+    """``text`` as an event's text: its first :data:`~lossgate.model.limits.MAX_TEXT_CHARS`
     characters (the payload keeps the whole item; the text is what recall searches and shows)."""
     return text[:MAX_TEXT_CHARS]
 

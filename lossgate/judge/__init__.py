@@ -10,7 +10,7 @@ do not correlate; an unreachable, slow, refusing or malformed judge fails the at
 nothing is published on a narrative a configured judge has not read.
 """
 
-from lossgate.judge.diff import judge_violations
-from lossgate.judge.model import JUDGE_PROMPT_VERSION, JudgeConfig, JudgeError, ModelJudge, Statement
+from lossgate.judge.compare import judge_violations
+from lossgate.judge.llm import JUDGE_PROMPT_VERSION, JudgeConfig, JudgeError, ModelJudge, Statement
 
 __all__ = ["JUDGE_PROMPT_VERSION", "JudgeConfig", "JudgeError", "ModelJudge", "Statement", "judge_violations"]

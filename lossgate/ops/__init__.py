@@ -1,2 +1,3 @@
-"""Operating memory safely: the tools an operator uses on a running
-store, beside the library's read and write paths. Each module holds one tool."""
+"""Operating memory: the tools an operator runs beside the library's read and write paths
+(daily metrics, diagnosis, artifact migration, the report) and the consolidation workers
+that drain the rebuild queue. Each module holds one tool."""

@@ -23,11 +23,11 @@ Every day, for the tenants named, :func:`run_daily`:
 2. **looks at what recall would serve**, for every subject of the tenant (not a sample: the
    check reads the clock, the alias, the served artifact and the ids of the subject's
    invalid inputs, and walks the artifact's lineage only when those ids reach it). Recall serves the alias's artifact when it is ``published`` and the alias's
-   ``source_epoch`` equals the clock's ``input_epoch`` (:mod:`lossgate.recall`; invariant
+   ``source_epoch`` equals the clock's ``input_epoch`` (:mod:`lossgate.recall.read`; invariant
    2). Such a served artifact is **stale and visible** when it was built at another epoch
    than the clock's (its manifest's ``input_epoch``), or when it derives, directly or
    through other artifacts, from an event no longer valid or a fact no longer active (the
-   lineage that :func:`lossgate.lineage.invalidate` follows). An alias that points at an
+   lineage that :func:`lossgate.lineage.propagation.invalidate` follows). An alias that points at an
    artifact recall does not serve (``raw_fallback``: stale, awaiting its rebuild) is
    counted, and is no failure.
 3. **measures**, per tenant, per predicate registry (schema) version and overall (from
@@ -49,7 +49,7 @@ Every day, for the tenants named, :func:`run_daily`:
    conflict_retention       unresolved conflicts the artifact carries (same id, same two
                             facts), over all unresolved conflicts
    token_reduction          ``1 - summary / source`` tokens, the source being the fact and
-                            event lines the compressor read (:mod:`lossgate.render`), the
+                            event lines the compressor read (:mod:`lossgate.model.wording`), the
                             summary what the pipeline would publish (sentences left out,
                             markers written), summed over subjects
    outcome_*, failure_rate  the gate's outcomes (``clean``, ``acceptable``, ``failed``) and
@@ -74,7 +74,7 @@ Every day, for the tenants named, :func:`run_daily`:
                             one of its lines of three words or more, is the conversation's
                             word, which lossgate marks, and is not read)
    shadow_refusal_rate      shadow summaries (``shadow_summaries``: subjects whose shadow
-                            alias, :mod:`lossgate.ops.rollout`, holds one) the gate refused
+                            alias, :mod:`lossgate.policy.rollout`, holds one) the gate refused
                             (``shadow_refused``: published there by the exploratory gate,
                             with ``shadow_violations`` recorded), over shadow summaries;
                             informative, never blocking: recall never serves the shadow alias
@@ -97,7 +97,7 @@ Every day, for the tenants named, :func:`run_daily`:
 4. **blocks**: an erroneous-new-fact rate above 0, any stale artifact visible to recall, or
    a prose-drift rate above ``max_prose_drift_rate`` (0 by default: any drifting summary)
    makes :attr:`DailyReport.blocked` true whatever the averages say (the CLI exits 1).
-5. **stores** every count and rate as :class:`~lossgate.derived.DailyMetric` rows, all
+5. **stores** every count and rate as :class:`~lossgate.model.derived_records.DailyMetric` rows, all
    tenants in one write transaction (unless ``store_results`` is false), so that :func:`trend` reads
    a history back. The tenants are named because a store is read one tenant at a time
    (PostgreSQL's row-level security): there is no listing of every tenant.
@@ -118,14 +118,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from lossgate import gate
-from lossgate.caches import epoch_seen
-from lossgate.deadline import Overdue, call_with_deadline
-from lossgate.limits import MAX_ID_CHARS, text_problem
+from lossgate.runtime.caches import epoch_seen
+from lossgate.runtime.deadline import Overdue, call_with_deadline
+from lossgate.model.limits import MAX_ID_CHARS, text_problem
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.selection import Selection, select
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.derived import DailyMetric
+from lossgate.model.derived_records import DailyMetric
 from lossgate.errors import InvalidInput
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.fence import check_fence, narrative_sentences
@@ -136,9 +136,9 @@ from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import Retired, check_markers, mark, retired_values, strip_markers
 from lossgate.gate.typed import typed_value
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
-from lossgate.records import ArtifactBody, Claim, EventState, Fact, FactStatus, Snapshot, utcnow
-from lossgate.registry import Registry
-from lossgate.render import event_line, fact_line, one_line
+from lossgate.model.records import ArtifactBody, Claim, EventState, Fact, FactStatus, Snapshot, utcnow
+from lossgate.model.registry import Registry
+from lossgate.model.wording import event_line, fact_line, one_line
 from lossgate.store import Store
 from lossgate.store.protocol import ReadTx
 
@@ -419,7 +419,7 @@ def _check_served(store: Store, tenant: str, tally: Tally, findings: list[Findin
             _count_shadow(tx, tenant, subject, tally)
             if alias.artifact_id is None:
                 continue
-            # recall's freshness rule (lossgate/recall.py): what it would serve now
+            # recall's freshness rule (lossgate/recall/read.py): what it would serve now
             served = head is not None and head.state == "published" and alias.source_epoch == clock.input_epoch
             if not served:
                 tally.raw_fallback += 1
@@ -492,7 +492,7 @@ def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compre
     with store.read() as tx:
         sel = select(tx, tenant, subject, registry, incremental=False)
         policy = narrative_policy(tx, tenant)
-    epoch_seen(tenant, subject, sel.snapshot.clock.input_epoch)  # the gate caches text: see lossgate.caches
+    epoch_seen(tenant, subject, sel.snapshot.clock.input_epoch)  # the gate caches text: see lossgate.runtime.caches
     if sel.snapshot.clock.high_water == 0:
         return
     unknown = sorted({f.predicate for f in sel.facts if f.predicate not in registry.predicates})

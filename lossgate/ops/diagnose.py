@@ -39,7 +39,7 @@ it has no artifact). For a hierarchy's part, only the facts among the part's own
     candidate it found and then dropped (a budget).
 ``response``
     compares what the agent did after each recall that served the artifact (its response
-    records, :mod:`lossgate.responses`) with the guard results of its actions
+    records, :mod:`lossgate.lineage.responses`) with the guard results of its actions
     (:mod:`lossgate.guard`). ``refusal_ignored``: a response names a guard result that
     refused its action, or carried out an action (the same sha256) a guard had refused
     before it; one finding per refusal, naming its fact (or conflict) and whether the recall
@@ -62,7 +62,7 @@ filtered. Carried events are found by reading each selected artifact's manifest,
 parents' (one read per level of an incremental chain).
 
 **Sanitized by default.** Raw text is replaced by ``{"sha256": hex of its UTF-8 bytes,
-"chars": length}`` (the form :class:`~lossgate.derived.RecallRedaction` keeps of a query):
+"chars": length}`` (the form :class:`~lossgate.model.derived_records.RecallRedaction` keeps of a query):
 event text and payload, the summary prose of both artifacts, the attempt's raw output,
 error and violation details (which quote sentences), recall queries, and fact and claim
 values of the ``string`` type. Ids, predicates, qualifiers, the other typed values (a
@@ -92,21 +92,21 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.consolidate.selection import snapshot_at
-from lossgate.canonical import canonical_json
-from lossgate.derived import Alias, Artifact, Attempt, ExpectedAlias, GuardResult, RecallRecord, ResponseRecord
+from lossgate.model.canonical import canonical_json
+from lossgate.model.derived_records import Alias, Artifact, Attempt, ExpectedAlias, GuardResult, RecallRecord, ResponseRecord
 from lossgate.errors import InvalidInput, NotFound
 from lossgate.gate.contract import LedgerFact, artifact_facts, compare_facts, ledger_facts
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import retired_values
-from lossgate.records import ArtifactBody, Clock, Event, Fact, Snapshot, utcnow
-from lossgate.registry import Registry, parse_registry
+from lossgate.model.records import ArtifactBody, Clock, Event, Fact, Snapshot, utcnow
+from lossgate.model.registry import Registry, parse_registry
 from lossgate.store.protocol import ReadTx
-from lossgate.values import stored_claims
+from lossgate.model.values import stored_claims
 
 if TYPE_CHECKING:
-    from lossgate.memory import Memory
+    from lossgate.api.memory import Memory
 
 __all__ = [
     "Boundary", "BOUNDARIES", "TextRef", "EventEvidence", "ExpectedFact", "Finding", "BoundaryCheck",

@@ -5,19 +5,19 @@ must not change what it says).
 An artifact is stored as JSON documents (:mod:`lossgate.store.rows`): its body (claims,
 open items, conflicts, prose) and its manifest. A **format** is one version of those
 documents; the body states it (``"format": 2``), and a body that states none is format 1.
-Each format has a **reader** (the documents into an :class:`~lossgate.records.ArtifactBody`
-and a :class:`~lossgate.derived.Manifest`, or :class:`Unreadable`) and, but the newest, a
+Each format has a **reader** (the documents into an :class:`~lossgate.model.records.ArtifactBody`
+and a :class:`~lossgate.model.derived_records.Manifest`, or :class:`Unreadable`) and, but the newest, a
 **step**: a pure function from a document of that format to one of the next.
 
 Formats (:data:`FORMATS`):
 
 1. Every artifact stored before formats existed: no ``format`` key; a claim's value is
    whatever the writer put there (the deterministic compressor writes the exact stored form
-   of :func:`~lossgate.values.encode_value`; a body parsed from a compressor's JSON text may
+   of :func:`~lossgate.model.values.encode_value`; a body parsed from a compressor's JSON text may
    hold a float, a money amount as a number, a datetime ending in ``Z``).
 2. The body states ``"format": 2`` (what this lossgate writes). Step 1 -> 2 records it
    and writes each claim value that the gate's strict reader
-   (:func:`~lossgate.values.coerce_value`) reads as its declared type in its exact stored
+   (:func:`~lossgate.model.values.coerce_value`) reads as its declared type in its exact stored
    form (``encode_value``): ``{"amount": 14250}`` becomes ``{"amount": "14250"}``,
    ``...T12:00:00Z`` becomes ``...T12:00:00+00:00``, ``PT168H`` becomes ``P7D``. A value
    that reader refuses (``"true"`` for a bool, a float amount) is evidence, kept exactly as
@@ -81,15 +81,15 @@ from typing import Any, Literal
 import orjson
 from pydantic import ValidationError
 
-from lossgate.derived import Manifest
+from lossgate.model.derived_records import Manifest
 from lossgate.errors import InvalidInput, LossgateError
 from lossgate.gate.contract import ArtifactFact, LedgerFact, check_contract, compare_facts
 from lossgate.gate.outcome import Violation
 from lossgate.gate.typed import TypedValue, json_value, typed_value
-from lossgate.records import ArtifactBody, Claim, Clock, Event, Fact, Snapshot
+from lossgate.model.records import ArtifactBody, Claim, Clock, Event, Fact, Snapshot
 from lossgate.store import rows
 from lossgate.store.protocol import ArtifactDocument, ReadTx, Store
-from lossgate.values import ValueMismatch, coerce_value, stored_form
+from lossgate.model.values import ValueMismatch, coerce_value, stored_form
 
 __all__ = [
     "Document", "Unreadable", "Format", "Formats", "FORMATS", "v1_to_v2", "Finding", "DocumentCheck",
@@ -133,7 +133,7 @@ def read_v2(doc: Document) -> tuple[ArtifactBody, Manifest]:
 
 
 def _stored_form(value_type: Any, value: Any) -> Any:
-    """``value`` in the exact stored form of ``value_type`` (:func:`lossgate.values.stored_form`)."""
+    """``value`` in the exact stored form of ``value_type`` (:func:`lossgate.model.values.stored_form`)."""
     return stored_form(value_type, value) if isinstance(value_type, str) else value
 
 

@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from lossgate.errors import ConfigError, InvalidInput
-from lossgate.instants import shift_date
+from lossgate.model.instants import shift_date
 from lossgate.ops.daily import RATES, DayFigures, Tally, trend
-from lossgate.records import utcnow
+from lossgate.model.records import utcnow
 from lossgate.store import Store
 
 __all__ = ["ReportData", "Report", "collect", "render", "write_report", "load_locomo"]

@@ -8,7 +8,7 @@ stored and compared per model, never across models. Two implementations ship:
   at run time (the Hugging Face hub is switched to offline before the model loads).
 - :class:`HttpEmbedder` calls any server speaking OpenAI's ``POST /v1/embeddings``
   (vLLM, Ollama, llama.cpp's server, hosted APIs), with the same retry policy as the
-  chat compressor (:mod:`lossgate.http_json`). A malformed answer (missing ``data``,
+  chat compressor (:mod:`lossgate.runtime.http_json`). A malformed answer (missing ``data``,
   the wrong number of vectors, vectors of differing length, non-numbers, a zero
   vector) raises :class:`~lossgate.errors.EmbeddingError`; nothing is stored from it.
 
@@ -27,7 +27,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from lossgate.errors import ConfigError, EmbeddingError
-from lossgate.http_json import RetryPolicy, post_json, server_client
+from lossgate.runtime.http_json import RetryPolicy, post_json, server_client
 
 if TYPE_CHECKING:
     import numpy as np

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from lossgate.caches import holds_text
+from lossgate.runtime.caches import holds_text
 from lossgate.errors import ConfigError
 from lossgate.semantic.embedders import numpy
 

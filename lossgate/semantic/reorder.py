@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 # After a reranker fails, recall keeps its first ranking for this long before it asks that
 # reranker again: an agent's read path must not wait on a server that is down (as for the
-# embedder, lossgate.recall.EMBEDDER_COOLDOWN_S).
+# embedder, lossgate.recall.read.EMBEDDER_COOLDOWN_S).
 RERANKER_COOLDOWN_S = 30.0
 _down_until: "weakref.WeakKeyDictionary[Any, float]" = weakref.WeakKeyDictionary()
 

@@ -9,7 +9,7 @@ implementations ship:
 - :class:`HttpReranker` calls a server speaking the ``POST /v1/rerank`` exchange that
   Cohere, Jina, vLLM and others share (``{"model", "query", "documents", "top_n"}`` in,
   ``{"results": [{"index", "relevance_score"}]}`` out), with the retry policy of the other
-  HTTP clients here (:mod:`lossgate.http_json`) inside one short deadline: it is always on
+  HTTP clients here (:mod:`lossgate.runtime.http_json`) inside one short deadline: it is always on
   recall's path.
 - :class:`CrossEncoderReranker` runs a sentence-transformers ``CrossEncoder`` on this
   machine's CPU, loaded from a local folder only: a model name that is not a folder is
@@ -32,7 +32,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from lossgate.errors import ConfigError, RerankError
-from lossgate.http_json import RetryPolicy, post_json, server_client
+from lossgate.runtime.http_json import RetryPolicy, post_json, server_client
 from lossgate.semantic.embedders import checked_base_url, hub_offline
 
 __all__ = ["Reranker", "HttpReranker", "HttpRerankerConfig", "CrossEncoderReranker", "reranker_from_env",
@@ -101,7 +101,7 @@ class HttpRerankerConfig(BaseModel):
 
 
 def _failure_kind(exc: RerankError) -> str:
-    """What went wrong in a few words, from :func:`~lossgate.http_json.post_json`'s error
+    """What went wrong in a few words, from :func:`~lossgate.runtime.http_json.post_json`'s error
     (its message starts with the kind; the rest may hold the server's words)."""
     if exc.http_status is not None:
         return f"HTTP {exc.http_status}"

@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import lossgate
 from lossgate.errors import LossgateError, StoreError
-from lossgate.memory import Memory
+from lossgate.api.memory import Memory
 from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from lossgate.service.errors import ApiError, ErrorCode, ErrorDetail, from_lossgate
 from lossgate.service.metrics import Metrics, MetricsMiddleware

@@ -27,8 +27,8 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
-from lossgate.access import ApiKey, Scope
-from lossgate.memory import Memory
+from lossgate.model.api_keys import ApiKey, Scope
+from lossgate.api.memory import Memory
 from lossgate.service.errors import ApiError
 from lossgate.service.operations import TenantMemory
 

@@ -9,7 +9,7 @@ posted to one of ``form_paths`` (the inspection page's login); each with the ser
 415). Nothing reaches a route, so nothing is written.
 
 :class:`JsonRoute` parses JSON the way ``lossgate ingest`` does
-(:func:`lossgate.limits.read_json`): a number with a fraction or an exponent becomes a
+(:func:`lossgate.model.limits.read_json`): a number with a fraction or an exponent becomes a
 :class:`~decimal.Decimal`, never a binary float, so ``50.0`` given for an ``int`` predicate
 is refused instead of becoming ``50``, and ``0.1`` stays ``0.1`` (invariant 9); ``NaN`` and
 ``Infinity`` are not JSON and are refused. So are an object key given twice and a number a
@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lossgate.limits import UnreadableJson, read_json
+from lossgate.model.limits import UnreadableJson, read_json
 from lossgate.service.errors import ApiError, ErrorDetail
 
 __all__ = ["BodyLimit", "JsonRoute", "DEFAULT_MAX_BODY_BYTES", "error_bytes"]
@@ -123,7 +123,7 @@ class _ExactJsonRequest(Request):
 
     async def refuse_unreadable(self) -> None:
         """Raise ``malformed_json`` for a body that parses but would not read back as written
-        (:class:`~lossgate.limits.UnreadableJson`); any other failure to parse is left to
+        (:class:`~lossgate.model.limits.UnreadableJson`); any other failure to parse is left to
         FastAPI's own reading, which answers it as it always has."""
         if not await self.body():
             return

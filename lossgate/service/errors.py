@@ -24,7 +24,7 @@ code                       status  when
 ``unsupported_media_type`` 415     a body that is not ``application/json``
 ``validation_error``       422     the request does not fit its schema (``details`` says where),
                                    a path segment holds an encoded ``/``
-``invalid_input``          422     the records refuse it (a limit of :mod:`lossgate.limits`, an
+``invalid_input``          422     the records refuse it (a limit of :mod:`lossgate.model.limits`, an
                                    authority above its sources' trust, ...)
 ``unknown_predicate``      422     a fact names a predicate the registry does not define
 ``value_type_mismatch``    422     a fact's value is not of its predicate's type
@@ -122,7 +122,7 @@ LOSSGATE_CODES: tuple[tuple[type[lg.LossgateError], ErrorCode], ...] = (
 def from_lossgate(exc: lg.LossgateError) -> ApiError:
     """The :class:`ApiError` for an error lossgate raised on purpose."""
     if isinstance(exc, lg.InvalidRecord):
-        from lossgate.ingest import describe_validation_error
+        from lossgate.api.ingest import describe_validation_error
 
         return ApiError("invalid_input", describe_validation_error(exc), details=_validation_details(exc))
     for kind, code in LOSSGATE_CODES:

@@ -13,12 +13,12 @@ The tools:
 
 * ``remember``: append events and, optionally, facts to a subject, in one transaction
   (:class:`~lossgate.service.models.AppendIn`; ``idempotency_key`` as the HTTP header);
-* ``recall``: the rendered prompt block (:meth:`lossgate.derived.RecallResult.render`) as
+* ``recall``: the rendered prompt block (:meth:`lossgate.model.derived_records.RecallResult.render`) as
   the text the agent reads, the whole :class:`~lossgate.service.models.RecallOut` as
   structured content;
 * ``guard``: an action the agent plans, checked against the subject's facts by the
   registry's guard rules (:mod:`lossgate.guard`): the verdict and each refusal's reason as
-  text, the whole :class:`~lossgate.derived.GuardResult` as structured content;
+  text, the whole :class:`~lossgate.model.derived_records.GuardResult` as structured content;
 * ``forget``: delete an event or a fact (erasure: content purged, tombstone kept);
 * ``inspect``: a subject's active facts and unresolved conflicts, with its clock.
 
@@ -33,7 +33,7 @@ JSON numbers: the SDK parses a number with a fraction into a binary float, which
 refuses as a ``decimal`` or ``money`` value (it has already lost the digits written); such
 values are sent as strings (``"99.95"``, ``{"amount": "12.50", "currency": "USD"}``).
 
-Every message is read by :func:`lossgate.limits.read_json` before the SDK reads it, on
+Every message is read by :func:`lossgate.model.limits.read_json` before the SDK reads it, on
 both transports: one that gives an object key twice or holds a number a double cannot
 hold (``1e-400`` would reach a tool as 0, ``1e999`` as infinity) is not handed on. A
 ``tools/call`` gets the tool error result ``malformed_json`` naming the key or the
@@ -65,11 +65,11 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lossgate.access import ApiKey, Scope as KeyScope
-from lossgate.derived import GuardResult
+from lossgate.model.api_keys import ApiKey, Scope as KeyScope
+from lossgate.model.derived_records import GuardResult
 from lossgate.errors import LossgateError
-from lossgate.limits import MAX_LABEL_CHARS, UnreadableJson, read_json
-from lossgate.memory import Memory
+from lossgate.model.limits import MAX_LABEL_CHARS, UnreadableJson, read_json
+from lossgate.api.memory import Memory
 from lossgate.service.bodies import replayed
 from lossgate.service.errors import ApiError, ErrorDetail, from_lossgate
 from lossgate.service.models import (
@@ -150,7 +150,7 @@ class Refusal(NamedTuple):
 
 def refusal(raw: str) -> Refusal | None:
     """The :class:`Refusal` of a JSON-RPC message that parses but would not read back as
-    written (:class:`~lossgate.limits.UnreadableJson`), or ``None``: it reads, or it is not
+    written (:class:`~lossgate.model.limits.UnreadableJson`), or ``None``: it reads, or it is not
     JSON at all, which the SDK answers itself."""
     try:
         read_json(raw)

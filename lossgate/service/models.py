@@ -2,12 +2,12 @@
 
 A request model says what a client may send: no tenant anywhere (the tenant is the API
 key's), no subject in the body (it is in the path), unknown fields refused, and every
-string bounded by the limits the records apply (:mod:`lossgate.limits`), so that the
+string bounded by the limits the records apply (:mod:`lossgate.model.limits`), so that the
 OpenAPI document states them. The records check again when they are built: a value the
 schema lets through and a record refuses is a 422 all the same.
 
 A response model says what a client gets back, built from lossgate's records by the
-``of`` class methods. Fact values come in their exact JSON form (:func:`lossgate.values.encode_value`:
+``of`` class methods. Fact values come in their exact JSON form (:func:`lossgate.model.values.encode_value`:
 a decimal as a string, money as ``{"amount": "12.50", "currency": "USD"}``) beside their
 ``value_type``.
 """
@@ -19,14 +19,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from lossgate.access import ApiKey, Scope
-from lossgate.derived import (
+from lossgate.model.api_keys import ApiKey, Scope
+from lossgate.model.derived_records import (
     Alias, Artifact, Attempt, Job, LineageView, RecallChange, RecallRecord, RecallResult, RecallVerification,
     ResponseRecord,
 )
-from lossgate.instants import Instant
-from lossgate.limits import MAX_LABEL_CHARS, Id, Key, Label, Name, Text, as_doubles
-from lossgate.records import (
+from lossgate.model.instants import Instant
+from lossgate.model.limits import MAX_LABEL_CHARS, Id, Key, Label, Name, Text, as_doubles
+from lossgate.model.records import (
     Authority, Clock, Conflict, Event, EventKind, EventState, Fact, FactStatus, LedgerEntry, Modality, Polarity,
     Proposal, Tier, Trust,
 )
@@ -42,7 +42,7 @@ __all__ = [
 MAX_BATCH = 1_000  # events, and facts, in one append: one transaction
 
 SubjectId = Id
-"""A subject: an id (:func:`lossgate.limits.id_problem`)."""
+"""A subject: an id (:func:`lossgate.model.limits.id_problem`)."""
 ItemId = Key
 """An event, fact or artifact the subject already has, looked up as given."""
 
@@ -262,7 +262,7 @@ class ConflictOut(_Out):
 class RecallOut(_Out):
     """What an agent reads: the fresh summary (``mode: summary``) or raw memory
     (``raw_fallback``), the facts, the events, and ``rendered``: the one block of text to put
-    in the prompt (:meth:`lossgate.derived.RecallResult.render`)."""
+    in the prompt (:meth:`lossgate.model.derived_records.RecallResult.render`)."""
 
     subject_id: str
     mode: Literal["summary", "raw_fallback"]

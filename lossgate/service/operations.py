@@ -2,7 +2,7 @@
 tools) call.
 
 A :class:`TenantMemory` is a :class:`~lossgate.Memory` seen through one tenant (a
-:class:`~lossgate.tenancy.TenantView`, as ``memory.tenant(t)`` is): it is built from an
+:class:`~lossgate.api.tenancy.TenantView`, as ``memory.tenant(t)`` is): it is built from an
 authenticated API key (:meth:`TenantMemory.of_key`) and every call passes that key's tenant
 to the memory. No method takes a tenant; a subject, an event id or a
 fact id of another tenant is simply not found, exactly as one that does not exist.
@@ -10,7 +10,7 @@ Each write is one call of the Python API, so one transaction: an append of event
 facts commits whole or not at all.
 
 **Idempotent appends.** :meth:`TenantMemory.append` with an ``idempotency_key`` stores
-its answer in the same transaction as the append (:class:`lossgate.access.IdempotencyRecord`);
+its answer in the same transaction as the append (:class:`lossgate.model.api_keys.IdempotencyRecord`);
 a retry with the same key and the same request gets that answer again, flagged
 ``replayed``, and writes nothing; the same key with another request is
 ``idempotency_key_reused``. Two requests with one key racing: the second's record
@@ -25,19 +25,19 @@ import json
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Sequence, TypeVar
 
-from lossgate.access import ApiKey, IdempotencyRecord
-from lossgate.derived import GuardResult
+from lossgate.model.api_keys import ApiKey, IdempotencyRecord
+from lossgate.model.derived_records import GuardResult
 from lossgate.errors import IdempotencyConflict, InvalidInput
-from lossgate.ledger import Ledger
-from lossgate.memory import Memory
-from lossgate.records import EventState, FactStatus, NewEvent, NewFact, utcnow
+from lossgate.ledger.lifecycle import Ledger
+from lossgate.api.memory import Memory
+from lossgate.model.records import EventState, FactStatus, NewEvent, NewFact, utcnow
 from lossgate.service.errors import ApiError
 from lossgate.service.models import (
     AliasOut, AppendIn, AppendOut, ArtifactOut, AttemptOut, ClockOut, ConflictOut, ConsolidateOut, EventIn, EventOut,
     EventRef, ExtractOut, FactIn, FactOut, FactRef, GuardIn, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
     RecallRecordOut, RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
 )
-from lossgate.tenancy import TenantView
+from lossgate.api.tenancy import TenantView
 
 __all__ = ["TenantMemory", "Answer", "request_hash"]
 
@@ -63,8 +63,8 @@ def request_hash(operation: str, subject_id: str, body: Any) -> str:
 
 class TenantMemory(TenantView):
     """A :class:`~lossgate.Memory` seen through one tenant (see the module): the view of
-    :mod:`lossgate.tenancy`, whose binding (and :meth:`~lossgate.tenancy.TenantView.add`,
-    :meth:`~lossgate.tenancy.TenantView.search`) it shares, with the service's operations."""
+    :mod:`lossgate.api.tenancy`, whose binding (and :meth:`~lossgate.api.tenancy.TenantView.add`,
+    :meth:`~lossgate.api.tenancy.TenantView.search`) it shares, with the service's operations."""
 
     memory: Memory
 

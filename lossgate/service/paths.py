@@ -8,7 +8,7 @@ is ASGI middleware that refuses a request whose path has a segment holding ``%2F
 ``%2f``: type ``encoded_slash``) or one whose encoded bytes are not UTF-8 (type
 ``invalid_utf8``), before any route runs: ``validation_error`` (422, the status of any other
 id a path parameter refuses), with the segment named in ``details``. No new id holds a
-``/`` (:func:`lossgate.limits.id_problem`), so every id can be named in a path.
+``/`` (:func:`lossgate.model.limits.id_problem`), so every id can be named in a path.
 """
 
 from __future__ import annotations

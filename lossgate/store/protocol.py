@@ -20,7 +20,7 @@ The primitives come in tiers by capability, each a read half and a write half:
 * **search** (:class:`SearchReadTx`, :class:`SearchWriteTx`): full-text search
   of events and facts, and stored vectors for semantic search.
 * **access** (:class:`AccessReadTx`, :class:`AccessWriteTx`): the HTTP service's API
-  keys and idempotency records (:mod:`lossgate.access`).
+  keys and idempotency records (:mod:`lossgate.model.api_keys`).
 
 :class:`ReadTx` and :class:`WriteTx` are all five together; lossgate needs every
 tier. ``lossgate.testing.store_contract`` is the test suite that proves a store
@@ -87,8 +87,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal, Protocol, Sequence, TypeVar
 
-from lossgate.access import ApiKey, IdempotencyRecord
-from lossgate.derived import (
+from lossgate.model.api_keys import ApiKey, IdempotencyRecord
+from lossgate.model.derived_records import (
     Alias,
     Artifact,
     ArtifactHead,
@@ -103,7 +103,7 @@ from lossgate.derived import (
     RecallRecord,
     ResponseRecord,
 )
-from lossgate.records import (
+from lossgate.model.records import (
     ArtifactBody,
     Clock,
     Conflict,
@@ -273,7 +273,7 @@ class LedgerReadTx(Protocol):
         """Events of one subject in seq order (or newest first), filtered by id, state, seq
         range and exact seqs, at most ``limit``. With ``skip_erased``, an event that a
         deleted fact cites (erased with it: :meth:`Ledger.delete_fact
-        <lossgate.ledger.Ledger.delete_fact>` deletes such events, but rows stored before it
+        <lossgate.ledger.lifecycle.Ledger.delete_fact>` deletes such events, but rows stored before it
         did may still be valid) is left out in the statement, before ``limit`` counts."""
 
     def facts(
@@ -341,7 +341,7 @@ class LedgerReadTx(Protocol):
     def tier_events(self, tenant_id: str, subject_id: str, tier: Tier, *,
                     recorded_through: datetime) -> list[Event]:
         """The subject's valid events in ``tier`` recorded at or before the instant
-        ``recorded_through``, in seq order: what demotion may move (:mod:`lossgate.tiers`).
+        ``recorded_through``, in seq order: what demotion may move (:mod:`lossgate.ledger.tiers`).
         Read through an index (tenant, subject, tier, ``recorded_at`` of valid events), so
         that its cost follows the answer, not the subject's history."""
 
@@ -711,7 +711,7 @@ class SearchReadTx(Protocol):
         event that a deleted fact cites, as :meth:`LedgerReadTx.events` does, before
         ``limit`` counts. A search reads at most about a thousand matches a word, newest
         first: a word in more events than that counts only in its newest ones
-        (:mod:`lossgate.store.core.ranking`)."""
+        (:mod:`lossgate.store.core.bm25`)."""
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         """Ids of the subject's active facts whose predicate, value or qualifiers match ``query``, best first."""
@@ -763,7 +763,7 @@ class SearchWriteTx(SearchReadTx, Protocol):
 # -- access --------------------------------------------------------------------------------
 
 class AccessReadTx(Protocol):
-    """Reads of the HTTP service's API keys and idempotency records (:mod:`lossgate.access`).
+    """Reads of the HTTP service's API keys and idempotency records (:mod:`lossgate.model.api_keys`).
 
     **Authentication comes before the tenant is known.** :meth:`api_key_by_hash` is the
     one read that finds a row without its tenant: by the sha256 of a secret that only the

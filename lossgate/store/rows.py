@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 import orjson
 from pydantic_core import TzInfo
 
-from lossgate.derived import Alias, Artifact, Attempt, GuardResult, Job, Manifest, RecallRecord, ResponseRecord
+from lossgate.model.derived_records import Alias, Artifact, Attempt, GuardResult, Job, Manifest, RecallRecord, ResponseRecord
 from lossgate.errors import UnknownFormat
-from lossgate.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
-from lossgate.values import decode_value
+from lossgate.model.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
+from lossgate.model.values import decode_value
 
 EVENT_COLUMNS = (
     "tenant_id", "subject_id", "seq", "event_id", "kind", "actor", "trust", "text", "payload",

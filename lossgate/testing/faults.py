@@ -5,7 +5,7 @@ database that goes away.
 encodes every artifact it writes with one defect: each boolean claim value is stored as
 its string (``False`` becomes ``"false"``), a representation loss, not a compression one. Reads
 go through the real store untouched, so what comes back is what a faulty storage layer
-would have kept. Used to prove that read-back verification (:mod:`lossgate.readback`)
+would have kept. Used to prove that read-back verification (:mod:`lossgate.publication.readback`)
 refuses to publish such an artifact.
 
 :class:`TcpProxy` forwards a loopback port to a server (PostgreSQL) until the test stops
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from lossgate.derived import Artifact, LineageEdge
+from lossgate.model.derived_records import Artifact, LineageEdge
 
 __all__ = ["FaultyCodec", "TcpProxy"]
 

@@ -60,8 +60,8 @@ from typing import Any
 import orjson
 import pytest
 
-from lossgate.access import ApiKey, IdempotencyRecord
-from lossgate.derived import (
+from lossgate.model.api_keys import ApiKey, IdempotencyRecord
+from lossgate.model.derived_records import (
     Alias,
     Artifact,
     Attempt,
@@ -78,7 +78,7 @@ from lossgate.derived import (
     ResponseRecord,
 )
 from lossgate.errors import IdempotencyConflict, InvalidInput, StoreError
-from lossgate.records import ArtifactBody, Clock, Conflict, Event, Fact, NewEvent, Proposal, TaintPolicy
+from lossgate.model.records import ArtifactBody, Clock, Conflict, Event, Fact, NewEvent, Proposal, TaintPolicy
 from lossgate.store.protocol import ArtifactDocument, FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
 from lossgate.store.rows import ARTIFACT_FORMAT
 

@@ -26,8 +26,8 @@ import pytest
 
 import lossgate
 from lossgate.client import AsyncClient, Client
-from lossgate.memory import Memory
-from lossgate.registry import load_registry
+from lossgate.api.memory import Memory
+from lossgate.model.registry import load_registry
 from lossgate.testing.service import free_port, stop_process, wait_healthy
 from tests.conftest import store_database
 
@@ -163,7 +163,7 @@ def answered(metrics: str, method: str, route: str, status: str = r"\d{3}") -> f
 
 def work_off_the_queue(served: Served) -> int:
     """Run the queued rebuild jobs to the end, as ``lossgate worker --exit-when-idle`` does."""
-    from lossgate.worker import drain, open_worker_memory
+    from lossgate.ops.worker import drain, open_worker_memory
 
     worker = open_worker_memory(served.db_url, migrate=False)
     try:

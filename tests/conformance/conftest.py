@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 
 import lossgate
 from lossgate.cli import app
-from lossgate.registry import load_registry
+from lossgate.model.registry import load_registry
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
 

@@ -4,7 +4,7 @@ PostgreSQL cannot store NUL in text, no store can encode a lone surrogate, deep
 nesting overflows Python's recursion limit and nothing bounded the size of a
 field. Each such input must raise :class:`InvalidInput` before anything is
 written, on SQLite and PostgreSQL alike, and ``lossgate ingest`` must answer it
-with exit code 2 and one line (the limits live in :mod:`lossgate.limits`).
+with exit code 2 and one line (the limits live in :mod:`lossgate.model.limits`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pydantic import ValidationError
 
 from lossgate import ConfigError, InvalidInput, Money, NewEvent, NewFact
 from lossgate.errors import InvalidRecord
-from lossgate.ingest import IngestError, ingest_lines
-from lossgate.limits import (
+from lossgate.api.ingest import IngestError, ingest_lines
+from lossgate.model.limits import (
     MAX_DEPTH, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_NAME_CHARS, MAX_PAYLOAD_BYTES, MAX_TEXT_CHARS, MAX_VALUE_BYTES,
 )
-from lossgate.registry import load_registry
+from lossgate.model.registry import load_registry
 
 from .conftest import REGISTRY_PATH, one_line_error
 

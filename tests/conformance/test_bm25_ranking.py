@@ -1,7 +1,7 @@
 """Both engines rank a query's events by BM25, on every store.
 
 SQLite ranks with FTS5's ``bm25()``; PostgreSQL with the same formula over each term's
-matches (``lossgate.store.core.ranking.bm25_order``), because ``ts_rank`` knows no document
+matches (``lossgate.store.core.bm25.bm25_order``), because ``ts_rank`` knows no document
 frequency: there, an event saying a common word twice outranked the only event with the
 rare word a question asks about.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from lossgate import NewEvent
-from lossgate.store.core.ranking import bm25_order
+from lossgate.store.core.bm25 import bm25_order
 
 T, S = "acme", "u-bm25"
 AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)

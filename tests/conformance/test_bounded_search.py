@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lossgate import NewEvent
 from lossgate.store.core.derived import CoreDerivedReads
-from lossgate.store.core.ranking import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
+from lossgate.store.core.bm25 import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
 
 T = "acme"
 CAP = 8

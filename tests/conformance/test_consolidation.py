@@ -24,9 +24,9 @@ from lossgate import InvalidInput, Money, NewEvent, NewFact, NotFound
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.pipeline import ConsolidationConfig, Hooks
 from lossgate.consolidate.selection import input_root, select
-from lossgate.publish import switch
-from lossgate.records import utcnow
-from lossgate.render import fact_line
+from lossgate.publication.switch import switch
+from lossgate.model.records import utcnow
+from lossgate.model.wording import fact_line
 from lossgate.testing.compressors import (
     LOSSY_COMPRESSORS,
     MissingFieldCompressor,
@@ -1031,7 +1031,7 @@ def test_deterministic_compressor_and_gate_repeat_exactly_for_one_snapshot(memor
 
 
 def test_publication_alone_moves_no_tier(memory):
-    """Tiers have a clock of their own (lossgate.tiers, tests/conformance/test_tiers.py):
+    """Tiers have a clock of their own (lossgate.ledger.tiers, tests/conformance/test_tiers.py):
     a publication, passed or failed, leaves every event hot until demotion runs."""
     seed_world(memory)
     attempt = published(memory)

@@ -24,10 +24,10 @@ from lossgate.cli import app
 from lossgate.consolidate.compressor import CompressionRequest
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.selection import SELECTOR_VERSION, select
-from lossgate.derived import Artifact, Attempt, Manifest
+from lossgate.model.derived_records import Artifact, Attempt, Manifest
 from lossgate.gate import build_must_preserve, check
 from lossgate.ops.diagnose import diagnose, write_bundle
-from lossgate.records import ArtifactBody, utcnow
+from lossgate.model.records import ArtifactBody, utcnow
 from lossgate.testing.compressors import DropCriticalClaim, LossyCompressor
 
 T, S = "acme", "user-17"

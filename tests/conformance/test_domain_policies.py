@@ -1,7 +1,7 @@
 """Policies with one home each, on every store: the registry is read only by the
 transactions that need it, deleted text leaves this process's caches wherever the
 deletion commits, the must-preserve set is built once per consolidation, and the
-queue's rules (lossgate.queue) say what a worker does with a job."""
+queue's rules (lossgate.lineage.queue) say what a worker does with a job."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lossgate import NewEvent, NewFact, queue
-from lossgate.derived import Attempt, ExpectedAlias
+from lossgate import NewEvent, NewFact
+from lossgate.lineage import queue
+from lossgate.model.derived_records import Attempt, ExpectedAlias
 from lossgate.errors import InvalidInput, StoreBusy, StoreError
 from lossgate.gate.fence.text import read_source
-from lossgate.ingest import ingest_lines
-from lossgate.registry import RegistryCache
+from lossgate.api.ingest import ingest_lines
+from lossgate.model.registry import RegistryCache
 
 T, U = "acme", "user-17"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
@@ -84,7 +85,8 @@ def test_a_deletion_empties_the_caches_of_text_wherever_it_commits(memory, path)
 
 
 def test_every_cache_of_text_is_registered():
-    from lossgate import caches, recall
+    from lossgate.runtime import caches
+    from lossgate.recall import read as recall
     from lossgate.gate.fence import clear_sentence_cache
     from lossgate.gate.sources import clear_atom_cache
     from lossgate.semantic.ranking import clear_vector_caches
@@ -153,7 +155,7 @@ def test_retries_back_off_per_failure_in_a_row_since_the_last_publication():
 
 
 def test_a_ledger_over_a_bare_transaction_forgets_what_it_erases(memory):
-    from lossgate.ledger import Ledger
+    from lossgate.ledger.lifecycle import Ledger
 
     memory.append([ev("e-secret", SECRET)])
     read_source(SECRET)
@@ -166,7 +168,7 @@ def test_text_read_while_a_deletion_commits_is_forgotten_when_the_consolidation_
     """A deletion commits while a consolidation of the subject compresses: the gate then reads
     (and caches) the text the deletion purged; the consolidation sees the subject's epoch move
     and forgets it."""
-    from lossgate import caches
+    from lossgate.runtime import caches
     from lossgate.consolidate.pipeline import Hooks
 
     memory.append([ev("e-secret", SECRET)])

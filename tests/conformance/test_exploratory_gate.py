@@ -1,5 +1,5 @@
-"""The shadow lane's exploratory gate and the shadow alias (lossgate.ops.rollout,
-lossgate.publish.shadow_switch), on both stores.
+"""The shadow lane's exploratory gate and the shadow alias (lossgate.policy.rollout,
+lossgate.publication.switch.shadow_switch), on both stores.
 
 A tenant tries a new compressor or registry in shadow. Under the exploratory gate, every
 shadow summary is published to the subject's shadow alias whatever the gate found, with
@@ -19,8 +19,8 @@ from lossgate import ConfigError, InvalidInput, NewEvent
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.ops.daily import run_daily
-from lossgate.publish import shadow_switch
-from lossgate.records import utcnow
+from lossgate.publication.switch import shadow_switch
+from lossgate.model.records import utcnow
 from lossgate.testing.compressors import FlipBool, NothingToDamage
 from tests.conformance.test_consolidation import AT, T, U, chatter, move_timezone, seed_world
 

@@ -12,8 +12,8 @@ from lossgate import NewEvent
 from lossgate.errors import LifecycleError
 from lossgate.extract import AtomExtractor, Candidate
 from lossgate import Money
-from lossgate.records import Event
-from lossgate.registry import Registry
+from lossgate.model.records import Event
+from lossgate.model.registry import Registry
 
 from .conftest import REGISTRY_PATH
 

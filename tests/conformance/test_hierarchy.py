@@ -20,9 +20,9 @@ from lossgate import NewEvent
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig, Hooks
 from lossgate.consolidate.tokens import default_counter
-from lossgate.render import PERIODS_TITLE, event_line, period_line
+from lossgate.model.wording import PERIODS_TITLE, event_line, period_line
 from lossgate.testing.chat_server import ScriptedChatServer, narrative
-from lossgate.values import Money
+from lossgate.model.values import Money
 from tests.conformance.test_consolidation import AT, SMALL_TALK, T, U, V, claim_key, fact
 
 CONTEXT = 160

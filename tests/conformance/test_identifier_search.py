@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lossgate import NewEvent
-from lossgate.search_terms import query_terms
+from lossgate.model.search_terms import query_terms
 
 T = "acme"
 

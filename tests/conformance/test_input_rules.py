@@ -1,4 +1,4 @@
-"""One rule for ids, numbers, JSON and durations, on every store (lossgate.limits, lossgate.values).
+"""One rule for ids, numbers, JSON and durations, on every store (lossgate.model.limits, lossgate.model.values).
 
 * An id (tenant, subject, event, fact) holds no whitespace, control, format or separator
   character (Unicode Z, Cc, Cf) and no lone surrogate: the records, the Python API's
@@ -28,10 +28,10 @@ from hypothesis import strategies as st
 
 from lossgate import InvalidInput, NewEvent, NewFact, NotFound, ValueTypeError
 from lossgate.errors import InvalidRecord
-from lossgate.ingest import IngestError, describe_validation_error, ingest_lines
-from lossgate.limits import MAX_ID_CHARS, UnreadableJson, id_problem, read_json
-from lossgate.registry import load_registry
-from lossgate.values import ValueMismatch, coerce_value, encode_value
+from lossgate.api.ingest import IngestError, describe_validation_error, ingest_lines
+from lossgate.model.limits import MAX_ID_CHARS, UnreadableJson, id_problem, read_json
+from lossgate.model.registry import load_registry
+from lossgate.model.values import ValueMismatch, coerce_value, encode_value
 
 from .conftest import REGISTRY_PATH, one_line_error
 

@@ -38,7 +38,7 @@ from hypothesis.stateful import (
 
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.render import fact_line
+from lossgate.model.wording import fact_line
 
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
 SUBJECTS = ("alice", "bob")

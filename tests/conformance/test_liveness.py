@@ -84,9 +84,9 @@ import lossgate
 from lossgate import InvalidInput, LifecycleError, Money, NewEvent, NewFact, NotFound
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.records import TRUST_RANK
-from lossgate.registry import load_registry
-from lossgate.render import conflict_line, fact_line, header_line
+from lossgate.model.records import TRUST_RANK
+from lossgate.model.registry import load_registry
+from lossgate.model.wording import conflict_line, fact_line, header_line
 
 
 

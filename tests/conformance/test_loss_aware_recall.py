@@ -2,7 +2,7 @@
 
 When an artifact is built, the events holding an atom its gate found in neither the summary
 nor its claims (``atom_missing``) are recorded on its manifest (``Manifest.dropped``). A query
-recall then moves those of its hits up by :data:`~lossgate.recall.DROPPED_LEAD` places, past
+recall then moves those of its hits up by :data:`~lossgate.recall.read.DROPPED_LEAD` places, past
 hits the summary kept, while the published summary is fresh; in raw fallback (before any
 summary, or once it is stale) nothing changes. Deleted and revoked events never come back.
 """
@@ -14,10 +14,10 @@ from datetime import datetime, timedelta, timezone
 
 import lossgate
 from lossgate import NewEvent
-from lossgate import recall as recall_module
+from lossgate.recall import read as recall_module
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.recall import dropped_events, recall
-from lossgate.registry import load_registry
+from lossgate.recall.read import dropped_events, recall
+from lossgate.model.registry import load_registry
 from tests.conformance.conftest import REGISTRY_PATH
 from tests.conformance.test_tail import T, U, consolidated, turns
 from tests.conformance.test_hierarchy import day, world

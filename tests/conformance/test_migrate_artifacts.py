@@ -9,7 +9,7 @@ The shipped step from format 1 to 2 corrupts nothing these tests could find: a v
 gate's strict reader does not read as its type (a float amount, ``"true"`` for a bool) it
 keeps as stored. So the planted corruption is rehearsed against :func:`unguarded_v1_to_v2`,
 the step as a first draft wrote it (every value through the store's decoder,
-:func:`~lossgate.values.decode_value`), which turns the float amount 19.99 into
+:func:`~lossgate.model.values.decode_value`), which turns the float amount 19.99 into
 19.989999999999998436805981327779591083526611328125: exactly what the rehearsal is for.
 """
 
@@ -27,13 +27,13 @@ from typer.testing import CliRunner
 import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.compressor import claim_of
-from lossgate.derived import Artifact, ExpectedAlias, InputRef, Manifest
+from lossgate.model.derived_records import Artifact, ExpectedAlias, InputRef, Manifest
 from lossgate.errors import InvalidInput
 from lossgate.gate.typed import typed_value
 from lossgate.ops import migrate
 from lossgate.ops.migrate import FORMATS, Document, Format, Formats, read_v1, read_v2
-from lossgate.records import ArtifactBody, Fact
-from lossgate.values import decode_value, encode_value
+from lossgate.model.records import ArtifactBody, Fact
+from lossgate.model.values import decode_value, encode_value
 
 T = "acme"
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)

@@ -17,9 +17,9 @@ from lossgate import InvalidInput, NewEvent, NewFact, UnknownFormat
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.deadline import Overdue, call_with_deadline
+from lossgate.runtime.deadline import Overdue, call_with_deadline
 from lossgate.ops.daily import run_daily
-from lossgate.values import stored_form
+from lossgate.model.values import stored_form
 from tests.conformance.test_consolidation import AT, T, U, chatter, fact, published, seed_world
 
 TREE = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", split_by="day"))

@@ -23,7 +23,7 @@ from lossgate import NewEvent
 from lossgate.cli import app
 from lossgate.consolidate import pipeline
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.worker import drain, open_worker_memory
+from lossgate.ops.worker import drain, open_worker_memory
 
 SECRET = "date value out of range: 4711 Elm Street"  # what a message may hold: never stored
 RETRIES = ConsolidationConfig(backoff_base_s=0, max_attempts=3)

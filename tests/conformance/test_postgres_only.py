@@ -19,7 +19,7 @@ import pytest
 import lossgate
 from lossgate import IdempotencyConflict, NewEvent
 from lossgate.errors import StoreError
-from lossgate.registry import load_registry
+from lossgate.model.registry import load_registry
 
 from .threads import AT, ev, fact, in_threads
 
@@ -197,7 +197,7 @@ def test_a_login_that_is_only_an_application_cannot_claim_even_by_switching_role
 
     from lossgate.store.postgres import PostgresStore
     from lossgate.testing.postgres import login_role, user_url
-    from lossgate.worker import Worker, open_worker_memory
+    from lossgate.ops.worker import Worker, open_worker_memory
 
     now = _queue_two_tenants(memory)
     with login_role(server_url, "lossgate_app") as app_login, login_role(server_url, "lossgate_worker") as worker_login:

@@ -1,4 +1,4 @@
-"""Quarantine and forward recovery (lossgate.ops.quarantine), on both stores.
+"""Quarantine and forward recovery (lossgate.policy.quarantine), on both stores.
 
 A quarantined summary leaves recall at once (raw fallback) without moving coverage back;
 recovery publishes, through the compare-and-swap, a summary built from the valid inputs

@@ -1,4 +1,4 @@
-"""Read-back verification (lossgate.readback), on both stores.
+"""Read-back verification (lossgate.publication.readback), on both stores.
 
 A storage layer that turns ``food.peanuts_allowed: false`` into ``"false"`` on write used
 to produce an attempt published ``clean`` whose recall served the string. Now every

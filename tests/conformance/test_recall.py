@@ -15,7 +15,7 @@ import pytest
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.tokens import default_counter
-from lossgate.render import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
+from lossgate.model.wording import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 from lossgate.testing.compressors import FlipBool
 
 T, U, V = "acme", "user-17", "user-22"

@@ -11,7 +11,7 @@ import pytest
 
 from lossgate.consolidate.compressor import CompressionRequest
 from lossgate.consolidate.pipeline import Hooks
-from lossgate.regate import upgrade_changes
+from lossgate.publication.upgrades import upgrade_changes
 from lossgate.testing.compressors import LossyCompressor
 
 from tests.conformance.test_consolidation import T, U, V, log_ops, pending_jobs, published, seed_world
@@ -88,7 +88,7 @@ def test_the_regate_commits_with_the_registry_or_not_at_all(memory, monkeypatch)
     seed_world(memory)
     lacking = memory.consolidate(T, U, compressor=DropTimezone())
     assert lacking.status == "published"
-    import lossgate.regate as regate_module
+    import lossgate.consolidate.regate as regate_module
 
     def boom(*args, **kwargs):
         raise RuntimeError("crash in the middle of the re-gate")
@@ -158,7 +158,7 @@ def test_upgrade_changes_names_added_raised_and_retyped_predicates(memory):
     doc = upgraded(memory, type="enum", enum_values=["UTC-05:00", "UTC+01:00"])
     doc["predicates"]["badge.id"] = {"type": "string", "criticality": "critical"}
     doc["predicates"]["note.misc"] = {"type": "string", "criticality": "contextual"}
-    from lossgate.registry import parse_registry
+    from lossgate.model.registry import parse_registry
 
     assert upgrade_changes(old, parse_registry(doc)) == [
         "badge.id: added as critical", "timezone: important -> critical", "timezone: type string -> enum"]

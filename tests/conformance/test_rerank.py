@@ -19,7 +19,7 @@ import pytest
 
 import lossgate
 from lossgate import NewEvent, NewFact
-from lossgate.recall import recall
+from lossgate.recall.read import recall
 from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, HttpReranker, HttpRerankerConfig
 from lossgate.semantic import reorder
 from lossgate.testing.chat_server import Reply, ScriptedChatServer

@@ -18,7 +18,7 @@ import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.errors import InvalidInput, NotFound
 from lossgate.ops.diagnose import diagnose, write_bundle
-from lossgate.responses import PURGED
+from lossgate.lineage.responses import PURGED
 
 from .conftest import one_line_error
 

@@ -13,8 +13,8 @@ import pytest
 
 from lossgate import NewEvent, NewFact
 from lossgate.errors import InvalidInput
-from lossgate.records import utcnow
-from lossgate.worker import drain, open_worker_memory
+from lossgate.model.records import utcnow
+from lossgate.ops.worker import drain, open_worker_memory
 
 T, S = "acme", "u1"
 SECRET = "the old boarding code is QX-7781-ZETA"

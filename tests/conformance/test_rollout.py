@@ -1,4 +1,4 @@
-"""Shadow rollout and review (lossgate.ops.rollout), on both stores.
+"""Shadow rollout and review (lossgate.policy.rollout), on both stores.
 
 A shadow configuration publishes only to the shadow alias, which recall never reads; switching one tenant's live configuration
 publishes with it through the compare-and-swap and leaves other tenants untouched; with

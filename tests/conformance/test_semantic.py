@@ -17,11 +17,11 @@ import pytest
 import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.errors import ConfigError, EmbeddingError
-from lossgate.recall import recall
+from lossgate.recall.read import recall
 from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, embed_pending
 from lossgate.testing.chat_server import Reply, ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings, embeddings_reply
-from lossgate.worker import drain, open_worker_memory
+from lossgate.ops.worker import drain, open_worker_memory
 
 T, S = "acme", "u1"
 CHATTER = ["the weather was lovely on the walk", "we talked about the garden again",
@@ -144,7 +144,7 @@ def test_an_event_deleted_while_being_embedded_gets_no_vector(memory, embedder):
 
 
 def test_a_failing_embedder_leaves_recall_lexical_and_stores_nothing(pets, server, monkeypatch):
-    from lossgate import recall as recall_module
+    from lossgate.recall import read as recall_module
 
     server.push(Reply(status=503, body={"error": {"message": "overloaded: cannot embed 'Zorblax'"}}))
     result = pets.recall(T, S, query="Zorblax", context=False)

@@ -12,9 +12,9 @@ import lossgate
 from lossgate import Money, NewEvent, NewFact
 from lossgate.errors import IdempotencyConflict, InvalidInput, RegistryConflict, TenantNotBound
 from lossgate.extract import Candidate, ExtractionError
-from lossgate.records import Event
-from lossgate.registry import Registry, load_registry
-from lossgate.starter import is_starter, starter_registry
+from lossgate.model.records import Event
+from lossgate.model.registry import Registry, load_registry
+from lossgate.model.starter import is_starter, starter_registry
 
 from .conftest import REGISTRY_PATH
 

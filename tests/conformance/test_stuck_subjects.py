@@ -17,7 +17,7 @@ from lossgate.consolidate.chat import ChatCompressor, ChatConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.errors import InvalidInput, LifecycleError
 from lossgate.testing.chat_server import ScriptedChatServer, narrative
-from lossgate.worker import drain, open_worker_memory
+from lossgate.ops.worker import drain, open_worker_memory
 
 T, S = "t", "s"
 

@@ -19,7 +19,7 @@ from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.selection import snapshot_at
 from lossgate.gate import check
 from lossgate.gate.superseded import retired_values
-from lossgate.records import ArtifactBody
+from lossgate.model.records import ArtifactBody
 
 T, U = "acme", "traveller"
 MARK = "[superseded {day}: timezone is now UTC+01:00]"

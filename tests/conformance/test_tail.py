@@ -22,7 +22,7 @@ from lossgate.consolidate.hierarchy import HierarchyConfig, plan
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.selection import select
 from lossgate.consolidate.tokens import default_counter
-from lossgate.render import PERIODS_TITLE
+from lossgate.model.wording import PERIODS_TITLE
 from tests.conformance.test_consolidation import SMALL_TALK, T, U, fact
 from tests.conformance.test_hierarchy import CONTEXT, day, world
 

@@ -1,4 +1,4 @@
-"""Tiers with a clock of their own (lossgate.tiers), on both stores.
+"""Tiers with a clock of their own (lossgate.ledger.tiers), on both stores.
 
 Hot events go warm once dormant and covered by a gated, published, fresh summary; a
 failed consolidation keeps them hot and the log says why; warm events go cold after the
@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from lossgate import InvalidInput
-from lossgate.records import utcnow
+from lossgate.model.records import utcnow
 from tests.conformance.test_consolidation import LOSSY_COMPRESSORS, T, U, V, chatter, published, seed_world, tiers
 
 DAY = timedelta(days=1)
@@ -115,7 +115,7 @@ def test_warm_to_cold_after_the_horizon_and_a_query_still_finds_cold_events(memo
 def test_a_subject_with_nothing_due_is_demoted_without_a_write_transaction(memory, monkeypatch):
     """A worker demotes after every job; most find nothing dormant, and then the oldest event
     of each tier says so and no write transaction is opened."""
-    from lossgate.tiers import Demotion
+    from lossgate.ledger.tiers import Demotion
 
     memory.set_tier_policy(T, dormancy=1 * DAY, cold_after=10 * DAY)
     seed_world(memory)
@@ -149,7 +149,7 @@ def test_demote_runs_over_every_subject_of_the_tenant(memory):
 
 
 def test_a_worker_demotes_the_subject_after_its_consolidation(memory, store_url):
-    from lossgate.worker import Worker, open_worker_memory
+    from lossgate.ops.worker import Worker, open_worker_memory
 
     memory.set_tier_policy(T, dormancy=timedelta(0))  # everything is dormant at once
     seed_world(memory)

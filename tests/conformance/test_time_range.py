@@ -1,7 +1,7 @@
 """One range of instants, enforced at every entry point, and consolidation at both of its ends.
 
 lossgate keeps an instant whose UTC form lies from 0001-01-01T00:00:00Z to
-9999-12-31T23:59:59.999999Z (:mod:`lossgate.instants`). Anything outside is refused,
+9999-12-31T23:59:59.999999Z (:mod:`lossgate.model.instants`). Anything outside is refused,
 naming the field, before anything is written; anything inside consolidates and publishes,
 flat or by periods, whatever relative words ("tomorrow", "last Friday") its events use.
 """
@@ -20,7 +20,7 @@ from lossgate import InvalidInput, NewEvent, NewFact
 from lossgate.cli import app
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.instants import EARLIEST, LATEST, after, before, instant_problem, shift_date
+from lossgate.model.instants import EARLIEST, LATEST, after, before, instant_problem, shift_date
 
 from .conftest import REGISTRY_PATH
 

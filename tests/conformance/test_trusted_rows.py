@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from lossgate import NewEvent, NewFact
 from lossgate.store import rows
-from lossgate.values import VALUE_TYPES, Money
+from lossgate.model.values import VALUE_TYPES, Money
 
 T, S = "acme", "rows-1"
 AT = datetime(2026, 3, 14, 14, 32, 5, 123456, tzinfo=timezone(timedelta(hours=5, minutes=30)))

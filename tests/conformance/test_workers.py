@@ -22,9 +22,9 @@ import pytest
 import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.errors import ConfigError
-from lossgate.records import utcnow
+from lossgate.model.records import utcnow
 from lossgate.store import open_store
-from lossgate.worker import Worker, WorkerConfig, drain, open_worker_memory
+from lossgate.ops.worker import Worker, WorkerConfig, drain, open_worker_memory
 
 HERE = Path(__file__).resolve().parent
 T = "acme"

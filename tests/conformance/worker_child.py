@@ -1,6 +1,6 @@
 """A worker process for the worker tests: ``python worker_child.py URL SLEEP LEASE``.
 
-Runs one :class:`lossgate.worker.Worker` whose compressor sleeps ``SLEEP`` seconds
+Runs one :class:`lossgate.ops.worker.Worker` whose compressor sleeps ``SLEEP`` seconds
 (so a test can kill it mid-job), with a ``LEASE``-second lease, until SIGTERM.
 Prints ``CLAIMED <job id>`` when it holds a job.
 """
@@ -11,7 +11,7 @@ import sys
 
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.testing.compressors import SleepingCompressor
-from lossgate.worker import Worker, WorkerConfig, open_worker_memory
+from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
 
 
 class AnnouncingWorker(Worker):

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "lossgate" / "fixtures" / "gate"
 sys.path.insert(0, str(ROOT))
 
-from lossgate.registry import load_registry  # noqa: E402
+from lossgate.model.registry import load_registry  # noqa: E402
 
 REGISTRY = load_registry(FIXTURES / "predicates.toml")
 

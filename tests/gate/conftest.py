@@ -8,7 +8,7 @@ import pytest
 
 from lossgate.gate import GateResult, check
 from lossgate.gate.casefile import GateCase, parse_artifact, parse_case
-from lossgate.registry import Registry, load_registry
+from lossgate.model.registry import Registry, load_registry
 
 from .build_cases import FIXTURES, case, ev, fact, usd  # noqa: F401  (re-exported for tests)
 

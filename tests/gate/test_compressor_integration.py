@@ -13,12 +13,12 @@ import pytest
 
 from lossgate.evaluation.lane import default_fixtures, load_cases
 from lossgate.evaluation.mutant import judge
-from lossgate.evaluation.mutations import OPERATORS
+from lossgate.evaluation.operators import OPERATORS
 from lossgate.gate import check
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import mark, retired_values
-from lossgate.records import ArtifactBody
+from lossgate.model.records import ArtifactBody
 
 compressor = pytest.importorskip("lossgate.consolidate.compressor")
 deterministic = pytest.importorskip("lossgate.consolidate.deterministic")

@@ -36,7 +36,7 @@ def test_timezone_supersession_as_records() -> None:
 def test_a_quote_of_a_retired_values_source_passes_marked_and_fails_unmarked(name: str) -> None:
     from lossgate.gate.prose import structured_lines
     from lossgate.gate.superseded import mark, retired_values
-    from lossgate.render import event_line
+    from lossgate.model.wording import event_line
 
     c = load_case(CASES / f"{name}.json")
     retired = retired_values(c.snapshot.facts, c.snapshot.conflicts)

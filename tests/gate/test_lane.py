@@ -11,7 +11,7 @@ from rich.table import Table
 from lossgate.evaluation import LaneReport, run_lane
 from lossgate.evaluation.lane import default_fixtures, load_cases
 from lossgate.evaluation.mutant import OMITTED, Mutant, judge, narrative_mutant
-from lossgate.evaluation.mutations import OPERATORS
+from lossgate.evaluation.operators import OPERATORS
 from lossgate.evaluation.rewrites import REWRITES
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.engine import check

@@ -10,7 +10,7 @@ import pytest
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.narrative import speak_for_ledger
 from lossgate.gate.preserve import build_must_preserve
-from lossgate.render import NARRATIVE_TITLE
+from lossgate.model.wording import NARRATIVE_TITLE
 
 from .test_lane import CASES
 

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lossgate.gate import build_must_preserve, check
-from lossgate.records import ArtifactBody, Claim, Clock, Event, Fact, Snapshot
-from lossgate.registry import load_registry
-from lossgate.values import coerce_value, encode_value
+from lossgate.model.records import ArtifactBody, Claim, Clock, Event, Fact, Snapshot
+from lossgate.model.registry import load_registry
+from lossgate.model.values import coerce_value, encode_value
 
 from .conftest import FIXTURES
 

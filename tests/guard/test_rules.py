@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from lossgate.errors import ConfigError, InvalidInput
 from lossgate.guard import guard_action
 from lossgate.guard.check import check_action
-from lossgate.records import Conflict, Fact
-from lossgate.registry import load_registry, parse_registry
-from lossgate.values import coerce_value
+from lossgate.model.records import Conflict, Fact
+from lossgate.model.registry import load_registry, parse_registry
+from lossgate.model.values import coerce_value
 
 REGISTRY = load_registry("examples/predicates.toml")
 AT = datetime(2026, 3, 14, 9, tzinfo=timezone.utc)

@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 import lossgate
-from lossgate.memory import Memory
-from lossgate.registry import load_registry
+from lossgate.api.memory import Memory
+from lossgate.model.registry import load_registry
 from tests.conftest import store_database
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lossgate.worker import drain, open_worker_memory
+from lossgate.ops.worker import drain, open_worker_memory
 
 from .conftest import Service, error
 

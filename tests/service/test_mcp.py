@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 import lossgate
-from lossgate.registry import load_registry
+from lossgate.model.registry import load_registry
 from lossgate.testing.service import free_port, stop_process
 
 pytest.importorskip("mcp.server.mcpserver", reason="the [service] extra (mcp 2.x) is not installed")

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import lossgate
-from lossgate.memory import Memory
+from lossgate.api.memory import Memory
 from lossgate.testing.faults import TcpProxy
 from tests.conftest import store_database
 

@@ -4,7 +4,7 @@ as ``memory.tenant(t)`` does, and what it adds is what the HTTP API serves that 
 from __future__ import annotations
 
 from lossgate.service import TenantMemory
-from lossgate.tenancy import TenantView
+from lossgate.api.tenancy import TenantView
 
 
 def test_a_keys_tenant_memory_adds_and_searches_as_the_http_api_sees_it(service):

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 import lossgate
-from lossgate.memory import Memory
-from lossgate.registry import load_registry
+from lossgate.api.memory import Memory
+from lossgate.model.registry import load_registry
 
 from .demo import MARKUP, REGISTRY_PATH, Demo, build_demo
 from tests.conftest import store_database

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lossgate.memory import Memory
-from lossgate.records import NewEvent, NewFact
+from lossgate.api.memory import Memory
+from lossgate.model.records import NewEvent, NewFact
 from lossgate.testing.compressors import FlipBool
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"

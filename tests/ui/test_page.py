@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import httpx
 
-from lossgate.records import NewEvent
+from lossgate.model.records import NewEvent
 
 from .conftest import Page
 from .demo import MARKUP

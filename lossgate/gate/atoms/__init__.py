@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from .diff import diff_atoms
 from .extract import extract_atoms
-from .model import (
+from .atom import (
     AFFIRMED,
     ATOM_KINDS,
     CHANGE_REASONS,

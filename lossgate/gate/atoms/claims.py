@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .model import AtomKind
+from .atom import AtomKind
 from .numbers import is_negative_before
 
 #: (kind, key, start, end) of an atom before it becomes an ``Atom``.

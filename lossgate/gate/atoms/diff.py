@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from operator import itemgetter
 
-from .model import (
+from .atom import (
     AFFIRMED,
     ATOM_KINDS,
     Atom,

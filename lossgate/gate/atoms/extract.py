@@ -15,12 +15,12 @@ from datetime import datetime
 
 from . import patterns as P
 from .claims import Claims, masked
-from .model import Atom, AtomKind
+from .atom import Atom, AtomKind
 from .numbers import canonical_number, scale_of
 from .parties import PARTY, parties
 from .statements import statements
 from .tables import CURRENCY_CODES, CURRENCY_SYMBOLS, CURRENCY_WORDS, MONTHS
-from .temporal_pass import temporal_pass
+from .extract_dates import temporal_pass
 
 _URL_TAIL = ".,;:!?'\""
 _WS = re.compile(r"[ \t]+")

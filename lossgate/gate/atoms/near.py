@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 
-from .model import AFFIRMED, ATOM_KINDS, NEGATED, Atom, ChangeReason
+from .atom import AFFIRMED, ATOM_KINDS, NEGATED, Atom, ChangeReason
 from .numbers import number_of, to_decimal
 from .statements import content_stems
 

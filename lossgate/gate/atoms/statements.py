@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from .model import AFFIRMED, NEGATED, AtomKind
+from .atom import AFFIRMED, NEGATED, AtomKind
 from .tables import BE_FORMS, CLAUSE_BREAKS, NEGATION_CUES, STOPWORDS
 
 _Found = tuple[AtomKind, str, int, int]

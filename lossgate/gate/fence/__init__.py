@@ -72,9 +72,9 @@ from lossgate.gate.fence.topics import Topic, topics
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import prose_of
-from lossgate.records import ArtifactBody, Snapshot
-from lossgate.registry import Registry
-from lossgate.render import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line
+from lossgate.model.records import ArtifactBody, Snapshot
+from lossgate.model.registry import Registry
+from lossgate.model.wording import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line
 
 __all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "Touching", "topics"]
 

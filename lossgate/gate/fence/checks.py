@@ -17,7 +17,7 @@ from lossgate.gate.fence.lexicon import (
 )
 from lossgate.gate.fence.text import Source, conditions, hedged, negations, root, roots, said, stated
 from lossgate.gate.fence.topics import Topic
-from lossgate.records import Event
+from lossgate.model.records import Event
 
 
 @dataclass(frozen=True)

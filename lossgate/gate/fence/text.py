@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from lossgate.caches import holds_text
+from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import (
     CLAUSE, CONDITIONS, HEDGES, KINDS, MARKER_WORDS, MAY_HEDGE, MOVING, NEGATION_CUE, ONLY_SHARPENS, QUESTION,
     SENTENCE, UNDOING, WORDY,
 )
-from lossgate.records import Event
+from lossgate.model.records import Event
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from lossgate.caches import holds_text
+from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import ATTRIBUTION, LOW_TRUST, MARKER_WORDS, META
 from lossgate.gate.fence.text import atom_keys, conditions, numbers_in, read_source
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.sources import value_forms
-from lossgate.records import Fact, Snapshot
-from lossgate.registry import Registry
+from lossgate.model.records import Fact, Snapshot
+from lossgate.model.registry import Registry
 
 
 @dataclass(frozen=True)

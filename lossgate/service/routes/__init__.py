@@ -16,12 +16,12 @@ from typing import Annotated, Any
 
 from fastapi import Path
 
-from lossgate.limits import Id, Key
+from lossgate.model.limits import Id, Key
 from lossgate.service.errors import ErrorBody
 
 __all__ = ["Subject", "Item", "ERRORS", "errors"]
 
-# The records' own id types (lossgate.limits): a path refuses what a body or the Python API
+# The records' own id types (lossgate.model.limits): a path refuses what a body or the Python API
 # refuses. A segment holding an encoded "/" never reaches a route (lossgate.service.paths).
 Subject = Annotated[Id, Path(description="The subject (a user, an account): up to 200 characters, no whitespace, "
                                          "control or format character.")]

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from lossgate.derived import ArtifactState
+from lossgate.model.derived_records import ArtifactState
 from lossgate.service.auth import reader, writer
 from lossgate.service.bodies import JsonRoute
 from lossgate.service.models import ArtifactOut, AttemptOut, ConsolidateOut, ExtractOut, JobOut, LineageOut

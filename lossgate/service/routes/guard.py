@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from lossgate.derived import GuardResult
+from lossgate.model.derived_records import GuardResult
 from lossgate.service.auth import reader
 from lossgate.service.bodies import JsonRoute
 from lossgate.service.models import GuardIn

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
-from lossgate.limits import MAX_LABEL_CHARS
-from lossgate.records import EventState
+from lossgate.model.limits import MAX_LABEL_CHARS
+from lossgate.model.records import EventState
 from lossgate.service.auth import reader, writer
 from lossgate.service.bodies import JsonRoute
 from lossgate.service.models import AppendIn, AppendOut, ConflictOut, EventOut, FactOut, SupersedeIn

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from lossgate.limits import Key
+from lossgate.model.limits import Key
 from lossgate.service.auth import reader, writer
 from lossgate.service.bodies import JsonRoute
 from lossgate.service.models import RecallVerificationOut, RespondIn, ResponseOut

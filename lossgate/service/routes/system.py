@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from lossgate.access import ApiKey
+from lossgate.model.api_keys import ApiKey
 from lossgate.errors import LossgateError
 from lossgate.service.auth import administrator, api_key, memory_of
 from lossgate.service.bodies import JsonRoute

@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from lossgate.access import ApiKey
+from lossgate.model.api_keys import ApiKey
 from lossgate.errors import NotFound
 from lossgate.service.auth import bearer_token, memory_of
 from lossgate.service.models import ArtifactOut, KeyOut

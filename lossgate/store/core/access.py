@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from lossgate.access import ApiKey, IdempotencyRecord
+from lossgate.model.api_keys import ApiKey, IdempotencyRecord
 from lossgate.store import rows
 from lossgate.store.core.base import TxBase
 

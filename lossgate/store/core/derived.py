@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from lossgate.derived import (
+from lossgate.model.derived_records import (
     Alias,
     Artifact,
     ArtifactHead,
@@ -29,16 +29,16 @@ from lossgate.derived import (
     RecallRecord,
     ResponseRecord,
 )
-from lossgate.records import ArtifactBody, Clock, Event, EventState, Proposal
+from lossgate.model.records import ArtifactBody, Clock, Event, EventState, Proposal
 from lossgate.store import rows
 from lossgate.store.core.base import TxBase
-from lossgate.store.core.ranking import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
+from lossgate.store.core.bm25 import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
 from lossgate.store.protocol import ArtifactDocument, VectorKind
 
 __all__ = ["CoreDerivedReads", "CoreDerivedWrites", "EMBEDDABLE", "search_terms"]
 
 def search_terms(query: str) -> list[str]:
-    """The distinct terms of a search query (as :func:`lossgate.search_terms.query_terms`
+    """The distinct terms of a search query (as :func:`lossgate.model.search_terms.query_terms`
     joins them), in order, at most :data:`MAX_SEARCH_TERMS`."""
     return list(dict.fromkeys(t for t in query.split() if t.strip('"')))[:MAX_SEARCH_TERMS]
 
@@ -68,14 +68,14 @@ class CoreDerivedReads(TxBase):
                    through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
                    seqs: Sequence[int] | None = None, skip_erased: bool = False) -> list[Event]: ...
 
-    # The matches of one term a search reads at most (lossgate.store.core.ranking).
+    # The matches of one term a search reads at most (lossgate.store.core.bm25).
     term_cap: ClassVar[int] = TERM_CAP
 
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
                       skip_erased: bool = False) -> list[str]:
         # Each term's newest matches first (at most TERM_CAP and one more): the store ranks
         # them itself unless a term has more, and then they are ranked here
-        # (lossgate.store.core.ranking): a search reads about TERM_CAP matches a term.
+        # (lossgate.store.core.bm25): a search reads about TERM_CAP matches a term.
         terms = search_terms(query)
         if not terms:
             return []

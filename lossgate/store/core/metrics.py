@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from lossgate.derived import DailyMetric
+from lossgate.model.derived_records import DailyMetric
 from lossgate.errors import InvalidInput
 from lossgate.store.core.base import TxBase
 

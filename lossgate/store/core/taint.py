@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from lossgate.records import TaintPolicy
+from lossgate.model.records import TaintPolicy
 from lossgate.store.core.base import TxBase
 
 __all__ = ["CoreTaintReads", "CoreTaintWrites"]

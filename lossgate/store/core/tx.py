@@ -17,7 +17,7 @@ from typing import Any, get_args
 import orjson
 
 from lossgate.errors import IdempotencyConflict
-from lossgate.records import (
+from lossgate.model.records import (
     Clock,
     Conflict,
     Event,

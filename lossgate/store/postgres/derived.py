@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import psycopg
 
-from lossgate.derived import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
-from lossgate.records import Clock
-from lossgate.search_terms import SEARCH_SEPARATORS, searchable
+from lossgate.model.derived_records import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
+from lossgate.model.records import Clock
+from lossgate.model.search_terms import SEARCH_SEPARATORS, searchable
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites, search_terms
-from lossgate.store.core.ranking import bm25_order, cap_for
+from lossgate.store.core.bm25 import bm25_order, cap_for
 from lossgate.store.protocol import VectorKind
 
 __all__ = ["PostgresDerivedReads", "PostgresDerivedWrites"]
@@ -35,7 +35,7 @@ _JOB_COLS = ",".join(rows.JOB_COLUMNS)
 # 'english' stems like SQLite FTS5's Porter tokenizer (schema 7); recall drops stop words
 # before it searches. Indexed lazily: see migrations/0003_lazy_search.sql.
 # Who said it, and what, with the punctuation that glues words into one token of the
-# parser replaced by spaces (lossgate.search_terms.SEARCH_SEPARATORS; schema 19).
+# parser replaced by spaces (lossgate.model.search_terms.SEARCH_SEPARATORS; schema 19).
 _TSV = ("to_tsvector('english', translate(coalesce(e.actor, '') || ' ' || coalesce(e.text, ''), "
         f"'{SEARCH_SEPARATORS}', '{' ' * len(SEARCH_SEPARATORS)}'))")
 _QUERY = "websearch_to_tsquery('english', %(q)s)"
@@ -96,7 +96,7 @@ class PostgresDerivedReads(CoreDerivedReads):
 
     def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
                       skip_erased: bool = False) -> list[str]:
-        # Ranked by BM25 (lossgate.store.core.ranking.bm25_order) over each term's newest
+        # Ranked by BM25 (lossgate.store.core.bm25.bm25_order) over each term's newest
         # matches, at most TERM_CAP and one more a term: ts_rank has no document frequency.
         terms = search_terms(query)
         if not terms:

@@ -91,7 +91,7 @@ from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from lossgate.derived import RecallRecord
+from lossgate.model.derived_records import RecallRecord
 from lossgate.errors import ConfigError, IdempotencyConflict, LossgateError, StoreBusy, StoreError
 from lossgate.store.core.migrations import pending
 from lossgate.store.core.store import CoreStore

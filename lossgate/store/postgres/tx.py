@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from lossgate.records import Clock, EventState, Fact, FactStatus, NewEvent
+from lossgate.model.records import Clock, EventState, Fact, FactStatus, NewEvent
 from lossgate.store import rows
 from lossgate.store.core.base import Row, Select, by_tenant
 from lossgate.store.core.dialect import Dialect

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from lossgate.derived import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
-from lossgate.records import Clock
+from lossgate.model.derived_records import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
+from lossgate.model.records import Clock
 from lossgate.store import rows
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.tx import UNERASED

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lossgate.derived import RecallRecord
+from lossgate.model.derived_records import RecallRecord
 from lossgate.errors import IdempotencyConflict, LossgateError, StoreBusy, StoreError
 from lossgate.store.core.migrations import pending
 from lossgate.store.core.store import CoreStore

