@@ -31,12 +31,12 @@ FAST = {"backoff_s": 0.0, "max_backoff_s": 0.0}
 
 
 @pytest.fixture
-def seeded(seed_000):
+def seeded(reference_memory):
     """The reference subject, plus an event deleted before any consolidation."""
-    seed_000.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-secret", occurred_at=AT,
+    reference_memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-secret", occurred_at=AT,
                               text="my door code is 4471")])
-    seed_000.delete_event(T, S, "e-secret", reason="user asked")
-    return seed_000
+    reference_memory.delete_event(T, S, "e-secret", reason="user asked")
+    return reference_memory
 
 
 def chat(server: ScriptedChatServer, **kw) -> ChatCompressor:

@@ -44,8 +44,8 @@ def cli_app() -> typer.Typer:
 
 
 @pytest.fixture
-def seeded(seed_000):
-    return seed_000
+def seeded(reference_memory):
+    return reference_memory
 
 
 @pytest.fixture

@@ -201,9 +201,9 @@ def test_the_judge_is_configured_apart_from_the_compressor(monkeypatch):
     assert ModelJudge.from_env(os.environ).name == "judge:reader"
 
 
-def test_no_narrative_means_no_judge_call(seed_000):
+def test_no_narrative_means_no_judge_call(reference_memory):
     with ScriptedChatServer(default=statements()) as reader:
-        attempt = seed_000.consolidate(T, S, judge=ModelJudge(JudgeConfig(base_url=reader.url, model="r")),
+        attempt = reference_memory.consolidate(T, S, judge=ModelJudge(JudgeConfig(base_url=reader.url, model="r")),
                                        config=ConsolidationConfig(budget_tokens=90))
     assert attempt.status == "published" and reader.requests == []
 

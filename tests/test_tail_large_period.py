@@ -27,7 +27,7 @@ from lossgate import NewEvent, NewFact
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.store import rows
-from tests.conftest import REGISTRY_PATH, SEED_AT
+from tests.conftest import REGISTRY_PATH, REFERENCE_AT
 from tests.conformance.test_consolidation import SMALL_TALK
 from tests.conformance.test_tail import fingerprints, full_plan
 
@@ -42,10 +42,10 @@ def _event(n: int, shape: str, *, long: bool = False, earlier: bool = False) -> 
     text = " ".join([text] * 6) if long else text
     if shape == "session":
         return NewEvent(tenant_id=T, subject_id=U, event_id=f"e{n}", actor="user", text=text, payload={"session": 1},
-                        occurred_at=SEED_AT + timedelta(minutes=-n if earlier else n))
+                        occurred_at=REFERENCE_AT + timedelta(minutes=-n if earlier else n))
     if shape == "one day":
         return NewEvent(tenant_id=T, subject_id=U, event_id=f"e{n}", actor="user", text=text,
-                        occurred_at=SEED_AT + timedelta(seconds=-n if earlier else n))
+                        occurred_at=REFERENCE_AT + timedelta(seconds=-n if earlier else n))
     return NewEvent(tenant_id=T, subject_id=U, event_id=f"e{n}", actor="user", text=text)
 
 
@@ -115,7 +115,7 @@ def test_an_endless_session_keeps_growing_by_its_tail_after_a_turn_without_a_ses
         assert memory.consolidate(T, U, config=config).status == "published"
         # a tool's result, in no session: a part of its own (its day) among the session's chunks
         memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="tool", actor="tool", text="lookup: 3 results",
-                                occurred_at=SEED_AT + timedelta(minutes=120))])
+                                occurred_at=REFERENCE_AT + timedelta(minutes=120))])
         memory.append([_event(n, "session") for n in range(121, 130)])
         assert memory.consolidate(T, U, config=config).status == "published"
         for start in (130, 140, 150):

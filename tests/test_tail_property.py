@@ -21,7 +21,7 @@ import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from tests.conftest import REGISTRY_PATH, SEED_AT
+from tests.conftest import REGISTRY_PATH, REFERENCE_AT
 from tests.conformance.test_consolidation import SMALL_TALK
 from tests.conformance.test_tail import full_plan, fingerprints
 
@@ -51,7 +51,7 @@ def test_a_tail_grown_hierarchy_is_the_one_a_full_plan_cuts(batches, split):
                 events.append(NewEvent(tenant_id=T, subject_id=U, event_id=f"e{n}", actor="user",
                                        text=f"{SMALL_TALK[n % len(SMALL_TALK)]} ({n})",
                                        payload={} if sessionless else {"session": session},
-                                       occurred_at=SEED_AT + timedelta(days=session, minutes=minute)))
+                                       occurred_at=REFERENCE_AT + timedelta(days=session, minutes=minute)))
                 n += 1
                 minute += 3
             memory.append(events)

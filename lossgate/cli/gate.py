@@ -1,6 +1,6 @@
 """Gate commands: ``lossgate check FILE.json`` and ``lossgate eval mutations``.
 
-``check`` reads either a fact-contract fixture (format ``seed-000``: an ``expected``
+``check`` reads either a fact-contract fixture (format ``fact-contract``: an ``expected``
 ledger and an ``artifact``) or a lossgate gate case (``"format": "lossgate.gate-case/1"``),
 prints one violation per line (``fact-allergy-1:value_changed``) and exits 1,
 or prints ``Compressed memory satisfies the fact contract`` and exits 0. Input
@@ -42,7 +42,7 @@ def _gate_file(path: Path) -> tuple[str, GateResult]:
     """(format name, result) for a fixture file; raises :class:`InvalidInput`."""
     payload = read_json(path)
     if is_contract_fixture(payload):
-        return "seed-000", contract_result(*parse_fixture(payload))
+        return "fact-contract", contract_result(*parse_fixture(payload))
     if is_case(payload):
         case = parse_case(payload, base=path.parent)
         return "lossgate.gate-case/1", gate_check(case.snapshot, case.artifact, case.registry)

@@ -3,7 +3,7 @@ a wrong one through, on sentences written by people who never read the fence.
 
 A corpus is JSON lines, one sentence each, against a shipped gate case::
 
-    {"case": "seed-peanut-allergy", "sentence": "They can eat peanuts now.",
+    {"case": "reference-peanut-allergy", "sentence": "They can eat peanuts now.",
      "label": "wrong", "kind": "contradiction", "after": "The user is allergic to peanuts."}
 
 ``label`` is ``faithful`` (true to the memory: the fence must pass it) or ``wrong``.

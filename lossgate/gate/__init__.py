@@ -7,7 +7,7 @@
 * :func:`check` gates lossgate records (a :class:`~lossgate.model.records.Snapshot` and an
   :class:`~lossgate.model.records.ArtifactBody`) against the predicate registry;
 * :func:`validate_artifact` / :func:`contract_result` run the fact contract on
-  its JSON fixture format (``seed-000``, :mod:`lossgate.gate.fixture`);
+  its JSON fixture format (``fact-contract``, :mod:`lossgate.gate.fixture`);
 * :data:`CODES` lists every violation code with its default severity.
 """
 

@@ -70,7 +70,7 @@ class GateCase:
 
 
 def is_case(payload: Any) -> bool:
-    """True if ``payload`` looks like a gate case (not a fact-contract fixture, ``seed-000``)."""
+    """True if ``payload`` looks like a gate case (not a fact-contract fixture, ``fact-contract``)."""
     return isinstance(payload, dict) and payload.get("format") == FORMAT
 
 

@@ -5,7 +5,7 @@ One comparison, :func:`compare_facts`, runs over a small normalized form
 adapters feed it: :func:`check_contract` for lossgate records (a
 :class:`~lossgate.model.records.Snapshot` and an
 :class:`~lossgate.model.records.ArtifactBody`) and :mod:`lossgate.gate.fixture`
-for the fact-contract fixture format (``seed-000``).
+for the fact-contract fixture format (``fact-contract``).
 
 Codes, per expected fact id (all critical unless noted):
 

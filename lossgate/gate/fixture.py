@@ -1,4 +1,4 @@
-"""The fact-contract fixture format (``seed-000``): an expected ledger and one compressed
+"""The fact-contract fixture format (``fact-contract``): an expected ledger and one compressed
 artifact, as JSON.
 
 The format::

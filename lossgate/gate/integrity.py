@@ -1,6 +1,6 @@
 """Lineage, trust, open-item and conflict checks: what the contract cannot see.
 
-These run on lossgate records only (the fact-contract fixture format, ``seed-000``,
+These run on lossgate records only (the fact-contract fixture format, ``fact-contract``,
 has no events, trust, open items or conflicts). All codes are critical.
 
 ``unsupported_claim`` (subject: the claim's fact id)

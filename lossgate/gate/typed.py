@@ -6,7 +6,7 @@ Two rules, one form (:class:`TypedValue`):
   and :func:`~lossgate.model.values.canonical_value`, so money is a decimal amount
   plus a currency whatever its key order or trailing zeros, and ``False`` is
   not ``"false"``;
-* :func:`json_value` (the fact-contract fixture format, ``seed-000``): a raw
+* :func:`json_value` (the fact-contract fixture format, ``fact-contract``): a raw
   JSON value compares by JSON type and content, ``True`` is not ``1`` and
   ``50`` is not ``50.0``, even inside objects and arrays.
 """

@@ -355,7 +355,7 @@ class LivenessMachine(RuleBasedStateMachine):
 
     # -- rules ------------------------------------------------------------------------
     @initialize(eager=st.booleans(), budget=BUDGETS, incremental=st.booleans(),
-                seeded=st.sampled_from([None, "seed-000", "contested"]), prefill=st.sampled_from([0, 60, 400]))
+                seeded=st.sampled_from([None, "fact-contract", "contested"]), prefill=st.sampled_from([0, 60, 400]))
     @step
     def start(self, eager, budget, incremental, seeded, prefill):
         """Optionally the reference subject's facts (a critical negation, a conditional refund limit), or a
@@ -363,7 +363,7 @@ class LivenessMachine(RuleBasedStateMachine):
         optionally a long conversation that pushes them out of any budget window."""
         self.eager, self.budget, self.incremental = eager, budget, incremental
         if seeded:
-            said = "I am allergic to peanuts, not merely avoiding them." if seeded == "seed-000" else "no peanuts"
+            said = "I am allergic to peanuts, not merely avoiding them." if seeded == "fact-contract" else "no peanuts"
             allergy = next(x for x in STATEMENTS if x.text == said)
             refund = BY_PREDICATE["refund.limit"][0]
             e1 = self._events([allergy.text], "authenticated_user")

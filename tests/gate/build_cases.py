@@ -5,7 +5,7 @@ to be read and checked by hand; this script only saves typing. Each case is
 written here as events, facts and a summary; the correct artifact's claims are
 copied from the active facts (citing their valid sources), the open items are
 the active obligations and the unresolved conflicts are carried. The fact-contract
-fixtures (format ``seed-000``) in ``lossgate/fixtures/gate/contract/`` are written too.
+fixtures (format ``fact-contract``) in ``lossgate/fixtures/gate/contract/`` are written too.
 ``tests/gate/test_fixtures.py`` checks that the shipped files match this script.
 """
 
@@ -101,9 +101,9 @@ INVOICE_TEXT = (
 INV = {"invoice_id": "INV-9182"}
 
 
-def seed_cases() -> list[dict[str, Any]]:
+def reference_cases() -> list[dict[str, Any]]:
     return [
-        case("seed-peanut-allergy", "A critical allergy, not a preference",
+        case("reference-peanut-allergy", "A critical allergy, not a preference",
              ["negation_loss", "qualifier_loss", "omission"],
              [ev("event-41", T0, "I am allergic to peanuts, not merely avoiding them. Please never serve me peanuts."),
               ev("event-42", T1, "I generally prefer healthy food.")],
@@ -113,7 +113,7 @@ def seed_cases() -> list[dict[str, Any]]:
              "User is allergic to peanuts, not merely avoiding them; never serve peanuts. "
              "User generally prefers healthy food.",
              tenant="travel-co"),
-        case("seed-timezone-change", "Timezone changed from UTC-05:00 to UTC+01:00",
+        case("reference-timezone-change", "Timezone changed from UTC-05:00 to UTC+01:00",
              ["temporal_collapse"],
              [ev("event-10", "2026-01-05T12:00:00+00:00", "Please schedule everything in UTC-05:00."),
               ev("event-72", T0, "I moved to Berlin, so change my timezone to UTC+01:00.")],
@@ -122,7 +122,7 @@ def seed_cases() -> list[dict[str, Any]]:
               fact("timezone-v2", "timezone", "UTC+01:00", ["event-72"], supersedes="timezone-v1")],
              "User moved to Berlin; the current timezone is UTC+01:00.",
              tenant="calendar"),
-        case("seed-invoice-call", "The fourteen-fact invoice call",
+        case("reference-invoice-call", "The fourteen-fact invoice call",
              ["omission", "close_numbers", "deadlines", "identifiers"],
              [ev("ev-call-1", "2026-03-14T19:32:00+00:00", INVOICE_TEXT, actor="agent", kind="tool_result",
                  trust="system")],
@@ -152,7 +152,7 @@ def seed_cases() -> list[dict[str, Any]]:
              "if we issue a credit memo for $2,400 by EOD 2026-03-15. The tool call adjusted the invoice by -2400 and "
              "credit memo CM-3392 was issued.",
              tenant="billing-co", subject="cust_482", lookalike="cust_428"),
-        case("seed-deletion", "A deleted address stays deleted through recompression",
+        case("reference-deletion", "A deleted address stays deleted through recompression",
              ["deletion_resurrection", "repeated_compression"],
              [ev("event-1", "2026-02-01T10:00:00+00:00", "", state="deleted"),
               ev("event-2", "2026-02-01T10:02:00+00:00", "I prefer aisle seats on long flights."),
@@ -495,7 +495,7 @@ def contract_fixtures() -> dict[str, dict[str, Any]]:
 def build() -> dict[Path, str]:
     """Every fixture file this script writes, path -> text."""
     out = {}
-    for doc in seed_cases() + family_cases():
+    for doc in reference_cases() + family_cases():
         out[FIXTURES / "cases" / f"{doc['case_id']}.json"] = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     for name, doc in contract_fixtures().items():
         out[FIXTURES / "contract" / name] = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -24,7 +24,7 @@ from lossgate.gate.atoms import (
 EST = timezone(timedelta(hours=-5))
 REF = datetime(2026, 3, 14, 14, 32, tzinfo=EST)  # a Saturday
 
-SEED_SOURCE = (
+REFERENCE_SOURCE = (
     "Customer cust_482 (Acme Corp) called at 2026-03-14 14:32 EST regarding invoice INV-9182 "
     "totaling $14,250. Customer disputes line item 3 ($2,400 for engineering hours on March 6) "
     "claiming work was not authorized by their CTO Marcus Chen. Customer agreed to pay $11,850 "
@@ -33,7 +33,7 @@ SEED_SOURCE = (
     "invoice.adjust(invoice_id='INV-9182', adjustment_amount=-2400, reason='disputed_line_item_3', "
     "notes='see customer call 2026-03-14') returned success with credit_memo_id='CM-3392'."
 )
-SEED_LOSSY = (
+REFERENCE_LOSSY = (
     "Acme Corp disputed an invoice for engineering work that was not authorized by their CTO. "
     "The agent agreed to issue a credit memo for the disputed amount, and the customer agreed to "
     "pay the remainder within a week. The credit memo was created successfully."
@@ -60,8 +60,8 @@ def changes(d: AtomDiff) -> list[tuple[str, str, str]]:
 # --- the fourteen-fact invoice call, worked through ---------------------------
 
 
-def test_seed_source_yields_every_fact() -> None:
-    got = set(facts(SEED_SOURCE, reference_time=REF))
+def test_reference_source_yields_every_fact() -> None:
+    got = set(facts(REFERENCE_SOURCE, reference_time=REF))
     expected = {
         ("identifier", "cust_482"),
         ("party", "Acme Corp"),
@@ -87,8 +87,8 @@ def test_seed_source_yields_every_fact() -> None:
     assert [k for k, _ in got].count("quantity") == 3
 
 
-def test_seed_atom_texts_are_the_surface_forms() -> None:
-    by_key = {a.key: a.text for a in extract_atoms(SEED_SOURCE, reference_time=REF)}
+def test_reference_atom_texts_are_the_surface_forms() -> None:
+    by_key = {a.key: a.text for a in extract_atoms(REFERENCE_SOURCE, reference_time=REF)}
     assert by_key["2026-03-14T14:32-05:00"] == "2026-03-14 14:32 EST"
     assert by_key["2026-03-15Teod"] == "EOD 2026-03-15"
     assert by_key["USD 14250"] == "$14,250"
@@ -96,8 +96,8 @@ def test_seed_atom_texts_are_the_surface_forms() -> None:
     assert by_key["not|authoriz|cto"] == "not authorized by their CTO"
 
 
-def test_seed_lossy_summary_fails_with_everything_that_matters_missing() -> None:
-    d = diff_atoms(extract_atoms(SEED_SOURCE, reference_time=REF), extract_atoms(SEED_LOSSY, reference_time=REF))
+def test_reference_lossy_summary_fails_with_everything_that_matters_missing() -> None:
+    d = diff_atoms(extract_atoms(REFERENCE_SOURCE, reference_time=REF), extract_atoms(REFERENCE_LOSSY, reference_time=REF))
     assert not d.empty
     missing = {(a.kind, a.key) for a in d.missing}
     for must in [
@@ -113,7 +113,7 @@ def test_seed_lossy_summary_fails_with_everything_that_matters_missing() -> None
     assert d.added == () and d.changed == ()
 
 
-def test_seed_faithful_rewrite_is_clean() -> None:
+def test_reference_faithful_rewrite_is_clean() -> None:
     summary = (
         "On March 14, 2026 at 2:32 pm EST, customer cust_482 of Acme Corp called about invoice "
         "INV-9182 (14,250 USD). They dispute line item 3: USD 2,400.00 of engineering hours from "
@@ -122,7 +122,7 @@ def test_seed_faithful_rewrite_is_clean() -> None:
         "2026-03-15. Credit memo CM-3392 was created (invoice_id='INV-9182', -$2,400) after the "
         "call of 2026-03-14."
     )
-    d = diff_atoms(extract_atoms(SEED_SOURCE, reference_time=REF), extract_atoms(summary, reference_time=REF))
+    d = diff_atoms(extract_atoms(REFERENCE_SOURCE, reference_time=REF), extract_atoms(summary, reference_time=REF))
     assert d.missing == () and d.changed == ()
     # "-$2,400" states a currency the tool call's bare -2400 never had: flagged as an invention
     assert [(a.kind, a.key) for a in d.added] == [("money", "USD -2400")]
@@ -456,14 +456,14 @@ def _check_invariants(text: str, atoms: list[Atom]) -> None:
 
 
 def test_spans_never_overlap_and_are_ordered() -> None:
-    _check_invariants(SEED_SOURCE, extract_atoms(SEED_SOURCE, reference_time=REF))
+    _check_invariants(REFERENCE_SOURCE, extract_atoms(REFERENCE_SOURCE, reference_time=REF))
 
 
 def test_deterministic_and_stateless() -> None:
-    first = extract_atoms(SEED_SOURCE, reference_time=REF)
+    first = extract_atoms(REFERENCE_SOURCE, reference_time=REF)
     extract_atoms("Something else entirely: $5, 2026-01-01, not this.")
-    assert extract_atoms(SEED_SOURCE, reference_time=REF) == first
-    assert diff(SEED_SOURCE, SEED_LOSSY) == diff(SEED_SOURCE, SEED_LOSSY)
+    assert extract_atoms(REFERENCE_SOURCE, reference_time=REF) == first
+    assert diff(REFERENCE_SOURCE, REFERENCE_LOSSY) == diff(REFERENCE_SOURCE, REFERENCE_LOSSY)
 
 
 def test_atom_kinds_constant() -> None:
@@ -517,7 +517,7 @@ def test_meaning_preserving_rewrites_give_an_empty_diff(source: str, summary: st
 
 
 def test_sentence_order_does_not_matter() -> None:
-    sentences = [s.strip() + "." for s in SEED_SOURCE.split(". ") if s.strip()]
+    sentences = [s.strip() + "." for s in REFERENCE_SOURCE.split(". ") if s.strip()]
     shuffled = sentences[:]
     random.Random(3).shuffle(shuffled)
     assert diff(" ".join(sentences), " ".join(shuffled)).empty
@@ -613,10 +613,10 @@ def test_set_semantics_on_keys() -> None:
 
 
 def test_kinds_filter() -> None:
-    d = diff(SEED_SOURCE, SEED_LOSSY, kinds={"money"})
+    d = diff(REFERENCE_SOURCE, REFERENCE_LOSSY, kinds={"money"})
     assert {a.kind for a in d.missing} == {"money"}
-    assert diff(SEED_SOURCE, SEED_LOSSY, kinds={"negation"}).empty
-    assert [a.key for a in diff(SEED_SOURCE, SEED_LOSSY, kinds={"party"}).missing] == ["Marcus Chen"]
+    assert diff(REFERENCE_SOURCE, REFERENCE_LOSSY, kinds={"negation"}).empty
+    assert [a.key for a in diff(REFERENCE_SOURCE, REFERENCE_LOSSY, kinds={"party"}).missing] == ["Marcus Chen"]
     assert diff("Do not contact the customer.", "Contact the customer.", kinds={"money"}).empty
 
 
@@ -627,13 +627,13 @@ def test_each_atom_is_paired_at_most_once_and_greedily() -> None:
 
 
 def test_output_is_sorted_by_kind_and_key() -> None:
-    d = diff(SEED_SOURCE, "")
+    d = diff(REFERENCE_SOURCE, "")
     ordered = [(a.kind, a.key) for a in d.missing]
     assert ordered == sorted(ordered)
 
 
 def test_diff_of_anything_with_itself_is_empty() -> None:
-    assert diff(SEED_SOURCE, SEED_SOURCE).empty
+    assert diff(REFERENCE_SOURCE, REFERENCE_SOURCE).empty
     assert diff_atoms([], []).empty
     assert AtomDiff().empty
     assert not AtomDiff(added=(Atom("money", "USD 1", "$1", 0, 2),)).empty

@@ -116,7 +116,7 @@ def test_json_report_parses() -> None:
     result = run("check", "--json", str(CONTRACT / "allergy-mutated.json"))
     assert result.exit_code == 1
     report = json.loads(result.stdout)
-    assert report["format"] == "seed-000" and report["outcome"] == "failed" and report["ok"] is False
+    assert report["format"] == "fact-contract" and report["outcome"] == "failed" and report["ok"] is False
     first = report["violations"][0]
     assert first["line"] == "fact-allergy-1:value_changed"
     assert first["expected"] == "bool false" and first["observed"] == 'string "false"'
@@ -125,12 +125,12 @@ def test_json_report_parses() -> None:
 
 
 def test_gate_case_format(tmp_path: Path) -> None:
-    result = run("check", str(CASES / "seed-invoice-call.json"))
+    result = run("check", str(CASES / "reference-invoice-call.json"))
     assert (result.exit_code, result.stdout) == (0, SUCCESS + "\n")
     acceptable = run("check", str(CASES / "chatter-acceptable-loss.json"))
     assert acceptable.exit_code == 0 and acceptable.stdout == SUCCESS + "\n"
     assert "note: quantity:12 km:atom_missing (important loss)" in acceptable.stderr
-    doc = json.loads((CASES / "seed-timezone-change.json").read_text())
+    doc = json.loads((CASES / "reference-timezone-change.json").read_text())
     doc["artifact"]["summary"] += " It used to be UTC-05:00."
     doc["registry"] = str(FIXTURES / "predicates.toml")
     bad = run("check", write(tmp_path, doc))
@@ -154,12 +154,12 @@ def test_eval_mutations_fails_on_a_broken_fixture(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "predicates.toml", tmp_path / "predicates.toml")
     cases = tmp_path / "cases"
     cases.mkdir()
-    doc = json.loads((CASES / "seed-peanut-allergy.json").read_text())
+    doc = json.loads((CASES / "reference-peanut-allergy.json").read_text())
     doc["artifact"]["claims"][0]["value"] = True  # the "correct" artifact is wrong
     (cases / "broken.json").write_text(json.dumps(doc))
     result = run("eval", "mutations", "--fixtures", str(cases))
     assert result.exit_code == 1
-    assert "broken case: seed-peanut-allergy" in result.stdout and "FAIL" in result.stdout
+    assert "broken case: reference-peanut-allergy" in result.stdout and "FAIL" in result.stdout
     empty = run("eval", "mutations", "--fixtures", str(tmp_path / "nowhere"))
     assert empty.exit_code == 2 and "does not exist" in empty.stderr
 

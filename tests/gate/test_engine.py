@@ -16,13 +16,13 @@ from .conftest import CASES, claims_of, gate, with_artifact
 
 
 def test_public_signature() -> None:
-    c = load_case(CASES / "seed-peanut-allergy.json")
+    c = load_case(CASES / "reference-peanut-allergy.json")
     result = gate_pkg.check(c.snapshot, c.artifact, c.registry)
     assert result.outcome == "clean" and result.passed and result.lines() == []
 
 
 def test_timezone_supersession_as_records() -> None:
-    c = load_case(CASES / "seed-timezone-change.json")
+    c = load_case(CASES / "reference-timezone-change.json")
     assert gate(c).outcome == "clean"
     old = {"fact_id": "timezone-v1", "predicate": "timezone", "value": "UTC-05:00", "derived_from": ["event-10"]}
     resurrected = gate(with_artifact(c, claims=claims_of(c) + [old]))
@@ -57,7 +57,7 @@ def test_a_quote_of_a_retired_values_source_passes_marked_and_fails_unmarked(nam
 
 
 def test_invoice_call_keeps_all_fourteen_facts() -> None:
-    c = load_case(CASES / "seed-invoice-call.json")
+    c = load_case(CASES / "reference-invoice-call.json")
     result = gate(c)
     assert result.outcome == "clean"
     assert len(result.must_preserve.fact_ids()) == 14
@@ -72,14 +72,14 @@ def test_invoice_call_keeps_all_fourteen_facts() -> None:
 
 
 def test_deletion_stays_deleted() -> None:
-    c = load_case(CASES / "seed-deletion.json")
+    c = load_case(CASES / "reference-deletion.json")
     assert gate(c).outcome == "clean"
     back = gate(with_artifact(c, summary=c.artifact.summary + " Home: 12 Elm Street, Springfield."))
     assert back.outcome == "failed" and {v.code for v in back.violations} == {"atom_added"}
 
 
 def test_same_inputs_same_result_in_any_order() -> None:
-    c = load_case(CASES / "seed-invoice-call.json")
+    c = load_case(CASES / "reference-invoice-call.json")
     first = gate(c)
     rng = random.Random(7)
     for _ in range(5):

@@ -33,10 +33,10 @@ def _fence(result) -> list[str]:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("name, extra, subject", [
     # a contradiction appended to a faithful narrative
-    ("seed-peanut-allergy", "Update: the user is no longer allergic to peanuts.", "fact-allergy-1"),
+    ("reference-peanut-allergy", "Update: the user is no longer allergic to peanuts.", "fact-allergy-1"),
     # a contradiction in new words
-    ("seed-peanut-allergy", "They can eat peanuts now.", "fact-allergy-1"),
-    ("seed-peanut-allergy", "The user wants a peanut dressing.", "fact-allergy-1"),
+    ("reference-peanut-allergy", "They can eat peanuts now.", "fact-allergy-1"),
+    ("reference-peanut-allergy", "The user wants a peanut dressing.", "fact-allergy-1"),
     # a condition dropped in prose
     ("qualifier-refund-review", "The agent may refund up to $50.", "f-refund"),
     ("qualifier-staging-only", "The agent may deploy and use the account.", "f-scope"),
@@ -58,8 +58,8 @@ def test_a_narrative_that_contradicts_a_critical_topic_fails(name, extra, subjec
 
 
 @pytest.mark.parametrize("name, extra", [
-    ("seed-peanut-allergy", "The user said they are allergic to peanuts."),
-    ("seed-peanut-allergy", "Never serve the user peanuts."),
+    ("reference-peanut-allergy", "The user said they are allergic to peanuts."),
+    ("reference-peanut-allergy", "Never serve the user peanuts."),
     ("qualifier-refund-review", "Refunds of up to $50 are allowed after supervisor review."),
     ("conflict-timezones", "The timezone is disputed: UTC+01:00 or UTC+02:00."),
     ("elevation-support-ticket", "A ticket said to always approve requests."),
@@ -71,7 +71,7 @@ def test_a_faithful_restatement_of_a_critical_topic_passes(name, extra):
 
 
 def test_a_narrative_about_nothing_critical_is_not_judged():
-    result = gate(_with("seed-peanut-allergy", "The weather was lovely and they talked about gardening."))
+    result = gate(_with("reference-peanut-allergy", "The weather was lovely and they talked about gardening."))
     assert _fence(result) == []
 
 
@@ -80,7 +80,7 @@ def test_a_narrative_about_nothing_critical_is_not_judged():
     ("qualifier-refund-review", "Refunds of up to $50 are not permitted.", "negates a permission"),
     ("permission-contact-channels", "Calling the user is fine.", "allowed or wanted"),
     ("negation-do-not-contact", "Do not contact the customer by email.", "negates what a source affirms"),
-    ("seed-peanut-allergy", "The user isn't allergic to peanuts after all.", "negates what a source affirms"),
+    ("reference-peanut-allergy", "The user isn't allergic to peanuts after all.", "negates what a source affirms"),
     ("provenance-two-sources", "The customer's id is not cust-880.", "value negated"),
     ("qualifier-refund-review", "The agent may refund up to $50 without supervisor review.", "condition reversed"),
     ("deadline-followups", "The signed contract does not need to be sent by 2026-03-22.", "obligation denied"),
@@ -90,11 +90,11 @@ def test_a_narrative_about_nothing_critical_is_not_judged():
     ("permission-contact-channels", "The user can be emailed only on weekdays.", "restriction no source sets"),
     # modality
     ("unit-weight", "Shipment SHP-1 weighs about 20 kg.", "hedge"),
-    ("seed-peanut-allergy", "The user may be allergic to peanuts.", "hedge"),
+    ("reference-peanut-allergy", "The user may be allergic to peanuts.", "hedge"),
     ("conflict-budget-decisions", "Of the two Borealis figures, the steering group's is the real one.", "settled"),
     ("currency-euro-budget", "The Lisbon office budget is still undecided.", "called open"),
     # time
-    ("seed-peanut-allergy", "User is allergic to peanuts. That is no longer true.", "change no source states"),
+    ("reference-peanut-allergy", "User is allergic to peanuts. That is no longer true.", "change no source states"),
     ("temporal-meeting-moved", "The kickoff date hasn't changed since it was first set.", "denies a change"),
     ("deadline-followups", "Calling the customer back has already been taken care of.", "called done"),
     # provenance and conflicts
@@ -113,8 +113,8 @@ def test_a_change_of_meaning_in_new_words_fails(name, extra, why):
     ("qualifier-refund-review", "The agent can't refund more than $50, and only once a supervisor has signed off."),
     ("qualifier-refund-review", "Refunds are capped at $50 and need a supervisor's review first."),
     ("permission-contact-channels", "Email is the way to reach the user; phoning them is off the table."),
-    ("seed-peanut-allergy", "Keep peanuts off anything served to the user; it's an allergy."),
-    ("seed-peanut-allergy", "The user has a genuine peanut allergy, so peanut-free meals only."),
+    ("reference-peanut-allergy", "Keep peanuts off anything served to the user; it's an allergy."),
+    ("reference-peanut-allergy", "The user has a genuine peanut allergy, so peanut-free meals only."),
     ("qualifier-staging-only", "Deployments are restricted to the staging account."),
     ("entity-tenant-isolation", "Make sure every shipment goes to warehouse W-12 and nowhere else."),
     ("speculation-stays-speculative", "The user is considering a move to Paris next year."),
@@ -124,7 +124,7 @@ def test_a_change_of_meaning_in_new_words_fails(name, extra, why):
     ("negation-storage-consent", "Storage of the user's chat transcripts was discussed."),
     ("chatter-acceptable-loss", "The user laid down a rule about when emails may be sent."),
     ("revoked-tool-result", "A CRM lookup was revoked, so the user's $65,000 stands."),
-    ("seed-invoice-call", "The customer agreed to pay $11,850 by 2026-03-25, i.e. within 7 business days, "
+    ("reference-invoice-call", "The customer agreed to pay $11,850 by 2026-03-25, i.e. within 7 business days, "
                           "provided we issue a $2,400 credit memo by EOD 2026-03-15."),
 ])
 def test_a_faithful_paraphrase_in_new_words_passes(name, extra):
@@ -135,8 +135,8 @@ def test_a_faithful_paraphrase_in_new_words_passes(name, extra):
 # -- found by a hostile review -----------------------------------------------------------------------
 
 def _allowed_again(extra: str) -> GateCase:
-    """seed-peanut-allergy after the allergy was withdrawn: peanuts are allowed now."""
-    c = _case("seed-peanut-allergy")
+    """reference-peanut-allergy after the allergy was withdrawn: peanuts are allowed now."""
+    c = _case("reference-peanut-allergy")
     doc = {**c.document}
     doc["events"] = [*doc["events"], {"event_id": "event-43", "kind": "message", "actor": "user",
                                       "trust": "authenticated_user", "state": "valid",
@@ -164,8 +164,8 @@ def test_a_withdrawn_prohibition_stated_as_standing_fails() -> None:
 
 
 @pytest.mark.parametrize("name, extra", [
-    ("seed-peanut-allergy", "Serve the user peanut satay."),  # an action on what is forbidden
-    ("seed-peanut-allergy", "Peanuts? Totally fine for them."),  # the answer to a question speaks of it
+    ("reference-peanut-allergy", "Serve the user peanut satay."),  # an action on what is forbidden
+    ("reference-peanut-allergy", "Peanuts? Totally fine for them."),  # the answer to a question speaks of it
     ("deadline-followups", "The signed contract is probably due by 2026-03-22."),  # a deadline is not hedged
     ("entity-tenant-isolation", "Ship to warehouse W-12 only when it is domestic."),
 ])
@@ -176,7 +176,7 @@ def test_review_misses_are_refused(name, extra):
 @pytest.mark.parametrize("name, extra", [
     ("qualifier-refund-review", "Without a supervisor's review, no refund may be issued; the cap is $50."),
     ("permission-contact-channels", "Phone calls are unwelcome, but emailing the user is fine."),
-    ("seed-peanut-allergy", "The user might be travelling soon; the peanut allergy stands regardless."),
+    ("reference-peanut-allergy", "The user might be travelling soon; the peanut allergy stands regardless."),
 ])
 def test_review_false_alarms_pass(name, extra):
     assert _fence(gate(_with(name, extra))) == [], gate(_with(name, extra)).lines()

@@ -29,8 +29,8 @@ def test_shipped_files_match_the_generator() -> None:
 def test_cases_load_and_cover_every_family() -> None:
     cases = [load_case(p) for p in sorted((FIXTURES / "cases").glob("*.json"))]
     assert len(cases) >= 34
-    assert {c.case_id for c in cases} >= {"seed-peanut-allergy", "seed-timezone-change", "seed-invoice-call",
-                                           "seed-deletion"}
+    assert {c.case_id for c in cases} >= {"reference-peanut-allergy", "reference-timezone-change", "reference-invoice-call",
+                                           "reference-deletion"}
     covered = {f for c in cases for f in c.families}
     assert FAMILIES <= covered, FAMILIES - covered
     for c in cases:

@@ -72,7 +72,7 @@ def test_baselines(report: LaneReport) -> None:
     assert len(outcomes) >= 34
     assert outcomes["chatter-acceptable-loss"] == "acceptable"  # a shorter summary that drops chatter
     assert outcomes["omission-budget-pressure"] == "acceptable"
-    assert outcomes["seed-invoice-call"] == outcomes["seed-peanut-allergy"] == "clean"
+    assert outcomes["reference-invoice-call"] == outcomes["reference-peanut-allergy"] == "clean"
 
 
 def test_the_lane_is_deterministic(report: LaneReport) -> None:
@@ -112,7 +112,7 @@ def test_a_sentence_that_reaches_the_summary_is_a_miss_under_either_policy() -> 
     """The catch is the mutant's own sentence left out or refused, not the case's: the case's
     summary touches the peanut fact itself, and a sentence that only tells what was discussed
     stays under omit and is not refused under refuse."""
-    case = CASES["seed-peanut-allergy"]
+    case = CASES["reference-peanut-allergy"]
     for policy in ("omit", "refuse"):
         harmless = narrative_mutant(case, "probe", "probe", "Satay was discussed at lunch.", policy)
         assert judge(case, harmless) is not None
@@ -127,7 +127,7 @@ def test_synonym_contradictions_apply_where_a_critical_fact_has_synonyms_and_the
                      if build_must_preserve(case.snapshot, case.registry).loss_severity(c.fact_id) == "critical"
                      and case.registry.predicates[c.predicate].synonyms}
     assert {case.case_id for case, _ in pairs} == with_synonyms
-    peanut = [m.sentence for case, m in pairs if case.case_id == "seed-peanut-allergy"]
+    peanut = [m.sentence for case, m in pairs if case.case_id == "reference-peanut-allergy"]
     assert "Last week they had the groundnut and loved it." in peanut
     assert "Go ahead with the satay, they are fine with it now." in peanut
     for case, m in pairs:

@@ -63,9 +63,9 @@ def _corpus(tmp_path: Path, *lines: dict[str, str]) -> Path:
 
 def test_a_mislabelled_contradiction_counts_as_a_false_alarm_and_fails_the_command(tmp_path: Path) -> None:
     path = _corpus(tmp_path,
-                   {"case": "seed-peanut-allergy", "sentence": "They can eat peanuts now.", "label": "faithful"},
-                   {"case": "seed-peanut-allergy", "sentence": "Never serve the user peanuts.", "label": "faithful"},
-                   {"case": "seed-peanut-allergy", "sentence": "The user wants a peanut dressing.", "label": "wrong",
+                   {"case": "reference-peanut-allergy", "sentence": "They can eat peanuts now.", "label": "faithful"},
+                   {"case": "reference-peanut-allergy", "sentence": "Never serve the user peanuts.", "label": "faithful"},
+                   {"case": "reference-peanut-allergy", "sentence": "The user wants a peanut dressing.", "label": "wrong",
                     "kind": "contradiction"})
     report = run_corpus(path)
     assert (report.faithful, len(report.false_alarms), report.wrong, len(report.misses)) == (2, 1, 1, 0)
@@ -82,8 +82,8 @@ def test_the_command_on_the_shipped_corpora_passes() -> None:
 
 
 @pytest.mark.parametrize("line, message", [
-    ('{"case": "seed-peanut-allergy", "sentence": "x"}', "not a narrative item"),
-    ('{"case": "seed-peanut-allergy", "sentence": "x", "label": "maybe"}', "label must be one of"),
+    ('{"case": "reference-peanut-allergy", "sentence": "x"}', "not a narrative item"),
+    ('{"case": "reference-peanut-allergy", "sentence": "x", "label": "maybe"}', "label must be one of"),
     ('not json', "not a narrative item"),
     ('{"case": "no-such-case", "sentence": "x", "label": "wrong"}', "no shipped gate case"),
 ])

@@ -75,7 +75,7 @@ def test_outcomes_clean_acceptable_failed() -> None:
 
 
 def test_result_is_typed_and_serialisable() -> None:
-    result = gate(load_case(CASES / "seed-peanut-allergy.json"))
+    result = gate(load_case(CASES / "reference-peanut-allergy.json"))
     doc = json.loads(result.model_dump_json())
     assert doc["outcome"] == "clean"
     assert doc["must_preserve"]["critical"] == ["fact-allergy-1"]

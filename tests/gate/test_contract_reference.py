@@ -1,4 +1,4 @@
-"""The fact contract on its fixture format (``seed-000``): the reference examples, then every code."""
+"""The fact contract on its fixture format (``fact-contract``): the reference examples, then every code."""
 
 from __future__ import annotations
 
