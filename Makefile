@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test typecheck bench clean
+.PHONY: demo test typecheck lint fmt bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,15 @@ test: $(STAMP)
 # Strict on the packages [tool.mypy] in pyproject.toml lists.
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
+
+# ruff: the rules and the formatting [tool.ruff] in pyproject.toml sets; .ci/run runs `make lint`.
+lint: $(STAMP)
+	$(BIN)/ruff check lossgate tests bench examples
+	$(BIN)/ruff format --check lossgate tests bench examples
+
+fmt: $(STAMP)
+	$(BIN)/ruff check --fix lossgate tests bench examples
+	$(BIN)/ruff format lossgate tests bench examples
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
