@@ -1,5 +1,5 @@
-# Two entry points: `make demo` and `make test`. Each builds the local virtual
-# environment (.venv) on first use, so a fresh machine needs only Python 3.11+.
+# Two entry points: `make demo` and `make test` (and `make docs`, the manual). Each builds
+# the local virtual environment (.venv) on first use, so a fresh machine needs only Python 3.11+.
 PYTHON ?= python3
 # The [semantic] extra needs torch; a CPU build is installed first so that nothing pulls a
 # CUDA build of several GB. Where the machine has no local torch wheel, name the CPU index:
@@ -10,13 +10,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test typecheck lint fmt bench clean
+.PHONY: demo test test-fast typecheck lint fmt docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) '$(TORCH)'
-	$(BIN)/pip install --quiet -e '.[test,postgres,semantic,service]'
+	$(BIN)/pip install --quiet -e '.[test,postgres,semantic,service,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -39,8 +39,13 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix lossgate tests bench examples
 	$(BIN)/ruff format lossgate tests bench examples
 
+# The manual, from docs/ and mkdocs.yml, into site/; a warning (a broken link, a page
+# missing from the nav) fails it. Nothing is fetched: no web fonts, no CDN.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build site *.egg-info

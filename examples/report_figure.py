@@ -1,4 +1,5 @@
-"""The README's figure: ten days of daily fidelity metrics over a small generated store.
+"""The manual's figure (docs/operations.md): ten days of daily fidelity metrics over a small
+generated store.
 
     python examples/report_figure.py [docs/img/daily-metrics.png] [report.html]
 

@@ -100,15 +100,15 @@ SEARCH_BACKLOG = 64
 # How many places a hit the published summary dropped moves up in a query recall's ranking,
 # past hits it kept (never past another dropped hit): a few, so that it goes first only among
 # hits the ranking barely tells apart. A lead of 20 brought back more of what summaries
-# dropped on LoCoMo but cost a point of evidence recall on the others (README, "Loss-aware
-# recall").
+# dropped on LoCoMo but cost a point of evidence recall on the others (docs/evaluation.md,
+# "Loss-aware recall").
 DROPPED_LEAD = 3
 
 # A query's hit whose neighbouring events (the one before it, the one after it) are hits too
 # moves up: in a conversation, a stretch of turns on the question's topic holds its answer
 # more often than one turn that only names its words. Each hit scores 1 / (RANK_K + rank),
 # plus NEIGHBOUR_WEIGHT times the same score of each neighbour that is a hit. Chosen on
-# three LoCoMo conversations and measured on the seven others (README).
+# three LoCoMo conversations and measured on the seven others (docs/evaluation.md).
 NEIGHBOUR_WEIGHT = 0.5
 RANK_K = 10
 NEIGHBOUR_POOL = 32  # the fewest hits read for it, whatever k

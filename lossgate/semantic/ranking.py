@@ -30,7 +30,7 @@ RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
 # How much the vector ranking counts against the full-text one in recall's fusion. At 0.3
 # the best vector hit scores like the 143rd word hit: vectors reorder the word hits (a hit
 # both rankings agree on rises) and add, after them, what no word of the query matches.
-# Measured on LoCoMo with all-MiniLM-L6-v2 (README): 0.2-0.3 gain on lexical recall, equal
+# Measured on LoCoMo with all-MiniLM-L6-v2 (docs/evaluation.md): 0.2-0.3 gain on lexical recall, equal
 # weights lose 0.08, because that small model's ranking alone is much weaker than BM25's.
 SEMANTIC_WEIGHT = 0.3
 # Below this cosine similarity a vector hit is noise, not meaning (unrelated sentences score

@@ -853,7 +853,7 @@ class Store(Protocol):
         only from its rows (invariant 13). SQLite: merge the full-text indexes (dropping
         the entries of purged text), ``VACUUM`` (rebuilding the file from live rows only)
         and truncate the WAL. PostgreSQL: ``VACUUM`` the lossgate tables; what stays in
-        WAL segments, archives and replicas is the operator's retention (see the README).
+        WAL segments, archives and replicas is the operator's retention (docs/concepts/deletion.md).
         Takes the write lock for its duration; raises :class:`~lossgate.errors.StoreBusy`
         if another connection kept the WAL from being truncated."""
 

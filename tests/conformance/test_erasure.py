@@ -3,7 +3,7 @@
 Deleted text leaves every row a user can read back (events, facts, artifacts, attempts and
 their gate reports, recall records) as soon as the deletion commits, and, after the
 documented maintenance (``Memory.compact`` / ``lossgate compact``), the SQLite file and its
-WAL. PostgreSQL's physical guarantees are documented in the README (dead tuples, WAL).
+WAL. PostgreSQL's physical guarantees are documented in docs/concepts/deletion.md (dead tuples, WAL).
 A deleted event's actor (often a person's name or e-mail address) goes with its text: from
 the row, the search indexes and every record and page that showed it.
 """
@@ -138,7 +138,7 @@ def test_a_deleted_facts_value_leaves_the_violation_details_that_showed_it(refus
 
 def test_compact_removes_deleted_text_from_the_sqlite_file_and_wal(secret_subject, store_url):
     if not store_url.startswith("sqlite"):
-        pytest.skip("file bytes are SQLite's; PostgreSQL's guarantees are in the README's deletion section")
+        pytest.skip("file bytes are SQLite's; PostgreSQL's guarantees are in the manual (docs/concepts/deletion.md)")
     memory = secret_subject
     path = Path(store_url.removeprefix("sqlite:///"))
     memory.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the secret is in the main file

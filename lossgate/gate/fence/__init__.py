@@ -52,7 +52,7 @@ never judged here.
 unfamiliar words, so that a model's faithful paraphrase publishes: on the shipped
 hand-written corpora (``lossgate eval narratives``) it refuses 1 of 1,044 faithful
 sentences and catches 35-48% of the wrong ones on its own; on a corpus it had not
-been fitted to, 2-5% (see the README). What it passes is for a model
+been fitted to, 2-5% (see docs/evaluation.md). What it passes is for a model
 judge (:mod:`lossgate.judge`): antonyms and synonyms ("dislikes", "approved" for "not
 authorized"), a wrong subject, a severity softened ("more of a preference"), and any
 contradiction that touches no topic's words.

@@ -1,6 +1,7 @@
-"""The README's integration snippets, run as they are written there: each is the python block
-after its ``<!-- snippet: integrations/NAME -->`` marker, run by a fresh interpreter in a
-directory of its own, its model a scripted OpenAI-compatible server on loopback."""
+"""The manual's integration snippets (docs/integrations.md), run as they are written there:
+each is the python block after its ``<!-- snippet: integrations/NAME -->`` marker, run by a
+fresh interpreter in a directory of its own, its model a scripted OpenAI-compatible server on
+loopback."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ MARKER = re.compile(r"<!-- snippet: integrations/([a-z-]+) -->\n```python\n(.*?)
 
 
 def snippets() -> dict[str, str]:
-    return dict(MARKER.findall((ROOT / "README.md").read_text(encoding="utf-8")))
+    return dict(MARKER.findall((ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")))
 
 
 def run(name: str, tmp_path: Path, **env: str) -> list[str]:
@@ -35,7 +36,7 @@ def run(name: str, tmp_path: Path, **env: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_the_readme_has_a_snippet_for_each_integration():
+def test_the_manual_has_a_snippet_for_each_integration():
     assert sorted(snippets()) == ["langgraph", "openai-agents", "pydantic-ai"]
 
 
