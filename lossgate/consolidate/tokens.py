@@ -18,9 +18,12 @@ __all__ = ["TokenCounter", "default_counter", "TiktokenCounter"]
 
 
 class TokenCounter(Protocol):
-    """Anything that says how many tokens a text costs."""
+    """Anything that says how many tokens a text costs: a plain ``str -> int`` function too.
+    Hashable, because recall caches its counts by text and counter."""
 
-    def __call__(self, text: str) -> int: ...
+    def __call__(self, text: str, /) -> int: ...
+
+    def __hash__(self) -> int: ...
 
 
 class TiktokenCounter:

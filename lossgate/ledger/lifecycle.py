@@ -119,7 +119,7 @@ class Ledger:
     def _touch(self, fact: Fact) -> None:
         self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
 
-    def _log(self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict | None = None) -> None:
+    def _log(self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict[str, Any] | None = None) -> None:
         self.tx.add_log(tenant_id, subject_id, at=self.now, op=op, target_id=target_id, detail=detail or {})
 
     @property
@@ -149,9 +149,9 @@ class Ledger:
             if policies:
                 # A taint policy in force sets the trust of a new event it matches (trust is
                 # not hashed: a replay of the event gets the same trust and stays a no-op).
-                trust = effective_trust(policies, ev.kind, ev.actor)
-                if trust is not None and trust != ev.trust:
-                    ev = ev.model_copy(update={"trust": trust})
+                imposed = effective_trust(policies, ev.kind, ev.actor)
+                if imposed is not None and imposed != ev.trust:
+                    ev = ev.model_copy(update={"trust": imposed})
             iso = ev.occurred_at.isoformat()
             h = ev.content_hash(iso)
             seen = fresh.get(ev.event_id)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -101,10 +102,13 @@ class LossyCompressor:
         """Damage ``out`` in place; return the id of the damaged (or invented) claim."""
         raise NotImplementedError
 
-    def _pick(self, out: dict[str, Any], ok: Any) -> dict[str, Any]:
-        for claim in out["claims"]:
-            if (self.target is None or claim["fact_id"] == self.target) and ok(claim):
-                return claim
+    def _pick(self, out: dict[str, Any], ok: Callable[[dict[str, Any]], bool]) -> tuple[dict[str, Any], str]:
+        """The first claim of ``out`` (the target's, when one is set) that ``ok`` accepts, and its fact id."""
+        claims: list[dict[str, Any]] = out["claims"]
+        for claim in claims:
+            fact_id = claim["fact_id"]
+            if isinstance(fact_id, str) and (self.target is None or fact_id == self.target) and ok(claim):
+                return claim, fact_id
         raise NothingToDamage(f"{type(self).__name__}: no claim to damage (target={self.target!r})")
 
     def __repr__(self) -> str:
@@ -118,11 +122,11 @@ class DropCriticalClaim(LossyCompressor):
     expected_code = "missing"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim = self._pick(out, lambda c: request.predicates[c["predicate"]].criticality == "critical")
+        claim, fact_id = self._pick(out, lambda c: request.predicates[c["predicate"]].criticality == "critical")
         out["claims"].remove(claim)
-        out["open_items"] = [i for i in out.get("open_items", []) if i != claim["fact_id"]]
+        out["open_items"] = [i for i in out.get("open_items", []) if i != fact_id]
         out["summary"] = "\n".join(ln for ln in out["summary"].splitlines() if not ln.startswith(_line_of(claim)))
-        return claim["fact_id"]
+        return fact_id
 
 
 class FlipBool(LossyCompressor):
@@ -132,9 +136,9 @@ class FlipBool(LossyCompressor):
     expected_code = "value_changed"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim = self._pick(out, lambda c: c["value_type"] == "bool")
+        claim, fact_id = self._pick(out, lambda c: c["value_type"] == "bool")
         claim["value"] = not claim["value"]
-        return claim["fact_id"]
+        return fact_id
 
 
 class ChangeNumber(LossyCompressor):
@@ -144,14 +148,14 @@ class ChangeNumber(LossyCompressor):
     expected_code = "value_changed"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim = self._pick(out, lambda c: c["value_type"] in ("int", "decimal", "money"))
+        claim, fact_id = self._pick(out, lambda c: c["value_type"] in ("int", "decimal", "money"))
         if claim["value_type"] == "int":
             claim["value"] = claim["value"] + 1
         elif claim["value_type"] == "decimal":
             claim["value"] = str(Decimal(claim["value"]) + 1)
         else:
             claim["value"] = {**claim["value"], "amount": str(Decimal(claim["value"]["amount"]) + 1)}
-        return claim["fact_id"]
+        return fact_id
 
 
 class DropQualifier(LossyCompressor):
@@ -161,9 +165,9 @@ class DropQualifier(LossyCompressor):
     expected_code = "qualifiers_changed"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim = self._pick(out, lambda c: bool(c["qualifiers"]))
+        claim, fact_id = self._pick(out, lambda c: bool(c["qualifiers"]))
         claim["qualifiers"] = claim["qualifiers"][:-1]
-        return claim["fact_id"]
+        return fact_id
 
 
 class InventClaim(LossyCompressor):
@@ -181,7 +185,7 @@ class InventClaim(LossyCompressor):
         self.fact_id = fact_id
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        model = self._pick(out, lambda c: True)
+        model, _ = self._pick(out, lambda c: True)
         invented = {**copy.deepcopy(model), "fact_id": self.fact_id}
         out["claims"].append(invented)
         return self.fact_id
@@ -240,12 +244,15 @@ class MissingFieldCompressor:
         self.inner = inner or DeterministicCompressor()
 
     def compress(self, request: CompressionRequest) -> dict[str, Any]:
-        out = copy.deepcopy(self.inner.compress(request))
+        out = self.inner.compress(request)
+        if isinstance(out, str):
+            raise TypeError(f"{type(self).__name__} wraps compressors that return a dict, got text")
+        out = copy.deepcopy(out)
         node: Any = out
         for step in self.path[:-1]:
             node = node[step]
         del node[self.path[-1]]
-        return out  # type: ignore[no-any-return]
+        return out
 
 
 class NonJsonCompressor:
