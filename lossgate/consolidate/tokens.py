@@ -10,9 +10,12 @@ count with their own model's tokenizer.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lossgate.errors import ConfigError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["TokenCounter", "default_counter", "TiktokenCounter"]
 
@@ -38,7 +41,7 @@ class TiktokenCounter:
 
 
 @lru_cache(maxsize=4)
-def _encoding(name: str):  # type: ignore[no-untyped-def]
+def _encoding(name: str) -> tiktoken.Encoding:
     try:
         import tiktoken
     except ImportError as exc:  # pragma: no cover - a declared dependency

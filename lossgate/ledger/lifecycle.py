@@ -27,8 +27,8 @@ from lossgate.model.canonical import content_hash
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.model.limits import shown_id
 from lossgate.model.records import (
-    AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, NewEvent,
-    NewFact, TaintOutcome, TaintPolicy, Trust, effective_trust, fact_hash_content, utcnow,
+    AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, FactStatus,
+    NewEvent, NewFact, TaintOutcome, TaintPolicy, Trust, effective_trust, fact_hash_content, utcnow,
 )
 from lossgate.model.registry import Registry, RegistryCache
 from lossgate.store.protocol import Store, WriteTx
@@ -416,9 +416,9 @@ class Ledger:
         if self._forget_now:
             forget_text()
 
-    def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
+    def _leave(self, fact: Fact, status: FactStatus, *, cause: str, purge: bool = False) -> None:
         self._touch(fact)
-        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)  # type: ignore[arg-type]
+        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)
         if purge:
             self._erasing()
         self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
@@ -575,11 +575,11 @@ class Ledger:
                 continue
             if (other.canonical_value(), other.polarity, other.qualifiers) == mine:
                 continue  # the same statement again corroborates; it does not conflict
-            pair = tuple(sorted((other.fact_id, fact.fact_id)))
+            pair = (other.fact_id, fact.fact_id) if other.fact_id < fact.fact_id else (fact.fact_id, other.fact_id)
             conflict = Conflict(
                 tenant_id=fact.tenant_id, subject_id=fact.subject_id,
                 conflict_id="c-" + _short_hash(fact.tenant_id, fact.subject_id, *pair),
-                predicate=fact.predicate, fact_ids=pair, detected_at=self.now,  # type: ignore[arg-type]
+                predicate=fact.predicate, fact_ids=pair, detected_at=self.now,
             )
             self.tx.insert_conflict(conflict)
             self._touch(other)

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from threading import Lock
 from functools import lru_cache
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from lossgate.runtime.caches import holds_text
 from lossgate.model.canonical import content_hash
@@ -443,9 +443,11 @@ PART_CACHE = 16_384
 _trees: OrderedDict[tuple[str, str, str], frozenset[str]] = OrderedDict()
 _parts: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
 _drops_lock = Lock()
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
-def _cached(cache: OrderedDict[Any, Any], key: Any) -> Any:
+def _cached(cache: OrderedDict[_K, _V], key: _K) -> _V | None:
     with _drops_lock:
         hit = cache.get(key)
         if hit is not None:
@@ -453,7 +455,7 @@ def _cached(cache: OrderedDict[Any, Any], key: Any) -> Any:
         return hit
 
 
-def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
+def _keep(cache: OrderedDict[_K, _V], key: _K, value: _V, size: int) -> None:
     with _drops_lock:
         cache[key] = value
         cache.move_to_end(key)
@@ -468,7 +470,7 @@ def _tree_dropped(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str)
     key = (tenant_id, subject_id, artifact_id)
     hit = _cached(_trees, key)
     if hit is not None:
-        return hit  # type: ignore[no-any-return]
+        return hit
     read = tx.artifact_drops(tenant_id, subject_id, [artifact_id])
     if artifact_id not in read:
         return frozenset()

@@ -67,6 +67,14 @@ class NothingToDamage(AssertionError):
     instead of passing because the "lossy" output happened to be faithful."""
 
 
+def _fact_id(claim: dict[str, Any]) -> str:
+    """The id of the fact ``claim`` carries (a string in any output the gate reads)."""
+    fact_id = claim["fact_id"]
+    if not isinstance(fact_id, str):
+        raise NothingToDamage(f"a claim's fact_id is {fact_id!r}, not a string: no fact to name as damaged")
+    return fact_id
+
+
 def _line_of(claim: dict[str, Any]) -> str:
     """The prefix of the summary line the deterministic compressor renders for ``claim``."""
     return f"- {claim['predicate']}: "
@@ -102,13 +110,12 @@ class LossyCompressor:
         """Damage ``out`` in place; return the id of the damaged (or invented) claim."""
         raise NotImplementedError
 
-    def _pick(self, out: dict[str, Any], ok: Callable[[dict[str, Any]], bool]) -> tuple[dict[str, Any], str]:
-        """The first claim of ``out`` (the target's, when one is set) that ``ok`` accepts, and its fact id."""
+    def _pick(self, out: dict[str, Any], ok: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first claim of ``out`` (the target's, when one is set) that ``ok`` accepts."""
         claims: list[dict[str, Any]] = out["claims"]
         for claim in claims:
-            fact_id = claim["fact_id"]
-            if isinstance(fact_id, str) and (self.target is None or fact_id == self.target) and ok(claim):
-                return claim, fact_id
+            if (self.target is None or claim["fact_id"] == self.target) and ok(claim):
+                return claim
         raise NothingToDamage(f"{type(self).__name__}: no claim to damage (target={self.target!r})")
 
     def __repr__(self) -> str:
@@ -122,7 +129,8 @@ class DropCriticalClaim(LossyCompressor):
     expected_code = "missing"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim, fact_id = self._pick(out, lambda c: request.predicates[c["predicate"]].criticality == "critical")
+        claim = self._pick(out, lambda c: request.predicates[c["predicate"]].criticality == "critical")
+        fact_id = _fact_id(claim)
         out["claims"].remove(claim)
         out["open_items"] = [i for i in out.get("open_items", []) if i != fact_id]
         out["summary"] = "\n".join(ln for ln in out["summary"].splitlines() if not ln.startswith(_line_of(claim)))
@@ -136,9 +144,9 @@ class FlipBool(LossyCompressor):
     expected_code = "value_changed"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim, fact_id = self._pick(out, lambda c: c["value_type"] == "bool")
+        claim = self._pick(out, lambda c: c["value_type"] == "bool")
         claim["value"] = not claim["value"]
-        return fact_id
+        return _fact_id(claim)
 
 
 class ChangeNumber(LossyCompressor):
@@ -148,14 +156,14 @@ class ChangeNumber(LossyCompressor):
     expected_code = "value_changed"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim, fact_id = self._pick(out, lambda c: c["value_type"] in ("int", "decimal", "money"))
+        claim = self._pick(out, lambda c: c["value_type"] in ("int", "decimal", "money"))
         if claim["value_type"] == "int":
             claim["value"] = claim["value"] + 1
         elif claim["value_type"] == "decimal":
             claim["value"] = str(Decimal(claim["value"]) + 1)
         else:
             claim["value"] = {**claim["value"], "amount": str(Decimal(claim["value"]["amount"]) + 1)}
-        return fact_id
+        return _fact_id(claim)
 
 
 class DropQualifier(LossyCompressor):
@@ -165,9 +173,9 @@ class DropQualifier(LossyCompressor):
     expected_code = "qualifiers_changed"
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        claim, fact_id = self._pick(out, lambda c: bool(c["qualifiers"]))
+        claim = self._pick(out, lambda c: bool(c["qualifiers"]))
         claim["qualifiers"] = claim["qualifiers"][:-1]
-        return fact_id
+        return _fact_id(claim)
 
 
 class InventClaim(LossyCompressor):
@@ -185,7 +193,7 @@ class InventClaim(LossyCompressor):
         self.fact_id = fact_id
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
-        model, _ = self._pick(out, lambda c: True)
+        model = self._pick(out, lambda c: True)
         invented = {**copy.deepcopy(model), "fact_id": self.fact_id}
         out["claims"].append(invented)
         return self.fact_id
