@@ -26,7 +26,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
-# Strict on the packages [tool.mypy] in pyproject.toml lists.
+# Strict on all of lossgate ([tool.mypy] in pyproject.toml).
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy
 

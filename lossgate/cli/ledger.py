@@ -24,6 +24,7 @@ from lossgate.cli.display import (
 from lossgate.api.ingest import describe_validation_error
 from lossgate.model.limits import UnreadableJson, read_json
 from lossgate.model.records import Authority, EventState, Modality, NewFact, Polarity
+from lossgate.model.registry import Registry
 from lossgate.model.starter import is_starter
 
 __all__ = ["register"]
@@ -93,8 +94,9 @@ def init(
         raise typer.BadParameter("--predicates and --no-starter contradict each other", param_hint="'--no-starter'")
     with open_memory(ctx, create=True, starter=predicates is None and not no_starter) as memory:
         version = memory.migrate()
+        registry: Registry | None
         if predicates is not None:
-            registry = memory.load_predicates(predicates)
+            registry = memory.load_predicates(str(predicates))
         else:
             with memory.store.write() as tx:  # the stored one, else the starter (unless --no-starter) stored now
                 registry = memory.registries.needed(tx)
@@ -120,7 +122,7 @@ def predicates_load(
     adds or raises a critical predicate or changes a type re-gates each --tenant's summaries
     in the same transaction (a failure goes stale and queues a rebuild)."""
     with open_memory(ctx, create=True) as memory:
-        registry = memory.load_predicates(file, tenants=tenants or ())
+        registry = memory.load_predicates(str(file), tenants=tenants or ())
     out().print(Text.assemble(
         "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
     ))
@@ -140,7 +142,7 @@ def predicates_extend(
     (the same file again stores nothing)."""
     with open_memory(ctx, create=True, starter=True) as memory:
         before = memory.registry
-        registry = memory.extend_predicates(file, tenants=tenants or ())
+        registry = memory.extend_predicates(str(file), tenants=tenants or ())
     changed = before is None or registry.version != before.version
     out().print(Text.assemble(
         "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",

@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -50,7 +50,7 @@ def evaluation_memory(store: str | None, folder: str, *, semantic: bool,
     memory = lossgate.open(store or f"sqlite:///{Path(folder) / 'benchmark.db'}", embedder=embedder, starter=False,
                            reranker=reranker)
     if memory.registry is None:
-        memory.load_predicates(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml")
+        memory.load_predicates(str(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml"))
     return memory
 
 
@@ -108,7 +108,7 @@ def locomo_command(
     (_print_periods if by_period else _print)(doc)
 
 
-def _print(doc: dict) -> None:
+def _print(doc: dict[str, Any]) -> None:
     sides = doc["sides"]
     cats = [*locomo.CATEGORIES.values(), "overall"]
     table = Table(title=f"LoCoMo evidence recall at {doc['budget_tokens']} tokens per recall "
@@ -144,7 +144,7 @@ def _print(doc: dict) -> None:
                     "(its latency is in the + rerank rows)", markup=False)
 
 
-def _print_periods(doc: dict) -> None:
+def _print_periods(doc: dict[str, Any]) -> None:
     overall = doc["overall"]
     table = Table(title=f"LoCoMo published memory by period ({overall['conversations']} conversations; "
                         f"recall at {doc['budget_tokens']} tokens)")
@@ -152,7 +152,7 @@ def _print_periods(doc: dict) -> None:
                  "in digest", "by question", "by atom text", "unreachable"):
         table.add_column(name, justify="left" if name in ("conversation", "path") else "right")
 
-    def row(name: str, path: str, fig: dict) -> list[str]:
+    def row(name: str, path: str, fig: dict[str, Any]) -> list[str]:
         atoms = fig["atoms"]
         return [name, path, f"{fig['sessions_covered']}/{fig['sessions']}", f"{fig['raw_tokens']:,}",
                 f"{fig['published_tokens']:,}", f"{fig['reduction']:.1%}", str(atoms["atoms"]),

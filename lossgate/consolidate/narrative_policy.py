@@ -5,7 +5,6 @@ the attempt) or ``refuse`` (the attempt fails, and is retried and escalated as a
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
 
 from lossgate.errors import InvalidInput
 from lossgate.gate.narrative import NARRATIVE_POLICIES, NarrativePolicy
@@ -18,8 +17,8 @@ _KEY = "narrative_policy"
 
 def narrative_policy(tx: ReadTx, tenant_id: str) -> NarrativePolicy:
     """The tenant's narrative policy (``omit`` if it never set one)."""
-    value = tx.tenant_settings(tenant_id).get(_KEY, "omit")
-    return cast(NarrativePolicy, value if value in NARRATIVE_POLICIES else "omit")
+    value = tx.tenant_settings(tenant_id).get(_KEY)
+    return value if isinstance(value, str) and value in NARRATIVE_POLICIES else "omit"
 
 
 def set_narrative_policy(tx: WriteTx, tenant_id: str, policy: str, *, now: datetime) -> NarrativePolicy:
@@ -29,4 +28,4 @@ def set_narrative_policy(tx: WriteTx, tenant_id: str, policy: str, *, now: datet
     settings = tx.tenant_settings(tenant_id)
     settings[_KEY] = policy
     tx.save_tenant_settings(tenant_id, settings, at=now)
-    return cast(NarrativePolicy, policy)
+    return policy

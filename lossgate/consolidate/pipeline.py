@@ -390,6 +390,7 @@ class Consolidator:
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
             extended = self._extend(tx, tenant_id, subject_id, registry, counter)
+            tree: hierarchy.TreePlan | None
             if extended is not None:  # a fresh hierarchy grows by its tail: what is new is what it reads
                 sel, tree = extended.selection, extended.tree
             else:

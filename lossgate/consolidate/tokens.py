@@ -10,17 +10,23 @@ count with their own model's tokenizer.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lossgate.errors import ConfigError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["TokenCounter", "default_counter", "TiktokenCounter"]
 
 
 class TokenCounter(Protocol):
-    """Anything that says how many tokens a text costs."""
+    """Anything that says how many tokens a text costs: a plain ``str -> int`` function too.
+    Hashable, because recall caches its counts by text and counter."""
 
-    def __call__(self, text: str) -> int: ...
+    def __call__(self, text: str, /) -> int: ...
+
+    def __hash__(self) -> int: ...
 
 
 class TiktokenCounter:
@@ -35,7 +41,7 @@ class TiktokenCounter:
 
 
 @lru_cache(maxsize=4)
-def _encoding(name: str):  # type: ignore[no-untyped-def]
+def _encoding(name: str) -> tiktoken.Encoding:
     try:
         import tiktoken
     except ImportError as exc:  # pragma: no cover - a declared dependency

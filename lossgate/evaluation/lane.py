@@ -11,6 +11,7 @@ summary) and per rewrite how many variants raised a false alarm.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -107,6 +108,24 @@ def load_cases(fixtures_dir: str | Path) -> list[GateCase]:
     return [load_case(p) for p in paths]
 
 
+@dataclass
+class _Tally:
+    """One operator's count, while the lane runs."""
+
+    mutants: int = 0
+    caught: int = 0
+    equivalent: int = 0
+    missed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Alarms:
+    """One rewrite's count, while the lane runs."""
+
+    variants: int = 0
+    false_alarms: list[str] = field(default_factory=list)
+
+
 def _signature(result: GateResult) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     return (result.outcome, tuple(map(str, result.violations)), tuple(f"{v}({v.severity})" for v in result.losses))
 
@@ -116,8 +135,8 @@ def run_lane(fixtures_dir: str | Path | None = None) -> LaneReport:
     root = Path(fixtures_dir) if fixtures_dir is not None else default_fixtures()
     cases = load_cases(root)
     baselines: list[CaseBaseline] = []
-    tallies = {op.name: [0, 0, [], 0] for op in OPERATORS}
-    alarms: dict[str, list[int | list[str]]] = {rw.name: [0, []] for rw in REWRITES}
+    tallies = {op.name: _Tally() for op in OPERATORS}
+    alarms = {rw.name: _Alarms() for rw in REWRITES}
     for case in cases:
         inputs = prose_inputs(case.snapshot)
         base = check(case.snapshot, case.artifact, case.registry, prose_inputs=inputs)
@@ -128,29 +147,29 @@ def run_lane(fixtures_dir: str | Path | None = None) -> LaneReport:
             tally = tallies[op.name]
             for mutant in op.generate(case):
                 if mutant.equivalent:
-                    tally[3] += 1
+                    tally.equivalent += 1
                     continue
                 missed = judge(case, mutant, inputs)  # the gate, or for a narrative mutant what is published
-                tally[0] += 1
+                tally.mutants += 1
                 if missed is None:
-                    tally[1] += 1
+                    tally.caught += 1
                 else:
-                    tally[2].append(missed)
+                    tally.missed.append(missed)
         for rw in REWRITES:
             for variant in rw.generate(case):
                 v = variant.case
                 got = check(v.snapshot, v.artifact, v.registry)
-                alarms[rw.name][0] += 1
+                alarms[rw.name].variants += 1
                 if _signature(got) != _signature(base):
-                    alarms[rw.name][1].append(  # type: ignore[union-attr]
+                    alarms[rw.name].false_alarms.append(
                         f"{case.case_id}/{variant.label}: {got.outcome} {got.lines() or [str(x) for x in got.losses]}")
     return LaneReport(
         fixtures=str(root), baselines=tuple(baselines),
-        operators=tuple(OperatorStats(operator=op.name, description=op.description, mutants=tallies[op.name][0],
-                                      caught=tallies[op.name][1], equivalent=tallies[op.name][3],
-                                      missed=tuple(tallies[op.name][2]))
+        operators=tuple(OperatorStats(operator=op.name, description=op.description, mutants=tallies[op.name].mutants,
+                                      caught=tallies[op.name].caught, equivalent=tallies[op.name].equivalent,
+                                      missed=tuple(tallies[op.name].missed))
                         for op in OPERATORS),
-        rewrites=tuple(RewriteStats(rewrite=rw.name, description=rw.description, variants=alarms[rw.name][0],
-                                    false_alarms=tuple(alarms[rw.name][1]))  # type: ignore[arg-type]
+        rewrites=tuple(RewriteStats(rewrite=rw.name, description=rw.description, variants=alarms[rw.name].variants,
+                                    false_alarms=tuple(alarms[rw.name].false_alarms))
                        for rw in REWRITES),
     )

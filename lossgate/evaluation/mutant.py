@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Literal
 
 from lossgate.evaluation import textops as T
-from lossgate.gate.atoms import Atom, diff_atoms, is_affirmation
+from lossgate.gate.atoms import Atom, diff_atoms, extract_atoms, is_affirmation
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.engine import check
 from lossgate.gate.narrative import NarrativePolicy
@@ -146,7 +146,7 @@ def supported_atoms(case: GateCase) -> list[Atom]:
     atoms: list[Atom] = []
     for ev in case.snapshot.events:
         if ev.state == "valid" and ev.text:
-            atoms += [a for a in T.extract_atoms(ev.text, reference_time=ev.occurred_at) if not is_affirmation(a)]
+            atoms += [a for a in extract_atoms(ev.text, reference_time=ev.occurred_at) if not is_affirmation(a)]
     for c in case.artifact.claims:
         for text in value_forms(c.value_type, c.value) + [v for _, v in c.qualifiers]:
             atoms += T.atoms_of(text)
@@ -173,8 +173,8 @@ def prose_edit(case: GateCase, op: str, target: str, new_summary: str | None, *c
     art = case.artifact
     if new_summary is None or new_summary == art.summary:
         return
-    before = {(a.kind, a.key) for a in T.extract_atoms(art.summary)}
-    fresh = [a for a in T.extract_atoms(new_summary) if (a.kind, a.key) not in before]
+    before = {(a.kind, a.key) for a in extract_atoms(art.summary)}
+    fresh = [a for a in extract_atoms(new_summary) if (a.kind, a.key) not in before]
     if not fresh or covered(fresh, supported_atoms(case)):
         yield Mutant(op, case.case_id, target, "prose", art, frozenset(codes), equivalent=True)
         return

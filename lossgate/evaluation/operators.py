@@ -21,6 +21,7 @@ from lossgate.evaluation import textops as T
 from lossgate.evaluation.mutant import (
     Mutant, Operator, claim_value, mutant, narrative_mutant, prose_edit, replace_claim, with_claims,
 )
+from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.narrative import NARRATIVE_POLICIES
@@ -72,7 +73,7 @@ def _without_cue(text: str, start: int, end: int) -> str | None:
 
 
 def _negation_spans(summary: str) -> Iterator[tuple[int, int, str]]:
-    for a in T.extract_atoms(summary):
+    for a in extract_atoms(summary):
         if a.kind == "negation" and a.key.startswith("not|"):
             yield a.start, a.end, a.key
 
@@ -118,14 +119,15 @@ def perturb_number(case: GateCase) -> Iterator[Mutant]:
     art = case.artifact
     for i, c in enumerate(art.claims):
         canon = claim_value(c)
+        new: dict[str, Any] | int | str
         if c.value_type == "money":
             new = {**canon, "amount": T.close_number(canon["amount"])}
         elif c.value_type == "int":
             new = int(T.close_number(str(canon)))
         elif c.value_type == "decimal":
             new = T.close_number(canon)
-        elif c.value_type == "entity_id" and any(ch.isdigit() for ch in canon):
-            new = T.close_digits(canon)  # INV-9182 -> INV-9128: a close identifier
+        elif c.value_type == "entity_id" and (close := T.close_digits(canon)) is not None:
+            new = close  # INV-9182 -> INV-9128: a close identifier (None: canon holds no digit)
         else:
             continue
         yield mutant(case, "perturb_number", c.fact_id, "claims", replace_claim(art, i, value=new), "value_changed")
@@ -148,8 +150,8 @@ def change_unit(case: GateCase) -> Iterator[Mutant]:
     for i, c in enumerate(art.claims):
         canon = claim_value(c)
         if c.value_type == "money":
-            new = {**canon, "currency": _CURRENCY_SWAP.get(canon["currency"], "USD")}
-            yield mutant(case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=new), "value_changed")
+            money = {**canon, "currency": _CURRENCY_SWAP.get(canon["currency"], "USD")}
+            yield mutant(case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=money), "value_changed")
         elif c.value_type == "duration" and isinstance(canon, str) and canon[-1] in "MH":
             swapped = canon[:-1] + ("H" if canon.endswith("M") else "M")
             yield mutant(case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=swapped), "value_changed")

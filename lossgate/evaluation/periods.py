@@ -139,8 +139,8 @@ class Tally:
     evidence turn's own line is in the digest) or ``key`` (another line of the digest has the
     same atom); ``question`` by ``event`` or ``text`` (see the module docstring)."""
 
-    classes: Counter = field(default_factory=Counter)
-    paths: Counter = field(default_factory=Counter)
+    classes: Counter[str] = field(default_factory=Counter)
+    paths: Counter[str] = field(default_factory=Counter)
 
     def add(self, cls: str, path: str | None = None) -> None:
         self.classes[cls] += 1
@@ -177,7 +177,7 @@ class ConversationFigures:
     questions: int = 0
     atoms: Tally = field(default_factory=Tally)
     distinct: Tally = field(default_factory=Tally)
-    recall_modes: Counter = field(default_factory=Counter)  # "summary" when the root was fresh
+    recall_modes: Counter[str] = field(default_factory=Counter)  # "summary" when the root was fresh
 
     @property
     def hierarchical(self) -> bool:

@@ -51,7 +51,7 @@ def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *
             authority = AUTHORITY_FOR_TRUST[weakest]
             proposal = Proposal(
                 proposal_id=pid, tenant_id=tenant_id, subject_id=subject_id, predicate=c.predicate, value=c.value,
-                qualifiers=c.qualifiers, source_event_ids=c.source_event_ids, authority=authority,  # type: ignore[arg-type]
+                qualifiers=c.qualifiers, source_event_ids=c.source_event_ids, authority=authority,
                 modality="quoted" if authority == "untrusted" else "asserted", extractor=extractor.name,
                 status="review", created_at=now)
             out.append(_decide(led, registry, proposal))

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
-from lossgate.gate.outcome import Severity, Violation
+from lossgate.gate.outcome import FORBIDDEN, Code, Severity, Violation
 from lossgate.gate.typed import TypedValue, dump_json, json_type_name, json_value, typed_value
 from lossgate.model.records import ArtifactBody, Snapshot
 
@@ -85,10 +85,10 @@ class ArtifactFact(NamedTuple):
     authority: str | None = None
 
 
-def _v(code: str, subject: str, detail: str, *, expected: Any = None, observed: Any = None,
+def _v(code: Code, subject: str, detail: str, *, expected: Any = None, observed: Any = None,
        severity: Severity = "critical") -> Violation:
     return Violation(
-        code=code, subject=subject, severity=severity, detail=detail,  # type: ignore[arg-type]
+        code=code, subject=subject, severity=severity, detail=detail,
         expected=None if expected is None else str(expected),
         observed=None if observed is None else str(observed),
     )
@@ -197,7 +197,7 @@ def compare_facts(
         copies = by_id.get(e.fact_id)
         if e.status != "active":
             if copies:
-                out.append(_v(f"forbidden_{e.status}_fact", e.fact_id, f"a {e.status} fact is in the artifact"))
+                out.append(_v(FORBIDDEN[e.status], e.fact_id, f"a {e.status} fact is in the artifact"))
             continue
         if not copies:
             sev = loss_severity(e.fact_id) if loss_severity else "critical"

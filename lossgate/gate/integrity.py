@@ -36,7 +36,7 @@ has no events, trust, open items or conflicts). All codes are critical.
 
 from __future__ import annotations
 
-from lossgate.gate.outcome import Violation
+from lossgate.gate.outcome import FORBIDDEN, Code, Violation
 from lossgate.model.records import ArtifactBody, Claim, Fact, Snapshot
 from lossgate.model.registry import Registry
 
@@ -45,8 +45,8 @@ __all__ = ["check_integrity"]
 _ELEVATING_CATEGORIES = frozenset({"instruction", "preference"})
 
 
-def _v(code: str, subject: str, detail: str) -> Violation:
-    return Violation(code=code, subject=subject, severity="critical", detail=detail)  # type: ignore[arg-type]
+def _v(code: Code, subject: str, detail: str) -> Violation:
+    return Violation(code=code, subject=subject, severity="critical", detail=detail)
 
 
 class _Index:
@@ -123,7 +123,7 @@ def _open_items(snapshot: Snapshot, artifact: ArtifactBody, idx: _Index, registr
         if named is None:
             out.append(_v("unsupported_fact", item, "open item names no fact in the ledger"))
         elif named.status != "active":
-            out.append(_v(f"forbidden_{named.status}_fact", item, f"open item names a {named.status} fact"))
+            out.append(_v(FORBIDDEN[named.status], item, f"open item names a {named.status} fact"))
 
 
 def _conflicts(snapshot: Snapshot, artifact: ArtifactBody, out: list[Violation]) -> None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from lossgate.gate.preserve import MustPreserve
 
 __all__ = [
-    "Code", "CODES", "Severity", "Outcome", "Violation", "GateResult", "make_result", "sort_key",
+    "Code", "CODES", "FORBIDDEN", "Severity", "Outcome", "Violation", "GateResult", "make_result", "sort_key",
 ]
 
 Severity = Literal["critical", "important", "contextual"]
@@ -56,6 +56,10 @@ Code = Literal[
 #: checks that emit them when what was lost is not critical.
 CODES: dict[str, Severity] = {code: "critical" for code in get_args(Code)}
 CODES["atom_missing"] = "important"
+
+#: A fact's status, other than active -> the code for an artifact that states the fact.
+FORBIDDEN: dict[str, Code] = {"superseded": "forbidden_superseded_fact", "deleted": "forbidden_deleted_fact",
+                              "revoked": "forbidden_revoked_fact"}
 
 _RANK = {code: i for i, code in enumerate(get_args(Code))}
 _SEVERITY_RANK = {"critical": 0, "important": 1, "contextual": 2}

@@ -70,7 +70,7 @@ from typing import Any, Iterable
 from lossgate.gate.atoms import Atom, AtomChange, AtomKind, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
-from lossgate.gate.outcome import Violation
+from lossgate.gate.outcome import Code, Severity, Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.superseded import has_marker, strip_markers
 from lossgate.gate.sources import (
@@ -191,8 +191,8 @@ def _plain(a: Atom) -> tuple[str, ...]:
     return (head, *sorted(set(rest) - _SELF - {"me", "i"}))
 
 
-def _v(code: str, subject: str, detail: str, severity: str = "critical", **kw: Any) -> Violation:
-    return Violation(code=code, subject=subject, severity=severity, detail=detail, **kw)  # type: ignore[arg-type]
+def _v(code: Code, subject: str, detail: str, severity: Severity = "critical", **kw: Any) -> Violation:
+    return Violation(code=code, subject=subject, severity=severity, detail=detail, **kw)
 
 
 def _uncovered(summary: list[Atom], support: AtomSet) -> set[Key]:
@@ -227,7 +227,7 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
             continue
         # A reworded negation keeps its polarity; the extractor cannot tell rewording from
         # narrowing, and the structured claim carries the qualifiers exactly: record it.
-        severity = "important" if ch.reason == "negation_changed" else "critical"
+        severity: Severity = "important" if ch.reason == "negation_changed" else "critical"
         out.append(_v("atom_changed", label_of(ch.summary), f"{ch.reason}: source says {ch.source.text!r}, "
                       f"summary says {ch.summary.text!r}", severity, expected=label_of(ch.source),
                       observed=label_of(ch.summary)))

@@ -141,12 +141,12 @@ def _tokens_all(values: Sequence[tuple[str, object]]) -> list[frozenset[tuple[st
                 found[owners[bisect_right(starts, atom.start) - 1]].add(token_of(atom))
     with _TOKENS_LOCK:
         for i in missing:
-            out[i] = frozenset(found[i])
+            out[i] = tokens = frozenset(found[i])
             key = keys[i]
             if key is not None:
                 if len(_TOKENS) >= _TOKENS_SIZE:
                     _TOKENS.clear()
-                _TOKENS[key] = out[i]  # type: ignore[assignment]
+                _TOKENS[key] = tokens
     return [t if t is not None else frozenset() for t in out]
 
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence import numbers_in
-from lossgate.gate.outcome import Violation
+from lossgate.gate.outcome import Code, Violation
 from lossgate.gate.sources import value_forms
 from lossgate.judge.llm import Statement
 from lossgate.model.records import Fact, Snapshot
@@ -69,16 +69,16 @@ def _negative(f: Fact) -> bool:
     return f.polarity == "negative" or (f.value_type == "bool" and f.value is False)
 
 
-def _v(code: str, subject: str, detail: str) -> Violation:
-    return Violation(code=code, subject=subject, severity="critical", detail=f"judge: {detail}")  # type: ignore[arg-type]
+def _v(code: Code, subject: str, detail: str) -> Violation:
+    return Violation(code=code, subject=subject, severity="critical", detail=f"judge: {detail}")
 
 
 def judge_violations(statements: Sequence[Statement], snapshot: Snapshot) -> list[Violation]:
     """Violations of the ledger in the judge's ``statements`` (see the module docstring)."""
     active = {f.fact_id: f for f in snapshot.facts if f.status == "active"}
     by_predicate: dict[str, list[Fact]] = {}
-    for f in active.values():
-        by_predicate.setdefault(f.predicate, []).append(f)
+    for fact in active.values():
+        by_predicate.setdefault(fact.predicate, []).append(fact)
     conflict_of = {i: c.conflict_id for c in snapshot.conflicts if c.status == "unresolved" for i in c.fact_ids}
     out: list[Violation] = []
     for s in statements:

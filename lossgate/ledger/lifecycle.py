@@ -27,8 +27,8 @@ from lossgate.model.canonical import content_hash
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.model.limits import shown_id
 from lossgate.model.records import (
-    AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, NewEvent,
-    NewFact, TaintOutcome, TaintPolicy, Trust, effective_trust, fact_hash_content, utcnow,
+    AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, FactStatus,
+    NewEvent, NewFact, TaintOutcome, TaintPolicy, Trust, effective_trust, fact_hash_content, utcnow,
 )
 from lossgate.model.registry import Registry, RegistryCache
 from lossgate.store.protocol import Store, WriteTx
@@ -119,7 +119,7 @@ class Ledger:
     def _touch(self, fact: Fact) -> None:
         self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
 
-    def _log(self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict | None = None) -> None:
+    def _log(self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict[str, Any] | None = None) -> None:
         self.tx.add_log(tenant_id, subject_id, at=self.now, op=op, target_id=target_id, detail=detail or {})
 
     @property
@@ -149,9 +149,9 @@ class Ledger:
             if policies:
                 # A taint policy in force sets the trust of a new event it matches (trust is
                 # not hashed: a replay of the event gets the same trust and stays a no-op).
-                trust = effective_trust(policies, ev.kind, ev.actor)
-                if trust is not None and trust != ev.trust:
-                    ev = ev.model_copy(update={"trust": trust})
+                imposed = effective_trust(policies, ev.kind, ev.actor)
+                if imposed is not None and imposed != ev.trust:
+                    ev = ev.model_copy(update={"trust": imposed})
             iso = ev.occurred_at.isoformat()
             h = ev.content_hash(iso)
             seen = fresh.get(ev.event_id)
@@ -416,9 +416,9 @@ class Ledger:
         if self._forget_now:
             forget_text()
 
-    def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
+    def _leave(self, fact: Fact, status: FactStatus, *, cause: str, purge: bool = False) -> None:
         self._touch(fact)
-        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)  # type: ignore[arg-type]
+        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)
         if purge:
             self._erasing()
         self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
@@ -575,11 +575,11 @@ class Ledger:
                 continue
             if (other.canonical_value(), other.polarity, other.qualifiers) == mine:
                 continue  # the same statement again corroborates; it does not conflict
-            pair = tuple(sorted((other.fact_id, fact.fact_id)))
+            pair = (other.fact_id, fact.fact_id) if other.fact_id < fact.fact_id else (fact.fact_id, other.fact_id)
             conflict = Conflict(
                 tenant_id=fact.tenant_id, subject_id=fact.subject_id,
                 conflict_id="c-" + _short_hash(fact.tenant_id, fact.subject_id, *pair),
-                predicate=fact.predicate, fact_ids=pair, detected_at=self.now,  # type: ignore[arg-type]
+                predicate=fact.predicate, fact_ids=pair, detected_at=self.now,
             )
             self.tx.insert_conflict(conflict)
             self._touch(other)

@@ -25,6 +25,7 @@ Workers expire the subject of each job they run (:class:`lossgate.ops.worker.Wor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,13 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from lossgate.errors import InvalidInput
 from lossgate.model.instants import before
 from lossgate.model.limits import text_problem
-from lossgate.model.records import EventKind, Event
+from lossgate.model.records import Event, EventKind, Tier
 from lossgate.store.protocol import ReadTx, WriteTx
 
 __all__ = ["RetentionRule", "RetentionPolicy", "Expiry", "policy", "set_policy", "expiring", "EXPIRY_REASON"]
 
 _KEY = "retention"
-_TIERS = ("hot", "warm", "cold")
+_TIERS: tuple[Tier, ...] = ("hot", "warm", "cold")
 EXPIRY_REASON = "retention"
 
 
@@ -127,7 +128,7 @@ def policy(tx: ReadTx, tenant_id: str) -> RetentionPolicy:
     return RetentionPolicy.model_validate({k: v for k, v in record.items() if k != "history"})
 
 
-def set_policy(tx: WriteTx, tenant_id: str, rules: list[dict[str, Any]] | tuple[RetentionRule, ...], *,
+def set_policy(tx: WriteTx, tenant_id: str, rules: Sequence[dict[str, Any] | RetentionRule], *,
                records: timedelta | None = None, now: datetime) -> RetentionPolicy:
     """Store ``rules`` (and ``records``, the time to live of recall records, guard results and
     responses) as the tenant's retention, one version after the current one, keeping the

@@ -42,7 +42,8 @@ def _fast_ok(value: Any) -> bool:
     if t is str or value is None or t is bool:
         return True
     if t is int:
-        return -_SAFE_INT <= value <= _SAFE_INT
+        number: int = value
+        return -_SAFE_INT <= number <= _SAFE_INT
     if t is dict:
         for k, v in value.items():
             # Strings are the common case: checked inline, no recursive call.

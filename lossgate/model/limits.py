@@ -232,7 +232,7 @@ class _BadNumber(str):
     """A number literal the locating parse found unreadable."""
 
 
-class _Duplicated(dict):  # type: ignore[type-arg]
+class _Duplicated(dict[str, Any]):
     """An object the locating parse found with a key given twice (``duplicate``)."""
 
     duplicate = ""

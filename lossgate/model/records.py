@@ -17,9 +17,10 @@ import re
 import uuid
 from fnmatch import fnmatchcase
 from datetime import datetime, timezone
-from typing import Any, Iterable, Literal, NamedTuple
+from typing import Any, Iterable, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails, InitErrorDetails
 
 from lossgate.model.canonical import envelope_hash
 from lossgate.errors import InvalidInput, InvalidRecord
@@ -58,8 +59,8 @@ FactStatus = Literal["active", "superseded", "deleted", "revoked"]
 
 # Higher is more trusted. A fact's authority may not exceed the best trust of
 # the events it rests on (invariant 8): repeating untrusted text never raises it.
-TRUST_RANK: dict[str, int] = {"untrusted": 0, "tool": 1, "system": 2, "authenticated_user": 3, "user": 3}
-AUTHORITY_FOR_TRUST: dict[str, str] = {
+TRUST_RANK: dict[Trust | Authority, int] = {"untrusted": 0, "tool": 1, "system": 2, "authenticated_user": 3, "user": 3}
+AUTHORITY_FOR_TRUST: dict[Trust, Authority] = {
     "untrusted": "untrusted", "tool": "tool", "system": "system", "authenticated_user": "user",
 }
 
@@ -94,9 +95,18 @@ def _invalid_record(exc: ValidationError) -> InvalidInput:
     if isinstance(exc, InvalidRecord):
         return exc
     try:
-        return InvalidRecord.from_exception_data(exc.title, exc.errors())
+        return InvalidRecord.from_exception_data(exc.title, [_init_details(e) for e in exc.errors()])
     except Exception:  # noqa: BLE001 - an error type pydantic cannot rebuild: keep its text
         return InvalidInput(str(exc))
+
+
+def _init_details(error: ErrorDetails) -> InitErrorDetails:
+    """One of ``errors()``'s entries as pydantic takes it to rebuild the error (its message
+    and URL are derived again from its type and context)."""
+    details = InitErrorDetails(type=error["type"], loc=error["loc"], input=error["input"])
+    if "ctx" in error:
+        details["ctx"] = error["ctx"]
+    return details
 
 
 class _Input(_Record):
@@ -114,14 +124,17 @@ class _Input(_Record):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @classmethod
-    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
         try:
             return super().model_validate(obj, **kwargs)
         except ValidationError as exc:
             raise _invalid_record(exc) from None
 
 
-def _json_field(value: Any, max_bytes: int, *, nul_ok: bool = False) -> Any:
+_JSON = TypeVar("_JSON")
+
+
+def _json_field(value: _JSON, max_bytes: int, *, nul_ok: bool = False) -> _JSON:
     if not value and type(value) is dict:  # the common empty payload
         return value
     problem = json_problem(value, max_bytes, nul_ok=nul_ok)
@@ -552,7 +565,9 @@ def effective_trust(policies: Iterable[TaintPolicy], kind: str, actor: str) -> T
     """The trust that the policies in force impose on an event of ``kind`` by ``actor``:
     the lowest among those that match it, or ``None`` when none does."""
     found = [p.trust for p in policies if p.matches(kind, actor)]
-    return min(found, key=TRUST_RANK.__getitem__) if found else None
+    if not found:
+        return None
+    return min(found, key=TRUST_RANK.__getitem__)
 
 
 class TaintOutcome(_Record):

@@ -106,6 +106,7 @@ def describe_type(value: Any) -> str:
 
 def _decimal(value: Any) -> Decimal:
     t = type(value)
+    d: Decimal
     if t is bool or t is float:
         # A float has already lost the decimal the user wrote; refuse rather than guess.
         raise ValueMismatch(f"got {describe_type(value)}")

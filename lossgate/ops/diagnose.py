@@ -86,7 +86,7 @@ import tarfile
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -133,6 +133,12 @@ class TextRef(_Model):
     text: str | None = None
 
 
+@overload
+def _text(value: str, include: bool) -> TextRef: ...
+@overload
+def _text(value: str | None, include: bool) -> TextRef | None: ...
+
+
 def _text(value: str | None, include: bool) -> TextRef | None:
     if value is None:
         return None
@@ -143,7 +149,7 @@ def _text(value: str | None, include: bool) -> TextRef | None:
 def _value(value: Any, value_type: str, include: bool) -> Any:
     """A fact's or claim's JSON value: a ``string`` value is text, the others are evidence."""
     if not include and value_type == "string" and isinstance(value, str):
-        return _text(value, False).model_dump()  # type: ignore[union-attr]
+        return _text(value, False).model_dump()
     return value
 
 

@@ -66,18 +66,20 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
+from dataclasses import dataclass
 from threading import Lock
 from functools import lru_cache
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from lossgate.runtime.caches import holds_text
 from lossgate.model.canonical import content_hash
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.model.derived_records import (EVENTS_TITLE, FACTS_TITLE, ArtifactHead, RecallInputs, RecallMode, RecallRecord,
-                              RecallResult, block_parts, block_title, conflicts_between, summary_structure)
+from lossgate.model.derived_records import (EVENTS_TITLE, FACTS_TITLE, Alias, ArtifactHead, RecallInputs, RecallMode,
+                              RecallRecord, RecallResult, block_parts, block_title, conflicts_between,
+                              summary_structure)
 from lossgate.errors import ConfigError
-from lossgate.model.records import Conflict, Event, Fact, utcnow
+from lossgate.model.records import Clock, Conflict, Event, Fact, utcnow
 from lossgate.model.wording import (CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, conflict_line, day_line, event_line,
                              fact_line)
 from lossgate.model.search_terms import is_phrase, query_terms
@@ -86,7 +88,7 @@ from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, 
 from lossgate.semantic.reorder import reranked
 from lossgate.semantic.rerankers import Reranker
 from lossgate.store import Store
-from lossgate.store.protocol import FactFilter
+from lossgate.store.protocol import FactFilter, ReadTx, VectorKind
 
 __all__ = ["recall", "SEARCH_BACKLOG", "DROPPED_LEAD", "dropped_events", "artifact_digest", "text_digest",
            "summary_lines_kept", "trimmed_summary"]
@@ -139,7 +141,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     index_checked = not terms
     while True:
         try:
-            result = _read(store, tenant_id, subject_id, terms=terms, searching=searching, k=k,
+            read = _read(store, tenant_id, subject_id, terms=terms, searching=searching, k=k,
                            hits_wanted=hits_wanted, context=context, embedder=embedder, query_vector=query_vector,
                            semantic=semantic, index_checked=index_checked, loss_aware=loss_aware,
                            reranker=reranker, query=query or "")
@@ -149,7 +151,9 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
                 wtx.lock_clock(tenant_id, subject_id)
                 wtx.refresh_search_index()
             index_checked = True
-    clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank, open_ = result
+    clock, alias, artifact, fresh, mode = read.clock, read.alias, read.artifact, read.fresh, read.mode
+    critical, others, events, candidates = read.critical, read.others, read.events, read.candidates
+    semantic, rerank = read.semantic, read.rerank
     summary = artifact.summary if fresh and artifact else None
     count = counter or default_counter()
     if searching:
@@ -161,7 +165,7 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     events.sort(key=lambda e: e.seq)
     # raw memory states each open conflict between the facts it returns, never trimmed (as a
     # summary's structured part does): two values of one predicate are not read as settled
-    conflicts = conflicts_between(open_, critical + others)
+    conflicts = conflicts_between(read.open_conflicts, critical + others)
     if conflicts:
         tokens = (_block_tokens(tenant_id, subject_id, summary, critical + others, events, count, conflicts)
                   if budget is None else
@@ -231,10 +235,28 @@ class _IndexBehind(Exception):
     """The full-text index is more than :data:`SEARCH_BACKLOG` events behind: refresh, read again."""
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What :func:`_read` read in its one transaction, before the budget trims it."""
+
+    clock: Clock
+    alias: Alias
+    artifact: ArtifactHead | None
+    fresh: bool  # the artifact is published and its source epoch is the clock's input epoch
+    mode: RecallMode
+    critical: list[Fact]
+    others: list[Fact]  # the non-critical facts: the query's hits, or the newest
+    events: list[Event]
+    candidates: list[str]  # every fact and event id considered, for the recall record
+    semantic: str | None  # the embedder's model, or why it was not used
+    rerank: str | None  # the reranker's outcome (lossgate.semantic.reorder), or None without one
+    open_conflicts: list[Conflict]  # the subject's unresolved conflicts in raw fallback; none from a summary
+
+
 def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], searching: bool, k: int,
           hits_wanted: int, context: bool, embedder: Embedder | None, query_vector: Any, semantic: str | None,
           index_checked: bool, loss_aware: bool = True, reranker: Reranker | None = None,
-          query: str = "") -> tuple[Any, ...]:
+          query: str = "") -> _Read:
     """Everything recall returns, read in one transaction (the index's backlog checked in it).
     A reranker is asked inside it, so that it reads the same rows recall returns (a server's
     answer is bounded by its timeout, 2 s by default)."""
@@ -280,23 +302,24 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             # can move in
             lead = DROPPED_LEAD if loss_aware and fresh else 0
             # (and at least NEIGHBOUR_POOL, so that a small k still sees a hit's neighbours)
-            wanted = max(hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead, NEIGHBOUR_POOL)
-            word_events = (tx.search_events(tenant_id, subject_id, text, limit=max(wanted, depth), skip_erased=True)
+            event_limit = max(hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead, NEIGHBOUR_POOL)
+            word_events = (tx.search_events(tenant_id, subject_id, text, limit=max(event_limit, depth),
+                                            skip_erased=True)
                            if terms else [])
-            hit_ids = word_events[:wanted]
+            hit_ids = word_events[:event_limit]
             if near:
-                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:wanted]
+                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:event_limit]
             read = {e.event_id: e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"],
                                                      skip_erased=True)} if hit_ids else {}
             hit_ids = _neighbour_supported([i for i in hit_ids if i in read], {i: e.seq for i, e in read.items()})
             if reranker is not None and terms:
                 # the first ranking, then the word hits past it: failing, the reranker changes nothing
                 facts_pool = _then(hit_facts, [i for i in word_facts[fact_limit:] if i not in critical_ids])
-                events_pool = _then(hit_ids, word_events[wanted:])
+                events_pool = _then(hit_ids, word_events[event_limit:])
                 rerank, (hit_facts, events_pool) = reranked(reranker, query, [
                     (facts_pool, lambda ids: _fact_texts(tx, tenant_id, subject_id, ids)),
                     (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids, read))])
-                hit_ids = [i for i in events_pool if i in read][:wanted]  # a hit past the first ranking: read for it
+                hit_ids = [i for i in events_pool if i in read][:event_limit]  # a hit past the first ranking: read for it
             hit_facts = hit_facts[:k]
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
             others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
@@ -315,7 +338,9 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
                                newest_first=True, skip_erased=True)
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
-    return clock, alias, artifact, fresh, mode, critical, others, events, candidates, semantic, rerank, open_
+    return _Read(clock=clock, alias=alias, artifact=artifact, fresh=fresh, mode=mode, critical=critical,
+                 others=others, events=events, candidates=candidates, semantic=semantic, rerank=rerank,
+                 open_conflicts=open_)
 
 
 def _then(first: list[str], more: list[str]) -> list[str]:
@@ -324,13 +349,13 @@ def _then(first: list[str], more: list[str]) -> list[str]:
     return first + [i for i in more if i not in held]
 
 
-def _fact_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
+def _fact_texts(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
     """What a reranker reads of each of these facts that is active: its search text, as embedded."""
     return {f.fact_id: text for f in tx.facts(tenant_id, subject_id, ids=ids, statuses=["active"])
             if (text := f.search_text())}
 
 
-def _event_texts(tx: Any, tenant_id: str, subject_id: str, ids: list[str], read: dict[str, Event]) -> dict[str, str]:
+def _event_texts(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str], read: dict[str, Event]) -> dict[str, str]:
     """What a reranker reads of each of these events that is valid and not the source of a
     deleted fact: ``actor: text``, as embedded. ``read`` holds the hits read already; the
     others are read into it."""
@@ -378,8 +403,8 @@ def _failed_until(embedder: Embedder) -> float:
         return 0.0
 
 
-def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: Embedder, query_vector: Any,
-             limits: dict[str, int]) -> tuple[str, dict[str, list[str]]]:
+def _nearest(store: Store, tx: ReadTx, tenant_id: str, subject_id: str, embedder: Embedder, query_vector: Any,
+             limits: dict[VectorKind, int]) -> tuple[str, dict[str, list[str]]]:
     """The nearest facts and events by vector, or none (and why) when the stored vectors
     cannot be compared with the query's."""
     version = tx.vectors_version(tenant_id, subject_id)
@@ -388,7 +413,7 @@ def _nearest(store: Store, tx: Any, tenant_id: str, subject_id: str, embedder: E
         for kind, limit in limits.items():
             stored = vector_cache(store).get(
                 (tenant_id, subject_id, embedder.model, kind), version,
-                lambda kind=kind: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)))
+                lambda: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)))  # read now, if at all
             near[kind] = nearest(stored, query_vector, limit, min_similarity=SEMANTIC_MIN_SIMILARITY)
     except ConfigError as exc:  # another model's vectors under this name: words still answer
         log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
@@ -418,9 +443,11 @@ PART_CACHE = 16_384
 _trees: OrderedDict[tuple[str, str, str], frozenset[str]] = OrderedDict()
 _parts: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
 _drops_lock = Lock()
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
-def _cached(cache: OrderedDict[Any, Any], key: Any) -> Any:
+def _cached(cache: OrderedDict[_K, _V], key: _K) -> _V | None:
     with _drops_lock:
         hit = cache.get(key)
         if hit is not None:
@@ -428,7 +455,7 @@ def _cached(cache: OrderedDict[Any, Any], key: Any) -> Any:
         return hit
 
 
-def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
+def _keep(cache: OrderedDict[_K, _V], key: _K, value: _V, size: int) -> None:
     with _drops_lock:
         cache[key] = value
         cache.move_to_end(key)
@@ -436,14 +463,14 @@ def _keep(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None
             cache.popitem(last=False)
 
 
-def _tree_dropped(tx: Any, tenant_id: str, subject_id: str, artifact_id: str) -> frozenset[str]:
+def _tree_dropped(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str) -> frozenset[str]:
     """The events ``artifact_id`` (a published summary) and, for a hierarchical root, the parts
     it carries from the root it extends list as dropped (``Manifest.dropped``; a root's own
     list holds the parts' it brings). Read once per root, and each carried part once."""
     key = (tenant_id, subject_id, artifact_id)
     hit = _cached(_trees, key)
     if hit is not None:
-        return hit  # type: ignore[no-any-return]
+        return hit
     read = tx.artifact_drops(tenant_id, subject_id, [artifact_id])
     if artifact_id not in read:
         return frozenset()
@@ -502,7 +529,7 @@ def _neighbour_supported(hit_ids: list[str], seq_of: dict[str, int]) -> list[str
     return sorted(hit_ids, key=lambda i: (-score(i), rank[i]))
 
 
-def _hits_in_context(tx: Any, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int,
+def _hits_in_context(tx: ReadTx, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int,
                      read: dict[str, Event]) -> list[Event]:
     """The hits in relevance order, each followed by its next and previous event (once
     each, and not when that event is a hit itself: it comes at its own rank), at most

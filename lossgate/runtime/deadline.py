@@ -33,23 +33,24 @@ class Escaped(Exception):  # noqa: N818 - as above
 def call_with_deadline(fn: Callable[..., T], *args: Any, timeout_s: float, name: str = "lossgate-call") -> T:
     """``fn(*args)``, or :class:`Overdue` after ``timeout_s``; ``fn``'s own exception is re-raised
     (as :class:`Escaped` if it is no ``Exception``)."""
-    box: dict[str, Any] = {}
+    value: list[T] = []  # fn's result, once it returns
+    failure: list[BaseException] = []  # or what it raised
     done = threading.Event()
 
     def run() -> None:
         try:
-            box["value"] = fn(*args)
+            value.append(fn(*args))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller as it is
-            box["error"] = exc
+            failure.append(exc)
         finally:
             done.set()
 
     threading.Thread(target=run, name=name, daemon=True).start()
     if not done.wait(timeout_s):
         raise Overdue(f"no answer within {timeout_s:g}s")
-    if "error" in box:
-        error = box["error"]
+    if failure:
+        error = failure[0]
         if not isinstance(error, Exception):
             raise Escaped(error) from error
         raise error
-    return box["value"]  # type: ignore[no-any-return]
+    return value[0]

@@ -32,7 +32,7 @@ class RetryPolicy:
     max_backoff_s: float
 
     def delay(self, attempt: int, response: httpx.Response | None) -> float:
-        delay = self.backoff_s * 2 ** attempt
+        delay = self.backoff_s * 2.0 ** attempt
         if response is not None and (after := response.headers.get("retry-after")):
             try:
                 delay = max(delay, float(after))

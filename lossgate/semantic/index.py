@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lossgate.errors import EmbeddingError
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.store import Store
 from lossgate.store.protocol import VectorKind
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["embed_pending", "EmbedReport"]
 
@@ -81,7 +85,7 @@ def embed_pending(store: Store, embedder: Embedder, tenant_id: str, subject_id: 
     return report
 
 
-def _embed(embedder: Embedder, items: list[tuple[str, str]], report: EmbedReport) -> list[tuple[str, "object"]]:
+def _embed(embedder: Embedder, items: list[tuple[str, str]], report: EmbedReport) -> list[tuple[str, np.ndarray]]:
     """``(item_id, vector)`` for every item the embedder accepts. A batch the server
     refuses is halved until the refused items stand alone; those are skipped."""
     try:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lossgate.runtime.caches import holds_text
 from lossgate.errors import ConfigError
-from lossgate.semantic.embedders import numpy
+from lossgate.semantic.embedders import require_numpy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +45,9 @@ class VectorSet:
     __slots__ = ("ids", "matrix")
 
     def __init__(self, stored: Sequence[tuple[str, bytes]]) -> None:
-        np = numpy()
+        require_numpy()
+        import numpy as np
+
         self.ids = [item for item, _ in stored]
         flat = np.frombuffer(b"".join(v for _, v in stored), dtype="<f4")
         dims = {len(v) for _, v in stored}
@@ -128,7 +130,9 @@ def nearest(vectors: VectorSet, query: "np.ndarray", limit: int, *, min_similari
     by cosine), best first."""
     if not vectors.ids or limit <= 0:
         return []
-    np = numpy()
+    require_numpy()
+    import numpy as np
+
     dim = int(query.shape[0])
     if vectors.matrix.shape[1] != dim:
         raise ConfigError(f"stored vectors do not have the query's {dim} dimensions: the model that "

@@ -198,7 +198,8 @@ class CrossEncoderReranker:
                     import torch  # one thread: see LocalEmbedder (two spin on each other on a busy machine)
 
                     torch.set_num_threads(self._threads)
-                transformers_logging.disable_progress_bar()
+                # transformers leaves it unannotated
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                 self._ce = CrossEncoder(self._path, device=self._device, local_files_only=True)
             return self._ce
 

@@ -90,8 +90,7 @@ class ScriptedChatServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
 
     def push(self, *replies: Script) -> None:
         with self._lock:

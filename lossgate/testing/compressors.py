@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -64,6 +65,14 @@ class NothingToDamage(AssertionError):
 
     Raised (not swallowed) so a test whose data lacks, say, a boolean fact fails loudly
     instead of passing because the "lossy" output happened to be faithful."""
+
+
+def _fact_id(claim: dict[str, Any]) -> str:
+    """The id of the fact ``claim`` carries (a string in any output the gate reads)."""
+    fact_id = claim["fact_id"]
+    if not isinstance(fact_id, str):
+        raise NothingToDamage(f"a claim's fact_id is {fact_id!r}, not a string: no fact to name as damaged")
+    return fact_id
 
 
 def _line_of(claim: dict[str, Any]) -> str:
@@ -101,8 +110,10 @@ class LossyCompressor:
         """Damage ``out`` in place; return the id of the damaged (or invented) claim."""
         raise NotImplementedError
 
-    def _pick(self, out: dict[str, Any], ok: Any) -> dict[str, Any]:
-        for claim in out["claims"]:
+    def _pick(self, out: dict[str, Any], ok: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first claim of ``out`` (the target's, when one is set) that ``ok`` accepts."""
+        claims: list[dict[str, Any]] = out["claims"]
+        for claim in claims:
             if (self.target is None or claim["fact_id"] == self.target) and ok(claim):
                 return claim
         raise NothingToDamage(f"{type(self).__name__}: no claim to damage (target={self.target!r})")
@@ -119,10 +130,11 @@ class DropCriticalClaim(LossyCompressor):
 
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
         claim = self._pick(out, lambda c: request.predicates[c["predicate"]].criticality == "critical")
+        fact_id = _fact_id(claim)
         out["claims"].remove(claim)
-        out["open_items"] = [i for i in out.get("open_items", []) if i != claim["fact_id"]]
+        out["open_items"] = [i for i in out.get("open_items", []) if i != fact_id]
         out["summary"] = "\n".join(ln for ln in out["summary"].splitlines() if not ln.startswith(_line_of(claim)))
-        return claim["fact_id"]
+        return fact_id
 
 
 class FlipBool(LossyCompressor):
@@ -134,7 +146,7 @@ class FlipBool(LossyCompressor):
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
         claim = self._pick(out, lambda c: c["value_type"] == "bool")
         claim["value"] = not claim["value"]
-        return claim["fact_id"]
+        return _fact_id(claim)
 
 
 class ChangeNumber(LossyCompressor):
@@ -151,7 +163,7 @@ class ChangeNumber(LossyCompressor):
             claim["value"] = str(Decimal(claim["value"]) + 1)
         else:
             claim["value"] = {**claim["value"], "amount": str(Decimal(claim["value"]["amount"]) + 1)}
-        return claim["fact_id"]
+        return _fact_id(claim)
 
 
 class DropQualifier(LossyCompressor):
@@ -163,7 +175,7 @@ class DropQualifier(LossyCompressor):
     def damage(self, out: dict[str, Any], request: CompressionRequest) -> str:
         claim = self._pick(out, lambda c: bool(c["qualifiers"]))
         claim["qualifiers"] = claim["qualifiers"][:-1]
-        return claim["fact_id"]
+        return _fact_id(claim)
 
 
 class InventClaim(LossyCompressor):
@@ -240,12 +252,15 @@ class MissingFieldCompressor:
         self.inner = inner or DeterministicCompressor()
 
     def compress(self, request: CompressionRequest) -> dict[str, Any]:
-        out = copy.deepcopy(self.inner.compress(request))
+        out = self.inner.compress(request)
+        if isinstance(out, str):
+            raise TypeError(f"{type(self).__name__} wraps compressors that return a dict, got text")
+        out = copy.deepcopy(out)
         node: Any = out
         for step in self.path[:-1]:
             node = node[step]
         del node[self.path[-1]]
-        return out  # type: ignore[no-any-return]
+        return out
 
 
 class NonJsonCompressor:

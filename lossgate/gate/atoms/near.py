@@ -192,9 +192,12 @@ def statement(s: Atom, t: Atom, stems: dict[str, frozenset[str]]) -> tuple[Chang
     return None
 
 
+_TEXTUAL_REASON: dict[str, ChangeReason] = {"identifier": "identifier_changed", "email": "email_changed",
+                                            "phone": "phone_changed", "party": "party_changed"}
+
+
 def _textual(s: Atom, t: Atom) -> tuple[ChangeReason, float] | None:
-    reason: ChangeReason = {"identifier": "identifier_changed", "email": "email_changed",
-                            "phone": "phone_changed", "party": "party_changed"}[s.kind]  # type: ignore[assignment]
+    reason = _TEXTUAL_REASON[s.kind]
     a, b = s.key, t.key
     longest = max(len(a), len(b))
     dist = _osa(a, b, 3)
