@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Protocol, Sequence, cast
 
 from lossgate.errors import ConfigError, IdempotencyConflict, InvalidInput, LossgateError, NotFound, crash_reason
 from lossgate.ledger.lifecycle import Ledger, in_force
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from lossgate.ledger.tiers import Demotion, TierPolicy
 
 __all__ = ["Admin"]
+
+ShadowGate = Literal["release", "exploratory"]
 
 # Where a registry loaded over the starter one is refused: how to add to it instead.
 _EXTEND_HINT = ("to add predicates to the starter registry, extend it (memory.admin.extend_predicates, "
@@ -86,7 +89,7 @@ class Admin:
         with self.memory.store.read() as tx:
             return self.memory.registries.current(tx)
 
-    def load_predicates(self, source: Registry | str | dict, *, tenants: Iterable[str] = ()) -> Registry:
+    def load_predicates(self, source: Registry | str | Path | dict[str, Any], *, tenants: Iterable[str] = ()) -> Registry:
         """Store a predicate registry version (a :class:`Registry`, a TOML path or a document).
 
         Loading the same version with the same content again is a no-op; the same version
@@ -111,7 +114,7 @@ class Admin:
             self._store_registry(tx, registry, tenants)
         return registry
 
-    def extend_predicates(self, source: Registry | str | dict, *, tenants: Iterable[str] = ()) -> Registry:
+    def extend_predicates(self, source: Registry | str | Path | dict[str, Any], *, tenants: Iterable[str] = ()) -> Registry:
         """Load a registry document (a TOML path, a document or a :class:`Registry`) on top of
         the newest stored registry, by :mod:`lossgate.model.registry_overlay`'s rule: its predicates and guard
         rules are added; one the stored registry defines otherwise is a
@@ -236,7 +239,7 @@ class Admin:
     @checked_args
     def set_rollout(self, tenant_id: str, *, live: str | None = None, shadow: str | None = None,
                     review: bool | None = None, clear_shadow: bool = False, clear_live: bool = False,
-                    shadow_gate: str | None = None, shadow_registry: Registry | str | dict | None = None,
+                    shadow_gate: str | None = None, shadow_registry: Registry | str | Path | dict[str, Any] | None = None,
                     clear_shadow_registry: bool = False) -> "Rollout":
         """Change the tenant's configuration: ``live`` or ``shadow`` (compressor specs),
         ``review``, the shadow lane's gate (``release`` or ``exploratory``) and the registry it
@@ -272,8 +275,9 @@ class Admin:
                     live=None if clear_live else (live if live is not None else now.live),
                     shadow=None if clear_shadow else (shadow if shadow is not None else now.shadow),
                     review=now.review if review is None else review,
-                    shadow_gate="release" if clear_shadow else (shadow_gate if shadow_gate is not None
-                                                                else now.shadow_gate),
+                    # a str the model validates: another is the ValidationError below
+                    shadow_gate=cast("ShadowGate", "release" if clear_shadow else (
+                        shadow_gate if shadow_gate is not None else now.shadow_gate)),
                     shadow_registry=None if gone else (tried.document() if tried is not None
                                                        else now.shadow_registry))
             except ValidationError as exc:
@@ -480,7 +484,9 @@ class Admin:
         from lossgate.ledger import retention
 
         with self.memory.store.write() as tx:
-            return retention.set_policy(tx, tenant_id, tuple(events), records=records, now=utcnow())
+            # set_policy reads each rule as a RetentionRule or as its dict, whichever it is given
+            rules = cast("tuple[RetentionRule, ...]", tuple(events))
+            return retention.set_policy(tx, tenant_id, rules, records=records, now=utcnow())
 
     @checked_args
     def expire(self, tenant_id: str, subject_id: str | None = None, *,
@@ -624,7 +630,7 @@ class Admin:
         return self.memory.store.compact()
 
 
-def _registry_of(source: Registry | str | dict[str, Any]) -> Registry:
+def _registry_of(source: Registry | str | Path | dict[str, Any]) -> Registry:
     """A registry given as one, as its document, or as the path of its TOML file."""
     if isinstance(source, Registry):
         return source
