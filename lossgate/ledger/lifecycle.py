@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Sequence, get_args
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence, get_args
 
 from lossgate.lineage import propagation as lineage
 from lossgate.lineage import queue
@@ -35,6 +35,15 @@ from lossgate.store.protocol import Store, WriteTx
 from lossgate.model.values import canonical_value
 
 __all__ = ["Ledger", "in_force", "transaction"]
+
+
+class _Identity(NamedTuple):
+    """What a new fact is, before it is stored (:meth:`Ledger._identity`)."""
+
+    fact_id: str  # the caller's, or one derived from the content
+    content_hash: str
+    value: Any  # coerced to the predicate's type
+    canonical: Any  # the form conflicts and idempotency compare
 
 
 def _check_choice(name: str, value: object, choices: Any) -> None:
@@ -504,8 +513,8 @@ class Ledger:
             raise NotFound(f"fact {shown_id(fact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found[0]
 
-    def _identity(self, new: NewFact, supersedes: str | None) -> tuple[str, str, Any, Any]:
-        """(fact id, content hash, coerced value, canonical value) of a new fact.
+    def _identity(self, new: NewFact, supersedes: str | None) -> _Identity:
+        """The id, content hash, coerced value and canonical value of a new fact.
         Raises on an unknown predicate or a value of the wrong type."""
         pred = self.registry.get(new.predicate)
         value = self.registry.check(new)
@@ -517,13 +526,14 @@ class Ledger:
             valid_from=new.valid_from, supersedes=supersedes,
         )
         fact_id = new.fact_id or "f-" + content_hash(body)[7:27]
-        return fact_id, content_hash({**body, "fact_id": fact_id}), value, canon
+        return _Identity(fact_id, content_hash({**body, "fact_id": fact_id}), value, canon)
 
     def stored_twin(self, new: NewFact, *, supersedes: str | None = None) -> Fact | None:
         """The stored fact identical to ``new`` (same id and content hash), if any.
 
         Raises :class:`IdempotencyConflict` if the id is stored with other content."""
-        fact_id, h, _, _ = self._identity(new, supersedes)
+        identity = self._identity(new, supersedes)
+        fact_id, h = identity.fact_id, identity.content_hash
         taken = self.tx.taken_fact_ids(new.tenant_id, [fact_id]).get(fact_id)
         if taken is None:
             return None
