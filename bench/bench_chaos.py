@@ -439,7 +439,7 @@ def check_store(memory: lossgate.Memory, appends: list[Append], subjects: list[t
     for tenant, subject in subjects:
         events = memory.events(tenant, subject)
         facts = memory.facts(tenant, subject, statuses=None)
-        clock = memory.clock(tenant, subject)
+        clock = memory.admin.clock(tenant, subject)
         events_stored += len(events)
         facts_stored += len(facts)
         ev: dict[str, list[Any]] = defaultdict(list)
@@ -519,9 +519,9 @@ def check_store(memory: lossgate.Memory, appends: list[Append], subjects: list[t
 
 
 def subject_state(memory: lossgate.Memory, tenant: str, subject: str) -> dict[str, Any]:
-    clock = memory.clock(tenant, subject)
-    alias = memory.alias(tenant, subject)
-    attempts = sorted(memory.attempts(tenant, subject), key=lambda a: (a.started_at, a.number))
+    clock = memory.admin.clock(tenant, subject)
+    alias = memory.admin.alias(tenant, subject)
+    attempts = sorted(memory.admin.attempts(tenant, subject), key=lambda a: (a.started_at, a.number))
     latest = attempts[-1] if attempts else None
     fresh = (alias.artifact_id is not None and alias.source_epoch == clock.input_epoch
              and alias.covers_through == clock.high_water)
@@ -567,7 +567,7 @@ def drain(url: str, secrets: dict[str, str], memory: lossgate.Memory, subjects: 
     while pending and now() - t0 < timeout:
         chaos.check_deaths()
         for ts in sorted(pending):
-            jobs = memory.jobs(*ts)
+            jobs = memory.admin.jobs(*ts)
             states[ts] = subject_state(memory, *ts)
             if states[ts]["published"] and not any(j.status in ("pending", "running") for j in jobs):
                 pending.discard(ts)
@@ -592,13 +592,13 @@ def summarise(rec: Record, chaos: Chaos, memory: lossgate.Memory, subjects: list
     srv = [w for w in chaos.windows if w.kind == "server"]
     # When each reopening recovered: the first acknowledged append, the first healthy probe,
     # the first consolidation attempt finished (by any worker), after the reopening.
-    attempts_done = sorted(a.finished_at.timestamp() for ts in subjects for a in memory.attempts(*ts)
+    attempts_done = sorted(a.finished_at.timestamp() for ts in subjects for a in memory.admin.attempts(*ts)
                            if a.finished_at is not None)
     # Attempts left before an outcome (selected or gated): the chaos action that came next
     # after each one started is what interrupted it.
     unfinished = []
     for ts in subjects:
-        for a in memory.attempts(*ts):
+        for a in memory.admin.attempts(*ts):
             if a.status not in ("selected", "gated"):
                 continue
             started = a.started_at.timestamp()
@@ -670,7 +670,7 @@ def summarise(rec: Record, chaos: Chaos, memory: lossgate.Memory, subjects: list
         "errors_outside_chaos_examples": [f"{t.outcome} at +{t.start - chaos.t0:.1f}s" for t in normal_errors[:10]],
         "healthz_by_window": {f"{w} {o}": n for (w, o), n in sorted(health_by.items())},
         "consolidate_requests": dict(consolidate),
-        "attempt_statuses": dict(Counter(a.status for ts in subjects for a in memory.attempts(*ts))),
+        "attempt_statuses": dict(Counter(a.status for ts in subjects for a in memory.admin.attempts(*ts))),
         "unfinished_attempts": unfinished,
     }
 
@@ -771,8 +771,8 @@ def run(db_url: str, args: argparse.Namespace, logdir: Path) -> dict[str, Any]:
     tenants = [f"chaos-t{i}" for i in range(args.tenants)]
     subjects = [(t, f"s{k}") for t in tenants for k in range(args.subjects)]
     boot = lossgate.open(db_url)  # migrates, directly (not through the proxy)
-    boot.load_predicates(str(PREDICATES))
-    secrets = {t: boot.create_api_key(t, scopes=["read", "write"], name="chaos")[1] for t in tenants}
+    boot.admin.load_predicates(str(PREDICATES))
+    secrets = {t: boot.admin.create_api_key(t, scopes=["read", "write"], name="chaos")[1] for t in tenants}
     target = urlsplit(db_url)
     proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 5432)
     proxy.start()
@@ -824,7 +824,7 @@ def run(db_url: str, args: argparse.Namespace, logdir: Path) -> dict[str, Any]:
     store = check_store(boot, rec.appends, subjects)
     figures = summarise(rec, chaos, boot, subjects)
     published = [ts for ts in subjects if states[ts]["published"]]
-    unpublished = {f"{t}/{s}": why_not(states[(t, s)], boot.jobs(t, s)) for t, s in subjects
+    unpublished = {f"{t}/{s}": why_not(states[(t, s)], boot.admin.jobs(t, s)) for t, s in subjects
                    if not states[(t, s)]["published"]}
     boot.close()
     logs = scan_logs([server, *workers])

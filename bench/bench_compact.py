@@ -37,7 +37,7 @@ REGISTRY = Path(__file__).resolve().parents[1] / "examples" / "predicates.toml"
 
 def build(path: Path, events: int) -> None:
     mem = lossgate.open(f"sqlite:///{path}")
-    mem.load_predicates(load_registry(REGISTRY))
+    mem.admin.load_predicates(load_registry(REGISTRY))
     for lo in range(0, events, 5000):
         mem.append([NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}",
                              text=f"message {i}: the order INV-{i:05d} ships on day {i % 28 + 1} to room {i % 97}")
@@ -51,7 +51,7 @@ def build(path: Path, events: int) -> None:
 def compact(path: Path) -> float:
     mem = lossgate.open(f"sqlite:///{path}")
     t0 = time.perf_counter()
-    mem.compact()
+    mem.admin.compact()
     took = time.perf_counter() - t0
     mem.close()
     return took

@@ -40,7 +40,7 @@ T = "bench"
 
 def _memory(path: Path) -> lossgate.Memory:
     mem = lossgate.open(f"sqlite:///{path}")
-    mem.load_predicates(ROOT / "examples" / "predicates.toml")
+    mem.admin.load_predicates(ROOT / "examples" / "predicates.toml")
     return mem
 
 
@@ -101,7 +101,7 @@ def bench_consolidation(d: Path, n_events: int, n_facts: int, repeat: int) -> di
         base.append(t3 - t2)
         outcomes += [attempt.status, again.status]
     conn.close()
-    timings = mem.attempts(T, subjects[-1])[-1].timings
+    timings = mem.admin.attempts(T, subjects[-1])[-1].timings
     mem.close()
     return {"median_s": median(cold), "cached_s": median(cached), "baseline_s": median(base),
             "ratio": median_ratio(cold, base), "cached_ratio": median_ratio(cached, base),
@@ -166,7 +166,7 @@ def bench_stale(d: Path, chain: int, repeat: int) -> dict:
         t0 = time.perf_counter()
         mem.revoke_event(T, s, f"{s}-root")
         times.append(time.perf_counter() - t0)
-        stale = len(mem.artifacts(T, s, states=["stale"]))
+        stale = len(mem.admin.artifacts(T, s, states=["stale"]))
         assert stale == chain, stale
         t0 = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")

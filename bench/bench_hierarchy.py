@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     count = default_counter()
     with tempfile.TemporaryDirectory() as d:
         mem = lossgate.open(f"sqlite:///{Path(d) / 'hierarchy.db'}")
-        mem.load_predicates(ROOT / "examples" / "predicates.toml")
+        mem.admin.load_predicates(ROOT / "examples" / "predicates.toml")
         fill(mem, "warm", 2, 5)
         mem.consolidate(T, "warm", config=tree)  # untimed: first-use costs (the tokenizer)
         rounds = iter(range(10**6))

@@ -47,7 +47,7 @@ QUESTIONS = [f"What did the customer say about the {WORDS[i * 37 % 1728]} and th
 
 
 def build(memory: lossgate.Memory, n: int) -> None:
-    memory.load_predicates(ROOT / "examples" / "predicates.toml")
+    memory.admin.load_predicates(ROOT / "examples" / "predicates.toml")
     for lo in range(0, n, 5000):
         memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", occurred_at=T0 + timedelta(minutes=i),
                                 actor="user" if i % 2 else "agent",

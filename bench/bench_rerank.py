@@ -82,8 +82,8 @@ def locomo_questions(memory: lossgate.Memory, data: Path) -> list[tuple[str, str
     from lossgate.evaluation import locomo
 
     convs, _ = locomo.load(data)
-    if memory.registry is None:
-        memory.load_predicates(ROOT / "lossgate" / "fixtures" / "gate" / "predicates.toml")
+    if memory.admin.registry is None:
+        memory.admin.load_predicates(ROOT / "lossgate" / "fixtures" / "gate" / "predicates.toml")
     out = []
     for conv in convs:
         locomo.ingest(memory, conv)

@@ -41,7 +41,7 @@ T, S = "bench", "rows-1"
 
 def stored_rows(memory: lossgate.Memory, events: int) -> dict[str, list[Any]]:
     """The subject's event and fact rows as its store hands them to ``rows``."""
-    memory.load_predicates(ROOT / "examples" / "predicates.toml")
+    memory.admin.load_predicates(ROOT / "examples" / "predicates.toml")
     fill(memory, T, S, 0, events)
     memory.consolidate(T, S)
     seen: dict[str, list[Any]] = {"event": [], "fact": []}

@@ -64,7 +64,7 @@ paths) out of the figures. For each store, shape and size:
    ``--budget``), the sizes interleaved call by call (a few untimed calls per size first);
    the p50 and p99 ratios to the smallest size; and what the last call returned (tokens,
    events, the summary's length);
-6. storage: after ``Memory.compact()`` (SQLite: FTS optimize, VACUUM, WAL truncated;
+6. storage: after ``Admin.compact()`` (SQLite: FTS optimize, VACUUM, WAL truncated;
    PostgreSQL: VACUUM ANALYZE), the database's size (SQLite: the file and its -wal;
    PostgreSQL: ``pg_database_size``) less the size of an empty store set up the same way
    (migrated, predicates loaded, compacted), per event.
@@ -294,14 +294,14 @@ def say(msg: str) -> None:
 def open_memory(stack: ExitStack, url: str) -> lossgate.Memory:
     memory = lossgate.open(url)
     stack.callback(memory.close)  # closed before its database is dropped (the stack unwinds in reverse)
-    memory.load_predicates(str(PREDICATES))
+    memory.admin.load_predicates(str(PREDICATES))
     return memory
 
 
 def path_of(memory: lossgate.Memory, attempt: Attempt) -> str | None:
     if attempt.artifact_id is None:
         return None
-    return memory.artifact(T, S, attempt.artifact_id).manifest.path
+    return memory.admin.artifact(T, S, attempt.artifact_id).manifest.path
 
 
 def consolidate(sub: Subject, config: ConsolidationConfig | None = None) -> dict[str, Any]:
@@ -367,7 +367,7 @@ def empty_bytes(backend: Backend) -> int:
     with ExitStack() as stack:
         url = backend.database(stack, "empty")
         memory = open_memory(stack, url)
-        memory.compact()
+        memory.admin.compact()
         return backend.size_bytes(url)
 
 
@@ -457,7 +457,7 @@ def recalls(subjects: Sequence[Subject], calls: int, budget: int | None) -> None
 
 def storage(backend: Backend, sub: Subject, empty: int) -> None:
     """Step 6: the database's size after ``compact``, less an empty store's, per event."""
-    sub.memory.compact()
+    sub.memory.admin.compact()
     size_bytes = backend.size_bytes(sub.url)
     sub.figures["storage"] = {"bytes": size_bytes, "empty_bytes": empty, "events": sub.events,
                               "bytes_per_event": (size_bytes - empty) / sub.events}

@@ -350,7 +350,7 @@ def run_store(name: str, db_url: str, args: argparse.Namespace) -> dict[str, Any
     plan = Plan(clients=args.clients, requests=args.requests, recall_share=args.recall_share,
                 retry_share=args.retry_share, batch=args.batch, seed=args.seed)
     boot = lossgate.open(db_url)
-    boot.load_predicates(PREDICATES)
+    boot.admin.load_predicates(PREDICATES)
     boot.close()
     print(f"[{name}] {plan.clients} clients x {plan.requests} requests per round, {args.rounds} rounds, "
           f"lossgate serve --workers {args.workers}", flush=True)
@@ -368,7 +368,7 @@ def run_store(name: str, db_url: str, args: argparse.Namespace) -> dict[str, Any
                     tenant = f"{side}-{r}" if r >= 0 else f"warm-{side}"
                     calls = schedule(plan, tenant)
                     if side == "http":
-                        _, secret = memory.create_api_key(tenant, scopes=["read", "write"], name="load test")
+                        _, secret = memory.admin.create_api_key(tenant, scopes=["read", "write"], name="load test")
                         res = run_http(server.url, secret, calls)
                         read = read_http(server.url, secret)
                     else:

@@ -279,7 +279,7 @@ def bench_jobs(url: str, subjects: int, workers: int, tag: str) -> float:
     assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
     assert sum(g[2] for g in got) == subjects, (got, subjects)
     mem = lossgate.open(url)
-    done = sum(1 for s in names if mem.alias(T, s).artifact_id)
+    done = sum(1 for s in names if mem.admin.alias(T, s).artifact_id)
     mem.close()
     assert done == subjects, (done, subjects)
     span = max(g[1] for g in got) - min(g[0] for g in got)
@@ -312,7 +312,7 @@ def _database(pg: str | None, tmp: str | None, part: str) -> Iterator[tuple[str,
         url, bare = create_database(pg, prefix="lossgate_bench"), None
     try:
         boot = lossgate.open(url)
-        boot.load_predicates(ROOT / "examples" / "predicates.toml")
+        boot.admin.load_predicates(ROOT / "examples" / "predicates.toml")
         boot.close()
         yield url, bare
     finally:

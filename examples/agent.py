@@ -120,7 +120,7 @@ class Agent:
         say("memory", f"consolidated: {attempt.status} (gate {attempt.gate_outcome})")
 
     def predicates(self) -> list[str]:
-        registry = self.memory.registry
+        registry = self.memory.admin.registry
         return sorted(registry.predicates) if registry else []
 
 
@@ -159,7 +159,7 @@ def scripted_model(body: dict[str, Any]) -> Reply:
 
 def main(db_url: str) -> None:
     memory = lossgate.open(db_url)
-    memory.load_predicates(REGISTRY)
+    memory.admin.load_predicates(REGISTRY)
     with ScriptedChatServer(default=scripted_model) as server:
         model = Model(server.url)
         agent = Agent(memory, model)

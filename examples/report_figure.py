@@ -64,7 +64,7 @@ def day_of_talk(memory: lossgate.Memory, n: int) -> None:
 def main(png: Path, page: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         memory = lossgate.open(f"sqlite:///{Path(tmp) / 'figure.db'}")
-        memory.load_predicates(HERE / "predicates.toml")
+        memory.admin.load_predicates(HERE / "predicates.toml")
         for n in range(10):
             day_of_talk(memory, n)
             run_daily(memory.store, TENANTS, day=FIRST + timedelta(days=n), budget_tokens=160,

@@ -32,6 +32,7 @@ from lossgate.errors import (
 from lossgate.ledger.lifecycle import Ledger
 from lossgate.ledger.retention import Expiry, RetentionPolicy, RetentionRule
 from lossgate.ledger.tiers import Demotion, TierPolicy
+from lossgate.api.admin import Admin
 from lossgate.api.memory import Memory, open
 from lossgate.model.records import (
     AppendResult, ArtifactBody, Claim, Clock, Conflict, Event, Fact, FactHistory, LedgerEntry, NewEvent, NewFact,
@@ -83,7 +84,7 @@ _ON_FIRST_USE = {
 
 __all__ = [
     # the facade
-    "open", "Memory", "Ledger",
+    "open", "Memory", "Admin", "Ledger",
     # the ledger's records
     "NewEvent", "Event", "NewFact", "Fact", "FactHistory", "Predicate", "Clock", "Conflict", "AppendResult",
     "LedgerEntry", "Proposal", "Snapshot", "Money", "Registry", "RegistryCache", "load_registry", "parse_registry",

@@ -105,7 +105,7 @@ def db_url(tmp_path: Path) -> str:
 def memory(db_url: str, registry: Registry) -> Iterator[lossgate.Memory]:
     """A fresh SQLite memory with the example registry loaded."""
     mem = lossgate.open(db_url)
-    mem.load_predicates(registry)
+    mem.admin.load_predicates(registry)
     yield mem
     mem.close()
 

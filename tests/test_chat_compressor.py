@@ -122,7 +122,7 @@ def assert_left_out(memory, attempt, sentence: str, topic: str, *, query: str) -
     """``attempt`` published a narrative without ``sentence``, said why on the attempt, and no
     recall prints it (the narrative's other sentence stays: only the touching one went)."""
     assert attempt.status == "published", attempt.violations or attempt.error
-    assert memory.alias(T, S).artifact_id == attempt.artifact_id
+    assert memory.admin.alias(T, S).artifact_id == attempt.artifact_id
     assert omitted_lines(attempt, sentence) == [f"{OMIT}{topic}: {sentence!r}"], attempt.details
     summary = memory.recall(T, S).summary
     assert sentence not in summary
@@ -140,7 +140,7 @@ def assert_refused(memory, attempt) -> None:
     assert attempt.status == "rejected", attempt.details
     assert "narrative:narrative_touches_topic" in attempt.violations, attempt.violations
     assert not any(d.startswith(OMIT) for d in attempt.details)  # refused, not left out
-    assert memory.alias(T, S).artifact_id is None and memory.recall(T, S).mode == "raw_fallback"
+    assert memory.admin.alias(T, S).artifact_id is None and memory.recall(T, S).mode == "raw_fallback"
 
 
 @pytest.mark.parametrize("told, topic, diff", [
@@ -160,8 +160,8 @@ def test_a_narrative_that_changes_a_number_of_a_critical_fact_is_left_out_or_ref
     left out and the rest published; under ``refuse`` the attempt fails, and the gate, which
     then reads the whole narrative, still finds what the sentence changed."""
     if policy == "refuse":
-        assert seeded.set_narrative_policy(T, "refuse") == "refuse"
-    assert seeded.narrative_policy(T) == policy
+        assert seeded.admin.set_narrative_policy(T, "refuse") == "refuse"
+    assert seeded.admin.narrative_policy(T) == policy
     with ScriptedChatServer([narrative(f"{told} The garden looks lovely.")]) as server:
         attempt = consolidate(seeded, chat(server))
     if policy == "omit":
@@ -181,13 +181,13 @@ def test_a_narrative_that_changes_a_number_of_a_critical_fact_is_left_out_or_ref
 def test_a_narrative_that_invents_or_changes_a_number_on_no_topic_is_left_out_or_refused(seeded, told, diff, policy):
     """Nothing the ledger says, so the prose diff reads it: under the default policy the sentence
     the gate refuses is left out and the rest published; under ``refuse`` the summary is refused."""
-    seeded.set_narrative_policy(T, policy)
+    seeded.admin.set_narrative_policy(T, policy)
     with ScriptedChatServer([narrative(f"The garden looks lovely. {told}")]) as server:
         attempt = consolidate(seeded, chat(server), max_attempts=1)
     label = diff.rsplit(":", 1)[0]
     if policy == "refuse":
         assert attempt.status == "rejected" and any(v.startswith(label) for v in attempt.violations), attempt.violations
-        assert seeded.alias(T, S).artifact_id is None and seeded.recall(T, S).mode == "raw_fallback"
+        assert seeded.admin.alias(T, S).artifact_id is None and seeded.recall(T, S).mode == "raw_fallback"
         return
     assert attempt.status == "published", attempt.violations or attempt.error
     assert [d for d in attempt.details if d.startswith("narrative_omitted: what the gate cannot prove")] == [
@@ -227,7 +227,7 @@ def test_a_narrative_that_contradicts_the_memory_in_new_words_is_left_out_or_ref
     reader. Left out under the default policy; under ``refuse`` the attempt fails, and the
     fence still names the fact or conflict contradicted."""
     if policy == "refuse":
-        contested.set_narrative_policy(T, "refuse")
+        contested.admin.set_narrative_policy(T, "refuse")
     with ScriptedChatServer([narrative(f"{told} The garden looks lovely.")]) as server:
         attempt = consolidate(contested, chat(server))
     if policy == "omit":
@@ -266,7 +266,7 @@ def test_retries_are_bounded_and_the_error_is_kept_on_the_attempt(seeded):
         attempt = consolidate(seeded, chat(server, max_retries=2))
     assert len(server.requests) == 3
     assert attempt.status == "error" and "HTTP 500" in attempt.error and "model crashed" in attempt.error
-    assert [j.status for j in seeded.jobs(T, S)] == ["pending"]  # retried later, with backoff
+    assert [j.status for j in seeded.admin.jobs(T, S)] == ["pending"]  # retried later, with backoff
 
 
 def test_a_client_error_is_not_retried(seeded):
@@ -304,7 +304,7 @@ def test_every_malformed_answer_is_a_recorded_error_never_a_publication(seeded, 
     with ScriptedChatServer([reply]) as server:
         attempt = consolidate(seeded, chat(server, max_retries=0))
     assert attempt.status == "error" and says in attempt.error, attempt.error
-    assert seeded.alias(T, S).artifact_id is None
+    assert seeded.admin.alias(T, S).artifact_id is None
 
 
 def test_a_narrative_over_the_budget_is_refused_not_truncated(seeded):
@@ -424,7 +424,7 @@ def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monke
         monkeypatch.setenv("LOSSGATE_LLM_MODEL", "scripted-1")
         assert run_pool(db_url, 1, exit_when_idle=True, compressor="chat") == 0
     assert len(server.requests) == 1
-    (attempt,) = seeded.attempts(T, S)
+    (attempt,) = seeded.admin.attempts(T, S)
     assert attempt.status == "published" and attempt.compressor == "chat:scripted-1@1"
 
 
@@ -433,7 +433,7 @@ def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monke
 def test_under_the_refuse_policy_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_model(seeded):
     """A tenant that refuses a narrative on the ledger's topics: the model that keeps writing
     one is asked again more strictly, then the fallback model, then no model at all."""
-    seeded.set_narrative_policy(T, "refuse")
+    seeded.admin.set_narrative_policy(T, "refuse")
     with ScriptedChatServer(default=narrative("They can eat peanuts now.")) as server:
         compressor = chat(server, fallback_model="fallback-2")
         attempts = [consolidate(seeded, compressor, max_attempts=50) for _ in range(4)]
@@ -444,21 +444,21 @@ def test_under_the_refuse_policy_retries_escalate_to_a_stricter_prompt_then_the_
     assert strict["model"] == "scripted-1" and "narrative:narrative_touches_topic" in strict["messages"][0]["content"]
     assert "f-allergy:narrative_unsupported" in strict["messages"][0]["content"]
     assert fallback["model"] == "fallback-2" and "was refused" in fallback["messages"][0]["content"]
-    prompts = [seeded.artifact(T, S, a.artifact_id).manifest.prompt_version for a in attempts]
+    prompts = [seeded.admin.artifact(T, S, a.artifact_id).manifest.prompt_version for a in attempts]
     assert prompts == ["chat-narrative-v1", "chat-narrative-strict-v1", "chat-narrative-strict-v1+fallback:fallback-2",
                        "deterministic-fallback"]
-    assert len(seeded.attempts(T, S)) == 4  # every attempt is kept
+    assert len(seeded.admin.attempts(T, S)) == 4  # every attempt is kept
     assert "the garden looks lovely" in seeded.recall(T, S).summary  # the conversation, verbatim
-    assert [j.status for j in seeded.jobs(T, S, statuses=["review"])] == []
+    assert [j.status for j in seeded.admin.jobs(T, S, statuses=["review"])] == []
     assert "They can eat peanuts now." not in seeded.recall(T, S).render()
 
 
 def test_under_the_default_policy_the_same_model_is_published_at_once_without_the_sentence(seeded):
-    assert seeded.narrative_policy(T) == "omit"
+    assert seeded.admin.narrative_policy(T) == "omit"
     told = "They can eat peanuts now."
     with ScriptedChatServer(default=narrative(f"{told} The garden looks lovely.")) as server:
         attempt = consolidate(seeded, chat(server, fallback_model="fallback-2"), max_attempts=50)
-    assert len(server.requests) == 1 and seeded.artifact(T, S, attempt.artifact_id).manifest.prompt_version == \
+    assert len(server.requests) == 1 and seeded.admin.artifact(T, S, attempt.artifact_id).manifest.prompt_version == \
         "chat-narrative-v1"
     assert_left_out(seeded, attempt, told, "critical fact food.peanuts_allowed", query="peanuts")
 

@@ -130,7 +130,7 @@ def test_predicates_extend_adds_to_the_stored_registry_and_refuses_a_silent_rede
     assert cli("predicates", "extend", str(redefined)).stdout.startswith("predicate registry version 3 ")
     assert_one_line_error(cli("predicates", "load", str(PREDICATES)), 2,  # the example registry is a version 1 too
                           "registry version 1 is already stored with different content (the starter registry)",
-                          "extend it (Memory.extend_predicates, lossgate predicates extend FILE.toml)")
+                          "extend it (memory.admin.extend_predicates, lossgate predicates extend FILE.toml)")
 
 
 def test_predicates_load_and_show(cli):

@@ -63,11 +63,11 @@ def test_consolidate_publishes_and_prints_the_attempt(seeded, cli):
     result = cli("consolidate", *WHO)
 
     assert result.exit_code == 0, result.output
-    (attempt,) = seeded.attempts(T, S)
+    (attempt,) = seeded.admin.attempts(T, S)
     assert attempt.status == "published"
     for shown in (attempt.attempt_id, attempt.artifact_id, "published", "clean"):
         assert shown in result.stdout
-    assert seeded.alias(T, S).artifact_id == attempt.artifact_id
+    assert seeded.admin.alias(T, S).artifact_id == attempt.artifact_id
 
 
 def test_consolidate_json_is_the_attempt_record(seeded, cli):
@@ -75,7 +75,7 @@ def test_consolidate_json_is_the_attempt_record(seeded, cli):
 
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
-    (attempt,) = seeded.attempts(T, S)
+    (attempt,) = seeded.admin.attempts(T, S)
     assert shown == json.loads(attempt.model_dump_json())
     assert shown["selected_ids"] and shown["input_root"].startswith("sha256:")
 
@@ -86,16 +86,16 @@ def test_consolidate_exits_nonzero_and_says_why_when_nothing_is_published(seeded
     assert result.exit_code == 1
     (line,) = result.stderr.splitlines()  # one line: the attempt and why it failed
     assert line.startswith("error: consolidation of") and "BudgetExceeded" in line
-    assert seeded.alias(T, S).artifact_id is None
+    assert seeded.admin.alias(T, S).artifact_id is None
 
 
 def test_consolidate_by_periods_publishes_a_root_over_gated_parts(seeded, cli):
     result = cli("consolidate", *WHO, "--hierarchy", "always", "--split", "day", "--json")
 
     assert result.exit_code == 0, result.output
-    root = seeded.artifact(T, S, json.loads(result.stdout)["artifact_id"])
+    root = seeded.admin.artifact(T, S, json.loads(result.stdout)["artifact_id"])
     assert root.manifest.path == "hierarchical" and root.manifest.children
-    assert {seeded.artifact(T, S, c).state for c in root.manifest.children} == {"published"}
+    assert {seeded.admin.artifact(T, S, c).state for c in root.manifest.children} == {"published"}
 
 
 @pytest.mark.parametrize("bad", [["--hierarchy", "sometimes"], ["--split", "year"], ["--context", "3"]])
@@ -103,12 +103,12 @@ def test_consolidate_refuses_a_bad_hierarchy_option_with_exit_2(seeded, cli, bad
     result = cli("consolidate", *WHO, *bad)
 
     assert result.exit_code == 2 and "hierarchy" in result.output
-    assert seeded.attempts(T, S) == []
+    assert seeded.admin.attempts(T, S) == []
 
 
 def test_recall_shows_the_fresh_summary(seeded, cli):
     assert cli("consolidate", *WHO).exit_code == 0
-    artifact_id = seeded.alias(T, S).artifact_id
+    artifact_id = seeded.admin.alias(T, S).artifact_id
 
     result = cli("recall", *WHO)
 
@@ -131,7 +131,7 @@ def test_recall_shows_raw_fallback_once_the_summary_is_stale(seeded, cli):
 
 def test_lineage_shows_the_manifest(seeded, cli):
     assert cli("consolidate", *WHO).exit_code == 0
-    artifact = seeded.artifact(T, S, seeded.alias(T, S).artifact_id)
+    artifact = seeded.admin.artifact(T, S, seeded.admin.alias(T, S).artifact_id)
     m = artifact.manifest
 
     result = cli("lineage", artifact.artifact_id, *WHO)
@@ -176,7 +176,7 @@ def test_attempts_lists_the_failed_attempt_too(seeded, cli):
 def test_artifacts_lists_failed_and_published_with_the_alias(seeded, cli):
     rejected = seeded.consolidate(T, S, compressor=FlipBool())
     assert cli("consolidate", *WHO).exit_code == 0
-    alias = seeded.alias(T, S)
+    alias = seeded.admin.alias(T, S)
 
     result = cli("artifacts", *WHO)
 

@@ -217,6 +217,6 @@ def test_the_local_model_loads_offline_and_ranks_by_meaning(tmp_path, monkeypatc
     with lossgate.open(f"sqlite:///{tmp_path / 'local.db'}", embedder=embedder) as memory:
         memory.append([NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}", text=text) for i, text in enumerate(
             ["My cat sleeps on the sofa all day", "The invoice is due on Friday", "We went hiking in the hills"])])
-        assert memory.embed("t", "s").stored == 3
+        assert memory.admin.embed("t", "s").stored == 3
         hit = memory.recall("t", "s", query="Which feline naps?", k=1, context=False)
         assert [e.event_id for e in hit.events] == ["e0"]

@@ -65,10 +65,10 @@ def test_demo_file_keeps_every_value_type(memory):
 
 def test_reingesting_a_file_is_a_noop(memory, db_url):
     ingest_lines(memory, DEMO.open(encoding="utf-8"))
-    before, clock = dump(db_url), memory.clock("travel-co", "user-17")
+    before, clock = dump(db_url), memory.admin.clock("travel-co", "user-17")
     again = ingest_lines(memory, DEMO.open(encoding="utf-8"))
     assert again == IngestReport(lines=26, event_duplicates=13, fact_duplicates=13)
-    assert memory.clock("travel-co", "user-17") == clock
+    assert memory.admin.clock("travel-co", "user-17") == clock
     assert dump(db_url) == before
 
 
@@ -107,7 +107,7 @@ def test_events_are_appended_in_batches_across_the_batch_size(memory):
     n = ingest_mod.BATCH_SIZE * 2 + 500
     report = ingest_lines(memory, lines(*(event(f"e{i}", f"turn {i}") for i in range(n))))
     assert report.events_appended == n
-    assert memory.clock(T, S).high_water == n
+    assert memory.admin.clock(T, S).high_water == n
 
 
 def test_progress_reports_the_last_line_applied(memory):

@@ -85,7 +85,7 @@ def test_the_judge_refuses_what_the_narrative_says_against_the_ledger(contested,
     assert attempt.status == "rejected", (attempt.violations, attempt.error)
     assert expected in attempt.violations
     assert omitted(attempt) == []  # the judge read it whole, and refused it
-    assert contested.alias(T, S).artifact_id is None
+    assert contested.admin.alias(T, S).artifact_id is None
     (request,) = reader.requests
     sent = json.loads(request["messages"][1]["content"])
     assert sent["narrative"] == told and {f["fact_id"] for f in sent["facts"]} >= {"f-allergy", "f-refund"}
@@ -119,17 +119,17 @@ def test_a_narrative_that_is_all_the_ledgers_to_say_calls_no_judge(contested):
     assert reader.requests == []
     assert attempt.status == "published" and omitted(attempt) == [
         f"{OMIT}critical fact food.peanuts_allowed: {told!r}"], (attempt.violations, attempt.details)
-    assert "judge:" not in contested.artifact(T, S, attempt.artifact_id).manifest.prompt_version  # nothing judged
+    assert "judge:" not in contested.admin.artifact(T, S, attempt.artifact_id).manifest.prompt_version  # nothing judged
     assert told not in contested.recall(T, S).render()
 
 
 def test_under_the_refuse_policy_a_touching_narrative_is_refused_before_the_judge(contested):
-    contested.set_narrative_policy(T, "refuse")
+    contested.admin.set_narrative_policy(T, "refuse")
     attempt, reader = run(contested, f"{NEUTRAL} They can eat peanuts now.", [LIFTED])
     assert reader.requests == []  # the gate refused it: nothing to judge
     assert attempt.status == "rejected" and "narrative:narrative_touches_topic" in attempt.violations
     assert "f-allergy:polarity_flipped" not in attempt.violations  # a judge finding: there was none
-    assert contested.alias(T, S).artifact_id is None
+    assert contested.admin.alias(T, S).artifact_id is None
 
 
 def test_quoted_text_attributed_to_where_it_came_from_is_published(contested):
@@ -150,7 +150,7 @@ def test_a_faithful_narrative_the_judge_agrees_with_is_published_and_the_prompt_
     assert omitted(attempt) == [] and len(reader.requests) == 1
     assert json.loads(reader.requests[0]["messages"][1]["content"])["narrative"] == told
     assert contested.recall(T, S).summary.endswith(told)
-    manifest = contested.artifact(T, S, attempt.artifact_id).manifest
+    manifest = contested.admin.artifact(T, S, attempt.artifact_id).manifest
     assert f"judge:reader-1/{JUDGE_PROMPT_VERSION}" in manifest.prompt_version
 
 
@@ -167,7 +167,7 @@ def test_a_judge_that_cannot_answer_publishes_nothing(contested, script, says):
     assert len(reader.requests) == 1  # asked, once
     assert attempt.status == "error" and says in attempt.error, attempt.error
     assert attempt.error.startswith("JudgeError")
-    assert contested.alias(T, S).artifact_id is None
+    assert contested.admin.alias(T, S).artifact_id is None
 
 
 def test_a_slow_or_unreachable_judge_publishes_nothing(contested):
@@ -179,7 +179,7 @@ def test_a_slow_or_unreachable_judge_publishes_nothing(contested):
         attempt = contested.consolidate(T, S, compressor=ChatCompressor(ChatConfig(base_url=writer.url, model="w")),
                                         judge=ModelJudge(JudgeConfig(base_url=url, model="r", max_retries=0)))
     assert attempt.status == "error" and "cannot reach" in attempt.error
-    assert contested.alias(T, S).artifact_id is None
+    assert contested.admin.alias(T, S).artifact_id is None
 
 
 def test_the_judge_on_the_compressors_own_model_is_a_warning(contested, caplog):
@@ -227,7 +227,7 @@ def test_a_judge_answer_nested_past_reason_is_a_failed_attempt_and_escalation_go
     deep = "[" * 100_000 + "]" * 100_000
     attempt, _ = run(contested, NEUTRAL, completion(deep), max_retries=0)
     assert attempt.status == "error" and attempt.error.startswith("JudgeError")
-    assert contested.attempts(T, S)[-1].status == "error"  # recorded, so the next attempt escalates
+    assert contested.admin.attempts(T, S)[-1].status == "error"  # recorded, so the next attempt escalates
 
 
 def test_a_judge_that_trickles_its_answer_is_stopped_at_its_deadline(contested):

@@ -93,13 +93,13 @@ def data_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def memory(tmp_path: Path):
     mem = lossgate.open("sqlite:///" + str(tmp_path / "x.db"))
-    mem.load_predicates(load_registry(PREDICATES))
+    mem.admin.load_predicates(load_registry(PREDICATES))
     yield mem
     mem.close()
 
 
 def _root_summary(memory: lossgate.Memory) -> str:
-    return memory.artifact(T, S, memory.alias(T, S).artifact_id).body.summary
+    return memory.admin.artifact(T, S, memory.admin.alias(T, S).artifact_id).body.summary
 
 
 def _line(convs: list[locomo.Conversation], dia_id: str) -> str:

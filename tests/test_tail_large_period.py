@@ -59,7 +59,7 @@ def test_a_large_period_grows_by_its_last_chunk_as_a_full_plan_cuts_it(shape, ba
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=CONTEXT))
     with tempfile.TemporaryDirectory() as d:
         memory = lossgate.open(f"sqlite:///{Path(d) / 'm.db'}")
-        memory.load_predicates(REGISTRY_PATH)
+        memory.admin.load_predicates(REGISTRY_PATH)
         memory.append([_event(n, shape) for n in range(opening)])
         memory.assert_facts([NewFact(tenant_id=T, subject_id=U, fact_id="peanuts", predicate="food.peanuts_allowed",
                                      value=False, source_event_ids=["e0"])])
@@ -73,24 +73,24 @@ def test_a_large_period_grows_by_its_last_chunk_as_a_full_plan_cuts_it(shape, ba
                 memory.assert_facts([NewFact(tenant_id=T, subject_id=U, fact_id=f"f{step}", predicate="chat.topic",
                                              value=f"topic {step}", source_event_ids=[f"e{n}"])])
             n += turns
-            parent = memory.alias(T, U).artifact_id
-            last = memory.artifact(T, U, memory.artifact(T, U, parent).manifest.children[-1]).manifest.part.events
-            before = {a.artifact_id for a in memory.artifacts(T, U)}
+            parent = memory.admin.alias(T, U).artifact_id
+            last = memory.admin.artifact(T, U, memory.admin.artifact(T, U, parent).manifest.children[-1]).manifest.part.events
+            before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
             read = []
             with pytest.MonkeyPatch.context() as patched:
                 patched.setattr(rows, "event_from_row", lambda row, real=rows.event_from_row: read.append(1) or real(row))
                 attempt = memory.consolidate(T, U, config=config)
             assert attempt.status == "published", (attempt.violations, attempt.error)
-            root = memory.artifact(T, U, memory.alias(T, U).artifact_id)
+            root = memory.admin.artifact(T, U, memory.admin.alias(T, U).artifact_id)
             # it extended the published root, unless a turn dated earlier reordered the parts
             # (its chunk goes first in time: the full plan, until that chunk is closed)
             dated_earlier = dated_earlier or earlier
             assert root.manifest.extends == parent or dated_earlier
             assert fingerprints(memory, root) == full_plan(memory, config)
             covered = [r.id for c in root.manifest.children
-                       for r in memory.artifact(T, U, c).manifest.inputs[:memory.artifact(T, U, c).manifest.part.events]]
+                       for r in memory.admin.artifact(T, U, c).manifest.inputs[:memory.admin.artifact(T, U, c).manifest.part.events]]
             assert sorted(covered) == sorted(e.event_id for e in memory.events(T, U))
-            built = [a.manifest.part for a in memory.artifacts(T, U) if a.artifact_id not in before]
+            built = [a.manifest.part for a in memory.admin.artifacts(T, U) if a.artifact_id not in before]
             # the root, and the parts of the last chunk's events and the batch's, no others
             assert built.count(None) == 1
             if root.manifest.extends == parent:
@@ -102,7 +102,7 @@ def test_a_large_period_grows_by_its_last_chunk_as_a_full_plan_cuts_it(shape, ba
         rebuilt = memory.consolidate(T, U, config=ConsolidationConfig(
             hierarchy=config.hierarchy, incremental=False, reuse_parts=False))
         assert rebuilt.status == "published"
-        assert fingerprints(memory, memory.artifact(T, U, memory.alias(T, U).artifact_id)) == kept
+        assert fingerprints(memory, memory.admin.artifact(T, U, memory.admin.alias(T, U).artifact_id)) == kept
         memory.close()
 
 
@@ -110,7 +110,7 @@ def test_an_endless_session_keeps_growing_by_its_tail_after_a_turn_without_a_ses
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=CONTEXT))
     with tempfile.TemporaryDirectory() as d:
         memory = lossgate.open(f"sqlite:///{Path(d) / 'm.db'}")
-        memory.load_predicates(REGISTRY_PATH)
+        memory.admin.load_predicates(REGISTRY_PATH)
         memory.append([_event(n, "session") for n in range(120)])
         assert memory.consolidate(T, U, config=config).status == "published"
         # a tool's result, in no session: a part of its own (its day) among the session's chunks
@@ -119,10 +119,10 @@ def test_an_endless_session_keeps_growing_by_its_tail_after_a_turn_without_a_ses
         memory.append([_event(n, "session") for n in range(121, 130)])
         assert memory.consolidate(T, U, config=config).status == "published"
         for start in (130, 140, 150):
-            parent = memory.alias(T, U).artifact_id
+            parent = memory.admin.alias(T, U).artifact_id
             memory.append([_event(n, "session") for n in range(start, start + 10)])
             assert memory.consolidate(T, U, config=config).status == "published"
-            root = memory.artifact(T, U, memory.alias(T, U).artifact_id)
+            root = memory.admin.artifact(T, U, memory.admin.alias(T, U).artifact_id)
             assert root.manifest.extends == parent
             assert fingerprints(memory, root) == full_plan(memory, config)
         memory.close()

@@ -41,7 +41,7 @@ def test_a_tail_grown_hierarchy_is_the_one_a_full_plan_cuts(batches, split):
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=120, split_by=split))
     with tempfile.TemporaryDirectory() as d:
         memory = lossgate.open(f"sqlite:///{Path(d) / 'm.db'}")
-        memory.load_predicates(REGISTRY_PATH)
+        memory.admin.load_predicates(REGISTRY_PATH)
         session, minute, n = 1, 0, 0
         extended = 0
         for step, (move, turns, with_fact, sessionless) in enumerate(batches):
@@ -60,11 +60,11 @@ def test_a_tail_grown_hierarchy_is_the_one_a_full_plan_cuts(batches, split):
                                              value=f"topic {step}", source_event_ids=[events[0].event_id])])
             attempt = memory.consolidate(T, U, config=config)
             assert attempt.status == "published", (attempt.violations, attempt.error)
-            root = memory.artifact(T, U, memory.alias(T, U).artifact_id)
+            root = memory.admin.artifact(T, U, memory.admin.alias(T, U).artifact_id)
             extended += root.manifest.extends is not None
             assert fingerprints(memory, root) == full_plan(memory, config)
             covered = [r.id for c in root.manifest.children
-                       for r in memory.artifact(T, U, c).manifest.inputs[:memory.artifact(T, U, c).manifest.part.events]]
+                       for r in memory.admin.artifact(T, U, c).manifest.inputs[:memory.admin.artifact(T, U, c).manifest.part.events]]
             assert sorted(covered) == sorted(e.event_id for e in memory.events(T, U))
         if not any(sessionless for *_, sessionless in batches):
             assert extended == len(batches) - 1  # every job after the first extended the published root

@@ -16,7 +16,7 @@ TOOL = "tool:invoice.adjust"
 def test_taint_set_applies_the_policy_and_the_log_records_it(demo_cli, db_url):
     assert demo_cli("consolidate", *BILLING, "--subject", "cust_482").exit_code == 0
     with lossgate.open(db_url) as memory:
-        published = memory.alias("acme-billing", "cust_482").artifact_id
+        published = memory.admin.alias("acme-billing", "cust_482").artifact_id
     result = demo_cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
                  "--trust", "untrusted", "--reason", "adjustments are unverified", "--json")
     assert result.exit_code == 0, result.stderr
@@ -25,11 +25,11 @@ def test_taint_set_applies_the_policy_and_the_log_records_it(demo_cli, db_url):
     assert outcome["stale_artifacts"] == [["cust_482", published]]
     with lossgate.open(db_url) as memory:
         assert {e.event_id: e.trust for e in memory.events("acme-billing", "cust_482")}["tool-0314-1"] == "untrusted"
-        log = [(e.op, e.target_id, e.detail) for e in memory.log("acme-billing", "cust_482")]
+        log = [(e.op, e.target_id, e.detail) for e in memory.admin.log("acme-billing", "cust_482")]
         assert ("taint_policy", "invoice-tool") in [(op, t) for op, t, _ in log]
         taint = next(d for op, _, d in log if op == "taint_policy")
         assert (taint["version"], taint["trust"], taint["reason"]) == (1, "untrusted", "adjustments are unverified")
-        assert memory.artifact("acme-billing", "cust_482", published).state == "stale"
+        assert memory.admin.artifact("acme-billing", "cust_482", published).state == "stale"
 
     again = demo_cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
                 "--trust", "untrusted")

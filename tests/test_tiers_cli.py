@@ -33,7 +33,7 @@ def test_demote_moves_covered_events_to_warm_at_the_given_time_and_lineage_shows
     moved = json.loads(done.stdout)
     with lossgate.open(db_url) as memory:
         events = memory.events("acme-billing", "cust_482")
-        artifact_id = memory.alias("acme-billing", "cust_482").artifact_id
+        artifact_id = memory.admin.alias("acme-billing", "cust_482").artifact_id
     assert moved["warm"] and set(moved["warm"]) == {e.event_id for e in events if e.tier == "warm"}
     shown = demo_cli("lineage", artifact_id, *BILLING, "--subject", "cust_482")
     assert shown.exit_code == 0 and f"tier hot -> warm: {len(moved['warm'])} events" in shown.stdout

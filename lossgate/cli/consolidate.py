@@ -148,7 +148,7 @@ def recall(
 def lineage(ctx: typer.Context, artifact_id: str, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
     """An artifact (stale ones too: audit) with its manifest, inputs and parent chain."""
     with open_memory(ctx) as memory:
-        view = memory.lineage(tenant, subject, artifact_id)
+        view = memory.admin.lineage(tenant, subject, artifact_id)
     if as_json:
         typer.echo(view.model_dump_json())
         return
@@ -182,7 +182,7 @@ def lineage(ctx: typer.Context, artifact_id: str, tenant: Tenant, subject: Subje
 def attempts(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
     """Every consolidation attempt of a subject, failed ones included, with violations."""
     with open_memory(ctx) as memory:
-        found = memory.attempts(tenant, subject)
+        found = memory.admin.attempts(tenant, subject)
     if as_json:
         print_json_lines(json.loads(a.model_dump_json()) for a in found)
         return
@@ -194,8 +194,8 @@ def attempts(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJs
 def artifacts(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
     """The subject's artifacts and the alias."""
     with open_memory(ctx) as memory:
-        found = memory.artifacts(tenant, subject)
-        alias = memory.alias(tenant, subject)
+        found = memory.admin.artifacts(tenant, subject)
+        alias = memory.admin.alias(tenant, subject)
     table = Table(title=f"artifacts of {tenant}/{subject} (alias -> {alias.artifact_id or 'none'}, "
                         f"epoch {alias.source_epoch}, covers {alias.covers_through})", title_justify="left")
     for col in ("artifact", "state", "gate", "covers", "epoch", "path", "reason"):
@@ -219,7 +219,7 @@ def jobs(
     if unknown:
         fail(f"unknown job status {', '.join(unknown)} (expected one of {', '.join(_JOB_STATUSES)})")
     with open_memory(ctx) as memory:
-        found = memory.jobs(tenant, subject, statuses=status)
+        found = memory.admin.jobs(tenant, subject, statuses=status)
     if as_json:
         print_json_lines(json.loads(j.model_dump_json()) for j in found)
         return
@@ -275,7 +275,7 @@ def embed(
     LOSSGATE_EMBEDDER names (`local`, or an OpenAI-compatible server's URL with
     LOSSGATE_EMBEDDER_MODEL). Workers do this after each job; this runs it now."""
     with open_memory(ctx, semantic=True) as memory:
-        report = memory.embed(tenant, subject, rebuild=rebuild)
+        report = memory.admin.embed(tenant, subject, rebuild=rebuild)
     dropped = f", {report.dropped} dropped first" if rebuild else ""
     skipped = f"; the embedder refused {len(report.skipped)}: {', '.join(report.skipped[:5])}" if report.skipped else ""
     out().print(f"{report.stored} vectors stored for {tenant}/{subject}{dropped}{skipped}", markup=False)

@@ -43,7 +43,7 @@ def create(
 ) -> None:
     """Create a key for the tenant and print its secret, once: only its hash is stored."""
     with open_memory(ctx, create=True) as memory:
-        key, secret = memory.create_api_key(tenant, scopes=[scopes], name=name)
+        key, secret = memory.admin.create_api_key(tenant, scopes=[scopes], name=name)
     if as_json:
         typer.echo(_json(key, secret))
         return
@@ -56,7 +56,7 @@ def create(
 def list_keys(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     """The tenant's keys, revoked ones included (never their secrets)."""
     with open_memory(ctx) as memory:
-        keys = memory.api_keys(tenant)
+        keys = memory.admin.api_keys(tenant)
     if as_json:
         for key in keys:
             typer.echo(_json(key))
@@ -79,7 +79,7 @@ def revoke(
 ) -> None:
     """Revoke one of the tenant's keys: the next request with it is refused (401)."""
     with open_memory(ctx) as memory:
-        key = memory.revoke_api_key(tenant, key_id)
+        key = memory.admin.revoke_api_key(tenant, key_id)
     if as_json:
         typer.echo(_json(key))
         return

@@ -93,10 +93,10 @@ def init(
     if predicates is not None and no_starter:
         raise typer.BadParameter("--predicates and --no-starter contradict each other", param_hint="'--no-starter'")
     with open_memory(ctx, create=True, starter=predicates is None and not no_starter) as memory:
-        version = memory.migrate()
+        version = memory.admin.migrate()
         registry: Registry | None
         if predicates is not None:
-            registry = memory.load_predicates(str(predicates))
+            registry = memory.admin.load_predicates(str(predicates))
         else:
             with memory.store.write() as tx:  # the stored one, else the starter (unless --no-starter) stored now
                 registry = memory.registries.needed(tx)
@@ -122,7 +122,7 @@ def predicates_load(
     adds or raises a critical predicate or changes a type re-gates each --tenant's summaries
     in the same transaction (a failure goes stale and queues a rebuild)."""
     with open_memory(ctx, create=True) as memory:
-        registry = memory.load_predicates(str(file), tenants=tenants or ())
+        registry = memory.admin.load_predicates(str(file), tenants=tenants or ())
     out().print(Text.assemble(
         "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
     ))
@@ -141,8 +141,8 @@ def predicates_extend(
     unless its table says override = true, nothing is removed; stored as the next version
     (the same file again stores nothing)."""
     with open_memory(ctx, create=True, starter=True) as memory:
-        before = memory.registry
-        registry = memory.extend_predicates(str(file), tenants=tenants or ())
+        before = memory.admin.registry
+        registry = memory.admin.extend_predicates(str(file), tenants=tenants or ())
     changed = before is None or registry.version != before.version
     out().print(Text.assemble(
         "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
@@ -154,7 +154,7 @@ def predicates_extend(
 def predicates_show(ctx: typer.Context) -> None:
     """Show the newest stored predicate registry."""
     with open_memory(ctx) as memory:
-        registry = memory.registry
+        registry = memory.admin.registry
     if registry is None:
         fail("no predicate registry is loaded (lossgate predicates load FILE.toml)")
     title = f"predicate registry version {registry.version}"
@@ -211,7 +211,7 @@ def events(
 def clock(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
     """The subject's clock: high_water (largest seq) and input_epoch."""
     with open_memory(ctx) as memory:
-        found = memory.clock(tenant, subject)
+        found = memory.admin.clock(tenant, subject)
     if as_json:
         print_json_lines([found.model_dump(mode="json")])
     else:
@@ -300,7 +300,7 @@ def compact(ctx: typer.Context) -> None:
     truncate the WAL (SQLite); VACUUM the lossgate tables (PostgreSQL). Run it after erasure
     requests; it takes the write lock while it runs."""
     with open_memory(ctx) as memory:
-        report = memory.compact()
+        report = memory.admin.compact()
     line = Text.assemble("compacted: ", ", ".join(report.steps), f" in {report.seconds:.2f} s")
     if report.bytes_before is not None and report.bytes_after is not None:
         line.append(f"; {report.bytes_before:,} -> {report.bytes_after:,} bytes")
@@ -327,11 +327,11 @@ def extract(
         fail("choose one of --review, --accept and --reject", 2)
     with open_memory(ctx) as memory:
         if accept is not None:
-            found = [memory.accept_proposal(tenant, subject, accept)]
+            found = [memory.admin.accept_proposal(tenant, subject, accept)]
         elif reject is not None:
-            found = [memory.reject_proposal(tenant, subject, reject, reason=reason)]
+            found = [memory.admin.reject_proposal(tenant, subject, reject, reason=reason)]
         elif review:
-            found = memory.proposals(tenant, subject, statuses=["review"])
+            found = memory.admin.proposals(tenant, subject, statuses=["review"])
         else:
             found = memory.extract(tenant, subject)
     if as_json:

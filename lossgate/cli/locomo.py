@@ -49,8 +49,8 @@ def evaluation_memory(store: str | None, folder: str, *, semantic: bool,
     embedder = (embedder_from_env(os.environ) or LocalEmbedder()) if semantic else None
     memory = lossgate.open(store or f"sqlite:///{Path(folder) / 'benchmark.db'}", embedder=embedder, starter=False,
                            reranker=reranker)
-    if memory.registry is None:
-        memory.load_predicates(str(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml"))
+    if memory.admin.registry is None:
+        memory.admin.load_predicates(str(Path(__file__).resolve().parents[1] / "fixtures" / "gate" / "predicates.toml"))
     return memory
 
 

@@ -33,7 +33,7 @@ def quarantine(
     from dataclasses import asdict
 
     with open_memory(ctx) as memory:
-        done = memory.quarantine(tenant, subject, artifact_id, reason=reason)
+        done = memory.admin.quarantine(tenant, subject, artifact_id, reason=reason)
     if as_json:
         typer.echo(json.dumps(asdict(done), sort_keys=True))
         return
@@ -54,7 +54,7 @@ def recover(
     current). Exit 1 if nothing was published."""
     chosen = _load_compressor(compressor) if compressor else None
     with open_memory(ctx) as memory:
-        attempt = memory.recover(tenant, subject, compressor=chosen)
+        attempt = memory.admin.recover(tenant, subject, compressor=chosen)
     if as_json:
         typer.echo(attempt.model_dump_json())
     else:

@@ -72,7 +72,7 @@ def responses(
     """The subject's response records, newest first: the recall and guard result each rests
     on, and what the agent answered or did (or that it was redacted by a deletion)."""
     with open_memory(ctx) as memory:
-        found = memory.responses(tenant, subject, limit=limit)
+        found = memory.admin.responses(tenant, subject, limit=limit)
     if as_json:
         print_json_lines(json.loads(r.model_dump_json()) for r in found)
         return

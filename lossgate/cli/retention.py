@@ -77,7 +77,7 @@ def _show(tenant: str, policy: RetentionPolicy, as_json: bool) -> None:
 def show(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     """The tenant's retention policy and its version."""
     with open_memory(ctx) as memory:
-        _show(tenant, memory.retention(tenant), as_json)
+        _show(tenant, memory.admin.retention(tenant), as_json)
 
 
 @retention_app.command("set")
@@ -92,7 +92,7 @@ def set_rules(
     parsed = [_rule(r) for r in rules or []]
     kept = None if records is None else _duration(f"--records {records!r}", records)
     with open_memory(ctx) as memory:
-        _show(tenant, memory.set_retention(tenant, parsed, records=kept), as_json)
+        _show(tenant, memory.admin.set_retention(tenant, parsed, records=kept), as_json)
 
 
 @retention_app.command("run")
@@ -110,7 +110,7 @@ def run(
         except ValueError as exc:
             fail(f"--now: {exc}")
     with open_memory(ctx) as memory:
-        done = memory.expire(tenant, subject, now=at)
+        done = memory.admin.expire(tenant, subject, now=at)
     if as_json:
         typer.echo(json.dumps([{"subject_id": x.subject_id, "expired": x.expired,
                                 "kept_for_critical_facts": x.kept_for_critical_facts,

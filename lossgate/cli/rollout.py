@@ -45,7 +45,7 @@ def _show(tenant: str, plan: object, as_json: bool) -> None:
 def show(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     """The tenant's live and shadow compressors and whether review is required."""
     with open_memory(ctx) as memory:
-        plan = memory.rollout(tenant)
+        plan = memory.admin.rollout(tenant)
     _show(tenant, plan, as_json)
 
 
@@ -77,7 +77,7 @@ def set_(
     if shadow_registry and no_shadow_registry:
         fail("--shadow-registry and --no-shadow-registry contradict each other")
     with open_memory(ctx) as memory:
-        plan = memory.set_rollout(tenant, live=live, shadow=shadow, review=review, clear_shadow=no_shadow,
+        plan = memory.admin.set_rollout(tenant, live=live, shadow=shadow, review=review, clear_shadow=no_shadow,
                                   clear_live=default_live, shadow_gate=shadow_gate,
                                   shadow_registry=shadow_registry, clear_shadow_registry=no_shadow_registry)
     _show(tenant, plan, as_json)
@@ -89,7 +89,7 @@ def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
     the violations the shadow's gate found, the facts only one of them claims and those the
     shadow states otherwise, tokens, compression time, and what the shadow alias holds."""
     with open_memory(ctx) as memory:
-        rows = memory.shadow_report(tenant)
+        rows = memory.admin.shadow_report(tenant)
     if as_json:
         for row in rows:
             typer.echo(json.dumps(row.record(), sort_keys=True, default=str))
@@ -116,7 +116,7 @@ def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
 def list_(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
     """The subject's summaries waiting for review."""
     with open_memory(ctx) as memory:
-        waiting = memory.artifacts(tenant, subject, states=["review"])
+        waiting = memory.admin.artifacts(tenant, subject, states=["review"])
     if as_json:
         for a in waiting:
             typer.echo(json.dumps({"artifact_id": a.artifact_id, "covers_through": a.manifest.new_covers_through,
@@ -136,7 +136,7 @@ def approve(ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help=
             tenant: Tenant, subject: Subject) -> None:
     """Publish a waiting summary through the switch. Exit 1 if the switch refuses it."""
     with open_memory(ctx) as memory:
-        attempt = memory.approve(tenant, subject, artifact_id)
+        attempt = memory.admin.approve(tenant, subject, artifact_id)
     if attempt is None or attempt.status != "published":
         out().print(f"{artifact_id} not published: {attempt.reason if attempt else 'no attempt'}", markup=False)
         raise typer.Exit(1)
@@ -149,7 +149,7 @@ def refuse(ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help="
            reason: Annotated[str, typer.Option("--reason", help="Why (kept in its state).")] = "") -> None:
     """Refuse a waiting summary: kept, never published, never compressor input."""
     with open_memory(ctx) as memory:
-        memory.refuse(tenant, subject, artifact_id, reason=reason)
+        memory.admin.refuse(tenant, subject, artifact_id, reason=reason)
     out().print(f"{artifact_id} refused", markup=False)
 
 
@@ -162,7 +162,7 @@ def narrative_policy(
 ) -> None:
     """Show the tenant's narrative policy, or set it with --set."""
     with open_memory(ctx) as memory:
-        policy = memory.narrative_policy(tenant) if set_to is None else memory.set_narrative_policy(tenant, set_to)
+        policy = memory.admin.narrative_policy(tenant) if set_to is None else memory.admin.set_narrative_policy(tenant, set_to)
     if as_json:
         typer.echo(json.dumps({"tenant_id": tenant, "narrative_policy": policy}))
     else:

@@ -3,7 +3,7 @@
 A taint policy is a tenant-level rule that sets the trust of every event it matches, by
 kind (the event's source: ``tool_result``, ``document``, ...) and/or actor (who said it;
 for a tool result, the tool). Setting one applies it at once, in one transaction
-(:meth:`lossgate.Memory.set_taint_policy`); each subject's log records it.
+(:meth:`lossgate.Admin.set_taint_policy`); each subject's log records it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def set_policy(
     go stale and rebuilds are queued, in one transaction. Events appended later that match
     get the policy's trust."""
     with open_memory(ctx) as memory:
-        outcome = memory.set_taint_policy(tenant, policy_id, trust=trust, kind=kind, actor=actor, reason=reason)
+        outcome = memory.admin.set_taint_policy(tenant, policy_id, trust=trust, kind=kind, actor=actor, reason=reason)
     if as_json:
         typer.echo(outcome.model_dump_json())
         return
@@ -65,7 +65,7 @@ def list_policies(
 ) -> None:
     """The tenant's taint policies in force (every version with --history)."""
     with open_memory(ctx) as memory:
-        policies = memory.taint_policies(tenant, history=history)
+        policies = memory.admin.taint_policies(tenant, history=history)
     if as_json:
         for p in policies:
             typer.echo(p.model_dump_json())

@@ -43,7 +43,7 @@ def demote(
     covers go warm, warm ones past the cold horizon go cold; a failed consolidation or a
     stale summary keeps them hot and the log says why."""
     with open_memory(ctx) as memory:
-        done = memory.demote(tenant, subject, now=_instant(now))
+        done = memory.admin.demote(tenant, subject, now=_instant(now))
     if as_json:
         for d in done:
             typer.echo(json.dumps(dataclasses.asdict(d)))
@@ -68,9 +68,9 @@ def tier_policy(
     """Show the tenant's tier clock, or set it with --dormancy-days / --cold-days."""
     with open_memory(ctx) as memory:
         if dormancy_days is None and cold_days is None:
-            policy = memory.tier_policy(tenant)
+            policy = memory.admin.tier_policy(tenant)
         else:
-            policy = memory.set_tier_policy(
+            policy = memory.admin.set_tier_policy(
                 tenant, dormancy=None if dormancy_days is None else timedelta(days=dormancy_days),
                 cold_after=None if cold_days is None else timedelta(days=cold_days))
     if as_json:

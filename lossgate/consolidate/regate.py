@@ -7,8 +7,8 @@ predicate *added as critical*, a predicate whose *criticality rises*, or one who
 type changes* (:func:`lossgate.publication.upgrades.upgrade_changes`). A summary gated before such a version has not
 been shown to keep what the new version says it must.
 
-:func:`regate_tenant` (run by :meth:`lossgate.Memory.load_predicates` in the transaction
-that stores the new version, and by :meth:`lossgate.Memory.regate`) takes every subject of
+:func:`regate_tenant` (run by :meth:`lossgate.Admin.load_predicates` in the transaction
+that stores the new version, and by :meth:`lossgate.Admin.regate`) takes every subject of
 a tenant and:
 
 * **the published artifact** (the one the alias points at), if it was gated under a

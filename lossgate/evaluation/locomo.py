@@ -12,7 +12,7 @@ The run (:func:`evaluate`):
    ``locomo``), its time the session's date, its id ``<sample>:<dia_id>``,
    an image's caption appended as ``[shares a photo: ...]``;
 2. each subject is consolidated with the default compressor (and, with an
-   embedder, every turn is embedded: :meth:`~lossgate.Memory.embed`);
+   embedder, every turn is embedded: :meth:`~lossgate.Admin.embed`);
 3. every question of categories 1-4 (multi-hop, temporal, open-domain,
    single-hop) is recalled with the question as the query at a fixed token
    budget, lexically, and with an embedder also hybrid (``lossgate +
@@ -223,7 +223,7 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
         memory.consolidate(TENANT, conv.sample_id)
         if semantic:
             t0 = time.perf_counter()
-            memory.embed(TENANT, conv.sample_id)
+            memory.admin.embed(TENANT, conv.sample_id)
             embed_seconds += time.perf_counter() - t0
         by_id = {t.dia_id: t for t in conv.turns}
         dropped = {e.split(":", 1)[1] for e in dropped_events(memory.store, TENANT, conv.sample_id)}

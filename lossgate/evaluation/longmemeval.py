@@ -19,7 +19,7 @@ The run (:func:`evaluate`), one instance at a time:
    sessions), its payload the session's id;
 2. the subject is consolidated with the default compressor (the report counts the
    attempts by status: a summary the gate rejects leaves recall on raw memory), and with
-   an embedder every turn is embedded (:meth:`~lossgate.Memory.embed`);
+   an embedder every turn is embedded (:meth:`~lossgate.Admin.embed`);
 3. the question is recalled with its text as the query at a fixed token budget,
    lexically, and with an embedder also hybrid (``lossgate + semantic``). A turn counts as
    handed back when it comes back as an event or as a line of the returned summary
@@ -305,7 +305,7 @@ def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, s
         consolidations[memory.consolidate(TENANT, qid).status] += 1
         if semantic:
             t0 = time.perf_counter()
-            memory.embed(TENANT, qid)
+            memory.admin.embed(TENANT, qid)
             embed_seconds += time.perf_counter() - t0
         dropped = dropped_events(memory.store, TENANT, qid)
         costs = [count(t.line) + 1 for t in turns]

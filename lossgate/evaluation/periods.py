@@ -320,8 +320,8 @@ def _hands_back(result: RecallResult, event_id: str, turn: Turn) -> bool:
 
 def _root(memory: Memory, sample_id: str) -> Artifact | None:
     try:
-        alias = memory.alias(TENANT, sample_id)
-        return memory.artifact(TENANT, sample_id, alias.artifact_id) if alias.artifact_id else None
+        alias = memory.admin.alias(TENANT, sample_id)
+        return memory.admin.artifact(TENANT, sample_id, alias.artifact_id) if alias.artifact_id else None
     except NotFound:
         return None
 
@@ -342,10 +342,10 @@ def measure(memory: Memory, conversations: list[Conversation], *, budget: int = 
         ingest(memory, conv)
         attempt = memory.consolidate(TENANT, conv.sample_id, config=config)
         if memory.embedder is not None:
-            memory.embed(TENANT, conv.sample_id)
+            memory.admin.embed(TENANT, conv.sample_id)
         root = _root(memory, conv.sample_id)
         summary = root.body.summary if root is not None else ""
-        children = [memory.artifact(TENANT, conv.sample_id, i) for i in root.manifest.children] if root else []
+        children = [memory.admin.artifact(TENANT, conv.sample_id, i) for i in root.manifest.children] if root else []
         parts = [(c.manifest.part.key, c.manifest.part.first_at, c.manifest.part.last_at)
                  for c in children if c.manifest.part is not None]
         coverage = session_digests(summary, parts)

@@ -12,7 +12,7 @@ records under the predicate registry, in one transaction:
 * otherwise the predicate's policy decides (registry ``extraction``): ``auto`` asserts it
   at once (**accepted**, or **conflict** when it disagrees with an active fact: the ledger
   opens a conflict, it never silently supersedes), ``review`` keeps it for a person
-  (:meth:`lossgate.Memory.accept_proposal`, :meth:`~lossgate.Memory.reject_proposal`).
+  (:meth:`lossgate.Admin.accept_proposal`, :meth:`~lossgate.Admin.reject_proposal`).
 
 Only the authorized view is read: events deleted or revoked are never sent to an
 extractor, and an event deleted while an extractor reads it is dropped from its

@@ -164,7 +164,7 @@ class LossgateStore(BaseStore):
         """The subject a prefix names, or every subject of the tenant when it names none (or a
         ``*`` where ``wildcard``)."""
         if subject is None or (wildcard and subject == "*"):
-            return self.memory.subjects(tenant_id)
+            return self.memory.admin.subjects(tenant_id)
         return [subject]
 
     # -- reads ----------------------------------------------------------------------------

@@ -57,7 +57,7 @@ class TaggedEvents:
     def read(self) -> list[Event]:
         """The tagged events, valid or revoked, oldest first, as the store holds them now."""
         with self._lock:
-            clock = self.memory.clock(self.tenant_id, self.subject_id)
+            clock = self.memory.admin.clock(self.tenant_id, self.subject_id)
             if clock.input_epoch != self._epoch:
                 # read before the events: a deletion racing this read moves the epoch past it
                 self._epoch, self._seen, self._events = clock.input_epoch, 0, {}

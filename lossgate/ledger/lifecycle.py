@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence, get_args
 
 from lossgate.lineage import propagation as lineage
 from lossgate.lineage import queue
@@ -34,7 +34,22 @@ from lossgate.model.registry import Registry, RegistryCache
 from lossgate.store.protocol import Store, WriteTx
 from lossgate.model.values import canonical_value
 
-__all__ = ["Ledger", "transaction"]
+__all__ = ["Ledger", "in_force", "transaction"]
+
+
+class _Identity(NamedTuple):
+    """What a new fact is, before it is stored (:meth:`Ledger._identity`)."""
+
+    fact_id: str  # the caller's, or one derived from the content
+    content_hash: str
+    value: Any  # coerced to the predicate's type
+    canonical: Any  # the form conflicts and idempotency compare
+
+
+def _check_choice(name: str, value: object, choices: Any) -> None:
+    """``value`` is one of the ``Literal`` type ``choices``, or :class:`InvalidInput`."""
+    if value not in get_args(choices):
+        raise InvalidInput(f"{name} {value!r} is not one of {list(get_args(choices))}")
 
 
 def _short_hash(*parts: object) -> str:
@@ -58,8 +73,22 @@ def transaction(store: Store, *, registry: Registry | None = None,
         forget_text()
 
 
+def in_force(policies: Iterable[TaintPolicy]) -> list[TaintPolicy]:
+    """The newest version of each policy of ``policies`` (stored versions, in the order
+    :meth:`~lossgate.store.protocol.LedgerReadTx.taint_policies` gives them: the last of a
+    policy's versions is the one in force)."""
+    return list({p.policy_id: p for p in policies}.values())
+
+
 class Ledger:
-    """Lifecycle operations inside one write transaction."""
+    """Lifecycle operations inside one write transaction: the transaction-level API.
+
+    ``memory.transaction()`` yields one, for several operations that must commit together
+    (``lossgate ingest`` runs a whole file in one, the service a batch). Each write of
+    :class:`~lossgate.Memory` with the same name (``append``, ``assert_fact``,
+    ``assert_facts``, ``supersede``, ``delete_fact``, ``delete_event``, ``revoke_event``,
+    ``set_trust``) and ``memory.admin.set_taint_policy`` runs one of these in its own
+    transaction: that is the call for a single change. The rules are written here, once."""
 
     def __init__(self, tx: WriteTx, registry: Registry | None = None, *, registries: RegistryCache | None = None,
                  now: datetime | None = None, rebuild_after: int = queue.REBUILD_AFTER,
@@ -237,7 +266,9 @@ class Ledger:
         return self._event(tenant_id, subject_id, event_id)
 
     def set_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust, *, reason: str = "") -> Event:
-        """Change an event's trust. Facts whose authority now exceeds their sources' trust are revoked."""
+        """Change an event's trust. Facts whose authority now exceeds their sources' trust are revoked.
+        A trust that is not one of :data:`~lossgate.model.records.Trust`'s raises :class:`InvalidInput`."""
+        _check_choice("trust", trust, Trust)
         ev = self._event(tenant_id, subject_id, event_id)
         if ev.trust == trust:
             return ev
@@ -253,10 +284,7 @@ class Ledger:
     def policies_in_force(self, tenant_id: str) -> list[TaintPolicy]:
         """The newest version of each of the tenant's taint policies (read once per ledger)."""
         if tenant_id not in self._policies:
-            newest: dict[str, TaintPolicy] = {}
-            for p in self.tx.taint_policies(tenant_id):
-                newest[p.policy_id] = p  # versions come in order: the last one is in force
-            self._policies[tenant_id] = list(newest.values())
+            self._policies[tenant_id] = in_force(self.tx.taint_policies(tenant_id))
         return self._policies[tenant_id]
 
     def set_taint_policy(self, tenant_id: str, policy_id: str, *, trust: Trust, kind: EventKind | None = None,
@@ -274,16 +302,20 @@ class Ledger:
         a rebuild is queued (:meth:`_invalidate`); one ``taint_policy`` line in the subject's
         log says which policy version did it. Events appended later get the policy's trust
         as they are appended (:meth:`append`). Events a new version no longer matches keep
-        the trust they have."""
-        in_force = {p.policy_id: p for p in self.policies_in_force(tenant_id)}
-        previous = in_force.get(policy_id)
+        the trust they have. A trust or kind that is not one of their type's raises
+        :class:`InvalidInput`."""
+        _check_choice("trust", trust, Trust)
+        if kind is not None:
+            _check_choice("kind", kind, EventKind)
+        current = {p.policy_id: p for p in self.policies_in_force(tenant_id)}
+        previous = current.get(policy_id)
         policy = TaintPolicy(tenant_id=tenant_id, policy_id=policy_id, actor=actor, kind=kind, trust=trust,
                              reason=reason, version=previous.version + 1 if previous else 1, created_at=self.now)
         if previous is not None and previous.same_rule(policy):
             return TaintOutcome(policy=previous, changed=False)
         self.tx.save_taint_policy(policy)
-        in_force[policy_id] = policy
-        policies = self._policies[tenant_id] = list(in_force.values())
+        current[policy_id] = policy
+        policies = self._policies[tenant_id] = list(current.values())
         changed: list[tuple[str, str]] = []
         stale: list[tuple[str, str]] = []
         demoted: list[tuple[str, str, str]] = []
@@ -481,8 +513,8 @@ class Ledger:
             raise NotFound(f"fact {shown_id(fact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
         return found[0]
 
-    def _identity(self, new: NewFact, supersedes: str | None) -> tuple[str, str, Any, Any]:
-        """(fact id, content hash, coerced value, canonical value) of a new fact.
+    def _identity(self, new: NewFact, supersedes: str | None) -> _Identity:
+        """The id, content hash, coerced value and canonical value of a new fact.
         Raises on an unknown predicate or a value of the wrong type."""
         pred = self.registry.get(new.predicate)
         value = self.registry.check(new)
@@ -494,13 +526,14 @@ class Ledger:
             valid_from=new.valid_from, supersedes=supersedes,
         )
         fact_id = new.fact_id or "f-" + content_hash(body)[7:27]
-        return fact_id, content_hash({**body, "fact_id": fact_id}), value, canon
+        return _Identity(fact_id, content_hash({**body, "fact_id": fact_id}), value, canon)
 
     def stored_twin(self, new: NewFact, *, supersedes: str | None = None) -> Fact | None:
         """The stored fact identical to ``new`` (same id and content hash), if any.
 
         Raises :class:`IdempotencyConflict` if the id is stored with other content."""
-        fact_id, h, _, _ = self._identity(new, supersedes)
+        identity = self._identity(new, supersedes)
+        fact_id, h = identity.fact_id, identity.content_hash
         taken = self.tx.taken_fact_ids(new.tenant_id, [fact_id]).get(fact_id)
         if taken is None:
             return None

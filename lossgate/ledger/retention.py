@@ -20,7 +20,7 @@ The policy may give recall records, guard results and responses a time to live t
 (``records``): past it they are deleted, evidence and all.
 
 Workers expire the subject of each job they run (:class:`lossgate.ops.worker.Worker`);
-``lossgate retention run`` (:meth:`lossgate.Memory.expire`) expires a whole tenant.
+``lossgate retention run`` (:meth:`lossgate.Admin.expire`) expires a whole tenant.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The HTTP service (:mod:`lossgate.service`) authenticates every request with an API key.
 A key is bound to one tenant and a set of scopes; what the store keeps of it is the
 sha256 of its secret, never the secret, which is shown once when the key is created
-(:meth:`lossgate.Memory.create_api_key`). A secret is ``lg_<key id>_<43 random URL-safe
+(:meth:`lossgate.Admin.create_api_key`). A secret is ``lg_<key id>_<43 random URL-safe
 characters>`` (256 bits from :mod:`secrets`): its hash needs no salt, because nobody can
 guess a 256-bit secret from a list, and looking it up by hash is one index probe.
 

@@ -1,4 +1,4 @@
-"""A registry document loaded on top of the stored registry (:meth:`lossgate.Memory.extend_predicates`,
+"""A registry document loaded on top of the stored registry (:meth:`lossgate.Admin.extend_predicates`,
 ``lossgate predicates extend FILE.toml``).
 
 The document is written like a registry (``[predicates."NAME"]`` tables, a ``[[guards]]``
@@ -16,7 +16,7 @@ store with none, the memory's default: the starter registry). The rule, per tabl
 
 The result is a new registry version: the document's ``version`` if it gives one (it must be
 above the base's), else the base's plus one, checked whole as any registry is (every guard
-rule must read predicates it has), and stored as :meth:`~lossgate.Memory.load_predicates`
+rule must read predicates it has), and stored as :meth:`~lossgate.Admin.load_predicates`
 stores one, re-gating the tenants named when it tightens the gate.
 """
 

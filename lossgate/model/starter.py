@@ -8,7 +8,7 @@ guard rules an agent's planned actions are checked by. ``lossgate init`` without
 ``--predicates`` stores it; so does a memory from :func:`lossgate.open` the first time it needs
 a registry on a store that has none (:class:`~lossgate.model.registry.RegistryCache`). It is a
 registry like any other once stored: version 1, extended with
-:meth:`~lossgate.Memory.extend_predicates` (:mod:`lossgate.model.registry_overlay`).
+:meth:`~lossgate.Admin.extend_predicates` (:mod:`lossgate.model.registry_overlay`).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def open_worker_memory(url: str | None = None, *, migrate: bool = True, embedder
     each job also embeds what its subject gained (:func:`lossgate.semantic.embed_pending`)."""
     memory = Memory(open_store(url, role="worker"), embedder=embedder, compressors=compressors)
     if migrate:
-        memory.migrate()
+        memory.admin.migrate()
     return memory
 
 
@@ -76,7 +76,7 @@ class Worker:
         self.memory = memory
         self.config = config or WorkerConfig()
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.consolidator = memory.consolidator(compressor=compressor, config=consolidation, judge=judge)
+        self.consolidator = memory.admin.consolidator(compressor=compressor, config=consolidation, judge=judge)
         self._consolidation, self._judge = consolidation, judge
         self.stopping = threading.Event()
         self.processed = 0
@@ -100,7 +100,7 @@ class Worker:
         try:
             self._expire(job)  # before the compressor reads the subject: what expired never reaches it
             # the tenant's rollout (live and shadow compressors) decides, else this worker's own
-            outcome = self.memory.run_job(job.tenant_id, job.subject_id, fallback=self.consolidator,
+            outcome = self.memory.admin.run_job(job.tenant_id, job.subject_id, fallback=self.consolidator,
                                           config=self._consolidation, judge=self._judge)
             log.info("job %s %s/%s: %s", job.job_id, job.tenant_id, job.subject_id, outcome.status)
             if outcome.needs_review:  # failed max_attempts times in a row: no retry is queued
@@ -142,7 +142,7 @@ class Worker:
         (:mod:`lossgate.ledger.tiers`): warm under a summary that passed the gate, or kept hot with
         the failure recorded. A failure here costs only the move, retried with the next job."""
         try:
-            for d in self.memory.demote(job.tenant_id, job.subject_id):
+            for d in self.memory.admin.demote(job.tenant_id, job.subject_id):
                 if d.warm or d.cold or d.retention_logged:
                     log.info("job %s: %d events to warm, %d to cold, %d kept hot", job.job_id, len(d.warm),
                              len(d.cold), len(d.held))
@@ -154,7 +154,7 @@ class Worker:
         """Delete the subject's events past their time to live under the tenant's retention
         policy (:mod:`lossgate.ledger.retention`). A failure costs only the delay: the next job tries again."""
         try:
-            for x in self.memory.expire(job.tenant_id, job.subject_id):
+            for x in self.memory.admin.expire(job.tenant_id, job.subject_id):
                 if x.expired or x.kept_for_critical_facts:
                     log.info("job %s: %d events expired, %d kept for an active critical fact", job.job_id,
                              len(x.expired), len(x.kept_for_critical_facts))
@@ -170,7 +170,7 @@ class Worker:
         if self.memory.embedder is None:
             return
         try:
-            report = self.memory.embed(job.tenant_id, job.subject_id)
+            report = self.memory.admin.embed(job.tenant_id, job.subject_id)
             log.info("job %s: %d vectors stored, %d items refused by the embedder", job.job_id, report.stored,
                      len(report.skipped))
         except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
@@ -252,7 +252,7 @@ def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
 
     memory = open_worker_memory(url)  # migrate once, before the workers start
     try:
-        memory.registry  # noqa: B018 - a login that may not act as a worker fails here, once
+        memory.admin.registry  # noqa: B018 - a login that may not act as a worker fails here, once
     finally:
         memory.close()
     ctx = mp.get_context("spawn")

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from threading import Lock
 from functools import lru_cache
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from lossgate.runtime.caches import holds_text
 from lossgate.model.canonical import content_hash
@@ -102,15 +102,15 @@ SEARCH_BACKLOG = 64
 # How many places a hit the published summary dropped moves up in a query recall's ranking,
 # past hits it kept (never past another dropped hit): a few, so that it goes first only among
 # hits the ranking barely tells apart. A lead of 20 brought back more of what summaries
-# dropped on LoCoMo but cost a point of evidence recall on the others (docs/evaluation.md,
-# "Loss-aware recall").
+# dropped on LoCoMo but cost a point of evidence recall on the others (README, "Loss-aware
+# recall").
 DROPPED_LEAD = 3
 
 # A query's hit whose neighbouring events (the one before it, the one after it) are hits too
 # moves up: in a conversation, a stretch of turns on the question's topic holds its answer
 # more often than one turn that only names its words. Each hit scores 1 / (RANK_K + rank),
 # plus NEIGHBOUR_WEIGHT times the same score of each neighbour that is a hit. Chosen on
-# three LoCoMo conversations and measured on the seven others (docs/evaluation.md).
+# three LoCoMo conversations and measured on the seven others (README).
 NEIGHBOUR_WEIGHT = 0.5
 RANK_K = 10
 NEIGHBOUR_POOL = 32  # the fewest hits read for it, whatever k
@@ -151,17 +151,12 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
                 wtx.lock_clock(tenant_id, subject_id)
                 wtx.refresh_search_index()
             index_checked = True
-    clock, alias, artifact, fresh, mode = read.clock, read.alias, read.artifact, read.fresh, read.mode
-    critical, others, events, candidates = read.critical, read.others, read.events, read.candidates
-    semantic, rerank = read.semantic, read.rerank
-    summary = artifact.summary if fresh and artifact else None
+    artifact = read.artifact if read.fresh else None  # the summary recall returns, if any
+    critical, others, events = read.critical, read.others, read.events
+    summary = artifact.summary if artifact else None
     count = counter or default_counter()
-    if searching:
-        summary, others, events, tokens = _fit_relevant(tenant_id, subject_id, summary, critical, others, events,
-                                                        budget, count)
-    else:
-        summary, events, others, tokens = _fit_recent(tenant_id, subject_id, summary, critical, others, events,
-                                                      budget, count)
+    fit = _fit_relevant if searching else _fit_recent
+    summary, others, events, tokens = fit(tenant_id, subject_id, summary, critical, others, events, budget, count)
     events.sort(key=lambda e: e.seq)
     # raw memory states each open conflict between the facts it returns, never trimmed (as a
     # summary's structured part does): two values of one predicate are not read as settled
@@ -173,20 +168,21 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     record = RecallRecord(
         recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
         query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
-                              **({"semantic": semantic} if semantic else {}), **({"rerank": rerank} if rerank else {})},
-        mode=mode, candidate_ids=tuple(candidates),
+                              **({"semantic": read.semantic} if read.semantic else {}),
+                              **({"rerank": read.rerank} if read.rerank else {})},
+        mode=read.mode, candidate_ids=tuple(read.candidates),
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
-        alias=alias, clock=clock, tiers={e.event_id: e.tier for e in events},
+        alias=read.alias, clock=read.clock, tiers={e.event_id: e.tier for e in events},
     )
     result = RecallResult(
-        tenant_id=tenant_id, subject_id=subject_id, mode=mode,
-        artifact_id=artifact.artifact_id if fresh and artifact else None, summary=summary,
-        open_items=artifact.open_items if fresh and artifact else (),
+        tenant_id=tenant_id, subject_id=subject_id, mode=read.mode,
+        artifact_id=artifact.artifact_id if artifact else None, summary=summary,
+        open_items=artifact.open_items if artifact else (),
         facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens, conflicts=conflicts,
     )
     if attest:  # without: only to measure what attestation costs (bench/bench_boundary.py)
         record = record.model_copy(update={"rendered_sha256": text_digest(result.render()),
-                                           "inputs": _inputs(artifact if fresh else None, result)})
+                                           "inputs": _inputs(artifact, result)})
     store.record_recall(record)
     return result.model_copy(update={"record": record})
 
@@ -231,26 +227,37 @@ def trimmed_summary(full: str, kept: int | None) -> str:
     return _assembled(head, title, list(itertools.islice(tail, kept))) if title else full
 
 
-class _IndexBehind(Exception):
-    """The full-text index is more than :data:`SEARCH_BACKLOG` events behind: refresh, read again."""
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Read:
-    """What :func:`_read` read in its one transaction, before the budget trims it."""
+    """What :func:`_read` read in its one transaction, before a budget trims it."""
 
     clock: Clock
     alias: Alias
-    artifact: ArtifactHead | None
-    fresh: bool  # the artifact is published and its source epoch is the clock's input epoch
+    artifact: ArtifactHead | None  # the head of the artifact the alias points at
+    fresh: bool  # that artifact is published and the alias's epoch is the clock's: recall returns its summary
     mode: RecallMode
-    critical: list[Fact]
-    others: list[Fact]  # the non-critical facts: the query's hits, or the newest
+    critical: list[Fact]  # every active critical fact
+    others: list[Fact]  # the query's fact hits, or the newest non-critical facts
+    events: list[Event]  # the query's event hits (with their context), or the newest events past the summary
+    candidates: list[str]  # the ids of all of those, in that order: the record's candidate_ids
+    semantic: str | None  # how the vectors ranked, for the record's filters (None: not asked)
+    rerank: str | None  # what the reranker did, for the record's filters (None: not asked)
+    open_conflicts: list[Conflict]  # the subject's unresolved conflicts, read in raw fallback only
+
+
+class _Fitted(NamedTuple):
+    """What a budget leaves of a recall (:func:`_fit_recent`, :func:`_fit_relevant`): the
+    summary (``None``: none), the non-critical facts and the events kept, and the tokens of
+    the block they render."""
+
+    summary: str | None
+    others: list[Fact]
     events: list[Event]
-    candidates: list[str]  # every fact and event id considered, for the recall record
-    semantic: str | None  # the embedder's model, or why it was not used
-    rerank: str | None  # the reranker's outcome (lossgate.semantic.reorder), or None without one
-    open_conflicts: list[Conflict]  # the subject's unresolved conflicts in raw fallback; none from a summary
+    tokens: int
+
+
+class _IndexBehind(Exception):
+    """The full-text index is more than :data:`SEARCH_BACKLOG` events behind: refresh, read again."""
 
 
 def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], searching: bool, k: int,
@@ -338,9 +345,8 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
                                newest_first=True, skip_erased=True)
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
-    return _Read(clock=clock, alias=alias, artifact=artifact, fresh=fresh, mode=mode, critical=critical,
-                 others=others, events=events, candidates=candidates, semantic=semantic, rerank=rerank,
-                 open_conflicts=open_)
+    return _Read(clock=clock, alias=alias, artifact=artifact, fresh=fresh, mode=mode, critical=critical, others=others,
+                 events=events, candidates=candidates, semantic=semantic, rerank=rerank, open_conflicts=open_)
 
 
 def _then(first: list[str], more: list[str]) -> list[str]:
@@ -649,13 +655,14 @@ def _forget_counted_text() -> None:
 
 def _fit_recent(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
                 events: list[Event], budget: int | None,
-                count: TokenCounter) -> tuple[str | None, list[Event], list[Fact], int]:
+                count: TokenCounter) -> _Fitted:
     """Without a query: trim the summary's oldest recent-conversation lines or a hierarchical
     root's oldest period lines, then events (oldest first), then non-critical facts; never
     the summary's structured part or critical facts. The tokens are those of the block
     :meth:`~lossgate.model.derived_records.RecallResult.render` prints (exactly, without a budget)."""
     if budget is None:  # nothing to trim: the block, counted whole
-        return summary, events, others, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
+        return _Fitted(summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events,
+                                                              count))
     section = _FactsSection(count)
     structured, prose = summary_structure(tenant_id, subject_id, summary)
     fixed = _fixed_tokens(subject_id, summary, structured, critical, section, count)
@@ -682,7 +689,7 @@ def _fit_recent(tenant_id: str, subject_id: str, summary: str | None, critical: 
     while total > budget and others:
         others.pop()
         total -= other_costs.pop()
-    return summary, events, others, total
+    return _Fitted(summary, others, events, total)
 
 
 def _newest_lines(head: str, title: str, tail: Iterable[tuple[str, str | None]], room: int,
@@ -778,13 +785,14 @@ def _period_lines_newest_first(summary: str, start: int) -> Iterator[tuple[str, 
 
 def _fit_relevant(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
                   events: list[Event], budget: int | None,
-                  count: TokenCounter) -> tuple[str | None, list[Fact], list[Event], int]:
+                  count: TokenCounter) -> _Fitted:
     """With a query: critical facts and the summary's structured part first, then hits in
     relevance order (whatever fits), then the summary's recent conversation, newest first.
     The tokens are those of the block :meth:`~lossgate.model.derived_records.RecallResult.render` prints
     (exactly, without a budget)."""
     if budget is None:
-        return summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
+        return _Fitted(summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events,
+                                                              count))
     head, title, tail = _split_summary(summary) if summary else (None, "", iter(()))
     section = _FactsSection(count)
     # the prose in head, the part of the summary never trimmed (a narrative), is paid for whole
@@ -808,8 +816,8 @@ def _fit_relevant(tenant_id: str, subject_id: str, summary: str | None, critical
             days.add(day)
             used += cost
     if head is None:
-        return None, kept_facts, kept_events, used
+        return _Fitted(None, kept_facts, kept_events, used)
     if not title:
-        return head, kept_facts, kept_events, used
+        return _Fitted(head, kept_facts, kept_events, used)
     text, kept = _newest_lines(head, title, tail, budget - used, count)  # newest first, while room is left
-    return text, kept_facts, kept_events, used + kept
+    return _Fitted(text, kept_facts, kept_events, used + kept)

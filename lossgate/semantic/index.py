@@ -6,7 +6,7 @@ model may take seconds), and stores each batch in one short write transaction. T
 store keeps only vectors whose item is still embeddable when the batch commits, so an
 event deleted or revoked while it was being embedded never gets a vector, and the
 schema deletes a vector with its item's content or validity afterwards. Workers run it
-after a consolidation job; :meth:`lossgate.Memory.embed` and ``lossgate embed`` run it
+after a consolidation job; :meth:`lossgate.Admin.embed` and ``lossgate embed`` run it
 on demand. Running it twice does nothing the second time.
 
 What it refuses to store: vectors that are not one finite, non-zero row per text, and

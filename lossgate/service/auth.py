@@ -6,7 +6,7 @@ exactly ``Bearer``, one space and the secret as a token68 (RFC 7235): no other s
 tab, no lower-case ``bearer``, nothing after it. Anything else is a 401 with the challenge,
 like a missing key: a header a lenient reader would repair is one the client did not mean.
 
-The secret is hashed and looked up (:meth:`lossgate.Memory.authenticate`: one read, by the
+The secret is hashed and looked up (:meth:`lossgate.Admin.authenticate`: one read, by the
 hash, before any tenant is known). A missing header, another scheme, a malformed secret,
 an unknown one and a revoked one all get the same 401 (``unauthorized``), so a caller
 learns nothing about which keys exist. A key without the scope a route needs gets 403
@@ -72,7 +72,7 @@ def api_key(request: Request, credentials: HTTPAuthorizationCredentials | None =
     if credentials is None:
         _failed(request, "missing")
         raise ApiError("unauthorized", "an API key is required: send Authorization: Bearer <key>", headers=_CHALLENGE)
-    key = memory_of(request).authenticate(credentials.credentials)
+    key = memory_of(request).admin.authenticate(credentials.credentials)
     if key is None:
         _failed(request, "invalid")
         raise ApiError("unauthorized", "the API key is invalid or revoked", headers=_CHALLENGE)

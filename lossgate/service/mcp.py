@@ -121,7 +121,7 @@ class InspectOut(BaseModel):
 
 def authenticate(memory: Memory, secret: str) -> ApiKey:
     """The active key ``secret`` is the secret of; :class:`InvalidKey` otherwise."""
-    key = memory.authenticate(secret)
+    key = memory.admin.authenticate(secret)
     if key is None:
         raise InvalidKey("the API key is invalid or revoked")
     return key
@@ -260,7 +260,7 @@ class _Tools:
         self.tenant_id = key.tenant_id
 
     def _tenant(self, scope: KeyScope) -> TenantMemory:
-        key = self.memory.authenticate(self._secret)
+        key = self.memory.admin.authenticate(self._secret)
         if key is None or key.tenant_id != self.tenant_id:
             raise ApiError("unauthorized", "the API key is invalid or revoked")
         if scope not in key.scopes:

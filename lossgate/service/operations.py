@@ -155,7 +155,7 @@ class TenantMemory(TenantView):
 
     def extract(self, subject_id: str) -> ExtractOut:
         """Propose facts from the events not read before, with the default extractor."""
-        if self.memory.registry is None and self.memory.registries.default is None:
+        if self.memory.admin.registry is None and self.memory.registries.default is None:
             raise ApiError("not_configured", "no predicate registry is loaded (lossgate init --predicates FILE)")
         proposals = self.memory.extract(self.tenant_id, subject_id)
         return ExtractOut(subject_id=subject_id, proposals=[ProposalOut.of(p) for p in proposals])
@@ -163,8 +163,8 @@ class TenantMemory(TenantView):
     def consolidate(self, subject_id: str) -> ConsolidateOut:
         """Queue a rebuild of the subject for the workers; the job to poll."""
         queued = self.memory.request_consolidation(self.tenant_id, subject_id, reason="requested")
-        live = self.memory.jobs(self.tenant_id, subject_id, statuses=["pending", "running"])
-        job = (live or self.memory.jobs(self.tenant_id, subject_id))[-1]  # a worker may have finished it already
+        live = self.memory.admin.jobs(self.tenant_id, subject_id, statuses=["pending", "running"])
+        job = (live or self.memory.admin.jobs(self.tenant_id, subject_id))[-1]  # a worker may have finished it already
         return ConsolidateOut(subject_id=subject_id, queued=queued, job=JobOut.of(job))
 
     # -- reads -------------------------------------------------------------------------------
@@ -179,7 +179,7 @@ class TenantMemory(TenantView):
 
     def recalls(self, subject_id: str, *, limit: int = 100) -> list[RecallRecordOut]:
         """The subject's recall records, newest first."""
-        return [RecallRecordOut.of(r) for r in self.memory.recalls(self.tenant_id, subject_id, limit=limit)]
+        return [RecallRecordOut.of(r) for r in self.memory.admin.recalls(self.tenant_id, subject_id, limit=limit)]
 
     def verify_recall(self, subject_id: str, recall_id: str) -> RecallVerificationOut:
         """Whether what a recall returned is still what memory says."""
@@ -192,11 +192,11 @@ class TenantMemory(TenantView):
 
     def responses(self, subject_id: str, *, limit: int = 100) -> list[ResponseOut]:
         """The subject's response records, newest first."""
-        return [ResponseOut.of(r) for r in self.memory.responses(self.tenant_id, subject_id, limit=limit)]
+        return [ResponseOut.of(r) for r in self.memory.admin.responses(self.tenant_id, subject_id, limit=limit)]
 
     def clock(self, subject_id: str) -> SubjectClockOut:
-        return SubjectClockOut(subject_id=subject_id, clock=ClockOut.of(self.memory.clock(self.tenant_id, subject_id)),
-                               alias=AliasOut.of(self.memory.alias(self.tenant_id, subject_id)))
+        return SubjectClockOut(subject_id=subject_id, clock=ClockOut.of(self.memory.admin.clock(self.tenant_id, subject_id)),
+                               alias=AliasOut.of(self.memory.admin.alias(self.tenant_id, subject_id)))
 
     def events(self, subject_id: str, *, states: Sequence[EventState] | None = None, after_seq: int = 0,
                limit: int = 100) -> list[EventOut]:
@@ -214,22 +214,22 @@ class TenantMemory(TenantView):
 
     def jobs(self, subject_id: str | None) -> list[JobOut]:
         """The subject's rebuild jobs, oldest first; ``None``: the tenant's (admin)."""
-        return [JobOut.of(j) for j in self.memory.jobs(self.tenant_id, subject_id)]
+        return [JobOut.of(j) for j in self.memory.admin.jobs(self.tenant_id, subject_id)]
 
     def job(self, subject_id: str, job_id: int) -> JobOut:
-        for j in self.memory.jobs(self.tenant_id, subject_id):
+        for j in self.memory.admin.jobs(self.tenant_id, subject_id):
             if j.job_id == job_id:
                 return JobOut.of(j)
         raise ApiError("not_found", f"job {job_id} does not exist for subject {subject_id!r}")
 
     def attempts(self, subject_id: str) -> list[AttemptOut]:
-        return [AttemptOut.of(a) for a in self.memory.attempts(self.tenant_id, subject_id)]
+        return [AttemptOut.of(a) for a in self.memory.admin.attempts(self.tenant_id, subject_id)]
 
     def artifacts(self, subject_id: str, *, states: Sequence[str] | None = None) -> list[ArtifactOut]:
-        return [ArtifactOut.of(a) for a in self.memory.artifacts(self.tenant_id, subject_id, states=states)]
+        return [ArtifactOut.of(a) for a in self.memory.admin.artifacts(self.tenant_id, subject_id, states=states)]
 
     def lineage(self, subject_id: str, artifact_id: str) -> LineageOut:
-        return LineageOut.of(self.memory.lineage(self.tenant_id, subject_id, artifact_id))
+        return LineageOut.of(self.memory.admin.lineage(self.tenant_id, subject_id, artifact_id))
 
     def subjects(self) -> SubjectsOut:
-        return SubjectsOut(subjects=self.memory.subjects(self.tenant_id))
+        return SubjectsOut(subjects=self.memory.admin.subjects(self.tenant_id))

@@ -73,7 +73,7 @@ class Served:
 
     def key(self, tenant: str, *scopes: str) -> str:
         """A new key's secret for ``tenant`` (scopes default to read and write)."""
-        _, secret = self.memory.create_api_key(tenant, scopes=list(scopes or ("read", "write")))
+        _, secret = self.memory.admin.create_api_key(tenant, scopes=list(scopes or ("read", "write")))
         return secret
 
 
@@ -82,7 +82,7 @@ def serving_database(db_url: str, store: str, log: Path, *options: str, registry
     memory = lossgate.open(db_url)
     try:
         if registry:
-            memory.load_predicates(load_registry(REGISTRY_PATH))
+            memory.admin.load_predicates(load_registry(REGISTRY_PATH))
         with lossgate_serve(db_url, log, *options) as url:
             yield Served(url=url, db_url=db_url, store=store, memory=memory)
     finally:

@@ -118,7 +118,7 @@ def test_a_revoked_key_is_unauthorized_from_the_next_call(served: Served, connec
     secret = served.key(tenant)
     memory = connect(served.url, secret, retry=NO_RETRY)
     assert memory.clock(S).clock.high_water == 0
-    served.memory.revoke_api_key(tenant, secret.split("_")[1])
+    served.memory.admin.revoke_api_key(tenant, secret.split("_")[1])
     with pytest.raises(lg.Unauthorized) as caught:
         memory.clock(S)
     assert isinstance(caught.value, lg.AccessDenied) and caught.value.code == "unauthorized"

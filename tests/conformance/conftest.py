@@ -39,7 +39,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def memory(store_url: str):
     mem = lossgate.open(store_url)
-    mem.load_predicates(load_registry(REGISTRY_PATH))
+    mem.admin.load_predicates(load_registry(REGISTRY_PATH))
     yield mem
     mem.close()
 

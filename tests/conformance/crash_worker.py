@@ -24,7 +24,7 @@ def _die_before_switch(artifact) -> None:
 
 def main(url: str, tenant: str, subject: str) -> None:
     memory = lossgate.open(url)
-    attempt = memory.consolidator(hooks=Hooks(before_switch=_die_before_switch)).run(tenant, subject)
+    attempt = memory.admin.consolidator(hooks=Hooks(before_switch=_die_before_switch)).run(tenant, subject)
     # Only reached if the gate refused (no switch to die before): say so, fail the parent's check.
     print(f"NO-SWITCH {attempt.status} {attempt.violations} {attempt.error}", flush=True)
     sys.exit(3)

@@ -51,8 +51,8 @@ def nested(depth: int, leaf=1):
 
 def state(memory) -> tuple:
     """Everything a write could have touched for the subject."""
-    return (memory.clock(T, S), memory.events(T, S), memory.facts(T, S, statuses=None),
-            memory.log(T, S), memory.recalls(T, S), memory.jobs(T, S), memory.registry)
+    return (memory.admin.clock(T, S), memory.events(T, S), memory.facts(T, S, statuses=None),
+            memory.admin.log(T, S), memory.admin.recalls(T, S), memory.admin.jobs(T, S), memory.admin.registry)
 
 
 @pytest.fixture
@@ -136,9 +136,9 @@ READS = {
     "events": lambda m, bad: m.events(f"{T}{bad}", S),
     "facts": lambda m, bad: m.facts(T, S, predicate=f"timezone{bad}"),
     "fact": lambda m, bad: m.fact(T, S, f"f1{bad}"),
-    "clock": lambda m, bad: m.clock(T, f"{S}{bad}"),
+    "clock": lambda m, bad: m.admin.clock(T, f"{S}{bad}"),
     "history": lambda m, bad: m.history(T, S, f"f1{bad}"),
-    "subjects": lambda m, bad: m.subjects(f"{T}{bad}"),
+    "subjects": lambda m, bad: m.admin.subjects(f"{T}{bad}"),
     "facts statuses": lambda m, bad: m.facts(T, S, statuses=[f"active{bad}"]),
 }
 
@@ -160,13 +160,13 @@ def test_an_unknown_trust_level_is_invalid_input(seeded):
 
 def test_nul_in_a_registry_document_is_refused_before_it_is_stored(memory):
     doc = {"version": 2, "predicates": {"note": {"type": "string", "description": f"a note{NUL}"}}}
-    before = memory.registry
+    before = memory.admin.registry
     with pytest.raises(ConfigError, match="note"):  # a bad registry is a ConfigError, as always
-        memory.load_predicates(doc)
+        memory.admin.load_predicates(doc)
     doc["predicates"]["note"] = {"type": "enum", "enum_values": [f"a{NUL}", "b"]}
     with pytest.raises(ConfigError):
-        memory.load_predicates(doc)
-    assert memory.registry == before
+        memory.admin.load_predicates(doc)
+    assert memory.admin.registry == before
 
 
 def test_nul_in_a_payload_is_kept_on_every_store(memory):
@@ -364,27 +364,27 @@ def _assert_nothing_written(store_url: str) -> None:
     import lossgate
 
     with lossgate.open(store_url) as memory:
-        assert memory.events(T, S, states=None) == [] and memory.clock(T, S).high_water == 0
-        assert memory.registry == load_registry(REGISTRY_PATH)
+        assert memory.events(T, S, states=None) == [] and memory.admin.clock(T, S).high_water == 0
+        assert memory.admin.registry == load_registry(REGISTRY_PATH)
 
 
 @pytest.mark.parametrize("call", [
     lambda m: m.recall(T, "s" * 10_000),
     lambda m: m.recall(T, S, k=-1),
     lambda m: m.recall(T, S, budget=-5),
-    lambda m: m.recalls(T, S, limit=-1),
+    lambda m: m.admin.recalls(T, S, limit=-1),
     lambda m: m.revoke_event(T, S, "e" * 100_000),
     lambda m: m.recall(T, S, query="cat", k=2 ** 63),
     lambda m: m.recall(T, S, k=2 ** 63),
     lambda m: m.recall(T, S, query="cat", budget=2 ** 67),
-    lambda m: m.recalls(T, S, limit=2 ** 64),
+    lambda m: m.admin.recalls(T, S, limit=2 ** 64),
 ], ids=["long-subject", "negative-k", "negative-budget", "negative-limit", "long-event-id", "huge-k-query",
         "huge-k", "huge-budget", "huge-limit"])
 def test_out_of_range_arguments_are_invalid_input_and_write_no_recall_record(seeded, call):
-    before = len(seeded.recalls(T, S, limit=1000))
+    before = len(seeded.admin.recalls(T, S, limit=1000))
     with pytest.raises(InvalidInput):
         call(seeded)
-    assert len(seeded.recalls(T, S, limit=1000)) == before
+    assert len(seeded.admin.recalls(T, S, limit=1000)) == before
 
 
 @pytest.mark.parametrize("kwargs, problem", [

@@ -66,8 +66,8 @@ def daily(url: str, *args: str):
 
 def derived_state(memory) -> dict:
     """Everything a rebuild that published would change."""
-    return {(t, s): (memory.alias(t, s), [a.artifact_id for a in memory.artifacts(t, s)], len(memory.attempts(t, s)),
-                     [j.job_id for j in memory.jobs(t, s)])
+    return {(t, s): (memory.admin.alias(t, s), [a.artifact_id for a in memory.admin.artifacts(t, s)], len(memory.admin.attempts(t, s)),
+                     [j.job_id for j in memory.admin.jobs(t, s)])
             for t, s in (("acme", "u1"), ("acme", "u2"), ("globex", "u1"))}
 
 

@@ -76,14 +76,14 @@ def test_a_tail_job_reads_what_is_new_and_the_parent_by_reference(memory, monkey
     monkeypatch.setattr(pipeline, "snapshot_at", never)
     attempt = memory.consolidate(T, U, config=FLAT)
     assert attempt.status == "published" and attempt.gate_outcome in ("clean", "acceptable")
-    art = memory.artifact(T, U, attempt.artifact_id)
+    art = memory.admin.artifact(T, U, attempt.artifact_id)
     assert art.manifest.path == "incremental"
     # what it read: the parent, the five new events and the active fact, not the history
     assert set(attempt.selected_ids) == {art.manifest.inputs[0].id, *(f"e{i}" for i in range(100, 105)), "f-seats"}
     assert {r.kind for r in art.manifest.inputs} == {"artifact", "event", "fact"}
     assert all(f"e{i}" not in {r.id for r in art.manifest.inputs} for i in range(40))
     # the parent's lines it kept are in the summary as they were
-    parent = memory.artifact(T, U, art.manifest.inputs[0].id)
+    parent = memory.admin.artifact(T, U, art.manifest.inputs[0].id)
     kept = set(parent.body.summary.split("\n")) & set(art.body.summary.split("\n"))
     assert any(SMALL_TALK[39 % len(SMALL_TALK)] in line for line in kept)
 
@@ -92,7 +92,7 @@ def test_a_tail_job_reads_what_is_new_and_the_parent_by_reference(memory, monkey
 def test_a_changed_carried_line_is_gated_against_the_whole_history(memory, monkeypatch, policy):
     history(memory)
     memory.append(turns(100, 5))
-    memory.set_narrative_policy(T, policy)
+    memory.admin.set_narrative_policy(T, policy)
     calls = whole_reads(monkeypatch)
     # the parent's conversation says "(39)": a line of the compressor's own, not a verbatim one
     attempt = memory.consolidate(T, U, config=FLAT, compressor=_Rewriting("(39)", "(93)"))
@@ -104,7 +104,7 @@ def test_a_changed_carried_line_is_gated_against_the_whole_history(memory, monke
 def test_an_invented_turn_is_gated_against_the_whole_history(memory, monkeypatch, policy):
     history(memory)
     memory.append(turns(100, 5))
-    memory.set_narrative_policy(T, policy)
+    memory.admin.set_narrative_policy(T, policy)
     calls = whole_reads(monkeypatch)
     attempt = memory.consolidate(T, U, config=FLAT, compressor=_Rewriting(
         "(104)", "(104)\n- user: the door code is 7731"))
@@ -122,7 +122,7 @@ def refused_or_left_out(memory, attempt, policy: str, said: str, codes: tuple[st
     assert attempt.status == "published", (attempt.violations, attempt.error)
     assert any(d.startswith("narrative_omitted: what the gate cannot prove") and said in d
                for d in attempt.details), attempt.details
-    assert said not in memory.artifact(T, U, attempt.artifact_id).body.summary
+    assert said not in memory.admin.artifact(T, U, attempt.artifact_id).body.summary
 
 
 def test_a_revoked_old_input_takes_the_whole_snapshot_again(memory):
@@ -132,6 +132,6 @@ def test_a_revoked_old_input_takes_the_whole_snapshot_again(memory):
     memory.revoke_event(T, U, "e3", reason="a mistake")
     memory.append(turns(200, 2))
     attempt = memory.consolidate(T, U, config=FLAT)
-    art = memory.artifact(T, U, attempt.artifact_id)
+    art = memory.admin.artifact(T, U, attempt.artifact_id)
     assert attempt.status == "published" and art.manifest.path == "direct"
     assert f"{SMALL_TALK[3]} (3)" not in art.body.summary

@@ -71,7 +71,7 @@ def plant_selection_drop(memory, dropped: str) -> Attempt:
     """An attempt whose recorded selection left out ``dropped`` (and so the fact it supports):
     the deterministic compressor writes what that selection would give it, the real gate
     judges it against the whole snapshot, and both records go through the store."""
-    registry = memory.registry
+    registry = memory.admin.registry
     with memory.store.write() as tx:
         sel = select(tx, T, S, registry, incremental=False)
         lost = {f.fact_id for f in sel.facts if dropped in f.source_event_ids}
@@ -143,7 +143,7 @@ def test_a_fact_dropped_by_the_compressor_is_named_at_compression(memory):
 
 def test_a_value_changed_by_storage_is_named_with_both_types(memory):
     attempt = published(memory)
-    stored = memory.artifact(T, S, attempt.artifact_id)
+    stored = memory.admin.artifact(T, S, attempt.artifact_id)
     claims = tuple(c.model_copy(update={"value": "true"}) if c.fact_id == "f-allergy" else c
                    for c in stored.body.claims)
     with memory.store.write() as tx:
@@ -227,7 +227,7 @@ def test_no_raw_text_without_include_text_and_all_of_it_with(memory, tmp_path):
     bundle = diagnose(memory, T, S, attempt.attempt_id)
     written = write_bundle(bundle, tmp_path / "plain")
     text = bundle_texts(written)
-    summary = memory.artifact(T, S, attempt.artifact_id).body.summary
+    summary = memory.admin.artifact(T, S, attempt.artifact_id).body.summary
     for secret in [*TEXTS.values(), "UTC+01:00", "peanuts allergic garden", summary, "allergic to peanuts"]:
         assert secret not in text
     assert '"sha256"' in text

@@ -176,7 +176,7 @@ def test_text_read_while_a_deletion_commits_is_forgotten_when_the_consolidation_
     def delete_now(_selection) -> None:  # type: ignore[no-untyped-def]
         memory.delete_event(T, U, "e-secret", reason="asked")
 
-    memory.consolidator(hooks=Hooks(before_compress=delete_now)).run(T, U)
+    memory.admin.consolidator(hooks=Hooks(before_compress=delete_now)).run(T, U)
     assert not any(SECRET in text for text in _cached_atom_texts())  # the prose diff read it
     assert read_source.cache_info().currsize == 0 and (T, U) in caches._epochs
 

@@ -2,7 +2,7 @@
 
 Deleted text leaves every row a user can read back (events, facts, artifacts, attempts and
 their gate reports, recall records) as soon as the deletion commits, and, after the
-documented maintenance (``Memory.compact`` / ``lossgate compact``), the SQLite file and its
+documented maintenance (``Admin.compact`` / ``lossgate compact``), the SQLite file and its
 WAL. PostgreSQL's physical guarantees are documented in docs/concepts/deletion.md (dead tuples, WAL).
 A deleted event's actor (often a person's name or e-mail address) goes with its text: from
 the row, the search indexes and every record and page that showed it.
@@ -32,8 +32,8 @@ SECRET_TEXT = f"my passport number is {SECRET}, and I live at 12 Lane"
 def _everything(memory) -> str:
     """Every record of the subject the public API can read back, as one lower-cased text."""
     parts = [
-        memory.events(T, S), memory.facts(T, S, statuses=None), memory.artifacts(T, S), memory.attempts(T, S),
-        memory.recalls(T, S, limit=10_000), memory.log(T, S), memory.jobs(T, S),
+        memory.events(T, S), memory.facts(T, S, statuses=None), memory.admin.artifacts(T, S), memory.admin.attempts(T, S),
+        memory.admin.recalls(T, S, limit=10_000), memory.admin.log(T, S), memory.admin.jobs(T, S),
     ]
     return json.dumps([[r.model_dump(mode="json") for r in rs] for rs in parts]).lower()
 
@@ -64,7 +64,7 @@ def test_deleting_the_event_leaves_no_trace_in_any_record(secret_subject):
     memory.delete_event(T, S, "pp", reason="erasure request")
     assert SECRET.lower() not in _everything(memory)
     assert "passport" not in _everything(memory)
-    assert any(line == "[purged]:atom_missing" for a in memory.attempts(T, S) for line in a.losses)
+    assert any(line == "[purged]:atom_missing" for a in memory.admin.attempts(T, S) for line in a.losses)
     assert memory.consolidate(T, S).status == "published"
     assert SECRET.lower() not in _everything(memory)
 
@@ -81,9 +81,9 @@ def test_deleting_the_fact_erases_its_source_text_from_every_record(secret_subje
 
 def test_recall_records_that_touched_deleted_content_keep_only_the_querys_hash_and_length(secret_subject):
     memory = secret_subject
-    before = {r.recall_id: r for r in memory.recalls(T, S, limit=100)}
+    before = {r.recall_id: r for r in memory.admin.recalls(T, S, limit=100)}
     memory.delete_event(T, S, "pp", reason="erasure request")
-    after = {r.recall_id: r for r in memory.recalls(T, S, limit=100)}
+    after = {r.recall_id: r for r in memory.admin.recalls(T, S, limit=100)}
     assert after.keys() == before.keys()  # ids kept for audit
     for rid, old in before.items():
         new = after[rid]
@@ -96,7 +96,7 @@ def test_recall_records_that_touched_deleted_content_keep_only_the_querys_hash_a
             assert new.redacted.query_sha256 == hashlib.sha256(old.query.encode()).hexdigest()
             assert new.redacted.query_chars == len(old.query)
             assert new.redacted.cause == "delete_event pp"
-    assert any(e.op == "redact_recalls" for e in memory.log(T, S))
+    assert any(e.op == "redact_recalls" for e in memory.admin.log(T, S))
 
 
 LIMIT, MOVED = "4817.39", "4818.39"  # a fact's value, and what a lossy compressor made of it
@@ -126,7 +126,7 @@ def test_a_deleted_facts_value_leaves_the_violation_details_that_showed_it(refus
         memory.delete_fact(T, S, "lim-1", reason="erasure request")
     else:
         memory.delete_event(T, S, "lim", reason="erasure request")
-    (attempt,) = [a for a in memory.attempts(T, S) if a.status == "rejected"]
+    (attempt,) = [a for a in memory.admin.attempts(T, S) if a.status == "rejected"]
     assert attempt.purged and attempt.details == () and attempt.violations == ("lim-1:value_changed",)
     everything = _everything(memory)
     assert LIMIT not in everything and MOVED not in everything
@@ -149,7 +149,7 @@ def test_compact_removes_deleted_text_from_the_sqlite_file_and_wal(secret_subjec
                 for p in (path, path.with_name(path.name + "-wal")) if p.exists()}
 
     assert sum(found().values()) > 0  # purged rows are not enough: FTS segments and free space keep it
-    report = memory.compact()
+    report = memory.admin.compact()
     assert report.steps[0] == "fts optimize" and report.bytes_after is not None
     assert sum(found().values()) == 0, found()
     # the memory still works, and search still finds what was not deleted
@@ -206,7 +206,7 @@ def actor_subject(memory):
     memory.append([_said()])
     assert memory.consolidate(T, S).status == "published"  # the consolidation indexes every event too
     assert "said" in memory.recall(T, S, query=ACTOR).record.candidate_ids
-    assert ACTOR in json.dumps([a.model_dump(mode="json") for a in memory.artifacts(T, S)])
+    assert ACTOR in json.dumps([a.model_dump(mode="json") for a in memory.admin.artifacts(T, S)])
     return memory
 
 
@@ -287,7 +287,7 @@ def served(actor_subject):
     from lossgate.service import create_app
     from lossgate.testing.service import serving
 
-    _, secret = actor_subject.create_api_key(T, scopes=["read", "write"])
+    _, secret = actor_subject.admin.create_api_key(T, scopes=["read", "write"])
     with serving(create_app(actor_subject, close_memory=False)) as url, \
             httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client:
         yield client
@@ -319,7 +319,7 @@ def test_a_diagnosis_bundle_shows_no_deleted_actor(actor_subject):
     from lossgate.ops.diagnose import diagnose
 
     memory = actor_subject
-    attempt = next(a for a in memory.attempts(T, S) if "said" in a.selected_ids)
+    attempt = next(a for a in memory.admin.attempts(T, S) if "said" in a.selected_ids)
 
     def bundle() -> str:
         return json.dumps(diagnose(memory, T, S, attempt.attempt_id, include_text=True).files()).lower()
@@ -344,7 +344,7 @@ def test_compact_leaves_no_byte_of_a_deleted_actor_in_the_sqlite_file(actor_subj
                 for p in (path, path.with_name(path.name + "-wal")) if p.exists() for word in (ACTOR, ACTOR_WORD)}
 
     assert sum(found().values()) > 0  # free space and the index's segments keep it until compact
-    memory.compact()
+    memory.admin.compact()
     assert sum(found().values()) == 0, found()
     hits = sqlite3.connect(path).execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH 'weather'")
     assert hits.fetchone()[0] == 60
@@ -444,7 +444,7 @@ def test_the_migration_erases_the_actors_of_tombstones_stored_before_it(before_e
             conn = sqlite3.connect(url.removeprefix("sqlite:///"))
             conn.execute("INSERT INTO events_fts (events_fts) VALUES ('integrity-check')")
             conn.close()
-            memory.compact()
+            memory.admin.compact()
             data = Path(url.removeprefix("sqlite:///")).read_bytes().lower()
             assert data.count(ACTOR.encode()) == data.count(ACTOR_WORD.encode()) == 0
         else:

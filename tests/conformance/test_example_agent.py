@@ -35,18 +35,18 @@ def test_the_agent_remembers_recalls_is_refused_by_the_guard_and_recovers(store_
         assert [e.event_id for e in memory.events(T, S)] == ["msg-1", "msg-2"]
         (fact,) = memory.facts(T, S)
         assert (fact.predicate, fact.value, fact.source_event_ids) == ("food.peanuts_allowed", False, ("msg-1",))
-        allowed, refused = memory.guard_results(T, S)  # newest first
+        allowed, refused = memory.admin.guard_results(T, S)  # newest first
         assert not refused.allowed and refused.refusals[0].fact_id == fact.fact_id
         assert refused.refusals[0].field == "items[0].ingredients[1]" and refused.refusals[0].value == "satay sauce"
         assert allowed.allowed and allowed.action["items"][0]["dish"] == "green curry"
         assert allowed.recall_id == refused.recall_id  # both proposals answered the same recall
-        ordered, noted = memory.responses(T, S)  # newest first
+        ordered, noted = memory.admin.responses(T, S)  # newest first
         assert (ordered.guard_id, ordered.action, ordered.recall_id) == (
             allowed.guard_id, allowed.action, allowed.recall_id)
         assert noted.action is None and noted.answer == "Noted: no peanuts for you, ever."
-        (attempt,) = memory.attempts(T, S)
+        (attempt,) = memory.admin.attempts(T, S)
         assert attempt.status == "published"
-        second, first = memory.recalls(T, S)[:2]  # newest first
+        second, first = memory.admin.recalls(T, S)[:2]  # newest first
         assert (first.mode, second.mode) == ("raw_fallback", "summary")  # the summary published between them
     finally:
         memory.close()

@@ -29,7 +29,7 @@ def memory(memory):
     doc["predicates"]["invoice.total"].update(cues=["invoice total", "total"], extraction="auto")
     doc["predicates"]["subscription.seats"].update(cues=["seats"])
     doc["predicates"]["customer.id"].update(cues=["customer id"])
-    memory.load_predicates(doc)
+    memory.admin.load_predicates(doc)
     return memory
 
 
@@ -47,13 +47,13 @@ def test_proposals_are_typed_with_their_sources_and_follow_each_predicates_polic
     assert proposals["subscription.seats"].status == "review" and proposals["subscription.seats"].value == 34
     assert proposals["customer.id"].status == "review" and proposals["customer.id"].value == "CUST-4821"
     assert [f.predicate for f in memory.facts(T, S)] == ["invoice.total"]  # review waits for a person
-    accepted = memory.accept_proposal(T, S, proposals["subscription.seats"].proposal_id)
+    accepted = memory.admin.accept_proposal(T, S, proposals["subscription.seats"].proposal_id)
     assert accepted.status == "accepted" and memory.fact(T, S, accepted.fact_id).value == 34
-    rejected = memory.reject_proposal(T, S, proposals["customer.id"].proposal_id, reason="not ours")
+    rejected = memory.admin.reject_proposal(T, S, proposals["customer.id"].proposal_id, reason="not ours")
     assert rejected.status == "rejected" and rejected.reason == "not ours"
     with pytest.raises(LifecycleError, match="not waiting for review"):
-        memory.accept_proposal(T, S, rejected.proposal_id)
-    assert {p.status for p in memory.proposals(T, S)} == {"accepted", "rejected"}
+        memory.admin.accept_proposal(T, S, rejected.proposal_id)
+    assert {p.status for p in memory.admin.proposals(T, S)} == {"accepted", "rejected"}
 
 
 def test_an_untrusted_source_never_yields_a_users_fact(memory):
@@ -77,7 +77,7 @@ def test_an_unknown_predicate_or_a_mistyped_value_is_refused_and_recorded(memory
     found = {p.predicate: p for p in memory.extract(T, S, extractor=_Inventive())}
     assert found["made.up"].status == "refused" and "unknown predicate" in found["made.up"].reason
     assert found["invoice.total"].status == "refused" and "money" in found["invoice.total"].reason
-    assert {p.status for p in memory.proposals(T, S)} == {"refused"}
+    assert {p.status for p in memory.admin.proposals(T, S)} == {"refused"}
     assert memory.facts(T, S) == []
 
 
@@ -106,7 +106,7 @@ def test_an_extractor_handing_back_nonsense_is_a_typed_error_and_records_nothing
     _say(memory, "e1", "The invoice total is $14,250.00.")
     with pytest.raises(ExtractionError, match=says):
         memory.extract(T, S, extractor=_Broken(output))
-    assert memory.proposals(T, S) == []
+    assert memory.admin.proposals(T, S) == []
     (p,) = memory.extract(T, S)  # the events were not marked read
     assert p.predicate == "invoice.total"
 
@@ -164,11 +164,11 @@ def test_deleting_a_source_withdraws_and_purges_the_proposals_drawn_from_it(memo
     (p,) = memory.extract(T, S)
     assert p.status == "review"
     memory.delete_event(T, S, "e1", reason="user asked")
-    (after,) = memory.proposals(T, S)
+    (after,) = memory.admin.proposals(T, S)
     assert after.status == "rejected" and after.value is None
     assert "CUST-4821" not in after.model_dump_json()
     with pytest.raises(LifecycleError):
-        memory.accept_proposal(T, S, p.proposal_id)
+        memory.admin.accept_proposal(T, S, p.proposal_id)
 
 
 def test_a_sentence_with_two_candidate_values_proposes_nothing(memory):
@@ -260,6 +260,6 @@ def test_a_model_extractor_that_cannot_answer_records_nothing_and_leaves_the_eve
     with ScriptedChatServer([completion(reply_body)]) as server:
         with pytest.raises(ExtractionError, match=says):
             memory.extract(T, S, extractor=ModelExtractor(JudgeConfig(base_url=server.url, model="m", max_retries=0)))
-    assert memory.proposals(T, S) == []
+    assert memory.admin.proposals(T, S) == []
     (p,) = memory.extract(T, S)  # the events were not marked read: the next extractor sees them
     assert p.value == 12

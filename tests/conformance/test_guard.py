@@ -120,7 +120,7 @@ def test_a_response_may_cite_a_guard_result_only_for_the_action_it_checked(memor
     with pytest.raises(InvalidInput, match="another action"):
         memory.respond(T, S, rid, action=PEANUT_ORDER, guard_id=ok.guard_id)
     assert memory.respond(T, S, rid, action=CORRECTED, guard_id=ok.guard_id).guard_id == ok.guard_id
-    assert len(memory.responses(T, S)) == 1  # the refused call wrote nothing
+    assert len(memory.admin.responses(T, S)) == 1  # the refused call wrote nothing
 
 
 def test_deleting_a_fact_a_guard_read_redacts_the_result_even_when_it_allowed(memory, store_url) -> None:
@@ -136,5 +136,5 @@ def test_deleting_a_fact_a_guard_read_redacts_the_result_even_when_it_allowed(me
         (kept,) = tx.guard_results(T, S)
     assert kept.action is None and kept.redacted is not None and kept.action_sha256 == allowed.action_sha256
     if store_url.startswith("sqlite:///"):
-        memory.compact()
+        memory.admin.compact()
         assert b"zzenvtoken" not in Path(store_url.removeprefix("sqlite:///")).read_bytes()

@@ -70,14 +70,14 @@ def world(memory, subject: str = U, p: str = "") -> None:
 
 def tree(memory, subject: str = U):
     """The published root and its parts, in order."""
-    alias = memory.alias(T, subject)
-    root = memory.artifact(T, subject, alias.artifact_id)
-    return root, [memory.artifact(T, subject, c) for c in root.manifest.children]
+    alias = memory.admin.alias(T, subject)
+    root = memory.admin.artifact(T, subject, alias.artifact_id)
+    return root, [memory.admin.artifact(T, subject, c) for c in root.manifest.children]
 
 
 def built_since(memory, before: set[str]) -> list:
     """The subject's artifacts not among ``before`` (ids): what a job built."""
-    return [a for a in memory.artifacts(T, U) if a.artifact_id not in before]
+    return [a for a in memory.admin.artifacts(T, U) if a.artifact_id not in before]
 
 
 def consolidated(memory, subject: str = U, config=HIER, **kw):
@@ -114,7 +114,7 @@ def test_a_snapshot_four_times_the_context_is_split_and_the_root_keeps_what_a_di
     # the direct path on an input that fits: the same claims, critical ones included
     world(memory, subject=V, p="v-")
     consolidated(memory, subject=V, config=FLAT)
-    direct = memory.artifact(T, V, memory.alias(T, V).artifact_id)
+    direct = memory.admin.artifact(T, V, memory.admin.alias(T, V).artifact_id)
     assert direct.manifest.path == "direct"
 
     def meaning(art):  # a claim's meaning, whoever it is about and under whichever id
@@ -128,12 +128,12 @@ def test_revoking_one_leaf_input_makes_stale_only_its_path_and_the_rebuild_redoe
     world(memory)
     consolidated(memory)
     root, parts = tree(memory)
-    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
     (second,) = [p for p in parts if "e-refund" in {r.id for r in p.manifest.inputs}]
 
     memory.revoke_event(T, U, "e-refund", reason="not the supervisor")
 
-    states = {a.artifact_id: a.state for a in memory.artifacts(T, U)}
+    states = {a.artifact_id: a.state for a in memory.admin.artifacts(T, U)}
     assert states[root.artifact_id] == "stale" and states[second.artifact_id] == "stale"
     assert {states[p.artifact_id] for p in parts if p is not second} == {"published"}  # siblings stay valid
     assert memory.recall(T, U).mode == "raw_fallback"
@@ -154,7 +154,7 @@ def test_a_tail_append_rebuilds_the_last_part_and_the_root_and_reuses_the_rest(m
     world(memory)
     consolidated(memory)
     _, parts = tree(memory)
-    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
     memory.append(session_events(4, 2, start=100))
     consolidated(memory)
     new_root, new_parts = tree(memory)
@@ -163,7 +163,7 @@ def test_a_tail_append_rebuilds_the_last_part_and_the_root_and_reuses_the_rest(m
     assert len(built) in (2, 3) and [a.manifest.path for a in built].count("hierarchical") == 1
     assert {p.artifact_id for p in parts[:-1]} <= {p.artifact_id for p in new_parts}
     assert {"s4-100", "s4-101"} <= {r.id for p in new_parts[-2:] for r in p.manifest.inputs}
-    states = {a.artifact_id: a.state for a in memory.artifacts(T, U)}
+    states = {a.artifact_id: a.state for a in memory.admin.artifacts(T, U)}
     assert {states[p.artifact_id] for p in new_parts} == {"published"}
     replaced = {p.artifact_id for p in parts} - {p.artifact_id for p in new_parts}
     assert {states[a] for a in replaced} <= {"retired"}  # a part the new root does not reuse
@@ -176,7 +176,7 @@ def test_a_superseded_value_leaves_its_period_and_the_root_but_not_the_other_per
     memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="e-tz2", text="I moved, use UTC+01:00 from now on.",
                             actor="user", payload={"session": 4}, occurred_at=day(4) + timedelta(hours=2))])
     memory.supersede(T, U, "f-tz", fact("f-tz-2", "timezone", "UTC+01:00", ["e-tz2"]))
-    states = {a.artifact_id: a.state for a in memory.artifacts(T, U)}
+    states = {a.artifact_id: a.state for a in memory.admin.artifacts(T, U)}
     assert {p.manifest.part.key: states[p.artifact_id] for p in parts if states[p.artifact_id] != "published"} == {
         p.manifest.part.key: "stale" for p in parts if "f-tz" in {r.id for r in p.manifest.inputs}}
 
@@ -198,16 +198,16 @@ def test_a_part_refused_by_the_gate_publishes_nothing_and_says_which_part(memory
 
     world(memory)
     consolidated(memory)
-    alias = memory.alias(T, U)
+    alias = memory.admin.alias(T, U)
     memory.append(session_events(1, 1, start=200))  # session 1 (the allergy) is rebuilt
 
     attempt = memory.consolidate(T, U, config=HIER, compressor=FlipWhereItCan())
 
     assert attempt.status == "rejected", (attempt.status, attempt.error)
     assert any(re.fullmatch(r"part session 1( #\d+)?: f-allergy:value_changed", v) for v in attempt.violations)
-    assert memory.alias(T, U) == alias  # nothing published
-    assert memory.artifact(T, U, attempt.artifact_id).state == "failed"
-    assert memory.jobs(T, U)  # a retry is queued
+    assert memory.admin.alias(T, U) == alias  # nothing published
+    assert memory.admin.artifact(T, U, attempt.artifact_id).state == "failed"
+    assert memory.admin.jobs(T, U)  # a retry is queued
 
 
 def test_the_chat_compressor_receives_one_part_at_a_time(memory):
@@ -241,13 +241,13 @@ def test_a_racing_tree_never_overwrites_the_newer_one(memory):
         memory.append(session_events(3, 1, start=400))
         winner.append(memory.consolidate(T, U, config=HIER))
 
-    loser = memory.consolidator(config=HIER, hooks=Hooks(before_switch=race)).run(T, U)
+    loser = memory.admin.consolidator(config=HIER, hooks=Hooks(before_switch=race)).run(T, U)
 
     assert winner[0].status == "published" and loser.status == "conflict"
-    assert memory.alias(T, U).artifact_id == winner[0].artifact_id
+    assert memory.admin.alias(T, U).artifact_id == winner[0].artifact_id
     root, parts = tree(memory)
     assert {p.state for p in parts} == {"published"}
-    assert memory.artifact(T, U, loser.artifact_id).state == "abandoned"  # the loser's root
+    assert memory.admin.artifact(T, U, loser.artifact_id).state == "abandoned"  # the loser's root
     # the loser's gated part for session 2 had the same inputs: the winner reused it
     assert any(p.manifest.attempt == loser.number for p in parts)
 
@@ -258,10 +258,10 @@ def test_deleted_text_leaves_every_part_and_never_comes_back(memory):
                             actor="user", payload={"session": 2}, occurred_at=day(2) + timedelta(hours=1))])
     consolidated(memory)
     memory.delete_event(T, U, "e-code", reason="user asked")
-    assert all("4471" not in a.body.summary for a in memory.artifacts(T, U))
+    assert all("4471" not in a.body.summary for a in memory.admin.artifacts(T, U))
     consolidated(memory)
-    assert all("4471" not in a.body.summary for a in memory.artifacts(T, U))
-    assert "4471" not in json.dumps([a.raw_output for a in memory.attempts(T, U)])
+    assert all("4471" not in a.body.summary for a in memory.admin.artifacts(T, U))
+    assert "4471" not in json.dumps([a.raw_output for a in memory.admin.attempts(T, U)])
 
 
 @pytest.mark.parametrize("split_by", ["day", "week"])
@@ -352,14 +352,14 @@ def test_an_input_that_changes_while_a_tree_is_built_leaves_nothing_of_its_old_s
         else:
             memory.set_trust(T, U, "e-x", "untrusted")
 
-    raced = memory.consolidator(config=HIER, hooks=Hooks(before_compress=meanwhile)).run(T, U)
+    raced = memory.admin.consolidator(config=HIER, hooks=Hooks(before_compress=meanwhile)).run(T, U)
     assert raced.status == "conflict" and "input_epoch moved" in raced.reason
-    assert raced.artifact_id is None and not any(a.manifest.attempt == raced.number for a in memory.artifacts(T, U))
+    assert raced.artifact_id is None and not any(a.manifest.attempt == raced.number for a in memory.admin.artifacts(T, U))
     consolidated(memory)
-    bodies = [a.body.summary for a in memory.artifacts(T, U)]
+    bodies = [a.body.summary for a in memory.admin.artifacts(T, U)]
     if change == "delete":
         assert not any("ZQ4242" in b for b in bodies)
-        assert "ZQ4242" not in json.dumps([a.model_dump(mode="json") for a in memory.attempts(T, U)])
+        assert "ZQ4242" not in json.dumps([a.model_dump(mode="json") for a in memory.admin.attempts(T, U)])
     else:  # the rebuilt root quotes it as untrusted, as a fresh build does
         root, _ = tree(memory)
         assert "- user (untrusted, quoted): My passport" in root.body.summary
@@ -370,8 +370,8 @@ def test_a_session_named_by_text_never_reaches_a_manifest(memory):
                    for e in session_events(1, 12)])
     consolidated(memory, config=ConsolidationConfig(hierarchy=HierarchyConfig(mode="always")))
     memory.delete_event(T, U, "s1-0")
-    assert "HIV" not in json.dumps([a.manifest.model_dump(mode="json") for a in memory.artifacts(T, U)])
-    assert "HIV" not in json.dumps([a.model_dump(mode="json") for a in memory.attempts(T, U)])
+    assert "HIV" not in json.dumps([a.manifest.model_dump(mode="json") for a in memory.admin.artifacts(T, U)])
+    assert "HIV" not in json.dumps([a.model_dump(mode="json") for a in memory.admin.attempts(T, U)])
 
 
 def test_a_value_holding_newlines_never_forges_a_line_of_the_root(memory):
@@ -393,7 +393,7 @@ def test_revoking_one_turn_of_a_session_cut_by_size_rebuilds_its_run_not_the_ses
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=300))
     consolidated(memory, config=config)
     _, parts = tree(memory)
-    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
     memory.revoke_event(T, U, "big-3")
     consolidated(memory, config=config)
     built = built_since(memory, before)
@@ -404,12 +404,12 @@ def test_a_registry_upgrade_leaves_the_parts_published_and_a_tail_append_rebuild
     world(memory)
     consolidated(memory)
     _, parts = tree(memory)
-    doc = memory.registry.document()
+    doc = memory.admin.registry.document()
     doc["version"] = 2
     doc["predicates"]["subscription.seats"] = {**doc["predicates"]["subscription.seats"], "criticality": "critical"}
-    memory.load_predicates(doc, tenants=[T])
-    assert {memory.artifact(T, U, p.artifact_id).state for p in parts} == {"published"}
-    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    memory.admin.load_predicates(doc, tenants=[T])
+    assert {memory.admin.artifact(T, U, p.artifact_id).state for p in parts} == {"published"}
+    before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
     memory.append(session_events(4, 1, start=500))
     consolidated(memory)
     built = built_since(memory, before)
@@ -422,7 +422,7 @@ def test_settings_a_person_chose_stay_with_the_subject_when_a_worker_rebuilds_it
     chosen = ConsolidationConfig(hierarchy=HierarchyConfig(split_by="week", context_tokens=CONTEXT))
     consolidated(memory, config=chosen)
     _, parts = tree(memory)
-    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
     memory.revoke_event(T, U, "s2-3")
     consolidated(memory, config=ConsolidationConfig())  # what a worker runs: the defaults
     root, new_parts = tree(memory)

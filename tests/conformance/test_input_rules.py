@@ -60,9 +60,9 @@ def fact_fields(**kw) -> dict:
 
 def state(memory, tenant: str = T) -> tuple:
     """Everything a write could have touched for the tenant."""
-    subjects = memory.subjects(tenant)
-    return (subjects, [(memory.clock(tenant, s), memory.events(tenant, s), memory.facts(tenant, s, statuses=None),
-                        memory.log(tenant, s), memory.recalls(tenant, s), memory.jobs(tenant, s)) for s in subjects])
+    subjects = memory.admin.subjects(tenant)
+    return (subjects, [(memory.admin.clock(tenant, s), memory.events(tenant, s), memory.facts(tenant, s, statuses=None),
+                        memory.admin.log(tenant, s), memory.admin.recalls(tenant, s), memory.admin.jobs(tenant, s)) for s in subjects])
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def test_ids_are_kept_exactly_as_given(memory):
     composed, decomposed = "caf\u00e9", "cafe\u0301"
     for number, subject in enumerate((composed, decomposed, "Cafe", "cafe")):
         memory.append([NewEvent(**event_fields(subject_id=subject, event_id=f"e-{number}"))])
-    assert sorted(memory.subjects(T)) == sorted([composed, decomposed, "Cafe", "cafe"])
+    assert sorted(memory.admin.subjects(T)) == sorted([composed, decomposed, "Cafe", "cafe"])
     assert [e.subject_id for e in memory.events(T, decomposed)] == [decomposed]
 
 
@@ -174,7 +174,7 @@ def test_ids_are_kept_exactly_as_given(memory):
 def test_a_python_float_json_has_no_number_for_is_refused(memory, value):
     with pytest.raises(InvalidRecord):
         NewEvent(**event_fields(payload={"x": [value]}))
-    assert memory.subjects(T) == []
+    assert memory.admin.subjects(T) == []
 
 
 @given(st.decimals(allow_nan=False, allow_infinity=False))
@@ -209,7 +209,7 @@ def test_ingest_refuses_a_bad_id_naming_its_line(memory, field, bad):
         ingest_lines(memory, [good, event_line(**{field: f"x{bad}1"})])
     assert caught.value.line == 2 and f"'{field}'" in str(caught.value)
     printable(str(caught.value), bad)
-    assert memory.subjects(T) == []
+    assert memory.admin.subjects(T) == []
 
 
 def test_a_zero_width_tenant_never_becomes_a_second_tenant(memory):
@@ -240,7 +240,7 @@ def test_ingest_refuses_json_that_would_not_read_back_as_written(memory, text, p
     with pytest.raises(IngestError) as caught:
         ingest_lines(memory, [event_line(event_id="e1"), text])
     assert caught.value.line == 2 and problem in str(caught.value), caught.value
-    assert memory.subjects(T) == []
+    assert memory.admin.subjects(T) == []
 
 
 def test_a_zero_written_small_is_still_zero(memory):
@@ -254,7 +254,7 @@ def _nothing_written(store_url: str) -> None:
     import lossgate
 
     with lossgate.open(store_url) as memory:
-        assert memory.subjects(T) == [] and memory.registry == load_registry(REGISTRY_PATH)
+        assert memory.admin.subjects(T) == [] and memory.admin.registry == load_registry(REGISTRY_PATH)
 
 
 @pytest.mark.parametrize("bad", [f"{T}\u202e", f"{T}\u200b", f"{T}\ufeff", f"{T}\u2028"],

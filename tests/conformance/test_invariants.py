@@ -170,7 +170,7 @@ class MemoryMachine(RuleBasedStateMachine):
         attempt = self.memory.consolidate(self.tenant, subject, config=ConsolidationConfig(incremental=incremental))
         assert attempt.status in ("published", "rejected", "error"), attempt  # one worker: no conflicts
         if attempt.status == "published":
-            assert attempt.covers_through == self.memory.clock(self.tenant, subject).high_water
+            assert attempt.covers_through == self.memory.admin.clock(self.tenant, subject).high_water
 
     @precondition(lambda self: any(m.events for m in self.model.values()))
     @rule(subject=st.sampled_from(SUBJECTS), query=st.sampled_from([None, "memo garden", "topic"]))
@@ -186,11 +186,11 @@ class MemoryMachine(RuleBasedStateMachine):
     def check_recall(self, subject: str, query: str | None) -> None:
         mem, t, m = self.memory, self.tenant, self.model[subject]
         r = mem.recall(t, subject, query=query)
-        alias, clock = mem.alias(t, subject), mem.clock(t, subject)  # read independently of the record
+        alias, clock = mem.admin.alias(t, subject), mem.admin.clock(t, subject)  # read independently of the record
         assert (r.record.alias, r.record.clock) == (alias, clock)  # ... which must tell the truth
 
         if r.mode == "summary":
-            art = mem.artifact(t, subject, r.artifact_id)
+            art = mem.admin.artifact(t, subject, r.artifact_id)
             assert art.state == "published" and alias.artifact_id == art.artifact_id
             assert alias.source_epoch == clock.input_epoch == art.manifest.input_epoch
             assert {c.fact_id for c in art.body.claims} <= set(m.active())  # fresh: nothing retired in it

@@ -26,7 +26,7 @@ def fact(fact_id: str, predicate: str, value, sources=("e1",), subject: str = U,
 
 
 def snapshot_rows(memory, subject=U):
-    return (memory.clock(T, subject), memory.events(T, subject), memory.facts(T, subject, statuses=None),
+    return (memory.admin.clock(T, subject), memory.events(T, subject), memory.facts(T, subject, statuses=None),
             memory.conflicts(T, subject, unresolved_only=False))
 
 
@@ -35,7 +35,7 @@ def snapshot_rows(memory, subject=U):
 def test_append_assigns_per_subject_sequence(memory):
     r = memory.append([ev("e1"), ev("e2"), ev("x1", subject=V), ev("e3")])
     assert [(e.event_id, e.seq) for e in r.appended] == [("e1", 1), ("e2", 2), ("x1", 1), ("e3", 3)]
-    assert memory.clock(T, U).high_water == 3 and memory.clock(T, V).high_water == 1
+    assert memory.admin.clock(T, U).high_water == 3 and memory.admin.clock(T, V).high_water == 1
     assert all(e.content_hash.startswith("sha256:") for e in r.appended)
 
 
@@ -167,7 +167,7 @@ def test_fact_reassert_is_idempotent_and_changed_content_is_refused(memory):
     assert memory.assert_fact(fact("f", "subscription.seats", 50)) == a
     with pytest.raises(IdempotencyConflict):
         memory.assert_fact(fact("f", "subscription.seats", 51))
-    assert memory.clock(T, U).high_water == 2
+    assert memory.admin.clock(T, U).high_water == 2
 
 
 # -- lifecycle -----------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def test_cardinality_many_and_speculation_do_not_conflict(memory):
 def test_clock_moves_as_the_design_says(memory, operation):
     memory.append([ev("e1"), ev("e2")])
     memory.assert_fact(fact("tz", "timezone", "UTC-05:00", ("e1",)))
-    before = memory.clock(T, U)
+    before = memory.admin.clock(T, U)
     {
         "append": lambda: memory.append([ev("e9")]),
         "assert": lambda: memory.assert_fact(fact("s", "subscription.seats", 3, ("e2",))),
@@ -268,7 +268,7 @@ def test_clock_moves_as_the_design_says(memory, operation):
         "set_trust": lambda: memory.set_trust(T, U, "e2", "tool"),
         "noop": lambda: memory.append([ev("e1")]),
     }[operation]()
-    after = memory.clock(T, U)
+    after = memory.admin.clock(T, U)
     tail = {"append": 1, "assert": 1}
     if operation in tail:
         assert (after.high_water, after.input_epoch) == (before.high_water + 1, before.input_epoch)
@@ -361,21 +361,21 @@ def test_one_transaction_is_all_or_nothing(memory):
 
 def test_migrations_are_idempotent(memory):
     memory.append([ev("e1")])
-    version = memory.migrate()
-    assert memory.migrate() == version >= 1
+    version = memory.admin.migrate()
+    assert memory.admin.migrate() == version >= 1
     assert len(memory.events(T, U)) == 1
 
 
 def test_registry_versions(memory):
-    reg = memory.registry
-    assert memory.load_predicates(reg) == reg  # same version, same content: no-op
+    reg = memory.admin.registry
+    assert memory.admin.load_predicates(reg) == reg  # same version, same content: no-op
     doc = reg.document()
     doc["predicates"]["timezone"]["criticality"] = "critical"
     with pytest.raises(IdempotencyConflict):
-        memory.load_predicates(doc)
+        memory.admin.load_predicates(doc)
     doc["version"] = reg.version + 1
-    assert memory.load_predicates(doc).version == reg.version + 1
-    assert memory.registry.predicates["timezone"].criticality == "critical"
+    assert memory.admin.load_predicates(doc).version == reg.version + 1
+    assert memory.admin.registry.predicates["timezone"].criticality == "critical"
 
 
 def test_a_retry_that_named_the_id_but_not_the_time_is_a_duplicate(memory):

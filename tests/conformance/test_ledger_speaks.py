@@ -80,12 +80,12 @@ def test_a_sentence_on_a_topic_the_ledger_states_never_reaches_recall(subject, w
 
 
 def test_under_the_refuse_policy_the_attempt_fails_and_nothing_is_published(subject):
-    subject.set_narrative_policy(T, "refuse")
+    subject.admin.set_narrative_policy(T, "refuse")
     with ScriptedChatServer(default=narrative(f"{KEPT} {WRONG[0]}")) as server:
         attempt = subject.consolidate(T, S, compressor=chat(server), config=ConsolidationConfig(max_attempts=1))
 
     assert attempt.status == "rejected" and "narrative:narrative_touches_topic" in attempt.violations
-    assert subject.alias(T, S).artifact_id is None
+    assert subject.admin.alias(T, S).artifact_id is None
     assert WRONG[0] not in everything_recall_returns(subject)
 
 
@@ -94,12 +94,12 @@ UNPROVEN = "The garden got 3 new rose bushes, delivered on ticket GRD-4471."  # 
 
 @pytest.mark.parametrize("policy", ["omit", "refuse"])
 def test_a_sentence_the_gate_refuses_for_what_it_says_is_left_out_under_omit_only(subject, policy):
-    subject.set_narrative_policy(T, policy)
+    subject.admin.set_narrative_policy(T, policy)
     with ScriptedChatServer(default=narrative(f"{KEPT} {UNPROVEN}")) as server:
         attempt = subject.consolidate(T, S, compressor=chat(server), config=ConsolidationConfig(max_attempts=1))
 
     if policy == "refuse":
-        assert attempt.status == "rejected" and subject.alias(T, S).artifact_id is None, attempt
+        assert attempt.status == "rejected" and subject.admin.alias(T, S).artifact_id is None, attempt
         assert any(v.endswith(":atom_added") for v in attempt.violations), attempt.violations
     else:
         assert attempt.status == "published", (attempt.violations, attempt.error)

@@ -300,14 +300,14 @@ class LivenessMachine(RuleBasedStateMachine):
         return sorted({data.draw(st.sampled_from(every), label="event") for _ in range(n)})
 
     def _epoch(self) -> int:
-        return self.mem.clock(self.t, self.s).input_epoch
+        return self.mem.admin.clock(self.t, self.s).input_epoch
 
     def _refused(self, op, *args, **kw) -> None:
         """An invalid operation raises one of REFUSED and writes nothing."""
-        before = self.mem.clock(self.t, self.s)
+        before = self.mem.admin.clock(self.t, self.s)
         with pytest.raises(REFUSED):
             op(*args, **kw)
-        assert self.mem.clock(self.t, self.s) == before, "a refused operation moved the clock"
+        assert self.mem.admin.clock(self.t, self.s) == before, "a refused operation moved the clock"
 
     def _new_fact(self, stmt: Statement, sources: list[str], authority: str, modality: str) -> NewFact:
         value, fid = stmt.value, f"f{next(self.n)}"
@@ -589,7 +589,7 @@ class LivenessMachine(RuleBasedStateMachine):
     def check_recall(self, query: str | None) -> None:
         mem, t, s = self.mem, self.t, self.s
         r = mem.recall(t, s, query=query)
-        clock, alias = mem.clock(t, s), mem.alias(t, s)
+        clock, alias = mem.admin.clock(t, s), mem.admin.alias(t, s)
         fresh = (self.pub_artifact is not None and alias.artifact_id == self.pub_artifact
                  and clock.input_epoch == self.pub_epoch)
         if fresh:
@@ -606,7 +606,7 @@ class LivenessMachine(RuleBasedStateMachine):
     def check_erased_everywhere(self) -> None:
         """Deleted content is gone from every artifact of the subject, whatever its state."""
         erased = self.erased()
-        for art in self.mem.artifacts(self.t, self.s):
+        for art in self.mem.admin.artifacts(self.t, self.s):
             text = art.body.summary + " ".join(str(c.value) for c in art.body.claims)
             leaked = set(MARKER.findall(text)) & erased
             assert not leaked, f"artifact {art.artifact_id} ({art.state}) still holds deleted content {sorted(leaked)}"
@@ -618,7 +618,7 @@ class LivenessMachine(RuleBasedStateMachine):
         from lossgate import gate  # noqa: PLC0415
         from lossgate.consolidate.selection import select  # noqa: PLC0415
 
-        registry = self.mem.registry
+        registry = self.mem.admin.registry
         with self.mem.store.read() as tx:
             snapshot = select(tx, self.t, self.s, registry).snapshot
         mp = gate.build_must_preserve(snapshot, registry)
@@ -651,8 +651,8 @@ class LivenessMachine(RuleBasedStateMachine):
                 f"not publish either ({where}): {_codes(attempt)}")
         assert attempt.status == "published", f"liveness: consolidation did not publish ({where}): {_codes(attempt)}"
         assert attempt.gate_outcome in ("clean", "acceptable"), _codes(attempt)
-        art = self.mem.artifact(self.t, self.s, attempt.artifact_id)
-        alias = self.mem.alias(self.t, self.s)
+        art = self.mem.admin.artifact(self.t, self.s, attempt.artifact_id)
+        alias = self.mem.admin.alias(self.t, self.s)
         assert alias.artifact_id == art.artifact_id and art.state == "published", (alias, art.state)
         self.pub_artifact, self.pub_epoch, self.pub_summary = art.artifact_id, attempt.input_epoch, art.body.summary
         text = art.body.summary + " ".join(str(c.value) for c in art.body.claims)
@@ -694,7 +694,7 @@ def _memory_factory(store_url: str, request: pytest.FixtureRequest, tmp_path: Pa
             if not opened:
                 opened.append(lossgate.open(url))
             mem = opened[0]
-        mem.load_predicates(registry)
+        mem.admin.load_predicates(registry)
         if store_url.startswith("sqlite"):
             opened.append(mem)
         return mem

@@ -61,7 +61,7 @@ def test_an_event_whose_number_the_summary_dropped_is_ranked_ahead_after_consoli
     consolidate(memory)
     summary = memory.recall(T, S).summary
     assert "37 kg" not in summary and PLAIN not in summary
-    artifact = memory.artifact(T, S, memory.alias(T, S).artifact_id)
+    artifact = memory.admin.artifact(T, S, memory.admin.alias(T, S).artifact_id)
     assert "held" in artifact.manifest.dropped and "plain" not in artifact.manifest.dropped
     assert "held" in dropped_events(memory.store, T, S)
     assert ranked(memory) == ["held", "plain"]
@@ -108,18 +108,18 @@ def test_a_deleted_dropped_event_never_comes_back(memory, monkeypatch):
 
 def test_the_dropped_list_survives_a_read_back_and_a_restart(store_url):
     memory = lossgate.open(store_url)
-    memory.load_predicates(load_registry(REGISTRY_PATH))
+    memory.admin.load_predicates(load_registry(REGISTRY_PATH))
     two_hits(memory)
     consolidate(memory)
-    alias = memory.alias(T, S)
-    written = memory.artifact(T, S, alias.artifact_id).manifest.dropped
+    alias = memory.admin.alias(T, S)
+    written = memory.admin.artifact(T, S, alias.artifact_id).manifest.dropped
     assert "held" in written and list(written) == sorted(written)
     memory.close()
     recall_module._trees.clear()
     recall_module._parts.clear()
     again = lossgate.open(store_url)
     try:
-        assert again.artifact(T, S, alias.artifact_id).manifest.dropped == written
+        assert again.admin.artifact(T, S, alias.artifact_id).manifest.dropped == written
         with again.store.read() as tx:
             assert tx.artifact_drops(T, S, [alias.artifact_id]) == {alias.artifact_id: (written, ())}
         assert ranked(again) == ["held", "plain"]
@@ -134,7 +134,7 @@ def test_a_tree_ranks_by_the_union_of_its_root_and_parts_and_reads_each_part_onc
                             occurred_at=day(2) + timedelta(minutes=40 + i)) for i in range(12)])
     first = consolidated(memory)
     assert first.manifest.path == "hierarchical" and len(first.manifest.children) >= 4
-    parts = {c: memory.artifact(T, U, c).manifest.dropped for c in first.manifest.children}
+    parts = {c: memory.admin.artifact(T, U, c).manifest.dropped for c in first.manifest.children}
     assert any(parts.values()), parts
     # a root's own list holds every part's it brings (and what its own gate found)
     assert set().union(*parts.values()) <= set(first.manifest.dropped)
@@ -158,11 +158,11 @@ def test_a_tree_ranks_by_the_union_of_its_root_and_parts_and_reads_each_part_onc
             read.clear()
             union = dropped_events(memory.store, T, U)
             again = dropped_events(memory.store, T, U)
-        expected = set(root.manifest.dropped).union(*(memory.artifact(T, U, c).manifest.dropped
+        expected = set(root.manifest.dropped).union(*(memory.admin.artifact(T, U, c).manifest.dropped
                                                       for c in root.manifest.carried))
         assert union == again == frozenset(expected)
         assert set(first.manifest.dropped) - {e for c in root.manifest.new_parts
-                                              for e in memory.artifact(T, U, c).manifest.dropped} <= union
+                                              for e in memory.admin.artifact(T, U, c).manifest.dropped} <= union
         # the root once, then only the carried parts never read before; the second read is cached
         asked = [i for batch in read for i in batch]
         assert asked[0] == root.artifact_id and root.artifact_id not in asked[1:]

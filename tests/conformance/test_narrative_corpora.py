@@ -45,7 +45,7 @@ def test_the_corpora_cover_most_cases_and_sentences() -> None:
 def store(memory, case: GateCase) -> None:
     """``case``'s events and facts, as the subject's memory."""
     snap = case.snapshot
-    memory.load_predicates(case.registry.model_copy(update={"version": memory.registry.version + 1}))
+    memory.admin.load_predicates(case.registry.model_copy(update={"version": memory.admin.registry.version + 1}))
     memory.append([NewEvent(tenant_id=snap.tenant_id, subject_id=snap.subject_id, event_id=e.event_id, kind=e.kind,
                             actor=e.actor, trust=e.trust, text=e.text, payload=e.payload, occurred_at=e.occurred_at)
                    for e in snap.events])

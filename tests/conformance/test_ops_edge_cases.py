@@ -64,7 +64,7 @@ def test_claims_are_stored_in_their_exact_form_so_format_2_holds_and_diagnose_se
     seed_world(memory)
     attempt = memory.consolidate(T, U, compressor=Quirky())
     assert attempt.status == "published" and attempt.details == ()  # its line renders the claim: nothing left out
-    body = memory.artifact(T, U, attempt.artifact_id).body
+    body = memory.admin.artifact(T, U, attempt.artifact_id).body
     (refund,) = [c for c in body.claims if c.fact_id == "f-refund"]
     assert refund.value == {"amount": "50", "currency": "USD"}  # as written, not normalised to 50.00
     assert "- refund.limit: 50 USD (condition=after supervisor review)" in body.summary
@@ -80,7 +80,7 @@ def test_a_fact_line_that_does_not_render_its_claim_is_narrative_and_left_out(me
     line = "refund.limit: 50.00 USD (condition=after supervisor review)"
     assert attempt.status == "published", attempt.violations
     assert attempt.details == (f"narrative_omitted: touches critical fact refund.limit: {line!r}",)
-    body = memory.artifact(T, U, attempt.artifact_id).body
+    body = memory.admin.artifact(T, U, attempt.artifact_id).body
     assert line not in body.summary and [c.value for c in body.claims if c.fact_id == "f-refund"] == [
         {"amount": "50", "currency": "USD"}]
     assert f"Facts:\n- food.peanuts_allowed: false (basis=allergy, severity=critical)\n- {line}\n" in \
@@ -106,10 +106,10 @@ def test_a_value_finer_than_a_microsecond_is_kept_as_written():
 
 def test_daily_under_an_older_registry_skips_what_that_version_does_not_define(memory):
     seed_world(memory)
-    doc = memory.registry.document()
+    doc = memory.admin.registry.document()
     doc["version"] = 2
     doc["predicates"]["x.new"] = {"value_type": "string", "criticality": "contextual"}
-    memory.load_predicates(doc)
+    memory.admin.load_predicates(doc)
     memory.assert_fact(NewFact(tenant_id=T, subject_id=U, fact_id="f-x", predicate="x.new", value="y",
                                source_event_ids=["e-topic"]))
     report = run_daily(memory.store, [T], registry_versions=[1, 2], store_results=False)
@@ -146,12 +146,12 @@ def test_the_report_draws_names_as_written_and_refuses_bad_input(memory, tmp_pat
 
 def test_a_review_flood_on_a_hierarchy_leaves_no_parts_behind(memory):
     seed_world(memory)
-    memory.set_rollout(T, review=True)
+    memory.admin.set_rollout(T, review=True)
     for i in range(4):
         chatter(memory, f"r{i}", 1)
         memory.consolidate(T, U, config=TREE)
-    waiting = memory.artifacts(T, U, states=["review"])
-    candidates = memory.artifacts(T, U, states=["candidate"])
+    waiting = memory.admin.artifacts(T, U, states=["review"])
+    candidates = memory.admin.artifacts(T, U, states=["candidate"])
     assert len(waiting) == 1 and {c.artifact_id for c in candidates} <= set(waiting[0].manifest.children)
 
 
@@ -161,10 +161,10 @@ def test_an_artifact_in_a_newer_format_never_blocks_erasure(memory):
     old = published(memory)
     _set_format(memory, old.artifact_id, 3)  # as a newer lossgate would have stored it
     with pytest.raises(UnknownFormat):
-        memory.artifact(T, U, old.artifact_id)
+        memory.admin.artifact(T, U, old.artifact_id)
     memory.delete_event(T, U, "e-x")  # erasure goes through
     _set_format(memory, old.artifact_id, 2)
-    assert "4471" not in memory.artifact(T, U, old.artifact_id).body.summary
+    assert "4471" not in memory.admin.artifact(T, U, old.artifact_id).body.summary
 
 
 def _set_format(memory, artifact_id: str, fmt: int) -> None:

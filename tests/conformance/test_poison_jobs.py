@@ -61,14 +61,14 @@ def drain_as_a_worker(store_url: str, config: ConsolidationConfig) -> None:
 
 
 def assert_left_for_review(memory, tenant: str, subject: str, kind: str) -> None:
-    attempts = memory.attempts(tenant, subject)
+    attempts = memory.admin.attempts(tenant, subject)
     assert [a.status for a in attempts] == ["error"] * RETRIES.max_attempts
     assert attempts[-1].needs_review and not attempts[0].needs_review
     for a in attempts:
         assert a.error.startswith(f"crash: {kind} at ") and "lossgate/" in a.error, a.error
         assert SECRET not in (a.error or "") and a.raw_output is None and a.finished_at is not None
-    assert [j.status for j in memory.jobs(tenant, subject)][-1] == "review"
-    assert memory.alias(tenant, subject).artifact_id is None
+    assert [j.status for j in memory.admin.jobs(tenant, subject)][-1] == "review"
+    assert memory.admin.alias(tenant, subject).artifact_id is None
     assert memory.recall(tenant, subject).mode == "raw_fallback"
 
 
@@ -79,8 +79,8 @@ def test_a_job_whose_gate_raises_ends_in_review_and_every_other_job_publishes(
 
     assert_left_for_review(memory, "acme", "poison", "OverflowError")
     for tenant, subject in SUBJECTS[1:]:
-        assert memory.attempts(tenant, subject)[-1].status == "published", (tenant, subject)
-        assert {j.status for j in memory.jobs(tenant, subject)} == {"done"}
+        assert memory.admin.attempts(tenant, subject)[-1].status == "published", (tenant, subject)
+        assert {j.status for j in memory.admin.jobs(tenant, subject)} == {"done"}
 
 
 def test_a_crash_before_the_attempt_is_recorded_is_recorded_as_one(memory, store_url, monkeypatch):
@@ -109,8 +109,8 @@ def test_an_attempt_is_never_left_selected_when_a_later_step_raises(memory, monk
     attempt = memory.consolidate("acme", "u1", config=RETRIES)
 
     assert attempt.status == "error" and attempt.error.startswith("crash: RuntimeError at ")
-    assert [a.status for a in memory.attempts("acme", "u1")] == ["error"]
-    assert memory.alias("acme", "u1").artifact_id is None
+    assert [a.status for a in memory.admin.attempts("acme", "u1")] == ["error"]
+    assert memory.admin.alias("acme", "u1").artifact_id is None
 
 
 def test_lossgate_consolidate_says_a_crash_in_one_line_and_exits_1(memory, store_url, gate_raises_for_poison):
@@ -138,7 +138,7 @@ def test_two_worker_processes_outlive_poisoned_subjects_and_drain_every_other_te
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            statuses = {s: [j.status for j in memory.jobs(t, s)] for t, s in subjects}
+            statuses = {s: [j.status for j in memory.admin.jobs(t, s)] for t, s in subjects}
             if all(st and st[-1] in ("done", "review") and "pending" not in st and "running" not in st
                    for st in statuses.values()):
                 break
@@ -154,17 +154,17 @@ def test_two_worker_processes_outlive_poisoned_subjects_and_drain_every_other_te
         log.close()
     assert code == 0, (tmp_path / "workers.log").read_text()[-3000:]
 
-    raised = memory.attempts("acme", "poison-raise")
+    raised = memory.admin.attempts("acme", "poison-raise")
     assert [a.status for a in raised] == ["error"] * 3 and raised[-1].needs_review
     assert "RecursionError" in raised[-1].error
     assert_left_for_review(memory, "acme", "poison-deep", "RecursionError")
     for tenant, subject, said in (("globex", "poison-exit", "compressor error: crash: SystemExit at "),
                                   ("initech", "poison-huge", "invalid output: ")):
-        failed = memory.attempts(tenant, subject)
+        failed = memory.admin.attempts(tenant, subject)
         assert [a.status for a in failed] == ["error"] * 3 and failed[-1].needs_review, subject
         assert failed[-1].error.startswith(said) and failed[-1].raw_output is None, failed[-1].error
     for tenant, subject in subjects[4:]:
-        assert memory.attempts(tenant, subject)[-1].status == "published", (tenant, subject)
+        assert memory.admin.attempts(tenant, subject)[-1].status == "published", (tenant, subject)
 
 
 class Raises:

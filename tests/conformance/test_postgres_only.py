@@ -46,7 +46,7 @@ def pg_url(server_url: str, request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def memory(pg_url: str):
     mem = lossgate.open(pg_url)
-    mem.load_predicates(REGISTRY)
+    mem.admin.load_predicates(REGISTRY)
     yield mem
     mem.close()
 
@@ -101,7 +101,7 @@ def test_writing_a_row_of_another_tenant_is_refused(memory):
         conn.execute("INSERT INTO clocks (tenant_id, subject_id) VALUES ('globex', 'u9')")
     with pytest.raises(StoreError, match="row-level security"), memory.store.tenant_connection("acme") as conn:
         conn.execute("UPDATE clocks SET tenant_id='globex'")
-    assert memory.subjects("globex") == []
+    assert memory.admin.subjects("globex") == []
 
 
 def test_the_application_role_cannot_delete_or_skip_the_tenant(memory, pg_url):
@@ -142,7 +142,7 @@ def test_only_the_queue_functions_see_every_tenants_jobs(memory, worker_store):
         # job in backoff, and no lease outlasts an hour.
         assert tx.claim_job(owner="thief", lease_seconds=30, now=now + timedelta(days=1)) is None
         assert tx.heartbeat_job(job.job_id, owner="w1", lease_expires_at=now + timedelta(days=365))
-    (running,) = memory.jobs("globex", "u9")
+    (running,) = memory.admin.jobs("globex", "u9")
     assert running.lease_owner == "w1" and running.lease_expires_at <= datetime.now(UTC) + timedelta(hours=1)
     with memory.store.tenant_connection("globex") as conn:
         assert conn.execute("SELECT subject_id, status, lease_owner FROM jobs ORDER BY job_id").fetchall() == [
@@ -159,7 +159,7 @@ def _queue_two_tenants(memory: lossgate.Memory) -> datetime:
 
 def _untouched(memory: lossgate.Memory) -> list[tuple[str, str, str, Any]]:
     return [(j.tenant_id, j.subject_id, j.status, j.lease_owner)
-            for t in ("acme", "globex") for j in memory.jobs(t, None)]
+            for t in ("acme", "globex") for j in memory.admin.jobs(t, None)]
 
 
 def test_an_application_connection_can_neither_claim_nor_extend_a_lease(memory, worker_store):
@@ -303,7 +303,7 @@ def test_one_transaction_may_span_tenants(memory):
         led.assert_fact(fact("fb", "b1", tenant="globex"))
     assert [e.event_id for e in memory.events("acme", "u1")] == ["a1", "a2"]
     assert [f.fact_id for f in memory.facts("globex", "u1")] == ["fb"]
-    assert memory.subjects("acme") == ["u1"] and memory.subjects("globex") == ["u1"]
+    assert memory.admin.subjects("acme") == ["u1"] and memory.admin.subjects("globex") == ["u1"]
 
 
 # -- migrations ----------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def test_ids_sort_bytewise_like_sqlite_whatever_the_database_collation(server_ur
             mem = lossgate.open(store_url)
             try:
                 mem.append([ev(f"e-{i}", subject=s) for i, s in enumerate(subjects)])
-                listings.append(mem.subjects("acme"))
+                listings.append(mem.admin.subjects("acme"))
             finally:
                 mem.close()
     assert listings[0] == listings[1] == sorted(subjects)
@@ -504,7 +504,7 @@ def test_schema_19_rewrites_every_tenants_search_text_when_its_owner_is_not_a_su
         memory.close()
         memory = lossgate.open(url)  # the application's work, through the superuser's login
         try:
-            memory.load_predicates(load_registry(Path(__file__).parents[2] / "examples" / "predicates.toml"))
+            memory.admin.load_predicates(load_registry(Path(__file__).parents[2] / "examples" / "predicates.toml"))
             for tenant in ("acme", "globex"):
                 memory.append([ev(f"{tenant}-1", tenant=tenant, text="write to bob@example.com")])
                 memory.assert_facts([fact(f"{tenant}-f", f"{tenant}-1", tenant=tenant)])

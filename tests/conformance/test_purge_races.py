@@ -18,8 +18,8 @@ SECRET = "Rue Secrete 42 Lyon"
 
 
 def _everything(memory) -> str:
-    return json.dumps([a.model_dump(mode="json") for a in memory.attempts(T, U)]) + json.dumps(
-        [a.model_dump(mode="json") for a in memory.artifacts(T, U)])
+    return json.dumps([a.model_dump(mode="json") for a in memory.admin.attempts(T, U)]) + json.dumps(
+        [a.model_dump(mode="json") for a in memory.admin.artifacts(T, U)])
 
 
 def _address(memory):
@@ -31,7 +31,7 @@ def _address(memory):
 
 def test_a_deletion_between_the_store_and_the_switch_leaves_nothing_in_the_attempt(memory):
     _address(memory)
-    raced = memory.consolidator(hooks=Hooks(before_switch=lambda _a: memory.delete_fact(T, U, "addr"))).run(T, U)
+    raced = memory.admin.consolidator(hooks=Hooks(before_switch=lambda _a: memory.delete_fact(T, U, "addr"))).run(T, U)
     assert raced.status == "conflict" and raced.purged
     assert SECRET not in _everything(memory)
 

@@ -24,15 +24,15 @@ def test_a_codec_that_turns_a_boolean_into_a_string_is_caught_on_read_back_and_n
     (loss,) = [d for d in attempt.details if ":representation_loss:" in d]
     assert "body.claims[" in loss and ".value" in loss
     assert "written as bool False, read back as str 'false'" in loss and "from bool to str" in loss
-    assert memory.alias(T, U).artifact_id is None  # nothing published
-    art = memory.artifact(T, U, attempt.artifact_id)
+    assert memory.admin.alias(T, U).artifact_id is None  # nothing published
+    art = memory.admin.artifact(T, U, attempt.artifact_id)
     assert art.state == "failed" and "from bool to str" in art.state_reason
     assert "False" not in art.state_reason and "false" not in art.state_reason  # field and types, never values
     assert memory.recall(T, U).mode == "raw_fallback"
-    assert memory.jobs(T, U)  # a retry is queued
+    assert memory.admin.jobs(T, U)  # a retry is queued
 
     good = published(memory)  # the same store without the fault publishes
-    claims = {c.fact_id: c.value for c in memory.artifact(T, U, good.artifact_id).body.claims}
+    claims = {c.fact_id: c.value for c in memory.admin.artifact(T, U, good.artifact_id).body.claims}
     assert claims["f-allergy"] is False
 
 
@@ -45,4 +45,4 @@ def test_a_part_of_a_hierarchy_is_read_back_too(memory):
     attempt = faulty.consolidate(T, U, config=ConsolidationConfig(hierarchy=HierarchyConfig(mode="always")))
     assert attempt.status == "rejected" and any(
         v.startswith("part ") and v.endswith(":representation_loss") for v in attempt.violations)
-    assert memory.alias(T, U).artifact_id is None
+    assert memory.admin.alias(T, U).artifact_id is None

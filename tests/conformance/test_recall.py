@@ -69,7 +69,7 @@ def test_recall_reads_the_fresh_summary_plus_only_the_uncovered_tail(memory):
     r = memory.recall(T, U)
 
     assert (r.mode, r.artifact_id) == ("summary", attempt.artifact_id)
-    assert r.summary == memory.artifact(T, U, attempt.artifact_id).body.summary
+    assert r.summary == memory.admin.artifact(T, U, attempt.artifact_id).body.summary
     assert [e.event_id for e in r.events] == ["e-tail"]  # covered events come from the summary
     assert "f-allergy" in {f.fact_id for f in r.facts}  # critical facts always
     assert r.record.alias.source_epoch == r.record.clock.input_epoch
@@ -94,7 +94,7 @@ def test_recall_never_returns_an_unpublished_or_failed_artifact(memory):
     world(memory)
     rejected = memory.consolidate(T, U, compressor=FlipBool())
     assert rejected.status == "rejected"
-    candidate = memory.consolidator().prepare(T, U)  # gated, stored, never switched
+    candidate = memory.admin.consolidator().prepare(T, U)  # gated, stored, never switched
     assert candidate.artifact.state == "candidate"
 
     r = memory.recall(T, U)
@@ -152,12 +152,12 @@ def test_every_recall_leaves_evidence_of_what_was_considered_and_returned(memory
 
     r = memory.recall(T, U, query="jazz", k=5)
 
-    (rec,) = memory.recalls(T, U)
+    (rec,) = memory.admin.recalls(T, U)
     assert rec == r.record
     assert (rec.tenant_id, rec.subject_id, rec.query, rec.mode) == (T, U, "jazz", "summary")
     assert rec.filters == {"tenant_id": T, "subject_id": U, "k": 5, "budget": None}
     assert (rec.alias.artifact_id, rec.alias.covers_through) == (attempt.artifact_id, attempt.covers_through)
-    assert rec.clock == memory.clock(T, U)
+    assert rec.clock == memory.admin.clock(T, U)
     assert set(rec.selected_ids) <= set(rec.candidate_ids)
     assert set(rec.selected_ids) == {f.fact_id for f in r.facts} | {e.event_id for e in r.events}
     assert "e-tail" in rec.selected_ids

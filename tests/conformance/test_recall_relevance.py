@@ -49,7 +49,7 @@ def test_in_summary_mode_the_query_changes_what_comes_back(zorblax):
 
 
 def test_an_event_the_summary_covers_is_found_by_its_words(zorblax):
-    assert zorblax.alias(T, S).covers_through >= 61
+    assert zorblax.admin.alias(T, S).covers_through >= 61
     hit = zorblax.recall(T, S, query="Zorblax", context=False)
     assert [e.event_id for e in hit.events] == ["cat"]
 

@@ -32,7 +32,7 @@ class DropTimezone(LossyCompressor):
 
 def upgraded(memory, *, version: int = 2, criticality: str = "critical", **changes: Any) -> dict:
     """The loaded registry's document with timezone at ``criticality`` (and other changes) as ``version``."""
-    doc = memory.registry.document()
+    doc = memory.admin.registry.document()
     doc["version"] = version
     doc["predicates"]["timezone"] = {**doc["predicates"]["timezone"], "criticality": criticality, **changes}
     return doc
@@ -50,11 +50,11 @@ def test_raising_timezone_to_critical_regates_published_summaries(memory):
     assert before_u.mode == "summary" and before_u.artifact_id == lacking.artifact_id
     assert not pending_jobs(memory, subject=U)
 
-    memory.load_predicates(upgraded(memory), tenants=[T])
+    memory.admin.load_predicates(upgraded(memory), tenants=[T])
 
-    assert memory.registry.version == 2
+    assert memory.admin.registry.version == 2
     # The summary that lacks the timezone failed its re-gate: stale, out of recall, rebuild queued.
-    art = memory.artifact(T, U, lacking.artifact_id)
+    art = memory.admin.artifact(T, U, lacking.artifact_id)
     assert art.state == "stale"
     assert "registry v2" in art.state_reason and "f-tz" in art.state_reason
     recalled = memory.recall(T, U)
@@ -69,7 +69,7 @@ def test_raising_timezone_to_critical_regates_published_summaries(memory):
     assert line.detail["changes"] == ["timezone: important -> critical"]
 
     # The one that carries it passes the re-gate and stays published and fresh.
-    assert memory.artifact(T, V, carrying.artifact_id).state == "published"
+    assert memory.admin.artifact(T, V, carrying.artifact_id).state == "published"
     fresh = memory.recall(T, V)
     assert fresh.mode == "summary" and fresh.artifact_id == carrying.artifact_id
     assert not pending_jobs(memory, subject=V)
@@ -78,10 +78,10 @@ def test_raising_timezone_to_critical_regates_published_summaries(memory):
 
     # The queued rebuild publishes a summary gated under v2, which carries the timezone.
     rebuilt = published(memory, subject=U)
-    assert memory.artifact(T, U, rebuilt.artifact_id).manifest.registry_version == 2
-    assert any(c.predicate == "timezone" for c in memory.artifact(T, U, rebuilt.artifact_id).body.claims)
+    assert memory.admin.artifact(T, U, rebuilt.artifact_id).manifest.registry_version == 2
+    assert any(c.predicate == "timezone" for c in memory.admin.artifact(T, U, rebuilt.artifact_id).body.claims)
     assert memory.recall(T, U).mode == "summary"
-    assert memory.artifact(T, U, lacking.artifact_id).state == "stale"  # audit keeps it stale
+    assert memory.admin.artifact(T, U, lacking.artifact_id).state == "stale"  # audit keeps it stale
 
 
 def test_the_regate_commits_with_the_registry_or_not_at_all(memory, monkeypatch):
@@ -95,14 +95,14 @@ def test_the_regate_commits_with_the_registry_or_not_at_all(memory, monkeypatch)
 
     monkeypatch.setattr(regate_module, "queue", type("Q", (), {"registry_upgraded": staticmethod(boom)}))
     try:
-        memory.load_predicates(upgraded(memory), tenants=[T])
+        memory.admin.load_predicates(upgraded(memory), tenants=[T])
     except RuntimeError:
         pass
-    assert memory.registry.version == 1  # nothing committed: not the registry, not the stale mark
-    assert memory.artifact(T, U, lacking.artifact_id).state == "published"
+    assert memory.admin.registry.version == 1  # nothing committed: not the registry, not the stale mark
+    assert memory.admin.artifact(T, U, lacking.artifact_id).state == "published"
     monkeypatch.undo()
-    memory.load_predicates(upgraded(memory), tenants=[T])
-    assert memory.artifact(T, U, lacking.artifact_id).state == "stale"
+    memory.admin.load_predicates(upgraded(memory), tenants=[T])
+    assert memory.admin.artifact(T, U, lacking.artifact_id).state == "stale"
 
 
 def test_an_upgrade_that_does_not_tighten_the_gate_regates_nothing(memory):
@@ -111,8 +111,8 @@ def test_an_upgrade_that_does_not_tighten_the_gate_regates_nothing(memory):
     assert lacking.status == "published"
     doc = upgraded(memory, criticality="important", description="Lowered nothing; words only.")
     doc["predicates"]["chat.topic"] = {**doc["predicates"]["chat.topic"], "criticality": "contextual"}
-    memory.load_predicates(doc, tenants=[T])
-    assert memory.artifact(T, U, lacking.artifact_id).state == "published"
+    memory.admin.load_predicates(doc, tenants=[T])
+    assert memory.admin.artifact(T, U, lacking.artifact_id).state == "published"
     assert memory.recall(T, U).mode == "summary"
     assert not log_ops(memory, "regate") and not pending_jobs(memory)
 
@@ -120,41 +120,41 @@ def test_an_upgrade_that_does_not_tighten_the_gate_regates_nothing(memory):
 def test_a_regate_later_for_a_tenant_not_named_at_load(memory):
     seed_world(memory)
     lacking = memory.consolidate(T, U, compressor=DropTimezone())
-    memory.load_predicates(upgraded(memory))  # no tenant named: the published summary is untouched
-    assert memory.artifact(T, U, lacking.artifact_id).state == "published"
-    [result] = memory.regate(T)
+    memory.admin.load_predicates(upgraded(memory))  # no tenant named: the published summary is untouched
+    assert memory.admin.artifact(T, U, lacking.artifact_id).state == "published"
+    [result] = memory.admin.regate(T)
     assert result.stale and result.queued and result.outcome == "failed"
     assert memory.recall(T, U).mode == "raw_fallback"
-    assert memory.regate(T) == []  # nothing left to re-gate: the stale one is audit
+    assert memory.admin.regate(T) == []  # nothing left to re-gate: the stale one is audit
 
 
 def test_a_job_gated_before_the_upgrade_cannot_publish_after_it(memory):
     seed_world(memory)
 
     def upgrade_now(artifact):
-        memory.load_predicates(upgraded(memory), tenants=[T])
+        memory.admin.load_predicates(upgraded(memory), tenants=[T])
 
-    attempt = memory.consolidator(hooks=Hooks(before_switch=upgrade_now)).run(T, U)
+    attempt = memory.admin.consolidator(hooks=Hooks(before_switch=upgrade_now)).run(T, U)
     assert attempt.status == "conflict" and "requires a re-gate" in attempt.reason
-    assert memory.alias(T, U).artifact_id is None
+    assert memory.admin.alias(T, U).artifact_id is None
     assert pending_jobs(memory)
     again = published(memory)
-    assert memory.artifact(T, U, again.artifact_id).manifest.registry_version == 2
+    assert memory.admin.artifact(T, U, again.artifact_id).manifest.registry_version == 2
 
 
 def test_unpublished_candidates_gated_under_the_old_version_go_stale(memory):
     seed_world(memory)
-    prepared = memory.consolidator().prepare(T, U)
+    prepared = memory.admin.consolidator().prepare(T, U)
     assert prepared.artifact is not None and prepared.attempt.status == "gated"
-    memory.load_predicates(upgraded(memory), tenants=[T])
-    art = memory.artifact(T, U, prepared.artifact.artifact_id)
+    memory.admin.load_predicates(upgraded(memory), tenants=[T])
+    art = memory.admin.artifact(T, U, prepared.artifact.artifact_id)
     assert art.state == "stale" and "requires a re-gate" in art.state_reason
     [line] = log_ops(memory, "regate")
     assert line.detail["outcome"] == "outdated"
 
 
 def test_upgrade_changes_names_added_raised_and_retyped_predicates(memory):
-    old = memory.registry
+    old = memory.admin.registry
     doc = upgraded(memory, type="enum", enum_values=["UTC-05:00", "UTC+01:00"])
     doc["predicates"]["badge.id"] = {"type": "string", "criticality": "critical"}
     doc["predicates"]["note.misc"] = {"type": "string", "criticality": "contextual"}
@@ -171,5 +171,5 @@ def test_a_registry_version_that_drops_a_predicate_is_refused(memory):
     doc = upgraded(memory)
     del doc["predicates"]["chat.topic"]
     with pytest.raises(InvalidInput, match="drops chat.topic"):
-        memory.load_predicates(doc)
-    assert memory.registry.version == 1
+        memory.admin.load_predicates(doc)
+    assert memory.admin.registry.version == 1

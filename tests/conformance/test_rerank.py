@@ -130,7 +130,7 @@ def test_hybrid_ranking_is_reranked_too(garden, server):
     server._default = route
     garden.embedder = HttpEmbedder(HttpEmbedderConfig(base_url=server.url, model="concepts", max_retries=0))
     garden.reranker = _reranker(server)
-    garden.embed(T, S)
+    garden.admin.embed(T, S)
     result = garden.recall(T, S, query="garden", k=3, context=False)
     assert result.record.filters["semantic"] == "concepts" and result.record.filters["rerank"] == "used: scripted"
     assert _ids(result)[:2] == ["g3", "g10"]

@@ -56,12 +56,12 @@ def test_a_response_is_stored_tied_to_its_recall_and_guard_result(memory) -> Non
     assert said.answer_sha256 and said.answer_sha256.startswith("sha256:")
     # an action hashes as the guard hashed it: the same action, the same sha256
     assert done.action == FIXED and done.action_sha256 == allowed.action_sha256 != refused.action_sha256
-    assert memory.responses(T, S) == [done, said]  # newest first
-    assert memory.responses(T, S, limit=1) == [done]
-    assert [g.guard_id for g in memory.guard_results(T, S)] == [allowed.guard_id, refused.guard_id]
+    assert memory.admin.responses(T, S) == [done, said]  # newest first
+    assert memory.admin.responses(T, S, limit=1) == [done]
+    assert [g.guard_id for g in memory.admin.guard_results(T, S)] == [allowed.guard_id, refused.guard_id]
     again = lossgate.open(memory.store.url)  # read back the same by another memory
     try:
-        assert again.responses(T, S) == [done, said]
+        assert again.admin.responses(T, S) == [done, said]
     finally:
         again.close()
 
@@ -93,7 +93,7 @@ def test_a_response_needs_its_recall_and_guard_result_of_the_subject_and_a_json_
         memory.respond(T, S, rid, answer="nul \x00 inside")
     with pytest.raises(InvalidInput, match="limit"):
         memory.respond(T, S, rid, answer="x" * 70_000)
-    assert memory.responses(T, S) == []  # nothing half-written
+    assert memory.admin.responses(T, S) == []  # nothing half-written
 
 
 # -- deletion ----------------------------------------------------------------------------------
@@ -126,12 +126,12 @@ def test_deleting_the_event_behind_a_recall_erases_the_response_from_every_row_a
         assert sum(held().values()) > 0  # the answer is in the file before the deletion
     memory.delete_event(T, S, "msg-43", reason="erasure request")  # the garden: not the allergy
 
-    (gone,) = memory.responses(T, S)
+    (gone,) = memory.admin.responses(T, S)
     assert (gone.answer, gone.action) == (None, None)
     assert (gone.answer_sha256, gone.action_sha256) == (response.answer_sha256, response.action_sha256)
     assert gone.redacted is not None and gone.redacted.cause == "delete_event msg-43"
     assert (gone.redacted.query_sha256, gone.redacted.query_chars) == (response.answer_sha256, len(ANSWER))
-    guarded = {g.guard_id: g for g in memory.guard_results(T, S)}
+    guarded = {g.guard_id: g for g in memory.admin.guard_results(T, S)}
     g = guarded[refused.guard_id]
     assert g.action is None and g.action_sha256 == refused.action_sha256 and g.redacted is not None
     (r,) = g.refusals
@@ -139,14 +139,14 @@ def test_deleting_the_event_behind_a_recall_erases_the_response_from_every_row_a
                                                                  "allergy-1", ("msg-41",))
     assert (r.value, r.fact_value, r.qualifiers, r.detail) == (None, None, {}, PURGED)
     assert guarded[unrelated.guard_id] == unrelated
-    assert any(e.op == "redact_responses" for e in memory.log(T, S))
-    readable = json.dumps([x.model_dump(mode="json") for x in [*memory.responses(T, S), *memory.guard_results(T, S)]])
+    assert any(e.op == "redact_responses" for e in memory.admin.log(T, S))
+    readable = json.dumps([x.model_dump(mode="json") for x in [*memory.admin.responses(T, S), *memory.admin.guard_results(T, S)]])
     assert "QZXPEANUT" not in readable and "peanut dressing" not in readable and "QZXUNRELATED" in readable
 
     if store_url.startswith("postgresql"):
         assert _rows_holding(store_url, "QZXPEANUT") == []
         return
-    memory.compact()
+    memory.admin.compact()
     assert sum(held().values()) == 0, held()
 
 
@@ -156,9 +156,9 @@ def test_deleting_the_fact_a_refusal_names_redacts_the_guard_result_and_the_resp
     rid = memory.recall(T, S, query="timezone calendar").record.recall_id
     response = memory.respond(T, S, rid, answer="Sorry, the peanut dressing is out", guard_id=refused.guard_id)
     memory.delete_fact(T, S, "allergy-1", reason="erasure request")
-    (g,) = memory.guard_results(T, S)
+    (g,) = memory.admin.guard_results(T, S)
     assert g.action is None and g.redacted is not None and g.redacted.cause == "delete_fact allergy-1"
-    (gone,) = memory.responses(T, S)
+    (gone,) = memory.admin.responses(T, S)
     assert gone.answer is None and gone.answer_sha256 == response.answer_sha256
 
 
@@ -168,7 +168,7 @@ def test_a_response_on_a_recall_whose_content_was_deleted_is_stored_redacted(mem
     memory.delete_event(T, S, "msg-43")
     late = memory.respond(T, S, rid, answer=ANSWER)
     assert late.answer is None and late.redacted is not None and late.answer_sha256
-    assert memory.responses(T, S) == [late]
+    assert memory.admin.responses(T, S) == [late]
 
 
 # -- attestation -------------------------------------------------------------------------------

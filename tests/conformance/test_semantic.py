@@ -49,7 +49,7 @@ def pets(memory: lossgate.Memory, embedder: HttpEmbedder) -> lossgate.Memory:
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", text=f"{CHATTER[i % 4]} ({i})")
                    for i in range(40)])
     assert memory.consolidate(T, S).status == "published"
-    assert memory.embed(T, S).stored == 41
+    assert memory.admin.embed(T, S).stored == 41
     return memory
 
 
@@ -76,11 +76,11 @@ def test_fusion_keeps_what_the_words_find(pets):
 
 def test_vectors_are_computed_once_and_only_for_what_is_new(pets, server):
     calls = len(server.requests)
-    assert pets.embed(T, S).stored == 0
+    assert pets.admin.embed(T, S).stored == 0
     assert len(server.requests) == calls  # nothing left to embed: no request at all
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="new", text="a kitten arrived today")])
     assert _vectors(pets) == _vectors(pets) - {"new"}  # appending computes no vector
-    assert pets.embed(T, S).stored == 1
+    assert pets.admin.embed(T, S).stored == 1
     assert server.requests[-1]["input"] == ["user: a kitten arrived today"]
 
 
@@ -95,14 +95,14 @@ def test_deleted_and_revoked_events_lose_their_vectors_and_never_come_back(pets)
             ids = {e.event_id for e in result.events}
             assert not ids & {"pet", "c1"}, query
             assert "Zorblax" not in result.render()
-    assert pets.embed(T, S).stored == 0  # and they are never embedded again
+    assert pets.admin.embed(T, S).stored == 0  # and they are never embedded again
 
 
 def test_facts_are_embedded_and_superseded_or_deleted_ones_lose_their_vectors(pets):
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="topic", text="we chatted about puppies")])
     fact = pets.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="t1", predicate="chat.topic",
                                     value="puppies", source_event_ids=["topic"]))
-    pets.embed(T, S)
+    pets.admin.embed(T, S)
     assert _vectors(pets, "fact") == {"t1"}
     found = pets.recall(T, S, query="hound", k=3)
     assert "t1" in {f.fact_id for f in found.facts}  # by meaning: no word in common
@@ -110,7 +110,7 @@ def test_facts_are_embedded_and_superseded_or_deleted_ones_lose_their_vectors(pe
                                                        predicate="chat.topic", value="kittens",
                                                        source_event_ids=["topic"]))
     assert _vectors(pets, "fact") == set()
-    pets.embed(T, S)
+    pets.admin.embed(T, S)
     assert _vectors(pets, "fact") == {newer.fact_id}
     pets.delete_fact(T, S, newer.fact_id, reason="forget it")
     assert _vectors(pets, "fact") == set()
@@ -158,7 +158,7 @@ def test_a_failing_embedder_leaves_recall_lexical_and_stores_nothing(pets, serve
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="later", text="another kitten")])
     server.push(Reply(status=500, body={"error": {"message": "boom"}}))
     with pytest.raises(EmbeddingError, match="HTTP 500"):
-        pets.embed(T, S)
+        pets.admin.embed(T, S)
     assert "later" not in _vectors(pets)
 
 
@@ -198,9 +198,9 @@ def test_another_model_behind_the_same_name_falls_back_to_words_until_rebuilt(pe
     assert result.record.filters["semantic"].startswith("unavailable: stored vectors of another size")
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="new", text="a kitten")])
     with pytest.raises(EmbeddingError, match="rebuild"):
-        pets.embed(T, S)  # never a mix of sizes under one model
+        pets.admin.embed(T, S)  # never a mix of sizes under one model
     assert "new" not in _vectors(pets)
-    report = pets.embed(T, S, rebuild=True)
+    report = pets.admin.embed(T, S, rebuild=True)
     assert report.dropped == 41 and report.stored == 42
     assert pets.recall(T, S, query="Zorblax").record.filters["semantic"] == "concepts"
 
@@ -229,7 +229,7 @@ def test_a_worker_embeds_what_its_job_subject_gained(memory, embedder, store_url
 
 def test_embed_without_an_embedder_is_a_config_error(memory):
     with pytest.raises(ConfigError, match="no embedder"):
-        memory.embed(T, S)
+        memory.admin.embed(T, S)
 
 
 def test_a_recall_sees_vectors_another_process_stored_after_its_last_recall(pets, embedder, store_url):
@@ -237,7 +237,7 @@ def test_a_recall_sees_vectors_another_process_stored_after_its_last_recall(pets
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="late", text="a hound joined us")])
     other = lossgate.open(store_url, migrate=False, embedder=embedder)  # its own process, in effect
     try:
-        assert other.embed(T, S).stored == 1
+        assert other.admin.embed(T, S).stored == 1
     finally:
         other.close()
     assert "late" in {e.event_id for e in pets.recall(T, S, query="canine", context=False).events}

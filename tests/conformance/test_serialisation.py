@@ -30,7 +30,7 @@ def test_concurrent_appends_to_one_subject_get_gap_free_sequence_numbers(memory)
     total = writers * batches * size
     assert [e.seq for e in events] == list(range(1, total + 1))
     assert len({e.event_id for e in events}) == total
-    assert memory.clock("acme", "u1").high_water == total
+    assert memory.admin.clock("acme", "u1").high_water == total
 
 
 def test_a_writer_waits_for_the_subject_and_then_sees_the_committed_state(memory):

@@ -39,30 +39,30 @@ def _stored_versions(memory: lossgate.Memory) -> list[int]:
 
 
 def test_the_starter_registry_is_stored_when_an_operation_first_needs_one(fresh):
-    assert fresh.registry is None  # opening stores nothing
+    assert fresh.admin.registry is None  # opening stores nothing
     fresh.append([NewEvent(tenant_id=T, subject_id=S, event_id="e1", text="I am allergic to peanuts.")])
-    assert fresh.registry is None  # an append of events needs no registry
+    assert fresh.admin.registry is None  # an append of events needs no registry
     fact = fresh.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="f1", predicate="food.peanuts_allowed",
                                      value=False, qualifiers={"basis": "allergy"}, source_event_ids=["e1"]))
     assert fact.status == "active"
-    assert fresh.registry == starter_registry() and is_starter(fresh.registry.document())
+    assert fresh.admin.registry == starter_registry() and is_starter(fresh.admin.registry.document())
     assert _stored_versions(fresh) == [1]
 
 
 def test_a_registry_loaded_before_any_need_is_the_one_used(fresh):
-    fresh.load_predicates(REGISTRY_PATH)
+    fresh.admin.load_predicates(REGISTRY_PATH)
     fresh.add(S, ["Our invoice total is $99.00."])
     fresh.consolidate(T, S)
-    assert fresh.registry == load_registry(REGISTRY_PATH) and _stored_versions(fresh) == [1]
+    assert fresh.admin.registry == load_registry(REGISTRY_PATH) and _stored_versions(fresh) == [1]
 
 
 def test_a_store_that_has_a_registry_keeps_it(store_url):
     with lossgate.open(store_url, starter=False) as first:
-        first.load_predicates(REGISTRY_PATH)
+        first.admin.load_predicates(REGISTRY_PATH)
     with lossgate.open(store_url, tenant=T) as again:
         again.add(S, ["Peanuts are fine, I am not allergic."])
         assert again.consolidate(T, S).status == "published"
-        assert again.registry == load_registry(REGISTRY_PATH)
+        assert again.admin.registry == load_registry(REGISTRY_PATH)
 
 
 def test_without_the_starter_a_store_with_no_registry_refuses_facts(store_url):
@@ -73,12 +73,12 @@ def test_without_the_starter_a_store_with_no_registry_refuses_facts(store_url):
                                        source_event_ids=["e1"]))
         with pytest.raises(InvalidInput, match="no predicate registry is loaded"):
             memory.add(S, ["My visa deadline is 2026-05-01."])
-        assert memory.registry is None
+        assert memory.admin.registry is None
 
 
 def test_a_second_memory_finds_the_starter_another_one_stored(store_url):
     with lossgate.open(store_url) as one, lossgate.open(store_url) as two:
-        assert two.registry is None  # its cache holds nothing yet
+        assert two.admin.registry is None  # its cache holds nothing yet
         one.append([NewEvent(tenant_id=T, subject_id=S, event_id="e1", text="Call me Dana.")])
         one.assert_fact(NewFact(tenant_id=T, subject_id=S, predicate="person.preferred_name", value="Dana",
                                 source_event_ids=["e1"]))
@@ -92,11 +92,11 @@ def test_another_version_1_over_the_starter_is_refused_with_how_to_extend_it(fre
     fresh.tenant(T)  # nothing stored by making a view either
     fresh.guard(T, S, {"message": {"channel": "sms"}})  # a guard needs the registry: the starter is stored
     with pytest.raises(IdempotencyConflict, match=r"starter registry\); to add predicates to the starter "
-                                                  r"registry, extend it \(Memory.extend_predicates"):
-        fresh.load_predicates(REGISTRY_PATH)
+                                                  r"registry, extend it \(memory.admin.extend_predicates"):
+        fresh.admin.load_predicates(REGISTRY_PATH)
     newer = load_registry(REGISTRY_PATH).model_copy(update={"version": 2})
     with pytest.raises(InvalidInput, match="drops account.id.*extend it"):
-        fresh.load_predicates(newer)
+        fresh.admin.load_predicates(newer)
     assert _stored_versions(fresh) == [1]
 
 
@@ -114,12 +114,12 @@ MINE = {
 
 
 def test_an_extension_adds_to_the_starter_as_the_next_version_and_again_changes_nothing(fresh):
-    extended = fresh.extend_predicates(MINE)  # a store with none: the starter first, then the extension
+    extended = fresh.admin.extend_predicates(MINE)  # a store with none: the starter first, then the extension
     assert _stored_versions(fresh) == [1, 2] and extended.version == 2
     assert set(extended.predicates) == set(starter_registry().predicates) | {"travel.seat_preference", "loyalty.tier"}
     assert [g.name for g in extended.guards] == [g.name for g in starter_registry().guards] + ["seat-choice"]
     assert all(extended.predicates[n] == p for n, p in starter_registry().predicates.items())
-    assert fresh.extend_predicates(MINE) == extended and _stored_versions(fresh) == [1, 2]  # the same again
+    assert fresh.admin.extend_predicates(MINE) == extended and _stored_versions(fresh) == [1, 2]  # the same again
     fresh.append([NewEvent(tenant_id=T, subject_id=S, event_id="e1", text="Aisle, please. No calls.")])
     fresh.assert_facts([
         NewFact(tenant_id=T, subject_id=S, predicate="travel.seat_preference", value="aisle", source_event_ids=["e1"]),
@@ -131,50 +131,50 @@ def test_an_extension_adds_to_the_starter_as_the_next_version_and_again_changes_
 
 
 def test_a_redefinition_is_refused_unless_its_table_says_override(fresh):
-    fresh.extend_predicates(MINE)
+    fresh.admin.extend_predicates(MINE)
     stricter = {"predicates": {"timezone": {"type": "string", "criticality": "critical", "category": "preference",
                                             "owner": "calendar"}}}
     with pytest.raises(RegistryConflict, match=r"predicate 'timezone' is already defined by registry v2, "
                                                r"differently \(criticality: 'important' -> 'critical'.*override = true"):
-        fresh.extend_predicates(stricter)
+        fresh.admin.extend_predicates(stricter)
     assert _stored_versions(fresh) == [1, 2]  # nothing stored
     stricter["predicates"]["timezone"]["override"] = True
-    overridden = fresh.extend_predicates(stricter)
+    overridden = fresh.admin.extend_predicates(stricter)
     assert overridden.version == 3 and overridden.predicates["timezone"].criticality == "critical"
     assert overridden.predicates["timezone"].synonyms == ()  # the table replaces the definition whole
     assert "override" not in overridden.document()["predicates"]["timezone"]
     guard = {"guards": [{"name": "spending-limit", "kind": "at_most", "field": "order.total",
                          "predicates": ["spending.limit"]}]}
     with pytest.raises(RegistryConflict, match="guard 'spending-limit' is already defined.*field: 'purchase.amount'"):
-        fresh.extend_predicates(guard)
+        fresh.admin.extend_predicates(guard)
     guard["guards"][0]["override"] = True
-    assert [g.field for g in fresh.extend_predicates(guard).guards if g.name == "spending-limit"] == ["order.total"]
+    assert [g.field for g in fresh.admin.extend_predicates(guard).guards if g.name == "spending-limit"] == ["order.total"]
     assert _stored_versions(fresh) == [1, 2, 3, 4]
 
 
 def test_an_override_of_a_name_the_registry_lacks_is_refused(fresh):
     with pytest.raises(RegistryConflict, match="predicate 'time.zone': override = true, but registry v1 has no such"):
-        fresh.extend_predicates({"predicates": {"time.zone": {"type": "string", "override": True}}})
+        fresh.admin.extend_predicates({"predicates": {"time.zone": {"type": "string", "override": True}}})
     with pytest.raises(RegistryConflict, match="guard 'no-such-rule': override = true"):
-        fresh.extend_predicates({"guards": [{"name": "no-such-rule", "kind": "excludes", "field": "x",
+        fresh.admin.extend_predicates({"guards": [{"name": "no-such-rule", "kind": "excludes", "field": "x",
                                              "predicates": ["timezone"], "override": True}]})
     assert _stored_versions(fresh) == []  # not even the starter: it was to be stored with the extension
 
 
 def test_an_extension_gives_its_version_above_the_stored_one_or_none(fresh):
     with pytest.raises(RegistryConflict, match="version 1 must be a whole number above the stored registry's version 1"):
-        fresh.extend_predicates({**MINE, "version": 1})
-    assert fresh.extend_predicates({**MINE, "version": 7}).version == 7
+        fresh.admin.extend_predicates({**MINE, "version": 1})
+    assert fresh.admin.extend_predicates({**MINE, "version": 7}).version == 7
     assert _stored_versions(fresh) == [1, 7]
 
 
 def test_an_extension_is_checked_whole_as_a_registry(fresh):
     with pytest.raises(lossgate.ConfigError, match="no predicate of the registry matches"):
-        fresh.extend_predicates({"guards": [{"name": "g", "kind": "excludes", "field": "x", "predicates": ["nope.*"]}]})
+        fresh.admin.extend_predicates({"guards": [{"name": "g", "kind": "excludes", "field": "x", "predicates": ["nope.*"]}]})
     with pytest.raises(lossgate.ConfigError, match=r"unknown key\(s\) \['guard'\]"):
-        fresh.extend_predicates({"guard": []})
+        fresh.admin.extend_predicates({"guard": []})
     with pytest.raises(lossgate.ConfigError, match="predicate 'seats': value_type"):
-        fresh.extend_predicates({"predicates": {"seats": {"type": "float"}}})
+        fresh.admin.extend_predicates({"predicates": {"seats": {"type": "float"}}})
     assert _stored_versions(fresh) == []
 
 
@@ -186,8 +186,8 @@ def test_a_tighter_extension_re_gates_the_tenants_named(fresh):
     assert published.status == "published"
     critical = {"predicates": {"timezone": {**starter_registry().predicates["timezone"].model_dump(mode="json"),
                                             "criticality": "critical", "override": True}}}
-    fresh.extend_predicates(critical, tenants=[T])
-    (line,) = [e for e in fresh.log(T, S) if e.op == "regate"]
+    fresh.admin.extend_predicates(critical, tenants=[T])
+    (line,) = [e for e in fresh.admin.log(T, S) if e.op == "regate"]
     assert line.target_id == published.artifact_id and line.detail["registry_version"] == 2
     assert line.detail["gated_under"] == 1 and line.detail["outcome"] == "clean" and not line.detail["stale"]
     assert fresh.recall(T, S).mode == "summary"  # it keeps the timezone: it stays published
@@ -231,7 +231,7 @@ def test_search_returns_the_rendered_block_and_the_hits(fresh):
     assert raw.rendered.startswith("Memory of user-17 (raw memory: no fresh summary)")
     assert [f.predicate for f in raw.facts] == ["deadline"]
     assert "My visa deadline is 2026-05-01." in [e.text for e in raw.events]
-    assert fresh.recalls(T, S)[0].recall_id == raw.recall.record.recall_id  # recorded, as every recall is
+    assert fresh.admin.recalls(T, S)[0].recall_id == raw.recall.record.recall_id  # recorded, as every recall is
     assert fresh.consolidate(T, S).status == "published"
     summary = fresh.search(S, "visa deadline", budget=200)
     assert summary.recall.mode == "summary" and summary.recall.tokens <= 200
@@ -270,7 +270,7 @@ def test_the_short_path_needs_a_tenant_binding(store_url):
 def test_bad_messages_are_refused_before_anything_is_written(fresh, messages, fragment):
     with pytest.raises(InvalidInput, match=fragment.replace("(", r"\(")):
         fresh.add(S, messages)
-    assert fresh.events(T, S) == [] and fresh.registry is None
+    assert fresh.events(T, S) == [] and fresh.admin.registry is None
 
 
 class _Failing:
@@ -305,7 +305,7 @@ def test_the_starter_guard_rules_read_what_the_short_path_stored(fresh):
     ])
     (proposed,) = [p for p in added.proposals if p.predicate == "spending.limit" and p.status == "review"
                    and p.source_event_ids == (limit.event_id,)]
-    accepted = fresh.accept_proposal(T, S, proposed.proposal_id)
+    accepted = fresh.admin.accept_proposal(T, S, proposed.proposal_id)
     fresh.supersede(T, S, accepted.fact_id, NewFact(
         tenant_id=T, subject_id=S, predicate="spending.limit", value=Money(amount=Decimal("300.00"), currency="USD"),
         qualifiers={"condition": "once I confirm"}, source_event_ids=[limit.event_id]))

@@ -36,7 +36,7 @@ def shared_source(memory):
 
 
 def _claim(memory, attempt, fact_id):
-    art = memory.artifact(T, S, attempt.artifact_id)
+    art = memory.admin.artifact(T, S, attempt.artifact_id)
     return next(c for c in art.body.claims if c.fact_id == fact_id)
 
 
@@ -53,7 +53,7 @@ def test_a_fact_that_loses_one_of_two_sources_stands_on_the_other_and_publishes(
     assert attempt.status == "published", attempt.violations or attempt.error
     assert _claim(memory, attempt, "f").derived_from == ("f", "b")
     assert memory.fact(T, S, "f").status == "active"
-    lost = [e for e in memory.log(T, S) if e.op == "source_lost" and e.target_id == "f"]
+    lost = [e for e in memory.admin.log(T, S) if e.op == "source_lost" and e.target_id == "f"]
     assert len(lost) == 1 and lost[0].detail["lost"] == ["a"] and lost[0].detail["standing"] == ["b"]
     assert memory.recall(T, S).mode == "summary"
     # and again, incrementally and directly: nothing is left behind that blocks a later run
@@ -88,7 +88,7 @@ def test_a_fact_left_with_no_standing_source_leaves_the_active_set(shared_source
     assert [e for e in memory.history(T, S, "h").log if e.op == "deleted"][-1].detail["cause"] == "source_erased"
     attempt = memory.consolidate(T, S)
     assert attempt.status == "published", attempt.violations
-    assert "h" not in {c.fact_id for c in memory.artifact(T, S, attempt.artifact_id).body.claims}
+    assert "h" not in {c.fact_id for c in memory.admin.artifact(T, S, attempt.artifact_id).body.claims}
     with pytest.raises(LifecycleError, match="deleted"):
         memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="h2", predicate="chat.topic",
                                    value="jazz again", source_event_ids=["d"]))
@@ -124,25 +124,25 @@ def test_a_negated_critical_fact_survives_its_source_leaving_the_budget_window(m
     # claim, and recall's fact line, say the fact); under "refuse" the attempt fails, and the
     # prose diff still reads the flip.
     flipped = "food.peanuts_allowed: true (basis=allergy, severity=critical)"
-    published = memory.alias("c", S).artifact_id
+    published = memory.admin.alias("c", S).artifact_id
 
     def lie():
         return memory.consolidate("c", S, config=config, compressor=_Rewrite(
             "food.peanuts_allowed: false", "food.peanuts_allowed: true"))
 
-    memory.set_narrative_policy("c", "refuse")
+    memory.admin.set_narrative_policy("c", "refuse")
     refused = lie()
     assert refused.status == "rejected", refused.details
     assert "narrative:narrative_touches_topic" in refused.violations
     assert "negation:is|peanuts_allowed:atom_changed" in refused.violations
-    assert memory.alias("c", S).artifact_id == published  # nothing new published
+    assert memory.admin.alias("c", S).artifact_id == published  # nothing new published
 
-    memory.set_narrative_policy("c", "omit")
+    memory.admin.set_narrative_policy("c", "omit")
     lying = lie()
     assert lying.status == "published", lying.violations
     assert lying.details == (f"narrative_omitted: touches critical fact food.peanuts_allowed: {flipped!r}",)
     recalled = memory.recall("c", S)
-    assert memory.alias("c", S).artifact_id == lying.artifact_id != published
+    assert memory.admin.alias("c", S).artifact_id == lying.artifact_id != published
     assert "peanuts_allowed: true" not in recalled.summary
     assert [f.value for f in recalled.facts if f.predicate == "food.peanuts_allowed"] == [False]
     for text in (recalled.render(), memory.recall("c", S, query="peanuts").render()):

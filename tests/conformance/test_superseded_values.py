@@ -60,7 +60,7 @@ def test_a_rebuilt_summary_shows_the_superseded_value_only_with_its_marker(memor
 
     attempt = memory.consolidate(T, U, config=SHAPES[shape])
     assert attempt.status == "published", attempt.violations
-    summary = memory.artifact(T, U, attempt.artifact_id).body.summary
+    summary = memory.admin.artifact(T, U, attempt.artifact_id).body.summary
     old = lines_with_old_value(summary)
     assert old and all(line.endswith(marker) for line in old), summary
     rendered = memory.recall(T, U).render()
@@ -71,7 +71,7 @@ def test_a_rebuilt_summary_shows_the_superseded_value_only_with_its_marker(memor
     memory.append([said("e4", "Thanks, talk soon.", 5)])
     grown = memory.consolidate(T, U, config=SHAPES[shape])
     assert grown.status == "published", grown.violations
-    again = memory.artifact(T, U, grown.artifact_id).body.summary
+    again = memory.admin.artifact(T, U, grown.artifact_id).body.summary
     assert lines_with_old_value(again) == old
 
 
@@ -84,7 +84,7 @@ def test_what_holds_now_moves_with_the_ledger(memory):
 
     attempt = memory.consolidate(T, U, config=SHAPES["flat"])
     assert attempt.status == "published", attempt.violations
-    summary = memory.artifact(T, U, attempt.artifact_id).body.summary
+    summary = memory.admin.artifact(T, U, attempt.artifact_id).body.summary
     for line in lines_with_old_value(summary) + [ln for ln in summary.splitlines() if "UTC+01:00 from" in ln]:
         assert line.endswith("timezone is now UTC-04:00]"), summary
 
@@ -92,8 +92,8 @@ def test_what_holds_now_moves_with_the_ledger(memory):
 def test_the_gate_refuses_an_unmarked_old_value_and_a_forged_marker(memory):
     marker = move_to_lisbon(memory, SHAPES["flat"])
     attempt = memory.consolidate(T, U, config=SHAPES["flat"])
-    published = memory.artifact(T, U, attempt.artifact_id).body
-    registry, high_water = memory.registry, memory.clock(T, U).high_water
+    published = memory.admin.artifact(T, U, attempt.artifact_id).body
+    registry, high_water = memory.admin.registry, memory.admin.clock(T, U).high_water
     with memory.store.read() as tx:
         snapshot = snapshot_at(tx, T, U, registry, through_seq=high_water)
     retired = retired_values(snapshot.facts)
@@ -120,7 +120,7 @@ def test_a_line_stating_one_side_of_an_open_conflict_carries_the_other(memory):
 
     attempt = memory.consolidate(T, U, config=SHAPES["flat"])
     assert attempt.status == "published", attempt.violations
-    lines = memory.artifact(T, U, attempt.artifact_id).body.summary.splitlines()
+    lines = memory.admin.artifact(T, U, attempt.artifact_id).body.summary.splitlines()
     day = conflict.detected_at.date().isoformat()
     assert f"- user: My timezone is UTC+01:00. [in conflict {day}: timezone is also UTC+02:00]" in lines
     assert f"- user: My timezone is UTC+02:00. [in conflict {day}: timezone is also UTC+01:00]" in lines

@@ -39,8 +39,8 @@ def turns(session: int, n: int, *, start: int = 0) -> list[NewEvent]:
 
 
 def head(memory):
-    alias = memory.alias(T, U)
-    return memory.artifact(T, U, alias.artifact_id)
+    alias = memory.admin.alias(T, U)
+    return memory.admin.artifact(T, U, alias.artifact_id)
 
 
 def consolidated(memory, config=HIER):
@@ -51,7 +51,7 @@ def consolidated(memory, config=HIER):
 
 def full_plan(memory, config=HIER):
     """What a full plan of the current state would cut (the fingerprints of its parts)."""
-    registry = memory.registry
+    registry = memory.admin.registry
     root = head(memory)
     with memory.store.read() as tx:
         sel = select(tx, T, U, registry, incremental=False)
@@ -62,7 +62,7 @@ def full_plan(memory, config=HIER):
 
 
 def fingerprints(memory, root):
-    return [memory.artifact(T, U, c).manifest.part.fingerprint for c in root.manifest.children]
+    return [memory.admin.artifact(T, U, c).manifest.part.fingerprint for c in root.manifest.children]
 
 
 def secret_session(memory):
@@ -82,13 +82,13 @@ def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, mon
     chain = [first]
     for g in range(1, 11):  # ten sessions, one per generation, each on a later day
         memory.append(turns(4 + g, 6))
-        before = {a.artifact_id for a in memory.artifacts(T, U)}
+        before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
         with monkeypatch.context() as patched:  # it never reads the whole history
             patched.setattr(pipeline, "select", history_read)
             root = consolidated(memory)
         assert root.manifest.extends == chain[-1].artifact_id  # it extended the published root
         # it built the new session's part alone (the last period, cut again, was reused)
-        built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before and a.manifest.path == "part"]
+        built = [a for a in memory.admin.artifacts(T, U) if a.artifact_id not in before and a.manifest.path == "part"]
         assert built and all(a.manifest.part.key.split(" #")[0] == f"session {4 + g}" for a in built)
         assert set(root.manifest.new_parts) <= {*chain[-1].manifest.children, *(a.artifact_id for a in built)}
         # its children are the parent's, then its own; the chain commits to everything covered
@@ -97,11 +97,11 @@ def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, mon
         chain.append(root)
     assert fingerprints(memory, chain[-1]) == full_plan(memory)
     # the audit read walks the chain back to the first root, nearest first
-    ancestors = memory.lineage(T, U, chain[-1].artifact_id).ancestors
+    ancestors = memory.admin.lineage(T, U, chain[-1].artifact_id).ancestors
     assert [a for a, _ in ancestors] == [r.artifact_id for r in reversed(chain[:-1])]
     assert {state for _, state in ancestors} == {"retired"}
     part_of_secret = next(c for c in chain[-1].manifest.children
-                          if "e-secret" in {r.id for r in memory.artifact(T, U, c).manifest.inputs})
+                          if "e-secret" in {r.id for r in memory.admin.artifact(T, U, c).manifest.inputs})
 
     with memory.transaction() as led:
         led.revoke_event(T, U, "e-secret", reason="said by mistake")
@@ -114,14 +114,14 @@ def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, mon
     assert recalled.mode != "summary" and recalled.summary is None
     assert all(e.event_id != "e-secret" for e in recalled.events)
 
-    before = {a.artifact_id for a in memory.artifacts(T, U)}
+    before = {a.artifact_id for a in memory.admin.artifacts(T, U)}
     rebuilt = consolidated(memory)
     assert rebuilt.manifest.extends is None  # the head was stale: the full plan
     assert SECRET not in rebuilt.body.summary and "8812" not in rebuilt.body.summary
-    covered = {r.id for c in rebuilt.manifest.children for r in memory.artifact(T, U, c).manifest.inputs}
+    covered = {r.id for c in rebuilt.manifest.children for r in memory.admin.artifact(T, U, c).manifest.inputs}
     assert "e-secret" not in covered and part_of_secret not in rebuilt.manifest.children
     # the rebuild redid the secret's period alone: every other part was reused
-    built = [a for a in memory.artifacts(T, U) if a.artifact_id not in before and a.manifest.path == "part"]
+    built = [a for a in memory.admin.artifacts(T, U) if a.artifact_id not in before and a.manifest.path == "part"]
     assert len(built) == 1
     assert fingerprints(memory, rebuilt) == full_plan(memory)
 
@@ -134,7 +134,7 @@ def test_a_tail_in_the_same_period_cuts_the_last_period_again_as_a_full_plan_wou
         root = consolidated(memory)
         assert root.manifest.extends is not None
         assert fingerprints(memory, root) == full_plan(memory)
-    keys = [memory.artifact(T, U, c).manifest.part.key for c in root.manifest.children]
+    keys = [memory.admin.artifact(T, U, c).manifest.part.key for c in root.manifest.children]
     assert sum(k.startswith("session 4") for k in keys) > 1
 
 
@@ -175,7 +175,7 @@ def test_the_root_inlines_the_newest_digests_that_fit_its_window(memory):
     root = consolidated(memory, config)
     lines = root.body.summary.split("\n")
     periods = [ln for ln in lines[lines.index(PERIODS_TITLE) + 1:] if ln.startswith("[")]
-    parts = [memory.artifact(T, U, c) for c in root.manifest.children]
+    parts = [memory.admin.artifact(T, U, c) for c in root.manifest.children]
     assert 1 <= len(periods) < len(parts)  # the newest, not all: the rest stay its parts
     assert periods[-1].startswith(f"[{day(8).date().isoformat()}")
     assert {p.state for p in parts} == {"published"}
@@ -198,7 +198,7 @@ def test_an_event_of_a_carried_period_after_a_day_without_session_takes_the_full
     root = consolidated(memory)
     assert root.manifest.extends is None
     assert fingerprints(memory, root) == full_plan(memory)
-    keys = [memory.artifact(T, U, c).manifest.part.key for c in root.manifest.children]
+    keys = [memory.admin.artifact(T, U, c).manifest.part.key for c in root.manifest.children]
     assert len(keys) == len(set(keys))
 
 
@@ -211,7 +211,7 @@ def test_a_last_period_wider_than_the_window_still_grows_by_its_tail(memory):
         root = consolidated(memory, config)
         assert root.manifest.extends is not None
         assert fingerprints(memory, root) == full_plan(memory, config)
-    parts = [memory.artifact(T, U, c) for c in root.manifest.children]
+    parts = [memory.admin.artifact(T, U, c) for c in root.manifest.children]
     inlined = [ln for ln in root.body.summary.split("\n") if ln.startswith("[")]
     assert sum(p.manifest.part.key.startswith("session 4") for p in parts) > len(inlined)
 

@@ -51,8 +51,8 @@ def test_an_instant_without_a_utc_form_is_refused_by_every_record_naming_the_fie
         memory.assert_fact(NewFact(tenant_id=T, subject_id="u1", predicate="meeting.starts_at",
                                    value=at.isoformat(), source_event_ids=["e1"]))
     with pytest.raises(InvalidInput, match="now"):
-        memory.demote(T, "u1", now=at)
-    assert memory.facts(T, "u1") == [] and memory.clock(T, "u1").high_water == 1
+        memory.admin.demote(T, "u1", now=at)
+    assert memory.facts(T, "u1") == [] and memory.admin.clock(T, "u1").high_water == 1
 
 
 @pytest.mark.parametrize("written", [1700000000, 0, -62135596800, 1.5e9])
@@ -74,13 +74,13 @@ def test_an_offset_finer_than_minutes_or_a_fraction_finer_than_microseconds_is_r
         memory.assert_fact(NewFact(tenant_id=T, subject_id="u1", predicate="meeting.starts_at", value=written,
                                    source_event_ids=["e1"]))
     with pytest.raises(InvalidInput, match="now"):
-        memory.demote(T, now=datetime(2026, 3, 14, tzinfo=timezone(timedelta(seconds=30))))
+        memory.admin.demote(T, now=datetime(2026, 3, 14, tzinfo=timezone(timedelta(seconds=30))))
     assert memory.facts(T, "u1") == []
 
 
 def test_a_clock_without_an_offset_is_refused(memory):
     with pytest.raises(InvalidInput, match="now must carry a UTC offset"):
-        memory.demote(T, now=datetime(2026, 3, 14))
+        memory.admin.demote(T, now=datetime(2026, 3, 14))
 
 
 def test_ingest_and_demote_refuse_an_instant_outside_the_range_with_exit_2(store_url, tmp_path):
@@ -116,7 +116,7 @@ def test_tiers_move_at_both_ends_of_the_range(memory):
     memory.append([event("u1", "e1", LATEST, "note")])
     memory.consolidate(T, "u1")
     for now in (EARLIEST, LATEST, datetime.fromisoformat("0001-01-01T00:00:00-12:00")):
-        (done,) = memory.demote(T, "u1", now=now)
+        (done,) = memory.admin.demote(T, "u1", now=now)
         assert done.subject_id == "u1"
     assert memory.events(T, "u1")[0].tier in ("warm", "cold")
 

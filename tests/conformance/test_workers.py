@@ -71,24 +71,24 @@ def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed
     child = _child(store_url, sleep=30, lease=1.0)
     try:
         _wait_line(child, "CLAIMED")
-        (job,) = [j for j in memory.jobs(T, "u1") if j.status == "running"]
+        (job,) = [j for j in memory.admin.jobs(T, "u1") if j.status == "running"]
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=10) == -signal.SIGKILL
     finally:
         if child.poll() is None:
             child.kill()
     # Nothing half-finished is visible: no published artifact, recall is raw.
-    assert memory.alias(T, "u1").artifact_id is None
+    assert memory.admin.alias(T, "u1").artifact_id is None
     assert memory.recall(T, "u1").mode == "raw_fallback"
     # Before the lease runs out nobody may take the job; after it, another worker does.
     rescuer = Worker(worker_memory, config=WorkerConfig(lease_s=5, heartbeat_s=1, poll_s=0.05))
     assert rescuer.claim() is None
     time.sleep(1.2)
     assert rescuer.run_once() is not None
-    jobs = {j.job_id: j for j in memory.jobs(T, "u1")}
+    jobs = {j.job_id: j for j in memory.admin.jobs(T, "u1")}
     assert jobs[job.job_id].status == "done" and jobs[job.job_id].tries == 2
-    published = [a for a in memory.artifacts(T, "u1") if a.state == "published"]
-    assert len(published) == 1 and memory.alias(T, "u1").artifact_id == published[0].artifact_id
+    published = [a for a in memory.admin.artifacts(T, "u1") if a.state == "published"]
+    assert len(published) == 1 and memory.admin.alias(T, "u1").artifact_id == published[0].artifact_id
     assert memory.recall(T, "u1").mode == "summary"
 
 
@@ -105,7 +105,7 @@ def test_sigterm_lets_the_worker_finish_its_job_then_exit(memory, store_url):
         if child.poll() is None:
             child.kill()
     assert stopped == "STOPPED 1"
-    assert [j.status for j in memory.jobs(T, "u1")] == ["done"]
+    assert [j.status for j in memory.admin.jobs(T, "u1")] == ["done"]
     assert memory.recall(T, "u1").mode == "summary"
 
 
@@ -132,11 +132,11 @@ def test_many_changes_enqueue_one_rebuild_and_drain_publishes_it(memory, worker_
                          NewFact(tenant_id=T, subject_id="u1", predicate="timezone", value=f"UTC+0{i + 2}:00",
                                  source_event_ids=[f"late-{i}"]))
     memory.delete_event(T, "u1", "u1-e3")
-    assert len([j for j in memory.jobs(T, "u1") if j.status == "pending"]) == 1
+    assert len([j for j in memory.admin.jobs(T, "u1") if j.status == "pending"]) == 1
     assert drain(worker_memory) == 1
-    alias, clock = memory.alias(T, "u1"), memory.clock(T, "u1")
+    alias, clock = memory.admin.alias(T, "u1"), memory.admin.clock(T, "u1")
     assert (alias.source_epoch, alias.covers_through) == (clock.input_epoch, clock.high_water)
-    assert [j.status for j in memory.jobs(T, "u1")].count("pending") == 0
+    assert [j.status for j in memory.admin.jobs(T, "u1")].count("pending") == 0
 
 
 def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory, worker_memory):
@@ -150,26 +150,26 @@ def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory,
     worker = Worker(worker_memory, consolidation=config, compressor=MissingFieldCompressor(),
                     config=WorkerConfig(poll_s=0.0))
     assert worker.run(exit_when_idle=True) == 3  # the first try and two retries, then no more
-    attempts = memory.attempts(T, "bad")
+    attempts = memory.admin.attempts(T, "bad")
     assert [a.status for a in attempts] == ["error"] * 3
     assert [a.needs_review for a in attempts] == [False, False, True]
-    assert [j.status for j in memory.jobs(T, "bad")] == ["done", "done", "review"]
-    assert memory.alias(T, "bad").artifact_id is None and memory.recall(T, "bad").mode == "raw_fallback"
+    assert [j.status for j in memory.admin.jobs(T, "bad")] == ["done", "done", "review"]
+    assert memory.admin.alias(T, "bad").artifact_id is None and memory.recall(T, "bad").mode == "raw_fallback"
     # The tenant-wide view an operator reads; a healthy subject is not in it.
     drain(worker_memory)
     memory.request_consolidation(T, "good")
     assert drain(worker_memory) == 1
-    assert [(j.subject_id, j.status) for j in memory.jobs(T, None, statuses=["review"])] == [("bad", "review")]
-    assert memory.jobs("other-tenant", None) == []
+    assert [(j.subject_id, j.status) for j in memory.admin.jobs(T, None, statuses=["review"])] == [("bad", "review")]
+    assert memory.admin.jobs("other-tenant", None) == []
     # A new change earns one more try, not a new series of retries.
     memory.append([NewEvent(tenant_id=T, subject_id="bad", event_id="bad-late", text="one more thing")])
     memory.request_consolidation(T, "bad")
     assert worker.run(exit_when_idle=True) == 3 + 1  # run() counts every job this worker did
-    assert [j.status for j in memory.jobs(T, "bad")][-1] == "review"
-    assert len(memory.attempts(T, "bad")) == 4
+    assert [j.status for j in memory.admin.jobs(T, "bad")][-1] == "review"
+    assert len(memory.admin.attempts(T, "bad")) == 4
     # Once a rebuild publishes (here with a working compressor), the subject leaves review.
     assert memory.consolidate(T, "bad").status == "published"
-    assert memory.jobs(T, None, statuses=["review"]) == []
+    assert memory.admin.jobs(T, None, statuses=["review"]) == []
 
 
 def test_a_store_acts_for_an_application_or_a_worker(store_url):
@@ -216,7 +216,7 @@ def test_eight_worker_processes_and_200_subjects_with_interleaved_changes(memory
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             busy = [s for s in subjects if any(j.status in ("pending", "running") and j.run_after <= utcnow()
-                                               for j in memory.jobs(T, s))]
+                                               for j in memory.admin.jobs(T, s))]
             if not busy:
                 break
             time.sleep(0.5)
@@ -232,10 +232,10 @@ def test_eight_worker_processes_and_200_subjects_with_interleaved_changes(memory
     assert code == 0, pool.stdout.read() if pool.stdout else ""
 
     for s in subjects:
-        clock, alias = memory.clock(T, s), memory.alias(T, s)
+        clock, alias = memory.admin.clock(T, s), memory.admin.alias(T, s)
         # The alias points at an artifact built from the subject's current valid inputs.
         assert alias.artifact_id and alias.source_epoch == clock.input_epoch, s
-        art = memory.artifact(T, s, alias.artifact_id)
+        art = memory.admin.artifact(T, s, alias.artifact_id)
         m = art.manifest
         floor = m.expected_alias.covers_through if m.path == "incremental" else 0
         valid = {e.event_id for e in memory.events(T, s, states=["valid"]) if floor < e.seq <= m.new_covers_through}
@@ -247,20 +247,20 @@ def test_eight_worker_processes_and_200_subjects_with_interleaved_changes(memory
         assert events_in == valid and facts_in == active, s
         # No artifact mixes subjects: every claim and every input belongs to this subject.
         own = ({e.event_id for e in memory.events(T, s)} | {f.fact_id for f in memory.facts(T, s, statuses=None)}
-               | {a.artifact_id for a in memory.artifacts(T, s)})
-        for a in memory.artifacts(T, s):
+               | {a.artifact_id for a in memory.admin.artifacts(T, s)})
+        for a in memory.admin.artifacts(T, s):
             assert (a.tenant_id, a.subject_id, a.body.tenant_id, a.body.subject_id) == (T, s, T, s)
             assert all((c.tenant_id, c.subject_id) == (T, s) for c in a.body.claims)
             assert {r.id for r in a.manifest.inputs} <= own, (s, a.artifact_id)
         # Coverage never decreased, in the order the alias moved.
-        published = [a for a in memory.attempts(T, s) if a.status == "published"]
+        published = [a for a in memory.admin.attempts(T, s) if a.status == "published"]
         published.sort(key=lambda a: a.finished_at)
         covers = [a.covers_through for a in published]
         assert covers == sorted(covers), (s, covers)
     # No deleted content in any compressor input after its deletion, nor in what recall returns.
     for event_id, s in deleted.items():
-        (gone_at,) = [line.at for line in memory.log(T, s) if line.op == "delete_event" and line.target_id == event_id]
-        later = [a for a in memory.attempts(T, s) if a.started_at > gone_at]
+        (gone_at,) = [line.at for line in memory.admin.log(T, s) if line.op == "delete_event" and line.target_id == event_id]
+        later = [a for a in memory.admin.attempts(T, s) if a.started_at > gone_at]
         assert later, f"{s} was never consolidated after {event_id} was deleted"
         for attempt in later:
             assert event_id not in attempt.selected_ids, (event_id, attempt.attempt_id)

@@ -100,13 +100,13 @@ def test_delete_erases_every_version_for_real(memory, store, db_url):
     assert len(deleted) == 2 and all(e.text is None and e.payload is None for e in deleted)
     assert [e.text for e in memory.events(T, S, states=["valid"])] == ["text: aisle"]
     # the recall that found it was redacted with it; after compaction no byte of the file holds it
-    memory.compact()
+    memory.admin.compact()
     raw = Path(db_url.removeprefix("sqlite:///")).read_bytes()
     assert b"KESTREL" not in raw and b"aisle" in raw
     assert store.search((T, S), query="KESTREL") == []
     assert [e.text for e in memory.recall(T, S, query="KESTREL passport").events] == []
     store.delete(NS, "never-stored")  # a delete of nothing writes nothing
-    assert memory.clock(T, S).high_water == 3
+    assert memory.admin.clock(T, S).high_water == 3
 
 
 def test_a_query_ranks_by_recall_within_the_prefix_with_filter_and_paging(memory, store):
@@ -139,7 +139,7 @@ def test_a_query_ranks_by_recall_within_the_prefix_with_filter_and_paging(memory
     store.put((T, S, "food"), "fresh", {"text": "ramen ramen ramen", "stars": 1})
     assert [i.key for i in store.search((T, S), query="spicy ramen")] == ["fresh", "likes", "ramen-trip", "dislikes"]
     # each search with a query is a recall, recorded as every recall is
-    assert {r.query for r in memory.recalls(T, S)} >= {"spicy ramen", "ramen"}
+    assert {r.query for r in memory.admin.recalls(T, S)} >= {"spicy ramen", "ramen"}
 
 
 def test_an_item_put_with_index_fields_is_searched_by_those_fields_only(memory, store):

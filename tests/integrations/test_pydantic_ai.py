@@ -66,10 +66,10 @@ def test_an_agent_recalls_then_guards_an_order_and_does_not_place_the_refused_on
     assert "- food.peanuts_allowed: false" in recalled.memory
     assert [(f.fact_id, f.predicate) for f in recalled.facts][:1] == [("f-allergy", "food.peanuts_allowed")]
     # behind the API: the guard result is stored, tied to the recall the agent read
-    (stored,) = allergic.guard_results(T, S)
+    (stored,) = allergic.admin.guard_results(T, S)
     assert stored.allowed is False and stored.recall_id == recalled.recall_id
     assert [r.fact_id for r in stored.refusals] == ["f-allergy"]
-    assert allergic.recalls(T, S)[0].recall_id == recalled.recall_id
+    assert allergic.admin.recalls(T, S)[0].recall_id == recalled.recall_id
 
 
 def keeper(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

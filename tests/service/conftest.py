@@ -42,7 +42,7 @@ class Service:
 
     def key(self, tenant: str, *scopes: str) -> str:
         """A new key's secret for ``tenant`` (scopes default to read and write)."""
-        _, secret = self.memory.create_api_key(tenant, scopes=list(scopes or ("read", "write")))
+        _, secret = self.memory.admin.create_api_key(tenant, scopes=list(scopes or ("read", "write")))
         return secret
 
     def client(self, secret: str | None = None, **headers: str) -> httpx.Client:
@@ -61,7 +61,7 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
     with store_database(request.param, tmp_path_factory, "service") as db_url:
         served = lossgate.open(db_url)
-        served.load_predicates(load_registry(REGISTRY_PATH))
+        served.admin.load_predicates(load_registry(REGISTRY_PATH))
         behind = lossgate.open(db_url, migrate=False)
         service = Service(url="", db_url=db_url, store=request.param, memory=behind)
         try:

@@ -166,7 +166,7 @@ def test_every_authentication_failure_is_the_same_401(service: Service) -> None:
     secret = service.key(tenant)
     key_id = secret.split("_")[1]
     revoked = service.key(tenant)
-    service.memory.revoke_api_key(tenant, revoked.split("_")[1])
+    service.memory.admin.revoke_api_key(tenant, revoked.split("_")[1])
     url = "/v1/subjects/u1/events"
     client = service.client()
     attempts = {
@@ -189,7 +189,7 @@ def test_every_authentication_failure_is_the_same_401(service: Service) -> None:
     assert client.get(url, headers={"Authorization": f"Bearer {secret}"}).status_code == 200
     write = client.post("/v1/subjects/u1/append", json={"events": events(("e1", "hello"))})
     error(write, 401, "unauthorized")
-    assert service.memory.clock(tenant, "u1").high_water == 0
+    assert service.memory.admin.clock(tenant, "u1").high_water == 0
 
 
 def test_a_key_without_the_scope_gets_403_and_writes_nothing(service: Service) -> None:
@@ -200,14 +200,14 @@ def test_a_key_without_the_scope_gets_403_and_writes_nothing(service: Service) -
     body = {"events": events(("e1", "hello"))}
     error(reader.post("/v1/subjects/u1/append", json=body), 403, "forbidden")
     error(admin.post("/v1/subjects/u1/append", json=body), 403, "forbidden")  # admin does not include write
-    assert service.memory.clock(tenant, "u1").high_water == 0
+    assert service.memory.admin.clock(tenant, "u1").high_water == 0
     assert writer.post("/v1/subjects/u1/append", json=body).status_code == 200
     error(writer.post("/v1/subjects/u1/recall", json={}), 403, "forbidden")
     error(writer.get("/v1/subjects/u1/events"), 403, "forbidden")
     error(reader.delete("/v1/subjects/u1/events/e1"), 403, "forbidden")
     error(reader.post("/v1/subjects/u1/consolidate"), 403, "forbidden")
     error(reader.get("/v1/subjects"), 403, "forbidden")
-    assert service.memory.events(tenant, "u1")[0].state == "valid" and service.memory.jobs(tenant, "u1") == []
+    assert service.memory.events(tenant, "u1")[0].state == "valid" and service.memory.admin.jobs(tenant, "u1") == []
     assert reader.get("/v1/key").json()["scopes"] == ["read"]
 
 
@@ -216,7 +216,7 @@ def test_a_revoked_key_is_refused_from_the_next_request(service: Service) -> Non
     secret = service.key(tenant)
     client = service.client(secret)
     assert client.get("/v1/subjects/u1/clock").status_code == 200
-    service.memory.revoke_api_key(tenant, secret.split("_")[1])
+    service.memory.admin.revoke_api_key(tenant, secret.split("_")[1])
     error(client.get("/v1/subjects/u1/clock"), 401, "unauthorized")
 
 
@@ -292,13 +292,13 @@ def test_on_postgres_the_keys_tenant_is_what_row_level_security_sees(service: Se
         assert conn.execute("SELECT count(*) FROM events").fetchone() == (0,)
         assert {r[0] for r in conn.execute("SELECT tenant_id FROM api_keys")} == {b}
         # knowing a hash shows that key's row and no other; a tenant's update cannot touch another's key
-        (alice_hash,) = [k.key_hash for k in service.memory.api_keys(a)]
+        (alice_hash,) = [k.key_hash for k in service.memory.admin.api_keys(a)]
         conn.execute("SELECT set_config('lossgate.key_hash', %s, true)", (alice_hash,))
         assert [r[0] for r in conn.execute("SELECT tenant_id FROM api_keys WHERE tenant_id <> %s", (b,))] == [a]
         assert conn.execute("UPDATE api_keys SET revoked_at = now() WHERE tenant_id = %s", (a,)).rowcount == 0
     with store.tenant_connection("") as conn:  # no tenant, no hash: nothing
         assert conn.execute("SELECT count(*) FROM api_keys").fetchone() == (0,)
-    assert all(k.active for k in service.memory.api_keys(a))
+    assert all(k.active for k in service.memory.admin.api_keys(a))
 
 
 # -- idempotency -----------------------------------------------------------------------------
@@ -316,14 +316,14 @@ def test_a_retry_with_the_same_idempotency_key_gets_the_first_answer_and_writes_
                         headers={"Idempotency-Key": "retry-1", "Content-Type": "application/json"})
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
     assert again.json() == first.json()
-    assert service.memory.clock(tenant, "u1").high_water == 4 and len(service.memory.events(tenant, "u1")) == 3
+    assert service.memory.admin.clock(tenant, "u1").high_water == 4 and len(service.memory.events(tenant, "u1")) == 3
     # The same key for another request: refused, nothing written.
     other = client.post("/v1/subjects/u1/append", json={"events": [{"text": "else"}]},
                         headers={"Idempotency-Key": "retry-1"})
     error(other, 422, "idempotency_key_reused")
     error(client.post("/v1/subjects/u2/append", json=body, headers={"Idempotency-Key": "retry-1"}),
           422, "idempotency_key_reused")  # another subject is another request
-    assert service.memory.clock(tenant, "u1").high_water == 4 and service.memory.clock(tenant, "u2").high_water == 0
+    assert service.memory.admin.clock(tenant, "u1").high_water == 4 and service.memory.admin.clock(tenant, "u2").high_water == 0
     # Keys are per tenant: another tenant's retry-1 is its own.
     other_tenant = service.client(service.key(service.tenant()))
     assert other_tenant.post("/v1/subjects/u1/append", json=body, headers={"Idempotency-Key": "retry-1"}) \
@@ -372,7 +372,7 @@ def test_oversized_bodies_get_413_and_write_nothing(service: Service) -> None:
 
     error(client.post("/v1/subjects/u1/append", content=chunks(), headers={"Content-Type": "application/json"}),
           413, "body_too_large")
-    assert service.memory.clock(tenant, "u1").high_water == 0
+    assert service.memory.admin.clock(tenant, "u1").high_water == 0
 
 
 @pytest.mark.parametrize("content, content_type, status, code", [
@@ -389,7 +389,7 @@ def test_malformed_bodies_get_a_typed_4xx(service: Service, content: bytes, cont
     tenant = service.tenant()
     client = service.client(service.key(tenant))
     error(client.post("/v1/subjects/u1/append", content=content, headers={"Content-Type": content_type}), status, code)
-    assert service.memory.clock(tenant, "u1").high_water == 0
+    assert service.memory.admin.clock(tenant, "u1").high_water == 0
 
 
 @pytest.mark.parametrize("body, status, code, where", [
@@ -426,7 +426,7 @@ def test_a_bad_field_anywhere_in_a_batch_writes_nothing_of_it(service: Service, 
     found = error(client.post("/v1/subjects/u1/append", json=sent), status, code)
     if where is not None:  # the good event comes first: the bad one is events.1
         assert found["details"][0]["loc"] == where.replace("body.events.0", "body.events.1"), found
-    assert service.memory.clock(tenant, "u1").high_water == 0 and service.memory.events(tenant, "u1") == []
+    assert service.memory.admin.clock(tenant, "u1").high_water == 0 and service.memory.events(tenant, "u1") == []
 
 
 def test_values_keep_their_type_over_http(service: Service) -> None:

@@ -1,7 +1,7 @@
 """``lossgate mcp``: the MCP server, reached with the official SDK's own client.
 
 Over stdio, the client spawns ``python -m lossgate mcp`` on a SQLite database this module
-prepares (the registry of examples/predicates.toml, keys from ``Memory.create_api_key``):
+prepares (the registry of examples/predicates.toml, keys from ``Admin.create_api_key``):
 it remembers, recalls (the text comes back in the rendered block), inspects, forgets
 (recall no longer has it); a read-only key cannot write; another tenant's key sees none of
 it; a wrong or revoked key stops the command at start (exit 2, one line). One test runs
@@ -52,13 +52,13 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keys]:
     db_url = f"sqlite:///{tmp_path_factory.mktemp('mcp') / 'mcp.db'}"
     memory = lossgate.open(db_url)
     try:
-        memory.load_predicates(load_registry(REGISTRY))
-        _, writer = memory.create_api_key("travel-co", scopes=["read", "write"], name="agent")
-        _, reader = memory.create_api_key("travel-co", scopes=["read"])
-        revoked_key, revoked = memory.create_api_key("travel-co", scopes=["read", "write"])
-        memory.revoke_api_key("travel-co", revoked_key.key_id)
-        _, other = memory.create_api_key("globex", scopes=["read", "write"])
-        _, short_lived = memory.create_api_key("travel-co", scopes=["read", "write"])
+        memory.admin.load_predicates(load_registry(REGISTRY))
+        _, writer = memory.admin.create_api_key("travel-co", scopes=["read", "write"], name="agent")
+        _, reader = memory.admin.create_api_key("travel-co", scopes=["read"])
+        revoked_key, revoked = memory.admin.create_api_key("travel-co", scopes=["read", "write"])
+        memory.admin.revoke_api_key("travel-co", revoked_key.key_id)
+        _, other = memory.admin.create_api_key("globex", scopes=["read", "write"])
+        _, short_lived = memory.admin.create_api_key("travel-co", scopes=["read", "write"])
     finally:
         memory.close()
     yield Keys(db_url=db_url, writer=writer, reader=reader, revoked=revoked, other_tenant=other,
@@ -192,7 +192,7 @@ def test_scopes_and_tenants_over_stdio(keys: Keys, tmp_path: Path) -> None:
         await _ok(client, "remember", {"subject_id": "user-9", "events": [{"event_id": "e1", "text": "likes tea"}]})
         memory = lossgate.open(keys.db_url, migrate=False)
         try:
-            memory.revoke_api_key("travel-co", keys.short_lived.split("_")[1])
+            memory.admin.revoke_api_key("travel-co", keys.short_lived.split("_")[1])
         finally:
             memory.close()
         refused = await _error(client, "recall", {"subject_id": "user-9"})  # revoked while the server runs
@@ -333,7 +333,7 @@ def test_a_message_that_would_not_read_back_as_written_is_refused_over_stdio(key
         stop_process(proc, grace=15)
     memory = lossgate.open(keys.db_url, migrate=False)
     try:
-        assert "user-raw" not in memory.subjects("travel-co") and "user-other" not in memory.subjects("travel-co")
+        assert "user-raw" not in memory.admin.subjects("travel-co") and "user-other" not in memory.admin.subjects("travel-co")
     finally:
         memory.close()
 
@@ -358,6 +358,6 @@ def test_a_message_that_would_not_read_back_as_written_is_refused_over_http(keys
                             {**sent, "Authorization": f"bearer {keys.writer}"}):
                 refused = http.post("/mcp", content=_call(9, "{}").encode(), headers=headers)
                 assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
-        assert "user-raw" not in memory.subjects("travel-co")
+        assert "user-raw" not in memory.admin.subjects("travel-co")
     finally:
         memory.close()

@@ -57,7 +57,7 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outage]:
         with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as proxy:
             memory = lossgate.open(f"{proxy.url(db_url)}?connect_timeout={DEADLINE}")
             try:
-                _, secret = memory.create_api_key("acme", scopes=["read", "write"])
+                _, secret = memory.admin.create_api_key("acme", scopes=["read", "write"])
                 with serving(create_app(memory)) as url, httpx.Client(
                         base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client:
                     yield Outage(proxy, memory, client)

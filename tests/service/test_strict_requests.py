@@ -39,7 +39,7 @@ def shown_escaped(body: dict[str, Any], bad: str) -> None:
 
 
 def nothing_written(service: Service, tenant: str) -> None:
-    assert service.memory.subjects(tenant) == []
+    assert service.memory.admin.subjects(tenant) == []
 
 
 def post_raw(client: httpx.Client, path: str, text: str) -> httpx.Response:
@@ -132,7 +132,7 @@ def test_an_encoded_slash_in_a_path_segment_is_refused(service: Service, api, pa
     for method in ("GET", "POST", "DELETE"):
         refused = error(client.request(method, path), 422, "validation_error")
         assert refused["details"] == [{"loc": "path", "message": refused["message"], "type": "encoded_slash"}]
-    assert service.memory.events(tenant, "a") == before and service.memory.subjects(tenant) == ["a"]
+    assert service.memory.events(tenant, "a") == before and service.memory.admin.subjects(tenant) == ["a"]
 
 
 @pytest.mark.parametrize("segment", ["%FF", "%FE", "%C3%28", "a%80b"])
@@ -142,7 +142,7 @@ def test_a_path_segment_that_is_not_utf8_is_refused_not_merged_into_one_subject(
     refused = error(client.post(f"/v1/subjects/{segment}/append", json={"events": [{"event_id": "e1"}]}), 422,
                     "validation_error")
     assert refused["details"] == [{"loc": "path", "message": refused["message"], "type": "invalid_utf8"}]
-    assert service.memory.subjects(tenant) == []
+    assert service.memory.admin.subjects(tenant) == []
 
 
 def test_an_id_holding_a_slash_is_refused_on_every_path(service: Service, api) -> None:
@@ -151,13 +151,13 @@ def test_an_id_holding_a_slash_is_refused_on_every_path(service: Service, api) -
     assert error(r, 422, "validation_error")["details"][0]["loc"].endswith("event_id")
     with pytest.raises(InvalidInput, match="'/'"):
         service.memory.append([NewEvent(tenant_id=tenant, subject_id="sl/ash", event_id="e1")])
-    assert service.memory.subjects(tenant) == []
+    assert service.memory.admin.subjects(tenant) == []
 
 
 def test_an_encoded_percent_is_an_ordinary_character_of_an_id(service: Service, api) -> None:
     tenant, client = api
     assert client.post("/v1/subjects/a%252Fb/append", json={"events": [{"event_id": "e1"}]}).status_code == 200
-    assert service.memory.subjects(tenant) == ["a%2Fb"]
+    assert service.memory.admin.subjects(tenant) == ["a%2Fb"]
 
 
 # -- JSON that would not read back as written ----------------------------------------------
@@ -202,12 +202,12 @@ def test_every_body_is_read_the_same_way(service: Service, api) -> None:
     tenant, client = api
     assert client.post("/v1/subjects/u1/append", json={"events": [{"event_id": "e1", "occurred_at": OCCURRED}], "facts": [
         {"fact_id": "tz", "predicate": "timezone", "value": "UTC", "source_event_ids": ["e1"]}]}).status_code == 200
-    before = (service.memory.recalls(tenant, "u1"), service.memory.facts(tenant, "u1", statuses=None))
+    before = (service.memory.admin.recalls(tenant, "u1"), service.memory.facts(tenant, "u1", statuses=None))
     error(post_raw(client, "/v1/subjects/u1/recall", '{"query": "tz", "query": "timezone"}'), 400, "malformed_json")
     error(post_raw(client, "/v1/subjects/u1/facts/tz/supersede",
                    '{"fact": {"predicate": "timezone", "value": "UTC+1", "value": "UTC+2", "source_event_ids": ["e1"]}}'),
           400, "malformed_json")
-    assert (service.memory.recalls(tenant, "u1"), service.memory.facts(tenant, "u1", statuses=None)) == before
+    assert (service.memory.admin.recalls(tenant, "u1"), service.memory.facts(tenant, "u1", statuses=None)) == before
 
 
 def test_a_number_that_is_zero_as_written_is_kept(service: Service, api) -> None:

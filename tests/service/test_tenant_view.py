@@ -10,7 +10,7 @@ from lossgate.api.tenancy import TenantView
 def test_a_keys_tenant_memory_adds_and_searches_as_the_http_api_sees_it(service):
     tenant = service.tenant()
     secret = service.key(tenant)
-    key = service.memory.authenticate(secret)
+    key = service.memory.admin.authenticate(secret)
     assert key is not None
     view = TenantMemory.of_key(service.memory, key)
     assert isinstance(view, TenantView) and view.tenant_id == tenant
@@ -22,5 +22,5 @@ def test_a_keys_tenant_memory_adds_and_searches_as_the_http_api_sees_it(service)
     found = view.search("user-1", "peanuts")
     over_http = client.post("/v1/subjects/user-1/recall", json={"query": "peanuts"}).json()
     assert over_http["rendered"] == found.rendered == service.memory.tenant(tenant).search("user-1", "peanuts").rendered
-    stranger = TenantMemory.of_key(service.memory, service.memory.authenticate(service.key(service.tenant())))
+    stranger = TenantMemory.of_key(service.memory, service.memory.admin.authenticate(service.key(service.tenant())))
     assert stranger.search("user-1", "peanuts").events == ()  # another key's tenant sees none of it

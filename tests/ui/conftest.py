@@ -27,7 +27,7 @@ class Page:
     demo: Demo
 
     def key(self, tenant: str | None = None, *scopes: str) -> str:
-        _, secret = self.memory.create_api_key(tenant or self.demo.tenant, scopes=list(scopes or ("read",)))
+        _, secret = self.memory.admin.create_api_key(tenant or self.demo.tenant, scopes=list(scopes or ("read",)))
         return secret
 
 
@@ -39,7 +39,7 @@ def page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     with store_database(request.param, tmp_path_factory, "ui") as db_url:
         memory = lossgate.open(db_url)
         try:
-            memory.load_predicates(load_registry(REGISTRY_PATH))
+            memory.admin.load_predicates(load_registry(REGISTRY_PATH))
             demo = build_demo(memory, f"ui-{uuid.uuid4().hex[:10]}", marker=MARKUP)
             with serving(create_app(memory, close_memory=False)) as url:
                 yield Page(url=url, store=request.param, memory=memory, demo=demo)

@@ -54,7 +54,7 @@ def build_demo(memory: Memory, tenant: str, subject: str = SUBJECT, *, marker: s
     assert good.status == "published" and good.artifact_id, good
     memory.recall(tenant, subject)
     memory.revoke_event(tenant, subject, "e3", reason="the user withdrew the address")
-    (stale,) = memory.artifacts(tenant, subject, states=["stale"])
+    (stale,) = memory.admin.artifacts(tenant, subject, states=["stale"])
     assert stale.artifact_id == good.artifact_id
     return Demo(tenant=tenant, subject=subject, rejected_attempt=rejected.attempt_id,
                 violation=rejected.violations[0], stale_artifact=good.artifact_id)

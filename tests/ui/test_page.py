@@ -59,9 +59,9 @@ def test_no_key_a_bad_key_or_a_key_without_read_is_refused(page: Page) -> None:
         c.cookies.set("lossgate_key", "lg_abcdef123456_" + "x" * 43)
         assert c.get("/ui").status_code == 401
     revoked = page.key()
-    key = page.memory.authenticate(revoked)
+    key = page.memory.admin.authenticate(revoked)
     assert key is not None
-    page.memory.revoke_api_key(page.demo.tenant, key.key_id)
+    page.memory.admin.revoke_api_key(page.demo.tenant, key.key_id)
     with client(page, revoked) as c:
         assert c.get(subject_path(page)).status_code == 401
     with client(page, page.key(None, "write", "admin")) as c:

@@ -78,7 +78,7 @@ def _reader(request: Request) -> tuple[TenantMemory, ApiKey] | HTMLResponse:
     if secret is None:
         _count_failure(request, "missing")
         return _html(login_page(), 401, _CHALLENGE)
-    key = memory_of(request).authenticate(secret)
+    key = memory_of(request).admin.authenticate(secret)
     if key is None:
         _count_failure(request, "invalid")
         response = _html(login_page("The API key is invalid or revoked."), 401, _CHALLENGE)
@@ -136,7 +136,7 @@ async def login(request: Request) -> Response:
     except (UnicodeDecodeError, ValueError):
         return _html(login_page("That is not an API key."), 400)
     secret = (form.get("key") or [""])[0].strip()
-    key = memory_of(request).authenticate(secret) if secret else None
+    key = memory_of(request).admin.authenticate(secret) if secret else None
     if key is None:
         _count_failure(request, "invalid" if secret else "missing")
         return _html(login_page("The API key is invalid or revoked."), 401, _CHALLENGE)
@@ -184,7 +184,7 @@ def subject(subject_id: Subject, request: Request) -> HTMLResponse:
     graph_artifacts = []
     for a in artifacts[-MAX_GRAPH_ARTIFACTS:]:
         try:
-            view = inner.lineage(t, subject_id, a.artifact_id)
+            view = inner.admin.lineage(t, subject_id, a.artifact_id)
         except NotFound:
             continue
         graph_artifacts.append(GraphArtifact(a.artifact_id, a.state,

@@ -102,7 +102,7 @@ class SQLiteDerivedReads(CoreDerivedReads):
         """``column`` of the subject's valid events past the index mark that hold any of
         ``words``, newest first. They are matched on what the index covers (text and actor),
         by case-insensitive substring: not stemmed as the index is (see SearchReadTx in
-        protocol.py). The rowid range past the mark is walked ("+": not the subject's
+        protocol/search.py). The rowid range past the mark is walked ("+": not the subject's
         indexes, which would walk its whole history): at most recall.SEARCH_BACKLOG rows."""
         patterns = [f"%{_like(w.lower())}%" for w in words if w]
         if not patterns:
