@@ -35,8 +35,8 @@ from lossgate.evaluation import longmemeval
 from lossgate.model.wording import one_line
 from lossgate.testing.chat_server import ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings
-from tests.conformance.conftest import one_line_error
-from tests.conftest import store_database
+from tests.support.cli import one_line_error
+from tests.support.stores import store_database
 
 DATA = Path(__file__).resolve().parent / "data" / "longmemeval_mini.json"
 BUDGET = 120

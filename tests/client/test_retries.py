@@ -23,9 +23,9 @@ from lossgate import errors as lg
 from lossgate.client import NO_RETRY, Client, EventIn, Retry
 from lossgate.client.retry import retry_after
 from lossgate.testing.faults import TcpProxy
-from tests.conftest import store_database
+from tests.support.stores import store_database
 
-from .conftest import Connect, Served, answered, serving_database
+from tests.support.client import Connect, Served, answered, serving_database
 from .standin import Answer, LoseAnswer, StandIn, error_body
 
 S = "u1"

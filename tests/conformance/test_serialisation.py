@@ -15,7 +15,7 @@ from typing import Any
 
 from lossgate import IdempotencyConflict, LifecycleError
 
-from .threads import ev, fact, in_threads
+from tests.support.threads import ev, fact, in_threads
 
 
 def test_concurrent_appends_to_one_subject_get_gap_free_sequence_numbers(memory):

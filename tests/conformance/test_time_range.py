@@ -22,7 +22,7 @@ from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.model.instants import EARLIEST, LATEST, after, before, instant_problem, shift_date
 
-from .conftest import REGISTRY_PATH
+from tests.support import REGISTRY_PATH
 
 T = "acme"
 # UTC 10000-01-01 and 0000-12-31: no UTC form in the calendar

@@ -8,35 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from lossgate.cli.gate import SUCCESS, register
-
-from .conftest import CASES, FIXTURES
+from lossgate.cli.gate import SUCCESS
+from tests.support.cli import run
+from tests.support.gate import CASES, FIXTURES
 
 CONTRACT = FIXTURES / "contract"
 ROOT = Path(__file__).resolve().parents[2]
-
-runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": "200", "NO_COLOR": "1"})
-
-
-def make_app() -> typer.Typer:
-    app = typer.Typer(pretty_exceptions_enable=False)
-
-    @app.callback()
-    def _root() -> None:  # a group, so that commands keep their names
-        pass
-
-    register(app)
-    return app
-
-
-APP = make_app()
-
-
-def run(*args: str):
-    return runner.invoke(APP, list(args))
 
 
 def write(tmp_path: Path, doc: object, name: str = "f.json") -> str:

@@ -19,6 +19,7 @@ from lossgate.gate.narrative import speak_for_ledger
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import mark, retired_values
+from tests.support.shipped_cases import CASES
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +81,6 @@ def test_the_lane_is_deterministic(report: LaneReport) -> None:
 
 
 # --- the operators for what only the ledger states, and for superseded values ------------------
-
-CASES = {c.case_id: c for c in load_cases(default_fixtures())}
-
 
 def generated(name: str) -> list[tuple[GateCase, Mutant]]:
     op = next(o for o in OPERATORS if o.name == name)

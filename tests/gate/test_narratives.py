@@ -11,7 +11,7 @@ import pytest
 from lossgate.errors import InvalidInput
 from lossgate.evaluation.narratives import CORPORA, load_corpus, run_corpus
 
-from .test_cli_gate import run
+from tests.support.cli import run
 
 SHIPPED = sorted(CORPORA.glob("*.jsonl"))
 

@@ -8,7 +8,7 @@ from collections import Counter
 
 from bench.bench_service import Plan, check_counts, expected, read_http, read_memory, run_http, schedule
 
-from .conftest import Service
+from tests.support.service import Service
 
 
 def test_32_clients_recall_and_append_with_no_error_and_exact_counts(service: Service) -> None:

@@ -19,7 +19,7 @@ import pytest
 import lossgate
 from lossgate.api.memory import Memory
 from lossgate.testing.faults import TcpProxy
-from tests.conftest import store_database
+from tests.support.stores import store_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 

@@ -19,7 +19,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
-from .conftest import Service
+from tests.support.service import Service
 
 EXAMPLES = 10
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",

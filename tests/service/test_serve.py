@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from lossgate.cli import app
 from lossgate.testing.service import free_port, stop_process, wait_healthy
 
-from .conftest import Service
+from tests.support.service import Service
 
 ROOT = Path(__file__).resolve().parents[2]
 
