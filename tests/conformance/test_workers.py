@@ -3,8 +3,8 @@
 Correctness never rests on there being one worker: a worker killed mid-job leaves no
 visible half-result, its job is claimed again when the lease runs out, and the alias
 CAS lets at most one result per snapshot through. Workers open the database with the
-worker's role (on PostgreSQL the only one that may claim; test_postgres_only.py shows the
-application's role refused).
+worker's role (on PostgreSQL the only one that may claim; tests/store/test_postgres_only.py
+shows the application's role refused).
 """
 
 from __future__ import annotations
