@@ -1,5 +1,6 @@
-# Two entry points: `make demo` and `make test`. Each builds the local virtual
-# environment (.venv) on first use, so a fresh machine needs only Python 3.11+.
+# Two entry points: `make demo` and `make test` (`make test-fast`, the loop while editing,
+# skips the tests marked slow). Each builds the local virtual environment (.venv) on first
+# use, so a fresh machine needs only Python 3.11+.
 PYTHON ?= python3
 # The [semantic] extra needs torch; a CPU build is installed first so that nothing pulls a
 # CUDA build of several GB. Where the machine has no local torch wheel, name the CPU index:
@@ -10,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test typecheck bench clean
+.PHONY: demo test test-fast typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +26,11 @@ demo: $(STAMP)
 # On every core (pytest-xdist); PYTEST_ARGS="-n 0" runs it in one process.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+# The loop while editing: everything but the tests marked slow (pyproject.toml's markers).
+# `make test` and .ci/run still run those.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto -m "not slow" $(PYTEST_ARGS)
 
 # Strict on the packages [tool.mypy] in pyproject.toml lists.
 typecheck: $(STAMP)

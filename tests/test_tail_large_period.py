@@ -49,6 +49,7 @@ def _event(n: int, shape: str, *, long: bool = False, earlier: bool = False) -> 
     return NewEvent(tenant_id=T, subject_id=U, event_id=f"e{n}", actor="user", text=text)
 
 
+@pytest.mark.slow
 @settings(max_examples=10)
 @given(shape=st.sampled_from(["session", "one day", "undated"]),
        batches=st.lists(st.tuples(st.integers(min_value=1, max_value=12), st.booleans(),  # turns, a fact

@@ -14,6 +14,7 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,8 @@ from lossgate.consolidate.pipeline import ConsolidationConfig
 from tests.support import REGISTRY_PATH
 from tests.support.tail import fingerprints, full_plan
 from tests.support.world import REFERENCE_AT, SMALL_TALK
+
+pytestmark = pytest.mark.slow  # a property that consolidates many times per example
 
 T, U = "acme", "user-17"
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from lossgate import NewEvent
 from lossgate.consolidate import pipeline
 from lossgate.consolidate.hierarchy import HierarchyConfig
@@ -38,6 +40,7 @@ def history_read(*args, **kw):
     raise AssertionError("a tail job read the whole history")
 
 
+@pytest.mark.slow
 def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, monkeypatch):
     secret_session(memory)
     first = consolidated(memory)

@@ -146,6 +146,7 @@ def instants(draw):
     return draw(near_an_end).replace(tzinfo=draw(offsets))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(times=st.lists(instants(), min_size=1, max_size=4), words=st.lists(st.sampled_from(RELATIVE), min_size=1,

@@ -65,6 +65,7 @@ def _wait_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 30) ->
     raise AssertionError(f"no {prefix!r} line from the worker (stderr: {proc.stderr.read() if proc.stderr else ''})")
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed(memory, worker_memory, store_url):
     _seed(memory, "u1")
     memory.request_consolidation(T, "u1")
@@ -92,6 +93,7 @@ def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed
     assert memory.recall(T, "u1").mode == "summary"
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_worker_finish_its_job_then_exit(memory, store_url):
     _seed(memory, "u1")
     memory.request_consolidation(T, "u1")

@@ -120,6 +120,7 @@ def test_gate_case_format(tmp_path: Path) -> None:
     assert broken.exit_code == 2 and "error:" in broken.stderr
 
 
+@pytest.mark.slow
 def test_eval_mutations_passes_on_the_shipped_cases() -> None:
     result = run("eval", "mutations")
     assert result.exit_code == 0, result.stdout

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -96,6 +97,7 @@ def respell(c: Claim) -> Any:
     return v
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ledgers(), st.randoms(use_true_random=False), st.booleans())
 def test_the_expected_ledger_passes_in_any_order(ledger: tuple[Snapshot, list[Claim]], rnd, spell: bool) -> None:
@@ -150,6 +152,7 @@ def alter(c: Claim, how: int) -> dict[str, Any]:
     return {"value": changed}
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ledgers(), st.data())
 def test_a_critical_fact_removed_or_altered_always_fails(ledger: tuple[Snapshot, list[Claim]], data) -> None:
@@ -179,6 +182,7 @@ JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ledgers(), JSON, st.sampled_from(["bool", "int", "decimal", "money", "date", "datetime", "duration",
                                          "string", "enum", "entity_id"]))
