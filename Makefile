@@ -1,5 +1,6 @@
-# Two entry points: `make demo` and `make test` (and `make docs`, the manual). Each builds
-# the local virtual environment (.venv) on first use, so a fresh machine needs only Python 3.11+.
+# Two entry points: `make demo` and `make test` (`make test-fast`, the loop while editing,
+# skips the tests marked slow; `make docs`, the manual). Each builds the local virtual
+# environment (.venv) on first use, so a fresh machine needs only Python 3.11+.
 PYTHON ?= python3
 # The [semantic] extra needs torch; a CPU build is installed first so that nothing pulls a
 # CUDA build of several GB. Where the machine has no local torch wheel, name the CPU index:
@@ -25,6 +26,11 @@ demo: $(STAMP)
 # On every core (pytest-xdist); PYTEST_ARGS="-n 0" runs it in one process.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+# The loop while editing: everything but the tests marked slow (pyproject.toml's markers).
+# `make test` and .ci/run still run those.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto -m "not slow" $(PYTEST_ARGS)
 
 # Strict on all of lossgate ([tool.mypy] in pyproject.toml).
 typecheck: $(STAMP)

@@ -7,10 +7,8 @@ Directories with their own needs (``tests/conformance`` runs every store) overri
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import pytest
@@ -20,9 +18,8 @@ from typer.testing import CliRunner, Result
 import lossgate
 from lossgate import Money, NewEvent, NewFact
 from lossgate.model.registry import Registry, load_registry
-
-ROOT = Path(__file__).resolve().parents[1]
-REGISTRY_PATH = ROOT / "examples" / "predicates.toml"
+from tests.support import REGISTRY_PATH, ROOT
+from tests.support.world import REFERENCE_AT
 
 # Hypothesis profiles, chosen by HYPOTHESIS_PROFILE (.ci/run sets ``ci``; unset: ``dev``).
 # Neither has a per-example deadline: the properties here drive real stores, so an example's
@@ -32,8 +29,8 @@ REGISTRY_PATH = ROOT / "examples" / "predicates.toml"
 # a change, not a seed) and keeps no example database; ``dev`` draws new ones each run and
 # replays a failure from .hypothesis/ until it is fixed. Both print the blob that reproduces a
 # failure (@reproduce_failure).
-# Both on hypothesis' own defaults, not on whatever profile is loaded: this module runs twice
-# in a session (as the root conftest, and as tests.conftest, which other conftests import).
+# Both on hypothesis' own defaults, not on whatever profile is loaded when this module runs
+# (a child pytest takes it as the plugin tests.conftest: tests/test_hypothesis_profiles.py).
 _BASE = settings.get_profile("default")
 settings.register_profile("dev", _BASE, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -51,26 +48,6 @@ def _load_hypothesis_profile() -> str:
 
 
 _load_hypothesis_profile()
-
-
-@contextmanager
-def store_database(engine: str, tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[str]:
-    """A database URL of ``engine`` (``sqlite``: a file under a fresh temporary directory;
-    ``postgres``: a database created on ``LOSSGATE_TEST_PG_URL`` and dropped after, or a
-    skip saying why when that is unset), for fixtures that serve one database to a module."""
-    if engine == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp(name) / f'{name}.db'}"
-        return
-    server_url = os.environ.get("LOSSGATE_TEST_PG_URL")
-    if not server_url:
-        pytest.skip(f"PostgreSQL {name} tests need LOSSGATE_TEST_PG_URL (set by .ci/run)")
-    from lossgate.testing.postgres import create_database, drop_database
-
-    db_url = create_database(server_url, prefix=f"lossgate_{name}")
-    try:
-        yield db_url
-    finally:
-        drop_database(db_url)
 
 
 @pytest.fixture
@@ -108,9 +85,6 @@ def memory(db_url: str, registry: Registry) -> Iterator[lossgate.Memory]:
     mem.admin.load_predicates(registry)
     yield mem
     mem.close()
-
-
-REFERENCE_AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
 
 
 @pytest.fixture

@@ -66,6 +66,7 @@ def _assert_store(report: dict[str, Any], store: dict[str, Any]) -> None:
         _assert_shape(shape)
 
 
+@pytest.mark.slow
 def test_a_tiny_scale_run_reports_every_figure_per_shape_and_size(tmp_path: Path) -> None:
     report = _run(tmp_path, "--only", "sqlite")
     assert report["sizes"] == [200, 400] and report["rounds"] == ROUNDS
@@ -74,6 +75,7 @@ def test_a_tiny_scale_run_reports_every_figure_per_shape_and_size(tmp_path: Path
     _assert_store(report, store)
 
 
+@pytest.mark.slow
 def test_shapes_picks_some_in_the_order_given(tmp_path: Path) -> None:
     report = _run(tmp_path, "--only", "sqlite", "--sizes", "150", "--shapes", "undated,bulk")
     (store,) = report["stores"]
@@ -86,6 +88,7 @@ def test_an_unknown_shape_is_refused() -> None:
         main(["--shapes", "spread,sideways"])
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_a_tiny_scale_run_on_postgres(tmp_path: Path) -> None:
     server = os.environ.get("LOSSGATE_TEST_PG_URL")

@@ -25,6 +25,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(json_values)
 def test_fast_path_is_byte_identical_to_the_reference(value):
@@ -81,6 +82,7 @@ _plain_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters=
 _no_nul = st.text(_plain_chars)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(st.text(_plain_chars, max_size=200), _no_nul,  # an actor is 200 at most
        st.dictionaries(st.text(max_size=6), json_values, max_size=4))

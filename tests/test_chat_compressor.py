@@ -415,6 +415,7 @@ def test_the_cli_consolidates_through_a_model(seeded, db_url, monkeypatch):
     assert json.loads(done.stdout)["compressor"] == "chat:scripted-1@1" and len(server.requests) == 1
 
 
+@pytest.mark.slow
 def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monkeypatch):
     from lossgate.ops.worker import run_pool
 

@@ -376,6 +376,7 @@ def run_demo(folder: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)  # the demo twice, and a server between
 def test_the_demo_runs_end_to_end_keeps_its_database_for_lossgate_serve_and_reruns_afresh(tmp_path):
     import httpx

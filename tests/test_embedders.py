@@ -203,6 +203,7 @@ def test_the_cli_embeds_with_the_embedder_the_environment_names(tmp_path, monkey
     assert bad.exit_code == 2 and "base_url" in bad.output and "Traceback" not in bad.output
 
 
+@pytest.mark.slow
 def test_the_local_model_loads_offline_and_ranks_by_meaning(tmp_path, monkeypatch):
     pytest.importorskip("sentence_transformers", reason="the [semantic] extra is not installed")
     from lossgate.semantic import LocalEmbedder

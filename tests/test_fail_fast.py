@@ -75,6 +75,7 @@ def test_a_closed_port_fails_at_once_in_one_line_without_the_password(tmp_path: 
     assert "refused" in line and "s3cret" not in done.stderr
 
 
+@pytest.mark.slow
 @needs_psycopg
 def test_a_server_that_never_answers_fails_after_the_default_connect_timeout(silent_port: int, tmp_path: Path) -> None:
     done, took = lossgate_cli("--db", f"postgresql://postgres@127.0.0.1:{silent_port}/x", "events", *WHO, cwd=tmp_path)
@@ -83,6 +84,7 @@ def test_a_server_that_never_answers_fails_after_the_default_connect_timeout(sil
     assert f"postgresql://postgres@127.0.0.1:{silent_port}/x" in line and "timeout" in line
 
 
+@pytest.mark.slow
 @needs_psycopg
 def test_the_url_sets_the_connect_timeout(silent_port: int, tmp_path: Path) -> None:
     url = f"postgresql://postgres@127.0.0.1:{silent_port}/x?connect_timeout=2&password=s3cret"

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +60,7 @@ def test_this_run_uses_the_profile_the_environment_names_without_a_deadline() ->
     assert not dev.derandomize and dev.database is not None  # new examples, a failure replayed
 
 
+@pytest.mark.slow
 def test_a_slow_example_passes_under_both_profiles_and_fails_under_hypothesis_defaults(tmp_path: Path) -> None:
     control = _child_pytest(tmp_path, "control", profile=None, expect="default", load="default", conftest=False)
     assert control.returncode == 1 and "DeadlineExceeded" in control.stdout, control.stdout[-2000:]
@@ -67,6 +69,7 @@ def test_a_slow_example_passes_under_both_profiles_and_fails_under_hypothesis_de
         assert done.returncode == 0 and "2 passed" in done.stdout, (name, done.stdout[-2000:], done.stderr[-2000:])
 
 
+@pytest.mark.slow
 def test_an_unknown_profile_name_is_a_usage_error(tmp_path: Path) -> None:
     done = _child_pytest(tmp_path, "unknown", profile="nightly", expect="nightly")
     assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]

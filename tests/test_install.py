@@ -17,6 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # builds a wheel and installs it in a fresh virtual environment
+
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- quick start", "<!-- /quick start -->"
 # Not in a default install: an extra brings each of them.

@@ -35,8 +35,8 @@ from lossgate.evaluation import longmemeval
 from lossgate.model.wording import one_line
 from lossgate.testing.chat_server import ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings
-from tests.conformance.conftest import one_line_error
-from tests.conftest import store_database
+from tests.support.cli import one_line_error
+from tests.support.stores import store_database
 
 DATA = Path(__file__).resolve().parent / "data" / "longmemeval_mini.json"
 BUDGET = 120
@@ -292,6 +292,7 @@ def test_a_summary_line_two_sessions_hold_finds_the_turn_but_names_neither_sessi
     assert (figures["session_recall"], figures["turn_recall"]) == (0.0, 1.0)
 
 
+@pytest.mark.slow
 def test_in_a_process_of_its_own_it_exits_0_on_the_file_and_2_with_one_line_on_a_broken_one(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("LOSSGATE_DB", "LOSSGATE_EMBEDDER", "FORCE_COLOR")}
 

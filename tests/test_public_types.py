@@ -87,12 +87,14 @@ def test_the_walk_reads_the_facade():
     assert _lossgate_classes(hints["return"], set()) == {lossgate.RecallResult}
 
 
+@pytest.mark.slow
 def test_every_type_a_public_method_returns_is_exported():
     missing = returned_types_missing()
     assert not missing, "returned but not importable from lossgate:\n" + "\n".join(
         f"{name}: {', '.join(sorted(users))}" for name, users in sorted(missing.items()))
 
 
+@pytest.mark.slow
 def test_an_unexported_return_type_is_found(monkeypatch):
     monkeypatch.setattr(lossgate, "__all__", [n for n in lossgate.__all__ if n != "Rollout"])
     assert "lossgate.policy.rollout.Rollout" in returned_types_missing()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lossgate.recall import read as recall_module
@@ -33,7 +33,7 @@ _LINES = st.lists(st.tuples(_LINE_START, st.text(max_size=40)).map(lambda p: p[0
 _SUMMARY_ENDS = st.sampled_from(["", ".", " ", "  ", "\n", "\r", "\t", "'", "'s", "42", "é", "—", "…", ":", "\u3000", "🙂"])
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(summary=st.tuples(st.text(max_size=80), _SUMMARY_ENDS).map("".join), rest=_LINES)
 def test_the_summary_counted_once_plus_the_rest_is_the_whole_count(summary: str, rest: str) -> None:
     whole = COUNT("\n".join([summary, rest]))
@@ -68,7 +68,7 @@ def test_any_other_counter_counts_the_whole_text() -> None:
 _TITLES = st.sampled_from(["Conversation:", "Narrative:", "Periods:"])
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(subject=st.text(min_size=1, max_size=20), structured=_LINES, title=_TITLES, prose=_LINES,
        texts=st.lists(st.text(max_size=30), max_size=3))
 def test_the_rendered_block_counted_by_parts_is_the_whole_count(subject: str, structured: str, title: str,

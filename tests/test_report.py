@@ -69,6 +69,7 @@ def images(page: str) -> list[bytes]:
     return [base64.b64decode(b) for b in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
 
 
+@pytest.mark.slow
 def test_the_report_holds_the_tables_and_valid_png_figures(generated, tmp_path):
     memory, _, today, runs = generated
     locomo = tmp_path / "locomo.json"
@@ -95,6 +96,7 @@ def test_the_report_holds_the_tables_and_valid_png_figures(generated, tmp_path):
         assert pixels.std() > 0.05  # something is drawn, not a blank canvas
 
 
+@pytest.mark.slow
 def test_the_cli_writes_the_page_with_locomo_periods_and_refuses_bad_input(generated, tmp_path, monkeypatch):
     memory, url, today, _ = generated
     periods = tmp_path / "periods.json"

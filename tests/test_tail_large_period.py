@@ -19,7 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lossgate
@@ -27,9 +27,9 @@ from lossgate import NewEvent, NewFact
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.store import rows
-from tests.conftest import REGISTRY_PATH, REFERENCE_AT
-from tests.conformance.test_consolidation import SMALL_TALK
-from tests.conformance.test_tail import fingerprints, full_plan
+from tests.support import REGISTRY_PATH
+from tests.support.tail import fingerprints, full_plan
+from tests.support.world import REFERENCE_AT, SMALL_TALK
 
 T, U = "acme", "user-17"
 CONTEXT = 160
@@ -49,7 +49,8 @@ def _event(n: int, shape: str, *, long: bool = False, earlier: bool = False) -> 
     return NewEvent(tenant_id=T, subject_id=U, event_id=f"e{n}", actor="user", text=text)
 
 
-@settings(max_examples=10, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
+@settings(max_examples=10)
 @given(shape=st.sampled_from(["session", "one day", "undated"]),
        batches=st.lists(st.tuples(st.integers(min_value=1, max_value=12), st.booleans(),  # turns, a fact
                                   st.booleans(), st.booleans()),  # long turns, the first dated earlier

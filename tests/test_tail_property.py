@@ -14,16 +14,19 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from tests.conftest import REGISTRY_PATH, REFERENCE_AT
-from tests.conformance.test_consolidation import SMALL_TALK
-from tests.conformance.test_tail import full_plan, fingerprints
+from tests.support import REGISTRY_PATH
+from tests.support.tail import fingerprints, full_plan
+from tests.support.world import REFERENCE_AT, SMALL_TALK
+
+pytestmark = pytest.mark.slow  # a property that consolidates many times per example
 
 T, U = "acme", "user-17"
 
@@ -35,7 +38,7 @@ batches = st.lists(
     min_size=2, max_size=6)
 
 
-@settings(max_examples=12, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12)
 @given(batches=batches, split=st.sampled_from(["session", "day"]))
 def test_a_tail_grown_hierarchy_is_the_one_a_full_plan_cuts(batches, split):
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=120, split_by=split))

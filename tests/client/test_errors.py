@@ -18,7 +18,7 @@ from lossgate.client.errors import EXCEPTIONS
 from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES
 from lossgate.service.errors import CODES, LOSSGATE_CODES, from_lossgate
 
-from .conftest import BARE_MAX_BODY_BYTES, OCCURRED, Connect, Served, answered
+from tests.support.client import BARE_MAX_BODY_BYTES, OCCURRED, Connect, Served, answered
 
 S = "u1"
 APPEND = "/v1/subjects/{subject_id}/append"

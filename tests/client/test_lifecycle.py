@@ -12,7 +12,7 @@ from lossgate import Money
 from lossgate.client import Client, EventIn, FactIn
 from lossgate.service.models import AppendOut, FactOut, RecallOut
 
-from .conftest import OCCURRED, Connect, Served, work_off_the_queue
+from tests.support.client import OCCURRED, Connect, Served, work_off_the_queue
 
 ORDER = {"items": [{"dish": "salad", "ingredients": ["peanut dressing"]}]}
 

@@ -6,7 +6,8 @@ import contextlib
 import io
 import re
 
-from .conftest import ROOT, Served
+from tests.support import ROOT
+from tests.support.client import Served
 
 URL, KEY = "http://127.0.0.1:8080", "lg_3f9a0c2b7d41_Jx..."
 

@@ -23,9 +23,9 @@ from lossgate import errors as lg
 from lossgate.client import NO_RETRY, Client, EventIn, Retry
 from lossgate.client.retry import retry_after
 from lossgate.testing.faults import TcpProxy
-from tests.conftest import store_database
+from tests.support.stores import store_database
 
-from .conftest import Connect, Served, answered, serving_database
+from tests.support.client import Connect, Served, answered, serving_database
 from .standin import Answer, LoseAnswer, StandIn, error_body
 
 S = "u1"
@@ -210,6 +210,7 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, T
             yield served, proxy
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_store_unavailable_is_tried_again_until_the_database_is_back(outage: tuple[Served, TcpProxy],
                                                                      connect: Connect) -> None:
@@ -242,6 +243,7 @@ def test_store_unavailable_is_tried_again_until_the_database_is_back(outage: tup
     assert [e.text for e in served.memory.events(tenant, S)] == ["written once the database is back"]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_store_unavailable_past_the_retries_is_raised_as_store_error(outage: tuple[Served, TcpProxy],
                                                                      connect: Connect) -> None:

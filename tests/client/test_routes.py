@@ -16,7 +16,7 @@ from lossgate.client.calls import ROUTES
 from lossgate.service.app import routes
 from lossgate.service.openapi import document
 
-from .conftest import ROOT
+from tests.support import ROOT
 
 
 def _walk(items: list[Any]) -> Iterator[APIRoute]:

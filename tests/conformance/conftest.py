@@ -16,8 +16,7 @@ from typer.testing import CliRunner, Result
 import lossgate
 from lossgate.cli import app
 from lossgate.model.registry import load_registry
-
-REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
+from tests.support import REGISTRY_PATH
 
 
 def _pg_url() -> str | None:
@@ -55,14 +54,3 @@ def cli(store_url: str):
         return runner.invoke(app, ["--db", store_url, *args])
     assert run("init", "--predicates", str(REGISTRY_PATH)).exit_code == 0
     return run
-
-
-def one_line_error(result: Result, *fragments: str) -> str:
-    """The one line on stderr of a command that exited 2, holding every one of ``fragments``."""
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]

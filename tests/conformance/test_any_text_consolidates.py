@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lossgate import InvalidInput, NewEvent
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
+
+pytestmark = pytest.mark.slow  # a property that consolidates every example
 
 EDGY = ["tomorrow", "2 weeks ago", "$1e999", "1e-400", "31/12/9999", "9999-12-31", "0001-01-01", "12/31/0000",
         "in 999 months", "99999999999999999999999 USD", "-0", "not", "never", "INV-", "@", "v1.2.3", "10:99",

@@ -25,7 +25,8 @@ from lossgate.model.limits import (
 )
 from lossgate.model.registry import load_registry
 
-from .conftest import REGISTRY_PATH, one_line_error
+from tests.support import REGISTRY_PATH
+from tests.support.cli import one_line_error
 
 T, S = "acme", "user-17"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone(timedelta(hours=-5)))

@@ -19,7 +19,7 @@ from lossgate.consolidate import pipeline
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from tests.conformance.test_consolidation import AT, SMALL_TALK, T, U, fact
+from tests.support.world import AT, SMALL_TALK, T, U, fact
 
 FLAT = ConsolidationConfig(hierarchy=HierarchyConfig(mode="never"))
 

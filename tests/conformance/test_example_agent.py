@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lossgate
 
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "agent.py"
@@ -52,6 +54,7 @@ def test_the_agent_remembers_recalls_is_refused_by_the_guard_and_recovers(store_
         memory.close()
 
 
+@pytest.mark.slow
 def test_run_again_the_agent_remembers_what_it_was_told(store_url, tmp_path):
     run_agent(store_url, tmp_path)
     again = run_agent(store_url, tmp_path).splitlines()

@@ -22,7 +22,7 @@ from lossgate.ops.daily import run_daily
 from lossgate.publication.switch import shadow_switch
 from lossgate.model.records import utcnow
 from lossgate.testing.compressors import FlipBool, NothingToDamage
-from tests.conformance.test_consolidation import AT, T, U, chatter, move_timezone, seed_world
+from tests.support.world import AT, T, U, chatter, move_timezone, seed_world
 
 FLIP = "lossgate.testing.compressors:FlipBool"
 TERSE = "lossgate.testing.compressors:TerseCompressor"

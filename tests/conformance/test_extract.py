@@ -15,7 +15,7 @@ from lossgate import Money
 from lossgate.model.records import Event
 from lossgate.model.registry import Registry
 
-from .conftest import REGISTRY_PATH
+from tests.support import REGISTRY_PATH
 
 T, S = "acme", "u1"
 

@@ -15,7 +15,7 @@ import pytest
 from lossgate import Money, NewEvent, NewFact
 from lossgate.errors import InvalidInput, NotFound
 
-from .conftest import one_line_error
+from tests.support.cli import one_line_error
 
 T, S = "travel-co", "user-17"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)

@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lossgate import InvalidInput, NewEvent, NewFact, NotFound, ValueTypeError
@@ -33,7 +33,8 @@ from lossgate.model.limits import MAX_ID_CHARS, UnreadableJson, id_problem, read
 from lossgate.model.registry import load_registry
 from lossgate.model.values import ValueMismatch, coerce_value, encode_value
 
-from .conftest import REGISTRY_PATH, one_line_error
+from tests.support import REGISTRY_PATH
+from tests.support.cli import one_line_error
 
 T, S = "acme", "user-17"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone(timedelta(hours=-5)))
@@ -333,7 +334,6 @@ SHAPE = re.compile(r"(-?)P(?:([0-9]{1,6})W)?(?:([0-9]{1,6})D)?"
                    r"(T(?:([0-9]{1,6})H)?(?:([0-9]{1,6})M)?(?:([0-9]{1,6}(?:\.[0-9]{1,9})?)S)?)?")
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(st.from_regex(SHAPE, fullmatch=True))
 def test_a_duration_is_read_only_when_it_means_what_it_says(text):
     sign, weeks, days, clock, hours, minutes, seconds = SHAPE.fullmatch(text).groups()  # type: ignore[union-attr]

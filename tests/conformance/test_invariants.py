@@ -25,6 +25,7 @@ import itertools
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -39,6 +40,8 @@ from hypothesis.stateful import (
 from lossgate import NewEvent, NewFact
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.model.wording import fact_line
+
+pytestmark = pytest.mark.slow  # a hypothesis state machine on every store
 
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
 SUBJECTS = ("alice", "bob")

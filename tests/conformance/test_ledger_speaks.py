@@ -118,7 +118,7 @@ def test_a_mention_of_a_topic_stays(subject):
 
 
 def test_the_narrative_policy_is_shown_and_set_from_the_command_line(cli):
-    from .conftest import one_line_error
+    from tests.support.cli import one_line_error
 
     assert cli("narrative-policy", "-t", T).stdout.strip() == f"tenant {T}: narrative policy omit"
     assert '"narrative_policy": "refuse"' in cli("narrative-policy", "-t", T, "--set", "refuse", "--json").stdout

@@ -97,7 +97,7 @@ def _shown(fact) -> str:
 LONG_EXAMPLES = os.environ.get("LOSSGATE_LIVENESS_EXAMPLES")
 # A pass takes well under a minute; a failure adds up to five minutes of shrinking (hypothesis'
 # own limit) so that the report is a short sequence. The long profile runs as long as it takes.
-pytestmark = pytest.mark.timeout(0 if LONG_EXAMPLES else 600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(0 if LONG_EXAMPLES else 600)]
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)

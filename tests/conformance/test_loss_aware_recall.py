@@ -18,9 +18,10 @@ from lossgate.recall import read as recall_module
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.recall.read import dropped_events, recall
 from lossgate.model.registry import load_registry
-from tests.conformance.conftest import REGISTRY_PATH
-from tests.conformance.test_tail import T, U, consolidated, turns
-from tests.conformance.test_hierarchy import day, world
+from tests.support import REGISTRY_PATH
+from tests.support.hierarchy import day, world
+from tests.support.tail import consolidated, turns
+from tests.support.world import T, U
 
 S = "u-loss"
 AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)

@@ -169,6 +169,7 @@ def float_amount(s: str, facts: list[Fact]) -> list[tuple[str, str, dict[str, An
 
 # -- tests ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_rehearsal_over_1000_format_1_artifacts_is_clean_writes_nothing_and_apply_is_idempotent(
         memory: lossgate.Memory, store_url: str) -> None:
     t0 = time.perf_counter()
@@ -214,6 +215,7 @@ def test_a_rehearsal_over_1000_format_1_artifacts_is_clean_writes_nothing_and_ap
           f"applied (a rehearsal of all, then the writes) in {apply_s:.2f} s")
 
 
+@pytest.mark.slow
 def test_one_planted_artifact_the_migration_would_corrupt_refuses_apply_and_nothing_is_written(
         memory: lossgate.Memory) -> None:
     plant(memory, extra=float_amount)
@@ -339,6 +341,7 @@ def test_tenants_are_migrated_apart_and_must_be_named(memory: lossgate.Memory) -
 
 # -- the command line ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_cli_refuses_to_apply_after_a_dirty_rehearsal_and_changes_nothing(
         memory: lossgate.Memory, store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from lossgate.cli import app

@@ -20,7 +20,7 @@ from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.runtime.deadline import Overdue, call_with_deadline
 from lossgate.ops.daily import run_daily
 from lossgate.model.values import stored_form
-from tests.conformance.test_consolidation import AT, T, U, chatter, fact, published, seed_world
+from tests.support.world import AT, T, U, chatter, fact, published, seed_world
 
 TREE = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", split_by="day"))
 

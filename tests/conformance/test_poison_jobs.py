@@ -124,6 +124,7 @@ def test_lossgate_consolidate_says_a_crash_in_one_line_and_exits_1(memory, store
     assert SECRET not in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_two_worker_processes_outlive_poisoned_subjects_and_drain_every_other_tenant(memory, store_url, tmp_path):
     """``lossgate worker -n 2`` with a compressor that crashes on two subjects (one inside the
     compressor, one in the pipeline reading its output), among subjects of three tenants."""

@@ -12,7 +12,7 @@ import json
 
 from lossgate import CompressionError, NewEvent, NewFact
 from lossgate.consolidate.pipeline import Hooks
-from tests.conformance.test_consolidation import AT, T, U, published
+from tests.support.world import AT, T, U, published
 
 SECRET = "Rue Secrete 42 Lyon"
 

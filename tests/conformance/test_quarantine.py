@@ -14,7 +14,7 @@ from lossgate import InvalidInput, NotFound
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.testing.compressors import RecordingCompressor
-from tests.conformance.test_consolidation import T, U, chatter, published, seed_world
+from tests.support.world import T, U, chatter, published, seed_world
 
 
 def test_a_quarantined_summary_leaves_recall_at_once_and_coverage_stays(memory):

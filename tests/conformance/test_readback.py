@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import lossgate
 from lossgate.testing.faults import FaultyCodec
-from tests.conformance.test_consolidation import T, U, published, seed_world
+from tests.support.world import T, U, published, seed_world
 
 
 def test_a_codec_that_turns_a_boolean_into_a_string_is_caught_on_read_back_and_nothing_is_published(memory):

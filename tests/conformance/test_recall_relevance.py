@@ -17,6 +17,7 @@ from lossgate import NewEvent, NewFact
 from lossgate.cli import app
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.evaluation import locomo
+from tests.support.locomo import conversation
 
 T, S = "acme", "u1"
 AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
@@ -89,32 +90,9 @@ def test_the_rendered_block_carries_dates_and_quotes_untrusted_text(memory):
     assert "- web (untrusted, quoted): parrots must be given coffee" in block
 
 
-def _conversation() -> list[dict]:
-    turns = [{"speaker": "Ann" if i % 2 == 0 else "Ben", "dia_id": f"D1:{i + 1}", "text": text}
-             for i, text in enumerate([
-                 "Hi Ben, how was your week?", "Busy! I finally finished painting the blue kitchen.",
-                 "Nice. I started learning the cello last month.", "Cool, which teacher do you have?",
-                 "Her name is Margit, she plays in the city orchestra.", "I should try that some day.",
-             ])]
-    later = [{"speaker": "Ann", "dia_id": f"D2:{i + 1}", "text": f"just checking in about the weekend ({i})"}
-             for i in range(40)]
-    return [{
-        "sample_id": "conv-test",
-        "conversation": {"speaker_a": "Ann", "speaker_b": "Ben",
-                         "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns,
-                         "session_2_date_time": "10:00 am on 9 June, 2023", "session_2": later},
-        "qa": [{"question": "What did Ben paint?", "answer": "the kitchen", "evidence": ["D1:2"], "category": 4},
-               {"question": "Who teaches Ann the cello?", "answer": "Margit", "evidence": ["D1:5"], "category": 1},
-               {"question": "When did Ann start the cello?", "answer": "April 2023", "evidence": ["D1:3"],
-                "category": 2},
-               {"question": "What is Ann's adversarial hobby?", "evidence": ["D1:1"], "category": 5},
-               {"question": "Bad evidence", "answer": "x", "evidence": ["D:9:9"], "category": 4}],
-    }]
-
-
 def test_the_locomo_harness_scores_lossgate_and_its_baselines(memory, tmp_path):
     path = tmp_path / "mini.json"
-    path.write_text(json.dumps(_conversation()))
+    path.write_text(json.dumps(conversation()))
     convs, digest = locomo.load(path)
     assert digest != locomo.PUBLISHED_SHA256 and locomo.question_count(convs) == 3
     report = locomo.evaluate(memory, convs, budget=120, sha256=digest).to_json()
@@ -130,7 +108,7 @@ def test_the_locomo_harness_scores_lossgate_and_its_baselines(memory, tmp_path):
 
 def test_eval_locomo_runs_from_the_cli(tmp_path):
     path = tmp_path / "mini.json"
-    path.write_text(json.dumps(_conversation()))
+    path.write_text(json.dumps(conversation()))
     out = tmp_path / "report.json"
     result = CliRunner().invoke(app, ["eval", "locomo", "--data", str(path), "--budget", "120", "--json", str(out)])
     assert result.exit_code == 0, result.output

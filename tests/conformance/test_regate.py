@@ -14,7 +14,7 @@ from lossgate.consolidate.pipeline import Hooks
 from lossgate.publication.upgrades import upgrade_changes
 from lossgate.testing.compressors import LossyCompressor
 
-from tests.conformance.test_consolidation import T, U, V, log_ops, pending_jobs, published, seed_world
+from tests.support.world import T, U, V, log_ops, pending_jobs, published, seed_world
 
 
 class DropTimezone(LossyCompressor):

@@ -26,7 +26,7 @@ from lossgate.testing.chat_server import Reply, ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings
 from lossgate.testing.rerank import rerank_reply, scored_by_words
 
-from .conftest import one_line_error
+from tests.support.cli import one_line_error
 
 T, S = "acme", "u1"
 WEIGHTS = {"roses": 5.0, "tulips": 3.0}
@@ -242,11 +242,11 @@ def test_the_locomo_harness_measures_the_reranking_stage_beside_the_rest(memory,
     from lossgate.evaluation import locomo
     from lossgate.testing.rerank import word_overlap
 
-    from .test_recall_relevance import _conversation
+    from tests.support.locomo import conversation
 
     server._default = word_overlap
     path = tmp_path / "mini.json"
-    path.write_text(json.dumps(_conversation()))
+    path.write_text(json.dumps(conversation()))
     convs, digest = locomo.load(path)
     memory.reranker = _reranker(server)
     report = locomo.evaluate(memory, convs, budget=120, sha256=digest).to_json()
@@ -264,12 +264,12 @@ def test_eval_locomo_reranks_from_the_cli(server, tmp_path, monkeypatch):
     from lossgate.cli import app
     from lossgate.testing.rerank import word_overlap
 
-    from .test_recall_relevance import _conversation
+    from tests.support.locomo import conversation
 
     monkeypatch.delenv("LOSSGATE_RERANKER_MODEL", raising=False)
     server._default = word_overlap
     path, out = tmp_path / "mini.json", tmp_path / "report.json"
-    path.write_text(json.dumps(_conversation()))
+    path.write_text(json.dumps(conversation()))
     args = ["eval", "locomo", "--data", str(path), "--budget", "120", "--json", str(out)]
     result = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(
         app, [*args, "--rerank", server.url, "--rerank-model", "scripted"])

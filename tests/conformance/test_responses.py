@@ -20,7 +20,7 @@ from lossgate.errors import InvalidInput, NotFound
 from lossgate.ops.diagnose import diagnose, write_bundle
 from lossgate.lineage.responses import PURGED
 
-from .conftest import one_line_error
+from tests.support.cli import one_line_error
 
 T, S = "travel-co", "user-17"
 AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)

@@ -12,7 +12,7 @@ import pytest
 
 from lossgate import ConfigError, InvalidInput
 from lossgate.testing.compressors import RecordingCompressor
-from tests.conformance.test_consolidation import T, U, chatter, seed_world
+from tests.support.world import T, U, chatter, seed_world
 
 TERSE = "lossgate.testing.compressors:TerseCompressor"
 FLIP = "lossgate.testing.compressors:FlipBool"

@@ -13,9 +13,11 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from lossgate import IdempotencyConflict, LifecycleError
 
-from .threads import ev, fact, in_threads
+from tests.support.threads import ev, fact, in_threads
 
 
 def test_concurrent_appends_to_one_subject_get_gap_free_sequence_numbers(memory):
@@ -79,6 +81,7 @@ def test_a_retry_racing_the_original_append_is_a_duplicate(memory):
     assert result.duplicates == ("e1",) and result.appended == ()
 
 
+@pytest.mark.slow
 def test_concurrent_appends_from_processes_get_gap_free_sequence_numbers(store_url, memory):
     script = (
         "import sys, lossgate; from datetime import datetime, timezone; from lossgate import NewEvent\n"

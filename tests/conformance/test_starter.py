@@ -16,7 +16,7 @@ from lossgate.model.records import Event
 from lossgate.model.registry import Registry, load_registry
 from lossgate.model.starter import is_starter, starter_registry
 
-from .conftest import REGISTRY_PATH
+from tests.support import REGISTRY_PATH
 
 T, S = "travel-co", "user-17"
 

@@ -16,53 +16,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from lossgate import NewEvent
 from lossgate.consolidate import pipeline
-from lossgate.consolidate.hierarchy import HierarchyConfig, plan
+from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.consolidate.selection import select
-from lossgate.consolidate.tokens import default_counter
 from lossgate.model.wording import PERIODS_TITLE
-from tests.conformance.test_consolidation import SMALL_TALK, T, U, fact
-from tests.conformance.test_hierarchy import CONTEXT, day, world
+from tests.support.hierarchy import CONTEXT, day, world
+from tests.support.tail import consolidated, fingerprints, full_plan, turns
+from tests.support.world import SMALL_TALK, T, U, fact
 
-HIER = ConsolidationConfig(hierarchy=HierarchyConfig(context_tokens=CONTEXT))
 SECRET = "The gate code for the north warehouse is 8812."
-
-
-def turns(session: int, n: int, *, start: int = 0) -> list[NewEvent]:
-    """``n`` turns of small talk in ``session``, on its own day."""
-    return [NewEvent(tenant_id=T, subject_id=U, event_id=f"s{session}-{start + i}", actor="user",
-                     text=f"{SMALL_TALK[(start + i) % len(SMALL_TALK)]} on day {session}",
-                     payload={"session": session}, occurred_at=day(session) + timedelta(minutes=start + i))
-            for i in range(n)]
-
-
-def head(memory):
-    alias = memory.admin.alias(T, U)
-    return memory.admin.artifact(T, U, alias.artifact_id)
-
-
-def consolidated(memory, config=HIER):
-    attempt = memory.consolidate(T, U, config=config)
-    assert attempt.status == "published", (attempt.status, attempt.violations, attempt.error, attempt.reason)
-    return head(memory)
-
-
-def full_plan(memory, config=HIER):
-    """What a full plan of the current state would cut (the fingerprints of its parts)."""
-    registry = memory.admin.registry
-    root = head(memory)
-    with memory.store.read() as tx:
-        sel = select(tx, T, U, registry, incremental=False)
-        settings = config.hierarchy.settings(root.manifest.tree, None)
-        tree = plan(tx, sel, root, settings, compressor="deterministic@1", registry=registry,
-                    count=default_counter(), reuse=False)
-    return [job.fingerprint for job in tree.parts]
-
-
-def fingerprints(memory, root):
-    return [memory.admin.artifact(T, U, c).manifest.part.fingerprint for c in root.manifest.children]
 
 
 def secret_session(memory):
@@ -75,6 +40,7 @@ def history_read(*args, **kw):
     raise AssertionError("a tail job read the whole history")
 
 
+@pytest.mark.slow
 def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, monkeypatch):
     secret_session(memory)
     first = consolidated(memory)

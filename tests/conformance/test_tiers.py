@@ -13,7 +13,8 @@ import pytest
 
 from lossgate import InvalidInput
 from lossgate.model.records import utcnow
-from tests.conformance.test_consolidation import LOSSY_COMPRESSORS, T, U, V, chatter, published, seed_world, tiers
+from lossgate.testing.compressors import LOSSY_COMPRESSORS
+from tests.support.world import T, U, V, chatter, published, seed_world, tiers
 
 DAY = timedelta(days=1)
 

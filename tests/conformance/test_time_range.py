@@ -22,7 +22,7 @@ from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.model.instants import EARLIEST, LATEST, after, before, instant_problem, shift_date
 
-from .conftest import REGISTRY_PATH
+from tests.support import REGISTRY_PATH
 
 T = "acme"
 # UTC 10000-01-01 and 0000-12-31: no UTC form in the calendar
@@ -146,6 +146,7 @@ def instants(draw):
     return draw(near_an_end).replace(tzinfo=draw(offsets))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(times=st.lists(instants(), min_size=1, max_size=4), words=st.lists(st.sampled_from(RELATIVE), min_size=1,

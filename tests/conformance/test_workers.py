@@ -3,8 +3,8 @@
 Correctness never rests on there being one worker: a worker killed mid-job leaves no
 visible half-result, its job is claimed again when the lease runs out, and the alias
 CAS lets at most one result per snapshot through. Workers open the database with the
-worker's role (on PostgreSQL the only one that may claim; test_postgres_only.py shows the
-application's role refused).
+worker's role (on PostgreSQL the only one that may claim; tests/store/test_postgres_only.py
+shows the application's role refused).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def _wait_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 30) ->
     raise AssertionError(f"no {prefix!r} line from the worker (stderr: {proc.stderr.read() if proc.stderr else ''})")
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed(memory, worker_memory, store_url):
     _seed(memory, "u1")
     memory.request_consolidation(T, "u1")
@@ -92,6 +93,7 @@ def test_a_worker_killed_mid_job_leaves_nothing_visible_and_its_job_is_reclaimed
     assert memory.recall(T, "u1").mode == "summary"
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_worker_finish_its_job_then_exit(memory, store_url):
     _seed(memory, "u1")
     memory.request_consolidation(T, "u1")

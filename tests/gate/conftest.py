@@ -1,46 +1,14 @@
-"""Shared helpers for the gate tests: build gate cases from compact specs and run the gate."""
+"""The gate tests' registry: the one the shipped gate cases were written against. Their
+helpers (cases from compact specs, the gate run on a case) are in :mod:`tests.support.gate`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from lossgate.gate import GateResult, check
-from lossgate.gate.casefile import GateCase, parse_artifact, parse_case
 from lossgate.model.registry import Registry, load_registry
-
-from .build_cases import FIXTURES, case, ev, fact, usd  # noqa: F401  (re-exported for tests)
-
-CASES = FIXTURES / "cases"
+from tests.gate.build_cases import FIXTURES
 
 
 @pytest.fixture(scope="session")
 def registry() -> Registry:
     return load_registry(FIXTURES / "predicates.toml")
-
-
-def gate_case(doc: dict[str, Any]) -> GateCase:
-    """A :class:`GateCase` from a document built with :func:`case`."""
-    return parse_case(doc, base=CASES)
-
-
-def with_artifact(c: GateCase, **changes: Any) -> GateCase:
-    """The case with its artifact document changed (keys of the artifact JSON)."""
-    doc = {**c.document["artifact"], **changes}
-    art = parse_artifact(doc, c.snapshot.tenant_id, c.snapshot.subject_id, c.registry)
-    return GateCase(**{**c.__dict__, "artifact": art})
-
-
-def gate(c: GateCase, **kw: Any) -> GateResult:
-    return check(c.snapshot, c.artifact, c.registry, **kw)
-
-
-def claims_of(c: GateCase) -> list[dict[str, Any]]:
-    """A deep-enough copy of the case's claim documents, to edit."""
-    return [dict(x, qualifiers=dict(x["qualifiers"]), derived_from=list(x["derived_from"]))
-            for x in c.document["artifact"]["claims"]]
-
-
-def codes(result: GateResult) -> set[str]:
-    return {v.code for v in result.violations}

@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from lossgate.gate.atoms import (
@@ -681,7 +681,7 @@ def test_every_date_format_gives_the_same_key(day: date, data: st.DataObject) ->
     assert keys(f"It is due {text} at the latest.", "date") == [day.isoformat()]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(st.text())
 def test_extraction_never_raises_and_keeps_its_invariants(text: str) -> None:
     atoms = extract_atoms(text)

@@ -8,35 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from lossgate.cli.gate import SUCCESS, register
-
-from .conftest import CASES, FIXTURES
+from lossgate.cli.gate import SUCCESS
+from tests.support.cli import run
+from tests.support.gate import CASES, FIXTURES
 
 CONTRACT = FIXTURES / "contract"
 ROOT = Path(__file__).resolve().parents[2]
-
-runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": "200", "NO_COLOR": "1"})
-
-
-def make_app() -> typer.Typer:
-    app = typer.Typer(pretty_exceptions_enable=False)
-
-    @app.callback()
-    def _root() -> None:  # a group, so that commands keep their names
-        pass
-
-    register(app)
-    return app
-
-
-APP = make_app()
-
-
-def run(*args: str):
-    return runner.invoke(APP, list(args))
 
 
 def write(tmp_path: Path, doc: object, name: str = "f.json") -> str:
@@ -142,6 +120,7 @@ def test_gate_case_format(tmp_path: Path) -> None:
     assert broken.exit_code == 2 and "error:" in broken.stderr
 
 
+@pytest.mark.slow
 def test_eval_mutations_passes_on_the_shipped_cases() -> None:
     result = run("eval", "mutations")
     assert result.exit_code == 0, result.stdout

@@ -9,7 +9,7 @@ import pytest
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.contract import check_contract
 
-from .conftest import case, claims_of, codes, ev, fact, gate, gate_case, usd, with_artifact
+from tests.support.gate import case, claims_of, codes, ev, fact, gate, gate_case, usd, with_artifact
 
 T0 = "2026-03-14T09:00:00+00:00"
 

@@ -12,7 +12,7 @@ from lossgate.gate import check
 from lossgate.gate.casefile import load_case
 from lossgate.gate.contract import check_contract
 
-from .conftest import CASES, claims_of, gate, with_artifact
+from tests.support.gate import CASES, claims_of, gate, with_artifact
 
 
 def test_public_signature() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from lossgate.gate.casefile import GateCase, load_case
 
-from .conftest import gate, with_artifact
+from tests.support.gate import gate, with_artifact
 
 CASES = Path(__file__).resolve().parents[2] / "lossgate" / "fixtures" / "gate" / "cases"
 

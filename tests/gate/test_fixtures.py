@@ -7,7 +7,7 @@ import json
 from lossgate.gate.casefile import load_case
 from lossgate.gate.fixture import load_fixture
 
-from .build_cases import FIXTURES, build
+from tests.gate.build_cases import FIXTURES, build
 
 FAMILIES = {
     "omission", "negation_loss", "qualifier_loss", "temporal_collapse", "deletion_resurrection", "entity_merge",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.integrity import check_integrity
 
-from .conftest import case, claims_of, codes, ev, fact, gate, gate_case, usd, with_artifact
+from tests.support.gate import case, claims_of, codes, ev, fact, gate, gate_case, usd, with_artifact
 
 T0 = "2026-03-14T09:00:00+00:00"
 T1 = "2026-03-15T09:00:00+00:00"

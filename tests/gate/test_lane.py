@@ -19,6 +19,7 @@ from lossgate.gate.narrative import speak_for_ledger
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import mark, retired_values
+from tests.support.shipped_cases import CASES
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +45,7 @@ def table(report: LaneReport) -> str:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_every_mutant_is_caught_and_no_rewrite_is_flagged(report: LaneReport) -> None:
     print("\n" + table(report))  # visible with -s: the per-operator evidence
     missed = [line for op in report.operators for line in op.missed]
@@ -54,6 +56,7 @@ def test_every_mutant_is_caught_and_no_rewrite_is_flagged(report: LaneReport) ->
     assert report.ok and report.caught == report.mutants
 
 
+@pytest.mark.slow
 def test_every_operator_and_rewrite_was_exercised(report: LaneReport) -> None:
     assert [o.operator for o in report.operators] == [op.name for op in OPERATORS]
     assert all(o.mutants > 0 for o in report.operators), [o.operator for o in report.operators if not o.mutants]
@@ -62,11 +65,13 @@ def test_every_operator_and_rewrite_was_exercised(report: LaneReport) -> None:
     assert report.mutants > 500
 
 
+@pytest.mark.slow
 def test_prose_mutants_are_generated_too(report: LaneReport) -> None:
     surfaces = {m.surface for case in load_cases(default_fixtures()) for op in OPERATORS for m in op.generate(case)}
     assert surfaces == {"claims", "prose", "both"}
 
 
+@pytest.mark.slow
 def test_baselines(report: LaneReport) -> None:
     outcomes = {b.case_id: b.outcome for b in report.baselines}
     assert len(outcomes) >= 34
@@ -75,14 +80,12 @@ def test_baselines(report: LaneReport) -> None:
     assert outcomes["reference-invoice-call"] == outcomes["reference-peanut-allergy"] == "clean"
 
 
+@pytest.mark.slow
 def test_the_lane_is_deterministic(report: LaneReport) -> None:
     assert run_lane() == report
 
 
 # --- the operators for what only the ledger states, and for superseded values ------------------
-
-CASES = {c.case_id: c for c in load_cases(default_fixtures())}
-
 
 def generated(name: str) -> list[tuple[GateCase, Mutant]]:
     op = next(o for o in OPERATORS if o.name == name)
@@ -140,6 +143,7 @@ def test_synonym_contradictions_apply_where_a_critical_fact_has_synonyms_and_the
         assert topic_of(case, probe) is None, (case.case_id, plain)
 
 
+@pytest.mark.slow
 def test_another_partys_fact_is_left_out_also_where_nothing_else_would_take_it_out() -> None:
     pairs = [(case, m) for case, m in generated("another_partys_fact") if m.policy == "omit"]
     assert {case.case_id for case, _ in pairs} == {cid for cid, case in CASES.items()

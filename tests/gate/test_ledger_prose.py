@@ -11,8 +11,7 @@ from lossgate.gate.casefile import GateCase
 from lossgate.gate.narrative import speak_for_ledger
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.model.wording import NARRATIVE_TITLE
-
-from .test_lane import CASES
+from tests.support.shipped_cases import CASES
 
 
 def left_out(case_id: str, narrative: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ import pytest
 from lossgate.errors import InvalidInput
 from lossgate.evaluation.narratives import CORPORA, load_corpus, run_corpus
 
-from .test_cli_gate import run
+from tests.support.cli import run
 
 SHIPPED = sorted(CORPORA.glob("*.jsonl"))
 
@@ -23,6 +23,7 @@ def test_the_shipped_corpora_are_there() -> None:
         assert labels == {"faithful", "wrong"}, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_the_fence_refuses_at_most_two_percent_of_faithful_sentences(path: Path) -> None:
     report = run_corpus(path)
@@ -37,6 +38,7 @@ def test_the_fence_refuses_at_most_two_percent_of_faithful_sentences(path: Path)
 BLIND = CORPORA.parent / "blind" / "blind.jsonl"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [*SHIPPED, BLIND], ids=lambda p: p.name)
 def test_few_wrong_sentences_reach_what_an_agent_reads(path: Path) -> None:
     """Written as a model's narrative and published under the omit policy, a wrong sentence is
@@ -75,6 +77,7 @@ def test_a_mislabelled_contradiction_counts_as_a_false_alarm_and_fails_the_comma
     assert doc[0]["false_alarms"][0]["sentence"] == "They can eat peanuts now."
 
 
+@pytest.mark.slow
 def test_the_command_on_the_shipped_corpora_passes() -> None:
     result = run("eval", "narratives")
     assert result.exit_code == 0, result.output

@@ -8,7 +8,7 @@ from lossgate.gate import CODES, GateResult, MustPreserve, Violation, build_must
 from lossgate.gate.casefile import load_case
 from lossgate.gate.outcome import make_result
 
-from .conftest import CASES, case, claims_of, ev, fact, gate, gate_case, usd, with_artifact
+from tests.support.gate import CASES, case, claims_of, ev, fact, gate, gate_case, usd, with_artifact
 
 T0 = "2026-03-14T09:00:00+00:00"
 

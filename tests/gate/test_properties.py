@@ -12,7 +12,8 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lossgate.gate import build_must_preserve, check
@@ -20,13 +21,13 @@ from lossgate.model.records import ArtifactBody, Claim, Clock, Event, Fact, Snap
 from lossgate.model.registry import load_registry
 from lossgate.model.values import coerce_value, encode_value
 
-from .conftest import FIXTURES
+from tests.support.gate import FIXTURES
 
 REGISTRY = load_registry(FIXTURES / "predicates.toml")
 PREDICATES = sorted(REGISTRY.predicates.values(), key=lambda p: p.name)
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 T, S = "acme", "user-17"
-SETTINGS = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150)
 
 TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "Zs", "P")), min_size=1, max_size=20).filter(
     lambda s: s.strip() == s and s)
@@ -96,6 +97,7 @@ def respell(c: Claim) -> Any:
     return v
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ledgers(), st.randoms(use_true_random=False), st.booleans())
 def test_the_expected_ledger_passes_in_any_order(ledger: tuple[Snapshot, list[Claim]], rnd, spell: bool) -> None:
@@ -150,6 +152,7 @@ def alter(c: Claim, how: int) -> dict[str, Any]:
     return {"value": changed}
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ledgers(), st.data())
 def test_a_critical_fact_removed_or_altered_always_fails(ledger: tuple[Snapshot, list[Claim]], data) -> None:
@@ -179,6 +182,7 @@ JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ledgers(), JSON, st.sampled_from(["bool", "int", "decimal", "money", "date", "datetime", "duration",
                                          "string", "enum", "entity_id"]))

@@ -6,7 +6,7 @@ import pytest
 
 from lossgate.gate.casefile import GateCase
 
-from .conftest import case, claims_of, ev, fact, gate, gate_case, usd, with_artifact
+from tests.support.gate import case, claims_of, ev, fact, gate, gate_case, usd, with_artifact
 
 T0 = "2026-03-14T09:00:00+00:00"
 

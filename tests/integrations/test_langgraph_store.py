@@ -15,7 +15,7 @@ from lossgate import InvalidInput
 from lossgate.integrations.langgraph import LossgateStore
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp
-from tests.conftest import store_database
+from tests.support.stores import store_database
 
 T, S = "travel-co", "user-17"
 NS = (T, S, "memories")

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lossgate.testing.chat_server import Reply, ScriptedChatServer, completion, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +42,7 @@ def test_the_manual_has_a_snippet_for_each_integration():
     assert sorted(snippets()) == ["langgraph", "openai-agents", "pydantic-ai"]
 
 
+@pytest.mark.slow
 def test_the_langgraph_snippet(tmp_path):
     assert run("langgraph", tmp_path) == ["['Always an aisle seat on long flights.']", "None"]
 
@@ -52,6 +55,7 @@ def recalls_then_answers(body: dict[str, Any]) -> Reply:
     return completion(f"You book: {said[0] if said else 'no idea'}")
 
 
+@pytest.mark.slow
 def test_the_openai_agents_snippet(tmp_path):
     with ScriptedChatServer(default=recalls_then_answers) as server:
         out = run("openai-agents", tmp_path, LLM_URL=server.url, LLM_MODEL="scripted")
@@ -73,6 +77,7 @@ def recalls_guards_then_answers(body: dict[str, Any]) -> Reply:
     return completion("Ordered." if answer["allowed"] else f"Not ordered: {answer['refusals'][0]['detail']}")
 
 
+@pytest.mark.slow
 def test_the_pydantic_ai_snippet(tmp_path):
     with ScriptedChatServer(default=recalls_guards_then_answers) as server:
         out = run("pydantic-ai", tmp_path, LLM_URL=server.url, LLM_MODEL="scripted")

@@ -9,49 +9,15 @@ data; that separation is itself what the service promises.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from typing import Any
-from dataclasses import dataclass, field
-from pathlib import Path
 
-import httpx
 import pytest
 
 import lossgate
-from lossgate.api.memory import Memory
 from lossgate.model.registry import load_registry
-from tests.conftest import store_database
-
-REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
-
-
-@dataclass
-class Service:
-    """A served memory: its base URL, its database and a memory on that database for the test
-    to look behind the API with."""
-
-    url: str
-    db_url: str
-    store: str
-    memory: Memory
-    clients: list[httpx.Client] = field(default_factory=list)
-
-    def tenant(self, prefix: str = "t") -> str:
-        return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-    def key(self, tenant: str, *scopes: str) -> str:
-        """A new key's secret for ``tenant`` (scopes default to read and write)."""
-        _, secret = self.memory.admin.create_api_key(tenant, scopes=list(scopes or ("read", "write")))
-        return secret
-
-    def client(self, secret: str | None = None, **headers: str) -> httpx.Client:
-        """An HTTP client of the server, sending ``secret`` as its bearer key."""
-        if secret is not None:
-            headers["Authorization"] = f"Bearer {secret}"
-        client = httpx.Client(base_url=self.url, headers=headers, timeout=30)
-        self.clients.append(client)
-        return client
+from tests.support import REGISTRY_PATH
+from tests.support.service import Service
+from tests.support.stores import store_database
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
@@ -61,7 +27,7 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
     with store_database(request.param, tmp_path_factory, "service") as db_url:
         served = lossgate.open(db_url)
-        served.admin.load_predicates(load_registry(REGISTRY_PATH))
+        served.load_predicates(load_registry(REGISTRY_PATH))
         behind = lossgate.open(db_url, migrate=False)
         service = Service(url="", db_url=db_url, store=request.param, memory=behind)
         try:
@@ -72,12 +38,3 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             for client in service.clients:
                 client.close()
             behind.close()
-
-
-def error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """The error body of ``response``, checked to be ``status`` and ``code``, its message one line."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"code", "message", "details"} and body["code"] == code, body
-    assert body["message"] and "\n" not in body["message"]
-    return dict(body)

@@ -16,19 +16,7 @@ import pytest
 
 from lossgate.ops.worker import drain, open_worker_memory
 
-from .conftest import Service, error
-
-OCCURRED = "2026-01-05T09:12:02-05:00"
-
-
-def events(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
-    return [{"event_id": i, "text": text, "occurred_at": OCCURRED} for i, text in pairs]
-
-
-def allergy(source: str = "e1", fact_id: str = "allergy") -> dict[str, Any]:
-    return {"fact_id": fact_id, "predicate": "food.peanuts_allowed", "value": False,
-            "qualifiers": {"basis": "allergy", "severity": "critical"}, "source_event_ids": [source]}
-
+from tests.support.service import OCCURRED, Service, allergy, error, events
 
 def timezone(value: str, source: str, fact_id: str) -> dict[str, Any]:
     return {"fact_id": fact_id, "predicate": "timezone", "value": value, "source_event_ids": [source]}

@@ -4,8 +4,7 @@ against the ledger, the refusal an answer (200) naming the fact and its source, 
 
 from __future__ import annotations
 
-from .conftest import Service, error
-from .test_api import allergy, events
+from tests.support.service import Service, allergy, error, events
 
 ORDER = {"items": [{"dish": "salad", "ingredients": ["lettuce", "peanut dressing"]}]}
 FIXED = {"items": [{"dish": "salad", "ingredients": ["lettuce", "lemon dressing"]}]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.service.conftest import Service
+from tests.support.service import Service
 
 
 @pytest.mark.parametrize("at", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00", "2026-03-14T10:00:00",

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from bench.bench_service import Plan, check_counts, expected, read_http, read_memory, run_http, schedule
 
-from .conftest import Service
+from tests.support.service import Service
+
+pytestmark = pytest.mark.slow  # 32 clients at once against a served memory
 
 
 def test_32_clients_recall_and_append_with_no_error_and_exact_counts(service: Service) -> None:

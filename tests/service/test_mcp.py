@@ -32,6 +32,8 @@ pytest.importorskip("mcp.server.mcpserver", reason="the [service] extra (mcp 2.x
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
+pytestmark = pytest.mark.slow  # each test starts MCP servers in processes of their own
+
 ROOT = Path(lossgate.__file__).resolve().parents[1]
 REGISTRY = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
 ENV = {"PYTHONPATH": str(ROOT)}

@@ -7,7 +7,7 @@ from pathlib import Path
 from lossgate.service.errors import CODES
 from lossgate.service.openapi import render
 
-from .conftest import Service
+from tests.support.service import Service
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 REGENERATE = "python -m lossgate.service.openapi > docs/openapi.json"

@@ -19,9 +19,9 @@ import pytest
 import lossgate
 from lossgate.api.memory import Memory
 from lossgate.testing.faults import TcpProxy
-from tests.conftest import store_database
+from tests.support.stores import store_database
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(120)]  # outages waited through
 
 DEADLINE = 2  # seconds: the URL's connect_timeout, so also how long a request waits for a connection
 SLACK = 1.5  # the request's own work, a loaded machine

@@ -5,8 +5,7 @@ recall still holds. Scopes, unknown recalls and bad bodies answer as everywhere 
 
 from __future__ import annotations
 
-from .conftest import Service, error
-from .test_api import allergy, events
+from tests.support.service import Service, allergy, error, events
 
 ORDER = {"items": [{"dish": "salad", "ingredients": ["lettuce", "peanut dressing"]}]}
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
-from .conftest import Service
+from tests.support.service import Service
+
+pytestmark = pytest.mark.slow  # generated requests against a served memory
 
 EXAMPLES = 10
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",

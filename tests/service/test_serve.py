@@ -10,12 +10,15 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 from lossgate.cli import app
 from lossgate.testing.service import free_port, stop_process, wait_healthy
 
-from .conftest import Service
+from tests.support.service import Service
+
+pytestmark = pytest.mark.slow  # `lossgate serve` processes, several workers each
 
 ROOT = Path(__file__).resolve().parents[2]
 

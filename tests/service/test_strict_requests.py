@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from lossgate import InvalidInput, NewEvent
 
-from .conftest import Service, error
+from tests.support.service import Service, error
 
 OCCURRED = "2026-01-05T09:12:02-05:00"
 CHALLENGE = 'Bearer realm="lossgate"'

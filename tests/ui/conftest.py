@@ -5,30 +5,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
 import lossgate
-from lossgate.api.memory import Memory
 from lossgate.model.registry import load_registry
-
-from .demo import MARKUP, REGISTRY_PATH, Demo, build_demo
-from tests.conftest import store_database
-
-
-@dataclass
-class Page:
-    """A served memory with the demo subject: the base URL, the memory behind it, the demo."""
-
-    url: str
-    store: str
-    memory: Memory
-    demo: Demo
-
-    def key(self, tenant: str | None = None, *scopes: str) -> str:
-        _, secret = self.memory.admin.create_api_key(tenant or self.demo.tenant, scopes=list(scopes or ("read",)))
-        return secret
+from tests.support import REGISTRY_PATH
+from tests.support.inspection import MARKUP, Page, build_demo
+from tests.support.stores import store_database
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])

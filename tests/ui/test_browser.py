@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Page
+from tests.support.inspection import Page
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -10,8 +10,7 @@ import httpx
 
 from lossgate.model.records import NewEvent
 
-from .conftest import Page
-from .demo import MARKUP
+from tests.support.inspection import MARKUP, Page
 
 
 def client(page: Page, secret: str | None = None, **headers: str) -> httpx.Client:

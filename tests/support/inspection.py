@@ -1,17 +1,15 @@
 """The inspection page's demo subject, built with real operations: a lossy compressor's
 attempt refused by the gate (a flipped boolean: which fact changed), a good publication,
-then a revoked event that makes it stale."""
+then a revoked event that makes it stale. :class:`Page` is the page's server with it, as
+the ui tests' ``page`` fixture serves it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from lossgate.api.memory import Memory
 from lossgate.model.records import NewEvent, NewFact
 from lossgate.testing.compressors import FlipBool
-
-REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
 SUBJECT = "user-17"
 # what a hostile writer might put in any text: the page must show it as text
 MARKUP = "<script>alert('x')</script><b onmouseover=\"x\">"
@@ -58,3 +56,17 @@ def build_demo(memory: Memory, tenant: str, subject: str = SUBJECT, *, marker: s
     assert stale.artifact_id == good.artifact_id
     return Demo(tenant=tenant, subject=subject, rejected_attempt=rejected.attempt_id,
                 violation=rejected.violations[0], stale_artifact=good.artifact_id)
+
+
+@dataclass
+class Page:
+    """A served memory with the demo subject: the base URL, the memory behind it, the demo."""
+
+    url: str
+    store: str
+    memory: Memory
+    demo: Demo
+
+    def key(self, tenant: str | None = None, *scopes: str) -> str:
+        _, secret = self.memory.admin.create_api_key(tenant or self.demo.tenant, scopes=list(scopes or ("read",)))
+        return secret

@@ -21,7 +21,7 @@ from lossgate import IdempotencyConflict, NewEvent
 from lossgate.errors import StoreError
 from lossgate.model.registry import load_registry
 
-from .threads import AT, ev, fact, in_threads
+from tests.support.threads import AT, ev, fact, in_threads
 
 pytestmark = pytest.mark.postgres
 

@@ -22,7 +22,8 @@ import tokenize
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 STORE = ROOT / "lossgate" / "store"
 RUN = 6
 
