@@ -38,12 +38,12 @@ typecheck: $(STAMP)
 
 # ruff: the rules and the formatting [tool.ruff] in pyproject.toml sets; .ci/run runs `make lint`.
 lint: $(STAMP)
-	$(BIN)/ruff check lossgate tests bench examples
-	$(BIN)/ruff format --check lossgate tests bench examples
+	$(BIN)/ruff check lossgate tests bench examples docs/hooks
+	$(BIN)/ruff format --check lossgate tests bench examples docs/hooks
 
 fmt: $(STAMP)
-	$(BIN)/ruff check --fix lossgate tests bench examples
-	$(BIN)/ruff format lossgate tests bench examples
+	$(BIN)/ruff check --fix lossgate tests bench examples docs/hooks
+	$(BIN)/ruff format lossgate tests bench examples docs/hooks
 
 # The manual, from docs/ and mkdocs.yml, into site/; a warning (a broken link, a page
 # missing from the nav) fails it. Nothing is fetched: no web fonts, no CDN.

@@ -16,19 +16,43 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_append.py", "bench_atoms.py", "bench_gate.py", "bench_consolidation.py", "bench_stores.py",
-           "bench_compact.py", "bench_recall_query.py", "bench_semantic.py", "bench_rerank.py", "bench_hierarchy.py",
-           "bench_service.py", "bench_scale.py", "bench_boundary.py", "bench_chaos.py"]
+SCRIPTS = [
+    "bench_append.py",
+    "bench_atoms.py",
+    "bench_gate.py",
+    "bench_consolidation.py",
+    "bench_stores.py",
+    "bench_compact.py",
+    "bench_recall_query.py",
+    "bench_semantic.py",
+    "bench_rerank.py",
+    "bench_hierarchy.py",
+    "bench_service.py",
+    "bench_scale.py",
+    "bench_boundary.py",
+    "bench_chaos.py",
+]
 # The scripts with a PostgreSQL side (each defaults its --pg to LOSSGATE_BENCH_PG_URL).
-PG_SCRIPTS = {"bench_stores.py", "bench_recall_query.py", "bench_semantic.py", "bench_rerank.py", "bench_service.py",
-              "bench_scale.py", "bench_boundary.py", "bench_chaos.py"}
+PG_SCRIPTS = {
+    "bench_stores.py",
+    "bench_recall_query.py",
+    "bench_semantic.py",
+    "bench_rerank.py",
+    "bench_service.py",
+    "bench_scale.py",
+    "bench_boundary.py",
+    "bench_chaos.py",
+}
 PG_ENV = "LOSSGATE_BENCH_PG_URL"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Run every benchmark.")
-    ap.add_argument("--pg", default=os.environ.get(PG_ENV) or None,
-                    help=f"PostgreSQL server URL for the PostgreSQL sides (default: ${PG_ENV})")
+    ap.add_argument(
+        "--pg",
+        default=os.environ.get(PG_ENV) or None,
+        help=f"PostgreSQL server URL for the PostgreSQL sides (default: ${PG_ENV})",
+    )
     args = ap.parse_args(argv)
     env = dict(os.environ)
     if args.pg:

@@ -30,29 +30,38 @@ import sqlite3
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import interleave, median, ratios  # noqa: E402
-from lossgate.model.records import NewEvent  # noqa: E402
+import lossgate
+from bench._util import interleave, median, ratios
+from lossgate.model.records import NewEvent
 
-T0 = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
-BARE = ("CREATE TABLE events (tenant_id TEXT, subject_id TEXT, seq INTEGER, event_id TEXT, kind TEXT, "
-        "actor TEXT, trust TEXT, text TEXT, payload TEXT, occurred_at TEXT, "
-        "PRIMARY KEY (tenant_id, subject_id, seq), UNIQUE (tenant_id, event_id))")
+T0 = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
+BARE = (
+    "CREATE TABLE events (tenant_id TEXT, subject_id TEXT, seq INTEGER, event_id TEXT, kind TEXT, "
+    "actor TEXT, trust TEXT, text TEXT, payload TEXT, occurred_at TEXT, "
+    "PRIMARY KEY (tenant_id, subject_id, seq), UNIQUE (tenant_id, event_id))"
+)
 TARGET_RATIO = 0.33
 TARGET_RATE = 20_000
 
 
 def make_events(n: int, subjects: int = 10) -> list[dict]:
     return [
-        {"tenant_id": "bench", "subject_id": f"user-{i % subjects}", "event_id": f"ev-{i:08d}",
-         "kind": "message", "actor": "user" if i % 2 else "agent", "trust": "authenticated_user",
-         "text": f"Turn {i}: customer cust_{i % 977} asked about invoice INV-{9000 + i % 500} for ${100 + i % 900}.",
-         "payload": {"turn": i} if i % 3 == 0 else {}, "occurred_at": (T0 + timedelta(seconds=i)).isoformat()}
+        {
+            "tenant_id": "bench",
+            "subject_id": f"user-{i % subjects}",
+            "event_id": f"ev-{i:08d}",
+            "kind": "message",
+            "actor": "user" if i % 2 else "agent",
+            "trust": "authenticated_user",
+            "text": f"Turn {i}: customer cust_{i % 977} asked about invoice INV-{9000 + i % 500} for ${100 + i % 900}.",
+            "payload": {"turn": i} if i % 3 == 0 else {},
+            "occurred_at": (T0 + timedelta(seconds=i)).isoformat(),
+        }
         for i in range(n)
     ]
 
@@ -63,8 +72,20 @@ def bare_rows(raw: list[dict]) -> list[tuple]:
     out = []
     for r in raw:
         seq = seqs[r["subject_id"]] = seqs.get(r["subject_id"], 0) + 1
-        out.append((r["tenant_id"], r["subject_id"], seq, r["event_id"], r["kind"], r["actor"], r["trust"],
-                    r["text"], json.dumps(r["payload"]), r["occurred_at"]))
+        out.append(
+            (
+                r["tenant_id"],
+                r["subject_id"],
+                seq,
+                r["event_id"],
+                r["kind"],
+                r["actor"],
+                r["trust"],
+                r["text"],
+                json.dumps(r["payload"]),
+                r["occurred_at"],
+            )
+        )
     return out
 
 
@@ -108,32 +129,50 @@ def main(argv: list[str] | None = None) -> dict:
     events = [NewEvent.model_validate(r) for r in raw]
     rows = bare_rows(raw)
     n, b = args.events, args.batch
-    lg_times, bare_times, dict_times, bare_dict_times = interleave([
-        lambda: lossgate_side(events, b, validate=False),
-        lambda: bare_side(rows, b),
-        lambda: lossgate_side(raw, b, validate=True),
-        lambda: bare_side(raw, b, from_dicts=True),
-    ], args.repeat)
+    lg_times, bare_times, dict_times, bare_dict_times = interleave(
+        [
+            lambda: lossgate_side(events, b, validate=False),
+            lambda: bare_side(rows, b),
+            lambda: lossgate_side(raw, b, validate=True),
+            lambda: bare_side(raw, b, from_dicts=True),
+        ],
+        args.repeat,
+    )
     # Throughput ratio lossgate/bare = bare time / lossgate time, per round.
     r_lg, r_dict = ratios(bare_times, lg_times), ratios(bare_dict_times, dict_times)
     result = {
-        "events": n, "batch": b, "rounds": args.repeat,
-        "lossgate_events_per_s": n / median(lg_times), "bare_events_per_s": n / median(bare_times),
-        "ratio": median(r_lg), "ratio_min": min(r_lg), "ratio_max": max(r_lg),
+        "events": n,
+        "batch": b,
+        "rounds": args.repeat,
+        "lossgate_events_per_s": n / median(lg_times),
+        "bare_events_per_s": n / median(bare_times),
+        "ratio": median(r_lg),
+        "ratio_min": min(r_lg),
+        "ratio_max": max(r_lg),
         "lossgate_from_dicts_events_per_s": n / median(dict_times),
-        "bare_from_dicts_events_per_s": n / median(bare_dict_times), "ratio_from_dicts": median(r_dict),
+        "bare_from_dicts_events_per_s": n / median(bare_dict_times),
+        "ratio_from_dicts": median(r_dict),
     }
-    print(f"append into SQLite  {n} events, batches of {b}, medians of {args.repeat} interleaved rounds; "
-          "each clock runs from the first batch to the last commit")
-    print(f"  lossgate append              {result['lossgate_events_per_s']:>10,.0f} events/s   "
-          "(NewEvent objects built beforehand)")
-    print(f"  bare executemany             {result['bare_events_per_s']:>10,.0f} events/s   "
-          "(row tuples built beforehand)")
-    print(f"  ratio lossgate/bare          {result['ratio']:10.2f}   median of per-round ratios "
-          f"(rounds {result['ratio_min']:.2f}-{result['ratio_max']:.2f})")
-    print(f"  from dicts: lossgate {result['lossgate_from_dicts_events_per_s']:,.0f} events/s (NewEvent.model_validate "
-          f"in the clock), bare {result['bare_from_dicts_events_per_s']:,.0f} events/s (tuples and json.dumps in "
-          f"the clock), ratio {result['ratio_from_dicts']:.2f}")
+    print(
+        f"append into SQLite  {n} events, batches of {b}, medians of {args.repeat} interleaved rounds; "
+        "each clock runs from the first batch to the last commit"
+    )
+    print(
+        f"  lossgate append              {result['lossgate_events_per_s']:>10,.0f} events/s   "
+        "(NewEvent objects built beforehand)"
+    )
+    print(
+        f"  bare executemany             {result['bare_events_per_s']:>10,.0f} events/s   (row tuples built beforehand)"
+    )
+    print(
+        f"  ratio lossgate/bare          {result['ratio']:10.2f}   median of per-round ratios "
+        f"(rounds {result['ratio_min']:.2f}-{result['ratio_max']:.2f})"
+    )
+    print(
+        f"  from dicts: lossgate {result['lossgate_from_dicts_events_per_s']:,.0f} events/s (NewEvent.model_validate "
+        f"in the clock), bare {result['bare_from_dicts_events_per_s']:,.0f} events/s (tuples and json.dumps in "
+        f"the clock), ratio {result['ratio_from_dicts']:.2f}"
+    )
     met = result["ratio"] >= TARGET_RATIO and result["lossgate_events_per_s"] >= TARGET_RATE
     print(f"  target >= {TARGET_RATIO:.2f} and >= {TARGET_RATE:,} events/s: {'met' if met else 'NOT met'}")
     return result

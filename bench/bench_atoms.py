@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lossgate.gate.atoms import extract_atoms  # noqa: E402 (import after the sys.path tweak)
+from lossgate.gate.atoms import extract_atoms
 
 CHATTER = [
     "Thanks for reaching out, I am happy to help with that today.",
@@ -61,20 +61,32 @@ def _fact(rng: random.Random) -> str:
     day = datetime(2026, 1, 1) + timedelta(days=rng.randint(0, 300))
     name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
     forms = [
-        (f"Customer cust_{rng.randint(1, 9999)} ({rng.choice(ORGS)}) called at "
-         f"{day:%Y-%m-%d} {rng.randint(8, 18)}:{rng.randint(0, 59):02d} {rng.choice(ZONES)} "
-         f"about invoice INV-{rng.randint(1000, 9999)} totaling ${amount:,}."),
-        (f"The customer agreed to pay {amount:,} USD within {rng.randint(2, 30)} business days "
-         f"(by {day:%B} {day.day}, {day.year})."),
-        (f"Tool call: invoice.adjust(invoice_id='INV-{rng.randint(1000, 9999)}', "
-         f"adjustment_amount=-{rng.randint(10, 5000)}) returned credit_memo_id='CM-{rng.randint(1000, 9999)}'."),
+        (
+            f"Customer cust_{rng.randint(1, 9999)} ({rng.choice(ORGS)}) called at "
+            f"{day:%Y-%m-%d} {rng.randint(8, 18)}:{rng.randint(0, 59):02d} {rng.choice(ZONES)} "
+            f"about invoice INV-{rng.randint(1000, 9999)} totaling ${amount:,}."
+        ),
+        (
+            f"The customer agreed to pay {amount:,} USD within {rng.randint(2, 30)} business days "
+            f"(by {day:%B} {day.day}, {day.year})."
+        ),
+        (
+            f"Tool call: invoice.adjust(invoice_id='INV-{rng.randint(1000, 9999)}', "
+            f"adjustment_amount=-{rng.randint(10, 5000)}) returned credit_memo_id='CM-{rng.randint(1000, 9999)}'."
+        ),
         f"{name} from {rng.choice(ORGS)} said the work was not authorized by their CTO.",
-        (f"Discount of {rng.randint(1, 40)}% applied to line item {rng.randint(1, 12)}; "
-         f"ticket TKT-{rng.randint(100, 99999):05d} stays open until {day:%m/%d/%Y}."),
-        (f"Reach {name.split()[0].lower()}@example.com or +1 (555) {rng.randint(100, 999)}-"
-         f"{rng.randint(1000, 9999)} before EOD {day:%Y-%m-%d}."),
-        (f"Latency rose to {rng.randint(20, 900)} ms for {rng.randint(2, 500)} users after "
-         f"the deploy at {rng.randint(1, 12)}:{rng.randint(0, 59):02d} pm."),
+        (
+            f"Discount of {rng.randint(1, 40)}% applied to line item {rng.randint(1, 12)}; "
+            f"ticket TKT-{rng.randint(100, 99999):05d} stays open until {day:%m/%d/%Y}."
+        ),
+        (
+            f"Reach {name.split()[0].lower()}@example.com or +1 (555) {rng.randint(100, 999)}-"
+            f"{rng.randint(1000, 9999)} before EOD {day:%Y-%m-%d}."
+        ),
+        (
+            f"Latency rose to {rng.randint(20, 900)} ms for {rng.randint(2, 500)} users after "
+            f"the deploy at {rng.randint(1, 12)}:{rng.randint(0, 59):02d} pm."
+        ),
     ]
     return rng.choice(forms)
 
@@ -121,8 +133,11 @@ def _paired(fn: Callable[[], object], base: Callable[[], object], runs: int) -> 
         cpu.append(c2 - c1)
         ratios.append((t2 - t1) / (t1 - t0))
     return {
-        "wall": statistics.median(wall), "cpu": statistics.median(cpu), "best": min(wall),
-        "base": statistics.median(base_wall), "ratio": statistics.median(ratios),
+        "wall": statistics.median(wall),
+        "cpu": statistics.median(cpu),
+        "best": min(wall),
+        "base": statistics.median(base_wall),
+        "ratio": statistics.median(ratios),
     }
 
 
@@ -156,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--words", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--facts", type=float, default=0.35,
-                    help="share of sentences that carry facts (0 = plain chatter)")
+    ap.add_argument("--facts", type=float, default=0.35, help="share of sentences that carry facts (0 = plain chatter)")
     ap.add_argument("--file", help="measure this UTF-8 text file instead of synthetic text")
     ap.add_argument("--optional", action="store_true", help="also time dateparser & co. if installed")
     args = ap.parse_args(argv)
@@ -171,18 +185,21 @@ def main(argv: list[str] | None = None) -> int:
     atoms = extract_atoms(text, reference_time=ref)
     word_re = re.compile(r"\w+")
 
-
     def base() -> object:
         return word_re.findall(text)
 
     ours = _paired(lambda: extract_atoms(text, reference_time=ref), base, args.runs)
     plain = _paired(lambda: extract_atoms(text, reference_time=ref, affirmations=False), base, args.runs)
-    print(f"text: {len(text.split())} words, {size / 1e6:.3f} MB, {len(atoms)} atoms "
-          f"({sum(a.key.startswith('is|') for a in atoms)} affirmations), {args.runs} runs")
+    print(
+        f"text: {len(text.split())} words, {size / 1e6:.3f} MB, {len(atoms)} atoms "
+        f"({sum(a.key.startswith('is|') for a in atoms)} affirmations), {args.runs} runs"
+    )
     for name, r in (("extract_atoms", ours), ("extract_atoms(affirmations=False)", plain)):
-        print(f"{name:34s} median {r['wall']:.4f} s  {size / r['wall'] / 1e6:6.2f} MB/s "
-              f"(cpu {size / r['cpu'] / 1e6:5.2f}, best {size / r['best'] / 1e6:5.2f} MB/s)  "
-              f"{r['ratio']:5.1f}x baseline")
+        print(
+            f"{name:34s} median {r['wall']:.4f} s  {size / r['wall'] / 1e6:6.2f} MB/s "
+            f"(cpu {size / r['cpu'] / 1e6:5.2f}, best {size / r['best'] / 1e6:5.2f} MB/s)  "
+            f"{r['ratio']:5.1f}x baseline"
+        )
     label = "baseline re.findall(r'\\w+')"
     print(f"{label:34s} median {ours['base']:.4f} s  {size / ours['base'] / 1e6:6.2f} MB/s")
     if args.optional:

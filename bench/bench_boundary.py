@@ -29,38 +29,69 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import median_ratio, percentile, pg_url, skip_pg  # noqa: E402
-from bench.bench_recall_query import QUESTIONS, S, T  # noqa: E402
-from bench.bench_recall_query import build as subject  # noqa: E402
-from lossgate.recall.read import recall  # noqa: E402
-from lossgate.model.records import NewFact  # noqa: E402
-from lossgate.model.values import Money  # noqa: E402
+import lossgate
+from bench._util import median_ratio, percentile, pg_url, skip_pg
+from bench.bench_recall_query import QUESTIONS, S, T
+from bench.bench_recall_query import build as subject
+from lossgate.model.records import NewFact
+from lossgate.model.values import Money
+from lossgate.recall.read import recall
 
-ORDER = {"restaurant": "Casa", "items": [
-    {"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]},
-    {"dish": "soup", "ingredients": ["tomato", "basil"]},
-    {"dish": "bread", "ingredients": ["flour", "olive oil"]}],
-    "refund": {"amount": "20.00", "currency": "USD", "conditions_met": ["after supervisor review"]}}
+ORDER = {
+    "restaurant": "Casa",
+    "items": [
+        {"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]},
+        {"dish": "soup", "ingredients": ["tomato", "basil"]},
+        {"dish": "bread", "ingredients": ["flour", "olive oil"]},
+    ],
+    "refund": {"amount": "20.00", "currency": "USD", "conditions_met": ["after supervisor review"]},
+}
 
 
 def build(memory: lossgate.Memory, n: int) -> None:
     """The subject of bench_recall_query.py, with the critical facts a guard reads, summarised."""
     subject(memory, n)
-    memory.assert_facts([
-        NewFact(tenant_id=T, subject_id=S, fact_id="allergy", predicate="food.peanuts_allowed", value=False,
-                qualifiers={"basis": "allergy"}, source_event_ids=["e1"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="refund", predicate="refund.limit",
-                value=Money(amount=Decimal("50"), currency="USD"), qualifiers={"condition": "after supervisor review"},
-                source_event_ids=["e3"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="no-phone", predicate="contact.allowed", value=False,
-                qualifiers={"channel": "phone"}, source_event_ids=["e5"])])
+    memory.assert_facts(
+        [
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="allergy",
+                predicate="food.peanuts_allowed",
+                value=False,
+                qualifiers={"basis": "allergy"},
+                source_event_ids=["e1"],
+            ),
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="refund",
+                predicate="refund.limit",
+                value=Money(amount=Decimal("50"), currency="USD"),
+                qualifiers={"condition": "after supervisor review"},
+                source_event_ids=["e3"],
+            ),
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="no-phone",
+                predicate="contact.allowed",
+                value=False,
+                qualifiers={"channel": "phone"},
+                source_event_ids=["e5"],
+            ),
+        ]
+    )
     assert memory.consolidate(T, S).status == "published"
 
 
 def measure(name: str, memory: lossgate.Memory, runs: int) -> None:
-    sides: dict[str, list[float]] = {"recall, unattested": [], "recall (attested)": [], "guard": [],
-                                     "verify_recall": []}
+    sides: dict[str, list[float]] = {
+        "recall, unattested": [],
+        "recall (attested)": [],
+        "guard": [],
+        "verify_recall": [],
+    }
     last = None
     for i in range(runs):
         q = QUESTIONS[i % len(QUESTIONS)]
@@ -79,8 +110,11 @@ def measure(name: str, memory: lossgate.Memory, runs: int) -> None:
         sides["verify_recall"].append(time.perf_counter() - t0)
     base = sides["recall, unattested"]
     for label, xs in sides.items():
-        print(f"{name:10} {label:20} p50 {percentile(xs, 50) * 1000:7.2f} ms  p99 {percentile(xs, 99) * 1000:7.2f} ms"
-              f"  ratio to recall, unattested {median_ratio(xs, base):5.2f}", flush=True)
+        print(
+            f"{name:10} {label:20} p50 {percentile(xs, 50) * 1000:7.2f} ms  p99 {percentile(xs, 99) * 1000:7.2f} ms"
+            f"  ratio to recall, unattested {median_ratio(xs, base):5.2f}",
+            flush=True,
+        )
 
 
 def main() -> None:

@@ -86,24 +86,32 @@ import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from lossgate.testing.faults import TcpProxy  # noqa: E402
-from lossgate.testing.service import free_port, stop_process, wait_healthy  # noqa: E402
-from bench._util import median, percentile, pg_url, skip_pg  # noqa: E402
+import lossgate
+from bench._util import median, percentile, pg_url, skip_pg
+from lossgate.testing.faults import TcpProxy
+from lossgate.testing.service import free_port, stop_process, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 PREDICATES = ROOT / "examples" / "predicates.toml"
 REQUEST_TIMEOUT = 15.0  # a client's read timeout: a request that takes longer is a transport error
 # Environment a lossgate process must not inherit here: the run is deterministic and local.
-_DROP_ENV = ("LOSSGATE_DB", "LOSSGATE_EMBEDDER", "LOSSGATE_EMBEDDER_MODEL", "LOSSGATE_JUDGE_URL",
-             "LOSSGATE_JUDGE_MODEL", "LOSSGATE_LLM_URL", "LOSSGATE_LLM_MODEL", "LOSSGATE_LLM_API_KEY")
+_DROP_ENV = (
+    "LOSSGATE_DB",
+    "LOSSGATE_EMBEDDER",
+    "LOSSGATE_EMBEDDER_MODEL",
+    "LOSSGATE_JUDGE_URL",
+    "LOSSGATE_JUDGE_MODEL",
+    "LOSSGATE_LLM_URL",
+    "LOSSGATE_LLM_MODEL",
+    "LOSSGATE_LLM_API_KEY",
+)
 
 
 def now() -> float:
@@ -111,6 +119,7 @@ def now() -> float:
 
 
 # -- what the clients saw ----------------------------------------------------------------------
+
 
 @dataclass
 class Try:
@@ -166,11 +175,16 @@ def _outcome(exc_or_response: Any) -> tuple[int | None, str]:
     return None, type(exc_or_response).__name__
 
 
-def _body(rng: random.Random, tag: str, c: int,
-          n: int) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, str]]]:
-    events = {f"{tag}-c{c}-n{n}-e{j}": (f"c{c} n{n} e{j}: customer cust_{rng.randrange(977)} asked about invoice "
-                                         f"INV-{9000 + rng.randrange(500)} for {rng.randrange(2, 60)} seats")
-              for j in range(rng.randint(1, 3))}
+def _body(
+    rng: random.Random, tag: str, c: int, n: int
+) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, str]]]:
+    events = {
+        f"{tag}-c{c}-n{n}-e{j}": (
+            f"c{c} n{n} e{j}: customer cust_{rng.randrange(977)} asked about invoice "
+            f"INV-{9000 + rng.randrange(500)} for {rng.randrange(2, 60)} seats"
+        )
+        for j in range(rng.randint(1, 3))
+    }
     facts: dict[str, tuple[str, str]] = {}
     body: dict[str, Any] = {"events": [{"event_id": i, "text": t} for i, t in events.items()]}
     if rng.random() < 0.3:
@@ -178,13 +192,24 @@ def _body(rng: random.Random, tag: str, c: int,
         value = f"topic {c}-{n}" if predicate == "chat.topic" else f"project-{c}-{n}"
         fid = f"{tag}-c{c}-n{n}-f"
         facts[fid] = (predicate, value)
-        body["facts"] = [{"fact_id": fid, "predicate": predicate, "value": value,
-                          "source_event_ids": [rng.choice(list(events))]}]
+        body["facts"] = [
+            {"fact_id": fid, "predicate": predicate, "value": value, "source_event_ids": [rng.choice(list(events))]}
+        ]
     return body, events, facts
 
 
-def client_loop(c: int, url: str, secrets: dict[str, str], subjects: list[tuple[str, str]], tag: str,
-                stop: threading.Event, deadline: float, rec: Record, pause: float, seed: int) -> None:
+def client_loop(
+    c: int,
+    url: str,
+    secrets: dict[str, str],
+    subjects: list[tuple[str, str]],
+    tag: str,
+    stop: threading.Event,
+    deadline: float,
+    rec: Record,
+    pause: float,
+    seed: int,
+) -> None:
     """Append until ``stop``; each append is retried (same key) until it is answered or ``deadline``."""
     import httpx
 
@@ -226,8 +251,9 @@ def client_loop(c: int, url: str, secrets: dict[str, str], subjects: list[tuple[
             if n % 20 == 0 and not stop.is_set():
                 t0 = now()
                 try:
-                    r = http.post(f"/v1/subjects/{subject}/consolidate",
-                                  headers={"Authorization": f"Bearer {secrets[tenant]}"})
+                    r = http.post(
+                        f"/v1/subjects/{subject}/consolidate", headers={"Authorization": f"Bearer {secrets[tenant]}"}
+                    )
                 except httpx.TransportError as exc:
                     r = exc
                 status, outcome = _outcome(r)
@@ -270,6 +296,7 @@ def probe_loop(url: str, stop: threading.Event, rec: Record, serial: bool = Fals
 
 # -- the processes -------------------------------------------------------------------------------
 
+
 class Proc:
     """A lossgate subprocess in a process group of its own, restartable; one log per start."""
 
@@ -284,9 +311,10 @@ class Proc:
         self.starts += 1
         path = self.logdir / f"{self.name}.{self.starts}.log"
         self.logs.append(path)
-        self._log = open(path, "wb")  # noqa: SIM115 - closed when the process is gone
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self._log = open(path, "wb")
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -345,8 +373,7 @@ class Chaos:
     """Runs the schedule on one thread, and between actions restarts any process that died
     on its own (counted, with its log's tail)."""
 
-    def __init__(self, server: Proc, server_url: str, workers: list[Proc], proxy: TcpProxy,
-                 outage_s: float) -> None:
+    def __init__(self, server: Proc, server_url: str, workers: list[Proc], proxy: TcpProxy, outage_s: float) -> None:
         self.server, self.server_url, self.workers, self.proxy = server, server_url, workers, proxy
         self.outage_s = outage_s
         self.windows: list[Window] = []
@@ -408,8 +435,11 @@ class Chaos:
             w.end = now()
         self.windows.append(w)
         took = w.end - w.start
-        what = {"db": f"outage of {took:.1f} s", "server": f"kill -9, healthy again after {took:.1f} s",
-                "worker": "kill -9, restarted"}[kind]
+        what = {
+            "db": f"outage of {took:.1f} s",
+            "server": f"kill -9, healthy again after {took:.1f} s",
+            "worker": "kill -9, restarted",
+        }[kind]
         print(f"  t={w.start - self.t0:5.1f}s {kind:6s} {w.target}: {what}", flush=True)
 
     def run(self, kinds: list[str], seconds: float) -> None:
@@ -427,6 +457,7 @@ class Chaos:
 
 
 # -- the checks ----------------------------------------------------------------------------------
+
 
 def check_store(memory: lossgate.Memory, appends: list[Append], subjects: list[tuple[str, str]]) -> dict[str, Any]:
     """Every acknowledged append stored exactly once, all or nothing, seqs without gaps."""
@@ -451,9 +482,11 @@ def check_store(memory: lossgate.Memory, appends: list[Append], subjects: list[t
         seqs = sorted([e.seq for e in events] + [f.seq for f in facts])
         if seqs != list(range(1, clock.high_water + 1)):
             missing = sorted(set(range(1, clock.high_water + 1)) - set(seqs))
-            problems.append(f"{tenant}/{subject}: seqs are not 1..{clock.high_water} "
-                            f"({len(seqs)} stored; missing {missing[:10]}; repeated "
-                            f"{[s for s, k in Counter(seqs).items() if k > 1][:10]})")
+            problems.append(
+                f"{tenant}/{subject}: seqs are not 1..{clock.high_water} "
+                f"({len(seqs)} stored; missing {missing[:10]}; repeated "
+                f"{[s for s, k in Counter(seqs).items() if k > 1][:10]})"
+            )
         sent_ids = set()
         for a in by_subject[(tenant, subject)]:
             sent_ids |= set(a.events)
@@ -502,17 +535,23 @@ def check_store(memory: lossgate.Memory, appends: list[Append], subjects: list[t
             problems.append(f"{tenant}/{subject}: {len(strangers)} stored events no client sent")
     acked = [a for a in appends if a.acked_at is not None]
     return {
-        "appends_sent": len(appends), "appends_acknowledged": len(acked),
+        "appends_sent": len(appends),
+        "appends_acknowledged": len(acked),
         "events_acknowledged": sum(len(a.events) for a in acked),
         "facts_acknowledged": sum(len(a.facts) for a in acked),
         "appends_refused_4xx": sum(a.refused is not None for a in appends),
         "refusals": [f"{a.key}: {a.refused}" for a in appends if a.refused][:10],
-        "appends_not_acknowledged": unacked, "not_acknowledged_but_stored": stored_unacked,
+        "appends_not_acknowledged": unacked,
+        "not_acknowledged_but_stored": stored_unacked,
         "acknowledged_replayed": sum(a.replayed for a in acked),
         "acknowledged_after_retry": sum(a.tries > 1 for a in acked),
-        "events_stored": events_stored, "facts_stored": facts_stored,
-        "lost_events": lost_events, "lost_facts": lost_facts, "stored_twice": dup,
-        "answers_naming_wrong_seqs": wrong_answer, "stored_with_other_content": wrong_content,
+        "events_stored": events_stored,
+        "facts_stored": facts_stored,
+        "lost_events": lost_events,
+        "lost_facts": lost_facts,
+        "stored_twice": dup,
+        "answers_naming_wrong_seqs": wrong_answer,
+        "stored_with_other_content": wrong_content,
         "partial_appends": partial,
         "problems": problems,
     }
@@ -523,25 +562,41 @@ def subject_state(memory: lossgate.Memory, tenant: str, subject: str) -> dict[st
     alias = memory.admin.alias(tenant, subject)
     attempts = sorted(memory.admin.attempts(tenant, subject), key=lambda a: (a.started_at, a.number))
     latest = attempts[-1] if attempts else None
-    fresh = (alias.artifact_id is not None and alias.source_epoch == clock.input_epoch
-             and alias.covers_through == clock.high_water)
-    return {"fresh": fresh, "high_water": clock.high_water, "covers_through": alias.covers_through,
-            "latest": latest, "attempts": attempts,
-            "published": fresh and latest is not None and latest.status == "published"}
+    fresh = (
+        alias.artifact_id is not None
+        and alias.source_epoch == clock.input_epoch
+        and alias.covers_through == clock.high_water
+    )
+    return {
+        "fresh": fresh,
+        "high_water": clock.high_water,
+        "covers_through": alias.covers_through,
+        "latest": latest,
+        "attempts": attempts,
+        "published": fresh and latest is not None and latest.status == "published",
+    }
 
 
 def why_not(state: dict[str, Any], jobs: list[Any]) -> str:
     lines = [f"alias covers {state['covers_through']} of {state['high_water']}, fresh={state['fresh']}"]
     for a in state["attempts"][-4:]:
-        lines.append(f"attempt {a.number} {a.status} gate={a.gate_outcome} violations={list(a.violations)[:3]} "
-                     f"error={a.error} reason={a.reason} needs_review={a.needs_review}")
+        lines.append(
+            f"attempt {a.number} {a.status} gate={a.gate_outcome} violations={list(a.violations)[:3]} "
+            f"error={a.error} reason={a.reason} needs_review={a.needs_review}"
+        )
     for j in jobs[-3:]:
         lines.append(f"job {j.job_id} {j.status} tries={j.tries} reason={j.reason} lease={j.lease_owner}")
     return "; ".join(lines)
 
 
-def drain(url: str, secrets: dict[str, str], memory: lossgate.Memory, subjects: list[tuple[str, str]],
-          timeout: float, chaos: Chaos) -> tuple[float, dict[tuple[str, str], dict[str, Any]], list[str]]:
+def drain(
+    url: str,
+    secrets: dict[str, str],
+    memory: lossgate.Memory,
+    subjects: list[tuple[str, str]],
+    timeout: float,
+    chaos: Chaos,
+) -> tuple[float, dict[tuple[str, str], dict[str, Any]], list[str]]:
     """Queue a consolidation of every subject over HTTP, then wait until each is published
     and covers its history. Returns the seconds it took, the states, and request problems."""
     import httpx
@@ -552,8 +607,9 @@ def drain(url: str, secrets: dict[str, str], memory: lossgate.Memory, subjects: 
         for tenant, subject in subjects:
             for _ in range(40):
                 try:
-                    r = http.post(f"/v1/subjects/{subject}/consolidate",
-                                  headers={"Authorization": f"Bearer {secrets[tenant]}"})
+                    r = http.post(
+                        f"/v1/subjects/{subject}/consolidate", headers={"Authorization": f"Bearer {secrets[tenant]}"}
+                    )
                     if r.status_code == 202:
                         break
                     why = f"{r.status_code} {r.text[:200]}"
@@ -580,6 +636,7 @@ def drain(url: str, secrets: dict[str, str], memory: lossgate.Memory, subjects: 
 
 # -- the figures ---------------------------------------------------------------------------------
 
+
 def _overlaps(t: Try, a: float, b: float) -> bool:
     return t.start < b and t.end > a
 
@@ -592,8 +649,9 @@ def summarise(rec: Record, chaos: Chaos, memory: lossgate.Memory, subjects: list
     srv = [w for w in chaos.windows if w.kind == "server"]
     # When each reopening recovered: the first acknowledged append, the first healthy probe,
     # the first consolidation attempt finished (by any worker), after the reopening.
-    attempts_done = sorted(a.finished_at.timestamp() for ts in subjects for a in memory.admin.attempts(*ts)
-                           if a.finished_at is not None)
+    attempts_done = sorted(
+        a.finished_at.timestamp() for ts in subjects for a in memory.admin.attempts(*ts) if a.finished_at is not None
+    )
     # Attempts left before an outcome (selected or gated): the chaos action that came next
     # after each one started is what interrupted it.
     unfinished = []
@@ -603,10 +661,15 @@ def summarise(rec: Record, chaos: Chaos, memory: lossgate.Memory, subjects: list
                 continue
             started = a.started_at.timestamp()
             nxt = next((w for w in sorted(chaos.windows, key=lambda w: w.start) if w.start >= started - 0.5), None)
-            unfinished.append({
-                "subject": "/".join(ts), "attempt": a.number, "status": a.status,
-                "started_s": round(started - chaos.t0, 2),
-                "next_action": None if nxt is None else f"{nxt.kind} {nxt.target} at {nxt.start - chaos.t0:.2f} s"})
+            unfinished.append(
+                {
+                    "subject": "/".join(ts),
+                    "attempt": a.number,
+                    "status": a.status,
+                    "started_s": round(started - chaos.t0, 2),
+                    "next_action": None if nxt is None else f"{nxt.kind} {nxt.target} at {nxt.start - chaos.t0:.2f} s",
+                }
+            )
     outages: list[dict[str, Any]] = []
     for w in db:
         ok = next((t.end for t in appends if t.status and t.status < 300 and t.end > w.end), None)
@@ -614,27 +677,33 @@ def summarise(rec: Record, chaos: Chaos, memory: lossgate.Memory, subjects: list
         job = next((x for x in attempts_done if x > w.end), None)
         during = [t for t in appends if _overlaps(t, w.start, w.end)]
         fresh = next((t for t in health if t.start > w.end), None)
-        outages.append({
-            "start": w.start, "seconds": w.end - w.start,
-            "append_recovery_s": None if ok is None else ok - w.end,
-            "healthz_recovery_s": None if hz is None else hz - w.end,
-            "worker_recovery_s": None if job is None else job - w.end,
-            # the first probe sent after the reopening: sent how long after it, answered in, with
-            "first_probe_after": None if fresh is None else
-            (round(fresh.start - w.end, 2), round(fresh.end - fresh.start, 3), fresh.outcome),
-            "recovered_at": ok,
-            "requests": len(during),
-            "outcomes": dict(Counter(t.outcome for t in during)),
-            "answer_s_p50": median([t.end - t.start for t in during]) if during else None,
-            "answer_s_max": max((t.end - t.start for t in during), default=None),
-            # what each request around the outage got: (sent, answered) in seconds from the cut
-            "timeline": [(t.op, round(t.start - w.start, 2), round(t.end - w.start, 2), t.outcome)
-                         for t in tries if t.op != "consolidate"
-                         and _overlaps(t, w.start - 0.3, (ok or hz or w.end) + 0.3)],
-        })
+        outages.append(
+            {
+                "start": w.start,
+                "seconds": w.end - w.start,
+                "append_recovery_s": None if ok is None else ok - w.end,
+                "healthz_recovery_s": None if hz is None else hz - w.end,
+                "worker_recovery_s": None if job is None else job - w.end,
+                # the first probe sent after the reopening: sent how long after it, answered in, with
+                "first_probe_after": None
+                if fresh is None
+                else (round(fresh.start - w.end, 2), round(fresh.end - fresh.start, 3), fresh.outcome),
+                "recovered_at": ok,
+                "requests": len(during),
+                "outcomes": dict(Counter(t.outcome for t in during)),
+                "answer_s_p50": median([t.end - t.start for t in during]) if during else None,
+                "answer_s_max": max((t.end - t.start for t in during), default=None),
+                # what each request around the outage got: (sent, answered) in seconds from the cut
+                "timeline": [
+                    (t.op, round(t.start - w.start, 2), round(t.end - w.start, 2), t.outcome)
+                    for t in tries
+                    if t.op != "consolidate" and _overlaps(t, w.start - 0.3, (ok or hz or w.end) + 0.3)
+                ],
+            }
+        )
 
     def window(t: Try) -> str:
-        for w, o in zip(db, outages):
+        for w, o in zip(db, outages, strict=True):
             if _overlaps(t, w.start, w.end):
                 return "db_down"
             if _overlaps(t, w.end, o["recovered_at"] or w.end):
@@ -677,12 +746,14 @@ def summarise(rec: Record, chaos: Chaos, memory: lossgate.Memory, subjects: list
 
 def scan_logs(procs: list[Proc]) -> dict[str, Any]:
     """Counts of the lines that say how the processes met the chaos."""
-    marks = {"store error, will retry": "job released after a store error",
-             "trying again in": "claim/release failed, worker waits",
-             "heartbeat failed": "heartbeat failed",
-             "could not record its failure": "failure not recorded",
-             "Traceback": "tracebacks",
-             "needs review": "needs review"}
+    marks = {
+        "store error, will retry": "job released after a store error",
+        "trying again in": "claim/release failed, worker waits",
+        "heartbeat failed": "heartbeat failed",
+        "could not record its failure": "failure not recorded",
+        "Traceback": "tracebacks",
+        "needs review": "needs review",
+    }
     out: dict[str, dict[str, int]] = {}
     examples: dict[str, list[str]] = defaultdict(list)
     for p in procs:
@@ -726,45 +797,66 @@ def report(fig: dict[str, Any]) -> None:
         ("chaos / drain", f"{fig['chaos_seconds']:.0f} s / {fig['drain_seconds']:.1f} s"),
         ("kill -9: server / worker", f"{c['kills']['server']} / {c['kills']['worker']}"),
         ("database outages (proxy cut)", f"{c['db_outages']} x {fig['outage_seconds']:.0f} s"),
-        ("server restart, kill to healthy (median, max)",
-         f"{_fmt(c['server_restart_s_p50'])}, {_fmt(c['server_restart_s_max'])}"),
-        ("appends sent / acknowledged / not acknowledged",
-         f"{s['appends_sent']} / {s['appends_acknowledged']} / {s['appends_not_acknowledged']}"),
+        (
+            "server restart, kill to healthy (median, max)",
+            f"{_fmt(c['server_restart_s_p50'])}, {_fmt(c['server_restart_s_max'])}",
+        ),
+        (
+            "appends sent / acknowledged / not acknowledged",
+            f"{s['appends_sent']} / {s['appends_acknowledged']} / {s['appends_not_acknowledged']}",
+        ),
         ("acknowledged events / facts", f"{s['events_acknowledged']} / {s['facts_acknowledged']}"),
-        ("acknowledged after a retry (of which replayed)",
-         f"{s['acknowledged_after_retry']} ({s['acknowledged_replayed']})"),
+        (
+            "acknowledged after a retry (of which replayed)",
+            f"{s['acknowledged_after_retry']} ({s['acknowledged_replayed']})",
+        ),
         ("append requests (retries included)", str(c["append_requests"])),
-        ("[bold]acknowledged lost / stored twice / wrong seqs[/]",
-         f"{s['lost_events'] + s['lost_facts']} / {s['stored_twice']} / {s['answers_naming_wrong_seqs']}"),
-        ("partial appends; subjects with seq gaps",
-         f"{s['partial_appends']}; {sum('seqs are not' in p for p in s['problems'])}"),
+        (
+            "[bold]acknowledged lost / stored twice / wrong seqs[/]",
+            f"{s['lost_events'] + s['lost_facts']} / {s['stored_twice']} / {s['answers_naming_wrong_seqs']}",
+        ),
+        (
+            "partial appends; subjects with seq gaps",
+            f"{s['partial_appends']}; {sum('seqs are not' in p for p in s['problems'])}",
+        ),
         ("[bold]subjects published[/]", f"{fig['subjects_published']} of {fig['subjects']}"),
-        ("append requests during outages: 503 / other 5xx / transport errors / 2xx",
-         f"{c['db_window_503']} / {c['db_window_other_5xx']} / {c['db_window_transport_errors']} / "
-         f"{c['db_window_2xx']}"),
+        (
+            "append requests during outages: 503 / other 5xx / transport errors / 2xx",
+            f"{c['db_window_503']} / {c['db_window_other_5xx']} / {c['db_window_transport_errors']} / "
+            f"{c['db_window_2xx']}",
+        ),
         ("... after a reopening, before the first ack", _outcomes(c["append_outcomes_by_window"].get("db_recovering"))),
         ("... during server restarts", _outcomes(c["append_outcomes_by_window"].get("server_down"))),
-        ("append outside chaos windows: ok p50, p99; errors",
-         f"{_fmt(c['append_ok_s_p50_normal'])}, {_fmt(c['append_ok_s_p99_normal'])}; {c['errors_outside_chaos']}"),
+        (
+            "append outside chaos windows: ok p50, p99; errors",
+            f"{_fmt(c['append_ok_s_p50_normal'])}, {_fmt(c['append_ok_s_p99_normal'])}; {c['errors_outside_chaos']}",
+        ),
         ("[bold]processes that died on their own[/]", str(len(fig["deaths"]))),
         ("consolidation attempts by status", _outcomes(c["attempt_statuses"])),
     ]
     for i, o in enumerate(c["outages"], 1):
-        rows.append((f"outage {i}: first ack / healthz / job after reopen",
-                     f"{_fmt(o['append_recovery_s'])} / {_fmt(o['healthz_recovery_s'])} / "
-                     f"{_fmt(o['worker_recovery_s'])}"))
+        rows.append(
+            (
+                f"outage {i}: first ack / healthz / job after reopen",
+                f"{_fmt(o['append_recovery_s'])} / {_fmt(o['healthz_recovery_s'])} / {_fmt(o['worker_recovery_s'])}",
+            )
+        )
         if o["first_probe_after"]:
             sent, took, got = o["first_probe_after"]
             rows.append((f"outage {i}: first /healthz sent after reopen", f"+{sent:.2f} s: {got} in {took:.3f} s"))
-        rows.append((f"outage {i}: {o['requests']} append requests got",
-                     _outcomes(o["outcomes"]) +
-                     f" (answer p50 {_fmt(o['answer_s_p50'])}, max {_fmt(o['answer_s_max'])})"))
+        rows.append(
+            (
+                f"outage {i}: {o['requests']} append requests got",
+                _outcomes(o["outcomes"]) + f" (answer p50 {_fmt(o['answer_s_p50'])}, max {_fmt(o['answer_s_max'])})",
+            )
+        )
     for row in rows:
         t.add_row(*row)
     Console(width=130).print(t)
 
 
 # -- the run -------------------------------------------------------------------------------------
+
 
 def run(db_url: str, args: argparse.Namespace, logdir: Path) -> dict[str, Any]:
     tag = f"r{int(time.time()) % 100000}"
@@ -783,25 +875,36 @@ def run(db_url: str, args: argparse.Namespace, logdir: Path) -> dict[str, Any]:
     server_url = f"http://127.0.0.1:{port}"
     lg = [sys.executable, "-m", "lossgate", "--db", proxied]
     server = Proc("server", [*lg, "serve", "--port", str(port), "--log-level", "warning"], logdir, env)
-    workers = [Proc(f"worker-{i}", [*lg, "worker", "--concurrency", "1", "--lease", "6", "--backoff", "1"],
-                    logdir, env) for i in range(2)]
+    workers = [
+        Proc(f"worker-{i}", [*lg, "worker", "--concurrency", "1", "--lease", "6", "--backoff", "1"], logdir, env)
+        for i in range(2)
+    ]
     chaos = Chaos(server, server_url, workers, proxy, args.outage_seconds)
     rec = Record()
     stop_load, stop_probe = threading.Event(), threading.Event()
     threads: list[threading.Thread] = []
-    print(f"[postgres] {args.clients} clients on {len(subjects)} subjects of {len(tenants)} tenants; "
-          f"{args.seconds:.0f} s of chaos: {args.server_kills} server kills, {args.worker_kills} worker kills, "
-          f"{args.outages} outages of {args.outage_seconds:.0f} s (a cut at the proxy)", flush=True)
+    print(
+        f"[postgres] {args.clients} clients on {len(subjects)} subjects of {len(tenants)} tenants; "
+        f"{args.seconds:.0f} s of chaos: {args.server_kills} server kills, {args.worker_kills} worker kills, "
+        f"{args.outages} outages of {args.outage_seconds:.0f} s (a cut at the proxy)",
+        flush=True,
+    )
     try:
         chaos._start(server)
         for w in workers:
             chaos._start(w)
         load_deadline = now() + args.seconds + 45  # retries of the last appends stop here at the latest
-        threads = [threading.Thread(target=client_loop, name=f"chaos-client-{c}",
-                                    args=(c, server_url, secrets, subjects, tag, stop_load, load_deadline, rec,
-                                          args.pause, args.seed)) for c in range(args.clients)]
-        threads.append(threading.Thread(target=probe_loop, args=(server_url, stop_probe, rec, args.serial_probe),
-                                        name="probe"))
+        threads = [
+            threading.Thread(
+                target=client_loop,
+                name=f"chaos-client-{c}",
+                args=(c, server_url, secrets, subjects, tag, stop_load, load_deadline, rec, args.pause, args.seed),
+            )
+            for c in range(args.clients)
+        ]
+        threads.append(
+            threading.Thread(target=probe_loop, args=(server_url, stop_probe, rec, args.serial_probe), name="probe")
+        )
         for t in threads:
             t.start()
         t0 = now()
@@ -824,19 +927,32 @@ def run(db_url: str, args: argparse.Namespace, logdir: Path) -> dict[str, Any]:
     store = check_store(boot, rec.appends, subjects)
     figures = summarise(rec, chaos, boot, subjects)
     published = [ts for ts in subjects if states[ts]["published"]]
-    unpublished = {f"{t}/{s}": why_not(states[(t, s)], boot.admin.jobs(t, s)) for t, s in subjects
-                   if not states[(t, s)]["published"]}
+    unpublished = {
+        f"{t}/{s}": why_not(states[(t, s)], boot.admin.jobs(t, s))
+        for t, s in subjects
+        if not states[(t, s)]["published"]
+    }
     boot.close()
     logs = scan_logs([server, *workers])
     return {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cores": os.cpu_count(),
-        "chaos_seconds": chaos_s, "drain_seconds": drain_s, "outage_seconds": args.outage_seconds,
-        "clients": args.clients, "subjects": len(subjects), "tenants": len(tenants),
-        "subjects_published": len(published), "unpublished": unpublished, "drain_problems": drain_problems,
-        "store": store, "chaos": figures,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cores": os.cpu_count(),
+        "chaos_seconds": chaos_s,
+        "drain_seconds": drain_s,
+        "outage_seconds": args.outage_seconds,
+        "clients": args.clients,
+        "subjects": len(subjects),
+        "tenants": len(tenants),
+        "subjects_published": len(published),
+        "unpublished": unpublished,
+        "drain_problems": drain_problems,
+        "store": store,
+        "chaos": figures,
         "deaths": [{k: v for k, v in d.items() if k != "at"} for d in chaos.deaths],
-        "start_failures": chaos.failures, "alive_at_end": alive,
-        "process_starts": {p.name: p.starts for p in [server, *workers]}, "logs": logs,
+        "start_failures": chaos.failures,
+        "alive_at_end": alive,
+        "process_starts": {p.name: p.starts for p in [server, *workers]},
+        "logs": logs,
     }
 
 
@@ -853,8 +969,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--outage-seconds", type=float, default=6.0)
     ap.add_argument("--drain-timeout", type=float, default=90.0)
     ap.add_argument("--pause", type=float, default=0.02, help="seconds a client waits between appends")
-    ap.add_argument("--serial-probe", action="store_true",
-                    help="send each /healthz probe only once the previous one is answered")
+    ap.add_argument(
+        "--serial-probe", action="store_true", help="send each /healthz probe only once the previous one is answered"
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--logs", type=Path, default=None, help="keep the processes' logs in this directory")
     ap.add_argument("--json", action="store_true")
@@ -874,8 +991,14 @@ def main(argv: list[str] | None = None) -> int:
         drop_database(url)
     report(fig)
     s = fig["store"]
-    lost = (s["lost_events"] + s["lost_facts"] + s["stored_twice"] + s["answers_naming_wrong_seqs"]
-            + s["stored_with_other_content"] + s["partial_appends"])
+    lost = (
+        s["lost_events"]
+        + s["lost_facts"]
+        + s["stored_twice"]
+        + s["answers_naming_wrong_seqs"]
+        + s["stored_with_other_content"]
+        + s["partial_appends"]
+    )
     for line in s["problems"][:20]:
         print(f"  ! {line}", flush=True)
     for subject, why in fig["unpublished"].items():
@@ -885,14 +1008,19 @@ def main(argv: list[str] | None = None) -> int:
     for d in fig["deaths"]:
         print(f"  ! {d['process']} died on its own (exit {d['exit_code']}); its log ends:\n{d['log_tail']}", flush=True)
     for u in fig["chaos"]["unfinished_attempts"]:
-        print(f"  attempt left {u['status']}: {u['subject']} #{u['attempt']} started at {u['started_s']} s; "
-              f"next chaos action: {u['next_action']}", flush=True)
+        print(
+            f"  attempt left {u['status']}: {u['subject']} #{u['attempt']} started at {u['started_s']} s; "
+            f"next chaos action: {u['next_action']}",
+            flush=True,
+        )
     for name, lines in fig["logs"]["examples"].items():
         for line in lines:
             print(f"  {name}: {line}", flush=True)
     print(f"  log lines: {fig['logs']['counts']}", flush=True)
-    print(f"cores: {os.cpu_count()} - the clients, the proxy, the server, the workers and PostgreSQL share them",
-          flush=True)
+    print(
+        f"cores: {os.cpu_count()} - the clients, the proxy, the server, the workers and PostgreSQL share them",
+        flush=True,
+    )
     if args.logs:
         args.logs.mkdir(parents=True, exist_ok=True)
         for f in logdir.iterdir():

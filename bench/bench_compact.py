@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from lossgate import NewEvent  # noqa: E402
-from lossgate.model.registry import load_registry  # noqa: E402
-from bench._util import median, ratios  # noqa: E402
+import lossgate
+from bench._util import median, ratios
+from lossgate import NewEvent
+from lossgate.model.registry import load_registry
 
 REGISTRY = Path(__file__).resolve().parents[1] / "examples" / "predicates.toml"
 
@@ -39,9 +39,17 @@ def build(path: Path, events: int) -> None:
     mem = lossgate.open(f"sqlite:///{path}")
     mem.admin.load_predicates(load_registry(REGISTRY))
     for lo in range(0, events, 5000):
-        mem.append([NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}",
-                             text=f"message {i}: the order INV-{i:05d} ships on day {i % 28 + 1} to room {i % 97}")
-                    for i in range(lo, min(events, lo + 5000))])
+        mem.append(
+            [
+                NewEvent(
+                    tenant_id="t",
+                    subject_id="s",
+                    event_id=f"e{i}",
+                    text=f"message {i}: the order INV-{i:05d} ships on day {i % 28 + 1} to room {i % 97}",
+                )
+                for i in range(lo, min(events, lo + 5000))
+            ]
+        )
     mem.consolidate("t", "s")  # fills the full-text index
     mem.delete_event("t", "s", "e7", reason="erasure request")
     mem.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -91,9 +99,11 @@ def main() -> None:
                     (a if side == "a" else b).append(fn(work))
             size = master.stat().st_size / 1e6
             rs = ratios(a, b)
-            print(f"{n:>7,} events ({size:.1f} MB): compact {median(a) * 1000:7.1f} ms, "
-                  f"VACUUM alone {median(b) * 1000:7.1f} ms (medians of {args.runs} interleaved rounds), "
-                  f"ratio {median(rs):.2f} (median of per-round ratios; rounds {min(rs):.2f}-{max(rs):.2f})")
+            print(
+                f"{n:>7,} events ({size:.1f} MB): compact {median(a) * 1000:7.1f} ms, "
+                f"VACUUM alone {median(b) * 1000:7.1f} ms (medians of {args.runs} interleaved rounds), "
+                f"ratio {median(rs):.2f} (median of per-round ratios; rounds {min(rs):.2f}-{max(rs):.2f})"
+            )
 
 
 if __name__ == "__main__":

@@ -23,18 +23,18 @@ import sqlite3
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import median, median_ratio, percentile  # noqa: E402
-from lossgate.model.derived_records import Artifact, ExpectedAlias, LineageEdge, Manifest  # noqa: E402
-from lossgate.model.records import ArtifactBody, NewEvent, NewFact, utcnow  # noqa: E402
+import lossgate
+from bench._util import median, median_ratio, percentile
+from lossgate.model.derived_records import Artifact, ExpectedAlias, LineageEdge, Manifest
+from lossgate.model.records import ArtifactBody, NewEvent, NewFact, utcnow
 
 ROOT = Path(__file__).resolve().parents[1]
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 T = "bench"
 
 
@@ -45,20 +45,33 @@ def _memory(path: Path) -> lossgate.Memory:
 
 
 def _fill(mem: lossgate.Memory, subject: str, n_events: int, n_facts: int, critical_every: int = 10) -> None:
-    events = [NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-e{i}", occurred_at=T0 + timedelta(seconds=i),
-                       actor="user" if i % 2 else "agent", text=f"turn {i}: we talked about topic {i % 97} and the weather")
-              for i in range(n_events)]
+    events = [
+        NewEvent(
+            tenant_id=T,
+            subject_id=subject,
+            event_id=f"{subject}-e{i}",
+            occurred_at=T0 + timedelta(seconds=i),
+            actor="user" if i % 2 else "agent",
+            text=f"turn {i}: we talked about topic {i % 97} and the weather",
+        )
+        for i in range(n_events)
+    ]
     for i in range(0, n_events, 1000):
         mem.append(events[i : i + 1000])
     facts = []
     for j in range(n_facts):
         critical = j % critical_every == 0
-        facts.append(NewFact(
-            tenant_id=T, subject_id=subject, fact_id=f"{subject}-f{j}",
-            predicate="account.scope" if critical else "chat.topic",
-            value=f"scope-{j}" if critical else f"topic {j}", source_event_ids=[f"{subject}-e{j % n_events}"],
-            qualifiers={"environment": "staging"} if critical else None,
-        ))
+        facts.append(
+            NewFact(
+                tenant_id=T,
+                subject_id=subject,
+                fact_id=f"{subject}-f{j}",
+                predicate="account.scope" if critical else "chat.topic",
+                value=f"scope-{j}" if critical else f"topic {j}",
+                source_event_ids=[f"{subject}-e{j % n_events}"],
+                qualifiers={"environment": "staging"} if critical else None,
+            )
+        )
     with mem.transaction() as led:
         led.assert_facts(facts)
 
@@ -103,9 +116,15 @@ def bench_consolidation(d: Path, n_events: int, n_facts: int, repeat: int) -> di
     conn.close()
     timings = mem.admin.attempts(T, subjects[-1])[-1].timings
     mem.close()
-    return {"median_s": median(cold), "cached_s": median(cached), "baseline_s": median(base),
-            "ratio": median_ratio(cold, base), "cached_ratio": median_ratio(cached, base),
-            "outcomes": sorted(set(outcomes)), "timings": timings}
+    return {
+        "median_s": median(cold),
+        "cached_s": median(cached),
+        "baseline_s": median(base),
+        "ratio": median_ratio(cold, base),
+        "cached_ratio": median_ratio(cached, base),
+        "outcomes": sorted(set(outcomes)),
+        "timings": timings,
+    }
 
 
 def bench_recall(d: Path, n_facts: int, calls: int) -> dict:
@@ -129,12 +148,20 @@ def bench_recall(d: Path, n_facts: int, calls: int) -> dict:
         lat.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         conn.execute(facts_sql, (T, "r", *ids)).fetchall()
-        conn.execute("SELECT * FROM events WHERE tenant_id=? AND subject_id=? ORDER BY seq DESC LIMIT 20", (T, "r")).fetchall()
+        conn.execute(
+            "SELECT * FROM events WHERE tenant_id=? AND subject_id=? ORDER BY seq DESC LIMIT 20", (T, "r")
+        ).fetchall()
         base.append(time.perf_counter() - t0)
     conn.close()
     mem.close()
-    return {"mode": res.mode, "facts": len(res.facts), "p50_ms": median(lat) * 1e3, "p99_ms": percentile(lat, 99) * 1e3,
-            "base_p50_ms": median(base) * 1e3, "base_p99_ms": percentile(base, 99) * 1e3}
+    return {
+        "mode": res.mode,
+        "facts": len(res.facts),
+        "p50_ms": median(lat) * 1e3,
+        "p99_ms": percentile(lat, 99) * 1e3,
+        "base_p50_ms": median(base) * 1e3,
+        "base_p99_ms": percentile(base, 99) * 1e3,
+    }
 
 
 def bench_stale(d: Path, chain: int, repeat: int) -> dict:
@@ -152,16 +179,39 @@ def bench_stale(d: Path, chain: int, repeat: int) -> dict:
             parent = None
             for i in range(chain):
                 aid = f"{s}-a{i}"
-                m = Manifest(artifact_id=aid, tenant_id=T, subject_id=s, new_covers_through=1, input_epoch=0,
-                             expected_alias=ExpectedAlias(parent_artifact_id=parent, source_epoch=0, covers_through=0),
-                             inputs=(), input_root="sha256:0", path="direct", selector_version="x", prompt_version="x",
-                             compressor="x", compressor_version="x", extractor_version="x", schema_version=2,
-                             registry_version=1, attempt=i + 1)
-                art = Artifact(artifact_id=aid, tenant_id=T, subject_id=s, state="retired",
-                               body=ArtifactBody(tenant_id=T, subject_id=s), manifest=m, created_at=utcnow())
+                m = Manifest(
+                    artifact_id=aid,
+                    tenant_id=T,
+                    subject_id=s,
+                    new_covers_through=1,
+                    input_epoch=0,
+                    expected_alias=ExpectedAlias(parent_artifact_id=parent, source_epoch=0, covers_through=0),
+                    inputs=(),
+                    input_root="sha256:0",
+                    path="direct",
+                    selector_version="x",
+                    prompt_version="x",
+                    compressor="x",
+                    compressor_version="x",
+                    extractor_version="x",
+                    schema_version=2,
+                    registry_version=1,
+                    attempt=i + 1,
+                )
+                art = Artifact(
+                    artifact_id=aid,
+                    tenant_id=T,
+                    subject_id=s,
+                    state="retired",
+                    body=ArtifactBody(tenant_id=T, subject_id=s),
+                    manifest=m,
+                    created_at=utcnow(),
+                )
                 edge_kind, edge_id = ("artifact", parent) if parent else ("event", f"{s}-root")
-                tx.insert_artifact(art, [LineageEdge(tenant_id=T, subject_id=s, artifact_id=aid,
-                                                     input_kind=edge_kind, input_id=edge_id)])
+                tx.insert_artifact(
+                    art,
+                    [LineageEdge(tenant_id=T, subject_id=s, artifact_id=aid, input_kind=edge_kind, input_id=edge_id)],
+                )
                 parent = aid
         t0 = time.perf_counter()
         mem.revoke_event(T, s, f"{s}-root")
@@ -175,8 +225,12 @@ def bench_stale(d: Path, chain: int, repeat: int) -> dict:
         base.append(time.perf_counter() - t0)
     conn.close()
     mem.close()
-    return {"chain": chain, "median_ms": median(times) * 1e3, "base_ms": median(base) * 1e3,
-            "ratio": median_ratio(times, base)}
+    return {
+        "chain": chain,
+        "median_ms": median(times) * 1e3,
+        "base_ms": median(base) * 1e3,
+        "ratio": median_ratio(times, base),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -193,18 +247,26 @@ def main(argv: list[str] | None = None) -> dict:
         c = bench_consolidation(d, args.events, args.facts, args.repeat)
         r = bench_recall(d, args.recall_facts, args.calls)
         s = bench_stale(d, args.chain, args.repeat)
-    print(f"consolidation  {args.events} events + {args.facts} facts, direct path, medians of {args.repeat} "
-          "interleaved rounds (A, A again, B)")
-    print(f"  lossgate consolidate, first    {c['median_s']:.3f} s   ratio {c['ratio']:.1f}x   "
-          f"outcomes {c['outcomes']}   target < 2 s")
+    print(
+        f"consolidation  {args.events} events + {args.facts} facts, direct path, medians of {args.repeat} "
+        "interleaved rounds (A, A again, B)"
+    )
+    print(
+        f"  lossgate consolidate, first    {c['median_s']:.3f} s   ratio {c['ratio']:.1f}x   "
+        f"outcomes {c['outcomes']}   target < 2 s"
+    )
     print(f"  again (event atoms cached)     {c['cached_s']:.3f} s   ratio {c['cached_ratio']:.1f}x")
     print(f"  plain SELECT of inputs         {c['baseline_s']:.3f} s   (ratios: medians of per-round ratios)")
     print("  step timings (last first run): " + ", ".join(f"{k} {v:.3f}" for k, v in c["timings"].items()))
-    print(f"recall  subject with {args.recall_facts} facts, {args.calls} calls interleaved, mode {r['mode']}, "
-          f"{r['facts']} facts returned")
+    print(
+        f"recall  subject with {args.recall_facts} facts, {args.calls} calls interleaved, mode {r['mode']}, "
+        f"{r['facts']} facts returned"
+    )
     print(f"  lossgate recall   p50 {r['p50_ms']:.2f} ms   p99 {r['p99_ms']:.2f} ms   target p99 < 10 ms")
-    print(f"  plain SELECT      p50 {r['base_p50_ms']:.2f} ms   p99 {r['base_p99_ms']:.2f} ms   "
-          f"ratio p50 {r['p50_ms'] / r['base_p50_ms']:.1f}x   target <= 5x")
+    print(
+        f"  plain SELECT      p50 {r['base_p50_ms']:.2f} ms   p99 {r['base_p99_ms']:.2f} ms   "
+        f"ratio p50 {r['p50_ms'] / r['base_p50_ms']:.1f}x   target <= 5x"
+    )
     print(f"stale propagation  lineage chain of {s['chain']} artifacts, medians of {args.repeat} interleaved rounds")
     print(f"  revoke + mark stale   {s['median_ms']:.1f} ms   target < 100 ms")
     print(f"  plain UPDATE          {s['base_ms']:.1f} ms   ratio {s['ratio']:.1f}x (median of per-round ratios)")

@@ -23,23 +23,25 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import clocked, interleave, median, median_ratio  # noqa: E402
-from lossgate.model.records import NewEvent, NewFact  # noqa: E402
+import lossgate
+from bench._util import clocked, interleave, median, median_ratio
+from lossgate.model.records import NewEvent, NewFact
 
 ROOT = Path(__file__).resolve().parents[1]
-T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 T = "bench"
-TALK = ("we met at the cafe and talked about the {k} plan for a while",
-        "the invoice INV-{k} for {k}.50 USD is not paid yet",
-        "my sister visits on {day} and stays {n} nights",
-        "I never drink coffee after 5pm, it keeps me up",
-        "the garden looks great after the rain this week")
+TALK = (
+    "we met at the cafe and talked about the {k} plan for a while",
+    "the invoice INV-{k} for {k}.50 USD is not paid yet",
+    "my sister visits on {day} and stays {n} nights",
+    "I never drink coffee after 5pm, it keeps me up",
+    "the garden looks great after the rain this week",
+)
 
 
 def fill(mem: lossgate.Memory, subject: str, sessions: int, turns: int, *, start: int = 0) -> None:
@@ -48,14 +50,33 @@ def fill(mem: lossgate.Memory, subject: str, sessions: int, turns: int, *, start
         at = T0 + timedelta(days=7 * s)
         for i in range(start, start + turns):
             text = TALK[(s + i) % len(TALK)].format(k=s * 100 + i, n=i % 9 + 1, day=(at + timedelta(days=3)).date())
-            events.append(NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-s{s}-{i}", actor="user",
-                                   text=text, payload={"session": s + 1}, occurred_at=at + timedelta(minutes=i)))
+            events.append(
+                NewEvent(
+                    tenant_id=T,
+                    subject_id=subject,
+                    event_id=f"{subject}-s{s}-{i}",
+                    actor="user",
+                    text=text,
+                    payload={"session": s + 1},
+                    occurred_at=at + timedelta(minutes=i),
+                )
+            )
     mem.append(events)
     if start == 0:
         with mem.transaction() as led:
-            led.assert_facts([NewFact(tenant_id=T, subject_id=subject, fact_id=f"{subject}-f{s}", predicate="chat.topic",
-                                      value=f"topic {s}", source_event_ids=[f"{subject}-s{s}-0"])
-                              for s in range(sessions)])
+            led.assert_facts(
+                [
+                    NewFact(
+                        tenant_id=T,
+                        subject_id=subject,
+                        fact_id=f"{subject}-f{s}",
+                        predicate="chat.topic",
+                        value=f"topic {s}",
+                        source_event_ids=[f"{subject}-s{s}-0"],
+                    )
+                    for s in range(sessions)
+                ]
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,30 +112,46 @@ def main(argv: list[str] | None = None) -> int:
 
         def append_tail() -> None:
             for side in ("tree", "flat"):
-                events = [NewEvent(tenant_id=T, subject_id=names[side], event_id=f"{names[side]}-tail-{i}",
-                                   actor="user", text=f"one more thing about plan {i}, not urgent",
-                                   payload={"session": args.sessions},
-                                   occurred_at=T0 + timedelta(days=7 * (args.sessions - 1), hours=5, minutes=i))
-                          for i in range(5)]
+                events = [
+                    NewEvent(
+                        tenant_id=T,
+                        subject_id=names[side],
+                        event_id=f"{names[side]}-tail-{i}",
+                        actor="user",
+                        text=f"one more thing about plan {i}, not urgent",
+                        payload={"session": args.sessions},
+                        occurred_at=T0 + timedelta(days=7 * (args.sessions - 1), hours=5, minutes=i),
+                    )
+                    for i in range(5)
+                ]
                 mem.append(events)
 
-        first_tree, first_flat, again_tree, again_flat = interleave([
-            clocked(lambda: consolidate("tree", tree), setup=new_subjects),
-            clocked(lambda: consolidate("flat", flat)),
-            clocked(lambda: consolidate("tree", tree), setup=append_tail),
-            clocked(lambda: consolidate("flat", flat)),
-        ], args.repeat)
+        first_tree, first_flat, again_tree, again_flat = interleave(
+            [
+                clocked(lambda: consolidate("tree", tree), setup=new_subjects),
+                clocked(lambda: consolidate("flat", flat)),
+                clocked(lambda: consolidate("tree", tree), setup=append_tail),
+                clocked(lambda: consolidate("flat", flat)),
+            ],
+            args.repeat,
+        )
         raw = sum(count(f"- {e.actor}: {e.text}") for e in mem.events(T, names["tree"]))
         tokens = {side: count(mem.recall(T, names[side]).summary or "") for side in ("tree", "flat")}
         mem.close()
     n = args.sessions * args.turns
     print(f"{args.sessions} sessions x {args.turns} turns ({n} events), {args.repeat} rounds, medians:")
-    print(f"  first consolidation   hierarchy {median(first_tree) * 1000:8.1f} ms   one pass {median(first_flat) * 1000:8.1f} ms"
-          f"   ratio {median_ratio(first_tree, first_flat):.2f}")
-    print(f"  after a tail append   hierarchy {median(again_tree) * 1000:8.1f} ms   one pass {median(again_flat) * 1000:8.1f} ms"
-          f"   ratio {median_ratio(again_tree, again_flat):.2f}")
-    print(f"  published tokens      hierarchy {tokens['tree']:8d}      one pass {tokens['flat']:8d}      "
-          f"raw history {raw} tokens")
+    print(
+        f"  first consolidation   hierarchy {median(first_tree) * 1000:8.1f} ms   one pass {median(first_flat) * 1000:8.1f} ms"
+        f"   ratio {median_ratio(first_tree, first_flat):.2f}"
+    )
+    print(
+        f"  after a tail append   hierarchy {median(again_tree) * 1000:8.1f} ms   one pass {median(again_flat) * 1000:8.1f} ms"
+        f"   ratio {median_ratio(again_tree, again_flat):.2f}"
+    )
+    print(
+        f"  published tokens      hierarchy {tokens['tree']:8d}      one pass {tokens['flat']:8d}      "
+        f"raw history {raw} tokens"
+    )
     return 0
 
 

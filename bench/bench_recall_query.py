@@ -25,35 +25,45 @@ import sqlite3
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import median, percentile, pg_url, skip_pg  # noqa: E402
-from lossgate.model.records import NewEvent  # noqa: E402
-from lossgate.model.search_terms import query_terms  # noqa: E402
+import lossgate
+from bench._util import median, percentile, pg_url, skip_pg
+from lossgate.model.records import NewEvent
+from lossgate.model.search_terms import query_terms
 
 ROOT = Path(__file__).resolve().parents[1]
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 T, S = "bench", "subject-1"
 # 1,728 made-up content words; each event names two, so a question's words match a few
 # dozen events of 10,000 (as names, places and things do in a real conversation).
 _SYL = ["ka", "lo", "mi", "ne", "ru", "to", "sa", "vi", "po", "de", "gu", "fa"]
 WORDS = [a + b + c + "n" for a in _SYL for b in _SYL for c in _SYL][:1728]
-QUESTIONS = [f"What did the customer say about the {WORDS[i * 37 % 1728]} and the {WORDS[i * 91 % 1728]}?"
-             for i in range(64)]
+QUESTIONS = [
+    f"What did the customer say about the {WORDS[i * 37 % 1728]} and the {WORDS[i * 91 % 1728]}?" for i in range(64)
+]
 
 
 def build(memory: lossgate.Memory, n: int) -> None:
     memory.admin.load_predicates(ROOT / "examples" / "predicates.toml")
     for lo in range(0, n, 5000):
-        memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", occurred_at=T0 + timedelta(minutes=i),
-                                actor="user" if i % 2 else "agent",
-                                text=f"turn {i}: about the {WORDS[i % 1728]} of order {i % 977}, "
-                                     f"the {WORDS[(i * 7) % 1728]} came up again")
-                       for i in range(lo, min(n, lo + 5000))])
+        memory.append(
+            [
+                NewEvent(
+                    tenant_id=T,
+                    subject_id=S,
+                    event_id=f"e{i}",
+                    occurred_at=T0 + timedelta(minutes=i),
+                    actor="user" if i % 2 else "agent",
+                    text=f"turn {i}: about the {WORDS[i % 1728]} of order {i % 977}, "
+                    f"the {WORDS[(i * 7) % 1728]} came up again",
+                )
+                for i in range(lo, min(n, lo + 5000))
+            ]
+        )
     assert memory.consolidate(T, S).status == "published"
 
 
@@ -71,12 +81,17 @@ def sqlite_baseline(path: str, limit: int):
         hits = conn.execute(
             "SELECT e.event_id, e.seq, e.actor, e.trust, e.text, e.occurred_at FROM events_fts f "
             "JOIN events e ON e.rowid = f.rowid WHERE events_fts MATCH ? AND e.tenant_id=? AND e.subject_id=? "
-            "AND e.state='valid' ORDER BY bm25(events_fts) LIMIT ?", (match, T, S, limit)).fetchall()
+            "AND e.state='valid' ORDER BY bm25(events_fts) LIMIT ?",
+            (match, T, S, limit),
+        ).fetchall()
         around = _neighbours([h[1] for h in hits])
         conn.execute(
             "SELECT event_id, seq, actor, trust, text, occurred_at FROM events WHERE tenant_id=? AND subject_id=? "
-            f"AND seq IN ({','.join('?' * len(around))}) AND state='valid'", (T, S, *around)).fetchall()
+            f"AND seq IN ({','.join('?' * len(around))}) AND state='valid'",
+            (T, S, *around),
+        ).fetchall()
         conn.execute("COMMIT")
+
     return run
 
 
@@ -97,7 +112,8 @@ _PG_BM25 = (
     " GROUP BY f.seq)"
     " SELECT e.event_id, e.seq, e.actor, e.trust, e.text, e.occurred_at FROM r JOIN events e"
     " ON e.tenant_id=%(t)s AND e.subject_id=%(s)s AND e.seq = r.seq WHERE e.state='valid'"
-    " ORDER BY r.score DESC, r.seq DESC LIMIT %(n)s")
+    " ORDER BY r.score DESC, r.seq DESC LIMIT %(n)s"
+)
 
 
 def pg_baseline(memory: lossgate.Memory, limit: int):
@@ -107,7 +123,10 @@ def pg_baseline(memory: lossgate.Memory, limit: int):
             hits = conn.execute(_PG_BM25, {"q": q, "t": T, "s": S, "n": limit}).fetchall()
             conn.execute(
                 "SELECT event_id, seq, actor, trust, text, occurred_at FROM events WHERE tenant_id=%s AND subject_id=%s "
-                "AND seq = ANY(%s) AND state='valid'", (T, S, _neighbours([h[1] for h in hits]))).fetchall()
+                "AND seq = ANY(%s) AND state='valid'",
+                (T, S, _neighbours([h[1] for h in hits])),
+            ).fetchall()
+
     return run
 
 
@@ -122,8 +141,10 @@ def measure(name: str, memory: lossgate.Memory, baseline, runs: int) -> None:
         baseline(q)
         b.append(time.perf_counter() - t0)
     ms = lambda xs, p: percentile(xs, p) * 1000  # noqa: E731
-    print(f"{name:10} recall p50 {ms(a, 50):6.2f} ms  p99 {ms(a, 99):6.2f} ms | FTS-keyed SELECT + neighbours p50 "
-          f"{ms(b, 50):6.2f} ms  p99 {ms(b, 99):6.2f} ms | ratio of medians {median(a) / median(b):.2f}")
+    print(
+        f"{name:10} recall p50 {ms(a, 50):6.2f} ms  p99 {ms(a, 99):6.2f} ms | FTS-keyed SELECT + neighbours p50 "
+        f"{ms(b, 50):6.2f} ms  p99 {ms(b, 99):6.2f} ms | ratio of medians {median(a) / median(b):.2f}"
+    )
 
 
 def main() -> None:
@@ -154,6 +175,7 @@ def main() -> None:
             memory.close()
     else:
         skip_pg("recall with a query")
+
 
 if __name__ == "__main__":
     main()

@@ -25,15 +25,16 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import interleave, median, median_ratio, pg_url, skip_pg  # noqa: E402
-from bench.scale_data import fill  # noqa: E402
-from lossgate.store import rows  # noqa: E402
+import lossgate
+from bench._util import interleave, median, median_ratio, pg_url, skip_pg
+from bench.scale_data import fill
+from lossgate.store import rows
 
 ROOT = Path(__file__).resolve().parents[1]
 T, S = "bench", "rows-1"
@@ -51,6 +52,7 @@ def stored_rows(memory: lossgate.Memory, events: int) -> dict[str, list[Any]]:
         def read(r: Any) -> Any:
             seen[kind].append(tuple(r))
             return originals[kind](r)
+
         return read
 
     rows.event_from_row, rows.fact_from_row = keeping("event"), keeping("fact")  # type: ignore[assignment]
@@ -69,12 +71,15 @@ def side(build: Callable[[Any], Any], found: list[Any]) -> Callable[[], float]:
         for r in found:
             build(r)
         return time.perf_counter() - t0
+
     return run
 
 
 def measure(name: str, found: dict[str, list[Any]], runs: int) -> None:
-    pairs = {"event": (rows.event_from_row, rows.event_from_row_validated),
-             "fact": (rows.fact_from_row, rows.fact_from_row_validated)}
+    pairs = {
+        "event": (rows.event_from_row, rows.event_from_row_validated),
+        "fact": (rows.fact_from_row, rows.fact_from_row_validated),
+    }
     for kind, (fast, validated) in pairs.items():
         these = found[kind]
         a, b = side(fast, these), side(validated, these)
@@ -82,10 +87,12 @@ def measure(name: str, found: dict[str, list[Any]], runs: int) -> None:
         ab = interleave([a, b], (runs + 1) // 2)
         ba = interleave([b, a], runs // 2)
         fast_t, slow_t = ab[0] + ba[1], ab[1] + ba[0]
-        per = lambda xs: median(xs) / len(these) * 1e6  # noqa: E731
-        print(f"{name:10} {kind:5} {len(these):7,} rows | without validation {per(fast_t):5.2f} us/row | "
-              f"model_validate {per(slow_t):5.2f} us/row | validated / fast, median of rounds "
-              f"{median_ratio(slow_t, fast_t):.2f}x")
+        per = lambda xs: median(xs) / len(these) * 1e6  # noqa: E731, B023
+        print(
+            f"{name:10} {kind:5} {len(these):7,} rows | without validation {per(fast_t):5.2f} us/row | "
+            f"model_validate {per(slow_t):5.2f} us/row | validated / fast, median of rounds "
+            f"{median_ratio(slow_t, fast_t):.2f}x"
+        )
 
 
 def main() -> None:

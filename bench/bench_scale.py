@@ -97,12 +97,12 @@ from typing import Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import median, percentile, pg_url, ratios, skip_pg  # noqa: E402
-from bench.scale_data import QUERY_KINDS, SHAPES, Shape  # noqa: E402
-from lossgate.runtime.caches import forget_text  # noqa: E402
-from lossgate.consolidate.pipeline import ConsolidationConfig  # noqa: E402
-from lossgate.model.derived_records import Attempt, RecallResult  # noqa: E402
+import lossgate
+from bench._util import median, percentile, pg_url, ratios, skip_pg
+from bench.scale_data import QUERY_KINDS, SHAPES, Shape
+from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.model.derived_records import Attempt, RecallResult
+from lossgate.runtime.caches import forget_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PREDICATES = ROOT / "examples" / "predicates.toml"
@@ -111,6 +111,7 @@ STORES = ("sqlite", "postgresql")
 RECALL_P99_MS = {"sqlite": 20.0, "postgresql": 30.0}
 MAX_RATIO = 2.0
 Row = tuple[Any, ...]
+
 
 # -- the stores ------------------------------------------------------------------------------
 class Baseline(Protocol):
@@ -142,9 +143,13 @@ class Backend(Protocol):
 class SQLiteBaseline:
     def __init__(self, store_path: str, path: str) -> None:
         self.source = sqlite3.connect(store_path)
-        ddl = [sql for (sql,) in self.source.execute(
-            "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND type IN ('table', 'index') "
-            "AND sql IS NOT NULL ORDER BY type = 'index', name")]
+        ddl = [
+            sql
+            for (sql,) in self.source.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND type IN ('table', 'index') "
+                "AND sql IS NOT NULL ORDER BY type = 'index', name"
+            )
+        ]
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")  # as lossgate's SQLite store opens its connections
         self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -154,8 +159,9 @@ class SQLiteBaseline:
         self.insert_sql = f"INSERT INTO events VALUES ({','.join('?' * cols)})"
 
     def rows_after(self, seq: int) -> list[Row]:
-        return self.source.execute("SELECT * FROM events WHERE tenant_id = ? AND subject_id = ? AND seq > ? "
-                                   "ORDER BY seq", (T, S, seq)).fetchall()
+        return self.source.execute(
+            "SELECT * FROM events WHERE tenant_id = ? AND subject_id = ? AND seq > ? ORDER BY seq", (T, S, seq)
+        ).fetchall()
 
     def insert(self, rows: list[Row]) -> float:
         t0 = time.perf_counter()
@@ -212,8 +218,9 @@ class PostgresBaseline:
         self.conn.commit()
 
     def rows_after(self, seq: int) -> list[Row]:
-        rows = self.conn.execute("SELECT * FROM events WHERE tenant_id = %s AND subject_id = %s AND seq > %s "
-                                 "ORDER BY seq", (T, S, seq)).fetchall()
+        rows = self.conn.execute(
+            "SELECT * FROM events WHERE tenant_id = %s AND subject_id = %s AND seq > %s ORDER BY seq", (T, S, seq)
+        ).fetchall()
         self.conn.commit()
         return rows
 
@@ -282,8 +289,9 @@ class Subject:
 
     def append(self, stop: int, *, changes: bool = True) -> None:
         """Append the shape's events up to ``stop``, in its batches."""
-        self.active = self.shape.fill(self.memory, T, S, self.events, stop, batch=self.shape.batch,
-                                      active=self.active, changes=changes)
+        self.active = self.shape.fill(
+            self.memory, T, S, self.events, stop, batch=self.shape.batch, active=self.active, changes=changes
+        )
         self.events = stop
 
 
@@ -310,8 +318,12 @@ def consolidate(sub: Subject, config: ConsolidationConfig | None = None) -> dict
     t0 = time.perf_counter()
     attempt = sub.memory.consolidate(T, S, config=config)
     took = time.perf_counter() - t0
-    return {"s": took, "status": attempt.status, "path": path_of(sub.memory, attempt),
-            "timings": {k: round(v, 4) for k, v in attempt.timings.items()}}
+    return {
+        "s": took,
+        "status": attempt.status,
+        "path": path_of(sub.memory, attempt),
+        "timings": {k: round(v, 4) for k, v in attempt.timings.items()},
+    }
 
 
 def describe(c: dict[str, Any]) -> str:
@@ -340,12 +352,19 @@ def fill_timed(backend: Backend, sub: Subject) -> dict[str, Any]:
                 backend.settle(sub.url)
                 analyzed = hi
             if hi % step == 0 or hi == sub.size:
-                say(f"  [{sub.tag}] {sub.size:>9,}: filled {hi:>9,} events  "
-                    f"({hi / ours:,.0f} events/s; baseline {hi / base:,.0f} events/s)")
+                say(
+                    f"  [{sub.tag}] {sub.size:>9,}: filled {hi:>9,} events  "
+                    f"({hi / ours:,.0f} events/s; baseline {hi / base:,.0f} events/s)"
+                )
     finally:
         baseline.close()
-    return {"events_per_s": sub.size / ours, "baseline_events_per_s": sub.size / base, "ratio": base / ours,
-            "s": ours, "baseline_s": base}
+    return {
+        "events_per_s": sub.size / ours,
+        "baseline_events_per_s": sub.size / base,
+        "ratio": base / ours,
+        "s": ours,
+        "baseline_s": base,
+    }
 
 
 def warm_up(backend: Backend, shapes: Sequence[Shape]) -> None:
@@ -371,8 +390,12 @@ def empty_bytes(backend: Backend) -> int:
         return backend.size_bytes(url)
 
 
-def recall_latencies(subjects: Sequence[Subject], calls: int, queries: Sequence[str] | None, budget: int | None,
-                     ) -> tuple[list[list[float]], list[dict[str, Any]]]:
+def recall_latencies(
+    subjects: Sequence[Subject],
+    calls: int,
+    queries: Sequence[str] | None,
+    budget: int | None,
+) -> tuple[list[list[float]], list[dict[str, Any]]]:
     """``calls`` recalls per subject (cycling over ``queries``, or with no query), interleaved
     call by call: seconds per subject, and what the last call returned (what a recall reads
     and sends back grows with it)."""
@@ -388,23 +411,35 @@ def recall_latencies(subjects: Sequence[Subject], calls: int, queries: Sequence[
             t0 = time.perf_counter()
             last[j] = sub.memory.recall(T, S, query=q, budget=budget)
             out[j].append(time.perf_counter() - t0)
-    returned = [{"mode": r.mode, "tokens": r.tokens, "events": len(r.events), "facts": len(r.facts),
-                 "summary_chars": len(r.summary or "")} for r in last if r is not None]
+    returned = [
+        {
+            "mode": r.mode,
+            "tokens": r.tokens,
+            "events": len(r.events),
+            "facts": len(r.facts),
+            "summary_chars": len(r.summary or ""),
+        }
+        for r in last
+        if r is not None
+    ]
     return out, returned
 
 
 def latency(times: Sequence[float], base: Sequence[float], last: dict[str, Any]) -> dict[str, Any]:
-    return {"p50_ms": percentile(times, 50) * 1e3, "p99_ms": percentile(times, 99) * 1e3,
-            "p50_ratio": percentile(times, 50) / percentile(base, 50),
-            "p99_ratio": percentile(times, 99) / percentile(base, 99), "last": last}
+    return {
+        "p50_ms": percentile(times, 50) * 1e3,
+        "p99_ms": percentile(times, 99) * 1e3,
+        "p50_ratio": percentile(times, 50) / percentile(base, 50),
+        "p99_ratio": percentile(times, 99) / percentile(base, 99),
+        "last": last,
+    }
 
 
 def filled(backend: Backend, stack: ExitStack, shape: Shape, size: int) -> Subject:
     """Steps 1-2: a subject of ``size`` events of the shape, filled (timed against the
     baseline) and consolidated once."""
     url = backend.database(stack, f"{shape.name}-{size}")
-    sub = Subject(tag=f"{backend.name}, {shape.name}", shape=shape, size=size, url=url,
-                  memory=open_memory(stack, url))
+    sub = Subject(tag=f"{backend.name}, {shape.name}", shape=shape, size=size, url=url, memory=open_memory(stack, url))
     sub.figures["append"] = fill_timed(backend, sub)
     first = sub.figures["first"] = consolidate(sub)
     say(f"  [{sub.tag}] {size:>9,}: first consolidation {describe(first)}")
@@ -418,22 +453,27 @@ def incremental(subjects: Sequence[Subject], rounds: int, tail: int) -> None:
     say(f"  [{subjects[0].tag}] incremental: {rounds} rounds of +{tail} events, sizes interleaved")
     runs: list[list[dict[str, Any]]] = [[] for _ in subjects]
     for r in range(rounds):
-        for sub, mine in zip(subjects, runs):
+        for sub, mine in zip(subjects, runs, strict=True):
             sub.append(sub.events + tail, changes=False)
             mine.append(consolidate(sub))
             say(f"  [{sub.tag}] round {r + 1} {sub.size:>9,}: {describe(mine[-1])}")
     base_times = [c["s"] for c in runs[0]]
-    for sub, mine in zip(subjects, runs):
+    for sub, mine in zip(subjects, runs, strict=True):
         times = [c["s"] for c in mine]
         sub.figures["incremental"] = {
-            "median_s": median(times), "ratio": median(ratios(times, base_times)), "runs": mine}
+            "median_s": median(times),
+            "ratio": median(ratios(times, base_times)),
+            "runs": mine,
+        }
 
 
 def rebuilds(subjects: Sequence[Subject]) -> None:
     """Step 4: a rebuild reusing the parts whose inputs did not change, then one reusing none."""
     for sub in subjects:
-        for key, config in (("rebuild", ConsolidationConfig(incremental=False)),
-                            ("rebuild_all_parts", ConsolidationConfig(incremental=False, reuse_parts=False))):
+        for key, config in (
+            ("rebuild", ConsolidationConfig(incremental=False)),
+            ("rebuild_all_parts", ConsolidationConfig(incremental=False, reuse_parts=False)),
+        ):
             c = sub.figures[key] = consolidate(sub, config)
             say(f"  [{sub.tag}] {sub.size:>9,}: {key:<17} {describe(c)}")
 
@@ -446,7 +486,7 @@ def recalls(subjects: Sequence[Subject], calls: int, budget: int | None) -> None
         sub.figures["recall_query"] = {}
     for kind in (*QUERY_KINDS, None):
         lat, returned = recall_latencies(subjects, calls, shape.queries[kind] if kind else None, budget)
-        for sub, times, last in zip(subjects, lat, returned):
+        for sub, times, last in zip(subjects, lat, returned, strict=True):
             figure = latency(times, lat[0], last)
             if kind:
                 sub.figures["recall_query"][kind] = figure
@@ -459,12 +499,24 @@ def storage(backend: Backend, sub: Subject, empty: int) -> None:
     """Step 6: the database's size after ``compact``, less an empty store's, per event."""
     sub.memory.admin.compact()
     size_bytes = backend.size_bytes(sub.url)
-    sub.figures["storage"] = {"bytes": size_bytes, "empty_bytes": empty, "events": sub.events,
-                              "bytes_per_event": (size_bytes - empty) / sub.events}
+    sub.figures["storage"] = {
+        "bytes": size_bytes,
+        "empty_bytes": empty,
+        "events": sub.events,
+        "bytes_per_event": (size_bytes - empty) / sub.events,
+    }
 
 
-def run_shape(backend: Backend, shape: Shape, sizes: Sequence[int], rounds: int, tail: int, calls: int,
-              budget: int | None, empty: int) -> dict[str, Any]:
+def run_shape(
+    backend: Backend,
+    shape: Shape,
+    sizes: Sequence[int],
+    rounds: int,
+    tail: int,
+    calls: int,
+    budget: int | None,
+    empty: int,
+) -> dict[str, Any]:
     """Every figure of one shape on one store; its databases are dropped on the way out."""
     say(f"\n--- {backend.name}, {shape.name}: {shape.description} ---")
     with ExitStack() as stack:
@@ -474,24 +526,40 @@ def run_shape(backend: Backend, shape: Shape, sizes: Sequence[int], rounds: int,
         recalls(subjects, calls, budget)
         for sub in subjects:
             storage(backend, sub, empty)
-    return {"description": shape.description, "sizes": {str(s.size): s.figures for s in subjects},
-            "checks": checks(backend.name, subjects)}
+    return {
+        "description": shape.description,
+        "sizes": {str(s.size): s.figures for s in subjects},
+        "checks": checks(backend.name, subjects),
+    }
 
 
-def run_store(backend: Backend, shapes: Sequence[Shape], sizes: Sequence[int], rounds: int, tail: int,
-              calls: int, budget: int | None) -> dict[str, Any]:
+def run_store(
+    backend: Backend,
+    shapes: Sequence[Shape],
+    sizes: Sequence[int],
+    rounds: int,
+    tail: int,
+    calls: int,
+    budget: int | None,
+) -> dict[str, Any]:
     say(f"\n=== {backend.name} ===")
     warm_up(backend, shapes)
     empty = empty_bytes(backend)
-    return {"store": backend.name,
-            "shapes": {s.name: run_shape(backend, s, sizes, rounds, tail, calls, budget, empty) for s in shapes}}
+    return {
+        "store": backend.name,
+        "shapes": {s.name: run_shape(backend, s, sizes, rounds, tail, calls, budget, empty) for s in shapes},
+    }
 
 
 # -- the report ----------------------------------------------------------------------------------
 def check(name: str, value: float, limit: float, *, below: bool = False) -> dict[str, Any]:
     """One acceptance check: ``value`` at most ``limit`` (strictly below it with ``below``)."""
-    return {"name": name, "value": round(value, 3), "limit": limit,
-            "passed": value < limit if below else value <= limit}
+    return {
+        "name": name,
+        "value": round(value, 3),
+        "limit": limit,
+        "passed": value < limit if below else value <= limit,
+    }
 
 
 def checks(store: str, subjects: Sequence[Subject]) -> list[dict[str, Any]]:
@@ -499,8 +567,16 @@ def checks(store: str, subjects: Sequence[Subject]) -> list[dict[str, Any]]:
     vs = f"at {large.size:,} <= {MAX_RATIO:g}x {small.size:,}"
     limit_ms = RECALL_P99_MS[store]
     queried = large.figures["recall_query"]
-    attempts = [c for s in subjects for c in (s.figures["first"], *s.figures["incremental"]["runs"],
-                                              s.figures["rebuild"], s.figures["rebuild_all_parts"])]
+    attempts = [
+        c
+        for s in subjects
+        for c in (
+            s.figures["first"],
+            *s.figures["incremental"]["runs"],
+            s.figures["rebuild"],
+            s.figures["rebuild_all_parts"],
+        )
+    ]
     unpublished = sum(c["status"] != "published" for c in attempts)
 
     def worse(f: dict[str, Any]) -> float:
@@ -508,8 +584,12 @@ def checks(store: str, subjects: Sequence[Subject]) -> list[dict[str, Any]]:
 
     return [
         check(f"incremental +tail {vs}", large.figures["incremental"]["ratio"], MAX_RATIO),
-        check(f"rare query recall p99 at {large.size:,} < {limit_ms:g} ms", queried["rare"]["p99_ms"], limit_ms,
-              below=True),
+        check(
+            f"rare query recall p99 at {large.size:,} < {limit_ms:g} ms",
+            queried["rare"]["p99_ms"],
+            limit_ms,
+            below=True,
+        ),
         *(check(f"{kind} query recall p50 and p99 {vs}", worse(queried[kind]), MAX_RATIO) for kind in QUERY_KINDS),
         check(f"recall without a query p50 and p99 {vs}", worse(large.figures["recall"]), MAX_RATIO),
         check(f"every consolidation published ({len(attempts)})", unpublished, 0),
@@ -522,8 +602,12 @@ def table(store: str, shape: str, result: dict[str, Any], tail: int, rounds: int
 
     sizes = result["sizes"]
     base = next(iter(sizes))
-    tab = Table(title=f"{store}, {shape}: one subject per size (its own database)", title_justify="left",
-                caption=f"{shape}: {result['description']}", caption_justify="left")
+    tab = Table(
+        title=f"{store}, {shape}: one subject per size (its own database)",
+        title_justify="left",
+        caption=f"{shape}: {result['description']}",
+        caption_justify="left",
+    )
     tab.add_column("")
     for s in sizes:
         tab.add_column(f"{int(s):,} events", justify="right")
@@ -538,8 +622,10 @@ def table(store: str, shape: str, result: dict[str, Any], tail: int, rounds: int
 
         row(f"{label} p50 / p99 (ms, {calls} calls)", lambda f: f"{get(f)['p50_ms']:.2f} / {get(f)['p99_ms']:.2f}")
         row(f"  p50 / p99 ratio to {int(base):,}", lambda f: f"{get(f)['p50_ratio']:.2f} / {get(f)['p99_ratio']:.2f}")
-        row("  last: tokens, events, summary chars",
-            lambda f: f"{get(f)['last']['tokens']:,}, {get(f)['last']['events']}, {get(f)['last']['summary_chars']:,}")
+        row(
+            "  last: tokens, events, summary chars",
+            lambda f: f"{get(f)['last']['tokens']:,}, {get(f)['last']['events']}, {get(f)['last']['summary_chars']:,}",
+        )
 
     row("append, lossgate (events/s)", lambda f: f"{f['append']['events_per_s']:,.0f}")
     row("append, executemany baseline (events/s)", lambda f: f"{f['append']['baseline_events_per_s']:,.0f}")
@@ -559,8 +645,10 @@ def table(store: str, shape: str, result: dict[str, Any], tail: int, rounds: int
     console = Console() if sys.stdout.isatty() else Console(width=140)
     console.print(tab)
     for c in result["checks"]:
-        console.print(f"  {'PASS' if c['passed'] else 'FAIL'}  {store}, {shape}: {c['name']}: "
-                      f"{c['value']} (limit {c['limit']})", highlight=False)
+        console.print(
+            f"  {'PASS' if c['passed'] else 'FAIL'}  {store}, {shape}: {c['name']}: {c['value']} (limit {c['limit']})",
+            highlight=False,
+        )
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -591,9 +679,14 @@ def _backends(args: argparse.Namespace) -> Iterator[list[Backend]]:
             server = pg_url(args.pg)
             if server:
                 pg = PostgresBackend(server, analyze=not args.no_analyze)
-                say(f"[postgresql] the server's autovacuum: {pg.autovacuum()}; this benchmark "
-                    + ("never runs ANALYZE (--no-analyze)" if args.no_analyze else
-                       "runs ANALYZE (untimed) as autovacuum would"))
+                say(
+                    f"[postgresql] the server's autovacuum: {pg.autovacuum()}; this benchmark "
+                    + (
+                        "never runs ANALYZE (--no-analyze)"
+                        if args.no_analyze
+                        else "runs ANALYZE (untimed) as autovacuum would"
+                    )
+                )
                 out.append(pg)
             else:
                 skip_pg("scale")
@@ -602,19 +695,30 @@ def _backends(args: argparse.Namespace) -> Iterator[list[Backend]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--sizes", type=parse_sizes, default=[1000, 50_000, 100_000],
-                    help="events per subject, comma-separated (default 1000,50000,100000)")
-    ap.add_argument("--shapes", type=parse_shapes, default=list(SHAPES.values()),
-                    help=f"shapes of history, comma-separated (default {','.join(SHAPES)})")
+    ap.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=[1000, 50_000, 100_000],
+        help="events per subject, comma-separated (default 1000,50000,100000)",
+    )
+    ap.add_argument(
+        "--shapes",
+        type=parse_shapes,
+        default=list(SHAPES.values()),
+        help=f"shapes of history, comma-separated (default {','.join(SHAPES)})",
+    )
     ap.add_argument("--rounds", type=int, default=5, help="incremental rounds (default 5)")
     ap.add_argument("--tail", type=int, default=100, help="events appended before each incremental consolidation")
-    ap.add_argument("--calls", type=int, default=200,
-                    help="recall calls per size, for each kind of question and without a query")
-    ap.add_argument("--budget", type=int, default=None,
-                    help="recall's token budget (default: none, as Memory.recall's default)")
+    ap.add_argument(
+        "--calls", type=int, default=200, help="recall calls per size, for each kind of question and without a query"
+    )
+    ap.add_argument(
+        "--budget", type=int, default=None, help="recall's token budget (default: none, as Memory.recall's default)"
+    )
     ap.add_argument("--pg", default=None, help="PostgreSQL server URL (default: $LOSSGATE_BENCH_PG_URL)")
-    ap.add_argument("--no-analyze", action="store_true",
-                    help="PostgreSQL: never run ANALYZE (as a server with autovacuum off)")
+    ap.add_argument(
+        "--no-analyze", action="store_true", help="PostgreSQL: never run ANALYZE (as a server with autovacuum off)"
+    )
     ap.add_argument("--only", choices=STORES, default=None, help="run one store only")
     ap.add_argument("--json", type=Path, default=None, help="write every figure to this file")
     ap.add_argument("--strict", action="store_true", help="exit 1 when an acceptance check fails")
@@ -623,8 +727,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--rounds, --tail, --calls and --budget must be at least 1")
     started = time.time()
     shapes = [s.name for s in args.shapes]
-    say(f"scale: shapes {', '.join(shapes)}; sizes {', '.join(f'{s:,}' for s in args.sizes)}; {args.rounds} "
-        f"incremental rounds of +{args.tail}; {args.calls} recall calls; load average {os.getloadavg()[0]:.2f}")
+    say(
+        f"scale: shapes {', '.join(shapes)}; sizes {', '.join(f'{s:,}' for s in args.sizes)}; {args.rounds} "
+        f"incremental rounds of +{args.tail}; {args.calls} recall calls; load average {os.getloadavg()[0]:.2f}"
+    )
     results = []
     with _backends(args) as backends:
         for backend in backends:
@@ -634,9 +740,18 @@ def main(argv: list[str] | None = None) -> int:
         for name, figures in result["shapes"].items():
             table(result["store"], name, figures, args.tail, args.rounds, args.calls)
             print()
-    report = {"shapes": shapes, "sizes": args.sizes, "rounds": args.rounds, "tail": args.tail, "calls": args.calls,
-              "budget": args.budget, "pg_analyze": not args.no_analyze,
-              "seconds": round(time.time() - started, 1), "load_average": os.getloadavg(), "stores": results}
+    report = {
+        "shapes": shapes,
+        "sizes": args.sizes,
+        "rounds": args.rounds,
+        "tail": args.tail,
+        "calls": args.calls,
+        "budget": args.budget,
+        "pg_analyze": not args.no_analyze,
+        "seconds": round(time.time() - started, 1),
+        "load_average": os.getloadavg(),
+        "stores": results,
+    }
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
         say(f"wrote {args.json}")

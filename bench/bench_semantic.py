@@ -29,10 +29,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import median, percentile, pg_url, skip_pg  # noqa: E402
-from bench.bench_recall_query import QUESTIONS, S, T, build  # noqa: E402
-from lossgate.recall.read import recall  # noqa: E402
+import lossgate
+from bench._util import median, percentile, pg_url, skip_pg
+from bench.bench_recall_query import QUESTIONS, S, T, build
+from lossgate.recall.read import recall
 
 DIM = 384
 
@@ -55,8 +55,12 @@ def add_vectors(memory: lossgate.Memory, n: int) -> None:
         m /= np.linalg.norm(m, axis=1, keepdims=True)
         with memory.store.write() as tx:
             tx.lock_clock(T, S)
-            tx.put_vectors(T, S, FixedEmbedder.model, [("event", f"e{lo + i}", row.astype("<f4").tobytes())
-                                                         for i, row in enumerate(m)])
+            tx.put_vectors(
+                T,
+                S,
+                FixedEmbedder.model,
+                [("event", f"e{lo + i}", row.astype("<f4").tobytes()) for i, row in enumerate(m)],
+            )
 
 
 def measure(name: str, memory: lossgate.Memory, runs: int) -> None:
@@ -78,8 +82,10 @@ def measure(name: str, memory: lossgate.Memory, runs: int) -> None:
         recall(memory.store, T, S, query=q, budget=2000)
         b.append(time.perf_counter() - t0)
     ms = lambda xs, p: percentile(xs, p) * 1000  # noqa: E731
-    print(f"{name:10} hybrid recall p50 {ms(a, 50):6.2f} ms  p99 {ms(a, 99):6.2f} ms | lexical recall p50 "
-          f"{ms(b, 50):6.2f} ms  p99 {ms(b, 99):6.2f} ms | ratio of medians {median(a) / median(b):.2f}")
+    print(
+        f"{name:10} hybrid recall p50 {ms(a, 50):6.2f} ms  p99 {ms(a, 99):6.2f} ms | lexical recall p50 "
+        f"{ms(b, 50):6.2f} ms  p99 {ms(b, 99):6.2f} ms | ratio of medians {median(a) / median(b):.2f}"
+    )
 
 
 def local_model(runs: int) -> None:
@@ -96,8 +102,10 @@ def local_model(runs: int) -> None:
         t0 = time.perf_counter()
         embedder.embed([QUESTIONS[i % len(QUESTIONS)]])
         took.append(time.perf_counter() - t0)
-    print(f"local all-MiniLM-L6-v2, one question: p50 {percentile(took, 50) * 1000:.2f} ms  "
-          f"p99 {percentile(took, 99) * 1000:.2f} ms")
+    print(
+        f"local all-MiniLM-L6-v2, one question: p50 {percentile(took, 50) * 1000:.2f} ms  "
+        f"p99 {percentile(took, 99) * 1000:.2f} ms"
+    )
 
 
 def main() -> None:

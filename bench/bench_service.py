@@ -44,20 +44,29 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from lossgate.testing.service import free_port, stop_process, wait_healthy  # noqa: E402
-from bench._util import median, percentile, pg_url, ratios, skip_pg  # noqa: E402
+import lossgate
+from bench._util import median, percentile, pg_url, ratios, skip_pg
+from lossgate.testing.service import free_port, stop_process, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 PREDICATES = ROOT / "examples" / "predicates.toml"
-QUERIES = ["invoice", "refund for INV-9012", "customer cust_17 seats", "what did the agent promise",
-           "timezone", "peanuts allergy", "late payment", "upgrade the plan"]
+QUERIES = [
+    "invoice",
+    "refund for INV-9012",
+    "customer cust_17 seats",
+    "what did the agent promise",
+    "timezone",
+    "peanuts allergy",
+    "late payment",
+    "upgrade the plan",
+]
 OPS = ("recall", "append", "append_retry")
 
 
@@ -98,10 +107,14 @@ def schedule(plan: Plan, tag: str) -> list[list[Call]]:
             if rng.random() < plan.recall_share:
                 calls.append(Call("recall", subject, query=rng.choice(QUERIES)))
             else:
-                texts = tuple(f"{tag} c{c} r{i} e{j}: customer cust_{rng.randrange(977)} asked about invoice "
-                              f"INV-{9000 + rng.randrange(500)}" for j in range(plan.batch))
-                calls.append(Call("append", subject, key=f"{tag}-c{c}-r{i}", texts=texts,
-                                  retry=rng.random() < plan.retry_share))
+                texts = tuple(
+                    f"{tag} c{c} r{i} e{j}: customer cust_{rng.randrange(977)} asked about invoice "
+                    f"INV-{9000 + rng.randrange(500)}"
+                    for j in range(plan.batch)
+                )
+                calls.append(
+                    Call("append", subject, key=f"{tag}-c{c}-r{i}", texts=texts, retry=rng.random() < plan.retry_share)
+                )
         out.append(calls)
     return out
 
@@ -169,13 +182,17 @@ def _run_clients(calls: list[list[Call]], one: Callable[[int], Callable[[Call], 
                     if call.op == "append":
                         if again:
                             if not replayed or answer != first:
-                                errs.append(f"client {c} retry of {call.key}: replayed={replayed}, "
-                                            f"same answer={answer == first}")
+                                errs.append(
+                                    f"client {c} retry of {call.key}: replayed={replayed}, "
+                                    f"same answer={answer == first}"
+                                )
                         else:
                             first = answer
                             if replayed or len(answer["appended"]) != len(call.texts) or answer["duplicates"]:
-                                errs.append(f"client {c} append {call.key}: replayed={replayed}, "
-                                            f"{len(answer['appended'])} appended, duplicates {answer['duplicates']}")
+                                errs.append(
+                                    f"client {c} append {call.key}: replayed={replayed}, "
+                                    f"{len(answer['appended'])} appended, duplicates {answer['duplicates']}"
+                                )
         finally:
             end = time.perf_counter()
             with lock:
@@ -253,8 +270,10 @@ def check_counts(want: dict[str, Counter[str]], read: Callable[[str], list[tuple
         if got != texts:
             lost = sum((texts - got).values())
             extra = sum((got - texts).values())
-            problems.append(f"{subject}: {len(rows)} events stored, {sum(texts.values())} appended "
-                            f"({lost} lost, {extra} duplicated or unexpected)")
+            problems.append(
+                f"{subject}: {len(rows)} events stored, {sum(texts.values())} appended "
+                f"({lost} lost, {extra} duplicated or unexpected)"
+            )
         if sorted(seq for seq, _, _ in rows) != list(range(1, len(rows) + 1)):
             problems.append(f"{subject}: seqs are not 1..{len(rows)}")
         if len({eid for _, eid, _ in rows}) != len(rows):
@@ -270,8 +289,9 @@ def read_http(url: str, secret: str) -> Callable[[str], list[tuple[int, str, str
         rows: list[tuple[int, str, str]] = []
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=60) as http:
             while True:
-                r = http.get(f"/v1/subjects/{subject}/events",
-                             params={"after_seq": rows[-1][0] if rows else 0, "limit": 1000})
+                r = http.get(
+                    f"/v1/subjects/{subject}/events", params={"after_seq": rows[-1][0] if rows else 0, "limit": 1000}
+                )
                 r.raise_for_status()
                 page = r.json()
                 rows.extend((e["seq"], e["event_id"], e["text"]) for e in page)
@@ -290,6 +310,7 @@ def read_memory(memory: lossgate.Memory, tenant: str) -> Callable[[str], list[tu
 
 # -- the server ------------------------------------------------------------------------------
 
+
 class Server:
     """``lossgate --db URL serve --port P --workers N`` in a process group of its own; stopped
     (SIGTERM, then SIGKILL of the group) by :meth:`stop`, also when it never came up."""
@@ -297,13 +318,29 @@ class Server:
     def __init__(self, db_url: str, *, workers: int = 1, log: Path | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._log = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+        self._log = open(log, "wb") if log is not None else subprocess.DEVNULL
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         env.pop("LOSSGATE_EMBEDDER", None)  # lexical recall on both sides
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "lossgate", "--db", db_url, "serve", "--port", str(self.port),
-             "--workers", str(workers), "--log-level", "warning"],
-            env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "lossgate",
+                "--db",
+                db_url,
+                "serve",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(workers),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def wait_up(self, timeout: float = 60) -> None:
         wait_healthy(self.url, self.proc, timeout=timeout)
@@ -313,7 +350,7 @@ class Server:
         if self._log is not subprocess.DEVNULL:
             self._log.close()
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         try:
             self.wait_up()
         except BaseException:
@@ -327,6 +364,7 @@ class Server:
 
 # -- one store -------------------------------------------------------------------------------
 
+
 def _summary(sides: dict[str, list[SideResult]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for side, rounds in sides.items():
@@ -336,8 +374,11 @@ def _summary(sides: dict[str, list[SideResult]]) -> dict[str, Any]:
             "rps_runs": [round(r.requests / r.elapsed, 1) for r in rounds],
             "requests": sum(r.requests for r in rounds),
             "errors": sum(len(r.errors) for r in rounds),
-            **{op: {"n": len(v), "p50_ms": median(v) * 1e3, "p99_ms": percentile(v, 99) * 1e3}
-               for op, v in lat.items() if v},
+            **{
+                op: {"n": len(v), "p50_ms": median(v) * 1e3, "p99_ms": percentile(v, 99) * 1e3}
+                for op, v in lat.items()
+                if v
+            },
         }
     rs = ratios([r.requests / r.elapsed for r in sides["http"]], [r.requests / r.elapsed for r in sides["direct"]])
     out["ratio"] = median(rs)
@@ -347,13 +388,22 @@ def _summary(sides: dict[str, list[SideResult]]) -> dict[str, Any]:
 
 def run_store(name: str, db_url: str, args: argparse.Namespace) -> dict[str, Any]:
     """Both sides on one database, ``args.rounds`` rounds interleaved; then the counts."""
-    plan = Plan(clients=args.clients, requests=args.requests, recall_share=args.recall_share,
-                retry_share=args.retry_share, batch=args.batch, seed=args.seed)
+    plan = Plan(
+        clients=args.clients,
+        requests=args.requests,
+        recall_share=args.recall_share,
+        retry_share=args.retry_share,
+        batch=args.batch,
+        seed=args.seed,
+    )
     boot = lossgate.open(db_url)
     boot.admin.load_predicates(PREDICATES)
     boot.close()
-    print(f"[{name}] {plan.clients} clients x {plan.requests} requests per round, {args.rounds} rounds, "
-          f"lossgate serve --workers {args.workers}", flush=True)
+    print(
+        f"[{name}] {plan.clients} clients x {plan.requests} requests per round, {args.rounds} rounds, "
+        f"lossgate serve --workers {args.workers}",
+        flush=True,
+    )
     sides: dict[str, list[SideResult]] = {"http": [], "direct": []}
     checks: list[tuple[str, dict[str, Counter[str]], Callable[[str], list[tuple[int, str, str]]]]] = []
     errors: list[str] = []
@@ -378,8 +428,11 @@ def run_store(name: str, db_url: str, args: argparse.Namespace) -> dict[str, Any
                     checks.append((f"{side} round {r}", expected(calls), read))
                     if r >= 0:
                         sides[side].append(res)
-                    print(f"  round {r:2d} {side:6s} {res.requests:5d} requests in {res.elapsed:6.2f} s "
-                          f"= {res.requests / res.elapsed:7.1f}/s, {len(res.errors)} errors", flush=True)
+                    print(
+                        f"  round {r:2d} {side:6s} {res.requests:5d} requests in {res.elapsed:6.2f} s "
+                        f"= {res.requests / res.elapsed:7.1f}/s, {len(res.errors)} errors",
+                        flush=True,
+                    )
             problems = [f"{what}: {p}" for what, want, read in checks for p in check_counts(want, read)]
     finally:
         server.stop()
@@ -390,19 +443,31 @@ def run_store(name: str, db_url: str, args: argparse.Namespace) -> dict[str, Any
             print(f"  server log (tail):\n{tail}", flush=True)
     log.unlink(missing_ok=True)
     out = _summary(sides)
-    out.update(errors=errors, count_problems=problems, workers=args.workers, clients=plan.clients,
-               requests_per_client=plan.requests, rounds=args.rounds,
-               events_checked=sum(sum(c.values()) for _, w, _ in checks for c in w.values()))
+    out.update(
+        errors=errors,
+        count_problems=problems,
+        workers=args.workers,
+        clients=plan.clients,
+        requests_per_client=plan.requests,
+        rounds=args.rounds,
+        events_checked=sum(sum(c.values()) for _, w, _ in checks for c in w.values()),
+    )
     for side in ("http", "direct"):
         s = out[side]
-        ops = "   ".join(f"{op} p50 {s[op]['p50_ms']:.1f} ms p99 {s[op]['p99_ms']:.1f} ms (n={s[op]['n']})"
-                       for op in OPS if op in s)
-        print(f"  {side:6s} {s['rps']:7.1f} requests/s (rounds {', '.join(map(str, s['rps_runs']))})   {ops}",
-              flush=True)
-    print(f"  ratio http/direct throughput {out['ratio']:.2f} (rounds {', '.join(map(str, out['ratio_runs']))})",
-          flush=True)
-    print(f"  counts: {out['events_checked']} appended events read back, "
-          f"{len(problems)} problems; {len(errors)} errors", flush=True)
+        ops = "   ".join(
+            f"{op} p50 {s[op]['p50_ms']:.1f} ms p99 {s[op]['p99_ms']:.1f} ms (n={s[op]['n']})" for op in OPS if op in s
+        )
+        print(
+            f"  {side:6s} {s['rps']:7.1f} requests/s (rounds {', '.join(map(str, s['rps_runs']))})   {ops}", flush=True
+        )
+    print(
+        f"  ratio http/direct throughput {out['ratio']:.2f} (rounds {', '.join(map(str, out['ratio_runs']))})",
+        flush=True,
+    )
+    print(
+        f"  counts: {out['events_checked']} appended events read back, {len(problems)} problems; {len(errors)} errors",
+        flush=True,
+    )
     for line in (errors + problems)[:20]:
         print(f"  ! {line}", flush=True)
     return out

@@ -38,39 +38,61 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import lossgate  # noqa: E402
-from bench._util import median, pg_url, percentile, ratios, skip_pg  # noqa: E402
-from lossgate.model.records import NewEvent, NewFact, utcnow  # noqa: E402
+import lossgate
+from bench._util import median, percentile, pg_url, ratios, skip_pg
+from lossgate.model.records import NewEvent, NewFact, utcnow
 
 ROOT = Path(__file__).resolve().parents[1]
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 T = "bench"
 WORKERS = (1, 2, 4)
 
 
 def _events(n: int, subject: str, prefix: str = "e") -> list[NewEvent]:
-    return [NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-{prefix}{i}",
-                     occurred_at=T0 + timedelta(seconds=i), actor="user" if i % 2 else "agent",
-                     text=f"turn {i}: customer cust_{i % 977} asked about invoice INV-{9000 + i % 500}")
-            for i in range(n)]
+    return [
+        NewEvent(
+            tenant_id=T,
+            subject_id=subject,
+            event_id=f"{subject}-{prefix}{i}",
+            occurred_at=T0 + timedelta(seconds=i),
+            actor="user" if i % 2 else "agent",
+            text=f"turn {i}: customer cust_{i % 977} asked about invoice INV-{9000 + i % 500}",
+        )
+        for i in range(n)
+    ]
 
 
 def _rows(events: list[NewEvent]) -> list[tuple]:
     """The rows lossgate stores for ``events`` (one subject: seq counts from 1, as its clock does)."""
-    return [(e.tenant_id, e.subject_id, i + 1, e.event_id, e.kind, e.actor, e.trust, e.text, "{}",
-             e.occurred_at.isoformat()) for i, e in enumerate(events)]
+    return [
+        (
+            e.tenant_id,
+            e.subject_id,
+            i + 1,
+            e.event_id,
+            e.kind,
+            e.actor,
+            e.trust,
+            e.text,
+            "{}",
+            e.occurred_at.isoformat(),
+        )
+        for i, e in enumerate(events)
+    ]
 
 
-BARE = ("CREATE TABLE bare_events (tenant_id TEXT, subject_id TEXT, seq INTEGER, event_id TEXT, kind TEXT, "
-        "actor TEXT, trust TEXT, text TEXT, payload TEXT, occurred_at TEXT, "
-        "PRIMARY KEY (tenant_id, subject_id, seq), UNIQUE (tenant_id, event_id))")
+BARE = (
+    "CREATE TABLE bare_events (tenant_id TEXT, subject_id TEXT, seq INTEGER, event_id TEXT, kind TEXT, "
+    "actor TEXT, trust TEXT, text TEXT, payload TEXT, occurred_at TEXT, "
+    "PRIMARY KEY (tenant_id, subject_id, seq), UNIQUE (tenant_id, event_id))"
+)
 
 
 def _is_sqlite(url: str) -> bool:
@@ -103,12 +125,12 @@ class Bare:
         if self.sqlite:
             for i in range(0, len(rows), batch):
                 conn.execute("BEGIN IMMEDIATE")  # as lossgate's write transactions begin
-                conn.executemany("INSERT INTO bare_events VALUES (?,?,?,?,?,?,?,?,?,?)", rows[i:i + batch])
+                conn.executemany("INSERT INTO bare_events VALUES (?,?,?,?,?,?,?,?,?,?)", rows[i : i + batch])
                 conn.execute("COMMIT")
         else:
             for i in range(0, len(rows), batch):
                 with conn.cursor() as cur, cur.copy("COPY bare_events FROM STDIN") as copy:
-                    for r in rows[i:i + batch]:
+                    for r in rows[i : i + batch]:
                         copy.write_row(r)
                 conn.commit()
         return time.perf_counter() - t0
@@ -132,15 +154,21 @@ def bench_append(url: str, bare_path: str | None, n: int, batch: int, rounds: in
             rows = _rows(events)
             t0 = time.perf_counter()
             for i in range(0, n, batch):
-                mem.append(events[i:i + batch])
+                mem.append(events[i : i + batch])
             ours.append(time.perf_counter() - t0)
             base.append(bare.insert(rows, batch))
     finally:
         bare.close()
         mem.close()
     rs = ratios(base, ours)  # throughput ratio lossgate/bare = bare time / lossgate time
-    return {"events_per_s": n / median(ours), "bare_per_s": n / median(base), "ratio": median(rs),
-            "ratio_min": min(rs), "ratio_max": max(rs), "rounds": rounds}
+    return {
+        "events_per_s": n / median(ours),
+        "bare_per_s": n / median(base),
+        "ratio": median(rs),
+        "ratio_min": min(rs),
+        "ratio_max": max(rs),
+        "rounds": rounds,
+    }
 
 
 def _assert_recall_facts(mem: lossgate.Memory, url: str, facts: list[NewFact]) -> None:
@@ -158,16 +186,27 @@ def _assert_recall_facts(mem: lossgate.Memory, url: str, facts: list[NewFact]) -
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("ANALYZE")
         with mem.transaction() as led:
-            led.assert_facts(facts[lo:lo + 250])
+            led.assert_facts(facts[lo : lo + 250])
 
 
 def bench_recall(url: str, facts: int, calls: int) -> dict:
     mem = lossgate.open(url)
     mem.append(_events(500, "recall"))
-    _assert_recall_facts(mem, url, [
-        NewFact(tenant_id=T, subject_id="recall", fact_id=f"rf{j}",
+    _assert_recall_facts(
+        mem,
+        url,
+        [
+            NewFact(
+                tenant_id=T,
+                subject_id="recall",
+                fact_id=f"rf{j}",
                 predicate="account.scope" if j % 100 == 0 else "chat.topic",
-                value=f"v{j}", source_event_ids=[f"recall-e{j % 500}"]) for j in range(facts)])
+                value=f"v{j}",
+                source_event_ids=[f"recall-e{j % 500}"],
+            )
+            for j in range(facts)
+        ],
+    )
     mem.consolidate(T, "recall")
     if not _is_sqlite(url):
         import psycopg
@@ -180,23 +219,27 @@ def bench_recall(url: str, facts: int, calls: int) -> dict:
     res = mem.recall(T, "recall", k=20)
     ids = [f.fact_id for f in res.facts]
     if _is_sqlite(url):
-        conn = sqlite3.connect(url[len("sqlite:///"):])
+        conn = sqlite3.connect(url[len("sqlite:///") :])
         q = f"SELECT * FROM facts WHERE tenant_id=? AND subject_id=? AND fact_id IN ({','.join('?' * len(ids))})"
 
         def base() -> None:
             conn.execute(q, (T, "recall", *ids)).fetchall()
-            conn.execute("SELECT * FROM events WHERE tenant_id=? AND subject_id=? ORDER BY seq DESC LIMIT 20",
-                         (T, "recall")).fetchall()
+            conn.execute(
+                "SELECT * FROM events WHERE tenant_id=? AND subject_id=? ORDER BY seq DESC LIMIT 20", (T, "recall")
+            ).fetchall()
     else:
         import psycopg
 
         conn = psycopg.connect(url, autocommit=True)
 
         def base() -> None:
-            conn.execute("SELECT * FROM facts WHERE tenant_id=%s AND subject_id=%s AND fact_id = ANY(%s)",
-                         (T, "recall", ids)).fetchall()
-            conn.execute("SELECT * FROM events WHERE tenant_id=%s AND subject_id=%s ORDER BY seq DESC LIMIT 20",
-                         (T, "recall")).fetchall()
+            conn.execute(
+                "SELECT * FROM facts WHERE tenant_id=%s AND subject_id=%s AND fact_id = ANY(%s)", (T, "recall", ids)
+            ).fetchall()
+            conn.execute(
+                "SELECT * FROM events WHERE tenant_id=%s AND subject_id=%s ORDER BY seq DESC LIMIT 20", (T, "recall")
+            ).fetchall()
+
     base()  # the baseline's connection warmed up too
     lat, blat = [], []
     for _ in range(calls):  # interleaved: A B A B ...
@@ -209,9 +252,13 @@ def bench_recall(url: str, facts: int, calls: int) -> dict:
         blat.append(t2 - t1)
     conn.close()
     mem.close()
-    return {"p50_ms": median(lat) * 1e3, "p99_ms": percentile(lat, 99) * 1e3,
-            "base_p50_ms": median(blat) * 1e3, "base_p99_ms": percentile(blat, 99) * 1e3,
-            "ratio_p50": median(lat) / median(blat)}
+    return {
+        "p50_ms": median(lat) * 1e3,
+        "p99_ms": percentile(lat, 99) * 1e3,
+        "base_p50_ms": median(blat) * 1e3,
+        "base_p99_ms": percentile(blat, 99) * 1e3,
+        "ratio_p50": median(lat) / median(blat),
+    }
 
 
 def _fill_subjects(mem: lossgate.Memory, subjects: list[str], *, queue: bool) -> None:
@@ -220,8 +267,19 @@ def _fill_subjects(mem: lossgate.Memory, subjects: list[str], *, queue: bool) ->
     # 20 events < rebuild_after: appending queues nothing by itself.
     mem.append([e for s in subjects for e in _events(20, s)])
     with mem.transaction() as led:
-        led.assert_facts([NewFact(tenant_id=T, subject_id=s, fact_id=f"{s}-tz", predicate="timezone",
-                                  value="UTC+01:00", source_event_ids=[f"{s}-e0"]) for s in subjects])
+        led.assert_facts(
+            [
+                NewFact(
+                    tenant_id=T,
+                    subject_id=s,
+                    fact_id=f"{s}-tz",
+                    predicate="timezone",
+                    value="UTC+01:00",
+                    source_event_ids=[f"{s}-e0"],
+                )
+                for s in subjects
+            ]
+        )
     if queue:
         now = utcnow()
         with mem.store.write() as tx:  # what Memory.request_consolidation does, for all subjects at once
@@ -266,8 +324,10 @@ def bench_jobs(url: str, subjects: int, workers: int, tag: str) -> float:
     ctx = mp.get_context("spawn")  # as lossgate.ops.worker.run_pool starts its workers
     barrier = ctx.Barrier(workers + 1)
     results = ctx.Queue()
-    procs = [ctx.Process(target=_worker_child, args=(url, warm[i], barrier, results), name=f"bench-worker-{i}")
-             for i in range(workers)]
+    procs = [
+        ctx.Process(target=_worker_child, args=(url, warm[i], barrier, results), name=f"bench-worker-{i}")
+        for i in range(workers)
+    ]
     for p in procs:
         p.start()
     try:
@@ -294,8 +354,14 @@ def run_jobs(url: str, subjects: int, rounds: int) -> dict:
     out: dict = {"rounds": rounds}
     for w in WORKERS:
         rs = ratios(per[w], per[1])  # jobs/s against the 1-worker run of the same round
-        out[w] = {"median": median(per[w]), "min": min(per[w]), "max": max(per[w]),
-                  "ratio": median(rs), "ratio_min": min(rs), "ratio_max": max(rs)}
+        out[w] = {
+            "median": median(per[w]),
+            "min": min(per[w]),
+            "max": max(per[w]),
+            "ratio": median(rs),
+            "ratio_min": min(rs),
+            "ratio_max": max(rs),
+        }
     return out
 
 
@@ -328,27 +394,37 @@ def run_store(name: str, args: argparse.Namespace, *, pg: str | None = None, tmp
     if "jobs" in args.parts:
         with _database(pg, tmp, "jobs") as (url, _):
             out["jobs"] = j = run_jobs(url, args.subjects, args.jobs_rounds)
-        print(f"  jobs/s   ({args.subjects} jobs per run, {j['rounds']} rounds of 1/2/4 workers interleaved; "
-              "warmed-up workers, process start-up excluded)")
+        print(
+            f"  jobs/s   ({args.subjects} jobs per run, {j['rounds']} rounds of 1/2/4 workers interleaved; "
+            "warmed-up workers, process start-up excluded)"
+        )
         for w in WORKERS:
             v = j[w]
-            print(f"           {w} worker{'s' if w > 1 else ' '}: median {v['median']:6.1f} jobs/s "
-                  f"(runs {v['min']:.1f}-{v['max']:.1f})   vs 1 worker {v['ratio']:.2f}x "
-                  f"(rounds {v['ratio_min']:.2f}-{v['ratio_max']:.2f})", flush=True)
+            print(
+                f"           {w} worker{'s' if w > 1 else ' '}: median {v['median']:6.1f} jobs/s "
+                f"(runs {v['min']:.1f}-{v['max']:.1f})   vs 1 worker {v['ratio']:.2f}x "
+                f"(rounds {v['ratio_min']:.2f}-{v['ratio_max']:.2f})",
+                flush=True,
+            )
     if "append" in args.parts:
         with _database(pg, tmp, "append") as (url, bare_path):
             out["append"] = a = bench_append(url, bare_path, args.events, args.batch, args.rounds)
         bulk = "executemany" if bare_path else "COPY"
-        print(f"  append   {a['events_per_s']:>9,.0f} events/s   bare {bulk} {a['bare_per_s']:>9,.0f}/s   "
-              f"ratio {a['ratio']:.2f} (rounds {a['ratio_min']:.2f}-{a['ratio_max']:.2f}; medians of {a['rounds']} "
-              f"interleaved rounds)", flush=True)
+        print(
+            f"  append   {a['events_per_s']:>9,.0f} events/s   bare {bulk} {a['bare_per_s']:>9,.0f}/s   "
+            f"ratio {a['ratio']:.2f} (rounds {a['ratio_min']:.2f}-{a['ratio_max']:.2f}; medians of {a['rounds']} "
+            f"interleaved rounds)",
+            flush=True,
+        )
     if "recall" in args.parts:
         with _database(pg, tmp, "recall") as (url, _):
             out["recall"] = r = bench_recall(url, args.facts, args.calls)
-        print(f"  recall   p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms   "
-              f"plain SELECT p50 {r['base_p50_ms']:.2f} ms p99 {r['base_p99_ms']:.2f} ms   "
-              f"ratio p50 {r['ratio_p50']:.1f}x ({args.calls} calls interleaved)",
-              flush=True)
+        print(
+            f"  recall   p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms   "
+            f"plain SELECT p50 {r['base_p50_ms']:.2f} ms p99 {r['base_p99_ms']:.2f} ms   "
+            f"ratio p50 {r['ratio_p50']:.1f}x ({args.calls} calls interleaved)",
+            flush=True,
+        )
     return out
 
 

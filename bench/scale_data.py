@@ -44,23 +44,39 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lossgate.ledger.lifecycle import Ledger
 from lossgate.api.memory import Memory
+from lossgate.ledger.lifecycle import Ledger
 from lossgate.model.records import NewEvent, NewFact
 
-__all__ = ["T0", "WORDS", "VOCABULARY", "FACT_EVERY", "QUERY_KINDS", "SHAPES", "Shape", "event_id", "event_text",
-           "bulk_text", "fill", "fill_bulk", "fill_session", "fill_undated", "questions"]
+__all__ = [
+    "T0",
+    "WORDS",
+    "VOCABULARY",
+    "FACT_EVERY",
+    "QUERY_KINDS",
+    "SHAPES",
+    "Shape",
+    "event_id",
+    "event_text",
+    "bulk_text",
+    "fill",
+    "fill_bulk",
+    "fill_session",
+    "fill_undated",
+    "questions",
+]
 
-T0 = datetime(2025, 1, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 FACT_EVERY = 50
 CHANNELS = ("phone", "sms", "email", "post")
 _SYL = ["ka", "lo", "mi", "ne", "ru", "to", "sa", "vi", "po", "de", "gu", "fa"]
 WORDS = [a + b + c + "n" for a in _SYL for b in _SYL for c in _SYL][:1728]
-VOCABULARY = ("refund budget invoice meeting travel lisbon hotel flight order payment review account manager team "
-              "report plan").split()
+VOCABULARY = (
+    "refund budget invoice meeting travel lisbon hotel flight order payment review account manager team report plan"
+).split()
 QUERY_KINDS = ("rare", "common", "identifier")
 BULK_BATCH = 1000
 Fill = Callable[..., dict[str, str]]
@@ -95,8 +111,12 @@ def _when(i: int) -> datetime:
     return T0 + timedelta(minutes=7 * i)
 
 
-def _facts(tenant: str, subject: str, i: int, active: dict[str, str],
-           ) -> tuple[list[NewFact], list[tuple[str, NewFact]], list[str]]:
+def _facts(
+    tenant: str,
+    subject: str,
+    i: int,
+    active: dict[str, str],
+) -> tuple[list[NewFact], list[tuple[str, NewFact]], list[str]]:
     """The facts that arrive with event ``i``: (new ones, supersessions (old id, new), ids to delete)."""
     k = i // FACT_EVERY
     fresh: list[NewFact] = []
@@ -112,9 +132,15 @@ def _facts(tenant: str, subject: str, i: int, active: dict[str, str],
         active[key] = fact.fact_id or ""
 
     if k % 3 == 0:  # the latest invoice's total (cardinality one: each replaces the last)
-        fact = NewFact(tenant_id=tenant, subject_id=subject, fact_id=f"f{i}-total", predicate="invoice.total",
-                       value={"amount": f"{1000 + (k * 37) % 9000}.00", "currency": "USD"},
-                       qualifiers={"invoice_id": f"INV-{1000 + k}"}, source_event_ids=source)
+        fact = NewFact(
+            tenant_id=tenant,
+            subject_id=subject,
+            fact_id=f"f{i}-total",
+            predicate="invoice.total",
+            value={"amount": f"{1000 + (k * 37) % 9000}.00", "currency": "USD"},
+            qualifiers={"invoice_id": f"INV-{1000 + k}"},
+            source_event_ids=source,
+        )
         put("total", fact)
         # the last conflict ends: its rival is corrected to the new total, and the correction
         # before it, a duplicate now, is retracted
@@ -125,22 +151,48 @@ def _facts(tenant: str, subject: str, i: int, active: dict[str, str],
             active["fix"] = f"f{i}-fix"
     elif k % 3 == 1:  # a channel the subject may not be contacted on (a negation)
         channel = CHANNELS[k % len(CHANNELS)]
-        put("contact", NewFact(tenant_id=tenant, subject_id=subject, fact_id=f"f{i}-contact",
-                               predicate="contact.allowed", value=False, qualifiers={"channel": channel},
-                               source_event_ids=source))
+        put(
+            "contact",
+            NewFact(
+                tenant_id=tenant,
+                subject_id=subject,
+                fact_id=f"f{i}-contact",
+                predicate="contact.allowed",
+                value=False,
+                qualifiers={"channel": channel},
+                source_event_ids=source,
+            ),
+        )
     elif k % 9 == 2 and "total" in active and "rival" not in active:  # another total: an open conflict
         active["rival"] = f"f{i}-rival"
-        fresh.append(NewFact(tenant_id=tenant, subject_id=subject, fact_id=f"f{i}-rival", predicate="invoice.total",
-                             value={"amount": f"{2000 + k % 500}.00", "currency": "USD"},
-                             qualifiers={"invoice_id": f"INV-{1000 + k - 2}"}, source_event_ids=source))
+        fresh.append(
+            NewFact(
+                tenant_id=tenant,
+                subject_id=subject,
+                fact_id=f"f{i}-rival",
+                predicate="invoice.total",
+                value={"amount": f"{2000 + k % 500}.00", "currency": "USD"},
+                qualifiers={"invoice_id": f"INV-{1000 + k - 2}"},
+                source_event_ids=source,
+            )
+        )
     return fresh, replace, retract
 
 
 def _topics(led: Ledger, tenant: str, subject: str, lo: int, hi: int) -> None:
     """A conversational topic (``chat.topic``) with every ``FACT_EVERY``-th event of ``[lo, hi)``."""
-    facts = [NewFact(tenant_id=tenant, subject_id=subject, fact_id=f"f{i}-topic", predicate="chat.topic",
-                     value=WORDS[i % 1728], source_event_ids=(event_id(i),))
-             for i in range(lo, hi) if i % FACT_EVERY == 0]
+    facts = [
+        NewFact(
+            tenant_id=tenant,
+            subject_id=subject,
+            fact_id=f"f{i}-topic",
+            predicate="chat.topic",
+            value=WORDS[i % 1728],
+            source_event_ids=(event_id(i),),
+        )
+        for i in range(lo, hi)
+        if i % FACT_EVERY == 0
+    ]
     if facts:
         led.assert_facts(facts)
 
@@ -164,12 +216,27 @@ def _event(tenant: str, subject: str, i: int, text: str, *, dated: bool, session
     extra: dict[str, Any] = {"occurred_at": _when(i)} if dated else {}
     if session:
         extra["payload"] = {"session": 1}
-    return NewEvent(tenant_id=tenant, subject_id=subject, event_id=event_id(i), actor="user" if i % 2 else "agent",
-                    text=text, **extra)
+    return NewEvent(
+        tenant_id=tenant,
+        subject_id=subject,
+        event_id=event_id(i),
+        actor="user" if i % 2 else "agent",
+        text=text,
+        **extra,
+    )
 
 
-def fill(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int = 2000,
-         active: dict[str, str] | None = None, changes: bool = True) -> dict[str, str]:
+def fill(
+    memory: Memory,
+    tenant: str,
+    subject: str,
+    start: int,
+    stop: int,
+    *,
+    batch: int = 2000,
+    active: dict[str, str] | None = None,
+    changes: bool = True,
+) -> dict[str, str]:
     """``spread``: append events ``[start, stop)`` with their facts. ``active`` maps each fact
     key to the id of its active fact (returned, to pass to the next call); a supersession
     replaces it. With ``changes`` off, the batch is a pure tail append (the epoch does not
@@ -187,8 +254,17 @@ def fill(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, ba
     return active
 
 
-def fill_bulk(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int = BULK_BATCH,
-              active: dict[str, str] | None = None, changes: bool = True) -> dict[str, str]:
+def fill_bulk(
+    memory: Memory,
+    tenant: str,
+    subject: str,
+    start: int,
+    stop: int,
+    *,
+    batch: int = BULK_BATCH,
+    active: dict[str, str] | None = None,
+    changes: bool = True,
+) -> dict[str, str]:
     """``bulk``: append imported events ``[start, stop)``, undated; the batch holding event 0
     also asserts that the subject may not be served peanuts (unless ``changes`` is off)."""
     active = {} if active is None else active
@@ -197,23 +273,42 @@ def fill_bulk(memory: Memory, tenant: str, subject: str, start: int, stop: int, 
         with memory.transaction() as led:
             led.append([_event(tenant, subject, i, bulk_text(i), dated=False, session=False) for i in range(lo, hi)])
             if changes and lo == 0:
-                led.assert_facts([NewFact(tenant_id=tenant, subject_id=subject, fact_id="f0-peanuts",
-                                          predicate="food.peanuts_allowed", value=False,
-                                          qualifiers={"basis": "allergy", "severity": "severe"},
-                                          source_event_ids=(event_id(0),))])
+                led.assert_facts(
+                    [
+                        NewFact(
+                            tenant_id=tenant,
+                            subject_id=subject,
+                            fact_id="f0-peanuts",
+                            predicate="food.peanuts_allowed",
+                            value=False,
+                            qualifiers={"basis": "allergy", "severity": "severe"},
+                            source_event_ids=(event_id(0),),
+                        )
+                    ]
+                )
                 active["peanuts"] = "f0-peanuts"
     return active
 
 
-def _fill_turns(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int,
-                active: dict[str, str] | None, changes: bool, dated: bool, session: bool) -> dict[str, str]:
+def _fill_turns(
+    memory: Memory,
+    tenant: str,
+    subject: str,
+    start: int,
+    stop: int,
+    *,
+    batch: int,
+    active: dict[str, str] | None,
+    changes: bool,
+    dated: bool,
+    session: bool,
+) -> dict[str, str]:
     """``spread``'s turns and facts, dated or not, in session 1 or in none."""
     active = {} if active is None else active
     for lo in range(start, stop, batch):
         hi = min(stop, lo + batch)
         with memory.transaction() as led:
-            led.append([_event(tenant, subject, i, event_text(i), dated=dated, session=session)
-                        for i in range(lo, hi)])
+            led.append([_event(tenant, subject, i, event_text(i), dated=dated, session=session) for i in range(lo, hi)])
             if changes:
                 _changes(led, tenant, subject, lo, hi, active)
             else:
@@ -221,25 +316,46 @@ def _fill_turns(memory: Memory, tenant: str, subject: str, start: int, stop: int
     return active
 
 
-def fill_session(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int = 2000,
-                 active: dict[str, str] | None = None, changes: bool = True) -> dict[str, str]:
+def fill_session(
+    memory: Memory,
+    tenant: str,
+    subject: str,
+    start: int,
+    stop: int,
+    *,
+    batch: int = 2000,
+    active: dict[str, str] | None = None,
+    changes: bool = True,
+) -> dict[str, str]:
     """``session``: append events ``[start, stop)`` and their facts as :func:`fill` does, all in session 1."""
-    return _fill_turns(memory, tenant, subject, start, stop, batch=batch, active=active, changes=changes,
-                       dated=True, session=True)
+    return _fill_turns(
+        memory, tenant, subject, start, stop, batch=batch, active=active, changes=changes, dated=True, session=True
+    )
 
 
-def fill_undated(memory: Memory, tenant: str, subject: str, start: int, stop: int, *, batch: int = 2000,
-                 active: dict[str, str] | None = None, changes: bool = True) -> dict[str, str]:
+def fill_undated(
+    memory: Memory,
+    tenant: str,
+    subject: str,
+    start: int,
+    stop: int,
+    *,
+    batch: int = 2000,
+    active: dict[str, str] | None = None,
+    changes: bool = True,
+) -> dict[str, str]:
     """``undated``: append events ``[start, stop)`` and their facts as :func:`fill` does, with no
     date and no session."""
-    return _fill_turns(memory, tenant, subject, start, stop, batch=batch, active=active, changes=changes,
-                       dated=False, session=False)
+    return _fill_turns(
+        memory, tenant, subject, start, stop, batch=batch, active=active, changes=changes, dated=False, session=False
+    )
 
 
 def questions(n: int = 64) -> list[str]:
     """Questions whose content words each match a few dozen events of a long history."""
-    return [f"What did the customer say about the {WORDS[i * 37 % 1728]} and the {WORDS[i * 91 % 1728]}?"
-            for i in range(n)]
+    return [
+        f"What did the customer say about the {WORDS[i * 37 % 1728]} and the {WORDS[i * 91 % 1728]}?" for i in range(n)
+    ]
 
 
 def _identifiers(prefix: str, numbers: Sequence[int], common: str) -> list[str]:
@@ -250,16 +366,28 @@ def _identifiers(prefix: str, numbers: Sequence[int], common: str) -> list[str]:
 # The turns' words in most events: spread's plain turns say "talked" and "morning" (93 % of the
 # turns), every turn says "turn"; every bulk word is in three turns of four.
 _COMMON_TURNS = ["talked morning", "What was talked about this morning?", "turn talked", "morning turn"]
-_COMMON_BULK = ["refund budget", "invoice meeting", "travel hotel", "payment review", "account manager",
-                "team report plan", "What about the refund budget?", "lisbon flight order"]
+_COMMON_BULK = [
+    "refund budget",
+    "invoice meeting",
+    "travel hotel",
+    "payment review",
+    "account manager",
+    "team report plan",
+    "What about the refund budget?",
+    "lisbon flight order",
+]
 # ORD-<n> is in turn n (a 5th turn when n is a multiple of 5) and every 4,985th after it;
 # INV-<n> in import n and every 997th after it: one or two events at 1,000, a hundred at 100,000.
 _TURN_QUERIES: Mapping[str, Sequence[str]] = {
-    "rare": questions(), "common": _COMMON_TURNS,
-    "identifier": _identifiers("ORD", [5 * k for k in range(1, 33)], "talked morning")}
+    "rare": questions(),
+    "common": _COMMON_TURNS,
+    "identifier": _identifiers("ORD", [5 * k for k in range(1, 33)], "talked morning"),
+}
 _BULK_QUERIES: Mapping[str, Sequence[str]] = {
-    "rare": questions(), "common": _COMMON_BULK,
-    "identifier": _identifiers("INV", list(range(1, 33)), "refund budget")}
+    "rare": questions(),
+    "common": _COMMON_BULK,
+    "identifier": _identifiers("INV", list(range(1, 33)), "refund budget"),
+}
 
 
 @dataclass(frozen=True)
@@ -275,13 +403,36 @@ class Shape:
     queries: Mapping[str, Sequence[str]]
 
 
-SHAPES: dict[str, Shape] = {s.name: s for s in (
-    Shape("spread", "12-word turns over days, facts every 50th (supersessions, negations, conflicts, deletions)",
-          fill, 2000, _TURN_QUERIES),
-    Shape("bulk", "an import: turns of a 16-word vocabulary, undated (one day), batches of 1,000, one critical fact",
-          fill_bulk, BULK_BATCH, _BULK_QUERIES),
-    Shape("session", "one endless session: spread's turns, times and facts, all in session 1",
-          fill_session, 2000, _TURN_QUERIES),
-    Shape("undated", "no dates, no session: spread's turns and facts at the append time",
-          fill_undated, 2000, _TURN_QUERIES),
-)}
+SHAPES: dict[str, Shape] = {
+    s.name: s
+    for s in (
+        Shape(
+            "spread",
+            "12-word turns over days, facts every 50th (supersessions, negations, conflicts, deletions)",
+            fill,
+            2000,
+            _TURN_QUERIES,
+        ),
+        Shape(
+            "bulk",
+            "an import: turns of a 16-word vocabulary, undated (one day), batches of 1,000, one critical fact",
+            fill_bulk,
+            BULK_BATCH,
+            _BULK_QUERIES,
+        ),
+        Shape(
+            "session",
+            "one endless session: spread's turns, times and facts, all in session 1",
+            fill_session,
+            2000,
+            _TURN_QUERIES,
+        ),
+        Shape(
+            "undated",
+            "no dates, no session: spread's turns and facts at the append time",
+            fill_undated,
+            2000,
+            _TURN_QUERIES,
+        ),
+    )
+}

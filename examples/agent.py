@@ -41,10 +41,12 @@ REGISTRY = Path(__file__).resolve().parent / "predicates.toml"
 TENANT, SUBJECT = "travel-co", "ana"
 TRIES = 3  # proposals the agent asks for before it gives up on an action
 
-SYSTEM = ("You are a travel assistant. Each request is a JSON object. For task 'facts', answer "
-          '{"facts": [{"predicate", "value", "qualifiers"}]} with what the message states, using only the '
-          "predicates listed. For task 'answer', answer {\"reply\": text, \"action\": object or null}; "
-          "'memory' is what you know about the user, 'refused' why earlier actions were refused.")
+SYSTEM = (
+    "You are a travel assistant. Each request is a JSON object. For task 'facts', answer "
+    '{"facts": [{"predicate", "value", "qualifiers"}]} with what the message states, using only the '
+    'predicates listed. For task \'answer\', answer {"reply": text, "action": object or null}; '
+    "'memory' is what you know about the user, 'refused' why earlier actions were refused."
+)
 
 
 class Model:
@@ -55,10 +57,14 @@ class Model:
         self.model = model
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        response = self.http.post("/chat/completions", json={
-            "model": self.model, "response_format": {"type": "json_object"},
-            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": json.dumps(request)}],
-        })
+        response = self.http.post(
+            "/chat/completions",
+            json={
+                "model": self.model,
+                "response_format": {"type": "json_object"},
+                "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": json.dumps(request)}],
+            },
+        )
         response.raise_for_status()
         answer: dict[str, Any] = json.loads(response.json()["choices"][0]["message"]["content"])
         return answer
@@ -82,22 +88,33 @@ class Agent:
             if any(f.value == fact["value"] for f in known):
                 say("memory", f"already knows {fact['predicate']} = {json.dumps(fact['value'])}")
                 continue
-            self.memory.assert_fact(NewFact(
-                tenant_id=TENANT, subject_id=SUBJECT, fact_id=f"{event_id}-fact-{i}", predicate=fact["predicate"],
-                value=fact["value"], qualifiers=fact.get("qualifiers", {}), source_event_ids=[event_id]))
+            self.memory.assert_fact(
+                NewFact(
+                    tenant_id=TENANT,
+                    subject_id=SUBJECT,
+                    fact_id=f"{event_id}-fact-{i}",
+                    predicate=fact["predicate"],
+                    value=fact["value"],
+                    qualifiers=fact.get("qualifiers", {}),
+                    source_event_ids=[event_id],
+                )
+            )
             say("memory", f"asserted {fact['predicate']} = {json.dumps(fact['value'])}, from {event_id}")
 
         # 2. Recall before answering: the block the model reads, and the record the guard ties to.
         recalled = self.memory.recall(TENANT, SUBJECT, query=text, budget=1500)
-        say("memory", f"recall ({recalled.mode}): " + "; ".join(f"{f.predicate} = {json.dumps(f.value)}"
-                                                              for f in recalled.facts))
+        say(
+            "memory",
+            f"recall ({recalled.mode}): " + "; ".join(f"{f.predicate} = {json.dumps(f.value)}" for f in recalled.facts),
+        )
         recall_id = recalled.record.recall_id
 
         # 3. and 4. Answer; an action goes through the guard first, and a refusal goes back to the model.
         refused: list[str] = []
         for _ in range(TRIES):
-            answer = self.model.ask({"task": "answer", "message": text, "memory": recalled.render(),
-                                     "refused": refused})
+            answer = self.model.ask(
+                {"task": "answer", "message": text, "memory": recalled.render(), "refused": refused}
+            )
             action = answer.get("action")
             if action is None:
                 self.memory.respond(TENANT, SUBJECT, recall_id, answer=answer["reply"])
@@ -105,8 +122,9 @@ class Agent:
             checked = self.memory.guard(TENANT, SUBJECT, action, recall_id=recall_id)
             if checked.allowed:
                 say("guard", f"allowed {describe(action)}")
-                self.memory.respond(TENANT, SUBJECT, recall_id, answer=answer["reply"], action=action,
-                                    guard_id=checked.guard_id)
+                self.memory.respond(
+                    TENANT, SUBJECT, recall_id, answer=answer["reply"], action=action, guard_id=checked.guard_id
+                )
                 return str(answer["reply"])
             refused += [r.detail for r in checked.refusals]
             say("guard", f"refused {describe(action)}: {checked.refusals[0].detail}")
@@ -134,10 +152,14 @@ def say(who: str, text: str) -> None:
 
 # -- the scripted model ----------------------------------------------------------------------
 
-SATAY = {"restaurant": "Bangkok Garden",
-         "items": [{"dish": "chicken satay", "ingredients": ["chicken", "satay sauce"]}]}
-CURRY = {"restaurant": "Bangkok Garden",
-         "items": [{"dish": "green curry", "ingredients": ["chicken", "coconut milk", "thai basil"]}]}
+SATAY = {
+    "restaurant": "Bangkok Garden",
+    "items": [{"dish": "chicken satay", "ingredients": ["chicken", "satay sauce"]}],
+}
+CURRY = {
+    "restaurant": "Bangkok Garden",
+    "items": [{"dish": "green curry", "ingredients": ["chicken", "coconut milk", "thai basil"]}],
+}
 
 
 def scripted_model(body: dict[str, Any]) -> Reply:
@@ -146,15 +168,25 @@ def scripted_model(body: dict[str, Any]) -> Reply:
     request = json.loads(body["messages"][-1]["content"])
     said = request["message"].lower()
     if request["task"] == "facts":
-        facts = [{"predicate": "food.peanuts_allowed", "value": False,
-                  "qualifiers": {"basis": "allergy", "severity": "critical"}}] if "allergic to peanuts" in said else []
+        facts = (
+            [
+                {
+                    "predicate": "food.peanuts_allowed",
+                    "value": False,
+                    "qualifiers": {"basis": "allergy", "severity": "critical"},
+                }
+            ]
+            if "allergic to peanuts" in said
+            else []
+        )
         return completion(json.dumps({"facts": facts}))
     if "order" not in said:
         return completion(json.dumps({"reply": "Noted: no peanuts for you, ever.", "action": None}))
     if not request["refused"]:
         return completion(json.dumps({"reply": "I ordered the chicken satay.", "action": SATAY}))
-    return completion(json.dumps({"reply": "The satay comes with peanut sauce, so I ordered the green curry.",
-                                  "action": CURRY}))
+    return completion(
+        json.dumps({"reply": "The satay comes with peanut sauce, so I ordered the green curry.", "action": CURRY})
+    )
 
 
 def main(db_url: str) -> None:
@@ -164,8 +196,12 @@ def main(db_url: str) -> None:
         model = Model(server.url)
         agent = Agent(memory, model)
         try:
-            for turn, message in enumerate(["Hi! I am allergic to peanuts, not merely avoiding them.",
-                                            "Please order me dinner from Bangkok Garden: the chicken satay."]):
+            for turn, message in enumerate(
+                [
+                    "Hi! I am allergic to peanuts, not merely avoiding them.",
+                    "Please order me dinner from Bangkok Garden: the chicken satay.",
+                ]
+            ):
                 if turn:
                     agent.rest()
                 say("user", message)

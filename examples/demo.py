@@ -42,8 +42,14 @@ TRAVEL = ["--tenant", "travel-co", "--subject", "user-17"]
 BILLING = ["--tenant", "acme-billing", "--subject", "cust_482"]
 
 # The meal an agent plans for the allergic traveller, and the order corrected.
-ORDER = {"restaurant": "Lisbon Bistro", "items": [{"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]}]}
-FIXED = {"restaurant": "Lisbon Bistro", "items": [{"dish": "green salad", "ingredients": ["lettuce", "lemon dressing"]}]}
+ORDER = {
+    "restaurant": "Lisbon Bistro",
+    "items": [{"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]}],
+}
+FIXED = {
+    "restaurant": "Lisbon Bistro",
+    "items": [{"dish": "green salad", "ingredients": ["lettuce", "lemon dressing"]}],
+}
 
 # A file with one good event, then a fact whose int predicate is given 50.0.
 BAD_LINES = (
@@ -63,8 +69,18 @@ LANDING = (
 )
 
 # Everything a run writes in its folder: a rerun removes these first, and nothing else.
-WRITTEN = (DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm", PREDICATES.name, EVENTS.name, "bad.jsonl", "order.json",
-           "fixed.json", "landing.jsonl", "serve.log")
+WRITTEN = (
+    DB_FILE,
+    f"{DB_FILE}-wal",
+    f"{DB_FILE}-shm",
+    PREDICATES.name,
+    EVENTS.name,
+    "bad.jsonl",
+    "order.json",
+    "fixed.json",
+    "landing.jsonl",
+    "serve.log",
+)
 
 console = Console()
 
@@ -80,8 +96,9 @@ def step(title: str, args: list[str], *, workdir: Path, expect: int = 0) -> None
     env = {**os.environ, "LOSSGATE_DB": DB, "COLUMNS": str(console.width if console.is_terminal else 160)}
     if console.is_terminal:
         env["FORCE_COLOR"] = "1"  # the child writes to a pipe; keep the reader's colours
-    done = subprocess.run([sys.executable, "-m", "lossgate", *args], env=env, cwd=workdir,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "lossgate", *args], env=env, cwd=workdir, capture_output=True, text=True, check=False
+    )
     sys.stdout.write(done.stdout)
     sys.stdout.write(done.stderr)
     sys.stdout.flush()
@@ -99,21 +116,26 @@ def service(workdir: Path) -> None:
     import httpx
 
     console.print()
-    console.print(Rule("[bold]The memory service: a key, lossgate serve, one recall over HTTP", align="left",
-                       style="blue"))
+    console.print(
+        Rule("[bold]The memory service: a key, lossgate serve, one recall over HTTP", align="left", style="blue")
+    )
     env = {**os.environ, "LOSSGATE_DB": DB}
     args = ["keys", "create", "--tenant", "travel-co", "--scopes", "read", "--name", "demo", "--json"]
     console.print(f"[bold green]$[/] [bold]lossgate {' '.join(args)}[/]", highlight=False)
-    done = subprocess.run([sys.executable, "-m", "lossgate", *args], env=env, cwd=workdir, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "lossgate", *args], env=env, cwd=workdir, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         sys.stdout.write(done.stdout + done.stderr)
         console.print(f"[bold red]step failed:[/] exit code {done.returncode}")
         sys.exit(done.returncode or 1)
     key = json.loads(done.stdout)
     secret = key["secret"]
-    console.print(f"key {key['key_id']} for tenant travel-co, scopes {','.join(key['scopes'])}; its secret "
-                  "(printed once, only its sha256 is stored):", highlight=False)
+    console.print(
+        f"key {key['key_id']} for tenant travel-co, scopes {','.join(key['scopes'])}; its secret "
+        "(printed once, only its sha256 is stored):",
+        highlight=False,
+    )
     console.print(f"KEY={secret}", highlight=False)
 
     port = free_port()
@@ -122,9 +144,14 @@ def service(workdir: Path) -> None:
     log = workdir / "serve.log"
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed demo still stops its server
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "lossgate", "serve", "--port", str(port), "--log-level",
-                                 "warning"], env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lossgate", "serve", "--port", str(port), "--log-level", "warning"],
+            env=env,
+            cwd=workdir,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         try:
             wait_healthy(url, proc)
@@ -134,11 +161,15 @@ def service(workdir: Path) -> None:
             sys.exit(1)
         console.print(f"[dim]serving {DB} at {url}[/]", highlight=False)
         body = {"query": "Can I order the satay?", "budget": 2000}
-        console.print(f"[bold green]$[/] [bold]curl -s {url}/v1/subjects/user-17/recall "
-                      "-H \"Authorization: Bearer $KEY\" -H 'Content-Type: application/json' "
-                      f"-d '{json.dumps(body)}' | jq -r .mode,.rendered[/]", highlight=False)
-        r = httpx.post(f"{url}/v1/subjects/user-17/recall", json=body, timeout=30,
-                       headers={"Authorization": f"Bearer {secret}"})
+        console.print(
+            f"[bold green]$[/] [bold]curl -s {url}/v1/subjects/user-17/recall "
+            "-H \"Authorization: Bearer $KEY\" -H 'Content-Type: application/json' "
+            f"-d '{json.dumps(body)}' | jq -r .mode,.rendered[/]",
+            highlight=False,
+        )
+        r = httpx.post(
+            f"{url}/v1/subjects/user-17/recall", json=body, timeout=30, headers={"Authorization": f"Bearer {secret}"}
+        )
         if r.status_code != 200:
             console.print(f"[bold red]step failed:[/] HTTP {r.status_code}: {r.text}")
             sys.exit(1)
@@ -146,8 +177,11 @@ def service(workdir: Path) -> None:
         lines = answer["rendered"].splitlines()
         print(answer["mode"])
         print("\n".join(lines[:12]) + (f"\n... ({len(lines) - 12} more lines)" if len(lines) > 12 else ""))
-        console.print(f"the inspection page of this subject: [bold]{url}/ui/subjects/user-17[/] "
-                      "(same key; while this server runs: the end says how to serve it again)", highlight=False)
+        console.print(
+            f"the inspection page of this subject: [bold]{url}/ui/subjects/user-17[/] "
+            "(same key; while this server runs: the end says how to serve it again)",
+            highlight=False,
+        )
     finally:
         stop_process(proc, grace=15)
         signal.signal(signal.SIGTERM, previous)
@@ -162,8 +196,11 @@ def prepare(folder: Path) -> None:
     for path in previous:
         path.unlink()
     if previous:
-        console.print(f"[dim]starting afresh in {folder}: removed the previous run's "
-                      f"{', '.join(p.name for p in previous)}[/]", highlight=False, soft_wrap=True)
+        console.print(
+            f"[dim]starting afresh in {folder}: removed the previous run's {', '.join(p.name for p in previous)}[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
         console.print(f"[dim]working in {folder}[/]", highlight=False, soft_wrap=True)
     # Work on copies in the demo's folder, so every command reads exactly as it runs.
@@ -176,37 +213,55 @@ def inspect_again(folder: Path) -> None:
     url = f"sqlite:///{(folder / DB_FILE).resolve()}"
     console.print()
     console.print(Rule("[bold]The database is kept: serve it again to inspect it", align="left", style="blue"))
-    console.print(f"the demo's memory stays in {(folder / DB_FILE).resolve()}; to look at it again:",
-                  highlight=False, soft_wrap=True)
-    console.print(f"[bold green]$[/] [bold]lossgate --db {url} serve --port 8080[/]", highlight=False,
-                  soft_wrap=True)
-    console.print("then open http://127.0.0.1:8080/ui/subjects/user-17 and log in with the KEY printed above, "
-                  "or with a new one:", highlight=False, soft_wrap=True)
-    console.print(f"[bold green]$[/] [bold]lossgate --db {url} keys create --tenant travel-co --scopes read[/]",
-                  highlight=False, soft_wrap=True)
+    console.print(
+        f"the demo's memory stays in {(folder / DB_FILE).resolve()}; to look at it again:",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(f"[bold green]$[/] [bold]lossgate --db {url} serve --port 8080[/]", highlight=False, soft_wrap=True)
+    console.print(
+        "then open http://127.0.0.1:8080/ui/subjects/user-17 and log in with the KEY printed above, or with a new one:",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(
+        f"[bold green]$[/] [bold]lossgate --db {url} keys create --tenant travel-co --scopes read[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print("Running the demo again starts afresh: it replaces that database.", highlight=False)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="The lossgate demo, step by step on a SQLite database it keeps.")
-    parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_FOLDER,
-                        help=f"where the database and the steps' files are kept (default: ./{DEFAULT_FOLDER})")
+    parser.add_argument(
+        "folder",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_FOLDER,
+        help=f"where the database and the steps' files are kept (default: ./{DEFAULT_FOLDER})",
+    )
     folder: Path = parser.parse_args(argv).folder
     if folder.exists() and not folder.is_dir():
         parser.error(f"{folder} is not a folder")
     if folder.resolve() == HERE:
         parser.error(f"{folder} holds the demo's own inputs; give another folder")
-    console.print(Panel.fit(
-        "[bold]lossgate[/]: agent memory that compresses without forgetting.\n"
-        "Raw events are append-only; facts are typed, sourced and have a lifecycle;\n"
-        "summaries are published only when a deterministic gate proves nothing that\n"
-        "matters was lost, flipped or invented.",
-        border_style="blue",
-    ))
+    console.print(
+        Panel.fit(
+            "[bold]lossgate[/]: agent memory that compresses without forgetting.\n"
+            "Raw events are append-only; facts are typed, sourced and have a lifecycle;\n"
+            "summaries are published only when a deterministic gate proves nothing that\n"
+            "matters was lost, flipped or invented.",
+            border_style="blue",
+        )
+    )
     workdir = folder  # every step runs here, its files and database beside each other
     prepare(workdir)
-    console.print(f"[bold green]$[/] [bold]cd {shlex.quote(str(workdir))} && export LOSSGATE_DB={DB}[/]",
-                  highlight=False, soft_wrap=True)
+    console.print(
+        f"[bold green]$[/] [bold]cd {shlex.quote(str(workdir))} && export LOSSGATE_DB={DB}[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
     run = lambda title, args, expect=0: step(title, args, workdir=workdir, expect=expect)  # noqa: E731
 
     run("Create the database and load the predicate registry", ["init", "--predicates", PREDICATES.name])
@@ -216,55 +271,81 @@ def main(argv: list[str] | None = None) -> None:
     run("Ingesting the same file again is a no-op", ["ingest", EVENTS.name])
 
     (workdir / "bad.jsonl").write_text(BAD_LINES, encoding="utf-8")
-    run("A bad line (an int predicate given 50.0) is refused; nothing from its file is written",
-        ["ingest", "bad.jsonl"], expect=2)
+    run(
+        "A bad line (an int predicate given 50.0) is refused; nothing from its file is written",
+        ["ingest", "bad.jsonl"],
+        expect=2,
+    )
     run("...so the customer's clock has not moved", ["clock", *BILLING])
 
     run("Consolidate: compress, gate, publish through the alias CAS", ["consolidate", *TRAVEL])
     run("Recall: the fresh summary, with every critical fact", ["recall", *TRAVEL])
 
-    run("The user moved: supersede the timezone (source: their message event-72)",
-        ["supersede", "timezone-v1", *TRAVEL, "--value", "UTC+01:00", "--source", "event-72",
-         "--fact-id", "timezone-v2"])
+    run(
+        "The user moved: supersede the timezone (source: their message event-72)",
+        [
+            "supersede",
+            "timezone-v1",
+            *TRAVEL,
+            "--value",
+            "UTC+01:00",
+            "--source",
+            "event-72",
+            "--fact-id",
+            "timezone-v2",
+        ],
+    )
     run("The summary that said UTC-05:00 went stale in the same transaction", ["artifacts", *TRAVEL])
     run("...so recall falls back to raw memory until a rebuild passes the gate", ["recall", *TRAVEL, "-k", "3"])
     run("Rebuild: the new summary carries only the current timezone", ["consolidate", *TRAVEL])
 
-    run("The user asks us to forget their home address",
-        ["delete", "fact", "address-1", *TRAVEL, "--reason", "user request: forget my address"])
+    run(
+        "The user asks us to forget their home address",
+        ["delete", "fact", "address-1", *TRAVEL, "--reason", "user request: forget my address"],
+    )
     run("Rebuild: the address never reaches the compressor again", ["consolidate", *TRAVEL])
     run("Recall: no address anywhere, the allergy untouched", ["recall", *TRAVEL])
     run("The timezone's history: oldest first, with the log", ["history", "timezone-v2", *TRAVEL])
 
-    run("A lossy compressor flips the peanut allergy: the gate refuses to publish it",
-        ["consolidate", *TRAVEL, "--compressor", "lossgate.testing.compressors:FlipBool"], expect=1)
+    run(
+        "A lossy compressor flips the peanut allergy: the gate refuses to publish it",
+        ["consolidate", *TRAVEL, "--compressor", "lossgate.testing.compressors:FlipBool"],
+        expect=1,
+    )
     run("Every attempt is kept, the refused one with its violation", ["attempts", *TRAVEL])
     run("...and recall still serves the last good summary", ["recall", *TRAVEL, "-q", "peanuts"])
 
     # The last boundary: memory is right, and the agent plans a meal with a peanut dressing.
     (workdir / "order.json").write_text(json.dumps(ORDER), encoding="utf-8")
     (workdir / "fixed.json").write_text(json.dumps(FIXED), encoding="utf-8")
-    run("The agent plans a salad with peanut dressing: the guard refuses it, naming the fact",
-        ["guard", *TRAVEL, "order.json"], expect=1)
+    run(
+        "The agent plans a salad with peanut dressing: the guard refuses it, naming the fact",
+        ["guard", *TRAVEL, "order.json"],
+        expect=1,
+    )
     run("The corrected order passes the guard", ["guard", *TRAVEL, "fixed.json"])
 
     # A model as compressor, over real HTTP: a scripted OpenAI-compatible server stands
     # in for vLLM, Ollama or a hosted API (no model or network is needed for the demo).
     (workdir / "landing.jsonl").write_text(LANDING, encoding="utf-8")
     run("A new message arrives", ["ingest", "landing.jsonl"])
-    with ScriptedChatServer([narrative("They wrote again about the Lisbon trip. "
-                                       "They land in Lisbon at 19:40 on flight TP1351.")],
-                            default=echo_conversation) as model:
+    with ScriptedChatServer(
+        [narrative("They wrote again about the Lisbon trip. They land in Lisbon at 19:40 on flight TP1351.")],
+        default=echo_conversation,
+    ) as model:
         os.environ.update(LOSSGATE_LLM_URL=model.url, LOSSGATE_LLM_MODEL="scripted-model")
         console.print(f"[dim]a scripted chat-completions server stands in for a model at {model.url}[/]")
-        console.print(f"[bold green]$[/] [bold]export LOSSGATE_LLM_URL={model.url} "
-                      "LOSSGATE_LLM_MODEL=scripted-model[/]", highlight=False)
-        run("A narrative moves the landing to 19:40: that sentence is left out",
-            ["consolidate", *TRAVEL, "--compressor", "chat"])
+        console.print(
+            f"[bold green]$[/] [bold]export LOSSGATE_LLM_URL={model.url} LOSSGATE_LLM_MODEL=scripted-model[/]",
+            highlight=False,
+        )
+        run(
+            "A narrative moves the landing to 19:40: that sentence is left out",
+            ["consolidate", *TRAVEL, "--compressor", "chat"],
+        )
         run("The attempt says what was left out, and why", ["attempts", *TRAVEL])
         run("Recall: the facts, then what remains of the model's narrative", ["recall", *TRAVEL])
-    run("The billing customer: invoice ids, amounts and deadlines survive compression",
-        ["consolidate", *BILLING])
+    run("The billing customer: invoice ids, amounts and deadlines survive compression", ["consolidate", *BILLING])
     service(workdir)
 
     console.print()

@@ -19,33 +19,73 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from lossgate.api.admin import Admin
+from lossgate.api.memory import Memory, open
+from lossgate.api.tenancy import Added, Found, TenantView
 from lossgate.consolidate.compressor import BudgetExceeded, CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
-from lossgate.model.derived_records import (
-    Alias, Artifact, Attempt, ExpectedAlias, GuardResult, Job, LineageEdge, LineageView, Manifest, RecallRecord, RecallResult,
-    RecallVerification, Refusal, ResponseRecord,
-)
 from lossgate.errors import (
-    ConfigError, EmbeddingError, IdempotencyConflict, InvalidInput, InvalidRecord, LifecycleError, LossgateError,
-    NotFound, RegistryConflict, StoreBusy, StoreError, TenantNotBound, UnknownFormat, UnknownPredicate, ValueTypeError,
+    ConfigError,
+    EmbeddingError,
+    IdempotencyConflict,
+    InvalidInput,
+    InvalidRecord,
+    LifecycleError,
+    LossgateError,
+    NotFound,
+    RegistryConflict,
+    StoreBusy,
+    StoreError,
+    TenantNotBound,
+    UnknownFormat,
+    UnknownPredicate,
+    ValueTypeError,
 )
 from lossgate.ledger.lifecycle import Ledger
 from lossgate.ledger.retention import Expiry, RetentionPolicy, RetentionRule
 from lossgate.ledger.tiers import Demotion, TierPolicy
-from lossgate.api.admin import Admin
-from lossgate.api.memory import Memory, open
-from lossgate.model.records import (
-    AppendResult, ArtifactBody, Claim, Clock, Conflict, Event, Fact, FactHistory, LedgerEntry, NewEvent, NewFact,
-    GuardRule, Predicate, Proposal, Snapshot, TaintOutcome, TaintPolicy,
-)
 from lossgate.model.api_keys import ApiKey
+from lossgate.model.derived_records import (
+    Alias,
+    Artifact,
+    Attempt,
+    ExpectedAlias,
+    GuardResult,
+    Job,
+    LineageEdge,
+    LineageView,
+    Manifest,
+    RecallRecord,
+    RecallResult,
+    RecallVerification,
+    Refusal,
+    ResponseRecord,
+)
+from lossgate.model.records import (
+    AppendResult,
+    ArtifactBody,
+    Claim,
+    Clock,
+    Conflict,
+    Event,
+    Fact,
+    FactHistory,
+    GuardRule,
+    LedgerEntry,
+    NewEvent,
+    NewFact,
+    Predicate,
+    Proposal,
+    Snapshot,
+    TaintOutcome,
+    TaintPolicy,
+)
 from lossgate.model.registry import Registry, RegistryCache, load_registry, parse_registry
 from lossgate.model.starter import starter_registry
-from lossgate.api.tenancy import Added, Found, TenantView
+from lossgate.model.values import Money
 from lossgate.policy.quarantine import Quarantined
 from lossgate.policy.rollout import Rollout, ShadowRow
 from lossgate.store.protocol import CompactReport
-from lossgate.model.values import Money
 
 if TYPE_CHECKING:
     from lossgate.consolidate.chat import ChatCompressor, ChatConfig
@@ -55,8 +95,8 @@ if TYPE_CHECKING:
     from lossgate.extract.cues import Candidate
     from lossgate.judge import JudgeConfig, ModelJudge
     from lossgate.judge.llm import Statement
-    from lossgate.semantic import EmbedReport, Embedder, Reranker
     from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
+    from lossgate.semantic import Embedder, EmbedReport, Reranker
 
 __version__ = "0.1.0"
 
@@ -84,29 +124,105 @@ _ON_FIRST_USE = {
 
 __all__ = [
     # the facade
-    "open", "Memory", "Admin", "Ledger",
+    "open",
+    "Memory",
+    "Admin",
+    "Ledger",
     # the ledger's records
-    "NewEvent", "Event", "NewFact", "Fact", "FactHistory", "Predicate", "Clock", "Conflict", "AppendResult",
-    "LedgerEntry", "Proposal", "Snapshot", "Money", "Registry", "RegistryCache", "load_registry", "parse_registry",
+    "NewEvent",
+    "Event",
+    "NewFact",
+    "Fact",
+    "FactHistory",
+    "Predicate",
+    "Clock",
+    "Conflict",
+    "AppendResult",
+    "LedgerEntry",
+    "Proposal",
+    "Snapshot",
+    "Money",
+    "Registry",
+    "RegistryCache",
+    "load_registry",
+    "parse_registry",
     "starter_registry",
     # the short path: one tenant's view, chat messages in, a prompt block out
-    "TenantView", "Added", "Found",
+    "TenantView",
+    "Added",
+    "Found",
     # what consolidation and recall return
-    "Attempt", "Artifact", "ArtifactBody", "Claim", "Manifest", "Alias", "ExpectedAlias", "LineageView", "LineageEdge",
-    "RecallResult", "RecallRecord", "Job", "CompactReport",
+    "Attempt",
+    "Artifact",
+    "ArtifactBody",
+    "Claim",
+    "Manifest",
+    "Alias",
+    "ExpectedAlias",
+    "LineageView",
+    "LineageEdge",
+    "RecallResult",
+    "RecallRecord",
+    "Job",
+    "CompactReport",
     # the response boundary: a planned action guarded, what the agent finally did
-    "GuardResult", "Refusal", "ResponseRecord", "GuardRule", "RecallVerification",
+    "GuardResult",
+    "Refusal",
+    "ResponseRecord",
+    "GuardRule",
+    "RecallVerification",
     # administration: keys, retention, tiers, taint, rollout, quarantine, re-gates
-    "ApiKey", "RetentionPolicy", "RetentionRule", "Expiry", "TierPolicy", "Demotion", "TaintPolicy", "TaintOutcome", "Rollout",
-    "ShadowRow", "Quarantined", "RegateResult",
+    "ApiKey",
+    "RetentionPolicy",
+    "RetentionRule",
+    "Expiry",
+    "TierPolicy",
+    "Demotion",
+    "TaintPolicy",
+    "TaintOutcome",
+    "Rollout",
+    "ShadowRow",
+    "Quarantined",
+    "RegateResult",
     # knobs: consolidation, compressors, workers, embedders, extractors, judges
-    "ConsolidationConfig", "Consolidator", "Hooks", "Prepared", "Compressor", "CompressionRequest", "DeterministicCompressor",
-    "ChatCompressor", "ChatConfig", "Worker", "WorkerConfig", "open_worker_memory", "Embedder", "EmbedReport",
-    "Reranker", "Extractor", "Candidate", "ModelJudge", "JudgeConfig", "Statement",
+    "ConsolidationConfig",
+    "Consolidator",
+    "Hooks",
+    "Prepared",
+    "Compressor",
+    "CompressionRequest",
+    "DeterministicCompressor",
+    "ChatCompressor",
+    "ChatConfig",
+    "Worker",
+    "WorkerConfig",
+    "open_worker_memory",
+    "Embedder",
+    "EmbedReport",
+    "Reranker",
+    "Extractor",
+    "Candidate",
+    "ModelJudge",
+    "JudgeConfig",
+    "Statement",
     # errors
-    "LossgateError", "InvalidInput", "UnknownPredicate", "ValueTypeError", "NotFound", "IdempotencyConflict",
-    "LifecycleError", "StoreError", "StoreBusy", "UnknownFormat", "ConfigError", "CompressionError", "BudgetExceeded",
-    "RegistryConflict", "TenantNotBound", "InvalidRecord", "EmbeddingError",
+    "LossgateError",
+    "InvalidInput",
+    "UnknownPredicate",
+    "ValueTypeError",
+    "NotFound",
+    "IdempotencyConflict",
+    "LifecycleError",
+    "StoreError",
+    "StoreBusy",
+    "UnknownFormat",
+    "ConfigError",
+    "CompressionError",
+    "BudgetExceeded",
+    "RegistryConflict",
+    "TenantNotBound",
+    "InvalidRecord",
+    "EmbeddingError",
 ]
 
 

@@ -21,8 +21,21 @@ FIGURES = {"append", "first", "incremental", "rebuild", "rebuild_all_parts", "re
 
 def _run(tmp_path: Path, *args: str) -> dict[str, Any]:
     out = tmp_path / "scale.json"
-    code = main(["--sizes", ",".join(SIZES), "--rounds", str(ROUNDS), "--tail", str(TAIL), "--calls", "5",
-                 "--json", str(out), *args])
+    code = main(
+        [
+            "--sizes",
+            ",".join(SIZES),
+            "--rounds",
+            str(ROUNDS),
+            "--tail",
+            str(TAIL),
+            "--calls",
+            "5",
+            "--json",
+            str(out),
+            *args,
+        ]
+    )
     assert code == 0  # without --strict, whatever the checks say
     report: dict[str, Any] = json.loads(out.read_text())
     return report

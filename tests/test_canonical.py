@@ -10,13 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lossgate.model.canonical import canonical_json, content_hash, reference_canonical_json
 from lossgate.errors import InvalidInput
+from lossgate.model.canonical import canonical_json, content_hash, reference_canonical_json
 
 SAFE = 2**53 - 1
 scalars = (
-    st.none() | st.booleans() | st.integers(-SAFE, SAFE) | st.text()
-    | st.floats(allow_nan=False, allow_infinity=False)
+    st.none() | st.booleans() | st.integers(-SAFE, SAFE) | st.text() | st.floats(allow_nan=False, allow_infinity=False)
 )
 json_values = st.recursive(
     scalars,
@@ -47,8 +46,9 @@ def test_key_order_and_whitespace_never_change_the_hash(value, rnd):
     assert content_hash(reordered) == content_hash(value) == content_hash(respaced)
 
 
-@given(st.dictionaries(st.text(max_size=8), st.integers(-SAFE, SAFE - 1) | st.text(), min_size=1, max_size=6),
-       st.data())
+@given(
+    st.dictionaries(st.text(max_size=8), st.integers(-SAFE, SAFE - 1) | st.text(), min_size=1, max_size=6), st.data()
+)
 def test_any_value_change_changes_the_hash(value, data):
     key = data.draw(st.sampled_from(sorted(value)))
     changed = dict(value)
@@ -84,8 +84,11 @@ _no_nul = st.text(_plain_chars)
 
 @pytest.mark.slow
 @settings(max_examples=200)
-@given(st.text(_plain_chars, max_size=200), _no_nul,  # an actor is 200 at most
-       st.dictionaries(st.text(max_size=6), json_values, max_size=4))
+@given(
+    st.text(_plain_chars, max_size=200),
+    _no_nul,  # an actor is 200 at most
+    st.dictionaries(st.text(max_size=6), json_values, max_size=4),
+)
 def test_event_hash_equals_the_reference_hash(actor, text, payload):
     import hashlib
 

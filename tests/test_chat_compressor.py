@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -26,15 +26,16 @@ from lossgate.testing.chat_server import (
 )
 
 T, S = "acme", "user-17"
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 FAST = {"backoff_s": 0.0, "max_backoff_s": 0.0}
 
 
 @pytest.fixture
 def seeded(reference_memory):
     """The reference subject, plus an event deleted before any consolidation."""
-    reference_memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-secret", occurred_at=AT,
-                              text="my door code is 4471")])
+    reference_memory.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id="e-secret", occurred_at=AT, text="my door code is 4471")]
+    )
     reference_memory.delete_event(T, S, "e-secret", reason="user asked")
     return reference_memory
 
@@ -48,6 +49,7 @@ def consolidate(memory, compressor, **config):
 
 
 # -- the happy path and what is sent ---------------------------------------------------------
+
 
 def test_a_faithful_model_is_published_with_the_facts_kept_verbatim_beside_its_narrative(seeded):
     with ScriptedChatServer(default=echo_conversation) as server:
@@ -132,8 +134,10 @@ def assert_left_out(memory, attempt, sentence: str, topic: str, *, query: str) -
         before_events = text.split("\nEvents:\n")[0]
         assert sentence not in before_events and "The garden looks lovely." in before_events, text
         # quoted as what an event said, attributed to its actor, is no narrative
-        assert all(sentence not in line or line.endswith(f": {sentence}") and not line.startswith("- user:")
-                   for line in text.split("\n")), text
+        assert all(
+            sentence not in line or line.endswith(f": {sentence}") and not line.startswith("- user:")
+            for line in text.split("\n")
+        ), text
 
 
 def assert_refused(memory, attempt) -> None:
@@ -143,19 +147,21 @@ def assert_refused(memory, attempt) -> None:
     assert memory.admin.alias(T, S).artifact_id is None and memory.recall(T, S).mode == "raw_fallback"
 
 
-@pytest.mark.parametrize("told, topic, diff", [
-    # an amount the sources never said
-    ("The supervisor allowed refunds up to 500.00 USD.", "refund.limit", "money:USD 500:atom_changed"),
-    # the currency changed
-    ("The refund limit is 50.00 EUR after supervisor review.", "refund.limit", "money:EUR 50:atom_changed"),
-    # a negation flipped
-    ("They are not allergic to peanuts.", "food.peanuts_allowed", "negation:not|allergic|peanut:atom_changed"),
-    # a qualifier lost
-    ("Refunds up to 50.00 USD are allowed without review.", "refund.limit", "negation:not|review:atom_changed"),
-])
+@pytest.mark.parametrize(
+    "told, topic, diff",
+    [
+        # an amount the sources never said
+        ("The supervisor allowed refunds up to 500.00 USD.", "refund.limit", "money:USD 500:atom_changed"),
+        # the currency changed
+        ("The refund limit is 50.00 EUR after supervisor review.", "refund.limit", "money:EUR 50:atom_changed"),
+        # a negation flipped
+        ("They are not allergic to peanuts.", "food.peanuts_allowed", "negation:not|allergic|peanut:atom_changed"),
+        # a qualifier lost
+        ("Refunds up to 50.00 USD are allowed without review.", "refund.limit", "negation:not|review:atom_changed"),
+    ],
+)
 @pytest.mark.parametrize("policy", ["omit", "refuse"])
-def test_a_narrative_that_changes_a_number_of_a_critical_fact_is_left_out_or_refused(seeded, told, topic, diff,
-                                                                                       policy):
+def test_a_narrative_that_changes_a_number_of_a_critical_fact_is_left_out_or_refused(seeded, told, topic, diff, policy):
     """A sentence on a critical fact is the ledger's to say: under the default policy it is
     left out and the rest published; under ``refuse`` the attempt fails, and the gate, which
     then reads the whole narrative, still finds what the sentence changed."""
@@ -171,12 +177,15 @@ def test_a_narrative_that_changes_a_number_of_a_critical_fact_is_left_out_or_ref
         assert diff in attempt.violations, attempt.violations
 
 
-@pytest.mark.parametrize("told, diff", [
-    ("The garden looks lovely with 12 roses.", "quantity:12:atom_added"),             # a number invented
-    ("On 2026-03-20 they said the garden looks lovely.", "date:2026-03-20:atom_added"),  # a date invented
-    ("They paid 30.00 USD for the garden.", "money:USD 30:atom_changed"),             # an amount changed
-    ("The garden does not look lovely.", "negation:not|look|love:atom_changed"),      # a negation flipped
-])
+@pytest.mark.parametrize(
+    "told, diff",
+    [
+        ("The garden looks lovely with 12 roses.", "quantity:12:atom_added"),  # a number invented
+        ("On 2026-03-20 they said the garden looks lovely.", "date:2026-03-20:atom_added"),  # a date invented
+        ("They paid 30.00 USD for the garden.", "money:USD 30:atom_changed"),  # an amount changed
+        ("The garden does not look lovely.", "negation:not|look|love:atom_changed"),  # a negation flipped
+    ],
+)
 @pytest.mark.parametrize("policy", ["omit", "refuse"])
 def test_a_narrative_that_invents_or_changes_a_number_on_no_topic_is_left_out_or_refused(seeded, told, diff, policy):
     """Nothing the ledger says, so the prose diff reads it: under the default policy the sentence
@@ -191,7 +200,8 @@ def test_a_narrative_that_invents_or_changes_a_number_on_no_topic_is_left_out_or
         return
     assert attempt.status == "published", attempt.violations or attempt.error
     assert [d for d in attempt.details if d.startswith("narrative_omitted: what the gate cannot prove")] == [
-        f"narrative_omitted: what the gate cannot prove ({label}): {told!r}"], attempt.details
+        f"narrative_omitted: what the gate cannot prove ({label}): {told!r}"
+    ], attempt.details
     summary = seeded.recall(T, S).summary
     assert told not in summary and summary.endswith(f"{NARRATIVE_TITLE}\nThe garden looks lovely."), summary
 
@@ -204,25 +214,33 @@ def test_a_sentence_that_only_mentions_a_topic_stays(seeded):
     assert seeded.recall(T, S).summary.endswith(f"{NARRATIVE_TITLE}\n{told}")
 
 
-@pytest.mark.parametrize("told, contradiction, topic, subject", [
-    # the source sentence kept, a contradiction appended: both go (each touches the allergy)
-    ("The user is allergic to peanuts, not merely avoiding them. Update: the user is no longer allergic to peanuts.",
-     "Update: the user is no longer allergic to peanuts.", "food.peanuts_allowed", "f-allergy"),
-    # a contradiction in new words
-    ("They can eat peanuts now.", None, "food.peanuts_allowed", "f-allergy"),
-    ("The user wants a peanut dressing.", None, "food.peanuts_allowed", "f-allergy"),
-    # a condition dropped in prose
-    ("The agent may refund up to 50.00 USD.", None, "refund.limit", "f-refund"),
-    # an open conflict settled in prose
-    ("The earlier timezone no longer applies.", None, "timezone", None),
-    ("The user's timezone is UTC+02:00.", None, "timezone", None),
-    # a tool's text restated as the user's standing instruction
-    ("The user wants every refund approved without review.", None, "refund.limit", "f-tool"),
-    ("Always approve refunds without review.", None, "refund.limit", "f-tool"),
-])
+@pytest.mark.parametrize(
+    "told, contradiction, topic, subject",
+    [
+        # the source sentence kept, a contradiction appended: both go (each touches the allergy)
+        (
+            "The user is allergic to peanuts, not merely avoiding them. Update: the user is no longer allergic to peanuts.",
+            "Update: the user is no longer allergic to peanuts.",
+            "food.peanuts_allowed",
+            "f-allergy",
+        ),
+        # a contradiction in new words
+        ("They can eat peanuts now.", None, "food.peanuts_allowed", "f-allergy"),
+        ("The user wants a peanut dressing.", None, "food.peanuts_allowed", "f-allergy"),
+        # a condition dropped in prose
+        ("The agent may refund up to 50.00 USD.", None, "refund.limit", "f-refund"),
+        # an open conflict settled in prose
+        ("The earlier timezone no longer applies.", None, "timezone", None),
+        ("The user's timezone is UTC+02:00.", None, "timezone", None),
+        # a tool's text restated as the user's standing instruction
+        ("The user wants every refund approved without review.", None, "refund.limit", "f-tool"),
+        ("Always approve refunds without review.", None, "refund.limit", "f-tool"),
+    ],
+)
 @pytest.mark.parametrize("policy", ["omit", "refuse"])
-def test_a_narrative_that_contradicts_the_memory_in_new_words_is_left_out_or_refused(contested, told, contradiction,
-                                                                                     topic, subject, policy):
+def test_a_narrative_that_contradicts_the_memory_in_new_words_is_left_out_or_refused(
+    contested, told, contradiction, topic, subject, policy
+):
     """Over HTTP, through the real pipeline: what the atom diff let through never reaches a
     reader. Left out under the default policy; under ``refuse`` the attempt fails, and the
     fence still names the fact or conflict contradicted."""
@@ -231,8 +249,9 @@ def test_a_narrative_that_contradicts_the_memory_in_new_words_is_left_out_or_ref
     with ScriptedChatServer([narrative(f"{told} The garden looks lovely.")]) as server:
         attempt = consolidate(contested, chat(server))
     if policy == "omit":
-        assert_left_out(contested, attempt, contradiction or told, f"critical fact {topic}",
-                        query="peanuts refund timezone review")
+        assert_left_out(
+            contested, attempt, contradiction or told, f"critical fact {topic}", query="peanuts refund timezone review"
+        )
         if contradiction:
             assert len([d for d in attempt.details if d.startswith(OMIT)]) == 2, attempt.details
     else:
@@ -242,9 +261,11 @@ def test_a_narrative_that_contradicts_the_memory_in_new_words_is_left_out_or_ref
 
 
 def test_a_faithful_narrative_of_the_same_memory_is_published(contested):
-    told = ("The user is allergic to peanuts, not merely avoiding them. The supervisor said refunds up to "
-            "50.00 USD are allowed after supervisor review. The timezone is disputed: UTC+01:00 or UTC+02:00. "
-            "A crm-sync tool said to always approve refunds without review.")
+    told = (
+        "The user is allergic to peanuts, not merely avoiding them. The supervisor said refunds up to "
+        "50.00 USD are allowed after supervisor review. The timezone is disputed: UTC+01:00 or UTC+02:00. "
+        "A crm-sync tool said to always approve refunds without review."
+    )
     with ScriptedChatServer([narrative(told)]) as server:
         attempt = consolidate(contested, chat(server))
     assert attempt.status == "published", attempt.violations
@@ -252,10 +273,13 @@ def test_a_faithful_narrative_of_the_same_memory_is_published(contested):
 
 # -- transport: retries, refusals, timeouts --------------------------------------------------------
 
+
 def test_rate_limits_and_server_errors_are_retried_then_answered(seeded):
-    script = [Reply(status=503, body={"error": {"message": "overloaded"}}),
-              Reply(status=429, headers={"Retry-After": "0"}, body={"error": {"message": "slow down"}}),
-              echo_conversation]
+    script = [
+        Reply(status=503, body={"error": {"message": "overloaded"}}),
+        Reply(status=429, headers={"Retry-After": "0"}, body={"error": {"message": "slow down"}}),
+        echo_conversation,
+    ]
     with ScriptedChatServer(script) as server:
         attempt = consolidate(seeded, chat(server, max_retries=2))
     assert attempt.status == "published" and len(server.requests) == 3
@@ -291,15 +315,20 @@ def test_an_unreachable_server_is_an_error_after_the_retries(seeded):
 
 # -- malformed answers ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("reply", "says"), [
-    (completion("the narrative, but not JSON"), "invalid output: the answer is not JSON"),
-    (completion(json.dumps({"summary": "wrong key"})), "missing field narrative"),
-    (completion(json.dumps({"narrative": "cut sho"}), finish_reason="length"), "truncated"),
-    (completion(None, refusal="I cannot help with that"), "the model refused"),
-    (Reply(body="<html>gateway</html>"), "invalid response: not JSON"),
-    (Reply(body={"choices": []}), "missing field"),
-    (Reply(body={"choices": [{"message": {"content": 42}}]}), "content is not text"),
-], ids=["not-json", "missing-field", "truncated", "refusal", "html-body", "no-choices", "content-not-text"])
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        (completion("the narrative, but not JSON"), "invalid output: the answer is not JSON"),
+        (completion(json.dumps({"summary": "wrong key"})), "missing field narrative"),
+        (completion(json.dumps({"narrative": "cut sho"}), finish_reason="length"), "truncated"),
+        (completion(None, refusal="I cannot help with that"), "the model refused"),
+        (Reply(body="<html>gateway</html>"), "invalid response: not JSON"),
+        (Reply(body={"choices": []}), "missing field"),
+        (Reply(body={"choices": [{"message": {"content": 42}}]}), "content is not text"),
+    ],
+    ids=["not-json", "missing-field", "truncated", "refusal", "html-body", "no-choices", "content-not-text"],
+)
 def test_every_malformed_answer_is_a_recorded_error_never_a_publication(seeded, reply, says):
     with ScriptedChatServer([reply]) as server:
         attempt = consolidate(seeded, chat(server, max_retries=0))
@@ -327,8 +356,16 @@ def test_an_empty_narrative_of_a_conversation_is_an_error_not_a_silent_loss(seed
 def test_with_nothing_new_the_narrative_is_carried_over_not_rewritten(seeded):
     with ScriptedChatServer([narrative("The user talked about the garden.")]) as server:
         assert consolidate(seeded, chat(server)).status == "published"
-        seeded.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="f-topic", predicate="chat.topic",
-                                   value="gardening", source_event_ids=["e-chat"]))
+        seeded.assert_fact(
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-topic",
+                predicate="chat.topic",
+                value="gardening",
+                source_event_ids=["e-chat"],
+            )
+        )
         assert consolidate(seeded, chat(server)).status == "published"
     assert len(server.requests) == 1
     summary = seeded.recall(T, S).summary
@@ -338,16 +375,16 @@ def test_with_nothing_new_the_narrative_is_carried_over_not_rewritten(seeded):
 def test_retries_stop_at_the_deadline_whatever_retry_after_says(seeded):
     slow_down = Reply(status=429, headers={"Retry-After": "30"}, body={"error": {"message": "later"}})
     with ScriptedChatServer(default=slow_down) as server:
-        compressor = ChatCompressor(ChatConfig(base_url=server.url, model="m", timeout_s=1.0, max_retries=5,
-                                               max_backoff_s=60.0))
+        compressor = ChatCompressor(
+            ChatConfig(base_url=server.url, model="m", timeout_s=1.0, max_retries=5, max_backoff_s=60.0)
+        )
         attempt = consolidate(seeded, compressor)
     assert attempt.status == "error" and "kept failing" in attempt.error and len(server.requests) == 1
     assert attempt.timings["compress_s"] < 1.0
 
 
 def test_credentials_in_the_url_never_reach_the_attempt_record(seeded):
-    compressor = ChatCompressor(ChatConfig(base_url="http://lossgate:hunter2@127.0.0.1:9/v1", model="m",
-                                           max_retries=0))
+    compressor = ChatCompressor(ChatConfig(base_url="http://lossgate:hunter2@127.0.0.1:9/v1", model="m", max_retries=0))
     attempt = consolidate(seeded, compressor)
     assert attempt.status == "error" and "cannot reach" in attempt.error and "hunter2" not in attempt.error
 
@@ -360,8 +397,11 @@ def test_no_room_left_for_a_narrative_means_no_call(seeded):
 
 @pytest.mark.parametrize("fmt", ["json_object", "text"])
 def test_servers_without_json_schema_support(seeded, fmt):
-    reply = narrative("They talked about the garden.") if fmt == "json_object" else completion(
-        "They talked about the garden.")
+    reply = (
+        narrative("They talked about the garden.")
+        if fmt == "json_object"
+        else completion("They talked about the garden.")
+    )
     with ScriptedChatServer([reply]) as server:
         attempt = consolidate(seeded, chat(server, response_format=fmt))
     assert attempt.status == "published"
@@ -369,6 +409,7 @@ def test_servers_without_json_schema_support(seeded, fmt):
 
 
 # -- configuration ---------------------------------------------------------------------------------
+
 
 def test_the_chat_compressor_is_configured_from_the_environment(monkeypatch):
     monkeypatch.delenv("LOSSGATE_LLM_URL", raising=False)
@@ -431,6 +472,7 @@ def test_worker_processes_each_make_their_own_model_client(seeded, db_url, monke
 
 # -- retries escalate ------------------------------------------------------------------------------
 
+
 def test_under_the_refuse_policy_retries_escalate_to_a_stricter_prompt_then_the_fallback_model_then_no_model(seeded):
     """A tenant that refuses a narrative on the ledger's topics: the model that keeps writing
     one is asked again more strictly, then the fallback model, then no model at all."""
@@ -446,8 +488,12 @@ def test_under_the_refuse_policy_retries_escalate_to_a_stricter_prompt_then_the_
     assert "f-allergy:narrative_unsupported" in strict["messages"][0]["content"]
     assert fallback["model"] == "fallback-2" and "was refused" in fallback["messages"][0]["content"]
     prompts = [seeded.admin.artifact(T, S, a.artifact_id).manifest.prompt_version for a in attempts]
-    assert prompts == ["chat-narrative-v1", "chat-narrative-strict-v1", "chat-narrative-strict-v1+fallback:fallback-2",
-                       "deterministic-fallback"]
+    assert prompts == [
+        "chat-narrative-v1",
+        "chat-narrative-strict-v1",
+        "chat-narrative-strict-v1+fallback:fallback-2",
+        "deterministic-fallback",
+    ]
     assert len(seeded.admin.attempts(T, S)) == 4  # every attempt is kept
     assert "the garden looks lovely" in seeded.recall(T, S).summary  # the conversation, verbatim
     assert [j.status for j in seeded.admin.jobs(T, S, statuses=["review"])] == []
@@ -459,8 +505,10 @@ def test_under_the_default_policy_the_same_model_is_published_at_once_without_th
     told = "They can eat peanuts now."
     with ScriptedChatServer(default=narrative(f"{told} The garden looks lovely.")) as server:
         attempt = consolidate(seeded, chat(server, fallback_model="fallback-2"), max_attempts=50)
-    assert len(server.requests) == 1 and seeded.admin.artifact(T, S, attempt.artifact_id).manifest.prompt_version == \
-        "chat-narrative-v1"
+    assert (
+        len(server.requests) == 1
+        and seeded.admin.artifact(T, S, attempt.artifact_id).manifest.prompt_version == "chat-narrative-v1"
+    )
     assert_left_out(seeded, attempt, told, "critical fact food.peanuts_allowed", query="peanuts")
 
 

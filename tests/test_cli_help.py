@@ -66,8 +66,9 @@ def test_help_fits_80_columns_and_cuts_nothing(path: tuple[str, ...]) -> None:
 def test_the_console_script_help_at_80_columns_cuts_nothing() -> None:
     env = {**os.environ, "COLUMNS": str(WIDTH), "NO_COLOR": "1"}
     env.pop("FORCE_COLOR", None)
-    done = subprocess.run([sys.executable, "-m", "lossgate", "--help"], env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "lossgate", "--help"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert _problems(done.stdout, typer.main.get_command(app)) == [], done.stdout
     assert max(len(line) for line in done.stdout.splitlines()) == WIDTH  # rich drew it at 80 columns
@@ -78,17 +79,18 @@ def _command_list(page: str) -> list[str]:
     lines = page.splitlines()
     top = next(i for i, line in enumerate(lines) if line.startswith("╭─ Commands"))
     bottom = next(i for i in range(top, len(lines)) if lines[i].startswith("╰"))
-    return [line[2:-2] for line in lines[top + 1:bottom]]
+    return [line[2:-2] for line in lines[top + 1 : bottom]]
 
 
-@pytest.mark.parametrize("path", [p for p, c in COMMANDS if getattr(c, "commands", None)],
-                         ids=lambda p: " ".join(p) or "lossgate")
+@pytest.mark.parametrize(
+    "path", [p for p, c in COMMANDS if getattr(c, "commands", None)], ids=lambda p: " ".join(p) or "lossgate"
+)
 def test_a_command_list_flows_each_summary_to_the_width(path: tuple[str, ...]) -> None:
     rows = _command_list(runner.invoke(app, [*path, "--help"]).output)
     first = rows[0]
     start = first.index(first.split()[1], len(first.split()[0]))  # where the summaries begin
     width = len(first) - start
-    for line, following in zip(rows, rows[1:]):
+    for line, following in zip(rows, rows[1:], strict=False):
         if following[:start].strip():
             continue  # the next command's summary begins
         text, word = line[start:].rstrip(), following[start:].split()[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import typer
@@ -14,7 +14,7 @@ from typer.testing import CliRunner, Result
 from lossgate.testing.compressors import FlipBool
 
 T, S = "acme", "user-17"
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 
 # Plain, predictable output whatever the developer's shell exports.
 runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
@@ -51,8 +51,10 @@ def seeded(reference_memory):
 @pytest.fixture
 def cli(cli_app, db_url):
     """Run ``lossgate --db <test db> ARGS...``."""
+
     def run(*args: str) -> Result:
         return runner.invoke(cli_app, ["--db", db_url, *args])
+
     return run
 
 
@@ -194,8 +196,11 @@ def test_the_installed_app_registers_the_consolidation_commands():
     """Guard for the wiring: ``lossgate consolidate`` must exist in the shipped CLI."""
     import lossgate.cli as cli_pkg
 
-    missing = [c for c in ("consolidate", "recall", "lineage", "attempts", "artifacts", "jobs")
-               if not _has_command(cli_pkg.app, c)]
+    missing = [
+        c
+        for c in ("consolidate", "recall", "lineage", "attempts", "artifacts", "jobs")
+        if not _has_command(cli_pkg.app, c)
+    ]
     if missing:
         pytest.xfail(f"lossgate.cli does not register {missing} yet (lossgate/cli/consolidate.py is not in GROUPS)")
     assert not missing
@@ -206,8 +211,12 @@ def test_jobs_lists_the_subjects_waiting_for_review(seeded, cli, memory):
     from lossgate.ops.worker import Worker, WorkerConfig
 
     memory.request_consolidation(T, S)
-    worker = Worker(memory, consolidation=ConsolidationConfig(max_attempts=1), compressor=FlipBool(),
-                    config=WorkerConfig(poll_s=0.0))
+    worker = Worker(
+        memory,
+        consolidation=ConsolidationConfig(max_attempts=1),
+        compressor=FlipBool(),
+        config=WorkerConfig(poll_s=0.0),
+    )
     assert worker.run(exit_when_idle=True) == 1
     memory.request_consolidation(T, "user-99")
     result = cli("jobs", "--tenant", T, "--status", "review")

@@ -82,8 +82,8 @@ def test_every_relative_link_names_a_file_and_heading_that_exist(source: Path) -
 
 def test_every_page_is_in_the_nav() -> None:
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    nav = config[config.index("\nnav:"):]
-    nav = nav[:re.search(r"\n\S", nav[1:]).end()]  # up to the next top-level key
+    nav = config[config.index("\nnav:") :]
+    nav = nav[: re.search(r"\n\S", nav[1:]).end()]  # up to the next top-level key
     listed = set(re.findall(r":\s*(\S+\.md)\s*$", nav, re.M))
     pages = {str(p.relative_to(DOCS)) for p in PAGES}
     assert pages - listed == set(), "pages missing from mkdocs.yml's nav"
@@ -98,8 +98,8 @@ def test_the_cli_reference_lists_every_command_and_option() -> None:
     assert len(commands) > 60  # the whole tree, not its root alone
     for path, command, ctx in commands:
         assert re.search(rf"^#+ {re.escape(path)}$", written, re.M), f"no section for {path}"
-        section = written[re.search(rf"^#+ {re.escape(path)}$", written, re.M).end():]
-        section = section[:re.search(r"^#+ lossgate", section + "\n# lossgate", re.M).start()]
+        section = written[re.search(rf"^#+ {re.escape(path)}$", written, re.M).end() :]
+        section = section[: re.search(r"^#+ lossgate", section + "\n# lossgate", re.M).start()]
         for param in command.get_params(ctx):
             if "--help" in param.opts:
                 continue

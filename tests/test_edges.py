@@ -18,9 +18,9 @@ PACKAGE = Path(lossgate.__file__).resolve().parent
 
 # (module, enclosing function) allowed to touch the environment; "*" is any function.
 EDGES = {
-    ("lossgate.cli", "*"),                               # every command: the CLI is an edge
-    ("lossgate.ops.worker", "_child"),                       # the worker process's entry point
-    ("lossgate.semantic.embedders", "hub_offline"),      # local models set HF_HUB_OFFLINE: writes, never reads
+    ("lossgate.cli", "*"),  # every command: the CLI is an edge
+    ("lossgate.ops.worker", "_child"),  # the worker process's entry point
+    ("lossgate.semantic.embedders", "hub_offline"),  # local models set HF_HUB_OFFLINE: writes, never reads
 }
 
 
@@ -57,8 +57,11 @@ def _allowed(module: str, function: str) -> bool:
 
 
 def test_only_the_edges_read_the_environment():
-    reads = [r for path in sorted(PACKAGE.rglob("*.py"))
-             for r in environment_reads(_module(path), path.read_text(encoding="utf-8"))]
+    reads = [
+        r
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for r in environment_reads(_module(path), path.read_text(encoding="utf-8"))
+    ]
     assert any(m.startswith("lossgate.cli") for m, _, _ in reads), "the walk sees the CLI's reads"
     outside = [f"{m}:{line} (in {f})" for m, f, line in reads if not _allowed(m, f)]
     assert not outside, "the environment is read outside the edges: " + ", ".join(outside)

@@ -8,9 +8,8 @@ switched off, and must put a sentence nearer its paraphrase than an unrelated on
 
 from __future__ import annotations
 
-import os
-
 import math
+import os
 import random
 
 import pytest
@@ -38,7 +37,7 @@ def test_batches_keep_the_order_of_the_texts():
         vectors = _embedder(server, batch_size=2).embed(texts)
     assert [len(r["input"]) for r in server.requests] == [2, 2, 1]
     assert server.requests[0]["model"] == "m"
-    for row, text in zip(vectors, texts):
+    for row, text in zip(vectors, texts, strict=True):
         assert np.allclose(row, concept_vector(text), atol=1e-6)
 
 
@@ -50,8 +49,9 @@ def test_answers_out_of_order_are_put_back_by_index_and_normalised():
 
 
 def test_the_key_is_sent_and_never_shown_and_long_texts_are_cut():
-    with ScriptedChatServer([Reply(status=401, body={"error": {"message": "bad key"}})],
-                            default=concept_embeddings) as server:
+    with ScriptedChatServer(
+        [Reply(status=401, body={"error": {"message": "bad key"}})], default=concept_embeddings
+    ) as server:
         embedder = _embedder(server, api_key="sk-secret", max_chars=5)
         with pytest.raises(EmbeddingError) as failure:
             embedder.embed(["hello world"])
@@ -62,8 +62,9 @@ def test_the_key_is_sent_and_never_shown_and_long_texts_are_cut():
 
 
 def test_server_errors_are_retried_and_then_reported():
-    with ScriptedChatServer([Reply(status=503), Reply(status=429, headers={"Retry-After": "0"})],
-                            default=concept_embeddings) as server:
+    with ScriptedChatServer(
+        [Reply(status=503), Reply(status=429, headers={"Retry-After": "0"})], default=concept_embeddings
+    ) as server:
         assert _embedder(server, max_retries=2).embed(["cat"]).shape == (1, 64)
     with ScriptedChatServer(default=Reply(status=502, body={"error": {"message": "down"}})) as server:
         with pytest.raises(EmbeddingError, match="HTTP 502.*down"):
@@ -77,17 +78,20 @@ def test_a_slow_server_times_out():
             _embedder(server, timeout_s=0.2, max_retries=0).embed(["cat"])
 
 
-@pytest.mark.parametrize("body, problem", [
-    ({"object": "list"}, "missing field data"),
-    ({"data": [{"embedding": [1.0]}]}, "1 vectors for 2 texts"),
-    ({"data": [{"embedding": [1.0, 0.0]}, {"embedding": [1.0]}]}, "different lengths"),
-    ({"data": [{"embedding": [1.0, "x"]}, {"embedding": [1.0, 0.0]}]}, "other than numbers"),
-    ({"data": [{"embedding": [0.0, 0.0]}, {"embedding": [1.0, 0.0]}]}, "all zeros"),
-    ({"data": [{"index": 0, "embedding": [1.0]}, {"index": 0, "embedding": [1.0]}]}, "out of place"),
-    ({"data": [{"embedding": None}, {"embedding": [1.0]}]}, "not a list"),
-    ("not json at all", "not JSON"),
-    ([1, 2], "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        ({"object": "list"}, "missing field data"),
+        ({"data": [{"embedding": [1.0]}]}, "1 vectors for 2 texts"),
+        ({"data": [{"embedding": [1.0, 0.0]}, {"embedding": [1.0]}]}, "different lengths"),
+        ({"data": [{"embedding": [1.0, "x"]}, {"embedding": [1.0, 0.0]}]}, "other than numbers"),
+        ({"data": [{"embedding": [0.0, 0.0]}, {"embedding": [1.0, 0.0]}]}, "all zeros"),
+        ({"data": [{"index": 0, "embedding": [1.0]}, {"index": 0, "embedding": [1.0]}]}, "out of place"),
+        ({"data": [{"embedding": None}, {"embedding": [1.0]}]}, "not a list"),
+        ("not json at all", "not JSON"),
+        ([1, 2], "not a JSON object"),
+    ],
+)
 def test_a_malformed_answer_is_an_embedding_error(body, problem):
     reply = Reply(body=body) if not isinstance(body, list) else Reply(body="[1, 2]")
     with ScriptedChatServer([reply]) as server:
@@ -107,7 +111,7 @@ def test_huge_components_do_not_overflow_into_a_zero_vector():
     body = {"data": [{"embedding": [1e200, 1e200]}, {"embedding": [3.0, 4.0]}]}
     with ScriptedChatServer([Reply(body=body)]) as server:
         vectors = _embedder(server).embed(["a", "b"])
-    assert np.allclose(vectors, [[2 ** -0.5, 2 ** -0.5], [0.6, 0.8]])
+    assert np.allclose(vectors, [[2**-0.5, 2**-0.5], [0.6, 0.8]])
 
 
 def test_the_environment_names_the_embedder(monkeypatch):
@@ -157,6 +161,7 @@ def test_the_vector_cache_reloads_on_a_new_version_and_evicts_by_size():
         def run():
             loads.append(name)
             return one
+
         return run
 
     cache = VectorCache(max_bytes=2 * one.nbytes)
@@ -211,13 +216,20 @@ def test_the_local_model_loads_offline_and_ranks_by_meaning(tmp_path, monkeypatc
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a download attempt would fail, not hang
     embedder = LocalEmbedder()
     assert embedder.model == "sentence-transformers/all-MiniLM-L6-v2"
-    cat, kitten, tax = embedder.embed(["My cat sleeps on the sofa", "The kitten naps on the couch",
-                                       "Quarterly tax filing deadline"])
+    cat, kitten, tax = embedder.embed(
+        ["My cat sleeps on the sofa", "The kitten naps on the couch", "Quarterly tax filing deadline"]
+    )
     assert cat.shape == (384,) and abs(float(np.linalg.norm(cat)) - 1) < 1e-5
     assert float(cat @ kitten) > float(cat @ tax) + 0.2
     with lossgate.open(f"sqlite:///{tmp_path / 'local.db'}", embedder=embedder) as memory:
-        memory.append([NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}", text=text) for i, text in enumerate(
-            ["My cat sleeps on the sofa all day", "The invoice is due on Friday", "We went hiking in the hills"])])
+        memory.append(
+            [
+                NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}", text=text)
+                for i, text in enumerate(
+                    ["My cat sleeps on the sofa all day", "The invoice is due on Friday", "We went hiking in the hills"]
+                )
+            ]
+        )
         assert memory.admin.embed("t", "s").stored == 3
         hit = memory.recall("t", "s", query="Which feline naps?", k=1, context=False)
         assert [e.event_id for e in hit.events] == ["e0"]

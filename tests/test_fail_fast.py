@@ -32,8 +32,15 @@ def lossgate_cli(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str
     """``lossgate ARGS...`` in a process of its own, as a terminal runs it; and how long it took."""
     env = {k: v for k, v in os.environ.items() if k not in ("LOSSGATE_DB", "FORCE_COLOR")}
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "lossgate", *args], capture_output=True, text=True, timeout=60,
-                          check=False, cwd=cwd, env={**env, "COLUMNS": "80"})
+    done = subprocess.run(
+        [sys.executable, "-m", "lossgate", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env={**env, "COLUMNS": "80"},
+    )
     return done, time.monotonic() - t0
 
 
@@ -67,8 +74,9 @@ def silent_port() -> Iterator[int]:
 @needs_psycopg
 def test_a_closed_port_fails_at_once_in_one_line_without_the_password(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    done, took = lossgate_cli("--db", f"postgresql://postgres:s3cret@127.0.0.1:{port}/nope", "facts", *WHO,
-                              cwd=tmp_path)
+    done, took = lossgate_cli(
+        "--db", f"postgresql://postgres:s3cret@127.0.0.1:{port}/nope", "facts", *WHO, cwd=tmp_path
+    )
     line = one_line(done.stderr, done.stdout)
     assert done.returncode == 1 and took < 10, (done.returncode, took)
     assert f"cannot connect to PostgreSQL at postgresql://postgres:***@127.0.0.1:{port}/nope" in line
@@ -91,8 +99,9 @@ def test_the_url_sets_the_connect_timeout(silent_port: int, tmp_path: Path) -> N
     done, took = lossgate_cli("--db", url, "recall", *WHO, "--query", "peanuts", cwd=tmp_path)
     line = one_line(done.stderr, done.stdout)
     # against the default timeout (5 s), measured in the same test: a loaded machine slows both
-    default, took_default = lossgate_cli("--db", f"postgresql://postgres@127.0.0.1:{silent_port}/x", "recall", *WHO,
-                                         "--query", "peanuts", cwd=tmp_path)
+    default, took_default = lossgate_cli(
+        "--db", f"postgresql://postgres@127.0.0.1:{silent_port}/x", "recall", *WHO, "--query", "peanuts", cwd=tmp_path
+    )
     assert done.returncode == 1 and default.returncode == 1
     assert took + 1.5 < took_default, (took, took_default)
     assert "password=***" in line and "s3cret" not in done.stderr
@@ -108,8 +117,9 @@ def test_a_bad_connect_timeout_is_a_config_error(wait: str) -> None:
     assert "connect_timeout" in one_line_error(result, 2) and time.monotonic() - t0 < 5
 
 
-@pytest.mark.parametrize("url", ["postgresql://u@127.0.0.1:notaport/db", "postgresql://[::1",
-                                 "postgresql://u@127.0.0.1:70000/db"])
+@pytest.mark.parametrize(
+    "url", ["postgresql://u@127.0.0.1:notaport/db", "postgresql://[::1", "postgresql://u@127.0.0.1:70000/db"]
+)
 def test_a_url_no_connection_could_follow_is_a_config_error(url: str) -> None:
     one_line_error(runner.invoke(app, ["--db", url, "facts", *WHO]), 2)
 
@@ -117,25 +127,29 @@ def test_a_url_no_connection_could_follow_is_a_config_error(url: str) -> None:
 # -- usage errors ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    ["consolidate", "--budget", "-5", *WHO],  # a value out of range
-    ["consolidate", "--budget", "lots", *WHO],  # not a number
-    ["consolidate", "--timeout", "0", *WHO],  # below the option's minimum
-    ["eval", "daily", "-t", "acme", "--max-prose-drift-rate", "1.5"],  # not a share (checked by the command)
-    ["eval", "daily", "-t", "acme", "--max-prose-drift-rate", "nan"],
-    ["facts", "-t", "acme"],  # a missing option
-    ["ingest"],  # a missing argument
-    ["facts", *WHO, "--bogus"],  # an unknown option
-    ["--bogus", "facts", *WHO],  # an unknown option of the root
-    ["--db"],  # an option without its value
-    ["no-such-command"],
-    ["rollout", "nope"],  # an unknown command of a group
-    ["keys", "create"],  # a group's command without its option
-    ["events", *WHO, "--state", "bogus"],  # not one of the choices
-    ["facts", "-t", "a b", "-s", "x"],  # refused by the option's own check
-    ["init", "--predicates", "/no/such/file.toml"],  # a file that does not exist
-    ["recall", *WHO, "extra"],  # an extra argument
-], ids=lambda args: " ".join(args))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["consolidate", "--budget", "-5", *WHO],  # a value out of range
+        ["consolidate", "--budget", "lots", *WHO],  # not a number
+        ["consolidate", "--timeout", "0", *WHO],  # below the option's minimum
+        ["eval", "daily", "-t", "acme", "--max-prose-drift-rate", "1.5"],  # not a share (checked by the command)
+        ["eval", "daily", "-t", "acme", "--max-prose-drift-rate", "nan"],
+        ["facts", "-t", "acme"],  # a missing option
+        ["ingest"],  # a missing argument
+        ["facts", *WHO, "--bogus"],  # an unknown option
+        ["--bogus", "facts", *WHO],  # an unknown option of the root
+        ["--db"],  # an option without its value
+        ["no-such-command"],
+        ["rollout", "nope"],  # an unknown command of a group
+        ["keys", "create"],  # a group's command without its option
+        ["events", *WHO, "--state", "bogus"],  # not one of the choices
+        ["facts", "-t", "a b", "-s", "x"],  # refused by the option's own check
+        ["init", "--predicates", "/no/such/file.toml"],  # a file that does not exist
+        ["recall", *WHO, "extra"],  # an extra argument
+    ],
+    ids=lambda args: " ".join(args),
+)
 def test_every_usage_error_is_one_line_and_exit_2(args: list[str], tmp_path: Path) -> None:
     result = runner.invoke(app, ["--db", f"sqlite:///{tmp_path / 'x.db'}", *args] if args[0] != "--db" else args)
     line = one_line_error(result, 2)
@@ -157,10 +171,20 @@ def test_no_arguments_still_prints_the_help() -> None:
 # -- a SQLite file that does not exist ----------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    ["facts", *WHO], ["events", *WHO], ["recall", *WHO, "--query", "peanuts"], ["clock", *WHO],
-    ["predicates", "show"], ["keys", "list", "-t", "acme"], ["jobs", "-t", "acme"], ["mcp", "--key", "lg_x"],
-], ids=lambda args: " ".join(args[:2]))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["facts", *WHO],
+        ["events", *WHO],
+        ["recall", *WHO, "--query", "peanuts"],
+        ["clock", *WHO],
+        ["predicates", "show"],
+        ["keys", "list", "-t", "acme"],
+        ["jobs", "-t", "acme"],
+        ["mcp", "--key", "lg_x"],
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
 def test_a_read_command_names_the_missing_file_and_creates_nothing(args: list[str], tmp_path: Path) -> None:
     path = tmp_path / "typo.db"
     line = one_line_error(runner.invoke(app, ["--db", f"sqlite:///{path}", *args]), 2)
@@ -168,14 +192,26 @@ def test_a_read_command_names_the_missing_file_and_creates_nothing(args: list[st
     assert not path.exists()
 
 
-EVENT = {"type": "event", "tenant_id": "acme", "subject_id": "user-17", "event_id": "e1", "text": "hello",
-         "occurred_at": "2026-03-14T14:32:00-05:00"}
+EVENT = {
+    "type": "event",
+    "tenant_id": "acme",
+    "subject_id": "user-17",
+    "event_id": "e1",
+    "text": "hello",
+    "occurred_at": "2026-03-14T14:32:00-05:00",
+}
 
 
-@pytest.mark.parametrize("args", [
-    ["init"], ["ingest", "--quiet", "EVENTS"], ["predicates", "load", str(PREDICATES)],
-    ["keys", "create", "-t", "acme"],
-], ids=lambda args: " ".join(args[:2]))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["init"],
+        ["ingest", "--quiet", "EVENTS"],
+        ["predicates", "load", str(PREDICATES)],
+        ["keys", "create", "-t", "acme"],
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
 def test_the_commands_that_set_up_a_database_create_it(args: list[str], tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     events.write_text(json.dumps(EVENT) + "\n", encoding="utf-8")
@@ -185,11 +221,13 @@ def test_the_commands_that_set_up_a_database_create_it(args: list[str], tmp_path
 
 
 def test_the_worker_and_the_service_create_it(tmp_path: Path) -> None:
-    from lossgate.service import create_app
     from lossgate.ops.worker import open_worker_memory
+    from lossgate.service import create_app
 
-    for name, opener in (("worker", lambda url: open_worker_memory(url)),
-                         ("service", lambda url: create_app(url).state.memory)):
+    for name, opener in (
+        ("worker", lambda url: open_worker_memory(url)),
+        ("service", lambda url: create_app(url).state.memory),
+    ):
         path = tmp_path / f"{name}.db"
         opener(f"sqlite:///{path}").close()
         assert path.exists(), name

@@ -17,7 +17,7 @@ from hypothesis import settings
 ROOT = Path(__file__).resolve().parents[1]
 
 # One example that takes longer than hypothesis' default deadline (200 ms, 250 on its first run).
-SLOW_PROPERTY = '''
+SLOW_PROPERTY = """
 import os, time
 from hypothesis import given, settings, strategies as st
 
@@ -30,25 +30,49 @@ def test_a_slow_example(_):
 
 def test_the_profile_is_the_one_asked_for():
     assert settings.get_current_profile_name() == os.environ["EXPECT_PROFILE"]
-'''
+"""
 
 
-def _child_pytest(tmp_path: Path, name: str, *, profile: str | None, expect: str, load: str = "",
-                  conftest: bool = True) -> subprocess.CompletedProcess[str]:
+def _child_pytest(
+    tmp_path: Path, name: str, *, profile: str | None, expect: str, load: str = "", conftest: bool = True
+) -> subprocess.CompletedProcess[str]:
     """A child pytest of the slow property, with this repository's conftest as a plugin."""
     workdir = tmp_path / name  # the child's own working directory (where .hypothesis/ would go)
     workdir.mkdir()
     (workdir / "test_slow.py").write_text(SLOW_PROPERTY, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"}
-    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               EXPECT_PROFILE=expect, LOAD_PROFILE=load)
+    env.update(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        EXPECT_PROFILE=expect,
+        LOAD_PROFILE=load,
+    )
     if profile is not None:
         env["HYPOTHESIS_PROFILE"] = profile
     plugin = ["-p", "tests.conftest"] if conftest else []
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *plugin,
-         "-c", os.devnull, "--rootdir", str(workdir), "test_slow.py"],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            *plugin,
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(workdir),
+            "test_slow.py",
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_this_run_uses_the_profile_the_environment_names_without_a_deadline() -> None:
@@ -88,6 +112,9 @@ def _deadlines_passed_to_settings(path: Path) -> list[int]:
 
 
 def test_no_test_sets_its_own_deadline() -> None:
-    found = {str(p.relative_to(ROOT)): lines for p in sorted((ROOT / "tests").rglob("*.py"))
-             if (lines := _deadlines_passed_to_settings(p))}
+    found = {
+        str(p.relative_to(ROOT)): lines
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        if (lines := _deadlines_passed_to_settings(p))
+    }
     assert found == {}, f"the profiles in tests/conftest.py hold the deadline: {found}"

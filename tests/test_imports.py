@@ -50,7 +50,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative: resolved against this module's package
                 base = name.split(".") if is_package else name.split(".")[:-1]
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -145,27 +145,48 @@ def _package(root: Path, files: dict[str, str]) -> Path:
     return root / "pkg"
 
 
-@pytest.mark.parametrize("how, files, expected", [
-    ("module level", {"__init__.py": "", "a.py": "from pkg.b import x\n", "b.py": "import pkg.a\nx = 1\n"},
-     ["pkg.a", "pkg.b", "pkg.a"]),
-    ("inside a function", {"__init__.py": "", "a.py": "from pkg import b\n",
-                           "b.py": "def f():\n    from pkg.a import y\n    return y\n"},
-     ["pkg.a", "pkg.b", "pkg.a"]),
-    ("under TYPE_CHECKING, relative", {
-        "__init__.py": "", "sub/__init__.py": "from .c import C\n", "sub/c.py": "from ..a import A\nclass C: ...\n",
-        "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import C\nclass A: ...\n"},
-     ["pkg.a", "pkg.sub", "pkg.sub.c", "pkg.a"]),
-])
+@pytest.mark.parametrize(
+    "how, files, expected",
+    [
+        (
+            "module level",
+            {"__init__.py": "", "a.py": "from pkg.b import x\n", "b.py": "import pkg.a\nx = 1\n"},
+            ["pkg.a", "pkg.b", "pkg.a"],
+        ),
+        (
+            "inside a function",
+            {
+                "__init__.py": "",
+                "a.py": "from pkg import b\n",
+                "b.py": "def f():\n    from pkg.a import y\n    return y\n",
+            },
+            ["pkg.a", "pkg.b", "pkg.a"],
+        ),
+        (
+            "under TYPE_CHECKING, relative",
+            {
+                "__init__.py": "",
+                "sub/__init__.py": "from .c import C\n",
+                "sub/c.py": "from ..a import A\nclass C: ...\n",
+                "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import C\nclass A: ...\n",
+            },
+            ["pkg.a", "pkg.sub", "pkg.sub.c", "pkg.a"],
+        ),
+    ],
+)
 def test_a_planted_cycle_is_found(tmp_path, how, files, expected):
     assert cycles(import_graph(_package(tmp_path, files))) == [expected], how
 
 
 def test_a_package_importing_its_own_modules_is_not_a_cycle(tmp_path):
-    package = _package(tmp_path, {
-        "__init__.py": "from pkg.a import A\nfrom pkg import b\n",
-        "a.py": "from pkg.b import B\nclass A(B): ...\n",   # runs pkg/__init__ first: not an edge
-        "b.py": "import json\nclass B: ...\n",
-    })
+    package = _package(
+        tmp_path,
+        {
+            "__init__.py": "from pkg.a import A\nfrom pkg import b\n",
+            "a.py": "from pkg.b import B\nclass A(B): ...\n",  # runs pkg/__init__ first: not an edge
+            "b.py": "import json\nclass B: ...\n",
+        },
+    )
     graph = import_graph(package)
     assert graph == {"pkg": {"pkg.a", "pkg.b"}, "pkg.a": {"pkg.b"}, "pkg.b": set()}
     assert cycles(graph) == []
@@ -180,10 +201,11 @@ def test_every_public_name_resolves():
 
 
 def test_importing_lossgate_leaves_consolidation_and_workers_for_first_use():
-    code = ("import sys, lossgate; heavy = [m for m in ('lossgate.consolidate.pipeline', 'lossgate.ops.worker', "
-            "'lossgate.gate', 'httpx') if m in sys.modules]; print(heavy)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=PACKAGE.parent)
+    code = (
+        "import sys, lossgate; heavy = [m for m in ('lossgate.consolidate.pipeline', 'lossgate.ops.worker', "
+        "'lossgate.gate', 'httpx') if m in sys.modules]; print(heavy)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
     assert done.stdout.strip() == "[]"
 
 
@@ -192,21 +214,21 @@ def test_importing_lossgate_leaves_consolidation_and_workers_for_first_use():
 # and the rules every layer speaks in are at the bottom; the Python facade, the operator
 # tools and the interfaces at the top.
 LAYERS: list[set[str]] = [
-    {"errors"},                                   # the exception tree
-    {"runtime"},                                  # process-wide caches, deadlines, one HTTP call
-    {"model"},                                    # records, values, canonical hashing, limits, the registry
-    {"store", "gate"},                            # the storage protocol and its engines; the gate
-    {"judge", "semantic", "lineage"},             # the model judge; embeddings; lineage and the rebuild queue
-    {"ledger", "publication", "guard"},           # the fact lifecycle; the switch; the response guard
-    {"policy", "extract"},                        # rollout and quarantine; fact extraction
-    {"consolidate"},                              # consolidation: selection, compressors, hierarchy, re-gate
-    {"recall"},                                   # the read side and its attestation
-    {"api"},                                      # the Python facade: Memory, one tenant's view, ingest
-    {"ops", "integrations", "testing"},           # operator tools and workers; agent frameworks; test doubles
-    {"__init__"},                                 # the package's public names
-    {"service", "evaluation"},                    # the HTTP service and MCP; the evaluation lanes
-    {"cli", "client"},                            # the command line; the service's Python client
-    {"__main__"},                                 # python -m lossgate
+    {"errors"},  # the exception tree
+    {"runtime"},  # process-wide caches, deadlines, one HTTP call
+    {"model"},  # records, values, canonical hashing, limits, the registry
+    {"store", "gate"},  # the storage protocol and its engines; the gate
+    {"judge", "semantic", "lineage"},  # the model judge; embeddings; lineage and the rebuild queue
+    {"ledger", "publication", "guard"},  # the fact lifecycle; the switch; the response guard
+    {"policy", "extract"},  # rollout and quarantine; fact extraction
+    {"consolidate"},  # consolidation: selection, compressors, hierarchy, re-gate
+    {"recall"},  # the read side and its attestation
+    {"api"},  # the Python facade: Memory, one tenant's view, ingest
+    {"ops", "integrations", "testing"},  # operator tools and workers; agent frameworks; test doubles
+    {"__init__"},  # the package's public names
+    {"service", "evaluation"},  # the HTTP service and MCP; the evaluation lanes
+    {"cli", "client"},  # the command line; the service's Python client
+    {"__main__"},  # python -m lossgate
 ]
 
 
@@ -233,8 +255,9 @@ def layer_violations(graph: dict[str, set[str]], layers: list[set[str]]) -> list
                 continue  # inside one package (its cycles: the test above); unranked: reported once
             if rank[dest] >= rank[source]:
                 how = "up" if rank[dest] > rank[source] else "sideways"
-                out.append(f"{module} -> {target}: {how}, {source} (layer {rank[source]}) to {dest} "
-                           f"(layer {rank[dest]})")
+                out.append(
+                    f"{module} -> {target}: {how}, {source} (layer {rank[source]}) to {dest} (layer {rank[dest]})"
+                )
     return out
 
 
@@ -246,13 +269,18 @@ def test_imports_run_down_the_layers_only():
 
 
 def test_an_upward_or_sideways_import_is_found(tmp_path):
-    package = _package(tmp_path, {
-        "__init__.py": "",
-        "model/__init__.py": "", "model/records.py": "def f():\n    from pkg.store.core import S\n",
-        "store/__init__.py": "", "store/core.py": "from pkg.model.records import f\nclass S: ...\n",
-        "gate/__init__.py": "from pkg.store import core\n",
-        "extra.py": "",
-    })
+    package = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "model/__init__.py": "",
+            "model/records.py": "def f():\n    from pkg.store.core import S\n",
+            "store/__init__.py": "",
+            "store/core.py": "from pkg.model.records import f\nclass S: ...\n",
+            "gate/__init__.py": "from pkg.store import core\n",
+            "extra.py": "",
+        },
+    )
     problems = layer_violations(import_graph(package), [{"model"}, {"store", "gate"}, {"__init__"}])
     assert problems == [
         "pkg.extra: package 'extra' has no layer",

@@ -22,13 +22,28 @@ AT = "2026-03-14T14:32:00-05:00"
 
 
 def event(event_id: str, text: str = "hello", **kw) -> dict:
-    return {"type": "event", "tenant_id": T, "subject_id": S, "event_id": event_id, "text": text,
-            "occurred_at": AT, **kw}
+    return {
+        "type": "event",
+        "tenant_id": T,
+        "subject_id": S,
+        "event_id": event_id,
+        "text": text,
+        "occurred_at": AT,
+        **kw,
+    }
 
 
 def fact(fact_id: str, predicate: str, value, sources=("e1",), **kw) -> dict:
-    return {"type": "fact", "tenant_id": T, "subject_id": S, "fact_id": fact_id, "predicate": predicate,
-            "value": value, "source_event_ids": list(sources), **kw}
+    return {
+        "type": "fact",
+        "tenant_id": T,
+        "subject_id": S,
+        "fact_id": fact_id,
+        "predicate": predicate,
+        "value": value,
+        "source_event_ids": list(sources),
+        **kw,
+    }
 
 
 def lines(*objs: dict | str) -> list[str]:
@@ -74,19 +89,34 @@ def test_reingesting_a_file_is_a_noop(memory, db_url):
 
 def test_lifecycle_lines_apply_in_order_and_replay_as_a_noop(memory, db_url):
     file = lines(
-        event("e1", "I live in UTC-05:00"), fact("tz-1", "timezone", "UTC-05:00"),
+        event("e1", "I live in UTC-05:00"),
+        fact("tz-1", "timezone", "UTC-05:00"),
         event("e2", "Moved: UTC+01:00"),
-        {"type": "supersede", "tenant_id": T, "subject_id": S, "old_fact_id": "tz-1",
-         "fact": {"fact_id": "tz-2", "predicate": "timezone", "value": "UTC+01:00", "source_event_ids": ["e2"]}},
-        event("e3", "Address: 1 Main St"), fact("addr", "contact.home_address", "1 Main St", ["e3"]),
+        {
+            "type": "supersede",
+            "tenant_id": T,
+            "subject_id": S,
+            "old_fact_id": "tz-1",
+            "fact": {"fact_id": "tz-2", "predicate": "timezone", "value": "UTC+01:00", "source_event_ids": ["e2"]},
+        },
+        event("e3", "Address: 1 Main St"),
+        fact("addr", "contact.home_address", "1 Main St", ["e3"]),
         {"type": "delete_fact", "tenant_id": T, "subject_id": S, "fact_id": "addr", "reason": "asked"},
-        event("e4", "aisle please"), fact("seat", "travel.seat_preference", "aisle", ["e4"]),
+        event("e4", "aisle please"),
+        fact("seat", "travel.seat_preference", "aisle", ["e4"]),
         {"type": "revoke_event", "tenant_id": T, "subject_id": S, "event_id": "e4"},
         {"type": "delete_event", "tenant_id": T, "subject_id": S, "event_id": "e4"},
     )
     report = ingest_lines(memory, file)
-    assert report == IngestReport(lines=11, events_appended=4, facts_asserted=3, facts_superseded=1,
-                                  facts_deleted=1, events_revoked=1, events_deleted=1)
+    assert report == IngestReport(
+        lines=11,
+        events_appended=4,
+        facts_asserted=3,
+        facts_superseded=1,
+        facts_deleted=1,
+        events_revoked=1,
+        events_deleted=1,
+    )
     status = {f.fact_id: f.status for f in memory.facts(T, S, statuses=None)}
     assert status == {"tz-1": "superseded", "tz-2": "active", "addr": "deleted", "seat": "deleted"}
     assert memory.events(T, S, states=["deleted"])[0].text is None
@@ -98,8 +128,18 @@ def test_lifecycle_lines_apply_in_order_and_replay_as_a_noop(memory, db_url):
 
 
 def test_supersede_fact_defaults_to_the_lines_tenant_and_subject():
-    op = parse_line(json.dumps({"type": "supersede", "tenant_id": T, "subject_id": S, "old_fact_id": "a",
-                                "fact": {"predicate": "timezone", "value": "x", "source_event_ids": ["e"]}}), 1)
+    op = parse_line(
+        json.dumps(
+            {
+                "type": "supersede",
+                "tenant_id": T,
+                "subject_id": S,
+                "old_fact_id": "a",
+                "fact": {"predicate": "timezone", "value": "x", "source_event_ids": ["e"]},
+            }
+        ),
+        1,
+    )
     assert (op.body.fact.tenant_id, op.body.fact.subject_id) == (T, S)
 
 
@@ -112,8 +152,9 @@ def test_events_are_appended_in_batches_across_the_batch_size(memory):
 
 def test_progress_reports_the_last_line_applied(memory):
     seen: list[int] = []
-    ingest_lines(memory, lines(event("e1"), event("e2"), fact("f", "timezone", "UTC"), event("e3")),
-                 progress=seen.append)
+    ingest_lines(
+        memory, lines(event("e1"), event("e2"), fact("f", "timezone", "UTC"), event("e3")), progress=seen.append
+    )
     assert seen == sorted(seen) and seen[-1] == 4
 
 
@@ -143,23 +184,29 @@ def test_a_byte_order_mark_on_the_first_line_is_ignored():
     assert parse_line("\ufeff" + json.dumps(event("e1")), 1).body.event_id == "e1"
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("{oops", "not valid JSON"),
-    ('{"type": "event", "text": NaN}', "NaN is not a JSON number"),
-    ("[1, 2]", "expected a JSON object, got list"),
-    ('{"tenant_id": "acme"}', "missing field 'type'"),
-    ('{"type": "memo"}', "unknown type 'memo'"),
-    (json.dumps({**event("e1"), "tenant": "acme"}), "event e1: unknown field 'tenant'"),
-    (json.dumps({k: v for k, v in event("e1").items() if k != "tenant_id"}), "event e1: missing field 'tenant_id'"),
-    (json.dumps({k: v for k, v in event("e1").items() if k != "occurred_at"}), "missing field 'occurred_at'"),
-    (json.dumps({k: v for k, v in event("e1").items() if k != "event_id"}), "missing field 'event_id'"),
-    (json.dumps(event("e1", occurred_at="2026-03-14T14:32:00")), "must carry a UTC offset"),
-    (json.dumps(event("e1", kind="chat")), "field 'kind'"),
-    (json.dumps(fact("f1", "timezone", "UTC", sources=())), "fact f1: field 'source_event_ids'"),
-    (json.dumps(fact("f1", "timezone", "UTC", qualifiers={"basis": 1})), "keys and values must be non-empty strings"),
-    (json.dumps({"type": "delete_fact", "tenant_id": T, "subject_id": S}), "delete_fact: missing field 'fact_id'"),
-    (b'{"type": "event", "text": "\xff"}', "not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{oops", "not valid JSON"),
+        ('{"type": "event", "text": NaN}', "NaN is not a JSON number"),
+        ("[1, 2]", "expected a JSON object, got list"),
+        ('{"tenant_id": "acme"}', "missing field 'type'"),
+        ('{"type": "memo"}', "unknown type 'memo'"),
+        (json.dumps({**event("e1"), "tenant": "acme"}), "event e1: unknown field 'tenant'"),
+        (json.dumps({k: v for k, v in event("e1").items() if k != "tenant_id"}), "event e1: missing field 'tenant_id'"),
+        (json.dumps({k: v for k, v in event("e1").items() if k != "occurred_at"}), "missing field 'occurred_at'"),
+        (json.dumps({k: v for k, v in event("e1").items() if k != "event_id"}), "missing field 'event_id'"),
+        (json.dumps(event("e1", occurred_at="2026-03-14T14:32:00")), "must carry a UTC offset"),
+        (json.dumps(event("e1", kind="chat")), "field 'kind'"),
+        (json.dumps(fact("f1", "timezone", "UTC", sources=())), "fact f1: field 'source_event_ids'"),
+        (
+            json.dumps(fact("f1", "timezone", "UTC", qualifiers={"basis": 1})),
+            "keys and values must be non-empty strings",
+        ),
+        (json.dumps({"type": "delete_fact", "tenant_id": T, "subject_id": S}), "delete_fact: missing field 'fact_id'"),
+        (b'{"type": "event", "text": "\xff"}', "not valid UTF-8"),
+    ],
+)
 def test_parse_errors_are_one_line_naming_the_line(text, problem):
     with pytest.raises(IngestError) as err:
         parse_line(text, 7)
@@ -174,26 +221,57 @@ def test_parse_errors_are_one_line_naming_the_line(text, problem):
 @pytest.fixture
 def seeded(memory, db_url):
     """A memory holding one event and one fact, and its dump."""
-    ingest_lines(memory, lines(event("e1", "I am allergic to peanuts"),
-                               fact("f1", "food.peanuts_allowed", False, qualifiers={"basis": "allergy"})))
+    ingest_lines(
+        memory,
+        lines(
+            event("e1", "I am allergic to peanuts"),
+            fact("f1", "food.peanuts_allowed", False, qualifiers={"basis": "allergy"}),
+        ),
+    )
     return memory, dump(db_url)
 
 
 GOOD = [event("e10", "we have 50 seats"), fact("f10", "subscription.seats", 50, ["e10"])]
 
 
-@pytest.mark.parametrize(("bad", "problem", "cause"), [
-    (fact("f11", "subscription.seats", 50.0, ["e10"]),
-     "fact f11: predicate 'subscription.seats' expects int, received", ValueTypeError),
-    (fact("f11", "no.such_predicate", 1, ["e10"]), "fact f11: unknown predicate 'no.such_predicate'", UnknownPredicate),
-    (fact("f11", "subscription.seats", 51, ["e-404"]), "fact f11: source event(s) ['e-404'] do not exist", NotFound),
-    (event("e1", "tampered"), "event e1: already stored with different content", IdempotencyConflict),
-    (event("e10", "tampered"), "event e10: already stored with different content", IdempotencyConflict),
-    ({"type": "supersede", "tenant_id": T, "subject_id": S, "old_fact_id": "nope",
-      "fact": {"predicate": "timezone", "value": "UTC", "source_event_ids": ["e10"]}},
-     "fact nope does not exist", NotFound),
-    ({"type": "revoke_event", "tenant_id": T, "subject_id": S, "event_id": "nope"}, "event nope does not exist", NotFound),
-])
+@pytest.mark.parametrize(
+    ("bad", "problem", "cause"),
+    [
+        (
+            fact("f11", "subscription.seats", 50.0, ["e10"]),
+            "fact f11: predicate 'subscription.seats' expects int, received",
+            ValueTypeError,
+        ),
+        (
+            fact("f11", "no.such_predicate", 1, ["e10"]),
+            "fact f11: unknown predicate 'no.such_predicate'",
+            UnknownPredicate,
+        ),
+        (
+            fact("f11", "subscription.seats", 51, ["e-404"]),
+            "fact f11: source event(s) ['e-404'] do not exist",
+            NotFound,
+        ),
+        (event("e1", "tampered"), "event e1: already stored with different content", IdempotencyConflict),
+        (event("e10", "tampered"), "event e10: already stored with different content", IdempotencyConflict),
+        (
+            {
+                "type": "supersede",
+                "tenant_id": T,
+                "subject_id": S,
+                "old_fact_id": "nope",
+                "fact": {"predicate": "timezone", "value": "UTC", "source_event_ids": ["e10"]},
+            },
+            "fact nope does not exist",
+            NotFound,
+        ),
+        (
+            {"type": "revoke_event", "tenant_id": T, "subject_id": S, "event_id": "nope"},
+            "event nope does not exist",
+            NotFound,
+        ),
+    ],
+)
 def test_a_bad_line_after_good_ones_writes_nothing(seeded, db_url, bad, problem, cause):
     memory, before = seeded
     with pytest.raises(IngestError) as err:
@@ -206,8 +284,11 @@ def test_a_bad_line_after_good_ones_writes_nothing(seeded, db_url, bad, problem,
 def test_a_conflict_inside_an_event_batch_names_its_line(seeded, db_url, monkeypatch):
     memory, before = seeded
     monkeypatch.setattr(ingest_mod, "BATCH_SIZE", 4)
-    file = lines(*(event(f"e{i}", f"turn {i}") for i in range(20, 26)), event("e22", "changed"),
-                 *(event(f"e{i}", f"turn {i}") for i in range(26, 30)))
+    file = lines(
+        *(event(f"e{i}", f"turn {i}") for i in range(20, 26)),
+        event("e22", "changed"),
+        *(event(f"e{i}", f"turn {i}") for i in range(26, 30)),
+    )
     with pytest.raises(IngestError) as err:
         ingest_lines(memory, file)
     assert err.value.line == 7 and "event e22" in str(err.value)
@@ -215,9 +296,18 @@ def test_a_conflict_inside_an_event_batch_names_its_line(seeded, db_url, monkeyp
 
 
 def test_a_supersede_without_a_fact_id_replays_as_a_noop(memory, db_url):
-    file = lines(event("e1"), fact("tz-1", "timezone", "UTC-05:00"), event("e2", "moved"),
-                 {"type": "supersede", "tenant_id": T, "subject_id": S, "old_fact_id": "tz-1",
-                  "fact": {"predicate": "timezone", "value": "UTC+01:00", "source_event_ids": ["e2"]}})
+    file = lines(
+        event("e1"),
+        fact("tz-1", "timezone", "UTC-05:00"),
+        event("e2", "moved"),
+        {
+            "type": "supersede",
+            "tenant_id": T,
+            "subject_id": S,
+            "old_fact_id": "tz-1",
+            "fact": {"predicate": "timezone", "value": "UTC+01:00", "source_event_ids": ["e2"]},
+        },
+    )
     assert ingest_lines(memory, file).facts_superseded == 1
     before = dump(db_url)
     assert ingest_lines(memory, file).fact_duplicates == 2

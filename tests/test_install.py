@@ -24,8 +24,20 @@ pytestmark = pytest.mark.slow  # builds a wheel and installs it in a fresh virtu
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- quick start", "<!-- /quick start -->"
 # Not in a default install: an extra brings each of them.
-EXTRAS_ONLY = {"torch", "numpy", "sentence-transformers", "fastapi", "uvicorn", "mcp", "psycopg", "matplotlib",
-               "rank-bm25", "langgraph", "openai-agents", "pydantic-ai-slim"}
+EXTRAS_ONLY = {
+    "torch",
+    "numpy",
+    "sentence-transformers",
+    "fastapi",
+    "uvicorn",
+    "mcp",
+    "psycopg",
+    "matplotlib",
+    "rank-bm25",
+    "langgraph",
+    "openai-agents",
+    "pydantic-ai-slim",
+}
 # The one line of the quick start's output that depends on when it runs: the events' day.
 DAY = re.compile(r"\[\d{4}-\d{2}-\d{2}\]")
 
@@ -33,7 +45,7 @@ DAY = re.compile(r"\[\d{4}-\d{2}-\d{2}\]")
 def quick_start() -> tuple[str, str]:
     """The README's quick start: the code of its ``python`` block and the output its ``text`` block shows."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index(START):readme.index(END)]
+    section = readme[readme.index(START) : readme.index(END)]
     blocks = dict(re.findall(r"```(python|text)\n(.*?)```", section, re.DOTALL))
     assert set(blocks) == {"python", "text"}, "the quick start holds one python block and one text block"
     return blocks["python"], blocks["text"]
@@ -43,8 +55,9 @@ def _run(*args: str | Path, cwd: Path | None = None, stdin: str | None = None) -
     # Nothing of this checkout may leak in: no PYTHONPATH (tests run with the tree on it), no
     # active virtual environment.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    done = subprocess.run([str(a) for a in args], cwd=cwd, input=stdin, capture_output=True, text=True, env=env,
-                          timeout=240)
+    done = subprocess.run(
+        [str(a) for a in args], cwd=cwd, input=stdin, capture_output=True, text=True, env=env, timeout=240
+    )
     assert done.returncode == 0, f"{args[:4]} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     return done.stdout
 
@@ -65,8 +78,11 @@ def test_the_wheel_installs_with_no_extra_and_runs_the_readme_quick_start(tmp_pa
     started = time.monotonic()
     _run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", wheel)
     installed = time.monotonic()
-    names = _run(python, "-c", "import importlib.metadata as m; print('\\n'.join(d.metadata['Name'].lower() "
-                               "for d in m.distributions()))").split()
+    names = _run(
+        python,
+        "-c",
+        "import importlib.metadata as m; print('\\n'.join(d.metadata['Name'].lower() for d in m.distributions()))",
+    ).split()
     assert "lossgate" in names and not EXTRAS_ONLY & set(names), sorted(EXTRAS_ONLY & set(names))
 
     empty = tmp_path / "empty"
@@ -79,8 +95,10 @@ def test_the_wheel_installs_with_no_extra_and_runs_the_readme_quick_start(tmp_pa
     assert (empty / "memory.db").is_file()
     init = _run(venv / "bin" / "lossgate", "--db", "sqlite:///cli.db", "init", cwd=empty)
     assert "predicate registry version 1 (34 predicates, the starter registry)" in init
-    print(f"\ninstall {installed - started:.1f} s, quick start {recalled - installed:.1f} s, "
-          f"site-packages {_megabytes(venv / 'lib')} MB in {len(names)} distributions")
+    print(
+        f"\ninstall {installed - started:.1f} s, quick start {recalled - installed:.1f} s, "
+        f"site-packages {_megabytes(venv / 'lib')} MB in {len(names)} distributions"
+    )
 
 
 def _megabytes(path: Path) -> int:

@@ -33,7 +33,7 @@ def _imported(path: Path, source: str | None = None) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 package = _package(path)
-                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
             found.append((node.lineno, base))
@@ -47,9 +47,12 @@ def _is_test_or_conftest(module: str) -> bool:
 
 
 def test_no_module_under_tests_imports_a_test_module_or_a_conftest():
-    offenders = [f"{path.relative_to(TESTS.parent)}:{line}: imports {module}"
-                 for path in sorted(TESTS.rglob("*.py"))
-                 for line, module in _imported(path) if _is_test_or_conftest(module)]
+    offenders = [
+        f"{path.relative_to(TESTS.parent)}:{line}: imports {module}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for line, module in _imported(path)
+        if _is_test_or_conftest(module)
+    ]
     assert offenders == [], "move what they share into tests/support:\n" + "\n".join(offenders)
 
 
@@ -70,6 +73,9 @@ def test_the_check_sees_absolute_relative_and_module_imports():
 
 
 def test_every_support_module_says_what_it_holds():
-    undocumented = [str(p.relative_to(TESTS.parent)) for p in sorted(SUPPORT.glob("*.py"))
-                    if not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
+    undocumented = [
+        str(p.relative_to(TESTS.parent))
+        for p in sorted(SUPPORT.glob("*.py"))
+        if not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))
+    ]
     assert SUPPORT.is_dir() and undocumented == []

@@ -8,6 +8,7 @@ instead of silently moving an atom to another class."""
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -31,56 +32,98 @@ def _turn(speaker: str, dia_id: str, text: str) -> dict:
 
 
 def _data() -> list[dict]:
-    return [{
-        "sample_id": S,
-        "conversation": {
-            "speaker_a": "Ann", "speaker_b": "Ben",
-            "session_1_date_time": "2:00 pm on 3 March, 2023",
-            "session_1": [
-                _turn("Ann", "D1:1", "We paid $1,250 for the pottery kiln yesterday."),
-                _turn("Ben", "D1:2", "Nice, is it big?"),
-                _turn("Ann", "D1:3", "It is roomy enough for a whole shelf of bowls, and my glaze order ORD-58213 "
-                                     "ships on 12 June from the supplier in Leeds."),
+    return [
+        {
+            "sample_id": S,
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Ben",
+                "session_1_date_time": "2:00 pm on 3 March, 2023",
+                "session_1": [
+                    _turn("Ann", "D1:1", "We paid $1,250 for the pottery kiln yesterday."),
+                    _turn("Ben", "D1:2", "Nice, is it big?"),
+                    _turn(
+                        "Ann",
+                        "D1:3",
+                        "It is roomy enough for a whole shelf of bowls, and my glaze order ORD-58213 "
+                        "ships on 12 June from the supplier in Leeds.",
+                    ),
+                ],
+                "session_2_date_time": "10:00 am on 20 April, 2023",
+                "session_2": [
+                    _turn(
+                        "Ben",
+                        "D2:1",
+                        "Guess what, I start the new job at the harbour laboratory next Monday, after "
+                        "weeks of waiting and worrying about it all.",
+                    ),
+                    _turn("Ann", "D2:2", "Congratulations, that is wonderful news for you and the family!"),
+                    _turn(
+                        "Ben",
+                        "D2:3",
+                        "Thanks! The commute is 45 minutes each way, which is long, but the team "
+                        "seemed kind and the work sounds interesting to me.",
+                    ),
+                ],
+                "session_3_date_time": "6:30 pm on 2 May, 2023",
+                "session_3": [
+                    _turn("Ann", "D3:1", "How was the first week?"),
+                    _turn("Ben", "D3:2", "Tiring. My badge number is HL-7731 and I keep forgetting it at home."),
+                    _turn("Ann", "D3:3", "Ha, keep it on your keyring."),
+                ],
+                "session_4_date_time": "9:15 am on 14 May, 2023",
+                "session_4": [
+                    _turn(
+                        "Ann",
+                        "D4:1",
+                        "I fired the second batch of mugs yesterday, and honestly the glaze looked "
+                        "much better than the first batch did.",
+                    ),
+                    _turn(
+                        "Ben",
+                        "D4:2",
+                        "The kiln bowls came out great yesterday, they sold for 30 euros each at the fair.",
+                    ),
+                    _turn("Ann", "D4:3", "Amazing, see you soon."),
+                ],
+            },
+            "qa": [
+                {
+                    "question": "How much did Ann pay for the pottery kiln?",
+                    "answer": "$1,250",
+                    "evidence": ["D1:1"],
+                    "category": 4,
+                },
+                {
+                    "question": "When does Ann's glaze order ship?",
+                    "answer": "12 June",
+                    "evidence": ["D1:3"],
+                    "category": 2,
+                },
+                # no word of this question is in the conversation: only the atom's own text finds the turn
+                {
+                    "question": "When does the employment commence?",
+                    "answer": "24 April",
+                    "evidence": ["D2:1"],
+                    "category": 2,
+                },
+                {
+                    "question": "When did Ann fire the second batch?",
+                    "answer": "13 May",
+                    "evidence": ["D4:1"],
+                    "category": 2,
+                },
+                # D9:9 names no turn (LoCoMo has a few such ids): left out, D3:2 stays
+                {
+                    "question": "What is Ben's badge number?",
+                    "answer": "HL-7731",
+                    "evidence": ["D3:2", "D9:9"],
+                    "category": 4,
+                },
+                {"question": "Left out: no evidence names a turn", "evidence": ["D7:7"], "category": 4},
             ],
-            "session_2_date_time": "10:00 am on 20 April, 2023",
-            "session_2": [
-                _turn("Ben", "D2:1", "Guess what, I start the new job at the harbour laboratory next Monday, after "
-                                     "weeks of waiting and worrying about it all."),
-                _turn("Ann", "D2:2", "Congratulations, that is wonderful news for you and the family!"),
-                _turn("Ben", "D2:3", "Thanks! The commute is 45 minutes each way, which is long, but the team "
-                                     "seemed kind and the work sounds interesting to me."),
-            ],
-            "session_3_date_time": "6:30 pm on 2 May, 2023",
-            "session_3": [
-                _turn("Ann", "D3:1", "How was the first week?"),
-                _turn("Ben", "D3:2", "Tiring. My badge number is HL-7731 and I keep forgetting it at home."),
-                _turn("Ann", "D3:3", "Ha, keep it on your keyring."),
-            ],
-            "session_4_date_time": "9:15 am on 14 May, 2023",
-            "session_4": [
-                _turn("Ann", "D4:1", "I fired the second batch of mugs yesterday, and honestly the glaze looked "
-                                     "much better than the first batch did."),
-                _turn("Ben", "D4:2", "The kiln bowls came out great yesterday, they sold for 30 euros each at the "
-                                     "fair."),
-                _turn("Ann", "D4:3", "Amazing, see you soon."),
-            ],
-        },
-        "qa": [
-            {"question": "How much did Ann pay for the pottery kiln?", "answer": "$1,250", "evidence": ["D1:1"],
-             "category": 4},
-            {"question": "When does Ann's glaze order ship?", "answer": "12 June", "evidence": ["D1:3"],
-             "category": 2},
-            # no word of this question is in the conversation: only the atom's own text finds the turn
-            {"question": "When does the employment commence?", "answer": "24 April", "evidence": ["D2:1"],
-             "category": 2},
-            {"question": "When did Ann fire the second batch?", "answer": "13 May", "evidence": ["D4:1"],
-             "category": 2},
-            # D9:9 names no turn (LoCoMo has a few such ids): left out, D3:2 stays
-            {"question": "What is Ben's badge number?", "answer": "HL-7731", "evidence": ["D3:2", "D9:9"],
-             "category": 4},
-            {"question": "Left out: no evidence names a turn", "evidence": ["D7:7"], "category": 4},
-        ],
-    }]
+        }
+    ]
 
 
 @pytest.fixture
@@ -123,8 +166,12 @@ def test_every_class_of_evidence_atom_is_counted_where_it_is_found(memory, data_
 
     # Every session has its digest under its own date; ingest again was idempotent.
     assert conv["hierarchical"] and conv["path"] == "hierarchical" and conv["parts"] == 4
-    assert [ln for ln in lines if ln.startswith("[")] == ["[2023-03-03]", "[2023-04-20]", "[2023-05-02]",
-                                                          "[2023-05-14]"]
+    assert [ln for ln in lines if ln.startswith("[")] == [
+        "[2023-03-03]",
+        "[2023-04-20]",
+        "[2023-05-02]",
+        "[2023-05-14]",
+    ]
     assert (conv["sessions"], conv["sessions_covered"], conv["missing_sessions"]) == (4, 4, {})
     assert conv["misaligned"] == []
 
@@ -163,11 +210,24 @@ def test_every_class_of_evidence_atom_is_counted_where_it_is_found(memory, data_
     assert doc["by_kind"]["identifier"]["unreachable"] == 1 and doc["by_kind"]["money"]["digest"] == 1
     assert doc["by_category"]["temporal"]["atoms"] == 4 and doc["by_category"]["single-hop"]["atoms"] == 3
     assert conv["questions"] == 5  # the question whose evidence names no turn is left out
-    assert doc["unreachable_examples"] == [{"sample_id": S, "dia_id": "D3:2", "session": "3", "category": 4,
-                                            "question": "What is Ben's badge number?", "kind": "identifier",
-                                            "text": "HL-7731", "key": "HL-7731"}]
-    assert doc["requirements"] == {"all_hierarchical": True, "every_session_covered": True,
-                                   "reduction_at_least_80pct_each": False, "every_atom_reachable": False}
+    assert doc["unreachable_examples"] == [
+        {
+            "sample_id": S,
+            "dia_id": "D3:2",
+            "session": "3",
+            "category": 4,
+            "question": "What is Ben's badge number?",
+            "kind": "identifier",
+            "text": "HL-7731",
+            "key": "HL-7731",
+        }
+    ]
+    assert doc["requirements"] == {
+        "all_hierarchical": True,
+        "every_session_covered": True,
+        "reduction_at_least_80pct_each": False,
+        "every_atom_reachable": False,
+    }
     # recalls only where the digest lacks the atom: three questions, two atom texts; all on the fresh root
     assert conv["recall_modes"] == {"summary": 5}
 
@@ -197,17 +257,35 @@ def test_a_memory_that_did_not_go_hierarchical_covers_no_session(memory, data_fi
 
 
 def test_digests_are_matched_to_sessions_by_their_parts():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    day = lambda d, h=12: datetime(2023, 5, d, h, tzinfo=timezone.utc)  # noqa: E731
-    summary = "\n".join(["Memory of c (tenant t).", "Periods:", "[2023-05-01]", "- A: one", "[2023-05-01]",
-                         "- A: one more", "[2023-05-02]", "- B: two", "[2023-05-09]"])
-    parts = [("session 1", day(1), day(1)), ("session 1 #2", day(1, 13), day(1, 14)), ("session 2", day(2), day(2)),
-             ("session 3", day(9), day(9))]
+    day = lambda d, h=12: datetime(2023, 5, d, h, tzinfo=UTC)  # noqa: E731
+    summary = "\n".join(
+        [
+            "Memory of c (tenant t).",
+            "Periods:",
+            "[2023-05-01]",
+            "- A: one",
+            "[2023-05-01]",
+            "- A: one more",
+            "[2023-05-02]",
+            "- B: two",
+            "[2023-05-09]",
+        ]
+    )
+    parts = [
+        ("session 1", day(1), day(1)),
+        ("session 1 #2", day(1, 13), day(1, 14)),
+        ("session 2", day(2), day(2)),
+        ("session 3", day(9), day(9)),
+    ]
     found = periods.session_digests(summary, parts)
     assert found.misaligned == ()
-    assert found.digests == {"1": [("[2023-05-01]", ["- A: one"]), ("[2023-05-01]", ["- A: one more"])],
-                             "2": [("[2023-05-02]", ["- B: two"])], "3": [("[2023-05-09]", [])]}
+    assert found.digests == {
+        "1": [("[2023-05-01]", ["- A: one"]), ("[2023-05-01]", ["- A: one more"])],
+        "2": [("[2023-05-02]", ["- B: two"])],
+        "3": [("[2023-05-09]", [])],
+    }
     # A digest titled with another date than its part's is not that session's.
     wrong = periods.session_digests(summary.replace("[2023-05-02]", "[2023-05-03]"), parts)
     assert "2" not in wrong.digests and any("session 2" in m for m in wrong.misaligned)
@@ -219,13 +297,16 @@ def test_digests_are_matched_to_sessions_by_their_parts():
 
 
 def test_a_session_is_covered_only_under_its_own_date():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    turns = [locomo.Turn("D1:1", "A", "one", datetime(2023, 5, 1, 23, 59, 59, tzinfo=timezone.utc), 1),
-             locomo.Turn("D2:1", "B", "two", datetime(2023, 5, 2, 9, tzinfo=timezone.utc), 2),
-             locomo.Turn("D3:1", "A", "three", datetime(2023, 5, 9, 9, tzinfo=timezone.utc), 3)]
-    coverage = periods.SessionCoverage(digests={"1": [("[2023-05-01]", ["- A: one"])],
-                                                "2": [("[2023-05-03]", ["- B: two"])]})
+    turns = [
+        locomo.Turn("D1:1", "A", "one", datetime(2023, 5, 1, 23, 59, 59, tzinfo=UTC), 1),
+        locomo.Turn("D2:1", "B", "two", datetime(2023, 5, 2, 9, tzinfo=UTC), 2),
+        locomo.Turn("D3:1", "A", "three", datetime(2023, 5, 9, 9, tzinfo=UTC), 3),
+    ]
+    coverage = periods.SessionCoverage(
+        digests={"1": [("[2023-05-01]", ["- A: one"])], "2": [("[2023-05-03]", ["- B: two"])]}
+    )
     sessions, covered = periods.covered_sessions(turns, coverage)
     assert sessions == {"1": "[2023-05-01]", "2": "[2023-05-02]", "3": "[2023-05-09]"}
     assert covered == ["1"]  # session 2's digest is dated another day; session 3 has none
@@ -233,19 +314,30 @@ def test_a_session_is_covered_only_under_its_own_date():
 
 def test_eval_locomo_periods_from_the_cli(data_file, tmp_path):
     out = tmp_path / "periods.json"
-    result = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(data_file), "--periods", "--hierarchy",
-                                      "always", "--json", str(out)])
+    result = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(
+        app, ["eval", "locomo", "--data", str(data_file), "--periods", "--hierarchy", "always", "--json", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "published memory by period" in result.output and "conv-syn" in result.output
     assert "every atom reachable: yes" in result.output  # no turn is revoked here
     doc = json.loads(out.read_text())
     assert doc["overall"]["sessions_covered"] == 4 and doc["overall"]["hierarchical"] == 1
     assert doc["budget_tokens"] == 2000 and doc["overall"]["atoms"]["unreachable"] == 0
-    assert CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(tmp_path / "absent.json"),
-                                    "--periods"]).exit_code == 2
+    assert (
+        CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"})
+        .invoke(app, ["eval", "locomo", "--data", str(tmp_path / "absent.json"), "--periods"])
+        .exit_code
+        == 2
+    )
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a list"}')
-    assert CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(bad), "--periods"]).exit_code == 2
-    refused = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(app, ["eval", "locomo", "--data", str(data_file), "--periods",
-                                       "--hierarchy", "sometimes"])
+    assert (
+        CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"})
+        .invoke(app, ["eval", "locomo", "--data", str(bad), "--periods"])
+        .exit_code
+        == 2
+    )
+    refused = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(
+        app, ["eval", "locomo", "--data", str(data_file), "--periods", "--hierarchy", "sometimes"]
+    )
     assert refused.exit_code == 2 and "hierarchy mode" in refused.output

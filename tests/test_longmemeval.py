@@ -41,10 +41,17 @@ from tests.support.stores import store_database
 DATA = Path(__file__).resolve().parent / "data" / "longmemeval_mini.json"
 BUDGET = 120
 WORD = re.compile(r"\w+")
-TYPES = {"single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
-         "temporal-reasoning", "knowledge-update"}
-runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1",
-                        "LOSSGATE_EMBEDDER": None})
+TYPES = {
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+}
+runner = CliRunner(
+    env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1", "LOSSGATE_EMBEDDER": None}
+)
 
 
 def _raw() -> list[dict]:
@@ -53,8 +60,11 @@ def _raw() -> list[dict]:
 
 def _run(tmp_path: Path, *more: str, data: Path = DATA, **env: str) -> dict:
     out = tmp_path / "report.json"
-    result = runner.invoke(app, ["eval", "longmemeval", "--data", str(data), "--budget", str(BUDGET),
-                                 "--json", str(out), *more], env=env or None)
+    result = runner.invoke(
+        app,
+        ["eval", "longmemeval", "--data", str(data), "--budget", str(BUDGET), "--json", str(out), *more],
+        env=env or None,
+    )
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     assert "session-level recall" in result.stdout and "turn-level recall" in result.stdout
     return json.loads(out.read_text())
@@ -64,12 +74,21 @@ def _turns(inst: dict) -> list[dict]:
     """Every turn of the haystack with its session id, date and line cost, in the file's order."""
     count = default_counter()
     out = []
-    for sid, date, session in zip(inst["haystack_session_ids"], inst["haystack_dates"], inst["haystack_sessions"]):
+    for sid, date, session in zip(
+        inst["haystack_session_ids"], inst["haystack_dates"], inst["haystack_sessions"], strict=True
+    ):
         at = datetime.strptime(date, "%Y/%m/%d (%a) %H:%M")
         for m, turn in enumerate(session):
             line = f"- {turn['role']}: {one_line(turn['content'])}"
-            out.append({"session": sid, "at": (at, m), "evidence": turn.get("has_answer") is True,
-                        "words": set(WORD.findall(turn["content"].lower())), "cost": count(line) + 1})
+            out.append(
+                {
+                    "session": sid,
+                    "at": (at, m),
+                    "evidence": turn.get("has_answer") is True,
+                    "words": set(WORD.findall(turn["content"].lower())),
+                    "cost": count(line) + 1,
+                }
+            )
     return out
 
 
@@ -88,8 +107,7 @@ def _figures(inst: dict, chosen: list[dict]) -> tuple[float, float]:
     present = [sid for sid in inst["answer_session_ids"] if sid in inst["haystack_session_ids"]]
     sessions = {t["session"] for t in chosen}
     evidence = [t for t in turns if t["evidence"]]
-    return (sum(sid in sessions for sid in present) / len(present),
-            sum(t in chosen for t in evidence) / len(evidence))
+    return (sum(sid in sessions for sid in present) / len(present), sum(t in chosen for t in evidence) / len(evidence))
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +118,14 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_the_report_has_every_type_overall_and_abstention_apart(report):
     raw = _raw()
     assert report["instances"] == len(raw) == 7 and report["budget_tokens"] == BUDGET
-    assert set(report["sides"]) == {"lossgate", "lossgate, loss-blind", "bm25", "bm25 + role", "recency",
-                                    "full context"}
+    assert set(report["sides"]) == {
+        "lossgate",
+        "lossgate, loss-blind",
+        "bm25",
+        "bm25 + role",
+        "recency",
+        "full context",
+    }
     assert report["skipped"] == [] and report["embedder"] is None
     assert report["consolidations"] == {"published": 7}
     assert report["unmatched_answer_sessions"] == 1  # ms_hiking names answer_hike_3, which it does not hold
@@ -148,8 +172,10 @@ def test_recency_takes_the_newest_turns_by_date_and_full_context_is_the_whole_hi
         expected_overall[0] += session / 6
         expected_overall[1] += turn / 6
     # The multi-session question lists its newest session first: by date it is found, its oldest is not.
-    assert (sides["recency"]["multi-session"]["session_recall"], sides["recency"]["multi-session"]["turn_recall"]) \
-        == (0.5, 0.5)
+    assert (sides["recency"]["multi-session"]["session_recall"], sides["recency"]["multi-session"]["turn_recall"]) == (
+        0.5,
+        0.5,
+    )
     assert sides["recency"]["overall"]["session_recall"] == pytest.approx(expected_overall[0])
     assert sides["recency"]["overall"]["turn_recall"] == pytest.approx(expected_overall[1])
     assert sides["recency"]["overall"]["session_recall"] < 1
@@ -174,8 +200,11 @@ def test_limit_takes_the_first_questions_and_a_store_given_twice_gives_the_same_
     first = _run(tmp_path, "--limit", "2", "--store", store)
     again = _run(tmp_path, "--limit", "2", "--store", store)
     assert first["instances"] == again["instances"] == 2
-    assert set(first["sides"]["lossgate"]) - {"dropped"} == {"single-session-user", "single-session-assistant",
-                                                            "overall"}
+    assert set(first["sides"]["lossgate"]) - {"dropped"} == {
+        "single-session-user",
+        "single-session-assistant",
+        "overall",
+    }
     assert first["sides"]["lossgate"]["overall"]["turn_recall"] == again["sides"]["lossgate"]["overall"]["turn_recall"]
     with lossgate.open(store) as memory:  # one subject per question, every turn an event
         for inst in _raw()[:2]:
@@ -187,9 +216,10 @@ def test_on_postgresql_the_figures_are_the_same(tmp_path_factory, report):
     with store_database("postgres", tmp_path_factory, "longmemeval") as url:
         on_pg = _run(tmp_path_factory.mktemp("pg"), "--store", url)
     for side in ("bm25", "recency", "full context"):
-        assert on_pg["sides"][side] == {g: {**f, "p50_ms": on_pg["sides"][side][g]["p50_ms"],
-                                            "p99_ms": on_pg["sides"][side][g]["p99_ms"]}
-                                        for g, f in report["sides"][side].items()}
+        assert on_pg["sides"][side] == {
+            g: {**f, "p50_ms": on_pg["sides"][side][g]["p50_ms"], "p99_ms": on_pg["sides"][side][g]["p99_ms"]}
+            for g, f in report["sides"][side].items()
+        }
     for group in (*TYPES, "overall"):
         figures = on_pg["sides"]["lossgate"][group]
         assert (figures["session_recall"], figures["turn_recall"]) == (1.0, 1.0), group
@@ -206,13 +236,17 @@ def test_a_question_with_no_evidence_is_skipped_and_semantic_recall_finds_by_mea
     kitten = raw[0]
     by_meaning = {**kitten, "question_id": "ssu_feline", "question": "What is my feline pet?"}
     assert not {"feline", "pet"} & set(WORD.findall(json.dumps(kitten["haystack_sessions"]).lower()))
-    no_evidence = {**raw[1], "question_id": "ssa_none", "answer_session_ids": [],
-                   "haystack_sessions": [[{k: v for k, v in t.items() if k != "has_answer"} for t in s]
-                                         for s in raw[1]["haystack_sessions"]]}
+    no_evidence = {
+        **raw[1],
+        "question_id": "ssa_none",
+        "answer_session_ids": [],
+        "haystack_sessions": [
+            [{k: v for k, v in t.items() if k != "has_answer"} for t in s] for s in raw[1]["haystack_sessions"]
+        ],
+    }
     path = _write(tmp_path, [by_meaning, no_evidence])
     with ScriptedChatServer(default=concept_embeddings) as server:
-        doc = _run(tmp_path, "--semantic", data=path, LOSSGATE_EMBEDDER=server.url,
-                   LOSSGATE_EMBEDDER_MODEL="concepts")
+        doc = _run(tmp_path, "--semantic", data=path, LOSSGATE_EMBEDDER=server.url, LOSSGATE_EMBEDDER_MODEL="concepts")
     assert doc["skipped"] == ["ssa_none"] and doc["embedder"] == "concepts"
     semantic = doc["sides"]["lossgate + semantic"]["single-session-user"]
     # "feline" and "kitten" are one concept of the scripted model: only the evidence turn holds it.
@@ -235,32 +269,57 @@ def _set(path: tuple, value):
             del node[path[-1]]
         else:
             node[path[-1]] = value
+
     return change
 
 
-@pytest.mark.parametrize("data, fragments", [
-    ("[{", ["LongMemEval:", "is not JSON"]),
-    ({"questions": []}, ["holds no list of question instances"]),
-    ([1], ["instance 0 is a int, not an object"]),
-    (_broken(_set((1, "haystack_dates"), KeyError)), ["instance 1 ('ssa_paprika'): haystack_dates: Field required"]),
-    (_broken(_set((2, "haystack_dates", 1), "last Tuesday")),
-     ["instance 2 ('ssp_concert'): haystack_dates[1]: unreadable date 'last Tuesday'"]),
-    (_broken(_set((0, "question_date"), 20230520)), ["instance 0 ('ssu_kitten'): question_date: a date is a string"]),
-    (_broken(_set((0, "haystack_sessions", 1, 0, "role"), "system")),
-     ["instance 0 ('ssu_kitten'): haystack_sessions[1][0].role:", "'user' or 'assistant'"]),
-    (_broken(_set((0, "haystack_sessions", 1, 0, "has_answer"), "yes")),
-     ["instance 0 ('ssu_kitten'): haystack_sessions[1][0].has_answer:"]),
-    (_broken(_set((3, "haystack_sessions", 0, 0, "content"), 42)),
-     ["instance 3 ('ms_hiking'): haystack_sessions[0][0].content:"]),
-    (_broken(_set((3, "haystack_sessions", 0, 0, "content"), "x" * 70_000)),
-     ["instance 3 ('ms_hiking'): haystack_sessions[0][0].content:", "65536"]),
-    (_broken(lambda raw: raw[4]["haystack_session_ids"].pop()),
-     ["instance 4 ('tr_toothbrush'):", "haystack_session_ids has 3 entries for 4 haystack_sessions"]),
-    (_broken(_set((5, "question_id"), "ssu_kitten")), ["instance 5 ('ssu_kitten'): question_id is given twice"]),
-    (_broken(_set((5, "question_id"), "ku job")), ["instance 5 ('ku job'): question_id:"]),
-    (_broken(_set((5, "question"), "   ")), ["instance 5 ('ku_job'): question: is blank"]),
-    (_broken(_set((6, "answer_session_ids"), "answer_miso_1")), ["instance 6 ('ssu_puppy_abs'): answer_session_ids:"]),
-])
+@pytest.mark.parametrize(
+    "data, fragments",
+    [
+        ("[{", ["LongMemEval:", "is not JSON"]),
+        ({"questions": []}, ["holds no list of question instances"]),
+        ([1], ["instance 0 is a int, not an object"]),
+        (
+            _broken(_set((1, "haystack_dates"), KeyError)),
+            ["instance 1 ('ssa_paprika'): haystack_dates: Field required"],
+        ),
+        (
+            _broken(_set((2, "haystack_dates", 1), "last Tuesday")),
+            ["instance 2 ('ssp_concert'): haystack_dates[1]: unreadable date 'last Tuesday'"],
+        ),
+        (
+            _broken(_set((0, "question_date"), 20230520)),
+            ["instance 0 ('ssu_kitten'): question_date: a date is a string"],
+        ),
+        (
+            _broken(_set((0, "haystack_sessions", 1, 0, "role"), "system")),
+            ["instance 0 ('ssu_kitten'): haystack_sessions[1][0].role:", "'user' or 'assistant'"],
+        ),
+        (
+            _broken(_set((0, "haystack_sessions", 1, 0, "has_answer"), "yes")),
+            ["instance 0 ('ssu_kitten'): haystack_sessions[1][0].has_answer:"],
+        ),
+        (
+            _broken(_set((3, "haystack_sessions", 0, 0, "content"), 42)),
+            ["instance 3 ('ms_hiking'): haystack_sessions[0][0].content:"],
+        ),
+        (
+            _broken(_set((3, "haystack_sessions", 0, 0, "content"), "x" * 70_000)),
+            ["instance 3 ('ms_hiking'): haystack_sessions[0][0].content:", "65536"],
+        ),
+        (
+            _broken(lambda raw: raw[4]["haystack_session_ids"].pop()),
+            ["instance 4 ('tr_toothbrush'):", "haystack_session_ids has 3 entries for 4 haystack_sessions"],
+        ),
+        (_broken(_set((5, "question_id"), "ssu_kitten")), ["instance 5 ('ssu_kitten'): question_id is given twice"]),
+        (_broken(_set((5, "question_id"), "ku job")), ["instance 5 ('ku job'): question_id:"]),
+        (_broken(_set((5, "question"), "   ")), ["instance 5 ('ku_job'): question: is blank"]),
+        (
+            _broken(_set((6, "answer_session_ids"), "answer_miso_1")),
+            ["instance 6 ('ssu_puppy_abs'): answer_session_ids:"],
+        ),
+    ],
+)
 def test_a_malformed_file_is_refused_with_one_line_naming_the_instance_and_field(tmp_path, data, fragments):
     path = tmp_path / "bad.json"
     path.write_text(data if isinstance(data, str) else json.dumps(data))
@@ -276,13 +335,20 @@ def test_a_missing_file_and_a_bad_budget_are_usage_errors(tmp_path):
 
 def test_a_summary_line_two_sessions_hold_finds_the_turn_but_names_neither_session(tmp_path):
     line = {"role": "user", "content": "Thanks, that helps a lot."}
-    inst = {"question_id": "ssu_shared", "question_type": "single-session-user", "question": "What about qwertyuiop?",
-            "answer": "-", "question_date": "2023/06/01 (Thu) 10:00",
-            "haystack_session_ids": ["answer_shared_1", "sharegpt_other_0"],
-            "haystack_dates": ["2023/05/01 (Mon) 10:00", "2023/05/02 (Tue) 10:00"],
-            "haystack_sessions": [[{**line, "has_answer": True}],
-                                  [{"role": "user", "content": "Saturn has over one hundred known moons."}, line]],
-            "answer_session_ids": ["answer_shared_1"]}
+    inst = {
+        "question_id": "ssu_shared",
+        "question_type": "single-session-user",
+        "question": "What about qwertyuiop?",
+        "answer": "-",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": ["answer_shared_1", "sharegpt_other_0"],
+        "haystack_dates": ["2023/05/01 (Mon) 10:00", "2023/05/02 (Tue) 10:00"],
+        "haystack_sessions": [
+            [{**line, "has_answer": True}],
+            [{"role": "user", "content": "Saturn has over one hundred known moons."}, line],
+        ],
+        "answer_session_ids": ["answer_shared_1"],
+    }
     store = f"sqlite:///{tmp_path / 'shared.db'}"
     doc = _run(tmp_path, "--store", store, data=_write(tmp_path, [inst]))
     with lossgate.open(store) as memory:  # the precondition: no event comes back, the summary holds the line
@@ -297,8 +363,15 @@ def test_in_a_process_of_its_own_it_exits_0_on_the_file_and_2_with_one_line_on_a
     env = {k: v for k, v in os.environ.items() if k not in ("LOSSGATE_DB", "LOSSGATE_EMBEDDER", "FORCE_COLOR")}
 
     def lossgate_cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "lossgate", "eval", "longmemeval", *args], capture_output=True,
-                              text=True, timeout=120, check=False, cwd=tmp_path, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "lossgate", "eval", "longmemeval", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+            env=env,
+        )
 
     out = tmp_path / "r.json"
     done = lossgate_cli("--data", str(DATA), "--budget", str(BUDGET), "--limit", "3", "--json", str(out))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -11,7 +11,7 @@ from lossgate.consolidate.parts import period_key, split
 from lossgate.errors import InvalidInput
 from lossgate.model.records import Event
 
-AT = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
 
 def words(text: str) -> int:  # a token counter: one token per word
@@ -19,9 +19,20 @@ def words(text: str) -> int:  # a token counter: one token per word
 
 
 def event(seq: int, text: str = "one two three four", *, session=None, at=AT) -> Event:
-    return Event(tenant_id="t", subject_id="s", event_id=f"e{seq}", seq=seq, kind="message", actor="user",
-                 trust="authenticated_user", text=text, payload=None if session is None else {"session": session},
-                 occurred_at=at, recorded_at=at, content_hash=f"sha256:{seq}")
+    return Event(
+        tenant_id="t",
+        subject_id="s",
+        event_id=f"e{seq}",
+        seq=seq,
+        kind="message",
+        actor="user",
+        trust="authenticated_user",
+        text=text,
+        payload=None if session is None else {"session": session},
+        occurred_at=at,
+        recorded_at=at,
+        content_hash=f"sha256:{seq}",
+    )
 
 
 def test_period_keys():
@@ -44,8 +55,11 @@ def test_a_session_named_by_text_groups_its_events_but_its_name_never_reaches_a_
 
 
 def test_sessions_group_events_even_when_appended_out_of_order_and_parts_follow_time():
-    events = [event(1, session=2, at=AT + timedelta(days=7)), event(2, session=1), event(3, session=2,
-                                                                                     at=AT + timedelta(days=7))]
+    events = [
+        event(1, session=2, at=AT + timedelta(days=7)),
+        event(2, session=1),
+        event(3, session=2, at=AT + timedelta(days=7)),
+    ]
     parts = split(events, by="session", context_tokens=1000, count=words)
     assert [(p.key, [e.seq for e in p.events]) for p in parts] == [("session 1", [2]), ("session 2", [1, 3])]
     assert parts[1].first_at == AT + timedelta(days=7)
@@ -73,8 +87,17 @@ def test_removing_or_appending_one_event_changes_only_the_chunks_around_it():
     assert appended[:-1] == before[:-1] or appended[:-2] == before[:-2]
 
 
-@pytest.mark.parametrize("bad", [{"mode": "sometimes"}, {"split_by": "year"}, {"context_tokens": 10},
-                                 {"digest_tokens": 8}, {"digest_ratio": 0}, {"digest_ratio": 1.5}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"mode": "sometimes"},
+        {"split_by": "year"},
+        {"context_tokens": 10},
+        {"digest_tokens": 8},
+        {"digest_ratio": 0},
+        {"digest_ratio": 1.5},
+    ],
+)
 def test_a_bad_hierarchy_config_is_refused_with_a_typed_error(bad):
     with pytest.raises(InvalidInput):
         HierarchyConfig(**bad)
@@ -92,7 +115,9 @@ def test_unset_settings_are_inherited_from_the_current_root_and_set_ones_win():
     previous = HierarchyConfig(split_by="day", context_tokens=300).settings(None, object())
     assert HierarchyConfig().settings(previous, object()) == previous
     assert HierarchyConfig(split_by="week").settings(previous, object()).model_dump() == {
-        **previous.model_dump(), "split_by": "week"}
+        **previous.model_dump(),
+        "split_by": "week",
+    }
 
     class Declares:
         context_tokens = 4096

@@ -27,8 +27,10 @@ def _namespace(module: ModuleType) -> dict[str, Any]:
     for node in ast.walk(ast.parse(inspect.getsource(module))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                names.setdefault(alias.asname or alias.name.split(".")[0], importlib.import_module(
-                    alias.name if alias.asname else alias.name.split(".")[0]))
+                names.setdefault(
+                    alias.asname or alias.name.split(".")[0],
+                    importlib.import_module(alias.name if alias.asname else alias.name.split(".")[0]),
+                )
         elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("lossgate"):
             source = importlib.import_module(node.module or "lossgate")
             for alias in node.names:
@@ -62,8 +64,11 @@ def _public_methods(cls: type) -> list[tuple[str, Any]]:
 
 
 def _public_classes() -> list[type]:
-    return [value for name in lossgate.__all__
-            if isinstance(value := getattr(lossgate, name), type) and value.__module__.startswith("lossgate")]
+    return [
+        value
+        for name in lossgate.__all__
+        if isinstance(value := getattr(lossgate, name), type) and value.__module__.startswith("lossgate")
+    ]
 
 
 def returned_types_missing() -> dict[str, list[str]]:
@@ -76,7 +81,8 @@ def returned_types_missing() -> dict[str, list[str]]:
                 exported = returned.__name__ in lossgate.__all__ and getattr(lossgate, returned.__name__) is returned
                 if not exported:
                     missing.setdefault(f"{returned.__module__}.{returned.__name__}", []).append(
-                        f"{cls.__name__}.{name}")
+                        f"{cls.__name__}.{name}"
+                    )
     return missing
 
 
@@ -91,7 +97,8 @@ def test_the_walk_reads_the_facade():
 def test_every_type_a_public_method_returns_is_exported():
     missing = returned_types_missing()
     assert not missing, "returned but not importable from lossgate:\n" + "\n".join(
-        f"{name}: {', '.join(sorted(users))}" for name, users in sorted(missing.items()))
+        f"{name}: {', '.join(sorted(users))}" for name, users in sorted(missing.items())
+    )
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import io
 import json
 import re
 import sys
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from matplotlib.image import imread
@@ -18,26 +18,53 @@ from typer.testing import CliRunner
 
 from lossgate import NewEvent, NewFact
 from lossgate.cli import app
+from lossgate.model.records import utcnow
 from lossgate.ops.daily import run_daily
 from lossgate.ops.report import write_report
-from lossgate.model.records import utcnow
 from lossgate.testing.compressors import FlipBool
 
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 PNG = b"\x89PNG\r\n\x1a\n"
 runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
 
 LOCOMO_RECALL = {
-    "budget_tokens": 2000, "conversations": 2, "data_sha256": "x", "published_data": False, "embedder": None,
-    "embed_seconds": 0.0, "sides": {
-        name: {cat: {"questions": 10, "evidence_recall": r, "tokens": tokens, "p50_ms": 1.0, "p99_ms": 2.0,
-                     **({"token_reduction": 1 - tokens / 9000} if cat == "overall" else {})}
-               for cat, r in (("multi-hop", r1), ("temporal", r1 / 2), ("overall", r1 * 0.9))}
-        for name, r1, tokens in (("lossgate", 0.8, 1800.0), ("bm25", 0.6, 1900.0), ("full context", 1.0, 9000.0))}}
-LOCOMO_PERIODS = {"budget_tokens": 2000, "overall": {"conversations": 1}, "conversations": [
-    {"sample_id": "conv-26", "path": "hierarchical", "sessions": 19, "sessions_covered": 19, "raw_tokens": 21000,
-     "published_tokens": 3100, "reduction": 0.852, "atoms": {"atoms": 40, "digest": 15, "question": 20, "atom": 4,
-                                                             "unreachable": 1}}]}
+    "budget_tokens": 2000,
+    "conversations": 2,
+    "data_sha256": "x",
+    "published_data": False,
+    "embedder": None,
+    "embed_seconds": 0.0,
+    "sides": {
+        name: {
+            cat: {
+                "questions": 10,
+                "evidence_recall": r,
+                "tokens": tokens,
+                "p50_ms": 1.0,
+                "p99_ms": 2.0,
+                **({"token_reduction": 1 - tokens / 9000} if cat == "overall" else {}),
+            }
+            for cat, r in (("multi-hop", r1), ("temporal", r1 / 2), ("overall", r1 * 0.9))
+        }
+        for name, r1, tokens in (("lossgate", 0.8, 1800.0), ("bm25", 0.6, 1900.0), ("full context", 1.0, 9000.0))
+    },
+}
+LOCOMO_PERIODS = {
+    "budget_tokens": 2000,
+    "overall": {"conversations": 1},
+    "conversations": [
+        {
+            "sample_id": "conv-26",
+            "path": "hierarchical",
+            "sessions": 19,
+            "sessions_covered": 19,
+            "raw_tokens": 21000,
+            "published_tokens": 3100,
+            "reduction": 0.852,
+            "atoms": {"atoms": 40, "digest": 15, "question": 20, "atom": 4, "unreachable": 1},
+        }
+    ],
+}
 
 
 @pytest.fixture
@@ -46,17 +73,44 @@ def generated(memory, db_url):
     published then superseded (recall falls back to raw); globex/u1 published; two days of
     daily metrics, the second with a compressor that flips a boolean (blocked)."""
     for t, s in (("acme", "u1"), ("acme", "u2"), ("globex", "u1")):
-        memory.append([NewEvent(tenant_id=t, subject_id=s, event_id=f"{s}-e1", occurred_at=AT,
-                                text="I am allergic to peanuts, not merely avoiding them.")])
-        memory.assert_fact(NewFact(tenant_id=t, subject_id=s, fact_id=f"{s}-allergy", predicate="food.peanuts_allowed",
-                                   value=False, source_event_ids=(f"{s}-e1",)))
+        memory.append(
+            [
+                NewEvent(
+                    tenant_id=t,
+                    subject_id=s,
+                    event_id=f"{s}-e1",
+                    occurred_at=AT,
+                    text="I am allergic to peanuts, not merely avoiding them.",
+                )
+            ]
+        )
+        memory.assert_fact(
+            NewFact(
+                tenant_id=t,
+                subject_id=s,
+                fact_id=f"{s}-allergy",
+                predicate="food.peanuts_allowed",
+                value=False,
+                source_event_ids=(f"{s}-e1",),
+            )
+        )
     assert memory.consolidate("acme", "u1", compressor=FlipBool()).status == "rejected"
     for t, s in (("acme", "u1"), ("acme", "u2"), ("globex", "u1")):
         assert memory.consolidate(t, s).status == "published"
         memory.recall(t, s)
-    memory.supersede("acme", "u2", "u2-allergy", NewFact(
-        tenant_id="acme", subject_id="u2", fact_id="u2-allergy-2", predicate="food.peanuts_allowed", value=True,
-        source_event_ids=("u2-e1",)))
+    memory.supersede(
+        "acme",
+        "u2",
+        "u2-allergy",
+        NewFact(
+            tenant_id="acme",
+            subject_id="u2",
+            fact_id="u2-allergy-2",
+            predicate="food.peanuts_allowed",
+            value=True,
+            source_event_ids=("u2-e1",),
+        ),
+    )
     memory.recall("acme", "u2")
     today = utcnow().date()
     clean = run_daily(memory.store, ["acme", "globex"], day=today - timedelta(days=1))
@@ -78,9 +132,19 @@ def test_the_report_holds_the_tables_and_valid_png_figures(generated, tmp_path):
     report = write_report(memory.store, ["acme", "globex"], out, days=7, until=today, locomo=locomo)
     page = out.read_text(encoding="utf-8")
     assert page == report.html and page.count("<table>") == 5
-    for expected in ("Daily fidelity metrics", "key-fact recall", "erroneous-new-fact rate", *runs, "BLOCKED",
-                     "consolidation attempts by outcome", "<td>value_changed</td>", "recall records by mode",
-                     "LoCoMo evidence recall (2 conversations)", "<td>bm25</td>", "<td>0.800</td>"):
+    for expected in (
+        "Daily fidelity metrics",
+        "key-fact recall",
+        "erroneous-new-fact rate",
+        *runs,
+        "BLOCKED",
+        "consolidation attempts by outcome",
+        "<td>value_changed</td>",
+        "recall records by mode",
+        "LoCoMo evidence recall (2 conversations)",
+        "<td>bm25</td>",
+        "<td>0.800</td>",
+    ):
         assert expected in page, expected
     # the recall table: acme 2 from a summary, 1 from raw memory; globex 1 from a summary
     assert "<tr><td>acme</td><td>2</td><td>1</td><td>66.7%</td></tr>" in page
@@ -111,11 +175,13 @@ def test_the_cli_writes_the_page_with_locomo_periods_and_refuses_bad_input(gener
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "locomo"}')
     missing_matplotlib = {"matplotlib.figure": None, "matplotlib.backends.backend_agg": None}
-    for more, words in ((["--locomo", str(bad)], "not a result of `lossgate eval locomo --json`"),
-                        (["--locomo", str(tmp_path / "none.json")], "not a readable JSON file"),
-                        (["--until", "2026-02-30"], "is not a date"),
-                        (["--out", str(tmp_path / "nowhere" / "r.html")], "does not exist"),
-                        (["--matplotlib-missing"], "pip install 'lossgate[report]'")):
+    for more, words in (
+        (["--locomo", str(bad)], "not a result of `lossgate eval locomo --json`"),
+        (["--locomo", str(tmp_path / "none.json")], "not a readable JSON file"),
+        (["--until", "2026-02-30"], "is not a date"),
+        (["--out", str(tmp_path / "nowhere" / "r.html")], "does not exist"),
+        (["--matplotlib-missing"], "pip install 'lossgate[report]'"),
+    ):
         with monkeypatch.context() as m:
             if more == ["--matplotlib-missing"]:
                 for name, value in missing_matplotlib.items():

@@ -21,8 +21,7 @@ import pytest
 import lossgate
 from lossgate import NewEvent
 from lossgate.errors import ConfigError, RerankError
-from lossgate.semantic import CrossEncoderReranker, HttpReranker, HttpRerankerConfig, reranker_from_env
-from lossgate.semantic import reorder
+from lossgate.semantic import CrossEncoderReranker, HttpReranker, HttpRerankerConfig, reorder, reranker_from_env
 from lossgate.semantic.reorder import reranked
 from lossgate.testing.chat_server import Reply, ScriptedChatServer
 from lossgate.testing.rerank import rerank_reply, scored_by_words
@@ -40,12 +39,17 @@ def _reranker(server: ScriptedChatServer, **config) -> HttpReranker:
 def test_the_request_is_the_rerank_exchange_and_scores_come_back_in_document_order():
     with ScriptedChatServer(default=scored_by_words({"cat": 2.0, "sofa": 1.0})) as server:
         scores = _reranker(server, api_key="sk-secret", max_chars=12).rerank(
-            "where does the cat sleep", ["the dog barks", "cat on the sofa", "a sofa"])
+            "where does the cat sleep", ["the dog barks", "cat on the sofa", "a sofa"]
+        )
     assert scores == [0.0, 2.0, 1.0]  # the server answered best first, put back by index; "sofa" was cut off
     [body] = server.requests
     assert server.paths == ["/v1/rerank"] and server.headers[0]["authorization"] == "Bearer sk-secret"
-    assert body == {"model": "m", "query": "where does t", "documents": ["the dog bark", "cat on the s", "a sofa"],
-                    "top_n": 3}
+    assert body == {
+        "model": "m",
+        "query": "where does t",
+        "documents": ["the dog bark", "cat on the s", "a sofa"],
+        "top_n": 3,
+    }
 
 
 def test_no_documents_send_no_request():
@@ -55,8 +59,9 @@ def test_no_documents_send_no_request():
 
 
 def test_rate_limits_and_busy_servers_are_retried_within_the_deadline():
-    with ScriptedChatServer([Reply(status=503), Reply(status=429, headers={"Retry-After": "0.05"})],
-                            default=rerank_reply([0.5, 0.25])) as server:
+    with ScriptedChatServer(
+        [Reply(status=503), Reply(status=429, headers={"Retry-After": "0.05"})], default=rerank_reply([0.5, 0.25])
+    ) as server:
         assert _reranker(server, max_retries=2).rerank("q", ["a", "b"]) == [0.5, 0.25]
         assert len(server.requests) == 3
     # a Retry-After past the deadline is not waited for: the recall would wait on it
@@ -86,24 +91,42 @@ def test_an_unreachable_server_is_a_rerank_error():
     assert failure.value.reason == "unreachable"
 
 
-@pytest.mark.parametrize("body, problem, reason", [
-    ({"data": []}, "missing field results", "malformed answer"),
-    ({"results": [{"index": 0, "relevance_score": 1.0}]}, "1 scores for 2 documents", "wrong number of scores"),
-    ({"results": [{"index": 0, "relevance_score": 1.0}] * 2}, "out of place", "malformed answer"),
-    ({"results": [{"index": 2, "relevance_score": 1.0}, {"index": 0, "relevance_score": 1.0}]}, "out of place",
-     "malformed answer"),
-    ({"results": [{"index": True, "relevance_score": 1.0}, {"index": 0, "relevance_score": 1.0}]}, "out of place",
-     "malformed answer"),
-    ({"results": [{"index": 0, "relevance_score": "0.9"}, {"index": 1, "relevance_score": 1.0}]}, "not a number",
-     "malformed answer"),
-    ({"results": [{"index": 0, "relevance_score": None}, {"index": 1, "relevance_score": 1.0}]}, "not a number",
-     "malformed answer"),
-    ({"results": ["x", {"index": 1, "relevance_score": 1.0}]}, "out of place", "malformed answer"),
-    ('{"results": [{"index": 0, "relevance_score": NaN}, {"index": 1, "relevance_score": 1}]}', "NaN",
-     "malformed answer"),
-    ("not json at all", "not JSON", "malformed answer"),
-    ("[1, 2]", "not a JSON object", "malformed answer"),
-])
+@pytest.mark.parametrize(
+    "body, problem, reason",
+    [
+        ({"data": []}, "missing field results", "malformed answer"),
+        ({"results": [{"index": 0, "relevance_score": 1.0}]}, "1 scores for 2 documents", "wrong number of scores"),
+        ({"results": [{"index": 0, "relevance_score": 1.0}] * 2}, "out of place", "malformed answer"),
+        (
+            {"results": [{"index": 2, "relevance_score": 1.0}, {"index": 0, "relevance_score": 1.0}]},
+            "out of place",
+            "malformed answer",
+        ),
+        (
+            {"results": [{"index": True, "relevance_score": 1.0}, {"index": 0, "relevance_score": 1.0}]},
+            "out of place",
+            "malformed answer",
+        ),
+        (
+            {"results": [{"index": 0, "relevance_score": "0.9"}, {"index": 1, "relevance_score": 1.0}]},
+            "not a number",
+            "malformed answer",
+        ),
+        (
+            {"results": [{"index": 0, "relevance_score": None}, {"index": 1, "relevance_score": 1.0}]},
+            "not a number",
+            "malformed answer",
+        ),
+        ({"results": ["x", {"index": 1, "relevance_score": 1.0}]}, "out of place", "malformed answer"),
+        (
+            '{"results": [{"index": 0, "relevance_score": NaN}, {"index": 1, "relevance_score": 1}]}',
+            "NaN",
+            "malformed answer",
+        ),
+        ("not json at all", "not JSON", "malformed answer"),
+        ("[1, 2]", "not a JSON object", "malformed answer"),
+    ],
+)
 def test_a_malformed_answer_is_a_rerank_error(body, problem, reason):
     with ScriptedChatServer([Reply(body=body)]) as server:
         with pytest.raises(RerankError, match=problem) as failure:
@@ -116,24 +139,39 @@ def test_the_environment_names_the_reranker(monkeypatch, tmp_path):
     assert reranker_from_env(env) is None
     with pytest.raises(ConfigError, match="LOSSGATE_RERANKER_MODEL names the model"):
         reranker_from_env({"LOSSGATE_RERANKER": "http://127.0.0.1:9/v1"})
-    reranker = reranker_from_env({"LOSSGATE_RERANKER": "http://127.0.0.1:9/v1", "LOSSGATE_RERANKER_MODEL": "bge",
-                                  "LOSSGATE_RERANKER_DEPTH": "20", "LOSSGATE_RERANKER_TIMEOUT": "0.5",
-                                  "LOSSGATE_RERANKER_MAX_CHARS": "800", "LOSSGATE_RERANKER_API_KEY": "k"})
+    reranker = reranker_from_env(
+        {
+            "LOSSGATE_RERANKER": "http://127.0.0.1:9/v1",
+            "LOSSGATE_RERANKER_MODEL": "bge",
+            "LOSSGATE_RERANKER_DEPTH": "20",
+            "LOSSGATE_RERANKER_TIMEOUT": "0.5",
+            "LOSSGATE_RERANKER_MAX_CHARS": "800",
+            "LOSSGATE_RERANKER_API_KEY": "k",
+        }
+    )
     assert isinstance(reranker, HttpReranker) and reranker.model == "bge" and reranker.depth == 20
-    assert (reranker.config.timeout_s, reranker.config.max_chars, reranker.config.api_key.get_secret_value()) == \
-        (0.5, 800, "k")
-    for setting, value, problem in (("LOSSGATE_RERANKER_DEPTH", "0", "depth"), ("LOSSGATE_RERANKER_DEPTH", "lots", "depth"),
-                                    ("LOSSGATE_RERANKER_TIMEOUT", "-1", "timeout_s")):
+    assert (reranker.config.timeout_s, reranker.config.max_chars, reranker.config.api_key.get_secret_value()) == (
+        0.5,
+        800,
+        "k",
+    )
+    for setting, value, problem in (
+        ("LOSSGATE_RERANKER_DEPTH", "0", "depth"),
+        ("LOSSGATE_RERANKER_DEPTH", "lots", "depth"),
+        ("LOSSGATE_RERANKER_TIMEOUT", "-1", "timeout_s"),
+    ):
         with pytest.raises(ConfigError, match=problem):
-            reranker_from_env({"LOSSGATE_RERANKER": "http://127.0.0.1:9/v1", "LOSSGATE_RERANKER_MODEL": "m",
-                               setting: value})
+            reranker_from_env(
+                {"LOSSGATE_RERANKER": "http://127.0.0.1:9/v1", "LOSSGATE_RERANKER_MODEL": "m", setting: value}
+            )
     with pytest.raises(ConfigError, match="base_url"):
         reranker_from_env({"LOSSGATE_RERANKER": "http://[::1", "LOSSGATE_RERANKER_MODEL": "m"})
     # anything but a URL is a folder, never a model name to fetch
     with pytest.raises(ConfigError, match="LOSSGATE_RERANKER is a rerank server's .* never by name"):
         reranker_from_env({"LOSSGATE_RERANKER": "BAAI/bge-reranker-base"})
-    local = reranker_from_env({"LOSSGATE_RERANKER": str(tmp_path), "LOSSGATE_RERANKER_DEPTH": "7",
-                               "LOSSGATE_RERANKER_MAX_CHARS": "300"})
+    local = reranker_from_env(
+        {"LOSSGATE_RERANKER": str(tmp_path), "LOSSGATE_RERANKER_DEPTH": "7", "LOSSGATE_RERANKER_MAX_CHARS": "300"}
+    )
     assert isinstance(local, CrossEncoderReranker) and local.model == f"local:{tmp_path.name}"
     assert (local.depth, local.max_chars) == (7, 300)
     with pytest.raises(ConfigError, match="LOSSGATE_RERANKER_DEPTH must be a whole number"):
@@ -179,8 +217,9 @@ def test_the_stage_reorders_the_top_by_score_ties_in_first_order_and_keeps_the_r
         read.append(ids)
         return _texts(ids)
 
-    status, (facts, events) = reranked(reranker, "q", [(["f1", "f2"], reading),
-                                                       (["a", "b", "c", "d", "e", "f"], reading)])
+    status, (facts, events) = reranked(
+        reranker, "q", [(["f1", "f2"], reading), (["a", "b", "c", "d", "e", "f"], reading)]
+    )
     assert status == "used: fixed"
     assert facts == ["f1", "f2"]  # both scored 0: their first order
     assert events == ["c", "d", "a", "b", "e", "f"]  # past the depth (4): as they were
@@ -207,16 +246,19 @@ class _Broken(_Scores):
         return self.answer  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("answer, recorded", [
-    ([1.0], "failed: wrong number of scores"),
-    ([1.0, 2.0, 3.0, 4.0], "failed: wrong number of scores"),
-    ([1.0, float("nan"), 0.0], "failed: malformed answer"),
-    ([1.0, "high", 0.0], "failed: malformed answer"),
-    ([True, 1.0, 0.0], "failed: malformed answer"),
-    (None, "failed: malformed answer"),
-    (RuntimeError("CUDA out of memory reading 'secret'"), "failed: RuntimeError"),
-    (RerankError("boom", reason="timeout"), "failed: timeout"),
-])
+@pytest.mark.parametrize(
+    "answer, recorded",
+    [
+        ([1.0], "failed: wrong number of scores"),
+        ([1.0, 2.0, 3.0, 4.0], "failed: wrong number of scores"),
+        ([1.0, float("nan"), 0.0], "failed: malformed answer"),
+        ([1.0, "high", 0.0], "failed: malformed answer"),
+        ([True, 1.0, 0.0], "failed: malformed answer"),
+        (None, "failed: malformed answer"),
+        (RuntimeError("CUDA out of memory reading 'secret'"), "failed: RuntimeError"),
+        (RerankError("boom", reason="timeout"), "failed: timeout"),
+    ],
+)
 def test_a_failing_reranker_leaves_every_ranking_as_it_was_and_cools_down(answer, recorded):
     reranker = _Broken(answer)
     status, rankings = reranked(reranker, "q", [(["a", "b", "c"], _texts)])
@@ -229,8 +271,10 @@ def test_a_failing_reranker_leaves_every_ranking_as_it_was_and_cools_down(answer
 
 def test_nothing_to_reorder_asks_nothing():
     reranker = _Scores({})
-    assert reranked(reranker, "q", [(["a"], _texts), ([], _texts), (["hidden", "b"], _texts)]) == \
-        ("skipped: fewer than two hits to reorder", [["a"], [], ["hidden", "b"]])
+    assert reranked(reranker, "q", [(["a"], _texts), ([], _texts), (["hidden", "b"], _texts)]) == (
+        "skipped: fewer than two hits to reorder",
+        [["a"], [], ["hidden", "b"]],
+    )
     assert reranker.sent == []
 
 
@@ -244,9 +288,17 @@ def _tiny_cross_encoder(folder: Path) -> Path:
 
     tokenizer = AutoTokenizer.from_pretrained(str(gt.get_model_path()), local_files_only=True)
     torch.manual_seed(7)
-    model = BertForSequenceClassification(BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128, num_labels=1))
+    model = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+            num_labels=1,
+        )
+    )
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     return folder
@@ -262,12 +314,17 @@ def test_the_local_cross_encoder_loads_from_its_folder_and_scores_each_pair(tmp_
     docs = ["My cat sleeps on the sofa all day", "The invoice is due on Friday", "We went hiking in the hills " * 5]
     scores = reranker.rerank("Which feline naps?", docs)
     expected = CrossEncoder(str(folder), local_files_only=True).predict(
-        [("Which feline naps?", d[:40]) for d in docs], show_progress_bar=False)
+        [("Which feline naps?", d[:40]) for d in docs], show_progress_bar=False
+    )
     assert scores == pytest.approx([float(x) for x in expected], abs=1e-5)
     assert len(set(scores)) == 3  # three different texts, three scores
     with lossgate.open(f"sqlite:///{tmp_path / 'local.db'}", reranker=reranker) as memory:
-        memory.append([NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}", text=f"nap {text}")
-                       for i, text in enumerate(docs)])
+        memory.append(
+            [
+                NewEvent(tenant_id="t", subject_id="s", event_id=f"e{i}", text=f"nap {text}")
+                for i, text in enumerate(docs)
+            ]
+        )
         result = memory.recall("t", "s", query="nap", context=False)
         assert result.record.filters["rerank"] == "used: local:tiny-ce"
         by_score = reranker.rerank("nap", [f"user: nap {d}" for d in docs])

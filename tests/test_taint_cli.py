@@ -17,8 +17,21 @@ def test_taint_set_applies_the_policy_and_the_log_records_it(demo_cli, db_url):
     assert demo_cli("consolidate", *BILLING, "--subject", "cust_482").exit_code == 0
     with lossgate.open(db_url) as memory:
         published = memory.admin.alias("acme-billing", "cust_482").artifact_id
-    result = demo_cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
-                 "--trust", "untrusted", "--reason", "adjustments are unverified", "--json")
+    result = demo_cli(
+        "taint",
+        "set",
+        "invoice-tool",
+        *BILLING,
+        "--kind",
+        "tool_result",
+        "--actor",
+        TOOL,
+        "--trust",
+        "untrusted",
+        "--reason",
+        "adjustments are unverified",
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     outcome = json.loads(result.stdout)
     assert outcome["policy"]["version"] == 1 and outcome["events"] == [["cust_482", "tool-0314-1"]]
@@ -31,8 +44,9 @@ def test_taint_set_applies_the_policy_and_the_log_records_it(demo_cli, db_url):
         assert (taint["version"], taint["trust"], taint["reason"]) == (1, "untrusted", "adjustments are unverified")
         assert memory.admin.artifact("acme-billing", "cust_482", published).state == "stale"
 
-    again = demo_cli("taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL,
-                "--trust", "untrusted")
+    again = demo_cli(
+        "taint", "set", "invoice-tool", *BILLING, "--kind", "tool_result", "--actor", TOOL, "--trust", "untrusted"
+    )
     assert again.exit_code == 0 and "already in force" in again.stdout
     listed = demo_cli("taint", "list", *BILLING, "--json")
     assert [json.loads(line)["policy_id"] for line in listed.stdout.splitlines()] == ["invoice-tool"]
@@ -40,13 +54,17 @@ def test_taint_set_applies_the_policy_and_the_log_records_it(demo_cli, db_url):
     assert "no taint policies" in demo_cli("taint", "list", "--tenant", "nobody").stdout
 
 
-@pytest.mark.parametrize("args", [
-    ["--trust", "untrusted"],  # matches nothing
-    ["--trust", "admin", "--kind", "tool_result"],
-    ["--trust", "untrusted", "--kind", "email"],
-    ["--trust", "untrusted", "--actor", ""],
-    [],  # no trust
-], ids=["no-match", "bad-trust", "bad-kind", "empty-actor", "no-trust"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--trust", "untrusted"],  # matches nothing
+        ["--trust", "admin", "--kind", "tool_result"],
+        ["--trust", "untrusted", "--kind", "email"],
+        ["--trust", "untrusted", "--actor", ""],
+        [],  # no trust
+    ],
+    ids=["no-match", "bad-trust", "bad-kind", "empty-actor", "no-trust"],
+)
 def test_taint_set_refuses_bad_input_with_exit_2_and_writes_nothing(demo_cli, args):
     result = demo_cli("taint", "set", "p", *BILLING, *args)
     assert result.exit_code == 2, (result.stdout, result.stderr)

@@ -4,7 +4,7 @@ command line, with an injectable ``--now``; moves show in ``lossgate lineage``."
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import lossgate
 
@@ -13,8 +13,10 @@ BILLING = ["--tenant", "acme-billing"]
 
 def test_tier_policy_shows_the_default_and_sets_the_tenants(demo_cli):
     shown = demo_cli("tier-policy", *BILLING, "--json")
-    assert shown.exit_code == 0 and json.loads(shown.stdout) == {"dormancy_s": 7 * 86400.0,
-                                                                 "cold_after_s": 90 * 86400.0}
+    assert shown.exit_code == 0 and json.loads(shown.stdout) == {
+        "dormancy_s": 7 * 86400.0,
+        "cold_after_s": 90 * 86400.0,
+    }
     assert demo_cli("tier-policy", *BILLING, "--dormancy-days", "2").exit_code == 0
     assert json.loads(demo_cli("tier-policy", *BILLING, "--json").stdout)["dormancy_s"] == 2 * 86400.0
     bad = demo_cli("tier-policy", *BILLING, "--dormancy-days", "400")
@@ -23,8 +25,8 @@ def test_tier_policy_shows_the_default_and_sets_the_tenants(demo_cli):
 
 def test_demote_moves_covered_events_to_warm_at_the_given_time_and_lineage_shows_it(demo_cli, db_url):
     assert demo_cli("consolidate", *BILLING, "--subject", "cust_482").exit_code == 0
-    soon = (datetime.now(timezone.utc) + timedelta(days=1)).isoformat()
-    later = (datetime.now(timezone.utc) + timedelta(days=8)).isoformat()
+    soon = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    later = (datetime.now(UTC) + timedelta(days=8)).isoformat()
     early = demo_cli("demote", *BILLING, "--subject", "cust_482", "--now", soon, "--json")
     assert early.exit_code == 0, early.stderr
     assert json.loads(early.stdout)["warm"] == []

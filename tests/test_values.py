@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import orjson
@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from lossgate.model.values import Money, ValueMismatch, canonical_value, coerce_value, decode_value, encode_value
 
-decimals = st.decimals(allow_nan=False, allow_infinity=False, places=4, min_value=-10**9, max_value=10**9)
-aware = st.datetimes(timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=-5)),
-                                                 timezone(timedelta(hours=5, minutes=30))]))
+decimals = st.decimals(allow_nan=False, allow_infinity=False, places=4, min_value=-(10**9), max_value=10**9)
+aware = st.datetimes(
+    timezones=st.sampled_from([UTC, timezone(timedelta(hours=-5)), timezone(timedelta(hours=5, minutes=30))])
+)
 typed = st.one_of(
     st.tuples(st.just("bool"), st.booleans()),
     st.tuples(st.just("int"), st.integers(-(2**53) + 1, 2**53 - 1)),
@@ -48,12 +49,26 @@ def test_numerically_equal_decimals_share_a_canonical_form(d):
     assert canonical_value("money", m1) != canonical_value("money", Money(amount=d, currency="EUR"))
 
 
-@pytest.mark.parametrize(("value_type", "value"), [
-    ("bool", "false"), ("bool", 0), ("int", True), ("int", 50.0), ("int", Decimal("50.0")), ("int", "50"),
-    ("decimal", 0.1), ("money", {"amount": 1.5, "currency": "USD"}), ("money", {"amount": "1", "currency": "usd"}),
-    ("date", "25/03/2026"), ("datetime", datetime(2026, 1, 1)), ("duration", "7 days"), ("string", ""),
-    ("string", 5), ("enum", "x"),
-])
+@pytest.mark.parametrize(
+    ("value_type", "value"),
+    [
+        ("bool", "false"),
+        ("bool", 0),
+        ("int", True),
+        ("int", 50.0),
+        ("int", Decimal("50.0")),
+        ("int", "50"),
+        ("decimal", 0.1),
+        ("money", {"amount": 1.5, "currency": "USD"}),
+        ("money", {"amount": "1", "currency": "usd"}),
+        ("date", "25/03/2026"),
+        ("datetime", datetime(2026, 1, 1)),
+        ("duration", "7 days"),
+        ("string", ""),
+        ("string", 5),
+        ("enum", "x"),
+    ],
+)
 def test_lossy_or_ambiguous_conversions_are_refused(value_type, value):
     with pytest.raises(ValueMismatch):
         coerce_value(value_type, value, enum_values=("a", "b"))
@@ -61,5 +76,5 @@ def test_lossy_or_ambiguous_conversions_are_refused(value_type, value):
 
 def test_date_and_datetime_are_distinct():
     with pytest.raises(ValueMismatch):
-        coerce_value("date", datetime(2026, 3, 25, tzinfo=timezone.utc))
+        coerce_value("date", datetime(2026, 3, 25, tzinfo=UTC))
     assert coerce_value("date", date(2026, 3, 25)) == date(2026, 3, 25)

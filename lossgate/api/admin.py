@@ -14,22 +14,38 @@ compressor factory: each write runs in its own transaction, as the memory's do.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Protocol, Sequence, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from lossgate.errors import ConfigError, IdempotencyConflict, InvalidInput, LossgateError, NotFound, crash_reason
 from lossgate.ledger.lifecycle import Ledger, in_force
 from lossgate.lineage import propagation as lineage
 from lossgate.model.canonical import content_hash
 from lossgate.model.derived_records import (
-    Alias, Artifact, Attempt, GuardResult, Job, Lane, LineageView, RecallRecord, ResponseRecord,
+    Alias,
+    Artifact,
+    Attempt,
+    GuardResult,
+    Job,
+    Lane,
+    LineageView,
+    RecallRecord,
+    ResponseRecord,
 )
 from lossgate.model.instants import before, checked_instant
 from lossgate.model.limits import checked_args, shown_id
 from lossgate.model.records import (
-    Clock, EventKind, LedgerEntry, Proposal, TaintOutcome, TaintPolicy, Trust, utcnow,
+    Clock,
+    EventKind,
+    LedgerEntry,
+    Proposal,
+    TaintOutcome,
+    TaintPolicy,
+    Trust,
+    utcnow,
 )
 from lossgate.model.registry import Registry, RegistryCache, load_registry, parse_registry, read_registry_document
 from lossgate.model.starter import is_starter
@@ -39,33 +55,35 @@ from lossgate.store.protocol import CompactReport
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from lossgate.model.api_keys import ApiKey
     from lossgate.consolidate.compressor import Compressor
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks
+    from lossgate.consolidate.regate import RegateResult
     from lossgate.judge import ModelJudge
+    from lossgate.ledger.retention import Expiry, RetentionPolicy, RetentionRule
+    from lossgate.ledger.tiers import Demotion, TierPolicy
+    from lossgate.model.api_keys import ApiKey
     from lossgate.policy.quarantine import Quarantined
     from lossgate.policy.rollout import Rollout, ShadowRow
-    from lossgate.consolidate.regate import RegateResult
-    from lossgate.ledger.retention import Expiry, RetentionPolicy, RetentionRule
     from lossgate.semantic import Embedder, EmbedReport
-    from lossgate.ledger.tiers import Demotion, TierPolicy
 
 __all__ = ["Admin"]
 
 ShadowGate = Literal["release", "exploratory"]
 
 # Where a registry loaded over the starter one is refused: how to add to it instead.
-_EXTEND_HINT = ("to add predicates to the starter registry, extend it (memory.admin.extend_predicates, "
-                "lossgate predicates extend FILE.toml)")
+_EXTEND_HINT = (
+    "to add predicates to the starter registry, extend it (memory.admin.extend_predicates, "
+    "lossgate predicates extend FILE.toml)"
+)
 
 
 class _Memory(Protocol):
     """What administration uses of its :class:`~lossgate.Memory` (which imports this module)."""
 
     store: Store
-    embedder: "Embedder | None"
+    embedder: Embedder | None
     registries: RegistryCache
-    compressors: "Callable[[str], Compressor]"
+    compressors: Callable[[str], Compressor]
 
     def transaction(self) -> AbstractContextManager[Ledger]: ...
 
@@ -89,7 +107,9 @@ class Admin:
         with self.memory.store.read() as tx:
             return self.memory.registries.current(tx)
 
-    def load_predicates(self, source: Registry | str | Path | dict[str, Any], *, tenants: Iterable[str] = ()) -> Registry:
+    def load_predicates(
+        self, source: Registry | str | Path | dict[str, Any], *, tenants: Iterable[str] = ()
+    ) -> Registry:
         """Store a predicate registry version (a :class:`Registry`, a TOML path or a document).
 
         Loading the same version with the same content again is a no-op; the same version
@@ -114,7 +134,9 @@ class Admin:
             self._store_registry(tx, registry, tenants)
         return registry
 
-    def extend_predicates(self, source: Registry | str | Path | dict[str, Any], *, tenants: Iterable[str] = ()) -> Registry:
+    def extend_predicates(
+        self, source: Registry | str | Path | dict[str, Any], *, tenants: Iterable[str] = ()
+    ) -> Registry:
         """Load a registry document (a TOML path, a document or a :class:`Registry`) on top of
         the newest stored registry, by :mod:`lossgate.model.registry_overlay`'s rule: its predicates and guard
         rules are added; one the stored registry defines otherwise is a
@@ -125,8 +147,13 @@ class Admin:
         default (the starter registry, from :func:`open`) is stored first and extended."""
         from lossgate.model.registry_overlay import overlay
 
-        data = source.document() if isinstance(source, Registry) else \
-            source if isinstance(source, dict) else read_registry_document(source)
+        data = (
+            source.document()
+            if isinstance(source, Registry)
+            else source
+            if isinstance(source, dict)
+            else read_registry_document(source)
+        )
         with self.memory.store.write() as tx:
             base = self.memory.registries.needed(tx)
             extended = overlay(base, data)
@@ -136,7 +163,7 @@ class Admin:
             self._store_registry(tx, extended, tenants)
         return extended
 
-    def _store_registry(self, tx: "WriteTx", registry: Registry, tenants: Iterable[str]) -> None:
+    def _store_registry(self, tx: WriteTx, registry: Registry, tenants: Iterable[str]) -> None:
         """Store ``registry`` in ``tx`` by :meth:`load_predicates`' rules, re-gating ``tenants``."""
         doc = registry.document()
         before = self.memory.registries.current(tx)
@@ -148,12 +175,14 @@ class Admin:
                 raise InvalidInput(
                     f"registry v{registry.version} drops {', '.join(dropped[:5])} of v{before.version}: a "
                     "predicate is never removed (facts may use it); keep it, with a description saying "
-                    "it is retired" + ("; " + _EXTEND_HINT if is_starter(before.document()) else ""))
+                    "it is retired" + ("; " + _EXTEND_HINT if is_starter(before.document()) else "")
+                )
         stored = tx.registry_document(registry.version) if before is not None else None
         if stored is not None and content_hash(stored) != content_hash(doc):
             raise IdempotencyConflict(
                 f"registry version {registry.version} is already stored with different content"
-                + (" (the starter registry); " + _EXTEND_HINT if is_starter(stored) else ""))
+                + (" (the starter registry); " + _EXTEND_HINT if is_starter(stored) else "")
+            )
         tx.save_registry(registry.version, doc, content_hash(doc))
         latest = self.memory.registries.current(tx)
         if latest is not None and latest.version == registry.version and tenants:
@@ -164,7 +193,7 @@ class Admin:
                 regate_tenant(tx, tenant_id, latest, now=now)
 
     @checked_args
-    def regate(self, tenant_id: str, subject_id: str | None = None) -> "list[RegateResult]":
+    def regate(self, tenant_id: str, subject_id: str | None = None) -> list[RegateResult]:
         """Re-gate a tenant's summaries (one subject's, with ``subject_id``) gated under a
         registry version the newest one outdated, in one transaction (:mod:`lossgate.consolidate.regate`).
         Returns one result per artifact examined."""
@@ -174,23 +203,30 @@ class Admin:
             registry = self.memory.registries.current(tx)
             if registry is None:
                 raise InvalidInput("no predicate registry is loaded (lossgate init --predicates FILE)")
-            return regate_tenant(tx, tenant_id, registry, now=utcnow(),
-                                        subjects=None if subject_id is None else [subject_id])
+            return regate_tenant(
+                tx, tenant_id, registry, now=utcnow(), subjects=None if subject_id is None else [subject_id]
+            )
 
     # -- access: the HTTP service's API keys (lossgate.model.api_keys) ---------------
     @checked_args
-    def create_api_key(self, tenant_id: str, *, scopes: Sequence[str], name: str = "") -> "tuple[ApiKey, str]":
+    def create_api_key(self, tenant_id: str, *, scopes: Sequence[str], name: str = "") -> tuple[ApiKey, str]:
         """A new API key for ``tenant_id`` with ``scopes`` (``read``, ``write``, ``admin``;
         each stands alone). Returns the stored key and its secret: the secret is not stored
         (only its sha256) and cannot be shown again."""
-        from lossgate.model.api_keys import ApiKey, hash_secret, new_secret, parse_scopes
-
         from pydantic import ValidationError
+
+        from lossgate.model.api_keys import ApiKey, hash_secret, new_secret, parse_scopes
 
         key_id, secret = new_secret()
         try:
-            key = ApiKey(tenant_id=tenant_id, key_id=key_id, key_hash=hash_secret(secret),
-                         scopes=parse_scopes(scopes), name=name, created_at=utcnow())
+            key = ApiKey(
+                tenant_id=tenant_id,
+                key_id=key_id,
+                key_hash=hash_secret(secret),
+                scopes=parse_scopes(scopes),
+                name=name,
+                created_at=utcnow(),
+            )
         except ValidationError as exc:
             problem = exc.errors(include_url=False)[0]
             raise InvalidInput(f"API key {'.'.join(map(str, problem['loc']))}: {problem['msg']}") from None
@@ -199,13 +235,13 @@ class Admin:
         return key, secret
 
     @checked_args
-    def api_keys(self, tenant_id: str) -> "list[ApiKey]":
+    def api_keys(self, tenant_id: str) -> list[ApiKey]:
         """The tenant's API keys, revoked ones included, oldest first."""
         with self.memory.store.read() as tx:
             return tx.api_keys(tenant_id)
 
     @checked_args
-    def revoke_api_key(self, tenant_id: str, key_id: str) -> "ApiKey":
+    def revoke_api_key(self, tenant_id: str, key_id: str) -> ApiKey:
         """Revoke one of the tenant's keys (at once: the next request with it is refused);
         revoking a revoked key changes nothing. Raises :class:`~lossgate.errors.NotFound`
         for a key the tenant does not have."""
@@ -216,7 +252,7 @@ class Admin:
             raise NotFound(f"API key {shown_id(key_id)} does not exist for tenant {tenant_id!r}")
         return found[0]
 
-    def authenticate(self, secret: str) -> "ApiKey | None":
+    def authenticate(self, secret: str) -> ApiKey | None:
         """The active key whose secret is ``secret``, or ``None`` (unknown, malformed or
         revoked). The one read that finds a tenant instead of being given one."""
         from lossgate.model.api_keys import hash_secret, looks_like_secret
@@ -229,7 +265,7 @@ class Admin:
 
     # -- rollout: live, shadow and review (lossgate.policy.rollout) ------------------
     @checked_args
-    def rollout(self, tenant_id: str) -> "Rollout":
+    def rollout(self, tenant_id: str) -> Rollout:
         """The tenant's consolidation configuration: live and shadow compressors, review."""
         from lossgate.policy import rollout
 
@@ -237,10 +273,19 @@ class Admin:
             return rollout.rollout(tx, tenant_id)
 
     @checked_args
-    def set_rollout(self, tenant_id: str, *, live: str | None = None, shadow: str | None = None,
-                    review: bool | None = None, clear_shadow: bool = False, clear_live: bool = False,
-                    shadow_gate: str | None = None, shadow_registry: Registry | str | Path | dict[str, Any] | None = None,
-                    clear_shadow_registry: bool = False) -> "Rollout":
+    def set_rollout(
+        self,
+        tenant_id: str,
+        *,
+        live: str | None = None,
+        shadow: str | None = None,
+        review: bool | None = None,
+        clear_shadow: bool = False,
+        clear_live: bool = False,
+        shadow_gate: str | None = None,
+        shadow_registry: Registry | str | Path | dict[str, Any] | None = None,
+        clear_shadow_registry: bool = False,
+    ) -> Rollout:
         """Change the tenant's configuration: ``live`` or ``shadow`` (compressor specs),
         ``review``, the shadow lane's gate (``release`` or ``exploratory``) and the registry it
         tries (as :meth:`load_predicates` reads one; kept in the rollout, never loaded); an argument left ``None`` keeps its value (``clear_shadow`` /
@@ -251,10 +296,11 @@ class Admin:
 
         from lossgate.policy import rollout
 
-        for cleared, given, what in ((clear_live, live is not None, "live"),
-                                     (clear_shadow, shadow is not None or shadow_gate is not None
-                                      or shadow_registry is not None, "shadow"),
-                                     (clear_shadow_registry, shadow_registry is not None, "shadow registry")):
+        for cleared, given, what in (
+            (clear_live, live is not None, "live"),
+            (clear_shadow, shadow is not None or shadow_gate is not None or shadow_registry is not None, "shadow"),
+            (clear_shadow_registry, shadow_registry is not None, "shadow registry"),
+        ):
             if cleared and given:
                 raise InvalidInput(f"set_rollout: clearing the {what} contradicts setting it")
         for spec in (live, shadow):
@@ -263,11 +309,16 @@ class Admin:
         tried = _registry_of(shadow_registry) if shadow_registry is not None else None
         with self.memory.store.write() as tx:
             loaded = self.memory.registries.current(tx)
-            if tried is not None and loaded is not None and (gone_from := sorted(set(loaded.predicates)
-                                                                                 - set(tried.predicates))):
+            if (
+                tried is not None
+                and loaded is not None
+                and (gone_from := sorted(set(loaded.predicates) - set(tried.predicates)))
+            ):
                 # facts may use them: the shadow lane could not consolidate their subjects
-                raise InvalidInput(f"shadow registry v{tried.version} drops {', '.join(gone_from[:5])} of the "
-                                   f"loaded v{loaded.version}: a predicate is never removed (facts may use it)")
+                raise InvalidInput(
+                    f"shadow registry v{tried.version} drops {', '.join(gone_from[:5])} of the "
+                    f"loaded v{loaded.version}: a predicate is never removed (facts may use it)"
+                )
             now = rollout.rollout(tx, tenant_id)
             gone = clear_shadow or clear_shadow_registry
             try:
@@ -276,10 +327,12 @@ class Admin:
                     shadow=None if clear_shadow else (shadow if shadow is not None else now.shadow),
                     review=now.review if review is None else review,
                     # a str the model validates: another is the ValidationError below
-                    shadow_gate=cast("ShadowGate", "release" if clear_shadow else (
-                        shadow_gate if shadow_gate is not None else now.shadow_gate)),
-                    shadow_registry=None if gone else (tried.document() if tried is not None
-                                                       else now.shadow_registry))
+                    shadow_gate=cast(
+                        "ShadowGate",
+                        "release" if clear_shadow else (shadow_gate if shadow_gate is not None else now.shadow_gate),
+                    ),
+                    shadow_registry=None if gone else (tried.document() if tried is not None else now.shadow_registry),
+                )
             except ValidationError as exc:
                 raise InvalidInput(f"rollout of {tenant_id!r}: {exc.errors()[0]['msg']}") from None
             return rollout.set_rollout(tx, tenant_id, new, now=utcnow())
@@ -292,12 +345,17 @@ class Admin:
 
         with self.memory.store.write() as tx:
             published, reason = rollout.approve(tx, tenant_id, subject_id, artifact_id, now=utcnow())
-            attempt = next((a for a in reversed(tx.attempts(tenant_id, subject_id))
-                            if a.artifact_id == artifact_id), None)
+            attempt = next(
+                (a for a in reversed(tx.attempts(tenant_id, subject_id)) if a.artifact_id == artifact_id), None
+            )
             if attempt is not None:
-                attempt = attempt.model_copy(update={"status": "published" if published else "conflict",
-                                                     "reason": "approved" if published else reason,
-                                                     "finished_at": utcnow()})
+                attempt = attempt.model_copy(
+                    update={
+                        "status": "published" if published else "conflict",
+                        "reason": "approved" if published else reason,
+                        "finished_at": utcnow(),
+                    }
+                )
                 attempt = lineage.save_attempt(tx, attempt)
         return attempt
 
@@ -310,7 +368,7 @@ class Admin:
             rollout.refuse(tx, tenant_id, subject_id, artifact_id, reason=reason, now=utcnow())
 
     @checked_args
-    def shadow_report(self, tenant_id: str) -> "list[ShadowRow]":
+    def shadow_report(self, tenant_id: str) -> list[ShadowRow]:
         """Each subject's latest shadow attempt beside its latest live one (:mod:`lossgate.policy.rollout`)."""
         from lossgate.consolidate.tokens import default_counter
         from lossgate.policy import rollout
@@ -319,20 +377,44 @@ class Admin:
             return rollout.shadow_report(tx, tenant_id, default_counter())
 
     # -- the workers' calls: a consolidation job, the vectors ------------------------
-    def consolidator(self, *, compressor: "Compressor | None" = None, config: "ConsolidationConfig | None" = None,
-                     hooks: "Hooks | None" = None, judge: "ModelJudge | None" = None,
-                     shadow: bool = False, reviewed: bool = False, exploratory: bool = False,
-                     registry: Registry | None = None) -> "Consolidator":
+    def consolidator(
+        self,
+        *,
+        compressor: Compressor | None = None,
+        config: ConsolidationConfig | None = None,
+        hooks: Hooks | None = None,
+        judge: ModelJudge | None = None,
+        shadow: bool = False,
+        reviewed: bool = False,
+        exploratory: bool = False,
+        registry: Registry | None = None,
+    ) -> Consolidator:
         """A :class:`~lossgate.consolidate.pipeline.Consolidator` bound to this memory's store."""
         from lossgate.consolidate.pipeline import Consolidator
 
-        return Consolidator(self.memory.store, compressor=compressor, config=config, hooks=hooks, judge=judge,
-                            registries=self.memory.registries, shadow=shadow, reviewed=reviewed, exploratory=exploratory,
-                            registry=registry)
+        return Consolidator(
+            self.memory.store,
+            compressor=compressor,
+            config=config,
+            hooks=hooks,
+            judge=judge,
+            registries=self.memory.registries,
+            shadow=shadow,
+            reviewed=reviewed,
+            exploratory=exploratory,
+            registry=registry,
+        )
 
-    def run_job(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
-                fallback: "Consolidator | None" = None, config: "ConsolidationConfig | None" = None,
-                judge: "ModelJudge | None" = None) -> Attempt:
+    def run_job(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        compressor: Compressor | None = None,
+        fallback: Consolidator | None = None,
+        config: ConsolidationConfig | None = None,
+        judge: ModelJudge | None = None,
+    ) -> Attempt:
         """One consolidation job as the tenant's rollout wants it: ``compressor`` if given,
         else the tenant's live one, else ``fallback`` (a worker's own consolidator) or the
         default; then the tenant's shadow configuration, if any (its failures are logged,
@@ -354,16 +436,26 @@ class Admin:
 
                 # the direct path: the shadow reads the valid inputs, never the live summary
                 direct = replace(config or ConsolidationConfig(), incremental=False)
-                shadow = self.consolidator(compressor=self.memory.compressors(plan.shadow), config=direct, shadow=True,
-                                           exploratory=plan.shadow_gate == "exploratory", registry=plan.registry())
+                shadow = self.consolidator(
+                    compressor=self.memory.compressors(plan.shadow),
+                    config=direct,
+                    shadow=True,
+                    exploratory=plan.shadow_gate == "exploratory",
+                    registry=plan.registry(),
+                )
                 shadow.run(tenant_id, subject_id)
             except Exception as exc:  # noqa: BLE001 - a shadow's failure never touches the live result
-                log.warning("shadow consolidation of %s/%s with %s failed: %s", tenant_id, subject_id, plan.shadow,
-                            exc if isinstance(exc, LossgateError) else crash_reason(exc))
+                log.warning(
+                    "shadow consolidation of %s/%s with %s failed: %s",
+                    tenant_id,
+                    subject_id,
+                    plan.shadow,
+                    exc if isinstance(exc, LossgateError) else crash_reason(exc),
+                )
         return attempt
 
     @checked_args
-    def embed(self, tenant_id: str, subject_id: str, *, rebuild: bool = False) -> "EmbedReport":
+    def embed(self, tenant_id: str, subject_id: str, *, rebuild: bool = False) -> EmbedReport:
         """Compute the vectors the subject's valid events and active facts lack, with this
         memory's embedder (workers do it after consolidation); with ``rebuild``, drop the
         model's vectors of the subject first and embed everything again. Returns what was
@@ -372,13 +464,14 @@ class Admin:
         from lossgate.semantic import embed_pending
 
         if self.memory.embedder is None:
-            raise ConfigError("this memory has no embedder: lossgate.open(url, embedder=...) "
-                              "or LOSSGATE_EMBEDDER=local|URL")
+            raise ConfigError(
+                "this memory has no embedder: lossgate.open(url, embedder=...) or LOSSGATE_EMBEDDER=local|URL"
+            )
         return embed_pending(self.memory.store, self.memory.embedder, tenant_id, subject_id, rebuild=rebuild)
 
     # -- operations: quarantine and forward recovery ---------------------------------
     @checked_args
-    def quarantine(self, tenant_id: str, subject_id: str, artifact_id: str, *, reason: str = "") -> "Quarantined":
+    def quarantine(self, tenant_id: str, subject_id: str, artifact_id: str, *, reason: str = "") -> Quarantined:
         """Take a published artifact (the subject's summary, or a part of it) out of recall at
         once; coverage does not move backwards (:mod:`lossgate.policy.quarantine`)."""
         from lossgate.policy.quarantine import quarantine
@@ -387,8 +480,14 @@ class Admin:
             return quarantine(tx, tenant_id, subject_id, artifact_id, reason=reason, now=utcnow())
 
     @checked_args
-    def recover(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
-                config: "ConsolidationConfig | None" = None) -> Attempt:
+    def recover(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        compressor: Compressor | None = None,
+        config: ConsolidationConfig | None = None,
+    ) -> Attempt:
         """Build and publish a new summary from the currently valid inputs with the given
         compressor (default: the deterministic one) and configuration, from scratch (no
         parent, no reused part), through the compare-and-swap: its coverage is never below
@@ -427,8 +526,16 @@ class Admin:
 
     # -- tenant policies: taint and narrative ----------------------------------------
     @checked_args
-    def set_taint_policy(self, tenant_id: str, policy_id: str, *, trust: Trust, kind: EventKind | None = None,
-                         actor: str | None = None, reason: str = "") -> TaintOutcome:
+    def set_taint_policy(
+        self,
+        tenant_id: str,
+        policy_id: str,
+        *,
+        trust: Trust,
+        kind: EventKind | None = None,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> TaintOutcome:
         """Set or upgrade a tenant-level taint policy: every event of the tenant of ``kind``
         by ``actor`` (at least one of the two) gets ``trust``, now and when appended later.
         In one transaction: the policy's new version is stored, the matching events change
@@ -466,7 +573,7 @@ class Admin:
 
     # -- retention and tiers (hot, warm, cold) ---------------------------------------
     @checked_args
-    def retention(self, tenant_id: str) -> "RetentionPolicy":
+    def retention(self, tenant_id: str) -> RetentionPolicy:
         """The tenant's retention policy: how long raw events live, by kind and actor
         (:mod:`lossgate.ledger.retention`; no rule, version 0, if never set)."""
         from lossgate.ledger import retention
@@ -475,8 +582,9 @@ class Admin:
             return retention.policy(tx, tenant_id)
 
     @checked_args
-    def set_retention(self, tenant_id: str, events: "Sequence[dict[str, Any] | RetentionRule]", *,
-                      records: timedelta | None = None) -> "RetentionPolicy":
+    def set_retention(
+        self, tenant_id: str, events: Sequence[dict[str, Any] | RetentionRule], *, records: timedelta | None = None
+    ) -> RetentionPolicy:
         """Set the tenant's retention: ``events``, rules ``{"kind": ..., "actor": ..., "ttl":
         timedelta}`` (the first that matches an event decides; an event none matches is kept),
         and ``records``, how long recall records, guard results and responses live (``None``:
@@ -489,8 +597,7 @@ class Admin:
             return retention.set_policy(tx, tenant_id, rules, records=records, now=utcnow())
 
     @checked_args
-    def expire(self, tenant_id: str, subject_id: str | None = None, *,
-               now: datetime | None = None) -> "list[Expiry]":
+    def expire(self, tenant_id: str, subject_id: str | None = None, *, now: datetime | None = None) -> list[Expiry]:
         """Delete the events of a subject (of every subject of the tenant, if ``None``) past
         their time to live under the tenant's retention policy: each a deletion with all its
         guarantees, logged with the policy's version and rule; a source of an active critical
@@ -506,15 +613,20 @@ class Admin:
             with self.memory.transaction() as led:
                 due, kept = retention.expiring(led.tx, tenant_id, s, current, at)
                 for e, rule in due:
-                    led.delete_event(tenant_id, s, e.event_id,
-                                     reason=f"{retention.EXPIRY_REASON}: policy v{current.version} ({rule.describe()})")
-                forgotten = led.tx.forget_records(tenant_id, s, before=before(at, current.records)) \
-                    if current.records else 0
+                    led.delete_event(
+                        tenant_id,
+                        s,
+                        e.event_id,
+                        reason=f"{retention.EXPIRY_REASON}: policy v{current.version} ({rule.describe()})",
+                    )
+                forgotten = (
+                    led.tx.forget_records(tenant_id, s, before=before(at, current.records)) if current.records else 0
+                )
             out.append(retention.Expiry(tenant_id, s, [e.event_id for e, _ in due], kept, forgotten))
         return out
 
     @checked_args
-    def tier_policy(self, tenant_id: str) -> "TierPolicy":
+    def tier_policy(self, tenant_id: str) -> TierPolicy:
         """The tenant's tier clock: its dormancy and cold horizon (defaults if never set)."""
         from lossgate.ledger import tiers
 
@@ -522,22 +634,24 @@ class Admin:
             return tiers.policy(tx, tenant_id)
 
     @checked_args
-    def set_tier_policy(self, tenant_id: str, *, dormancy: timedelta | None = None,
-                        cold_after: timedelta | None = None) -> "TierPolicy":
+    def set_tier_policy(
+        self, tenant_id: str, *, dormancy: timedelta | None = None, cold_after: timedelta | None = None
+    ) -> TierPolicy:
         """Set the tenant's dormancy (hot to warm) and cold horizon (warm to cold); an
         argument left ``None`` keeps its current value."""
         from lossgate.ledger import tiers
 
         with self.memory.store.write() as tx:
             current = tiers.policy(tx, tenant_id)
-            new = tiers.TierPolicy(dormancy=current.dormancy if dormancy is None else dormancy,
-                                   cold_after=current.cold_after if cold_after is None else cold_after)
+            new = tiers.TierPolicy(
+                dormancy=current.dormancy if dormancy is None else dormancy,
+                cold_after=current.cold_after if cold_after is None else cold_after,
+            )
             tiers.set_policy(tx, tenant_id, new, now=utcnow())
         return new
 
     @checked_args
-    def demote(self, tenant_id: str, subject_id: str | None = None, *,
-               now: datetime | None = None) -> "list[Demotion]":
+    def demote(self, tenant_id: str, subject_id: str | None = None, *, now: datetime | None = None) -> list[Demotion]:
         """Move the tenant's events (one subject's, with ``subject_id``) between tiers at
         ``now`` (default: the current time): dormant hot events a fresh gated summary
         covers go warm, warm events past the cold horizon go cold, and dormant hot events
@@ -578,7 +692,9 @@ class Admin:
         with self.memory.store.read() as tx:
             found = tx.artifact(tenant_id, subject_id, artifact_id)
         if found is None:
-            raise NotFound(f"artifact {shown_id(artifact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            raise NotFound(
+                f"artifact {shown_id(artifact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}"
+            )
         return found
 
     @checked_args
@@ -599,8 +715,9 @@ class Admin:
             return tx.attempts(tenant_id, subject_id)
 
     @checked_args
-    def jobs(self, tenant_id: str, subject_id: str | None = None, *,
-             statuses: Sequence[str] | None = None) -> list[Job]:
+    def jobs(
+        self, tenant_id: str, subject_id: str | None = None, *, statuses: Sequence[str] | None = None
+    ) -> list[Job]:
         """Rebuild jobs of a subject, or of the whole tenant with ``subject_id=None``
         (``statuses=["review"]``: the subjects whose consolidation keeps failing)."""
         with self.memory.store.read() as tx:

@@ -24,23 +24,44 @@ up as given (:data:`~lossgate.model.limits.Key`), as in the Python API.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, Iterator, Literal, NamedTuple, NoReturn, Union
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Literal, NamedTuple, NoReturn
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from lossgate.api.memory import Memory
 from lossgate.errors import InvalidInput, LossgateError, StoreError
 from lossgate.ledger.lifecycle import Ledger
 from lossgate.model.instants import Instant
 from lossgate.model.limits import (
-    MAX_DEPTH, Id, Key, Label, UnreadableJson, as_doubles, nesting_problem, read_json, shown_id, text_problem,
+    MAX_DEPTH,
+    Id,
+    Key,
+    Label,
+    UnreadableJson,
+    as_doubles,
+    nesting_problem,
+    read_json,
+    shown_id,
+    text_problem,
 )
-from lossgate.api.memory import Memory
 from lossgate.model.records import NewEvent, NewFact
 
 __all__ = [
-    "EventLine", "SupersedeLine", "DeleteFactLine", "DeleteEventLine", "RevokeEventLine",
-    "Operation", "IngestError", "IngestReport", "LINE_TYPES", "BATCH_SIZE",
-    "parse_line", "parse_lines", "apply", "ingest_lines",
+    "EventLine",
+    "SupersedeLine",
+    "DeleteFactLine",
+    "DeleteEventLine",
+    "RevokeEventLine",
+    "Operation",
+    "IngestError",
+    "IngestReport",
+    "LINE_TYPES",
+    "BATCH_SIZE",
+    "parse_line",
+    "parse_lines",
+    "apply",
+    "ingest_lines",
 ]
 
 # Consecutive event lines are appended in batches of this many: one id look-up and one
@@ -130,7 +151,7 @@ class RevokeEventLine(_Line):
     reason: Label = ""
 
 
-LineBody = Union[EventLine, NewFact, SupersedeLine, DeleteFactLine, DeleteEventLine, RevokeEventLine]
+LineBody = EventLine | NewFact | SupersedeLine | DeleteFactLine | DeleteEventLine | RevokeEventLine
 
 LINE_TYPES: dict[str, type[BaseModel]] = {
     "event": EventLine,
@@ -158,8 +179,9 @@ class IngestError(InvalidInput):
     The message reads ``line 7: <problem>``, or ``FILE:7: <problem>`` with a ``source``.
     """
 
-    def __init__(self, line: int, problem: str, *, source: str | None = None,
-                 cause: LossgateError | None = None) -> None:
+    def __init__(
+        self, line: int, problem: str, *, source: str | None = None, cause: LossgateError | None = None
+    ) -> None:
         self.line = line
         self.problem = problem
         self.source = source
@@ -207,8 +229,11 @@ def describe_validation_error(exc: ValidationError) -> str:
         text = f"missing field '{where}'"
     elif kind == "extra_forbidden":
         text = f"unknown field '{where}'"
-    elif kind in ("string_pattern_mismatch", "string_unicode") and isinstance(first.get("input"), str) \
-            and (problem := text_problem(first["input"])) is not None:
+    elif (
+        kind in ("string_pattern_mismatch", "string_unicode")
+        and isinstance(first.get("input"), str)
+        and (problem := text_problem(first["input"])) is not None
+    ):
         text = f"field '{where}' {problem}"  # NUL or a lone surrogate: say which, not the pattern
     else:
         msg = first["msg"].removeprefix("Value error, ")
@@ -221,8 +246,14 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 # The id field that names a line in error messages ("fact f-3: ...").
-_LABEL_FIELD = {"event": "event_id", "fact": "fact_id", "supersede": "old_fact_id", "delete_fact": "fact_id",
-                "delete_event": "event_id", "revoke_event": "event_id"}
+_LABEL_FIELD = {
+    "event": "event_id",
+    "fact": "fact_id",
+    "supersede": "old_fact_id",
+    "delete_fact": "fact_id",
+    "delete_event": "event_id",
+    "revoke_event": "event_id",
+}
 
 
 def _label(kind: str, obj: dict[str, Any]) -> str:
@@ -406,8 +437,13 @@ def apply(ledger: Ledger, ops: Iterable[Operation], *, progress: Callable[[int],
     return _Applier(ledger, progress).run(ops)
 
 
-def ingest_lines(memory: Memory, lines: Iterable[str | bytes], *, source: str | None = None,
-                 progress: Callable[[int], None] | None = None) -> IngestReport:
+def ingest_lines(
+    memory: Memory,
+    lines: Iterable[str | bytes],
+    *,
+    source: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IngestReport:
     """Parse and apply JSON Lines in ONE transaction: every line is applied or none is.
 
     ``source`` (e.g. a file name) prefixes error messages as ``source:LINE: problem``.

@@ -11,25 +11,36 @@ commit together.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from lossgate.api.admin import Admin
+from lossgate.api.tenancy import Added, Found, TenantView, checked_tenant
+from lossgate.errors import InvalidInput, NotFound, TenantNotBound
 from lossgate.ledger import lifecycle as ledger
+from lossgate.ledger.lifecycle import Ledger
 from lossgate.lineage import queue
 from lossgate.model.derived_records import Attempt, GuardResult, RecallResult, RecallVerification, ResponseRecord
-from lossgate.errors import InvalidInput, NotFound, TenantNotBound
-from lossgate.ledger.lifecycle import Ledger
 from lossgate.model.limits import checked_args, shown_id
 from lossgate.model.messages import ChatMessage
 from lossgate.model.records import (
-    AppendResult, Conflict, Event, EventState, Fact, FactHistory, FactStatus, NewEvent, NewFact, Proposal, Trust,
+    AppendResult,
+    Conflict,
+    Event,
+    EventState,
+    Fact,
+    FactHistory,
+    FactStatus,
+    NewEvent,
+    NewFact,
+    Proposal,
+    Trust,
     utcnow,
 )
 from lossgate.model.registry import Registry, RegistryCache
 from lossgate.model.starter import starter_registry
 from lossgate.store import Store, open_store
-from lossgate.api.admin import Admin
-from lossgate.api.tenancy import Added, Found, TenantView, checked_tenant
 
 if TYPE_CHECKING:
     from lossgate.consolidate.compressor import Compressor
@@ -68,10 +79,16 @@ class Memory:
     event, fact or artifact id names a stored record and is looked up as given.
     """
 
-    def __init__(self, store: Store, *, embedder: "Embedder | None" = None,
-                 compressors: "Callable[[str], Compressor] | None" = None,
-                 default_registry: Registry | None = None, tenant_id: str | None = None,
-                 reranker: "Reranker | None" = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | None = None,
+        compressors: Callable[[str], Compressor] | None = None,
+        default_registry: Registry | None = None,
+        tenant_id: str | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
         """``compressors`` makes the compressor a tenant's rollout names
         (:mod:`lossgate.policy.rollout`) from its spec; the default reads no environment, so a
         ``chat`` spec needs the edge's factory (the CLI and workers pass one).
@@ -106,8 +123,13 @@ class Memory:
         :meth:`~lossgate.api.tenancy.TenantView.search` take a subject, never a tenant."""
         return TenantView(self, tenant_id)
 
-    def add(self, subject_id: str, messages: Iterable[str | dict[str, Any] | ChatMessage], *,
-            extractor: "Extractor | None" = None) -> Added:
+    def add(
+        self,
+        subject_id: str,
+        messages: Iterable[str | dict[str, Any] | ChatMessage],
+        *,
+        extractor: Extractor | None = None,
+    ) -> Added:
         """Append chat messages to the subject of the memory's tenant, then extract facts from
         them (:meth:`lossgate.api.tenancy.TenantView.add`). Raises
         :class:`~lossgate.errors.TenantNotBound` on a memory opened without ``tenant``."""
@@ -121,8 +143,10 @@ class Memory:
 
     def _view(self, call: str) -> TenantView:
         if self._bound is None:
-            raise TenantNotBound(f"memory.{call} needs a tenant: open the memory with lossgate.open(url, "
-                                 f"tenant=...), or call memory.tenant(TENANT).{call}(...)")
+            raise TenantNotBound(
+                f"memory.{call} needs a tenant: open the memory with lossgate.open(url, "
+                f"tenant=...), or call memory.tenant(TENANT).{call}(...)"
+            )
         return self._bound
 
     # -- writes: each one Ledger operation in its own transaction -------------------------
@@ -184,7 +208,7 @@ class Memory:
             return led.set_trust(tenant_id, subject_id, event_id, trust, reason=reason)
 
     @checked_args
-    def extract(self, tenant_id: str, subject_id: str, *, extractor: "Extractor | None" = None) -> list[Proposal]:
+    def extract(self, tenant_id: str, subject_id: str, *, extractor: Extractor | None = None) -> list[Proposal]:
         """Propose facts from the subject's events not read before (default: the deterministic
         :class:`~lossgate.extract.AtomExtractor`) and record the proposals with their outcome:
         asserted at once or kept for review by each predicate's policy (see :mod:`lossgate.extract`)."""
@@ -200,8 +224,14 @@ class Memory:
 
     # -- reads -------------------------------------------------------------------------
     @checked_args
-    def facts(self, tenant_id: str, subject_id: str, *, statuses: Sequence[FactStatus] | None = ACTIVE,
-              predicate: str | None = None) -> list[Fact]:
+    def facts(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        statuses: Sequence[FactStatus] | None = ACTIVE,
+        predicate: str | None = None,
+    ) -> list[Fact]:
         """Facts of one subject; active ones by default, every status with ``statuses=None``."""
         with self.store.read() as tx:
             return tx.facts(tenant_id, subject_id, statuses=statuses, predicate=predicate)
@@ -215,9 +245,16 @@ class Memory:
         return found[0]
 
     @checked_args
-    def events(self, tenant_id: str, subject_id: str, *, states: Sequence[EventState] | None = None,
-               after_seq: int | None = None, limit: int | None = None,
-               ids: Sequence[str] | None = None) -> list[Event]:
+    def events(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        states: Sequence[EventState] | None = None,
+        after_seq: int | None = None,
+        limit: int | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[Event]:
         """Events of one subject in seq order (only ``states``, if given; only ``ids``, if
         given), those after ``after_seq``, at most ``limit``."""
         with self.store.read() as tx:
@@ -234,7 +271,9 @@ class Memory:
         with self.store.read() as tx:
             start = tx.facts(tenant_id, subject_id, ids=[fact_id])
             if not start:
-                raise NotFound(f"fact {shown_id(fact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+                raise NotFound(
+                    f"fact {shown_id(fact_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}"
+                )
             chain = [start[0]]
             while chain[0].supersedes:
                 chain[:0] = tx.facts(tenant_id, subject_id, ids=[chain[0].supersedes])
@@ -247,8 +286,15 @@ class Memory:
 
     # -- consolidation and recall --------------------------------------------------------
     @checked_args
-    def consolidate(self, tenant_id: str, subject_id: str, *, compressor: "Compressor | None" = None,
-                    config: "ConsolidationConfig | None" = None, judge: "ModelJudge | None" = None) -> Attempt:
+    def consolidate(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        compressor: Compressor | None = None,
+        config: ConsolidationConfig | None = None,
+        judge: ModelJudge | None = None,
+    ) -> Attempt:
         """Build, gate and publish a summary of one subject. Returns the attempt: its status
         (``published``, ``rejected`` by the gate, ``conflict`` at the switch, ``error``),
         gate outcome, violations, artifact id and the manifest's input root. With a
@@ -262,19 +308,39 @@ class Memory:
         return self.admin.run_job(tenant_id, subject_id, compressor=compressor, config=config, judge=judge)
 
     @checked_args
-    def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
-               budget: int | None = None, context: bool = True, loss_aware: bool = True) -> RecallResult:
+    def recall(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        query: str | None = None,
+        k: int = 20,
+        budget: int | None = None,
+        context: bool = True,
+        loss_aware: bool = True,
+    ) -> RecallResult:
         """What an agent should read now: the fresh summary or raw fallback, critical facts always;
         with a query, the most relevant facts and events of every tier (see :mod:`lossgate.recall.read`),
         those the summary dropped a little ahead unless ``loss_aware`` is false."""
         from lossgate.recall.read import recall
 
-        return recall(self.store, tenant_id, subject_id, query=query, k=k, budget=budget, context=context,
-                      embedder=self.embedder, loss_aware=loss_aware, reranker=self.reranker)
+        return recall(
+            self.store,
+            tenant_id,
+            subject_id,
+            query=query,
+            k=k,
+            budget=budget,
+            context=context,
+            embedder=self.embedder,
+            loss_aware=loss_aware,
+            reranker=self.reranker,
+        )
 
     @checked_args
-    def guard(self, tenant_id: str, subject_id: str, action: dict[str, Any], *,
-              recall_id: str | None = None) -> GuardResult:
+    def guard(
+        self, tenant_id: str, subject_id: str, action: dict[str, Any], *, recall_id: str | None = None
+    ) -> GuardResult:
         """Check an agent's planned ``action`` (a JSON object) against the subject's active facts
         and open conflicts by the registry's guard rules, before the agent carries it out
         (:mod:`lossgate.guard`). The result, allowed or refused with each rule, field and fact
@@ -291,13 +357,24 @@ class Memory:
                 raise NotFound(f"no recall {shown_id(recall_id)} of {tenant_id}/{subject_id}")
             facts = tx.facts(tenant_id, subject_id, statuses=ACTIVE)
             # only the sources of facts some guard rule reads can take an authority away
-            sources = sorted({e for f in facts if any(r.reads(f.predicate) for r in registry.guards)
-                              for e in f.source_event_ids})
-            low_trust = frozenset(e.event_id for e in (tx.events(tenant_id, subject_id, ids=sources) if sources else [])
-                                  if e.trust in ("tool", "untrusted"))
-            result = guard_action(tenant_id, subject_id, action, facts,
-                                  tx.conflicts(tenant_id, subject_id, unresolved_only=True), registry,
-                                  recall_id=recall_id, low_trust=low_trust)
+            sources = sorted(
+                {e for f in facts if any(r.reads(f.predicate) for r in registry.guards) for e in f.source_event_ids}
+            )
+            low_trust = frozenset(
+                e.event_id
+                for e in (tx.events(tenant_id, subject_id, ids=sources) if sources else [])
+                if e.trust in ("tool", "untrusted")
+            )
+            result = guard_action(
+                tenant_id,
+                subject_id,
+                action,
+                facts,
+                tx.conflicts(tenant_id, subject_id, unresolved_only=True),
+                registry,
+                recall_id=recall_id,
+                low_trust=low_trust,
+            )
             tx.record_guard(result)
         return result
 
@@ -323,8 +400,16 @@ class Memory:
 
     # -- the response boundary: what the agent did with what it recalled ---------------------
     @checked_args
-    def respond(self, tenant_id: str, subject_id: str, recall_id: str, *, answer: str | None = None,
-                action: dict[str, Any] | None = None, guard_id: str | None = None) -> ResponseRecord:
+    def respond(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        recall_id: str,
+        *,
+        answer: str | None = None,
+        action: dict[str, Any] | None = None,
+        guard_id: str | None = None,
+    ) -> ResponseRecord:
         """Record what the agent finally answered (``answer``, text) or did (``action``, a JSON
         object), or both, after the recall ``recall_id`` of the subject, and after the guard
         result ``guard_id`` if it checked the action first (:mod:`lossgate.lineage.responses`): the
@@ -333,38 +418,54 @@ class Memory:
         subject does not have, :class:`InvalidInput` for neither an answer nor an action, a
         malformed one, or a guard result checked for another recall. A response on a recall
         whose content was deleted since is stored redacted (its sha256 only)."""
-        from lossgate.recall.attestation import check_recall
         from lossgate.lineage.responses import respond
+        from lossgate.recall.attestation import check_recall
 
         with self.store.write() as tx:
             recall = tx.recall_record(tenant_id, subject_id, recall_id)
             erased = None
             if recall is not None and recall.redacted is None and check_recall(tx, recall).state == "erased":
                 erased = f"recall {recall_id} returned content deleted since"
-            return respond(tx, tenant_id, subject_id, recall_id, answer=answer, action=action, guard_id=guard_id,
-                           now=utcnow(), erased=erased)
+            return respond(
+                tx,
+                tenant_id,
+                subject_id,
+                recall_id,
+                answer=answer,
+                action=action,
+                guard_id=guard_id,
+                now=utcnow(),
+                erased=erased,
+            )
 
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _no_environment_compressors(spec: str) -> "Compressor":
+def _no_environment_compressors(spec: str) -> Compressor:
     """A rollout's compressor from its spec, with no environment (see :class:`Memory`)."""
     from lossgate.consolidate.factory import load_compressor
 
     return load_compressor(spec, environ={})
 
 
-def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirrors sqlite3.connect/open
-         embedder: "Embedder | None" = None, compressors: "Callable[[str], Compressor] | None" = None,
-         create: bool = True, tenant: str | None = None, starter: bool = True,
-         reranker: "Reranker | None" = None) -> Memory:
+def open(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    embedder: Embedder | None = None,
+    compressors: Callable[[str], Compressor] | None = None,
+    create: bool = True,
+    tenant: str | None = None,
+    starter: bool = True,
+    reranker: Reranker | None = None,
+) -> Memory:
     """Open lossgate memory at ``url`` (default ``sqlite:///lossgate.db``).
 
     A SQLite file that does not exist is created, as :func:`sqlite3.connect` does; with
@@ -382,8 +483,14 @@ def open(url: str | None = None, *, migrate: bool = True,  # noqa: A001 - mirror
     """
     if tenant is not None:
         checked_tenant(tenant)  # before the store is opened
-    memory = Memory(open_store(url, create=create), embedder=embedder, compressors=compressors,
-                    default_registry=starter_registry() if starter else None, tenant_id=tenant, reranker=reranker)
+    memory = Memory(
+        open_store(url, create=create),
+        embedder=embedder,
+        compressors=compressors,
+        default_registry=starter_registry() if starter else None,
+        tenant_id=tenant,
+        reranker=reranker,
+    )
     if migrate:
         memory.admin.migrate()
     return memory

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from lossgate.model.derived_records import RecallResult
 from lossgate.errors import InvalidInput
+from lossgate.model.derived_records import RecallResult
 from lossgate.model.limits import id_problem, text_problem
 from lossgate.model.messages import ChatMessage, events_of
 from lossgate.model.records import AppendResult, Event, EventRef, Fact, NewEvent, Proposal
@@ -69,9 +69,18 @@ class _Memory(Protocol):
     """What a view calls of its :class:`~lossgate.Memory` (which imports this module)."""
 
     def append(self, events: Iterable[NewEvent]) -> AppendResult: ...
-    def extract(self, tenant_id: str, subject_id: str, *, extractor: "Extractor | None" = None) -> list[Proposal]: ...
-    def recall(self, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
-               budget: int | None = None, context: bool = True, loss_aware: bool = True) -> RecallResult: ...
+    def extract(self, tenant_id: str, subject_id: str, *, extractor: Extractor | None = None) -> list[Proposal]: ...
+    def recall(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        query: str | None = None,
+        k: int = 20,
+        budget: int | None = None,
+        context: bool = True,
+        loss_aware: bool = True,
+    ) -> RecallResult: ...
 
 
 class TenantView:
@@ -81,8 +90,13 @@ class TenantView:
         self.memory = memory
         self.tenant_id = checked_tenant(tenant_id)
 
-    def add(self, subject_id: str, messages: Iterable[str | dict[str, Any] | ChatMessage], *,
-            extractor: "Extractor | None" = None) -> Added:
+    def add(
+        self,
+        subject_id: str,
+        messages: Iterable[str | dict[str, Any] | ChatMessage],
+        *,
+        extractor: Extractor | None = None,
+    ) -> Added:
         """Append ``messages`` (strings, said by the user, or ``{"role", "content"}`` objects:
         :mod:`lossgate.model.messages`) to the subject's raw memory in one transaction, then run the
         extractor (default: the deterministic :class:`~lossgate.extract.AtomExtractor`) over the
@@ -92,8 +106,9 @@ class TenantView:
         fails raises after the append committed, and the next extraction reads those events."""
         appended = self.memory.append(events_of(self.tenant_id, subject_id, messages))
         proposals = self.memory.extract(self.tenant_id, subject_id, extractor=extractor)
-        return Added(tenant_id=self.tenant_id, subject_id=subject_id, events=appended.appended,
-                     proposals=tuple(proposals))
+        return Added(
+            tenant_id=self.tenant_id, subject_id=subject_id, events=appended.appended, proposals=tuple(proposals)
+        )
 
     def search(self, subject_id: str, query: str, *, k: int = 20, budget: int | None = None) -> Found:
         """What the subject's memory holds on ``query``: :meth:`~lossgate.Memory.recall` with

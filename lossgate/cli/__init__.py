@@ -9,8 +9,23 @@ from __future__ import annotations
 from types import ModuleType
 
 from lossgate.cli import (
-    consolidate, diagnose, gate, guard, ingest, keys, ledger, mcp, migrate_artifacts, ops, recovery, responses,
-    retention, rollout, serve, taint, tiers,
+    consolidate,
+    diagnose,
+    gate,
+    guard,
+    ingest,
+    keys,
+    ledger,
+    mcp,
+    migrate_artifacts,
+    ops,
+    recovery,
+    responses,
+    retention,
+    rollout,
+    serve,
+    taint,
+    tiers,
 )
 from lossgate.cli.app import app
 

@@ -18,17 +18,18 @@ import inspect
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
 import lossgate
-from lossgate.errors import LossgateError, StoreError
 from lossgate.api.memory import Memory
+from lossgate.errors import LossgateError, StoreError
 from lossgate.store import DEFAULT_URL
 
 if TYPE_CHECKING:
@@ -90,11 +91,15 @@ class CliState:
 def _root(
     ctx: typer.Context,
     db: str = typer.Option(
-        DEFAULT_URL, "--db", envvar="LOSSGATE_DB", show_envvar=True, metavar="URL",
+        DEFAULT_URL,
+        "--db",
+        envvar="LOSSGATE_DB",
+        show_envvar=True,
+        metavar="URL",
         help="Database URL: sqlite:///PATH.db, or postgresql://USER@HOST/DB (it gives up connecting after 5 s "
-             "unless ?connect_timeout=SECONDS says otherwise). A SQLite file that does not exist is created by the "
-             "commands that set one up (init, ingest, predicates load, keys create, serve, worker); "
-             "the others refuse it.",
+        "unless ?connect_timeout=SECONDS says otherwise). A SQLite file that does not exist is created by the "
+        "commands that set one up (init, ingest, predicates load, keys create, serve, worker); "
+        "the others refuse it.",
     ),
 ) -> None:
     ctx.obj = CliState(db_url=db)
@@ -152,8 +157,9 @@ def _usage_errors() -> Iterator[None]:
         if type(exc).__name__ == "NoArgsIsHelpError":
             raise  # `lossgate` alone: the help
         ctx = getattr(exc, "ctx", None)
-        fail(f"{exc.format_message().rstrip('.')} (see {ctx.command_path if ctx else 'lossgate'} --help)",
-             exc.exit_code)
+        fail(
+            f"{exc.format_message().rstrip('.')} (see {ctx.command_path if ctx else 'lossgate'} --help)", exc.exit_code
+        )
 
 
 @contextmanager
@@ -167,7 +173,7 @@ def cli_errors() -> Iterator[None]:
         fail(str(exc), EXIT_INPUT)
 
 
-def reranker_option(spec: str | None, model: str | None) -> "Reranker | None":
+def reranker_option(spec: str | None, model: str | None) -> Reranker | None:
     """The reranker ``--rerank SPEC`` and ``--rerank-model NAME`` name, read as
     ``LOSSGATE_RERANKER`` and ``LOSSGATE_RERANKER_MODEL`` are (each flag in place of its
     variable; the other ``LOSSGATE_RERANKER_*`` settings still apply), or ``None`` without
@@ -180,14 +186,17 @@ def reranker_option(spec: str | None, model: str | None) -> "Reranker | None":
     if model is not None:
         environ["LOSSGATE_RERANKER_MODEL"] = model
     flag_model = model is not None or (spec is not None and not environ.get("LOSSGATE_RERANKER_MODEL"))
-    names = ("--rerank" if spec is not None else "LOSSGATE_RERANKER",
-             "--rerank-model" if flag_model else "LOSSGATE_RERANKER_MODEL")
+    names = (
+        "--rerank" if spec is not None else "LOSSGATE_RERANKER",
+        "--rerank-model" if flag_model else "LOSSGATE_RERANKER_MODEL",
+    )
     return reranker_from_env(environ, names=names)
 
 
 @contextmanager
-def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = False,
-                starter: bool = False) -> Iterator[Memory]:
+def open_memory(
+    ctx: typer.Context, *, semantic: bool = False, create: bool = False, starter: bool = False
+) -> Iterator[Memory]:
     """Open the memory named by ``--db`` (creating or upgrading its schema), close it after.
     With ``semantic``, it carries the embedder ``LOSSGATE_EMBEDDER`` names, if any. A SQLite
     file that does not exist is created only with ``create`` (the commands that set up a
@@ -214,8 +223,13 @@ def open_memory(ctx: typer.Context, *, semantic: bool = False, create: bool = Fa
             embedder = embedder_from_env(os.environ)
         from lossgate.consolidate.factory import load_compressor
 
-        memory = lossgate.open(state.db_url, create=create, embedder=embedder, starter=starter,
-                               compressors=lambda spec: load_compressor(spec, environ=os.environ))
+        memory = lossgate.open(
+            state.db_url,
+            create=create,
+            embedder=embedder,
+            starter=starter,
+            compressors=lambda spec: load_compressor(spec, environ=os.environ),
+        )
         try:
             yield memory
         finally:

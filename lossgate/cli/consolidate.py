@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -28,10 +28,17 @@ _JOB_STATUSES = ("pending", "running", "done", "review")
 # lossgate.testing.compressors:FlipBool is in the command's own text, which spans the width).
 _COMPRESSOR_HELP = (
     "deterministic (the default); chat: an OpenAI-compatible model set by LOSSGATE_LLM_URL, "
-    "LOSSGATE_LLM_MODEL and LOSSGATE_LLM_API_KEY; or MODULE:CLASS, a compressor class to import.")
+    "LOSSGATE_LLM_MODEL and LOSSGATE_LLM_API_KEY; or MODULE:CLASS, a compressor class to import."
+)
 
-_STATUS_STYLE = {"published": "green", "gated": "green", "rejected": "red", "error": "red", "conflict": "yellow",
-                 "selected": "dim"}
+_STATUS_STYLE = {
+    "published": "green",
+    "gated": "green",
+    "rejected": "red",
+    "error": "red",
+    "conflict": "yellow",
+    "selected": "dim",
+}
 
 
 def _attempt_table(attempts: list[Attempt], title: str) -> Table:
@@ -40,33 +47,79 @@ def _attempt_table(attempts: list[Attempt], title: str) -> Table:
         table.add_column(col, overflow="fold")
     for a in attempts:
         why = "\n".join(a.details or a.violations) or a.error or a.reason or ", ".join(a.losses)
-        table.add_row(str(a.number), a.attempt_id, Text(a.status, style=_STATUS_STYLE.get(a.status, "")),
-                      a.gate_outcome or "-", str(a.high_water), str(a.input_epoch), str(len(a.selected_ids)),
-                      a.artifact_id or "-", why)
+        table.add_row(
+            str(a.number),
+            a.attempt_id,
+            Text(a.status, style=_STATUS_STYLE.get(a.status, "")),
+            a.gate_outcome or "-",
+            str(a.high_water),
+            str(a.input_epoch),
+            str(len(a.selected_ids)),
+            a.artifact_id or "-",
+            why,
+        )
     return table
 
 
 def consolidate(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
-    budget: Annotated[int, typer.Option("--budget", min=1, help=(
-        "Token budget of the summary (of a hierarchy's root: its structured part; each period's digest has "
-        "its own)."))] = 2000,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, metavar="SECS",
-                                           help="Seconds the compressor may take.")] = 60.0,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
+    budget: Annotated[
+        int,
+        typer.Option(
+            "--budget",
+            min=1,
+            help=(
+                "Token budget of the summary (of a hierarchy's root: its structured part; each period's digest has "
+                "its own)."
+            ),
+        ),
+    ] = 2000,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.001, metavar="SECS", help="Seconds the compressor may take.")
+    ] = 60.0,
     direct: Annotated[bool, typer.Option("--direct", help="Rebuild from all inputs, not from the parent.")] = False,
-    compressor: Annotated[Optional[str], typer.Option(
-        "--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
-    hierarchy: Annotated[str, typer.Option("--hierarchy", metavar="auto|always|never", help=(
-        "Consolidate by parts, one gated digest per period under a root: auto (when the history "
-        "exceeds --context, or is already a hierarchy), always or never."))] = "auto",
-    split: Annotated[Optional[str], typer.Option("--split", metavar="session|day|week|month", help=(
-        "The periods of a hierarchy (default: what the subject's current root used, else session)."))] = None,
-    context: Annotated[Optional[int], typer.Option(
-        "--context", help=("Tokens one compressor request may carry (default: what the subject's current root "
-                           "used, else the compressor's, else 8000)."))] = None,
-    window: Annotated[Optional[int], typer.Option(
-        "--window", help=("Tokens of period digests a hierarchy's root inlines, newest first; the older ones "
-                          "stay its parts (default: what the subject's current root used, else 8000)."))] = None,
+    compressor: Annotated[str | None, typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
+    hierarchy: Annotated[
+        str,
+        typer.Option(
+            "--hierarchy",
+            metavar="auto|always|never",
+            help=(
+                "Consolidate by parts, one gated digest per period under a root: auto (when the history "
+                "exceeds --context, or is already a hierarchy), always or never."
+            ),
+        ),
+    ] = "auto",
+    split: Annotated[
+        str | None,
+        typer.Option(
+            "--split",
+            metavar="session|day|week|month",
+            help=("The periods of a hierarchy (default: what the subject's current root used, else session)."),
+        ),
+    ] = None,
+    context: Annotated[
+        int | None,
+        typer.Option(
+            "--context",
+            help=(
+                "Tokens one compressor request may carry (default: what the subject's current root "
+                "used, else the compressor's, else 8000)."
+            ),
+        ),
+    ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option(
+            "--window",
+            help=(
+                "Tokens of period digests a hierarchy's root inlines, newest first; the older ones "
+                "stay its parts (default: what the subject's current root used, else 8000)."
+            ),
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Build, gate and publish a summary of one subject. Exit 1 if nothing was published.
@@ -78,14 +131,20 @@ def consolidate(
     from lossgate.judge import ModelJudge
 
     try:
-        tree = HierarchyConfig(mode=hierarchy, split_by=split, context_tokens=context,  # type: ignore[arg-type]
-                               window_tokens=window)
+        tree = HierarchyConfig(
+            mode=hierarchy,  # type: ignore[arg-type]
+            split_by=split,  # type: ignore[arg-type]
+            context_tokens=context,
+            window_tokens=window,
+        )
         config = ConsolidationConfig(budget_tokens=budget, timeout_s=timeout, incremental=not direct, hierarchy=tree)
     except InvalidInput as exc:
         fail(str(exc))
     chosen = _load_compressor(compressor) if compressor else None
     with open_memory(ctx) as memory:
-        attempt = memory.consolidate(tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env(os.environ))
+        attempt = memory.consolidate(
+            tenant, subject, config=config, compressor=chosen, judge=ModelJudge.from_env(os.environ)
+        )
     if as_json:
         typer.echo(attempt.model_dump_json())
     elif attempt.status == "error":  # nothing was gated: the one line that says why is the whole story
@@ -110,18 +169,38 @@ def _load_compressor(spec: str):  # type: ignore[no-untyped-def]
 
 
 def recall(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
-    query: Annotated[Optional[str], typer.Option("--query", "-q", help="Keywords to search for.")] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Keywords to search for.")] = None,
     k: Annotated[int, typer.Option("-k", help="At most this many events and non-critical facts.")] = 20,
-    budget: Annotated[Optional[int], typer.Option("--budget", help="Token budget.")] = None,
-    loss_aware: Annotated[bool, typer.Option("--loss-aware/--loss-blind", help=(
-        "Rank a query's hits that the summary dropped a few places ahead."))] = True,
-    rerank: Annotated[Optional[str], typer.Option("--rerank", metavar="URL|FOLDER", help=(
-        "Reorder a query's top hits with this reranker: a /v1/rerank server's API root (its model from "
-        "--rerank-model or LOSSGATE_RERANKER_MODEL) or a local cross-encoder's folder. Default: "
-        "LOSSGATE_RERANKER."))] = None,
-    rerank_model: Annotated[Optional[str], typer.Option("--rerank-model", metavar="NAME", help=(
-        "The model the rerank server should use (default: LOSSGATE_RERANKER_MODEL)."))] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Token budget.")] = None,
+    loss_aware: Annotated[
+        bool,
+        typer.Option(
+            "--loss-aware/--loss-blind", help=("Rank a query's hits that the summary dropped a few places ahead.")
+        ),
+    ] = True,
+    rerank: Annotated[
+        str | None,
+        typer.Option(
+            "--rerank",
+            metavar="URL|FOLDER",
+            help=(
+                "Reorder a query's top hits with this reranker: a /v1/rerank server's API root (its model from "
+                "--rerank-model or LOSSGATE_RERANKER_MODEL) or a local cross-encoder's folder. Default: "
+                "LOSSGATE_RERANKER."
+            ),
+        ),
+    ] = None,
+    rerank_model: Annotated[
+        str | None,
+        typer.Option(
+            "--rerank-model",
+            metavar="NAME",
+            help=("The model the rerank server should use (default: LOSSGATE_RERANKER_MODEL)."),
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """What an agent should read: the fresh summary, or a raw fallback; critical facts always.
@@ -136,8 +215,13 @@ def recall(
         return
     console = out()
     style = "green" if result.mode == "summary" else "yellow"
-    console.print(Text.assemble("mode: ", (result.mode, f"bold {style}"),
-                                f"   artifact: {result.artifact_id or '-'}   tokens: {result.tokens}"))
+    console.print(
+        Text.assemble(
+            "mode: ",
+            (result.mode, f"bold {style}"),
+            f"   artifact: {result.artifact_id or '-'}   tokens: {result.tokens}",
+        )
+    )
     if result.summary:
         console.print(Text(result.summary))  # stored text is data, never rich markup
     console.print(fact_table(result.facts, title="facts"))
@@ -154,13 +238,23 @@ def lineage(ctx: typer.Context, artifact_id: str, tenant: Tenant, subject: Subje
         return
     a, m = view.artifact, view.artifact.manifest
     console = out()
-    console.print(Text.assemble(("artifact ", "bold"), (a.artifact_id, "cyan"), f"  state={a.state}",
-                                f"  gate={a.gate.get('outcome')}  path={m.path}"))
+    console.print(
+        Text.assemble(
+            ("artifact ", "bold"),
+            (a.artifact_id, "cyan"),
+            f"  state={a.state}",
+            f"  gate={a.gate.get('outcome')}  path={m.path}",
+        )
+    )
     console.print(f"covers_through={m.new_covers_through} input_epoch={m.input_epoch} input_root={m.input_root}")
-    console.print(f"expected alias: {m.expected_alias.parent_artifact_id} epoch {m.expected_alias.source_epoch} "
-                  f"covers {m.expected_alias.covers_through}")
-    console.print(f"compressor {m.compressor}@{m.compressor_version} prompt {m.prompt_version} "
-                  f"extractor {m.extractor_version} selector {m.selector_version} attempt {m.attempt}")
+    console.print(
+        f"expected alias: {m.expected_alias.parent_artifact_id} epoch {m.expected_alias.source_epoch} "
+        f"covers {m.expected_alias.covers_through}"
+    )
+    console.print(
+        f"compressor {m.compressor}@{m.compressor_version} prompt {m.prompt_version} "
+        f"extractor {m.extractor_version} selector {m.selector_version} attempt {m.attempt}"
+    )
     if a.state_reason:
         console.print(f"state reason: {a.state_reason}")
     for parent, state in view.ancestors:
@@ -172,11 +266,19 @@ def lineage(ctx: typer.Context, artifact_id: str, tenant: Tenant, subject: Subje
     for entry in view.tier_moves:
         d = entry.detail
         if entry.op == "tier":
-            console.print(Text(f"  tier {d.get('from')} -> {d.get('to')}: {len(d.get('event_ids', ()))} events "
-                               f"at {d.get('now', entry.at.isoformat())}"))
+            console.print(
+                Text(
+                    f"  tier {d.get('from')} -> {d.get('to')}: {len(d.get('event_ids', ()))} events "
+                    f"at {d.get('now', entry.at.isoformat())}"
+                )
+            )
         else:
-            console.print(Text(f"  {d.get('reason', 'retention extended')}: {len(d.get('event_ids', ()))} events "
-                               f"kept hot at {d.get('now', entry.at.isoformat())}"))
+            console.print(
+                Text(
+                    f"  {d.get('reason', 'retention extended')}: {len(d.get('event_ids', ()))} events "
+                    f"kept hot at {d.get('now', entry.at.isoformat())}"
+                )
+            )
 
 
 def attempts(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
@@ -196,21 +298,34 @@ def artifacts(ctx: typer.Context, tenant: Tenant, subject: Subject) -> None:
     with open_memory(ctx) as memory:
         found = memory.admin.artifacts(tenant, subject)
         alias = memory.admin.alias(tenant, subject)
-    table = Table(title=f"artifacts of {tenant}/{subject} (alias -> {alias.artifact_id or 'none'}, "
-                        f"epoch {alias.source_epoch}, covers {alias.covers_through})", title_justify="left")
+    table = Table(
+        title=f"artifacts of {tenant}/{subject} (alias -> {alias.artifact_id or 'none'}, "
+        f"epoch {alias.source_epoch}, covers {alias.covers_through})",
+        title_justify="left",
+    )
     for col in ("artifact", "state", "gate", "covers", "epoch", "path", "reason"):
         table.add_column(col, overflow="fold")
     for a in found:
-        table.add_row(a.artifact_id, a.state, str(a.gate.get("outcome")), str(a.manifest.new_covers_through),
-                      str(a.manifest.input_epoch), a.manifest.path, a.state_reason or "")
+        table.add_row(
+            a.artifact_id,
+            a.state,
+            str(a.gate.get("outcome")),
+            str(a.manifest.new_covers_through),
+            str(a.manifest.input_epoch),
+            a.manifest.path,
+            a.state_reason or "",
+        )
     out().print(table)
 
 
 def jobs(
-    ctx: typer.Context, tenant: Tenant,
-    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
-    status: Annotated[Optional[list[str]], typer.Option(
-        "--status", help=f"Only jobs in this status ({', '.join(_JOB_STATUSES)}); repeatable.")] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Annotated[str | None, typer.Option("--subject", "-s", help="Only this subject.")] = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", help=f"Only jobs in this status ({', '.join(_JOB_STATUSES)}); repeatable."),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """The rebuild queue of a tenant or subject; `--status review` lists the subjects whose
@@ -227,9 +342,15 @@ def jobs(
     for col in ("job", "subject", "status", "tries", "reason", "run after", "lease"):
         table.add_column(col, overflow="fold")
     for j in found:
-        table.add_row(str(j.job_id), j.subject_id, Text(j.status, style="red" if j.status == "review" else ""),
-                      str(j.tries), j.reason, j.run_after.isoformat(timespec="seconds"),
-                      f"{j.lease_owner} until {j.lease_expires_at:%H:%M:%S}" if j.lease_owner else "-")
+        table.add_row(
+            str(j.job_id),
+            j.subject_id,
+            Text(j.status, style="red" if j.status == "review" else ""),
+            str(j.tries),
+            j.reason,
+            j.run_after.isoformat(timespec="seconds"),
+            f"{j.lease_owner} until {j.lease_expires_at:%H:%M:%S}" if j.lease_owner else "-",
+        )
     print_table(out(), table, empty="no jobs")
 
 
@@ -238,12 +359,27 @@ def worker(
     concurrency: Annotated[int, typer.Option("--concurrency", "-n", min=1, help="Worker processes.")] = 1,
     lease: Annotated[float, typer.Option("--lease", help="Seconds a claimed job is held between heartbeats.")] = 30.0,
     exit_when_idle: Annotated[bool, typer.Option("--exit-when-idle", help="Stop once no job is due.")] = False,
-    compressor: Annotated[Optional[str], typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
-    max_attempts: Annotated[int, typer.Option("--max-attempts", min=1, max=1000, help=(
-        "Failures in a row after which a subject waits for review instead of a retry."))] = 5,
-    backoff: Annotated[float, typer.Option("--backoff", min=0, max=86_400, help=(
-        "Seconds before the first retry of a failed attempt, doubled per further failure up to an hour (or --backoff, if longer)."))]
-    = 30.0,
+    compressor: Annotated[str | None, typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
+    max_attempts: Annotated[
+        int,
+        typer.Option(
+            "--max-attempts",
+            min=1,
+            max=1000,
+            help=("Failures in a row after which a subject waits for review instead of a retry."),
+        ),
+    ] = 5,
+    backoff: Annotated[
+        float,
+        typer.Option(
+            "--backoff",
+            min=0,
+            max=86_400,
+            help=(
+                "Seconds before the first retry of a failed attempt, doubled per further failure up to an hour (or --backoff, if longer)."
+            ),
+        ),
+    ] = 30.0,
 ) -> None:
     """Run consolidation workers that drain the rebuild queue (SIGTERM finishes the current job).
     A job that fails, even by a crash, is recorded as a failed attempt and retried with
@@ -259,17 +395,32 @@ def worker(
     if compressor:
         _load_compressor(compressor)  # a wrong spec fails here, once, not in every worker process
     with cli_errors():
-        retries = ConsolidationConfig(max_attempts=max_attempts, backoff_base_s=backoff,
-                                      backoff_max_s=max(backoff, 3600.0))
-        code = run_pool(state.db_url, concurrency, config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3),
-                        consolidation=retries, exit_when_idle=exit_when_idle, compressor=compressor)
+        retries = ConsolidationConfig(
+            max_attempts=max_attempts, backoff_base_s=backoff, backoff_max_s=max(backoff, 3600.0)
+        )
+        code = run_pool(
+            state.db_url,
+            concurrency,
+            config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3),
+            consolidation=retries,
+            exit_when_idle=exit_when_idle,
+            compressor=compressor,
+        )
     raise typer.Exit(code)
 
 
 def embed(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop the model's vectors of the subject first "
-                                          "and embed everything again (after changing the model behind a name).")] = False,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="Drop the model's vectors of the subject first "
+            "and embed everything again (after changing the model behind a name).",
+        ),
+    ] = False,
 ) -> None:
     """Compute the vectors a subject's valid events and active facts lack, with the embedder
     LOSSGATE_EMBEDDER names (`local`, or an OpenAI-compatible server's URL with

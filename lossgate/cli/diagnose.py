@@ -28,13 +28,28 @@ def diagnose(
     attempt_id: Annotated[str, typer.Argument(help="The attempt (`lossgate attempts` lists them).")],
     tenant: Tenant,
     subject: Subject,
-    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help=(
-        "Directory to write the bundle in (created if missing): diagnose-ATTEMPT_ID/, or "
-        "diagnose-ATTEMPT_ID.tar.gz with --archive. An existing bundle is never overwritten."))] = Path("."),
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help=(
+                "Directory to write the bundle in (created if missing): diagnose-ATTEMPT_ID/, or "
+                "diagnose-ATTEMPT_ID.tar.gz with --archive. An existing bundle is never overwritten."
+            ),
+        ),
+    ] = Path("."),
     archive: Annotated[bool, typer.Option("--archive", help="Write one .tar.gz instead of a directory.")] = False,
-    include_text: Annotated[bool, typer.Option("--include-text", help=(
-        "Admin option: also write the raw text (event text and payloads, summaries, raw compressor output, "
-        "queries, string values). Without it, each is replaced by its sha256 and length."))] = False,
+    include_text: Annotated[
+        bool,
+        typer.Option(
+            "--include-text",
+            help=(
+                "Admin option: also write the raw text (event text and payloads, summaries, raw compressor output, "
+                "queries, string values). Without it, each is replaced by its sha256 and length."
+            ),
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Write a sanitized diagnosis bundle of one consolidation attempt: its selected sources,
@@ -60,11 +75,19 @@ def diagnose(
     for col in ("boundary", "status", "findings"):
         table.add_column(col, overflow="fold")
     for check in bundle.checks:
-        lines = [f"{f.subject}: {f.code}" + (f" ({f.expected_type} -> {f.observed_type})"
-                                             if f.expected_type and f.expected_type != f.observed_type else "")
-                 + (f" in {f.recall_id}" if f.recall_id else "") for f in check.findings]
-        table.add_row(check.boundary, Text(check.status, style=_STYLE[check.status]),
-                      Text("\n".join(lines) or check.note))  # ids are data, never rich markup
+        lines = [
+            f"{f.subject}: {f.code}"
+            + (
+                f" ({f.expected_type} -> {f.observed_type})"
+                if f.expected_type and f.expected_type != f.observed_type
+                else ""
+            )
+            + (f" in {f.recall_id}" if f.recall_id else "")
+            for f in check.findings
+        ]
+        table.add_row(
+            check.boundary, Text(check.status, style=_STYLE[check.status]), Text("\n".join(lines) or check.note)
+        )  # ids are data, never rich markup
     console = out()
     console.print(table)
     console.print(Text(f"bundle written to {written}" + ("" if include_text else " (text as sha256 and length)")))

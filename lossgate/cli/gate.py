@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -46,13 +46,17 @@ def _gate_file(path: Path) -> tuple[str, GateResult]:
     if is_case(payload):
         case = parse_case(payload, base=path.parent)
         return "lossgate.gate-case/1", gate_check(case.snapshot, case.artifact, case.registry)
-    raise InvalidInput(f"{path}: not a fact-contract fixture (needs 'expected' and 'artifact') "
-                       "or a gate case ('format': 'lossgate.gate-case/1')")
+    raise InvalidInput(
+        f"{path}: not a fact-contract fixture (needs 'expected' and 'artifact') "
+        "or a gate case ('format': 'lossgate.gate-case/1')"
+    )
 
 
 def _report(fmt: str, result: GateResult) -> dict[str, Any]:
     return {
-        "format": fmt, "outcome": result.outcome, "ok": result.passed,
+        "format": fmt,
+        "outcome": result.outcome,
+        "ok": result.passed,
         "violations": [{"line": str(v), **v.model_dump()} for v in result.violations],
         "losses": [{"line": str(v), **v.model_dump()} for v in result.losses],
         "must_preserve": result.must_preserve.model_dump(),
@@ -81,13 +85,24 @@ def check_command(
 def _print_lane(report: LaneReport) -> None:
     console = out()
     table = Table(title="Mutation lane: mutants the gate must catch")
-    for name, justify in (("operator", "left"), ("mutants", "right"), ("caught", "right"),
-                          ("missed", "right"), ("equivalent", "right")):
+    for name, justify in (
+        ("operator", "left"),
+        ("mutants", "right"),
+        ("caught", "right"),
+        ("missed", "right"),
+        ("equivalent", "right"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for op in report.operators:
         table.add_row(op.operator, str(op.mutants), str(op.caught), str(op.mutants - op.caught), str(op.equivalent))
-    table.add_row("total", str(report.mutants), str(report.caught), str(report.mutants - report.caught),
-                  str(sum(o.equivalent for o in report.operators)), style="bold")
+    table.add_row(
+        "total",
+        str(report.mutants),
+        str(report.caught),
+        str(report.mutants - report.caught),
+        str(sum(o.equivalent for o in report.operators)),
+        style="bold",
+    )
     console.print(table)
     rewrites = Table(title="Meaning-preserving rewrites the gate must not flag")
     for name, justify in (("rewrite", "left"), ("variants", "right"), ("false alarms", "right")):
@@ -104,23 +119,31 @@ def _print_lane(report: LaneReport) -> None:
     for case_id in report.broken_cases:
         console.print(f"broken case: {case_id} (its correct artifact fails the gate)", markup=False)
     clean = sum(b.outcome == "clean" for b in report.baselines)
-    console.print(f"{len(report.baselines)} cases ({clean} clean, {len(report.baselines) - clean} acceptable or failed); "
-                  f"{report.caught}/{report.mutants} mutants caught, {report.false_alarms} false alarms: "
-                  f"{'PASS' if report.ok else 'FAIL'}", markup=False)
+    console.print(
+        f"{len(report.baselines)} cases ({clean} clean, {len(report.baselines) - clean} acceptable or failed); "
+        f"{report.caught}/{report.mutants} mutants caught, {report.false_alarms} false alarms: "
+        f"{'PASS' if report.ok else 'FAIL'}",
+        markup=False,
+    )
 
 
 @eval_app.command("mutations")
 def mutations_command(
-    fixtures: Optional[Path] = typer.Option(None, "--fixtures", metavar="DIR",
-                                            help="Directory of gate cases (default: the shipped ones)."),
+    fixtures: Path | None = typer.Option(
+        None, "--fixtures", metavar="DIR", help="Directory of gate cases (default: the shipped ones)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the lane report as JSON."),
 ) -> None:
     """Mutate correct artifacts and count what the gate catches; exit 1 unless all caught, none flagged."""
     with cli_errors():
         report = run_lane(fixtures)
     if as_json:
-        doc = report.model_dump() | {"ok": report.ok, "mutants": report.mutants, "caught": report.caught,
-                                     "false_alarms": report.false_alarms}
+        doc = report.model_dump() | {
+            "ok": report.ok,
+            "mutants": report.mutants,
+            "caught": report.caught,
+            "false_alarms": report.false_alarms,
+        }
         typer.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
         _print_lane(report)
@@ -131,24 +154,50 @@ def mutations_command(
 def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
     console = out()
     table = Table(title="Narrative sentences: refused by the fence, and by the whole gate")
-    for name in ("corpus", "faithful", "fence false alarms", "gate false alarms", "wrong", "fence caught",
-                 "gate caught"):
+    for name in (
+        "corpus",
+        "faithful",
+        "fence false alarms",
+        "gate false alarms",
+        "wrong",
+        "fence caught",
+        "gate caught",
+    ):
         table.add_column(name, justify="left" if name == "corpus" else "right")
     for r in reports:
-        table.add_row(r.corpus, str(r.faithful), f"{len(r.false_alarms)} ({r.false_alarm_rate:.1%})",
-                      f"{len(r.gate_false_alarms)} ({r.gate_false_alarm_rate:.1%})", str(r.wrong),
-                      f"{r.wrong - len(r.misses)} ({r.catch_rate:.1%})",
-                      f"{r.wrong - len(r.gate_misses)} ({r.gate_catch_rate:.1%})")
+        table.add_row(
+            r.corpus,
+            str(r.faithful),
+            f"{len(r.false_alarms)} ({r.false_alarm_rate:.1%})",
+            f"{len(r.gate_false_alarms)} ({r.gate_false_alarm_rate:.1%})",
+            str(r.wrong),
+            f"{r.wrong - len(r.misses)} ({r.catch_rate:.1%})",
+            f"{r.wrong - len(r.gate_misses)} ({r.gate_catch_rate:.1%})",
+        )
     console.print(table)
-    published = Table(title="What an agent reads: each sentence as a model's narrative, published under the "
-                            "omit policy")
-    for name in ("corpus", "wrong reaching recall", "wrong left out", "wrong refused with the summary",
-                 "faithful kept", "faithful left out", "faithful refused with the summary"):
+    published = Table(
+        title="What an agent reads: each sentence as a model's narrative, published under the omit policy"
+    )
+    for name in (
+        "corpus",
+        "wrong reaching recall",
+        "wrong left out",
+        "wrong refused with the summary",
+        "faithful kept",
+        "faithful left out",
+        "faithful refused with the summary",
+    ):
         published.add_column(name, justify="left" if name == "corpus" else "right")
     for r in reports:
-        published.add_row(r.corpus, f"{len(r.reached)} ({r.reach_rate:.1%})", str(r.omitted["wrong"]),
-                          str(r.refused["wrong"]), f"{r.kept} ({r.kept_rate:.1%})", str(r.omitted["faithful"]),
-                          str(r.refused["faithful"]))
+        published.add_row(
+            r.corpus,
+            f"{len(r.reached)} ({r.reach_rate:.1%})",
+            str(r.omitted["wrong"]),
+            str(r.refused["wrong"]),
+            f"{r.kept} ({r.kept_rate:.1%})",
+            str(r.omitted["faithful"]),
+            str(r.refused["faithful"]),
+        )
     console.print(published)
     for r in reports:
         if verbose:
@@ -163,10 +212,16 @@ def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
 
 @eval_app.command("narratives")
 def narratives_command(
-    corpus: Optional[list[Path]] = typer.Option(None, "--corpus", metavar="FILE.jsonl",
-                                                help="A corpus of labelled sentences (default: the shipped ones)."),
-    max_false_alarms: float = typer.Option(0.02, "--max-false-alarms", min=0.0, max=1.0,
-                                           help="Exit 1 when the fence refuses a larger share of faithful ones."),
+    corpus: list[Path] | None = typer.Option(
+        None, "--corpus", metavar="FILE.jsonl", help="A corpus of labelled sentences (default: the shipped ones)."
+    ),
+    max_false_alarms: float = typer.Option(
+        0.02,
+        "--max-false-alarms",
+        min=0.0,
+        max=1.0,
+        help="Exit 1 when the fence refuses a larger share of faithful ones.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the wrong sentences the fence passed."),
     as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
 ) -> None:

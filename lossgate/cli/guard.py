@@ -4,7 +4,7 @@ checked against the ledger before it acts."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -20,9 +20,13 @@ EXIT_REFUSED = 1
 
 
 def guard(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
-    action: Annotated[str, typer.Argument(metavar="ACTION.json", help="The planned action, a JSON object (- for stdin).")],
-    recall_id: Annotated[Optional[str], typer.Option("--recall", help="The recall the agent based it on.")] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
+    action: Annotated[
+        str, typer.Argument(metavar="ACTION.json", help="The planned action, a JSON object (- for stdin).")
+    ],
+    recall_id: Annotated[str | None, typer.Option("--recall", help="The recall the agent based it on.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Check an agent's planned action against the subject's facts, by the registry's guard
@@ -41,16 +45,30 @@ def guard(
 def _show(result: GuardResult) -> None:
     console = out()
     verdict = ("allowed", "bold green") if result.allowed else ("refused", "bold red")
-    console.print(Text.assemble("guard ", (result.guard_id, "cyan"), ": ", verdict,
-                                f"   rules read: {', '.join(result.rules) or 'none'}",
-                                f"   recall: {result.recall_id or '-'}"))
+    console.print(
+        Text.assemble(
+            "guard ",
+            (result.guard_id, "cyan"),
+            ": ",
+            verdict,
+            f"   rules read: {', '.join(result.rules) or 'none'}",
+            f"   recall: {result.recall_id or '-'}",
+        )
+    )
     if result.refusals:
         table = Table(title_justify="left")
         for col in ("rule", "kind", "field", "value", "why", "fact", "sources"):
             table.add_column(col, overflow="fold")
         for r in result.refusals:
-            table.add_row(r.rule, r.kind, r.field, Text(json.dumps(r.value, default=str)), Text(r.detail),
-                          r.fact_id or r.conflict_id or "-", ", ".join(r.source_event_ids) or "-")
+            table.add_row(
+                r.rule,
+                r.kind,
+                r.field,
+                Text(json.dumps(r.value, default=str)),
+                Text(r.detail),
+                r.fact_id or r.conflict_id or "-",
+                ", ".join(r.source_event_ids) or "-",
+            )
         console.print(table)
 
 

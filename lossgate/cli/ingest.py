@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated, Iterator
+from typing import IO, Annotated
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from lossgate.api.ingest import IngestReport, ingest_lines
 from lossgate.cli.app import err, fail, open_memory, out
 from lossgate.cli.display import print_json_lines
-from lossgate.api.ingest import IngestReport, ingest_lines
 
 __all__ = ["register"]
 
@@ -40,10 +41,14 @@ class _CountingLines:
 def _report_table(report: IngestReport) -> Table:
     table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
     rows = [
-        ("events appended", report.events_appended), ("duplicate events", report.event_duplicates),
-        ("facts asserted", report.facts_asserted), ("duplicate facts", report.fact_duplicates),
-        ("facts superseded", report.facts_superseded), ("facts deleted", report.facts_deleted),
-        ("events deleted", report.events_deleted), ("events revoked", report.events_revoked),
+        ("events appended", report.events_appended),
+        ("duplicate events", report.event_duplicates),
+        ("facts asserted", report.facts_asserted),
+        ("duplicate facts", report.fact_duplicates),
+        ("facts superseded", report.facts_superseded),
+        ("facts deleted", report.facts_deleted),
+        ("events deleted", report.events_deleted),
+        ("events revoked", report.events_revoked),
         ("unchanged (already done)", report.unchanged),
     ]
     for label, count in rows:
@@ -60,20 +65,30 @@ def ingest(
     """Ingest a JSON Lines file of events, facts and lifecycle operations as ONE transaction."""
     name = str(file)
     try:
-        fh = sys.stdin.buffer if name == "-" else open(file, "rb")  # noqa: SIM115 - closed below
+        fh = sys.stdin.buffer if name == "-" else open(file, "rb")
     except OSError as exc:
         fail(f"cannot read {name}: {exc.strerror}")
     try:
         total = None if name == "-" else os.fstat(fh.fileno()).st_size
         lines = _CountingLines(fh)
         console = err()
-        with open_memory(ctx, create=True) as memory, Progress(
-            TextColumn("ingesting"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
-            console=console, transient=True, disable=quiet or not console.is_terminal,
-        ) as bar:
+        with (
+            open_memory(ctx, create=True) as memory,
+            Progress(
+                TextColumn("ingesting"),
+                BarColumn(),
+                DownloadColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+                disable=quiet or not console.is_terminal,
+            ) as bar,
+        ):
             task = bar.add_task("ingest", total=total)
             report = ingest_lines(
-                memory, lines, source=name,
+                memory,
+                lines,
+                source=name,
                 progress=lambda _line: bar.update(task, completed=lines.bytes_read),
             )
     finally:

@@ -14,20 +14,27 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from lossgate.model.api_keys import ApiKey
 from lossgate.cli.app import err, open_memory, out
-from lossgate.cli.ledger import AsJson, Tenant
 from lossgate.cli.display import print_table
+from lossgate.cli.ledger import AsJson, Tenant
+from lossgate.model.api_keys import ApiKey
 
 __all__ = ["register"]
 
-keys_app = typer.Typer(help="API keys of the memory service (lossgate serve): one tenant and scopes each.",
-                       no_args_is_help=True)
+keys_app = typer.Typer(
+    help="API keys of the memory service (lossgate serve): one tenant and scopes each.", no_args_is_help=True
+)
 
 
 def _json(key: ApiKey, secret: str | None = None) -> str:
-    doc = {"tenant_id": key.tenant_id, "key_id": key.key_id, "scopes": list(key.scopes), "name": key.name,
-           "created_at": key.created_at.isoformat(), "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None}
+    doc = {
+        "tenant_id": key.tenant_id,
+        "key_id": key.key_id,
+        "scopes": list(key.scopes),
+        "name": key.name,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+    }
     if secret is not None:
         doc["secret"] = secret
     return json.dumps(doc)
@@ -35,9 +42,11 @@ def _json(key: ApiKey, secret: str | None = None) -> str:
 
 @keys_app.command("create")
 def create(
-    ctx: typer.Context, tenant: Tenant,
-    scopes: Annotated[str, typer.Option("--scopes", help="Comma-separated: read, write, admin (each stands alone).")]
-    = "read,write",
+    ctx: typer.Context,
+    tenant: Tenant,
+    scopes: Annotated[
+        str, typer.Option("--scopes", help="Comma-separated: read, write, admin (each stands alone).")
+    ] = "read,write",
     name: Annotated[str, typer.Option("--name", help="A name for people (who holds the key).")] = "",
     as_json: AsJson = False,
 ) -> None:
@@ -48,8 +57,13 @@ def create(
         typer.echo(_json(key, secret))
         return
     typer.echo(secret)
-    err().print(Text.assemble("key ", (key.key_id, "cyan"), f" for tenant {key.tenant_id} ({', '.join(key.scopes)}); "
-                              "the secret above is not shown again"))
+    err().print(
+        Text.assemble(
+            "key ",
+            (key.key_id, "cyan"),
+            f" for tenant {key.tenant_id} ({', '.join(key.scopes)}); the secret above is not shown again",
+        )
+    )
 
 
 @keys_app.command("list")
@@ -65,9 +79,13 @@ def list_keys(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> No
     for col in ("key", "scopes", "name", "created", "revoked"):
         table.add_column(col, overflow="fold")
     for key in keys:
-        table.add_row(Text(key.key_id, style="cyan"), ", ".join(key.scopes), Text(key.name),
-                      key.created_at.isoformat(timespec="seconds"),
-                      key.revoked_at.isoformat(timespec="seconds") if key.revoked_at else "-")
+        table.add_row(
+            Text(key.key_id, style="cyan"),
+            ", ".join(key.scopes),
+            Text(key.name),
+            key.created_at.isoformat(timespec="seconds"),
+            key.revoked_at.isoformat(timespec="seconds") if key.revoked_at else "-",
+        )
     print_table(out(), table, empty=f"no API keys for tenant {tenant}")
 
 
@@ -75,7 +93,8 @@ def list_keys(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> No
 def revoke(
     ctx: typer.Context,
     key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id (`keys list`).")],
-    tenant: Tenant, as_json: AsJson = False,
+    tenant: Tenant,
+    as_json: AsJson = False,
 ) -> None:
     """Revoke one of the tenant's keys: the next request with it is refused (401)."""
     with open_memory(ctx) as memory:

@@ -10,24 +10,36 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional, get_args
+from typing import Annotated, Any, get_args
 
 import typer
 from pydantic import ValidationError
 from rich.text import Text
 
+from lossgate.api.ingest import describe_validation_error
 from lossgate.cli.app import fail, open_memory, out
 from lossgate.cli.display import (
-    clock_text, conflict_json, conflict_table, event_json, event_table, fact_json, fact_table,
-    history_json, log_table, predicate_table, print_json_lines, print_table, value_cell,
+    clock_text,
+    conflict_json,
+    conflict_table,
+    event_json,
+    event_table,
+    fact_json,
+    fact_table,
+    history_json,
+    log_table,
+    predicate_table,
+    print_json_lines,
+    print_table,
+    value_cell,
 )
-from lossgate.api.ingest import describe_validation_error
 from lossgate.model.limits import UnreadableJson, read_json
 from lossgate.model.records import Authority, EventState, Modality, NewFact, Polarity
 from lossgate.model.registry import Registry
 from lossgate.model.starter import is_starter
 
 __all__ = ["register"]
+
 
 def _an_id(value: str) -> str:
     """A tenant or subject id as the ledger takes it: refused here, before any read or write."""
@@ -40,9 +52,16 @@ Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.", show_d
 Subject = Annotated[str, typer.Option("--subject", "-s", help="Subject id.", show_default=False, callback=_an_id)]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")]
 Reason = Annotated[str, typer.Option("--reason", help="Why; kept in the ledger log.")]
-RegistryFile = Annotated[Path, typer.Argument(
-    exists=True, dir_okay=False, readable=True, metavar="FILE.toml", help="Predicate registry (TOML).",
-)]
+RegistryFile = Annotated[
+    Path,
+    typer.Argument(
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        metavar="FILE.toml",
+        help="Predicate registry (TOML).",
+    ),
+]
 
 # typer takes Literal choices for single options but not for lists: an Enum for --state.
 StateChoice = Enum("StateChoice", {v: v for v in get_args(EventState)}, type=str)  # type: ignore[misc]
@@ -80,13 +99,24 @@ def parse_qualifiers(items: list[str]) -> dict[str, str]:
 
 def init(
     ctx: typer.Context,
-    predicates: Annotated[Optional[Path], typer.Option(
-        "--predicates", exists=True, dir_okay=False, readable=True, metavar="FILE.toml",
-        help="Load this predicate registry (else the starter registry, on a store that has none).",
-    )] = None,
-    no_starter: Annotated[bool, typer.Option(
-        "--no-starter", help="Leave a store that has no predicate registry without one.",
-    )] = False,
+    predicates: Annotated[
+        Path | None,
+        typer.Option(
+            "--predicates",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            metavar="FILE.toml",
+            help="Load this predicate registry (else the starter registry, on a store that has none).",
+        ),
+    ] = None,
+    no_starter: Annotated[
+        bool,
+        typer.Option(
+            "--no-starter",
+            help="Leave a store that has no predicate registry without one.",
+        ),
+    ] = False,
 ) -> None:
     """Create or upgrade the schema (idempotent) and load a predicate registry: FILE.toml with
     --predicates, else the starter registry on a store that has none (a store that has one keeps it)."""
@@ -106,35 +136,54 @@ def init(
         console.print(Text("no predicate registry loaded (lossgate predicates load FILE.toml)", style="yellow"))
     else:
         which = ", the starter registry" if is_starter(registry.document()) else ""
-        console.print(Text.assemble("predicate registry version ", (str(registry.version), "bold"),
-                                    f" ({len(registry.predicates)} predicates{which})"))
+        console.print(
+            Text.assemble(
+                "predicate registry version ",
+                (str(registry.version), "bold"),
+                f" ({len(registry.predicates)} predicates{which})",
+            )
+        )
 
 
 @predicates_app.command("load")
 def predicates_load(
-    ctx: typer.Context, file: RegistryFile,
-    tenants: Annotated[Optional[list[str]], typer.Option(
-        "--tenant", metavar="TENANT",
-        help="Re-gate this tenant's summaries if the version tightens the gate (repeatable).",
-    )] = None,
+    ctx: typer.Context,
+    file: RegistryFile,
+    tenants: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tenant",
+            metavar="TENANT",
+            help="Re-gate this tenant's summaries if the version tightens the gate (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Store a predicate registry version (the same version again is a no-op). A version that
     adds or raises a critical predicate or changes a type re-gates each --tenant's summaries
     in the same transaction (a failure goes stale and queues a rebuild)."""
     with open_memory(ctx, create=True) as memory:
         registry = memory.admin.load_predicates(str(file), tenants=tenants or ())
-    out().print(Text.assemble(
-        "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
-    ))
+    out().print(
+        Text.assemble(
+            "predicate registry version ",
+            (str(registry.version), "bold"),
+            f" ({len(registry.predicates)} predicates)",
+        )
+    )
 
 
 @predicates_app.command("extend")
 def predicates_extend(
-    ctx: typer.Context, file: RegistryFile,
-    tenants: Annotated[Optional[list[str]], typer.Option(
-        "--tenant", metavar="TENANT",
-        help="Re-gate this tenant's summaries if the new version tightens the gate (repeatable).",
-    )] = None,
+    ctx: typer.Context,
+    file: RegistryFile,
+    tenants: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tenant",
+            metavar="TENANT",
+            help="Re-gate this tenant's summaries if the new version tightens the gate (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Load FILE.toml on top of the stored registry (the starter registry on a store with none):
     its predicates and guard rules are added, one the registry defines otherwise is refused
@@ -144,10 +193,14 @@ def predicates_extend(
         before = memory.admin.registry
         registry = memory.admin.extend_predicates(str(file), tenants=tenants or ())
     changed = before is None or registry.version != before.version
-    out().print(Text.assemble(
-        "predicate registry version ", (str(registry.version), "bold"), f" ({len(registry.predicates)} predicates)",
-        "" if changed else ": unchanged",
-    ))
+    out().print(
+        Text.assemble(
+            "predicate registry version ",
+            (str(registry.version), "bold"),
+            f" ({len(registry.predicates)} predicates)",
+            "" if changed else ": unchanged",
+        )
+    )
 
 
 @predicates_app.command("show")
@@ -165,9 +218,11 @@ def predicates_show(ctx: typer.Context) -> None:
 
 
 def facts(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
     all_: Annotated[bool, typer.Option("--all", help="Every status, not only active facts.")] = False,
-    predicate: Annotated[Optional[str], typer.Option("--predicate", help="Only this predicate.")] = None,
+    predicate: Annotated[str | None, typer.Option("--predicate", help="Only this predicate.")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Active facts of a subject (every status with --all)."""
@@ -177,7 +232,9 @@ def facts(
         print_json_lines(fact_json(f) for f in found)
         return
     label = "facts" if all_ else "active facts"
-    print_table(out(), fact_table(found, title=f"{label} of {tenant}/{subject}"), empty=f"no {label} for {tenant}/{subject}")
+    print_table(
+        out(), fact_table(found, title=f"{label} of {tenant}/{subject}"), empty=f"no {label} for {tenant}/{subject}"
+    )
 
 
 def history(ctx: typer.Context, fact_id: str, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
@@ -195,8 +252,12 @@ def history(ctx: typer.Context, fact_id: str, tenant: Tenant, subject: Subject, 
 
 
 def events(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
-    state: Annotated[Optional[list[StateChoice]], typer.Option("--state", help="Only events in this state (repeatable).")] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
+    state: Annotated[
+        list[StateChoice] | None, typer.Option("--state", help="Only events in this state (repeatable).")
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Events of a subject in sequence order (deleted ones show as tombstones)."""
@@ -205,7 +266,9 @@ def events(
     if as_json:
         print_json_lines(event_json(e) for e in found)
         return
-    print_table(out(), event_table(found, title=f"events of {tenant}/{subject}"), empty=f"no events for {tenant}/{subject}")
+    print_table(
+        out(), event_table(found, title=f"events of {tenant}/{subject}"), empty=f"no events for {tenant}/{subject}"
+    )
 
 
 def clock(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson = False) -> None:
@@ -219,7 +282,9 @@ def clock(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson 
 
 
 def conflicts(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
     all_: Annotated[bool, typer.Option("--all", help="Include resolved conflicts.")] = False,
     as_json: AsJson = False,
 ) -> None:
@@ -230,7 +295,9 @@ def conflicts(
         print_json_lines(conflict_json(c) for c in found)
         return
     label = "conflicts" if all_ else "unresolved conflicts"
-    print_table(out(), conflict_table(found, title=f"{label} of {tenant}/{subject}"), empty=f"no {label} for {tenant}/{subject}")
+    print_table(
+        out(), conflict_table(found, title=f"{label} of {tenant}/{subject}"), empty=f"no {label} for {tenant}/{subject}"
+    )
 
 
 # -- lifecycle --------------------------------------------------------------------------
@@ -239,11 +306,24 @@ def conflicts(
 def supersede(
     ctx: typer.Context,
     old_fact_id: Annotated[str, typer.Argument(metavar="OLD_FACT_ID", help="The active fact to replace.")],
-    tenant: Tenant, subject: Subject,
-    value: Annotated[str, typer.Option("--value", help="New value as JSON (50, false, \"x\", {...}); non-JSON text is a string.", show_default=False)],
-    source: Annotated[list[str], typer.Option("--source", help="Event id the new value rests on (repeatable).", show_default=False)],
-    fact_id: Annotated[Optional[str], typer.Option("--fact-id", help="Id of the new fact (default: derived from content).")] = None,
-    qualifier: Annotated[Optional[list[str]], typer.Option("--qualifier", "-q", help="KEY=VALUE (repeatable). Not inherited from the old fact.")] = None,
+    tenant: Tenant,
+    subject: Subject,
+    value: Annotated[
+        str,
+        typer.Option(
+            "--value", help='New value as JSON (50, false, "x", {...}); non-JSON text is a string.', show_default=False
+        ),
+    ],
+    source: Annotated[
+        list[str], typer.Option("--source", help="Event id the new value rests on (repeatable).", show_default=False)
+    ],
+    fact_id: Annotated[
+        str | None, typer.Option("--fact-id", help="Id of the new fact (default: derived from content).")
+    ] = None,
+    qualifier: Annotated[
+        list[str] | None,
+        typer.Option("--qualifier", "-q", help="KEY=VALUE (repeatable). Not inherited from the old fact."),
+    ] = None,
     polarity: Annotated[Polarity, typer.Option("--polarity")] = "positive",
     modality: Annotated[Modality, typer.Option("--modality")] = "asserted",
     authority: Annotated[Authority, typer.Option("--authority")] = "user",
@@ -254,15 +334,28 @@ def supersede(
         # The predicate is the old fact's (supersession never changes it): read it first.
         old = memory.fact(tenant, subject, old_fact_id)
         new = _new_fact(
-            tenant_id=tenant, subject_id=subject, fact_id=fact_id, predicate=old.predicate,
-            value=parse_value(value), qualifiers=quals, polarity=polarity, modality=modality,
-            authority=authority, source_event_ids=source,
+            tenant_id=tenant,
+            subject_id=subject,
+            fact_id=fact_id,
+            predicate=old.predicate,
+            value=parse_value(value),
+            qualifiers=quals,
+            polarity=polarity,
+            modality=modality,
+            authority=authority,
+            source_event_ids=source,
         )
         fact = memory.supersede(tenant, subject, old_fact_id, new)
-    out().print(Text.assemble(
-        "superseded ", (old_fact_id, "cyan"), " by ", (fact.fact_id, "cyan"), f": {fact.predicate} = ",
-        value_cell(fact.value_type, fact.value),
-    ))
+    out().print(
+        Text.assemble(
+            "superseded ",
+            (old_fact_id, "cyan"),
+            " by ",
+            (fact.fact_id, "cyan"),
+            f": {fact.predicate} = ",
+            value_cell(fact.value_type, fact.value),
+        )
+    )
 
 
 def _new_fact(**fields: Any) -> NewFact:
@@ -308,12 +401,24 @@ def compact(ctx: typer.Context) -> None:
 
 
 def extract(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
     review: Annotated[bool, typer.Option("--review", help="List the proposals waiting for review instead.")] = False,
-    accept: Annotated[Optional[str], typer.Option("--accept", metavar="PROPOSAL", help=(
-        "Accept a proposal waiting for review: it becomes a fact, or opens a conflict."))] = None,
-    reject: Annotated[Optional[str], typer.Option("--reject", metavar="PROPOSAL", help=(
-        "Reject a proposal waiting for review (kept, with --reason)."))] = None,
+    accept: Annotated[
+        str | None,
+        typer.Option(
+            "--accept",
+            metavar="PROPOSAL",
+            help=("Accept a proposal waiting for review: it becomes a fact, or opens a conflict."),
+        ),
+    ] = None,
+    reject: Annotated[
+        str | None,
+        typer.Option(
+            "--reject", metavar="PROPOSAL", help=("Reject a proposal waiting for review (kept, with --reason).")
+        ),
+    ] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why a proposal is rejected.")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
 ) -> None:
@@ -342,8 +447,15 @@ def extract(
     for col in ("proposal", "status", "predicate", "value", "authority", "sources", "fact / reason"):
         table.add_column(col, overflow="fold")
     for p in found:
-        table.add_row(p.proposal_id, p.status, p.predicate, json.dumps(p.value, default=str), p.authority,
-                      ", ".join(p.source_event_ids), p.fact_id or p.reason or "")
+        table.add_row(
+            p.proposal_id,
+            p.status,
+            p.predicate,
+            json.dumps(p.value, default=str),
+            p.authority,
+            ", ".join(p.source_event_ids),
+            p.fact_id or p.reason or "",
+        )
     if found:
         out().print(table)
     else:

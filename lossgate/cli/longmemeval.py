@@ -11,27 +11,33 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from lossgate.cli.app import cli_errors, err, out
-from lossgate.evaluation import longmemeval
 from lossgate.cli.locomo import BUDGET, JSON_OUT, SEMANTIC, STORE, evaluation_memory
+from lossgate.evaluation import longmemeval
 
 __all__ = ["longmemeval_command"]
 
 
 def longmemeval_command(
-    data: Path = typer.Option(..., "--data", exists=True, dir_okay=False, readable=True, metavar="FILE.json",
-                              help="longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json "
-                              "(the LongMemEval repository's data)."),
+    data: Path = typer.Option(
+        ...,
+        "--data",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        metavar="FILE.json",
+        help="longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json (the LongMemEval repository's data).",
+    ),
     budget: int = BUDGET,
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, metavar="N", help="Only the first N questions."),
-    store: Optional[str] = STORE,
-    json_out: Optional[Path] = JSON_OUT,
+    limit: int | None = typer.Option(None, "--limit", min=1, metavar="N", help="Only the first N questions."),
+    store: str | None = STORE,
+    json_out: Path | None = JSON_OUT,
     semantic: bool = SEMANTIC,
 ) -> None:
     """Recall every LongMemEval question at a fixed budget; report session and turn recall per
@@ -43,8 +49,9 @@ def longmemeval_command(
             columns = (TextColumn("recall"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
             with Progress(*columns, console=err(), transient=True) as bar:
                 task = bar.add_task("questions", total=len(instances))
-                doc = longmemeval.evaluate(memory, instances, budget=budget, sha256=digest,
-                                           progress=lambda n: bar.advance(task, n)).to_json()
+                doc = longmemeval.evaluate(
+                    memory, instances, budget=budget, sha256=digest, progress=lambda n: bar.advance(task, n)
+                ).to_json()
         finally:
             memory.close()
     if json_out:
@@ -68,8 +75,10 @@ def _print(doc: dict[str, Any]) -> None:
             table.add_row(name, *(_figure(figures.get(c, {}).get(f"{measure}_recall")) for c in cols))
         out().print(table)
     extra = [g for g in ("dropped", longmemeval.ABSTENTION) if g in groups]
-    notes = {"dropped": "dropped: questions with a has_answer turn the published summary dropped an atom of",
-             longmemeval.ABSTENTION: "abstention: ids ending _abs, never in overall"}
+    notes = {
+        "dropped": "dropped: questions with a has_answer turn the published summary dropped an atom of",
+        longmemeval.ABSTENTION: "abstention: ids ending _abs, never in overall",
+    }
     table = Table(title="; ".join(["tokens and latency per recall (overall)", *(notes[g] for g in extra)]))
     for name in ("method", "tokens", "reduction", "p50 / p99 ms"):
         table.add_column(name, justify="left" if name == "method" else "right")
@@ -87,17 +96,27 @@ def _print(doc: dict[str, Any]) -> None:
         table.add_row(*row)
     out().print(table)
     if set(doc["consolidations"]) - {"published"}:
-        out().print("consolidation: " + ", ".join(f"{n} {status}" for status, n in doc["consolidations"].items())
-                    + " (without a published summary, recall reads raw memory)", markup=False)
+        out().print(
+            "consolidation: "
+            + ", ".join(f"{n} {status}" for status, n in doc["consolidations"].items())
+            + " (without a published summary, recall reads raw memory)",
+            markup=False,
+        )
     if doc["skipped"]:
-        out().print(f"skipped (no answer session in the haystack, no has_answer turn): {', '.join(doc['skipped'])}",
-                    markup=False)
+        out().print(
+            f"skipped (no answer session in the haystack, no has_answer turn): {', '.join(doc['skipped'])}",
+            markup=False,
+        )
     if doc["unmatched_answer_sessions"]:
-        out().print(f"{doc['unmatched_answer_sessions']} answer_session_ids name no session of their haystack "
-                    "(left out)", markup=False)
+        out().print(
+            f"{doc['unmatched_answer_sessions']} answer_session_ids name no session of their haystack (left out)",
+            markup=False,
+        )
     if doc.get("embedder"):
-        out().print(f"semantic: {doc['embedder']}, every turn embedded in {doc['embed_seconds']:.1f} s "
-                    "(off the recall path)", markup=False)
+        out().print(
+            f"semantic: {doc['embedder']}, every turn embedded in {doc['embed_seconds']:.1f} s (off the recall path)",
+            markup=False,
+        )
 
 
 def _figure(value: float | None) -> str:

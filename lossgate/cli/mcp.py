@@ -8,7 +8,7 @@ stops the command with one line and exit 2. Its tenant is the only tenant the to
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import typer
 
@@ -22,13 +22,24 @@ _NEEDS = "the MCP server needs the service extra: pip install 'lossgate[service]
 
 def mcp_command(
     ctx: typer.Context,
-    db: Annotated[Optional[str], typer.Option("--db", metavar="URL", help="Database URL (default: the global --db).")]
-    = None,
-    key: Annotated[Optional[str], typer.Option(
-        "--key", envvar="LOSSGATE_MCP_KEY", show_envvar=True, metavar="SECRET", show_default=False,
-        help="The API key the server acts with (lossgate keys create): its tenant and scopes.")] = None,
-    transport: Annotated[Literal["stdio", "http"], typer.Option(
-        "--transport", help="stdio (an agent client starts this command) or streamable HTTP.")] = "stdio",
+    db: Annotated[
+        str | None, typer.Option("--db", metavar="URL", help="Database URL (default: the global --db).")
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            envvar="LOSSGATE_MCP_KEY",
+            show_envvar=True,
+            metavar="SECRET",
+            show_default=False,
+            help="The API key the server acts with (lossgate keys create): its tenant and scopes.",
+        ),
+    ] = None,
+    transport: Annotated[
+        Literal["stdio", "http"],
+        typer.Option("--transport", help="stdio (an agent client starts this command) or streamable HTTP."),
+    ] = "stdio",
     host: Annotated[str, typer.Option("--host", help="Address to listen on (http).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (http).")] = 8765,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level (http).")] = "info",

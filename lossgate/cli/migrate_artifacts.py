@@ -11,7 +11,7 @@ exits 1, having written nothing, otherwise. Bad input exits 2. (Schema migration
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -33,9 +33,14 @@ def _summary(report: Rehearsal) -> Table:
         table.add_column(column, justify="left" if column == "tenant" else "right")
     for tenant, c in sorted(report.per_tenant.items()):
         other = sum(n for k, n in c.items() if k.startswith("format ") and k not in ("format 1", "format 2"))
-        table.add_row(Text(tenant), *(str(n) for n in (c["stored"], c["checked"], c["format 1"], c["format 2"], other,
-                                                         c["changed"], c["refused"])),
-                      style="red" if c["refused"] else None)
+        table.add_row(
+            Text(tenant),
+            *(
+                str(n)
+                for n in (c["stored"], c["checked"], c["format 1"], c["format 2"], other, c["changed"], c["refused"])
+            ),
+            style="red" if c["refused"] else None,
+        )
     return table
 
 
@@ -48,24 +53,42 @@ def _refused(report: Rehearsal | Applied) -> Table | None:
         table.add_column(column)
     for check in checks[:SHOWN]:
         for f in check.findings:
-            table.add_row(Text(check.artifact_id), Text(check.subject_id), check.state, str(check.from_format),
-                          f.code, Text(f"{f.subject} ({f.against})"), Text(f.detail))
+            table.add_row(
+                Text(check.artifact_id),
+                Text(check.subject_id),
+                check.state,
+                str(check.from_format),
+                f.code,
+                Text(f"{f.subject} ({f.against})"),
+                Text(f.detail),
+            )
     return table
 
 
 def migrate_command(
     ctx: typer.Context,
-    tenants: Annotated[Optional[list[str]], typer.Option(
-        "--tenant", "-t", metavar="TENANT", help="A tenant whose artifacts to migrate (repeatable; required).")] = None,
-    rehearse: Annotated[bool, typer.Option(
-        "--rehearse", help="Migrate a sample on a copy in memory and check it; write nothing.")] = False,
-    apply: Annotated[bool, typer.Option(
-        "--apply", help="Rehearse every document, then write, only if that rehearsal is clean.")] = False,
-    sample: Annotated[Optional[int], typer.Option(
-        "--sample", metavar="N", help="Documents to rehearse, drawn at random (default 1000; --rehearse only).")] = None,
+    tenants: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tenant", "-t", metavar="TENANT", help="A tenant whose artifacts to migrate (repeatable; required)."
+        ),
+    ] = None,
+    rehearse: Annotated[
+        bool, typer.Option("--rehearse", help="Migrate a sample on a copy in memory and check it; write nothing.")
+    ] = False,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Rehearse every document, then write, only if that rehearsal is clean.")
+    ] = False,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample", metavar="N", help="Documents to rehearse, drawn at random (default 1000; --rehearse only)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
-    batch: Annotated[int, typer.Option("--batch", metavar="N", help="Documents per read, and per write transaction.",
-                                       min=1)] = 200,
+    batch: Annotated[
+        int, typer.Option("--batch", metavar="N", help="Documents per read, and per write transaction.", min=1)
+    ] = 200,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
@@ -82,10 +105,18 @@ def migrate_command(
     if sample is not None and sample < 1:
         fail(f"--sample must be at least 1, got {sample}")
     console = err()
-    with open_memory(ctx) as memory, Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True, disable=quiet or not console.is_terminal,
-    ) as bar:
+    with (
+        open_memory(ctx) as memory,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=quiet or not console.is_terminal,
+        ) as bar,
+    ):
         tasks: dict[str, TaskID] = {}
 
         def progress(phase: str, done: int, total: int) -> None:
@@ -93,11 +124,19 @@ def migrate_command(
             bar.update(task, completed=done, total=total)
 
         if apply:
-            report: Rehearsal | Applied = migrate.apply(memory.store, tenants, batch=batch, formats=migrate.FORMATS,
-                                                        progress=progress)
+            report: Rehearsal | Applied = migrate.apply(
+                memory.store, tenants, batch=batch, formats=migrate.FORMATS, progress=progress
+            )
         else:
-            report = migrate.rehearse(memory.store, tenants, sample=1000 if sample is None else sample, seed=seed,
-                                      batch=batch, formats=migrate.FORMATS, progress=progress)
+            report = migrate.rehearse(
+                memory.store,
+                tenants,
+                sample=1000 if sample is None else sample,
+                seed=seed,
+                batch=batch,
+                formats=migrate.FORMATS,
+                progress=progress,
+            )
     rehearsal = report if isinstance(report, Rehearsal) else report.rehearsal
     refused = not rehearsal.clean or (isinstance(report, Applied) and report.refused)
     if as_json:
@@ -124,15 +163,28 @@ def _render(report: Rehearsal | Applied, rehearsal: Rehearsal) -> None:
         if not report.clean:
             console.print(Text("refused: --apply would write nothing", style="red"))
         else:
-            console.print(Text("clean: " + (f"{report.changed} of {report.checked} would change; lossgate migrate "
-                                            "--apply rehearses every document again, then writes" if report.changed
-                                            else "nothing to migrate in this sample"), style="green"))
+            console.print(
+                Text(
+                    "clean: "
+                    + (
+                        f"{report.changed} of {report.checked} would change; lossgate migrate "
+                        "--apply rehearses every document again, then writes"
+                        if report.changed
+                        else "nothing to migrate in this sample"
+                    ),
+                    style="green",
+                )
+            )
     elif report.refused and report.stopped_at is None:
-        console.print(Text("refused: the rehearsal of every document found the above; nothing was written",
-                           style="red"))
+        console.print(
+            Text("refused: the rehearsal of every document found the above; nothing was written", style="red")
+        )
     elif report.refused:
-        console.print(Text(f"stopped at the batch starting at {report.stopped_at}: {report.written} written before it",
-                           style="red"))
+        console.print(
+            Text(
+                f"stopped at the batch starting at {report.stopped_at}: {report.written} written before it", style="red"
+            )
+        )
     else:
         line = f"applied: {report.written} written in {report.batches} batches, {report.seconds:.2f} s"
         if report.skipped:

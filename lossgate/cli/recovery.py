@@ -10,7 +10,7 @@ compare-and-swap.
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,8 +22,10 @@ __all__ = ["register"]
 
 
 def quarantine(
-    ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help="The published artifact to take out of recall.")],
-    tenant: Tenant, subject: Subject,
+    ctx: typer.Context,
+    artifact_id: Annotated[str, typer.Argument(help="The published artifact to take out of recall.")],
+    tenant: Tenant,
+    subject: Subject,
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the artifact's state and the log).")] = "",
     as_json: AsJson = False,
 ) -> None:
@@ -41,12 +43,16 @@ def quarantine(
         out().print(f"{artifact_id} was already quarantined", markup=False)
         return
     stale = f"; its root {', '.join(done.stale_roots)} went stale with it" if done.stale_roots else ""
-    out().print(f"{artifact_id} quarantined: recall of {tenant}/{subject} falls back to raw memory{stale}", markup=False)
+    out().print(
+        f"{artifact_id} quarantined: recall of {tenant}/{subject} falls back to raw memory{stale}", markup=False
+    )
 
 
 def recover(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
-    compressor: Annotated[Optional[str], typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
+    compressor: Annotated[str | None, typer.Option("--compressor", metavar="SPEC", help=_COMPRESSOR_HELP)] = None,
     as_json: AsJson = False,
 ) -> None:
     """Build a summary from the currently valid inputs with the chosen compressor (default:

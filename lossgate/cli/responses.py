@@ -9,15 +9,15 @@ recall or guard result, or an action file that is not a JSON object, exits 2 wit
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
 from lossgate.cli.app import fail, json_object_file, open_memory, out
-from lossgate.cli.ledger import AsJson, Subject, Tenant
 from lossgate.cli.display import print_json_lines, print_table
+from lossgate.cli.ledger import AsJson, Subject, Tenant
 from lossgate.model.derived_records import RecallVerification, ResponseRecord
 
 __all__ = ["register"]
@@ -28,14 +28,23 @@ _STATE_STYLE = {"unchanged": "bold green", "changed": "bold yellow", "erased": "
 
 
 def respond(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
-    recall_id: Annotated[str, typer.Option("--recall", help="The recall the agent based its response on.",
-                                           show_default=False)],
-    answer: Annotated[Optional[str], typer.Option("--answer", help="What the agent answered (text).")] = None,
-    action: Annotated[Optional[str], typer.Option("--action", metavar="FILE.json", help=(
-        "What the agent did: a JSON object in a file (- for stdin)."))] = None,
-    guard_id: Annotated[Optional[str], typer.Option("--guard", help=(
-        "The guard result of the action, if `lossgate guard` checked it first."))] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
+    recall_id: Annotated[
+        str, typer.Option("--recall", help="The recall the agent based its response on.", show_default=False)
+    ],
+    answer: Annotated[str | None, typer.Option("--answer", help="What the agent answered (text).")] = None,
+    action: Annotated[
+        str | None,
+        typer.Option(
+            "--action", metavar="FILE.json", help=("What the agent did: a JSON object in a file (- for stdin).")
+        ),
+    ] = None,
+    guard_id: Annotated[
+        str | None,
+        typer.Option("--guard", help=("The guard result of the action, if `lossgate guard` checked it first.")),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Record what an agent finally answered or did (at least one of --answer and --action),
@@ -49,9 +58,15 @@ def respond(
     if as_json:
         typer.echo(record.model_dump_json())
         return
-    out().print(Text.assemble("response ", (record.response_id, "cyan"), f" recorded for recall {record.recall_id}",
-                              f" (guard {record.guard_id})" if record.guard_id else "",
-                              ("  redacted: it rests on content deleted since", "yellow") if record.redacted else ""))
+    out().print(
+        Text.assemble(
+            "response ",
+            (record.response_id, "cyan"),
+            f" recorded for recall {record.recall_id}",
+            f" (guard {record.guard_id})" if record.guard_id else "",
+            ("  redacted: it rests on content deleted since", "yellow") if record.redacted else "",
+        )
+    )
 
 
 def _said(r: ResponseRecord) -> Text:
@@ -65,7 +80,9 @@ def _said(r: ResponseRecord) -> Text:
 
 
 def responses(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
     limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="At most this many, newest first.")] = 100,
     as_json: AsJson = False,
 ) -> None:
@@ -85,7 +102,9 @@ def responses(
 
 
 def verify_recall(
-    ctx: typer.Context, tenant: Tenant, subject: Subject,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Subject,
     recall_id: Annotated[str, typer.Argument(metavar="RECALL_ID", help="The recall to check.")],
     as_json: AsJson = False,
 ) -> None:
@@ -106,10 +125,20 @@ def verify_recall(
 
 def _show(v: RecallVerification) -> None:
     console = out()
-    rendered = {True: "the rendered block hashes as recorded", False: "the rendered block no longer hashes as recorded",
-                None: ""}[v.rendered_matches]
-    console.print(Text.assemble("recall ", (v.recall_id, "cyan"), ": ", (v.state, _STATE_STYLE[v.state]),
-                                f"   {rendered}" if rendered else ""))
+    rendered = {
+        True: "the rendered block hashes as recorded",
+        False: "the rendered block no longer hashes as recorded",
+        None: "",
+    }[v.rendered_matches]
+    console.print(
+        Text.assemble(
+            "recall ",
+            (v.recall_id, "cyan"),
+            ": ",
+            (v.state, _STATE_STYLE[v.state]),
+            f"   {rendered}" if rendered else "",
+        )
+    )
     if v.changes:
         table = Table(title_justify="left")
         table.add_column("id", overflow="fold")

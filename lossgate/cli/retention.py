@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Optional, get_args
+from typing import Annotated, Any, get_args
 
 import typer
 from rich.table import Table
@@ -17,20 +17,23 @@ from rich.text import Text
 
 from lossgate.cli.app import fail, open_memory, out
 from lossgate.cli.ledger import AsJson, Tenant
+from lossgate.ledger.retention import RetentionPolicy
 from lossgate.model.instants import read_instant
 from lossgate.model.records import EventKind
-from lossgate.ledger.retention import RetentionPolicy
 from lossgate.model.values import ValueMismatch, coerce_value
 
 __all__ = ["register"]
 
-retention_app = typer.Typer(help="How long raw events live: a tenant's retention policy, and expiry.",
-                            no_args_is_help=True)
+retention_app = typer.Typer(
+    help="How long raw events live: a tenant's retention policy, and expiry.", no_args_is_help=True
+)
 
 # No brackets: rich help reads "[@ACTOR]" as markup and drops it.
-_RULE_HELP = ("KIND=DURATION or KIND@ACTOR=DURATION, an ISO 8601 duration: message=P30D, tool_result@crm=P7D, "
-              "*=P365D "
-              "(KIND * for any kind). The first rule that matches an event decides; repeat for more rules.")
+_RULE_HELP = (
+    "KIND=DURATION or KIND@ACTOR=DURATION, an ISO 8601 duration: message=P30D, tool_result@crm=P7D, "
+    "*=P365D "
+    "(KIND * for any kind). The first rule that matches an event decides; repeat for more rules."
+)
 
 
 def _rule(spec: str) -> dict[str, Any]:
@@ -58,11 +61,18 @@ def _show(tenant: str, policy: RetentionPolicy, as_json: bool) -> None:
         typer.echo(policy.model_dump_json())
         return
     console = out()
-    records = f"recall, guard and response records live {policy.records}" if policy.records else \
-        "recall, guard and response records are kept"
+    records = (
+        f"recall, guard and response records live {policy.records}"
+        if policy.records
+        else "recall, guard and response records are kept"
+    )
     if not policy.events:
-        console.print(Text(f"tenant {tenant}: no retention rule for events (version {policy.version}): raw events "
-                           f"are kept; {records}"))
+        console.print(
+            Text(
+                f"tenant {tenant}: no retention rule for events (version {policy.version}): raw events "
+                f"are kept; {records}"
+            )
+        )
         return
     console.print(Text(f"tenant {tenant}: retention policy version {policy.version}, set {policy.at}; {records}"))
     table = Table(title_justify="left")
@@ -82,10 +92,13 @@ def show(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
 
 @retention_app.command("set")
 def set_rules(
-    ctx: typer.Context, tenant: Tenant,
-    rules: Annotated[Optional[list[str]], typer.Option("--rule", help=_RULE_HELP, show_default=False)] = None,
-    records: Annotated[Optional[str], typer.Option(
-        "--records", help="How long recall records, guard results and responses live (ISO 8601: P90D).")] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    rules: Annotated[list[str] | None, typer.Option("--rule", help=_RULE_HELP, show_default=False)] = None,
+    records: Annotated[
+        str | None,
+        typer.Option("--records", help="How long recall records, guard results and responses live (ISO 8601: P90D)."),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Replace the tenant's retention rules (none: keep every raw event); a new version."""
@@ -97,9 +110,10 @@ def set_rules(
 
 @retention_app.command("run")
 def run(
-    ctx: typer.Context, tenant: Tenant,
-    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
-    now: Annotated[Optional[str], typer.Option("--now", help="The instant to expire at (default: now).")] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    subject: Annotated[str | None, typer.Option("--subject", "-s", help="Only this subject.")] = None,
+    now: Annotated[str | None, typer.Option("--now", help="The instant to expire at (default: now).")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Expire now what the tenant's retention policy says has lived long enough."""
@@ -112,14 +126,28 @@ def run(
     with open_memory(ctx) as memory:
         done = memory.admin.expire(tenant, subject, now=at)
     if as_json:
-        typer.echo(json.dumps([{"subject_id": x.subject_id, "expired": x.expired,
-                                "kept_for_critical_facts": x.kept_for_critical_facts,
-                                "records_forgotten": x.records_forgotten} for x in done]))
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "subject_id": x.subject_id,
+                        "expired": x.expired,
+                        "kept_for_critical_facts": x.kept_for_critical_facts,
+                        "records_forgotten": x.records_forgotten,
+                    }
+                    for x in done
+                ]
+            )
+        )
         return
     expired, kept = sum(len(x.expired) for x in done), sum(len(x.kept_for_critical_facts) for x in done)
     forgotten = sum(x.records_forgotten for x in done)
-    out().print(Text(f"tenant {tenant}: {expired} events expired in {sum(1 for x in done if x.expired)} subjects; "
-                     f"{kept} kept past their time for an active critical fact; {forgotten} records forgotten"))
+    out().print(
+        Text(
+            f"tenant {tenant}: {expired} events expired in {sum(1 for x in done if x.expired)} subjects; "
+            f"{kept} kept past their time for an active critical fact; {forgotten} records forgotten"
+        )
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -11,14 +11,14 @@ publishes it.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
 from lossgate.cli.app import open_memory, out
-from lossgate.cli.ledger import AsJson, Subject, Tenant
 from lossgate.cli.display import print_table
+from lossgate.cli.ledger import AsJson, Subject, Tenant
 
 __all__ = ["register"]
 
@@ -37,8 +37,11 @@ def _show(tenant: str, plan: object, as_json: bool) -> None:
         shadow += f" ({record['shadow_gate']} gate"
         tried = record["shadow_registry"]
         shadow += f", registry v{tried.get('version')})" if tried else ")"
-    out().print(f"rollout of {tenant}: live {record['live'] or '(the caller or worker default)'}, "
-                f"shadow {shadow}, review {'required' if record['review'] else 'off'}", markup=False)
+    out().print(
+        f"rollout of {tenant}: live {record['live'] or '(the caller or worker default)'}, "
+        f"shadow {shadow}, review {'required' if record['review'] else 'off'}",
+        markup=False,
+    )
 
 
 @rollout_app.command("show")
@@ -51,21 +54,36 @@ def show(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
 
 @rollout_app.command("set")
 def set_(
-    ctx: typer.Context, tenant: Tenant,
-    live: Annotated[Optional[str], typer.Option("--live", metavar="SPEC", help="The compressor that publishes.")] = None,
-    shadow: Annotated[Optional[str], typer.Option("--shadow", metavar="SPEC",
-                                                  help="A compressor that builds beside it, never published.")] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    live: Annotated[str | None, typer.Option("--live", metavar="SPEC", help="The compressor that publishes.")] = None,
+    shadow: Annotated[
+        str | None,
+        typer.Option("--shadow", metavar="SPEC", help="A compressor that builds beside it, never published."),
+    ] = None,
     no_shadow: Annotated[bool, typer.Option("--no-shadow", help="Stop the shadow configuration.")] = False,
     default_live: Annotated[bool, typer.Option("--default-live", help="Unset the live compressor.")] = False,
-    review: Annotated[Optional[bool], typer.Option("--review/--no-review",
-                                                   help="Require a person to approve each summary.")] = None,
-    shadow_gate: Annotated[Optional[Literal["release", "exploratory"]], typer.Option(
-        "--shadow-gate", metavar="MODE", help="release: the shadow alias gets only what the gate passes; "
-                                              "exploratory: every shadow summary, its violations recorded.")] = None,
-    shadow_registry: Annotated[Optional[str], typer.Option(
-        "--shadow-registry", metavar="FILE", help="A registry TOML the shadow lane builds and gates with.")] = None,
-    no_shadow_registry: Annotated[bool, typer.Option("--no-shadow-registry",
-                                                     help="The shadow lane uses the loaded registry.")] = False,
+    review: Annotated[
+        bool | None, typer.Option("--review/--no-review", help="Require a person to approve each summary.")
+    ] = None,
+    shadow_gate: Annotated[
+        Literal["release", "exploratory"] | None,
+        typer.Option(
+            "--shadow-gate",
+            metavar="MODE",
+            help="release: the shadow alias gets only what the gate passes; "
+            "exploratory: every shadow summary, its violations recorded.",
+        ),
+    ] = None,
+    shadow_registry: Annotated[
+        str | None,
+        typer.Option(
+            "--shadow-registry", metavar="FILE", help="A registry TOML the shadow lane builds and gates with."
+        ),
+    ] = None,
+    no_shadow_registry: Annotated[
+        bool, typer.Option("--no-shadow-registry", help="The shadow lane uses the loaded registry.")
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Change the tenant's rollout (SPEC: deterministic, chat or MODULE:CLASS; each new one is
@@ -77,9 +95,17 @@ def set_(
     if shadow_registry and no_shadow_registry:
         fail("--shadow-registry and --no-shadow-registry contradict each other")
     with open_memory(ctx) as memory:
-        plan = memory.admin.set_rollout(tenant, live=live, shadow=shadow, review=review, clear_shadow=no_shadow,
-                                  clear_live=default_live, shadow_gate=shadow_gate,
-                                  shadow_registry=shadow_registry, clear_shadow_registry=no_shadow_registry)
+        plan = memory.admin.set_rollout(
+            tenant,
+            live=live,
+            shadow=shadow,
+            review=review,
+            clear_shadow=no_shadow,
+            clear_live=default_live,
+            shadow_gate=shadow_gate,
+            shadow_registry=shadow_registry,
+            clear_shadow_registry=no_shadow_registry,
+        )
     _show(tenant, plan, as_json)
 
 
@@ -95,20 +121,40 @@ def report(ctx: typer.Context, tenant: Tenant, as_json: AsJson = False) -> None:
             typer.echo(json.dumps(row.record(), sort_keys=True, default=str))
         return
     table = Table(title=f"shadow against live, {tenant}", title_justify="left")
-    for col in ("subject", "live", "shadow", "live outcome", "shadow outcome", "shadow violations", "only live",
-                "only shadow", "stated otherwise", "tokens live/shadow", "compress s live/shadow", "shadow alias"):
+    for col in (
+        "subject",
+        "live",
+        "shadow",
+        "live outcome",
+        "shadow outcome",
+        "shadow violations",
+        "only live",
+        "only shadow",
+        "stated otherwise",
+        "tokens live/shadow",
+        "compress s live/shadow",
+        "shadow alias",
+    ):
         table.add_column(col)
 
     def secs(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
 
     for r in rows:
-        table.add_row(r.subject_id, f"{r.live_compressor} {r.live_status}", f"{r.shadow_compressor} {r.shadow_status}",
-                      r.live_outcome or "-", r.shadow_outcome or "-", str(r.shadow_violations),
-                      ", ".join(r.only_live) or "-", ", ".join(r.only_shadow) or "-", ", ".join(r.changed) or "-",
-                      f"{r.live_tokens or '-'} / {r.shadow_tokens or '-'}",
-                      f"{secs(r.live_compress_s)} / {secs(r.shadow_compress_s)}",
-                      f"{r.shadow_alias} ({r.shadow_alias_state})" if r.shadow_alias else "-")
+        table.add_row(
+            r.subject_id,
+            f"{r.live_compressor} {r.live_status}",
+            f"{r.shadow_compressor} {r.shadow_status}",
+            r.live_outcome or "-",
+            r.shadow_outcome or "-",
+            str(r.shadow_violations),
+            ", ".join(r.only_live) or "-",
+            ", ".join(r.only_shadow) or "-",
+            ", ".join(r.changed) or "-",
+            f"{r.live_tokens or '-'} / {r.shadow_tokens or '-'}",
+            f"{secs(r.live_compress_s)} / {secs(r.shadow_compress_s)}",
+            f"{r.shadow_alias} ({r.shadow_alias_state})" if r.shadow_alias else "-",
+        )
     print_table(out(), table, empty="no shadow attempts")
 
 
@@ -119,21 +165,37 @@ def list_(ctx: typer.Context, tenant: Tenant, subject: Subject, as_json: AsJson 
         waiting = memory.admin.artifacts(tenant, subject, states=["review"])
     if as_json:
         for a in waiting:
-            typer.echo(json.dumps({"artifact_id": a.artifact_id, "covers_through": a.manifest.new_covers_through,
-                                   "gate": a.gate.get("outcome"), "created_at": a.created_at.isoformat()}))
+            typer.echo(
+                json.dumps(
+                    {
+                        "artifact_id": a.artifact_id,
+                        "covers_through": a.manifest.new_covers_through,
+                        "gate": a.gate.get("outcome"),
+                        "created_at": a.created_at.isoformat(),
+                    }
+                )
+            )
         return
     table = Table(title=f"waiting for review, {tenant}/{subject}", title_justify="left")
     for col in ("artifact", "covers through", "gate", "created"):
         table.add_column(col)
     for a in waiting:
-        table.add_row(a.artifact_id, str(a.manifest.new_covers_through), str(a.gate.get("outcome", "-")),
-                      a.created_at.isoformat(timespec="seconds"))
+        table.add_row(
+            a.artifact_id,
+            str(a.manifest.new_covers_through),
+            str(a.gate.get("outcome", "-")),
+            a.created_at.isoformat(timespec="seconds"),
+        )
     print_table(out(), table, empty="nothing waits for review")
 
 
 @review_app.command("approve")
-def approve(ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help="The waiting artifact.")],
-            tenant: Tenant, subject: Subject) -> None:
+def approve(
+    ctx: typer.Context,
+    artifact_id: Annotated[str, typer.Argument(help="The waiting artifact.")],
+    tenant: Tenant,
+    subject: Subject,
+) -> None:
     """Publish a waiting summary through the switch. Exit 1 if the switch refuses it."""
     with open_memory(ctx) as memory:
         attempt = memory.admin.approve(tenant, subject, artifact_id)
@@ -144,9 +206,13 @@ def approve(ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help=
 
 
 @review_app.command("refuse")
-def refuse(ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help="The waiting artifact.")],
-           tenant: Tenant, subject: Subject,
-           reason: Annotated[str, typer.Option("--reason", help="Why (kept in its state).")] = "") -> None:
+def refuse(
+    ctx: typer.Context,
+    artifact_id: Annotated[str, typer.Argument(help="The waiting artifact.")],
+    tenant: Tenant,
+    subject: Subject,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in its state).")] = "",
+) -> None:
     """Refuse a waiting summary: kept, never published, never compressor input."""
     with open_memory(ctx) as memory:
         memory.admin.refuse(tenant, subject, artifact_id, reason=reason)
@@ -154,15 +220,28 @@ def refuse(ctx: typer.Context, artifact_id: Annotated[str, typer.Argument(help="
 
 
 def narrative_policy(
-    ctx: typer.Context, tenant: Tenant,
-    set_to: Annotated[Optional[str], typer.Option("--set", metavar="omit|refuse", help=(
-        "omit: publish a model's narrative without its sentences on a topic only the ledger states "
-        "(kept on the attempt); refuse: fail the attempt instead."))] = None,
+    ctx: typer.Context,
+    tenant: Tenant,
+    set_to: Annotated[
+        str | None,
+        typer.Option(
+            "--set",
+            metavar="omit|refuse",
+            help=(
+                "omit: publish a model's narrative without its sentences on a topic only the ledger states "
+                "(kept on the attempt); refuse: fail the attempt instead."
+            ),
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Show the tenant's narrative policy, or set it with --set."""
     with open_memory(ctx) as memory:
-        policy = memory.admin.narrative_policy(tenant) if set_to is None else memory.admin.set_narrative_policy(tenant, set_to)
+        policy = (
+            memory.admin.narrative_policy(tenant)
+            if set_to is None
+            else memory.admin.set_narrative_policy(tenant, set_to)
+        )
     if as_json:
         typer.echo(json.dumps({"tenant_id": tenant, "narrative_policy": policy}))
     else:

@@ -11,7 +11,7 @@ top hits when ``LOSSGATE_RERANKER`` names a reranker.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,18 +27,23 @@ __all__ = ["register", "app_from_environment"]
 _NEEDS = "the memory service needs its extra: pip install 'lossgate[service]'"
 
 
-def _memory(url: str, *, migrate: bool, create: bool = True) -> "Memory":
+def _memory(url: str, *, migrate: bool, create: bool = True) -> Memory:
     import lossgate
     from lossgate.consolidate.factory import load_compressor
     from lossgate.semantic import embedder_from_env, reranker_from_env
 
-    return lossgate.open(url, migrate=migrate, embedder=embedder_from_env(os.environ),
-                         compressors=lambda spec: load_compressor(spec, environ=os.environ), create=create,
-                         starter=False,  # the service uses the registry `lossgate init` stored
-                         reranker=reranker_from_env(os.environ))
+    return lossgate.open(
+        url,
+        migrate=migrate,
+        embedder=embedder_from_env(os.environ),
+        compressors=lambda spec: load_compressor(spec, environ=os.environ),
+        create=create,
+        starter=False,  # the service uses the registry `lossgate init` stored
+        reranker=reranker_from_env(os.environ),
+    )
 
 
-def app_from_environment() -> "FastAPI":
+def app_from_environment() -> FastAPI:
     """The application of one worker process of ``lossgate serve --workers N`` (a uvicorn
     factory): the database and limits come from the environment the command set."""
     from lossgate.service import create_app
@@ -49,9 +54,12 @@ def app_from_environment() -> "FastAPI":
 
 def serve(
     ctx: typer.Context,
-    db: Annotated[Optional[str], typer.Option(
-        "--db", metavar="URL", help="Database URL (default: the global --db); a SQLite file is created if missing.")]
-    = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", metavar="URL", help="Database URL (default: the global --db); a SQLite file is created if missing."
+        ),
+    ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8080,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Processes serving (each its own pool).")] = 1,
@@ -77,8 +85,14 @@ def serve(
     memory.close()
     os.environ["LOSSGATE_SERVE_DB"] = url
     os.environ["LOSSGATE_SERVE_MAX_BODY_BYTES"] = str(max_body_bytes)
-    uvicorn.run("lossgate.cli.serve:app_from_environment", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level)
+    uvicorn.run(
+        "lossgate.cli.serve:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ for a tool result, the tool). Setting one applies it at once, in one transaction
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -20,8 +20,9 @@ from lossgate.model.records import EventKind, Trust
 
 __all__ = ["register"]
 
-taint_app = typer.Typer(help="Tenant-level taint policies: set the trust of every matching event.",
-                        no_args_is_help=True)
+taint_app = typer.Typer(
+    help="Tenant-level taint policies: set the trust of every matching event.", no_args_is_help=True
+)
 
 
 @taint_app.command("set")
@@ -30,8 +31,8 @@ def set_policy(
     policy_id: Annotated[str, typer.Argument(metavar="POLICY", help="The policy's id (a new version if it exists).")],
     tenant: Tenant,
     trust: Annotated[Trust, typer.Option("--trust", help="The trust every matching event gets.", show_default=False)],
-    kind: Annotated[Optional[EventKind], typer.Option("--kind", help="Match events of this kind (their source).")] = None,
-    actor: Annotated[Optional[str], typer.Option("--actor", help="Match events by this actor (a tool's name).")] = None,
+    kind: Annotated[EventKind | None, typer.Option("--kind", help="Match events of this kind (their source).")] = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="Match events by this actor (a tool's name).")] = None,
     reason: Reason = "",
     as_json: AsJson = False,
 ) -> None:
@@ -46,20 +47,26 @@ def set_policy(
         return
     p = outcome.policy
     if not outcome.changed:
-        out().print(Text.assemble("taint policy ", (p.policy_id, "cyan"), f" v{p.version} already in force; "
-                                  "nothing changed"))
+        out().print(
+            Text.assemble("taint policy ", (p.policy_id, "cyan"), f" v{p.version} already in force; nothing changed")
+        )
         return
     subjects = sorted({s for s, _ in outcome.events})
-    out().print(Text.assemble(
-        "taint policy ", (p.policy_id, "cyan"), f" v{p.version}: {len(outcome.events)} event(s) of "
-        f"{len(subjects)} subject(s) now {p.trust}; {len(outcome.demoted_facts)} fact(s) recorded again, "
-        f"{len(outcome.stale_artifacts)} artifact(s) stale" + ("; rebuilds queued" if subjects else ""),
-    ))
+    out().print(
+        Text.assemble(
+            "taint policy ",
+            (p.policy_id, "cyan"),
+            f" v{p.version}: {len(outcome.events)} event(s) of "
+            f"{len(subjects)} subject(s) now {p.trust}; {len(outcome.demoted_facts)} fact(s) recorded again, "
+            f"{len(outcome.stale_artifacts)} artifact(s) stale" + ("; rebuilds queued" if subjects else ""),
+        )
+    )
 
 
 @taint_app.command("list")
 def list_policies(
-    ctx: typer.Context, tenant: Tenant,
+    ctx: typer.Context,
+    tenant: Tenant,
     history: Annotated[bool, typer.Option("--history", help="Every version, not only those in force.")] = False,
     as_json: AsJson = False,
 ) -> None:
@@ -77,8 +84,15 @@ def list_policies(
     for col in ("policy", "version", "kind", "actor", "trust", "set at", "reason"):
         table.add_column(col, overflow="fold")
     for p in policies:
-        table.add_row(Text(p.policy_id, style="cyan"), str(p.version), p.kind or "any", Text(p.actor or "any"),
-                      p.trust, p.created_at.isoformat(timespec="seconds"), Text(p.reason))
+        table.add_row(
+            Text(p.policy_id, style="cyan"),
+            str(p.version),
+            p.kind or "any",
+            Text(p.actor or "any"),
+            p.trust,
+            p.created_at.isoformat(timespec="seconds"),
+            Text(p.reason),
+        )
     out().print(table)
 
 

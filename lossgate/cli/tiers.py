@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from datetime import datetime, timedelta
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -22,7 +22,7 @@ from lossgate.model.instants import SPAN_DAYS, read_instant
 __all__ = ["register"]
 
 
-def _instant(value: Optional[str]) -> Optional[datetime]:
+def _instant(value: str | None) -> datetime | None:
     if value is None:
         return None
     try:
@@ -34,9 +34,10 @@ def _instant(value: Optional[str]) -> Optional[datetime]:
 def demote(
     ctx: typer.Context,
     tenant: Tenant,
-    subject: Annotated[Optional[str], typer.Option("--subject", "-s", help="Only this subject.")] = None,
-    now: Annotated[Optional[str], typer.Option("--now", help="The clock, ISO 8601 with a UTC offset (default: now).")]
-    = None,
+    subject: Annotated[str | None, typer.Option("--subject", "-s", help="Only this subject.")] = None,
+    now: Annotated[
+        str | None, typer.Option("--now", help="The clock, ISO 8601 with a UTC offset (default: now).")
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Move the tenant's events between tiers: dormant hot events a fresh gated summary
@@ -59,10 +60,12 @@ def demote(
 def tier_policy(
     ctx: typer.Context,
     tenant: Tenant,
-    dormancy_days: Annotated[Optional[float], typer.Option(
-        "--dormancy-days", min=0, max=SPAN_DAYS, help="Hot to warm after this.")] = None,
-    cold_days: Annotated[Optional[float], typer.Option(
-        "--cold-days", min=0, max=SPAN_DAYS, help="Warm to cold after this.")] = None,
+    dormancy_days: Annotated[
+        float | None, typer.Option("--dormancy-days", min=0, max=SPAN_DAYS, help="Hot to warm after this.")
+    ] = None,
+    cold_days: Annotated[
+        float | None, typer.Option("--cold-days", min=0, max=SPAN_DAYS, help="Warm to cold after this.")
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Show the tenant's tier clock, or set it with --dormancy-days / --cold-days."""
@@ -71,8 +74,10 @@ def tier_policy(
             policy = memory.admin.tier_policy(tenant)
         else:
             policy = memory.admin.set_tier_policy(
-                tenant, dormancy=None if dormancy_days is None else timedelta(days=dormancy_days),
-                cold_after=None if cold_days is None else timedelta(days=cold_days))
+                tenant,
+                dormancy=None if dormancy_days is None else timedelta(days=dormancy_days),
+                cold_after=None if cold_days is None else timedelta(days=cold_days),
+            )
     if as_json:
         typer.echo(json.dumps(policy.record()))
         return

@@ -17,9 +17,26 @@ from lossgate.client.sync import headers_for
 from lossgate.model.derived_records import ArtifactState, GuardResult
 from lossgate.model.records import EventState
 from lossgate.service.models import (
-    AppendOut, ArtifactOut, AttemptOut, ConflictOut, ConsolidateOut, EventIn, EventOut, ExtractOut, FactIn, FactOut,
-    HealthOut, JobOut, KeyOut, LineageOut, RecallOut, RecallRecordOut, RecallVerificationOut, ResponseOut,
-    SubjectClockOut, SubjectsOut,
+    AppendOut,
+    ArtifactOut,
+    AttemptOut,
+    ConflictOut,
+    ConsolidateOut,
+    EventIn,
+    EventOut,
+    ExtractOut,
+    FactIn,
+    FactOut,
+    HealthOut,
+    JobOut,
+    KeyOut,
+    LineageOut,
+    RecallOut,
+    RecallRecordOut,
+    RecallVerificationOut,
+    ResponseOut,
+    SubjectClockOut,
+    SubjectsOut,
 )
 
 __all__ = ["AsyncClient"]
@@ -32,8 +49,15 @@ class AsyncClient:
     parameters, answers, errors and retries, each awaited (``async with AsyncClient(...) as
     memory: await memory.recall(...)``). The docstrings are :class:`~lossgate.client.Client`'s."""
 
-    def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 30.0,
-                 retry: Retry = Retry(), max_body_bytes: int | None = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: Retry = Retry(),
+        max_body_bytes: int | None = MAX_BODY_BYTES,
+    ) -> None:
         self.retry = retry
         self.max_body_bytes = max_body_bytes
         self._http = httpx.AsyncClient(base_url=url, headers=headers_for(api_key), timeout=timeout)
@@ -41,19 +65,21 @@ class AsyncClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def __aenter__(self) -> "AsyncClient":
+    async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     async def _run(self, call: Call[T]) -> T:
         check_size(call, self.max_body_bytes)
         attempt = 1
         while True:
-            response = await self._http.request(call.method, call.path, params=call.params, content=call.body,
-                                                headers=call.headers)
+            response = await self._http.request(
+                call.method, call.path, params=call.params, content=call.body, headers=call.headers
+            )
             wait = self.retry.wait(attempt, response)
             if wait is None:
                 break
@@ -63,18 +89,32 @@ class AsyncClient:
             raise error_of(response)
         return call.read(response)
 
-    async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
-                      content: bytes | None = None, headers: Mapping[str, str] | None = None) -> httpx.Response:
-        return await self._run(calls.by_path(method, path, params=params, json=json, content=content,
-                                             headers=headers))
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        return await self._run(calls.by_path(method, path, params=params, json=json, content=content, headers=headers))
 
     # -- the ledger ------------------------------------------------------------------------------
-    async def append(self, subject_id: str, events: Sequence[EventIn] = (), facts: Sequence[FactIn] = (), *,
-                     idempotency_key: str | None = None) -> AppendOut:
+    async def append(
+        self,
+        subject_id: str,
+        events: Sequence[EventIn] = (),
+        facts: Sequence[FactIn] = (),
+        *,
+        idempotency_key: str | None = None,
+    ) -> AppendOut:
         return await self._run(calls.append(subject_id, events, facts, idempotency_key=idempotency_key))
 
-    async def events(self, subject_id: str, *, state: EventState | None = None, after_seq: int = 0,
-                     limit: int = 100) -> list[EventOut]:
+    async def events(
+        self, subject_id: str, *, state: EventState | None = None, after_seq: int = 0, limit: int = 100
+    ) -> list[EventOut]:
         return await self._run(calls.events(subject_id, state=state, after_seq=after_seq, limit=limit))
 
     async def delete_event(self, subject_id: str, event_id: str, *, reason: str = "") -> EventOut:
@@ -83,8 +123,9 @@ class AsyncClient:
     async def revoke_event(self, subject_id: str, event_id: str, *, reason: str = "") -> EventOut:
         return await self._run(calls.revoke_event(subject_id, event_id, reason=reason))
 
-    async def facts(self, subject_id: str, *, status: Literal["active", "all"] = "active",
-                    predicate: str | None = None) -> list[FactOut]:
+    async def facts(
+        self, subject_id: str, *, status: Literal["active", "all"] = "active", predicate: str | None = None
+    ) -> list[FactOut]:
         return await self._run(calls.facts(subject_id, status=status, predicate=predicate))
 
     async def supersede(self, subject_id: str, fact_id: str, fact: FactIn) -> FactOut:
@@ -119,8 +160,9 @@ class AsyncClient:
         return await self._run(calls.lineage(subject_id, artifact_id))
 
     # -- recall, the guard, responses ----------------------------------------------------------
-    async def recall(self, subject_id: str, query: str | None = None, *, k: int = 20, budget: int | None = None,
-                     context: bool = True) -> RecallOut:
+    async def recall(
+        self, subject_id: str, query: str | None = None, *, k: int = 20, budget: int | None = None, context: bool = True
+    ) -> RecallOut:
         return await self._run(calls.recall(subject_id, query, k=k, budget=budget, context=context))
 
     async def clock(self, subject_id: str) -> SubjectClockOut:
@@ -132,8 +174,15 @@ class AsyncClient:
     async def guard(self, subject_id: str, action: Mapping[str, Any], *, recall_id: str | None = None) -> GuardResult:
         return await self._run(calls.guard(subject_id, action, recall_id=recall_id))
 
-    async def respond(self, subject_id: str, recall_id: str, *, answer: str | None = None,
-                      action: Mapping[str, Any] | None = None, guard_id: str | None = None) -> ResponseOut:
+    async def respond(
+        self,
+        subject_id: str,
+        recall_id: str,
+        *,
+        answer: str | None = None,
+        action: Mapping[str, Any] | None = None,
+        guard_id: str | None = None,
+    ) -> ResponseOut:
         return await self._run(calls.respond(subject_id, recall_id, answer=answer, action=action, guard_id=guard_id))
 
     async def responses(self, subject_id: str, *, limit: int = 100) -> list[ResponseOut]:

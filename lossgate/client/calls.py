@@ -30,13 +30,34 @@ from lossgate.client.errors import refused
 from lossgate.model.derived_records import ArtifactState, GuardResult
 from lossgate.model.records import EventState
 from lossgate.service.models import (
-    AppendIn, AppendOut, ArtifactOut, AttemptOut, ConflictOut, ConsolidateOut, EventIn, EventOut, ExtractOut, FactIn,
-    FactOut, GuardIn, HealthOut, JobOut, KeyOut, LineageOut, RecallIn, RecallOut, RecallRecordOut,
-    RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
+    AppendIn,
+    AppendOut,
+    ArtifactOut,
+    AttemptOut,
+    ConflictOut,
+    ConsolidateOut,
+    EventIn,
+    EventOut,
+    ExtractOut,
+    FactIn,
+    FactOut,
+    GuardIn,
+    HealthOut,
+    JobOut,
+    KeyOut,
+    LineageOut,
+    RecallIn,
+    RecallOut,
+    RecallRecordOut,
+    RecallVerificationOut,
+    RespondIn,
+    ResponseOut,
+    SubjectClockOut,
+    SubjectsOut,
+    SupersedeIn,
 )
 
-__all__ = ["Call", "Route", "ROUTES", "JobStatus", "MAX_BODY_BYTES", "check_size", "new_idempotency_key",
-           "by_path"]
+__all__ = ["Call", "Route", "ROUTES", "JobStatus", "MAX_BODY_BYTES", "check_size", "new_idempotency_key", "by_path"]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -65,8 +86,14 @@ class Route(Generic[T]):
     path: str
     read: Callable[[httpx.Response], T]
 
-    def call(self, path: Mapping[str, str | int] | None = None, *, params: Mapping[str, Any] | None = None,
-             body: BaseModel | None = None, headers: Mapping[str, str] | None = None) -> Call[T]:
+    def call(
+        self,
+        path: Mapping[str, str | int] | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: BaseModel | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Call[T]:
         """This route's call: ``path`` fills the template (each value quoted whole, so a ``/``
         in an id stays in its segment, where the service refuses it), ``params`` without its
         ``None`` values is the query, ``body`` is sent as JSON."""
@@ -86,8 +113,12 @@ def _route(name: str, method: str, path: str, answer: TypeAdapter[T]) -> Route[T
         try:
             return answer.validate_json(response.content)
         except ValidationError as exc:
-            raise refused(lg.LossgateError, f"{method} {response.request.url.path}: the service's answer does not "
-                                            f"read as {name}'s model: {exc.errors()[0]['msg']}", code=None) from exc
+            raise refused(
+                lg.LossgateError,
+                f"{method} {response.request.url.path}: the service's answer does not "
+                f"read as {name}'s model: {exc.errors()[0]['msg']}",
+                code=None,
+            ) from exc
 
     ROUTES[name] = route = Route(name, method, path, read)
     return route
@@ -101,8 +132,12 @@ def _json(body: BaseModel) -> bytes:
     # pydantic writes a NaN or an infinity as null; the service refuses them, so does this.
     problem = _not_finite(body.model_dump(mode="python"), "body")
     if problem is not None:
-        raise refused(lg.InvalidInput, f"{problem}: NaN and infinity are not JSON numbers", code="validation_error",
-                      details=({"loc": problem, "message": "not a finite number", "type": "finite_number"},))
+        raise refused(
+            lg.InvalidInput,
+            f"{problem}: NaN and infinity are not JSON numbers",
+            code="validation_error",
+            details=({"loc": problem, "message": "not a finite number", "type": "finite_number"},),
+        )
     return body.model_dump_json().encode()
 
 
@@ -124,11 +159,17 @@ def _model(kind: type[M], **fields: Any) -> M:
         return kind(**fields)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        details = tuple({"loc": ".".join(["body", *(str(p) for p in e["loc"])]), "message": e["msg"],
-                         "type": e["type"]} for e in errors)
+        details = tuple(
+            {"loc": ".".join(["body", *(str(p) for p in e["loc"])]), "message": e["msg"], "type": e["type"]}
+            for e in errors
+        )
         more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
-        raise refused(lg.InvalidInput, f"{details[0]['loc']}: {details[0]['message']}{more}",
-                      code="validation_error", details=details) from None
+        raise refused(
+            lg.InvalidInput,
+            f"{details[0]['loc']}: {details[0]['message']}{more}",
+            code="validation_error",
+            details=details,
+        ) from None
 
 
 def new_idempotency_key() -> str:
@@ -162,8 +203,9 @@ _RECALLS = _route("recalls", "GET", f"{_SUBJECT}/recalls", TypeAdapter(list[Reca
 _GUARD = _route("guard", "POST", f"{_SUBJECT}/guard", TypeAdapter(GuardResult))
 _RESPOND = _route("respond", "POST", f"{_SUBJECT}/responses", TypeAdapter(ResponseOut))
 _RESPONSES = _route("responses", "GET", f"{_SUBJECT}/responses", TypeAdapter(list[ResponseOut]))
-_VERIFY_RECALL = _route("verify_recall", "GET", f"{_SUBJECT}/recalls/{{recall_id}}/verify",
-                        TypeAdapter(RecallVerificationOut))
+_VERIFY_RECALL = _route(
+    "verify_recall", "GET", f"{_SUBJECT}/recalls/{{recall_id}}/verify", TypeAdapter(RecallVerificationOut)
+)
 # -- the system and the tenant ---------------------------------------------------------------------
 _HEALTH = _route("health", "GET", "/healthz", TypeAdapter(HealthOut))
 _METRICS = Route("metrics", "GET", "/metrics", _text)
@@ -182,21 +224,33 @@ def check_size(call: Call[Any], max_body_bytes: int | None) -> None:
     would refuse it too, but it answers before it has read the body and closes the connection,
     and a client still sending may see the connection reset instead of the answer."""
     if max_body_bytes is not None and call.body is not None and len(call.body) > max_body_bytes:
-        raise refused(lg.InvalidInput, f"the request body is {len(call.body):,} bytes, over the service's limit of "
-                                       f"{max_body_bytes:,} (a client of a service with another limit is given it: "
-                                       "max_body_bytes)", code="body_too_large")
+        raise refused(
+            lg.InvalidInput,
+            f"the request body is {len(call.body):,} bytes, over the service's limit of "
+            f"{max_body_bytes:,} (a client of a service with another limit is given it: "
+            "max_body_bytes)",
+            code="body_too_large",
+        )
 
 
-def by_path(method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
-            content: bytes | None = None, headers: Mapping[str, str] | None = None) -> Call[httpx.Response]:
+def by_path(
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    json: Any = None,
+    content: bytes | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Call[httpx.Response]:
     """A request written by hand (``path`` as sent, ``json`` or ``content`` its body), answered
     with the response itself; errors and retries as for every call."""
     sent = dict(headers or {})
     if json is not None:
         content = pydantic_core.to_json(json)
         sent.setdefault("Content-Type", "application/json")
-    return Call(method.upper(), path, _itself, {k: v for k, v in (params or {}).items() if v is not None}, content,
-                sent)
+    return Call(
+        method.upper(), path, _itself, {k: v for k, v in (params or {}).items() if v is not None}, content, sent
+    )
 
 
 def _itself(response: httpx.Response) -> httpx.Response:
@@ -205,15 +259,18 @@ def _itself(response: httpx.Response) -> httpx.Response:
 
 # -- the calls, one per route (each client method sends one) --------------------------------------
 
-def append(subject_id: str, events: Sequence[EventIn] = (), facts: Sequence[FactIn] = (), *,
-           idempotency_key: str | None = None) -> Call[AppendOut]:
+
+def append(
+    subject_id: str, events: Sequence[EventIn] = (), facts: Sequence[FactIn] = (), *, idempotency_key: str | None = None
+) -> Call[AppendOut]:
     key = idempotency_key if idempotency_key is not None else new_idempotency_key()
     body = _model(AppendIn, events=list(events), facts=list(facts))
     return _APPEND.call({"subject_id": subject_id}, body=body, headers={"Idempotency-Key": key})
 
 
-def events(subject_id: str, *, state: EventState | None = None, after_seq: int = 0,
-           limit: int = 100) -> Call[list[EventOut]]:
+def events(
+    subject_id: str, *, state: EventState | None = None, after_seq: int = 0, limit: int = 100
+) -> Call[list[EventOut]]:
     return _EVENTS.call({"subject_id": subject_id}, params={"state": state, "after_seq": after_seq, "limit": limit})
 
 
@@ -225,8 +282,9 @@ def revoke_event(subject_id: str, event_id: str, *, reason: str = "") -> Call[Ev
     return _REVOKE_EVENT.call({"subject_id": subject_id, "event_id": event_id}, params={"reason": reason})
 
 
-def facts(subject_id: str, *, status: Literal["active", "all"] = "active",
-          predicate: str | None = None) -> Call[list[FactOut]]:
+def facts(
+    subject_id: str, *, status: Literal["active", "all"] = "active", predicate: str | None = None
+) -> Call[list[FactOut]]:
     return _FACTS.call({"subject_id": subject_id}, params={"status": status, "predicate": predicate})
 
 
@@ -270,8 +328,9 @@ def lineage(subject_id: str, artifact_id: str) -> Call[LineageOut]:
     return _LINEAGE.call({"subject_id": subject_id, "artifact_id": artifact_id})
 
 
-def recall(subject_id: str, query: str | None = None, *, k: int = 20, budget: int | None = None,
-           context: bool = True) -> Call[RecallOut]:
+def recall(
+    subject_id: str, query: str | None = None, *, k: int = 20, budget: int | None = None, context: bool = True
+) -> Call[RecallOut]:
     body = _model(RecallIn, query=query, k=k, budget=budget, context=context)
     return _RECALL.call({"subject_id": subject_id}, body=body)
 
@@ -288,10 +347,21 @@ def guard(subject_id: str, action: Mapping[str, Any], *, recall_id: str | None =
     return _GUARD.call({"subject_id": subject_id}, body=_model(GuardIn, action=dict(action), recall_id=recall_id))
 
 
-def respond(subject_id: str, recall_id: str, *, answer: str | None = None, action: Mapping[str, Any] | None = None,
-            guard_id: str | None = None) -> Call[ResponseOut]:
-    body = _model(RespondIn, recall_id=recall_id, answer=answer, action=None if action is None else dict(action),
-                  guard_id=guard_id)
+def respond(
+    subject_id: str,
+    recall_id: str,
+    *,
+    answer: str | None = None,
+    action: Mapping[str, Any] | None = None,
+    guard_id: str | None = None,
+) -> Call[ResponseOut]:
+    body = _model(
+        RespondIn,
+        recall_id=recall_id,
+        answer=answer,
+        action=None if action is None else dict(action),
+        guard_id=guard_id,
+    )
     return _RESPOND.call({"subject_id": subject_id}, body=body)
 
 

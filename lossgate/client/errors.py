@@ -21,20 +21,28 @@ __all__ = ["EXCEPTIONS", "error_of", "refused"]
 
 # Codes no lossgate error is answered with: the request failed before any operation ran.
 _ANSWERED_ONLY: dict[ErrorCode, type[lg.LossgateError]] = {
-    "malformed_json": lg.InvalidInput, "unauthorized": lg.Unauthorized, "forbidden": lg.Forbidden,
-    "method_not_allowed": lg.InvalidInput, "body_too_large": lg.InvalidInput,
-    "unsupported_media_type": lg.InvalidInput, "validation_error": lg.InvalidInput,
-    "idempotency_key_reused": lg.IdempotencyConflict, "internal_error": lg.LossgateError,
+    "malformed_json": lg.InvalidInput,
+    "unauthorized": lg.Unauthorized,
+    "forbidden": lg.Forbidden,
+    "method_not_allowed": lg.InvalidInput,
+    "body_too_large": lg.InvalidInput,
+    "unsupported_media_type": lg.InvalidInput,
+    "validation_error": lg.InvalidInput,
+    "idempotency_key_reused": lg.IdempotencyConflict,
+    "internal_error": lg.LossgateError,
 }
 
 #: The exception each code of the service raises.
 EXCEPTIONS: dict[ErrorCode, type[lg.LossgateError]] = {
-    **{code: kind for kind, code in LOSSGATE_CODES}, **_ANSWERED_ONLY}
+    **{code: kind for kind, code in LOSSGATE_CODES},
+    **_ANSWERED_ONLY,
+}
 _BY_CODE: dict[str, type[lg.LossgateError]] = {code: kind for code, kind in EXCEPTIONS.items()}
 
 
-def refused(kind: type[lg.LossgateError], message: str, *, code: str | None,
-            details: tuple[dict[str, str], ...] = ()) -> lg.LossgateError:
+def refused(
+    kind: type[lg.LossgateError], message: str, *, code: str | None, details: tuple[dict[str, str], ...] = ()
+) -> lg.LossgateError:
     """An error of ``kind`` carrying ``code`` and ``details``."""
     exc = kind(message)
     exc.code = code
@@ -50,8 +58,11 @@ def error_of(response: httpx.Response) -> lg.LossgateError:
     where = f"{request.method} {request.url.path}"
     body = _error_body(response)
     if body is None:
-        exc = refused(lg.LossgateError, f"{where}: the service answered {response.status_code} "
-                                        f"{response.reason_phrase} without an error body", code=None)
+        exc = refused(
+            lg.LossgateError,
+            f"{where}: the service answered {response.status_code} {response.reason_phrase} without an error body",
+            code=None,
+        )
     else:
         code, message, details = body
         kind = _BY_CODE.get(code, lg.LossgateError)
@@ -68,6 +79,9 @@ def _error_body(response: httpx.Response) -> tuple[str, str, tuple[dict[str, str
     if not isinstance(data, dict) or not isinstance(data.get("code"), str) or not isinstance(data.get("message"), str):
         return None
     raw = data.get("details")
-    details = tuple({k: str(d.get(k, "")) for k in ("loc", "message", "type")}
-                    for d in (raw if isinstance(raw, list) else []) if isinstance(d, dict))
+    details = tuple(
+        {k: str(d.get(k, "")) for k in ("loc", "message", "type")}
+        for d in (raw if isinstance(raw, list) else [])
+        if isinstance(d, dict)
+    )
     return data["code"], data["message"], details

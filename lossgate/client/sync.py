@@ -17,9 +17,26 @@ from lossgate.client.retry import Retry
 from lossgate.model.derived_records import ArtifactState, GuardResult
 from lossgate.model.records import EventState
 from lossgate.service.models import (
-    AppendOut, ArtifactOut, AttemptOut, ConflictOut, ConsolidateOut, EventIn, EventOut, ExtractOut, FactIn, FactOut,
-    HealthOut, JobOut, KeyOut, LineageOut, RecallOut, RecallRecordOut, RecallVerificationOut, ResponseOut,
-    SubjectClockOut, SubjectsOut,
+    AppendOut,
+    ArtifactOut,
+    AttemptOut,
+    ConflictOut,
+    ConsolidateOut,
+    EventIn,
+    EventOut,
+    ExtractOut,
+    FactIn,
+    FactOut,
+    HealthOut,
+    JobOut,
+    KeyOut,
+    LineageOut,
+    RecallOut,
+    RecallRecordOut,
+    RecallVerificationOut,
+    ResponseOut,
+    SubjectClockOut,
+    SubjectsOut,
 )
 
 __all__ = ["Client", "headers_for"]
@@ -54,8 +71,15 @@ class Client:
     seconds) is httpx's.
     """
 
-    def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 30.0,
-                 retry: Retry = Retry(), max_body_bytes: int | None = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: Retry = Retry(),
+        max_body_bytes: int | None = MAX_BODY_BYTES,
+    ) -> None:
         self.retry = retry
         self.max_body_bytes = max_body_bytes
         self._http = httpx.Client(base_url=url, headers=headers_for(api_key), timeout=timeout)
@@ -63,19 +87,19 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     def _run(self, call: Call[T]) -> T:
         check_size(call, self.max_body_bytes)
         attempt = 1
         while True:
-            response = self._http.request(call.method, call.path, params=call.params, content=call.body,
-                                          headers=call.headers)
+            response = self._http.request(
+                call.method, call.path, params=call.params, content=call.body, headers=call.headers
+            )
             wait = self.retry.wait(attempt, response)
             if wait is None:
                 break
@@ -85,21 +109,36 @@ class Client:
             raise error_of(response)
         return call.read(response)
 
-    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
-                content: bytes | None = None, headers: Mapping[str, str] | None = None) -> httpx.Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
         """A request written by hand (``path`` as sent), with this client's key, retries and
         errors; the answer as it came."""
         return self._run(calls.by_path(method, path, params=params, json=json, content=content, headers=headers))
 
     # -- the ledger ------------------------------------------------------------------------------
-    def append(self, subject_id: str, events: Sequence[EventIn] = (), facts: Sequence[FactIn] = (), *,
-               idempotency_key: str | None = None) -> AppendOut:
+    def append(
+        self,
+        subject_id: str,
+        events: Sequence[EventIn] = (),
+        facts: Sequence[FactIn] = (),
+        *,
+        idempotency_key: str | None = None,
+    ) -> AppendOut:
         """``POST .../append``: events and facts in one transaction. ``idempotency_key``
         (default: a fresh one) is sent with every try, so a retry never appends twice."""
         return self._run(calls.append(subject_id, events, facts, idempotency_key=idempotency_key))
 
-    def events(self, subject_id: str, *, state: EventState | None = None, after_seq: int = 0,
-               limit: int = 100) -> list[EventOut]:
+    def events(
+        self, subject_id: str, *, state: EventState | None = None, after_seq: int = 0, limit: int = 100
+    ) -> list[EventOut]:
         """``GET .../events``: a page of events in seq order."""
         return self._run(calls.events(subject_id, state=state, after_seq=after_seq, limit=limit))
 
@@ -111,8 +150,9 @@ class Client:
         """``POST .../events/{id}/revoke``: take an event out of the authorized view."""
         return self._run(calls.revoke_event(subject_id, event_id, reason=reason))
 
-    def facts(self, subject_id: str, *, status: Literal["active", "all"] = "active",
-              predicate: str | None = None) -> list[FactOut]:
+    def facts(
+        self, subject_id: str, *, status: Literal["active", "all"] = "active", predicate: str | None = None
+    ) -> list[FactOut]:
         """``GET .../facts``: the active facts, or all."""
         return self._run(calls.facts(subject_id, status=status, predicate=predicate))
 
@@ -158,8 +198,9 @@ class Client:
         return self._run(calls.lineage(subject_id, artifact_id))
 
     # -- recall, the guard, responses ----------------------------------------------------------
-    def recall(self, subject_id: str, query: str | None = None, *, k: int = 20, budget: int | None = None,
-               context: bool = True) -> RecallOut:
+    def recall(
+        self, subject_id: str, query: str | None = None, *, k: int = 20, budget: int | None = None, context: bool = True
+    ) -> RecallOut:
         """``POST .../recall``: what an agent should read now; ``rendered`` is the prompt block."""
         return self._run(calls.recall(subject_id, query, k=k, budget=budget, context=context))
 
@@ -175,8 +216,15 @@ class Client:
         """``POST .../guard``: check a planned action against the ledger (a refusal is an answer)."""
         return self._run(calls.guard(subject_id, action, recall_id=recall_id))
 
-    def respond(self, subject_id: str, recall_id: str, *, answer: str | None = None,
-                action: Mapping[str, Any] | None = None, guard_id: str | None = None) -> ResponseOut:
+    def respond(
+        self,
+        subject_id: str,
+        recall_id: str,
+        *,
+        answer: str | None = None,
+        action: Mapping[str, Any] | None = None,
+        guard_id: str | None = None,
+    ) -> ResponseOut:
         """``POST .../responses``: record what the agent answered or did after a recall."""
         return self._run(calls.respond(subject_id, recall_id, answer=answer, action=action, guard_id=guard_id))
 

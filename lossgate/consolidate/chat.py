@@ -36,8 +36,8 @@ from lossgate.consolidate.compressor import CompressionError, CompressionRequest
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.tokens import TokenCounter, default_counter
 from lossgate.errors import ConfigError
-from lossgate.runtime.http_json import RetryPolicy, chat_content, post_json, server_client
 from lossgate.model.wording import CONVERSATION_TITLE, NARRATIVE_TITLE, fact_line
+from lossgate.runtime.http_json import RetryPolicy, chat_content, post_json, server_client
 
 __all__ = ["ChatCompressor", "ChatConfig", "PROMPT_VERSION", "STRICT_PROMPT_VERSION", "DETERMINISTIC_FALLBACK"]
 
@@ -88,7 +88,9 @@ class ChatConfig(BaseModel):
     base_url: str = Field(description="The API root, e.g. http://127.0.0.1:8000/v1")
     model: str
     api_key: SecretStr | None = None
-    timeout_s: float = Field(default=50.0, gt=0, description="Per HTTP request; keep it under the consolidation timeout.")
+    timeout_s: float = Field(
+        default=50.0, gt=0, description="Per HTTP request; keep it under the consolidation timeout."
+    )
     max_retries: int = Field(default=2, ge=0)
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=10.0, ge=0)
@@ -105,8 +107,10 @@ class ChatConfig(BaseModel):
         :class:`~lossgate.errors.ConfigError` with one line when they do not make a config."""
         url, model = environ.get(prefix + "URL"), environ.get(prefix + "MODEL")
         if not url or not model:
-            raise ConfigError(f"the chat compressor needs {prefix}URL and {prefix}MODEL "
-                              "(an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1)")
+            raise ConfigError(
+                f"the chat compressor needs {prefix}URL and {prefix}MODEL "
+                "(an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1)"
+            )
         fields: dict[str, Any] = {"base_url": url, "model": model, "api_key": environ.get(prefix + "API_KEY")}
         if timeout := environ.get(prefix + "TIMEOUT"):
             fields["timeout_s"] = timeout
@@ -117,7 +121,9 @@ class ChatConfig(BaseModel):
         try:
             return cls(**fields)
         except ValidationError as exc:
-            raise ConfigError(f"chat compressor settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+            raise ConfigError(
+                f"chat compressor settings: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
+            ) from exc
 
 
 class ChatCompressor:
@@ -127,8 +133,9 @@ class ChatCompressor:
     prompt_version = PROMPT_VERSION
     prompt_version_used = PROMPT_VERSION  # of the last compress call: the manifest records it
 
-    def __init__(self, config: ChatConfig, *, counter: TokenCounter | None = None,
-                 client: httpx.Client | None = None) -> None:
+    def __init__(
+        self, config: ChatConfig, *, counter: TokenCounter | None = None, client: httpx.Client | None = None
+    ) -> None:
         self.config = config
         self.name = f"chat:{config.model}"
         self._policy = RetryPolicy(config.timeout_s, config.max_retries, config.backoff_s, config.max_backoff_s)
@@ -189,8 +196,16 @@ class ChatCompressor:
         return body
 
     # -- the request ----------------------------------------------------------------------
-    def _ask(self, request: CompressionRequest, conversation: list[Any], earlier: str, room: int | None, *,
-             model: str, strict: bool) -> str:
+    def _ask(
+        self,
+        request: CompressionRequest,
+        conversation: list[Any],
+        earlier: str,
+        room: int | None,
+        *,
+        model: str,
+        strict: bool,
+    ) -> str:
         max_words = 200 if room is None else max(8, int(room * 0.6))
         system = SYSTEM_PROMPT.format(max_words=max_words)
         if strict:
@@ -198,11 +213,20 @@ class ChatCompressor:
         document = {
             "subject": request.subject_id,
             "facts": [fact_line(f)[2:] for f in request.facts],
-            "unresolved_conflicts": [{"predicate": c.predicate, "fact_ids": list(c.fact_ids)}
-                                     for c in request.conflicts],
+            "unresolved_conflicts": [
+                {"predicate": c.predicate, "fact_ids": list(c.fact_ids)} for c in request.conflicts
+            ],
             "previous_narrative": earlier,
-            "conversation": [{"event_id": e.event_id, "at": e.occurred_at.isoformat(), "actor": e.actor,
-                              "trust": e.trust, "text": e.text} for e in conversation],
+            "conversation": [
+                {
+                    "event_id": e.event_id,
+                    "at": e.occurred_at.isoformat(),
+                    "actor": e.actor,
+                    "trust": e.trust,
+                    "text": e.text,
+                }
+                for e in conversation
+            ],
         }
         payload: dict[str, Any] = {
             "model": model,
@@ -215,8 +239,10 @@ class ChatCompressor:
         if room is not None:
             payload["max_tokens"] = room + _JSON_OVERHEAD_TOKENS
         if self.config.response_format == "json_schema":
-            payload["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "lossgate_narrative", "strict": True, "schema": _NARRATIVE_SCHEMA}}
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "lossgate_narrative", "strict": True, "schema": _NARRATIVE_SCHEMA},
+            }
         elif self.config.response_format == "json_object":
             payload["response_format"] = {"type": "json_object"}
         return self._narrative(self._post(payload))
@@ -250,5 +276,5 @@ def _narrative_of(summary: str) -> str:
     lines = summary.splitlines()
     for i, line in enumerate(lines):
         if line in (NARRATIVE_TITLE, CONVERSATION_TITLE):
-            return "\n".join(lines[i + 1:])
+            return "\n".join(lines[i + 1 :])
     return ""

@@ -89,9 +89,15 @@ def claim_of(fact: Fact, withdrawn: frozenset[str] = frozenset()) -> dict[str, A
     """The claim that carries a fact through compression, with its provenance: the fact and
     the source events it still stands on (``withdrawn`` ones left the authorized view)."""
     return {
-        "fact_id": fact.fact_id, "tenant_id": fact.tenant_id, "subject_id": fact.subject_id,
-        "predicate": fact.predicate, "value_type": fact.value_type,
-        "value": encode_value(fact.value_type, fact.value), "qualifiers": [list(q) for q in fact.qualifiers],
-        "polarity": fact.polarity, "modality": fact.modality, "authority": fact.authority,
+        "fact_id": fact.fact_id,
+        "tenant_id": fact.tenant_id,
+        "subject_id": fact.subject_id,
+        "predicate": fact.predicate,
+        "value_type": fact.value_type,
+        "value": encode_value(fact.value_type, fact.value),
+        "qualifiers": [list(q) for q in fact.qualifiers],
+        "polarity": fact.polarity,
+        "modality": fact.modality,
+        "authority": fact.authority,
         "derived_from": [fact.fact_id, *(e for e in fact.source_event_ids if e not in withdrawn)],
     }

@@ -32,7 +32,8 @@ _SALIENT = re.compile(
     r"|yesterday|today|tonight|tomorrow|ago|last|next|weekend"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
     r"|january|february|march|april|may|june|july|august|september|october|november|december)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 class DeterministicCompressor:
@@ -53,8 +54,15 @@ class DeterministicCompressor:
         conflicted = {fid for c in request.conflicts for fid in c.fact_ids}
         keep = request.must_keep | conflicted
         # Must-keep facts first, then by criticality: what does not fit is the most disposable.
-        facts = sorted(request.facts, key=lambda f: (
-            f.fact_id not in keep, _RANK[request.predicates[f.predicate].criticality], f.predicate, f.seq))
+        facts = sorted(
+            request.facts,
+            key=lambda f: (
+                f.fact_id not in keep,
+                _RANK[request.predicates[f.predicate].criticality],
+                f.predicate,
+                f.seq,
+            ),
+        )
         budget = request.budget_tokens
         header = header_line(request.tenant_id, request.subject_id)
         if request.period:
@@ -86,10 +94,10 @@ class DeterministicCompressor:
             "tenant_id": request.tenant_id,
             "subject_id": request.subject_id,
             "claims": [claim_of(f, request.withdrawn_event_ids) for f in kept],
-            "open_items": sorted(f.fact_id for f in kept
-                                 if request.predicates[f.predicate].category == "obligation"),
+            "open_items": sorted(f.fact_id for f in kept if request.predicates[f.predicate].category == "obligation"),
             "unresolved_conflicts": [
-                {"conflict_id": c.conflict_id, "fact_ids": list(c.fact_ids)} for c in request.conflicts
+                {"conflict_id": c.conflict_id, "fact_ids": list(c.fact_ids)}
+                for c in request.conflicts
                 if set(c.fact_ids) <= kept_ids
             ],
             "summary": "\n".join(lines),
@@ -97,8 +105,7 @@ class DeterministicCompressor:
 
     def _continuity(self, request: CompressionRequest, budget: int | None, used: int) -> list[str]:
         """Recent conversation, newest kept first, whole events only (a cut event could cut a number)."""
-        candidates = [event_line(e) for e in request.events
-                      if e.text and e.event_id not in request.outdated_event_ids]
+        candidates = [event_line(e) for e in request.events if e.text and e.event_id not in request.outdated_event_ids]
         if request.parent is not None:
             candidates = section_lines(request.parent.summary, CONVERSATION_TITLE) + candidates
         title = CONVERSATION_TITLE
@@ -119,4 +126,3 @@ class DeterministicCompressor:
             chosen.add(i)
             used += cost
         return [title, *(candidates[i] for i in sorted(chosen))] if chosen else []
-

@@ -36,19 +36,40 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lossgate import gate
-from lossgate.model.canonical import content_hash
 from lossgate.consolidate.parts import SPLITS, Part, SplitBy, period_key, split
 from lossgate.consolidate.selection import Selection, input_root
-from lossgate.model.derived_records import Artifact, InputRef, PartInfo, TreeSettings
 from lossgate.errors import InvalidInput
+from lossgate.model.canonical import content_hash
+from lossgate.model.derived_records import Artifact, InputRef, PartInfo, TreeSettings
 from lossgate.model.records import Conflict, Fact, Snapshot
-from lossgate.publication.upgrades import outdated
 from lossgate.model.registry import Registry
-from lossgate.model.wording import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, event_line, period_line
+from lossgate.model.wording import (
+    CONVERSATION_TITLE,
+    NARRATIVE_TITLE,
+    PERIOD_LINE,
+    PERIODS_TITLE,
+    event_line,
+    period_line,
+)
+from lossgate.publication.upgrades import outdated
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["HierarchyConfig", "PartJob", "TreePlan", "DEFAULT_CONTEXT_TOKENS", "MAX_TOKENS", "wanted", "plan", "part_jobs",
-           "digest_lines", "digest_budget", "rollup_summary", "period_blocks", "periods_of", "period_hash"]
+__all__ = [
+    "HierarchyConfig",
+    "PartJob",
+    "TreePlan",
+    "DEFAULT_CONTEXT_TOKENS",
+    "MAX_TOKENS",
+    "wanted",
+    "plan",
+    "part_jobs",
+    "digest_lines",
+    "digest_budget",
+    "rollup_summary",
+    "period_blocks",
+    "periods_of",
+    "period_hash",
+]
 
 DEFAULT_CONTEXT_TOKENS = 8000
 # The most tokens any budget, context or window may name: beyond every model's context, and
@@ -89,8 +110,9 @@ class HierarchyConfig:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value > MAX_TOKENS):
                 raise InvalidInput(f"hierarchy {name} must be an integer of at most {MAX_TOKENS:,}, not {value!r}")
         ratio = self.digest_ratio
-        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
-                                  or not math.isfinite(ratio)):
+        if ratio is not None and (
+            isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio)
+        ):
             raise InvalidInput(f"hierarchy digest_ratio must be a finite number, not {ratio!r}")
         if isinstance(ratio, int):  # a manifest keeps it as the float it is (1, not 1.0, would read back changed)
             object.__setattr__(self, "digest_ratio", float(ratio))
@@ -112,12 +134,20 @@ class HierarchyConfig:
         else the defaults (see the class docstring)."""
         declared = getattr(compressor, "context_tokens", None)
         default_context = declared if isinstance(declared, int) and declared >= 64 else DEFAULT_CONTEXT_TOKENS
-        base = previous or TreeSettings(split_by="session", context_tokens=default_context, digest_tokens=200,
-                                        digest_ratio=0.15)
-        chosen = {k: v for k, v in (("split_by", self.split_by), ("context_tokens", self.context_tokens),
-                                    ("digest_tokens", self.digest_tokens), ("digest_ratio", self.digest_ratio),
-                                    ("window_tokens", self.window_tokens))
-                  if v is not None}
+        base = previous or TreeSettings(
+            split_by="session", context_tokens=default_context, digest_tokens=200, digest_ratio=0.15
+        )
+        chosen = {
+            k: v
+            for k, v in (
+                ("split_by", self.split_by),
+                ("context_tokens", self.context_tokens),
+                ("digest_tokens", self.digest_tokens),
+                ("digest_ratio", self.digest_ratio),
+                ("window_tokens", self.window_tokens),
+            )
+            if v is not None
+        }
         return base.model_copy(update=chosen)
 
 
@@ -143,8 +173,13 @@ class PartJob:
 
     @property
     def info(self) -> PartInfo:
-        return PartInfo(key=self.part.key, first_at=self.part.first_at, last_at=self.part.last_at,
-                        events=len(self.part.events), fingerprint=self.fingerprint)
+        return PartInfo(
+            key=self.part.key,
+            first_at=self.part.first_at,
+            last_at=self.part.last_at,
+            events=len(self.part.events),
+            fingerprint=self.fingerprint,
+        )
 
     @property
     def title(self) -> str:
@@ -190,8 +225,9 @@ class TreePlan:
         return content_hash([self.extends.manifest.input_root, list(self.carried), parts, facts])
 
 
-def wanted(sel: Selection, parent: Artifact | None, mode: str, context_tokens: int,
-           count: Callable[[str], int]) -> bool:
+def wanted(
+    sel: Selection, parent: Artifact | None, mode: str, context_tokens: int, count: Callable[[str], int]
+) -> bool:
     """Whether this job consolidates hierarchically (``mode``, see :class:`HierarchyConfig`)."""
     if mode != "auto":
         return mode == "always"
@@ -209,8 +245,18 @@ def wanted(sel: Selection, parent: Artifact | None, mode: str, context_tokens: i
     return False
 
 
-def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSettings, *, compressor: str,
-         registry: Registry, count: Callable[[str], int], reuse: bool = True, shadow: bool = False) -> TreePlan:
+def plan(
+    tx: ReadTx,
+    sel: Selection,
+    parent: Artifact | None,
+    settings: TreeSettings,
+    *,
+    compressor: str,
+    registry: Registry,
+    count: Callable[[str], int],
+    reuse: bool = True,
+    shadow: bool = False,
+) -> TreePlan:
     """Split ``sel``'s authorized events into parts and find the stored artifacts that digest
     them already (the parts of ``parent``, the alias's current artifact, and any gated
     candidate parts a failed job left), unless ``reuse`` is off. A part gated under an older
@@ -219,13 +265,23 @@ def plan(tx: ReadTx, sel: Selection, parent: Artifact | None, settings: TreeSett
     snap = sel.snapshot
     pool = _reusable(tx, sel, parent, shadow=shadow) if reuse else {}
     parts = split(snap.events, by=settings.split_by, context_tokens=settings.context_tokens, count=count)
-    jobs = part_jobs(tx, parts, snap, sel.withdrawn_event_ids, settings, compressor=compressor, registry=registry,
-                     pool=pool)
+    jobs = part_jobs(
+        tx, parts, snap, sel.withdrawn_event_ids, settings, compressor=compressor, registry=registry, pool=pool
+    )
     return TreePlan(parts=jobs, facts=sel.facts, settings=settings)
 
 
-def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: frozenset[str], settings: TreeSettings,
-              *, compressor: str, registry: Registry, pool: dict[str, Artifact]) -> tuple[PartJob, ...]:
+def part_jobs(
+    tx: ReadTx,
+    parts: Sequence[Part],
+    snap: Snapshot,
+    withdrawn: frozenset[str],
+    settings: TreeSettings,
+    *,
+    compressor: str,
+    registry: Registry,
+    pool: dict[str, Artifact],
+) -> tuple[PartJob, ...]:
     """One :class:`PartJob` per part: its snapshot, inputs and fingerprint, read from ``snap``
     (which holds at least the parts' events, every fact citing them in any status, the valid
     events those facts cite and the open conflicts), and the artifact of ``pool`` (by
@@ -249,26 +305,45 @@ def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: froz
         ordered = tuple(sorted(facts.values(), key=lambda f: (f.seq, f.fact_id)))
         # The gate also reads the valid events these facts cite in other periods: a claim
         # cites every source it stands on, and a source the snapshot lacks reads as withdrawn.
-        cited = tuple(sorted((valid[e] for f in ordered for e in set(f.source_event_ids)
-                              if e in valid and e not in ids), key=lambda e: e.seq))
+        cited = tuple(
+            sorted(
+                (valid[e] for f in ordered for e in set(f.source_event_ids) if e in valid and e not in ids),
+                key=lambda e: e.seq,
+            )
+        )
         cited = tuple({e.event_id: e for e in cited}.values())
         inputs = tuple(
-            [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq)
-             for e in (*part.events, *cited)]
-            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in ordered])
+            [
+                InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq)
+                for e in (*part.events, *cited)
+            ]
+            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in ordered]
+        )
         root = input_root(inputs)
-        fingerprint = content_hash({
-            "key": part.key, "root": root, "statuses": [[f.fact_id, f.status] for f in ordered],
-            "trust": [[e.event_id, e.trust] for e in (*part.events, *cited)],  # a content hash leaves trust out
-            "conflicts": sorted(c.conflict_id for c in conflicts), "compressor": compressor,
-            "digest": [settings.digest_tokens, settings.digest_ratio],
-            "withdrawn": sorted(withdrawn & {e for f in ordered for e in f.source_event_ids}),
-        })
-        outdated_ids = frozenset(e for f in ordered if f.status in ("superseded", "revoked")
-                                 for e in f.source_event_ids if e in ids)
-        snapshot = Snapshot(tenant_id=snap.tenant_id, subject_id=snap.subject_id, clock=snap.clock,
-                            registry_version=snap.registry_version, events=(*part.events, *cited), facts=ordered,
-                            conflicts=conflicts)
+        fingerprint = content_hash(
+            {
+                "key": part.key,
+                "root": root,
+                "statuses": [[f.fact_id, f.status] for f in ordered],
+                "trust": [[e.event_id, e.trust] for e in (*part.events, *cited)],  # a content hash leaves trust out
+                "conflicts": sorted(c.conflict_id for c in conflicts),
+                "compressor": compressor,
+                "digest": [settings.digest_tokens, settings.digest_ratio],
+                "withdrawn": sorted(withdrawn & {e for f in ordered for e in f.source_event_ids}),
+            }
+        )
+        outdated_ids = frozenset(
+            e for f in ordered if f.status in ("superseded", "revoked") for e in f.source_event_ids if e in ids
+        )
+        snapshot = Snapshot(
+            tenant_id=snap.tenant_id,
+            subject_id=snap.subject_id,
+            clock=snap.clock,
+            registry_version=snap.registry_version,
+            events=(*part.events, *cited),
+            facts=ordered,
+            conflicts=conflicts,
+        )
         reuse = pool.get(fingerprint)
         if reuse is not None and reuse.manifest.registry_version != registry.version:
             version = reuse.manifest.registry_version
@@ -276,9 +351,19 @@ def part_jobs(tx: ReadTx, parts: Sequence[Part], snap: Snapshot, withdrawn: froz
                 checked[version] = not outdated(tx, version, registry)
             if not checked[version] and not gate.check(snapshot, reuse.body, registry).passed:
                 reuse = None
-        jobs.append(PartJob(part=part, snapshot=snapshot, facts=tuple(f for f in ordered if f.status == "active"),
-                            inputs=inputs, input_root=root, fingerprint=fingerprint, outdated_event_ids=outdated_ids,
-                            reuse=reuse, period=period_hash(period_key(part.events[0], settings.split_by))))
+        jobs.append(
+            PartJob(
+                part=part,
+                snapshot=snapshot,
+                facts=tuple(f for f in ordered if f.status == "active"),
+                inputs=inputs,
+                input_root=root,
+                fingerprint=fingerprint,
+                outdated_event_ids=outdated_ids,
+                reuse=reuse,
+                period=period_hash(period_key(part.events[0], settings.split_by)),
+            )
+        )
     return tuple(jobs)
 
 
@@ -315,7 +400,7 @@ def digest_lines(child: Artifact) -> list[str]:
     for i, line in enumerate(lines):
         if line in (CONVERSATION_TITLE, NARRATIVE_TITLE):
             # a model's narrative may write a line that reads as a title: it never becomes one
-            body = [ln for ln in lines[i + 1:] if ln.strip() and ln not in titles and not PERIOD_LINE.fullmatch(ln)]
+            body = [ln for ln in lines[i + 1 :] if ln.strip() and ln not in titles and not PERIOD_LINE.fullmatch(ln)]
             break
     return [period_line(part.first_at, part.last_at), *body]
 
@@ -340,11 +425,17 @@ def period_blocks(lines: Sequence[str]) -> list[list[str]]:
 def periods_of(summary: str) -> list[str]:
     """The lines under a root summary's ``Periods:`` title (none if it has no such title)."""
     lines = summary.split("\n")
-    return lines[lines.index(PERIODS_TITLE) + 1:] if PERIODS_TITLE in lines else []
+    return lines[lines.index(PERIODS_TITLE) + 1 :] if PERIODS_TITLE in lines else []
 
 
-def rollup_summary(structure: str, children: Sequence[Artifact], *, carried: Sequence[str] = (),
-                   window: int | None = None, count: Callable[[str], int] | None = None) -> tuple[str, str]:
+def rollup_summary(
+    structure: str,
+    children: Sequence[Artifact],
+    *,
+    carried: Sequence[str] = (),
+    window: int | None = None,
+    count: Callable[[str], int] | None = None,
+) -> tuple[str, str]:
     """The root's summary: its structured lines, then the period digests, oldest first:
     ``carried`` (a parent root's digest lines, kept as they were gated) and every child's.
     With a ``window`` (tokens), only the newest digests that fit in it together are inlined
@@ -360,8 +451,8 @@ def rollup_summary(structure: str, children: Sequence[Artifact], *, carried: Seq
             if kept and used > window:
                 break
             kept += 1
-    chosen = blocks[len(blocks) - kept:]
-    fresh = blocks[len(blocks) - min(own, kept):] if own else []
+    chosen = blocks[len(blocks) - kept :]
+    fresh = blocks[len(blocks) - min(own, kept) :] if own else []
     whole = [structure, PERIODS_TITLE, *(line for block in chosen for line in block)]
     gated = [structure, PERIODS_TITLE, *(line for block in fresh for line in block)]
     return "\n".join(whole), "\n".join(gated)

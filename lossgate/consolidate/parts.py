@@ -66,8 +66,9 @@ def period_key(event: Event, by: SplitBy) -> str:
             return f"session {session}"
         if isinstance(session, str) and session.strip():
             label = one_line(session)
-            return f"session {label}" if label.isascii() and label.isdigit() and len(label) <= 18 else \
-                f"{_LABEL}{label}"
+            return (
+                f"session {label}" if label.isascii() and label.isdigit() and len(label) <= 18 else f"{_LABEL}{label}"
+            )
         by = "day"
     at = event.occurred_at
     if by == "day":
@@ -92,8 +93,9 @@ def split(events: Iterable[Event], *, by: SplitBy, context_tokens: int, count: C
     return sorted(parts, key=lambda p: (p.first_at, p.events[0].seq))
 
 
-def resume(name: str, head: Sequence[Event], events: Sequence[Event], *, context_tokens: int,
-           count: Callable[[str], int]) -> list[Part]:
+def resume(
+    name: str, head: Sequence[Event], events: Sequence[Event], *, context_tokens: int, count: Callable[[str], int]
+) -> list[Part]:
     """The chunks of a period already cut, from one of its chunk boundaries on: what
     :func:`split` cuts of the same period's events from that boundary on, read without the
     chunks before it. ``name`` is the period's key, ``head`` its first events (at least those
@@ -102,8 +104,9 @@ def resume(name: str, head: Sequence[Event], events: Sequence[Event], *, context
     events since the one before, so the chunks before this one are left as they are."""
     head_costs = [count(event_line(e)) + 1 for e in head]
     costs = [count(event_line(e)) + 1 for e in events]
-    return _chunks(name, list(events), costs, _stride(head_costs, context_tokens), context_tokens,
-                   first_seq=head[0].seq)
+    return _chunks(
+        name, list(events), costs, _stride(head_costs, context_tokens), context_tokens, first_seq=head[0].seq
+    )
 
 
 def _by_size(key: str, events: list[Event], context_tokens: int, count: Callable[[str], int]) -> list[Part]:
@@ -133,7 +136,7 @@ def _stride(costs: Sequence[int], context_tokens: int) -> int:
     """The stride ``m`` of a period whose first events cost ``costs``: measured on those up to
     the first that exceeds the context (all of them, if none does)."""
     used, n = 0, 0
-    for n, cost in enumerate(costs, 1):
+    for n, cost in enumerate(costs, 1):  # noqa: B007 - read after the loop
         used += cost
         if used > context_tokens:
             break
@@ -141,19 +144,19 @@ def _stride(costs: Sequence[int], context_tokens: int) -> int:
     return 1 << max(0, int(math.log2(max(1.0, context_tokens / max(1.0, per_event)))))
 
 
-def _chunks(name: str, events: list[Event], costs: Sequence[int], m: int, context_tokens: int, *,
-            first_seq: int) -> list[Part]:
+def _chunks(
+    name: str, events: list[Event], costs: Sequence[int], m: int, context_tokens: int, *, first_seq: int
+) -> list[Part]:
     """``events`` cut at content-defined boundaries of stride ``m`` (see :func:`_by_size`),
     the first chunk starting at the first event; a chunk is keyed ``name``, if it starts at
     the period's first event (seq ``first_seq``), else ``name #<seq of its first event>``."""
     chunks: list[list[Event]] = [[]]
     used = 0
-    for event, cost in zip(events, costs):
+    for event, cost in zip(events, costs, strict=True):
         anchor = m == 1 or int(hashlib.sha256(event.content_hash.encode()).hexdigest()[:8], 16) % m == 0
         if chunks[-1] and (used + cost > context_tokens or anchor):
             chunks.append([])
             used = 0
         chunks[-1].append(event)
         used += cost
-    return [Part(name if chunk[0].seq == first_seq else f"{name} #{chunk[0].seq}", tuple(chunk))
-            for chunk in chunks]
+    return [Part(name if chunk[0].seq == first_seq else f"{name} #{chunk[0].seq}", tuple(chunk)) for chunk in chunks]

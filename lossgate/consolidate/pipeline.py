@@ -33,45 +33,45 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
 from lossgate import gate
-from lossgate.lineage import queue
-from lossgate.runtime.caches import epoch_seen
-from lossgate.model.canonical import content_hash
-from lossgate.runtime.deadline import Escaped, Overdue, call_with_deadline
 from lossgate.consolidate import hierarchy, tail
-from lossgate.policy import rollout
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import MAX_TOKENS, HierarchyConfig, digest_lines
+from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select, select_delta, snapshot_at
 from lossgate.consolidate.tokens import default_counter
-from lossgate.model.derived_records import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
 from lossgate.gate.fence import narrative_sentences
-from lossgate.gate.prose import dropped_labels, prose_inputs, prose_of, structured_lines
 from lossgate.gate.narrative import without_unproven
+from lossgate.gate.outcome import make_result
+from lossgate.gate.preserve import MustPreserve, build_must_preserve
+from lossgate.gate.prose import dropped_labels, prose_inputs, prose_of, structured_lines
 from lossgate.gate.publication import as_published
 from lossgate.gate.sources import Extractions, events_holding
 from lossgate.gate.superseded import check_markers, mark, retired_values, strip_markers
-from lossgate.consolidate.narrative_policy import narrative_policy
-from lossgate.gate.outcome import make_result
-from lossgate.gate.preserve import MustPreserve, build_must_preserve
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
+from lossgate.lineage import queue
 from lossgate.lineage.propagation import purged_lines, save_attempt
-from lossgate.publication.switch import shadow_switch, switch
-from lossgate.publication.readback import divergence, representation_loss, without_values
+from lossgate.model.canonical import content_hash
+from lossgate.model.derived_records import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.model.records import ArtifactBody, utcnow
 from lossgate.model.registry import Registry, RegistryCache
+from lossgate.model.values import stored_claims
 from lossgate.model.wording import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
+from lossgate.policy import rollout
+from lossgate.publication.readback import divergence, representation_loss, without_values
+from lossgate.publication.switch import shadow_switch, switch
+from lossgate.runtime.caches import epoch_seen
+from lossgate.runtime.deadline import Escaped, Overdue, call_with_deadline
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
-from lossgate.model.values import stored_claims
 
 __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTOR_VERSION"]
 
@@ -100,11 +100,16 @@ class ConsolidationConfig:
     def __post_init__(self) -> None:
         def number(name: str, value: Any, low: float, *, integer: bool = False, high: float = math.inf) -> None:
             kinds = (int,) if integer else (int, float)
-            if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
-                    or not low <= value <= high:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, kinds)
+                or not math.isfinite(value)
+                or not low <= value <= high
+            ):
                 bounds = f"from {low:g} to {int(high):,}" if math.isfinite(high) else f"of at least {low:g}"
-                raise InvalidInput(f"consolidation {name} must be {'an integer' if integer else 'a number'} "
-                                   f"{bounds}, not {value!r}")
+                raise InvalidInput(
+                    f"consolidation {name} must be {'an integer' if integer else 'a number'} {bounds}, not {value!r}"
+                )
 
         if self.budget_tokens is not None:
             number("budget_tokens", self.budget_tokens, 1, integer=True, high=MAX_TOKENS)
@@ -149,7 +154,8 @@ def _moved(tx: WriteTx, attempt: Attempt) -> tuple[str | None, bool]:
         return None, False
     ids = list(attempt.selected_ids)
     erased = any(e.state == "deleted" for e in tx.events(t, s, ids=ids)) or any(
-        f.status == "deleted" for f in tx.facts(t, s, ids=ids))
+        f.status == "deleted" for f in tx.facts(t, s, ids=ids)
+    )
     return f"input_epoch moved from {attempt.input_epoch} to {epoch} while this ran", erased
 
 
@@ -159,8 +165,12 @@ def _withdrawn(attempt: Attempt, reason: str, erased: bool) -> Attempt:
     queued its own rebuild, and what may quote deleted content goes."""
     update: dict[str, Any] = {"status": "conflict", "reason": reason, "artifact_id": None, "finished_at": utcnow()}
     if erased:
-        update.update(raw_output=None, details=(), violations=purged_lines(attempt.violations),
-                      losses=purged_lines(attempt.losses))
+        update.update(
+            raw_output=None,
+            details=(),
+            violations=purged_lines(attempt.violations),
+            losses=purged_lines(attempt.losses),
+        )
     return attempt.model_copy(update=update)
 
 
@@ -172,8 +182,9 @@ def _parent_quotes(sel: Selection) -> frozenset[str]:
     return frozenset(section_lines(strip_markers(sel.parent.body.summary), CONVERSATION_TITLE))
 
 
-def _root_dropped(sel: Selection, children: list[Artifact], result: gate.GateResult, read: str,
-                  seen: Extractions | None) -> tuple[str, ...]:
+def _root_dropped(
+    sel: Selection, children: list[Artifact], result: gate.GateResult, read: str, seen: Extractions | None
+) -> tuple[str, ...]:
     """What a hierarchical root records as dropped: the events of the parts it brings
     (``children``) that hold an atom its own gate found lost, counting only the parts whose
     digest is in ``read`` (the summary its gate read: the digests outside its window, or a
@@ -183,8 +194,12 @@ def _root_dropped(sel: Selection, children: list[Artifact], result: gate.GateRes
     labels = dropped_labels(result.losses)
     if labels:
         lines = {strip_markers(line) for line in read.split("\n")}
-        inlined = {r.id for c in children if c.manifest.part is not None and digest_lines(c)[0] in lines
-                   for r in c.manifest.inputs[:c.manifest.part.events]}
+        inlined = {
+            r.id
+            for c in children
+            if c.manifest.part is not None and digest_lines(c)[0] in lines
+            for r in c.manifest.inputs[: c.manifest.part.events]
+        }
         out.update(events_holding([e for e in sel.snapshot.events if e.event_id in inlined], labels, seen=seen))
     return tuple(sorted(out))
 
@@ -225,13 +240,15 @@ def _foreign(fn: Callable[[str], int]) -> Callable[[str], int]:
     """``fn`` (a compressor's own token counter, foreign code called in this thread) with a
     ``SystemExit`` or ``KeyboardInterrupt`` it raises handed on as :class:`Escaped`, an
     ordinary error that fails the attempt instead of stopping the process."""
+
     def call(text: str) -> int:
         try:
             return fn(text)
         except Exception:
             raise
-        except BaseException as exc:  # noqa: BLE001 - see the docstring
+        except BaseException as exc:
             raise Escaped(exc) from exc
+
     return call
 
 
@@ -245,6 +262,7 @@ def _counted_once(count: Callable[[str], int]) -> Callable[[str], int]:
         if tokens is None:
             tokens = counted[text] = count(text)
         return tokens
+
     return call
 
 
@@ -280,11 +298,20 @@ def _storable(text: str | None) -> str | None:
 class Consolidator:
     """Runs consolidation jobs for one store with one compressor."""
 
-    def __init__(self, store: Store, *, compressor: Compressor | None = None,
-                 config: ConsolidationConfig | None = None, hooks: Hooks | None = None,
-                 judge: ModelJudge | None = None, registries: RegistryCache | None = None,
-                 shadow: bool = False, reviewed: bool = False, exploratory: bool = False,
-                 registry: Registry | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        compressor: Compressor | None = None,
+        config: ConsolidationConfig | None = None,
+        hooks: Hooks | None = None,
+        judge: ModelJudge | None = None,
+        registries: RegistryCache | None = None,
+        shadow: bool = False,
+        reviewed: bool = False,
+        exploratory: bool = False,
+        registry: Registry | None = None,
+    ) -> None:
         """``registries`` shares a parsed predicate registry with the memory that made this
         consolidator (by default it keeps its own); ``registry``, if given, is built and gated
         with instead of the loaded one (a shadow lane trying a new registry). A ``shadow``
@@ -319,8 +346,11 @@ class Consolidator:
         models = {getattr(writer, "model", None), getattr(writer, "fallback_model", None)} - {None}
         if judge is not None and judge.config.model in models:
             model = judge.config.model
-            log.warning("the judge runs the compressor's own model (%s): their mistakes will agree; "
-                        "configure another model for LOSSGATE_JUDGE_MODEL", model)
+            log.warning(
+                "the judge runs the compressor's own model (%s): their mistakes will agree; "
+                "configure another model for LOSSGATE_JUDGE_MODEL",
+                model,
+            )
 
     # -- the job -------------------------------------------------------------------
     def run(self, tenant_id: str, subject_id: str) -> Attempt:
@@ -352,8 +382,9 @@ class Consolidator:
         except Exception as exc:  # noqa: BLE001 - as above
             return self.crashed(tenant_id, subject_id, exc, attempt=prepared.attempt)
 
-    def crashed(self, tenant_id: str, subject_id: str, exc: BaseException, *,
-                attempt: Attempt | None = None) -> Attempt:
+    def crashed(
+        self, tenant_id: str, subject_id: str, exc: BaseException, *, attempt: Attempt | None = None
+    ) -> Attempt:
         """Record ``exc``, raised while consolidating the subject, as an ``error`` attempt
         (``attempt``, the one in flight, or a new one when none was recorded yet) whose error
         is :func:`~lossgate.errors.crash_reason` (its kind and place, none of its message),
@@ -368,13 +399,29 @@ class Consolidator:
                 clock, alias = tx.clock(tenant_id, subject_id), tx.alias(tenant_id, subject_id)
                 count, _ = tx.attempt_tail(tenant_id, subject_id)
                 attempt = Attempt(
-                    attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
-                    number=count + 1, status="error", started_at=now, high_water=clock.high_water,
-                    input_epoch=clock.input_epoch, expected_alias=alias.expected(), selected_ids=(), input_root="",
-                    compressor=self._compressor_label(), lane="shadow" if self.shadow else "live")
-            attempt = attempt.model_copy(update={
-                "status": "error", "error": error, "reason": error.split(":")[0], "raw_output": None,
-                "finished_at": now})
+                    attempt_id=f"att-{uuid.uuid4().hex[:16]}",
+                    tenant_id=tenant_id,
+                    subject_id=subject_id,
+                    number=count + 1,
+                    status="error",
+                    started_at=now,
+                    high_water=clock.high_water,
+                    input_epoch=clock.input_epoch,
+                    expected_alias=alias.expected(),
+                    selected_ids=(),
+                    input_root="",
+                    compressor=self._compressor_label(),
+                    lane="shadow" if self.shadow else "live",
+                )
+            attempt = attempt.model_copy(
+                update={
+                    "status": "error",
+                    "error": error,
+                    "reason": error.split(":")[0],
+                    "raw_output": None,
+                    "finished_at": now,
+                }
+            )
             attempt = save_attempt(tx, attempt)
             attempt = self._schedule_retry(tx, attempt)
         return attempt
@@ -397,10 +444,14 @@ class Consolidator:
                 delta = select_delta(tx, tenant_id, subject_id, registry) if self._flat_delta() else None
                 sel = delta or select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
             epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
-            retired = tx.facts(tenant_id, subject_id, statuses=["superseded", "revoked"],
-                               through_seq=sel.snapshot.clock.high_water)
-            sel = replace(sel, retired=retired_values([*sel.facts, *retired], sel.snapshot.conflicts),
-                          narrative_policy=narrative_policy(tx, tenant_id))
+            retired = tx.facts(
+                tenant_id, subject_id, statuses=["superseded", "revoked"], through_seq=sel.snapshot.clock.high_water
+            )
+            sel = replace(
+                sel,
+                retired=retired_values([*sel.facts, *retired], sel.snapshot.conflicts),
+                narrative_policy=narrative_policy(tx, tenant_id),
+            )
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
@@ -408,11 +459,18 @@ class Consolidator:
             if extended is None:
                 tree = self._plan_tree(tx, sel, registry, counter)
             attempt = Attempt(
-                attempt_id=f"att-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
-                number=count + 1, status="selected", started_at=now, high_water=sel.snapshot.clock.high_water,
-                input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected,
+                attempt_id=f"att-{uuid.uuid4().hex[:16]}",
+                tenant_id=tenant_id,
+                subject_id=subject_id,
+                number=count + 1,
+                status="selected",
+                started_at=now,
+                high_water=sel.snapshot.clock.high_water,
+                input_epoch=sel.snapshot.clock.input_epoch,
+                expected_alias=sel.expected,
                 selected_ids=tree.selected_ids if tree else sel.selected_ids,
-                input_root=tree.root_preview if tree else sel.input_root, compressor=self._compressor_label(),
+                input_root=tree.root_preview if tree else sel.input_root,
+                compressor=self._compressor_label(),
                 lane="shadow" if self.shadow else "live",
             )
             tx.save_attempt(attempt)  # the selection is on record before any generation
@@ -425,9 +483,17 @@ class Consolidator:
         except Exception as exc:  # noqa: BLE001 - the attempt is on record: it ends as an error, never "selected"
             return Prepared(attempt=self.crashed(tenant_id, subject_id, exc, attempt=attempt), selection=sel)
 
-    def _compress_and_gate(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan | None,
-                           registry: Registry, timings: dict[str, float], failures: int,
-                           refused_for: tuple[str, ...], count: Callable[[str], int]) -> Prepared:
+    def _compress_and_gate(
+        self,
+        attempt: Attempt,
+        sel: Selection,
+        tree: hierarchy.TreePlan | None,
+        registry: Registry,
+        timings: dict[str, float],
+        failures: int,
+        refused_for: tuple[str, ...],
+        count: Callable[[str], int],
+    ) -> Prepared:
         """Everything ``prepare`` does once the attempt is on record (``count``: the job's token
         counter, :func:`_counted_once`)."""
         tenant_id, subject_id = attempt.tenant_id, attempt.subject_id
@@ -437,25 +503,41 @@ class Consolidator:
             return self._prepare_tree(attempt, sel, tree, registry, timings, failures, refused_for, count)
         must = build_must_preserve(sel.snapshot, registry)  # once: the compressor, the gate and the judge share it
         request = CompressionRequest(
-            tenant_id=tenant_id, subject_id=subject_id, facts=sel.facts,
+            tenant_id=tenant_id,
+            subject_id=subject_id,
+            facts=sel.facts,
             predicates={f.predicate: registry.get(f.predicate) for f in sel.facts},
-            conflicts=sel.snapshot.conflicts, events=sel.events,
-            parent=sel.parent.body if sel.parent else None, budget_tokens=self.config.budget_tokens,
+            conflicts=sel.snapshot.conflicts,
+            events=sel.events,
+            parent=sel.parent.body if sel.parent else None,
+            budget_tokens=self.config.budget_tokens,
             outdated_event_ids=sel.outdated_event_ids,
-            withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=_must_keep(must),
-            failures=failures, refused_for=refused_for,
+            withdrawn_event_ids=sel.withdrawn_event_ids,
+            must_keep=_must_keep(must),
+            failures=failures,
+            refused_for=refused_for,
         )
         built = self._build(attempt, sel, request, must, registry, timings)
         if isinstance(built, Prepared):
             return built
         body, result, raw_text, judged, omitted, dropped = built
-        return self._conclude(attempt, sel, body, result, registry, timings, raw_text, judged=judged, omitted=omitted,
-                              dropped=dropped)
+        return self._conclude(
+            attempt, sel, body, result, registry, timings, raw_text, judged=judged, omitted=omitted, dropped=dropped
+        )
 
     # -- one artifact: compress, parse, gate, judge --------------------------------------
-    def _build(self, attempt: Attempt, sel: Selection, request: CompressionRequest, must: MustPreserve,
-               registry: Registry, timings: dict[str, float], *, label: str = "", seen: Extractions | None = None,
-               ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool, tuple[str, ...], tuple[str, ...]]:
+    def _build(
+        self,
+        attempt: Attempt,
+        sel: Selection,
+        request: CompressionRequest,
+        must: MustPreserve,
+        registry: Registry,
+        timings: dict[str, float],
+        *,
+        label: str = "",
+        seen: Extractions | None = None,
+    ) -> Prepared | tuple[ArtifactBody, gate.GateResult, str | None, bool, tuple[str, ...], tuple[str, ...]]:
         """The body, the gate's result and the events holding an atom the body dropped
         (:meth:`_gate`) for one request, or the failed attempt (a compressor error, malformed
         output, a judge that failed). ``label`` names a part; ``seen``, the atoms its job
@@ -477,14 +559,22 @@ class Consolidator:
         assert body is not None
         t2 = time.perf_counter()
         # what lossgate publishes of it: the ledger's topics left out, superseded values marked
-        published = as_published(sel.snapshot, body, must, registry, retired=sel.retired,
-                                 policy=sel.narrative_policy, quoted=_parent_quotes(sel))
+        published = as_published(
+            sel.snapshot,
+            body,
+            must,
+            registry,
+            retired=sel.retired,
+            policy=sel.narrative_policy,
+            quoted=_parent_quotes(sel),
+        )
         body, omitted = published.body, published.omitted
         result, dropped = self._gate(sel, body, registry, must, seen)
         if not result.passed and sel.narrative_policy == "omit":
             # under omit, a sentence refused for what it says is left out, and the rest gated again
-            pruned = without_unproven(sel.snapshot, body, result.violations, retired=sel.retired,
-                                      quoted=_parent_quotes(sel))
+            pruned = without_unproven(
+                sel.snapshot, body, result.violations, retired=sel.retired, quoted=_parent_quotes(sel)
+            )
             if pruned is not None:
                 again, dropped_again = self._gate(sel, pruned[0], registry, must, seen)
                 if again.passed:
@@ -504,34 +594,62 @@ class Consolidator:
             _add(timings, "judge_s", time.perf_counter() - t3)
         return body, result, raw_text, judged, tuple(_storable(where + o.line()) or "" for o in omitted), dropped
 
-    def _conclude(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
-                  registry: Registry, timings: dict[str, float], raw_text: str | None, *, judged: bool,
-                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None,
-                  omitted: tuple[str, ...] = (), dropped: tuple[str, ...] = (),
-                  failed_parts: Sequence[tuple[str, gate.GateResult]] = ()) -> Prepared:
+    def _conclude(
+        self,
+        attempt: Attempt,
+        sel: Selection,
+        body: ArtifactBody,
+        result: gate.GateResult,
+        registry: Registry,
+        timings: dict[str, float],
+        raw_text: str | None,
+        *,
+        judged: bool,
+        part: PartInfo | None = None,
+        tree: hierarchy.TreePlan | None = None,
+        omitted: tuple[str, ...] = (),
+        dropped: tuple[str, ...] = (),
+        failed_parts: Sequence[tuple[str, gate.GateResult]] = (),
+    ) -> Prepared:
         """Store the artifact and the attempt's outcome; a failed gate schedules the retry.
         ``omitted``: the narrative sentences left out of it (and of its parts), and why;
         ``dropped``: the events holding an atom it dropped (``Manifest.dropped``);
         ``failed_parts``: an exploratory gate's findings in the parts (the attempt fails with them)."""
-        artifact = self._artifact(attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree,
-                                  dropped=dropped)
+        artifact = self._artifact(
+            attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree, dropped=dropped
+        )
         passed = result.passed and not failed_parts
         where = f"part {part.key}: " if part is not None else ""
         found = [(where, result), *((f"part {key}: ", r) for key, r in failed_parts)]
         violations = tuple(w + line for w, r in found for line in r.lines())
         losses = tuple(w + str(v) for w, r in found for v in r.losses)
         if failed_parts:  # the root's gate report holds the whole tree's findings
-            artifact = artifact.model_copy(update={"gate": {
-                **artifact.gate, "outcome": "failed", "violations": list(violations), "losses": list(losses)}})
-        attempt = attempt.model_copy(update={
-            "status": "gated" if passed else "rejected", "artifact_id": artifact.artifact_id,
-            "gate_outcome": "failed" if failed_parts else result.outcome, "violations": violations,
-            "details": tuple(_storable(f"{w}{v}: {v.detail}") or "" for w, r in found for v in r.violations) + omitted,
-            "losses": losses, "raw_output": raw_text,
-            "covers_through": artifact.manifest.new_covers_through, "timings": timings,
-            "finished_at": None if passed else utcnow(),
-            "reason": None if passed else "gate failed",
-        })
+            artifact = artifact.model_copy(
+                update={
+                    "gate": {
+                        **artifact.gate,
+                        "outcome": "failed",
+                        "violations": list(violations),
+                        "losses": list(losses),
+                    }
+                }
+            )
+        attempt = attempt.model_copy(
+            update={
+                "status": "gated" if passed else "rejected",
+                "artifact_id": artifact.artifact_id,
+                "gate_outcome": "failed" if failed_parts else result.outcome,
+                "violations": violations,
+                "details": tuple(_storable(f"{w}{v}: {v.detail}") or "" for w, r in found for v in r.violations)
+                + omitted,
+                "losses": losses,
+                "raw_output": raw_text,
+                "covers_through": artifact.manifest.new_covers_through,
+                "timings": timings,
+                "finished_at": None if passed else utcnow(),
+                "reason": None if passed else "gate failed",
+            }
+        )
         try:
             with self.store.write() as tx:
                 moved, erased = _moved(tx, attempt)
@@ -549,16 +667,29 @@ class Consolidator:
             # The store refused what this output holds (a value past an engine's limits, say):
             # the attempt fails as an error, so that the subject retries and escalates instead
             # of repeating the same write forever. If the store is down, this write fails too.
-            return self._finish_error(attempt.model_copy(update={"artifact_id": None}), sel, None,
-                                      f"{where}invalid output: the store refused it ({exc})"[:2000], timings)
+            return self._finish_error(
+                attempt.model_copy(update={"artifact_id": None}),
+                sel,
+                None,
+                f"{where}invalid output: the store refused it ({exc})"[:2000],
+                timings,
+            )
         if attempt.status == "gated":
             refused = self._read_back(attempt, sel, artifact, registry, timings, where=where)
             if refused is not None:
                 return refused
         return Prepared(attempt=attempt, artifact=artifact, gate_result=result, selection=sel)
 
-    def _read_back(self, attempt: Attempt, sel: Selection, artifact: Artifact, registry: Registry,
-                   timings: dict[str, float], *, where: str = "") -> Prepared | None:
+    def _read_back(
+        self,
+        attempt: Attempt,
+        sel: Selection,
+        artifact: Artifact,
+        registry: Registry,
+        timings: dict[str, float],
+        *,
+        where: str = "",
+    ) -> Prepared | None:
         """Read the stored artifact back through the store's read path (:mod:`lossgate.publication.readback`).
         None if it came back as written; else it is failed, never published, the attempt is
         rejected with a ``representation_loss`` violation (and the gate's findings on what came
@@ -571,8 +702,10 @@ class Consolidator:
             found = divergence(artifact, back)
         except ValidationError as exc:  # stored, but what comes back is no artifact: the root differs
             error = exc.errors()[0]
-            back, found = None, (".".join(str(p) for p in ("artifact", *error["loc"])), "a valid record",
-                                 f"invalid: {error['msg']}")
+            back, found = (
+                None,
+                (".".join(str(p) for p in ("artifact", *error["loc"])), "a valid record", f"invalid: {error['msg']}"),
+            )
         _add(timings, "read_back_s", time.perf_counter() - t0)
         if found is None:
             return None
@@ -584,14 +717,25 @@ class Consolidator:
             findings += [*again.violations, *again.losses]
         result = make_result(findings, must)
         log.error("read-back of %s differs from what was written: %s", artifact.artifact_id, without_values(found))
-        attempt = attempt.model_copy(update={
-            "status": "rejected", "gate_outcome": "failed", "finished_at": utcnow(), "reason": "read-back differs",
-            "violations": tuple(where + line for line in result.lines()),
-            "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations),
-        })
+        attempt = attempt.model_copy(
+            update={
+                "status": "rejected",
+                "gate_outcome": "failed",
+                "finished_at": utcnow(),
+                "reason": "read-back differs",
+                "violations": tuple(where + line for line in result.lines()),
+                "details": tuple(_storable(f"{where}{v}: {v.detail}") or "" for v in result.violations),
+            }
+        )
         with self.store.write() as tx:
-            tx.set_artifact_state(t, s, [artifact.artifact_id], "failed", from_states=["candidate", "shadow"],
-                                  reason=f"read-back: {without_values(found)}"[:2000])
+            tx.set_artifact_state(
+                t,
+                s,
+                [artifact.artifact_id],
+                "failed",
+                from_states=["candidate", "shadow"],
+                reason=f"read-back: {without_values(found)}"[:2000],
+            )
             attempt = save_attempt(tx, attempt)
             attempt = self._schedule_retry(tx, attempt)
         return Prepared(attempt=attempt, artifact=back or artifact, gate_result=result, selection=sel)
@@ -603,8 +747,14 @@ class Consolidator:
         c = self.config
         return c.incremental and c.hierarchy.mode == "never" and not self.shadow
 
-    def _gate(self, sel: Selection, body: ArtifactBody, registry: Registry, must: MustPreserve,
-              seen: Extractions | None = None) -> tuple[gate.GateResult, tuple[str, ...]]:
+    def _gate(
+        self,
+        sel: Selection,
+        body: ArtifactBody,
+        registry: Registry,
+        must: MustPreserve,
+        seen: Extractions | None = None,
+    ) -> tuple[gate.GateResult, tuple[str, ...]]:
         """The gate's result for ``body``, and the valid events of what it read that hold an
         atom the body dropped (its ``atom_missing`` losses, mapped back to the events through
         the atoms the gate extracted: :func:`~lossgate.gate.sources.events_holding`); a
@@ -626,16 +776,28 @@ class Consolidator:
             return tuple(sorted({*events_holding(events, labels, seen=seen), *also}))
 
         if not sel.bounded:
-            result = gate.check(sel.snapshot, body, registry, must=must, retired=sel.retired,
-                                prose_inputs=prose_inputs(sel.snapshot, seen=seen))
+            result = gate.check(
+                sel.snapshot,
+                body,
+                registry,
+                must=must,
+                retired=sel.retired,
+                prose_inputs=prose_inputs(sel.snapshot, seen=seen),
+            )
             return result, dropped(result, sel.snapshot.events)
         carried = _carried_lines(sel, body)
         if carried is not None:
             lines = body.summary.split("\n")
             blanked = "\n".join("" if strip_markers(line) in carried else line for line in lines)
             new_text = prose_inputs(sel.snapshot.model_copy(update={"events": sel.events}), seen=seen)
-            result = gate.check(sel.snapshot, body.model_copy(update={"summary": blanked}), registry, must=must,
-                                prose_inputs=new_text, retired=sel.retired)
+            result = gate.check(
+                sel.snapshot,
+                body.model_copy(update={"summary": blanked}),
+                registry,
+                must=must,
+                prose_inputs=new_text,
+                retired=sel.retired,
+            )
             # the carried lines' markers too: what holds now is read at this epoch, not the parent's
             kept = "\n".join(line if strip_markers(line) in carried else "" for line in lines)
             marks = check_markers(kept, sel.retired, structured_lines(body))
@@ -646,23 +808,39 @@ class Consolidator:
         t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
         with self.store.read() as tx:
             whole = snapshot_at(tx, t, s, registry, through_seq=sel.snapshot.clock.high_water)
-        result = gate.check(whole, body, registry, must=build_must_preserve(whole, registry), retired=sel.retired,
-                            prose_inputs=prose_inputs(whole, seen=seen))
+        result = gate.check(
+            whole,
+            body,
+            registry,
+            must=build_must_preserve(whole, registry),
+            retired=sel.retired,
+            prose_inputs=prose_inputs(whole, seen=seen),
+        )
         return result, dropped(result, whole.events)
 
     # -- a hierarchy: the parts, then the root ---------------------------------------------
-    def _extend(self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry,
-                count: Callable[[str], int]) -> tail.Tail | None:
+    def _extend(
+        self, tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry, count: Callable[[str], int]
+    ) -> tail.Tail | None:
         """The job that extends the subject's fresh published root by its tail, if this
         consolidator may take one (:mod:`lossgate.consolidate.tail`)."""
         c = self.config
         if not c.incremental or not c.reuse_parts or c.hierarchy.mode == "never" or self.shadow:
             return None
-        return tail.extend(tx, tenant_id, subject_id, registry, c.hierarchy, compressor=self.compressor,
-                           label=self._compressor_label(), count=count)
+        return tail.extend(
+            tx,
+            tenant_id,
+            subject_id,
+            registry,
+            c.hierarchy,
+            compressor=self.compressor,
+            label=self._compressor_label(),
+            count=count,
+        )
 
-    def _plan_tree(self, tx: WriteTx, sel: Selection, registry: Registry,
-                   count: Callable[[str], int]) -> hierarchy.TreePlan | None:
+    def _plan_tree(
+        self, tx: WriteTx, sel: Selection, registry: Registry, count: Callable[[str], int]
+    ) -> hierarchy.TreePlan | None:
         config = self.config.hierarchy
         if config.mode == "never":
             return None
@@ -671,17 +849,34 @@ class Consolidator:
         current = sel.parent or (tx.artifact(t, s, alias_id) if alias_id else None)
         settings = config.settings(current.manifest.tree if current else None, self.compressor)
         if self.shadow:  # a shadow tree reuses the parts of the latest shadow tree, never live ones
-            current = next((a for a in tx.artifacts(t, s, states=["shadow"]) if a.manifest.path == "hierarchical"),
-                           None)
+            current = next(
+                (a for a in tx.artifacts(t, s, states=["shadow"]) if a.manifest.path == "hierarchical"), None
+            )
         if not hierarchy.wanted(sel, current, config.mode, settings.context_tokens, count):
             return None
-        return hierarchy.plan(tx, sel, current, settings,
-                              compressor=self._compressor_label(), registry=registry, count=count,
-                              reuse=self.config.reuse_parts, shadow=self.shadow)
+        return hierarchy.plan(
+            tx,
+            sel,
+            current,
+            settings,
+            compressor=self._compressor_label(),
+            registry=registry,
+            count=count,
+            reuse=self.config.reuse_parts,
+            shadow=self.shadow,
+        )
 
-    def _prepare_tree(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, registry: Registry,
-                      timings: dict[str, float], failures: int, refused_for: tuple[str, ...],
-                      count: Callable[[str], int]) -> Prepared:
+    def _prepare_tree(
+        self,
+        attempt: Attempt,
+        sel: Selection,
+        tree: hierarchy.TreePlan,
+        registry: Registry,
+        timings: dict[str, float],
+        failures: int,
+        refused_for: tuple[str, ...],
+        count: Callable[[str], int],
+    ) -> Prepared:
         """Build the parts that no stored artifact digests yet (each gated against its own
         snapshot and stored as a candidate), then the root over all of them."""
         children: list[Artifact] = []
@@ -694,25 +889,45 @@ class Consolidator:
                 children.append(job.reuse)
                 continue
             part_sel = Selection(
-                snapshot=job.snapshot, expected=sel.expected, path="part", parent=None, events=job.part.events,
-                facts=job.facts, inputs=job.inputs, input_root=job.input_root,
-                outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
-                retired=sel.retired, narrative_policy=sel.narrative_policy)
+                snapshot=job.snapshot,
+                expected=sel.expected,
+                path="part",
+                parent=None,
+                events=job.part.events,
+                facts=job.facts,
+                inputs=job.inputs,
+                input_root=job.input_root,
+                outdated_event_ids=job.outdated_event_ids,
+                withdrawn_event_ids=sel.withdrawn_event_ids,
+                retired=sel.retired,
+                narrative_policy=sel.narrative_policy,
+            )
             must = build_must_preserve(job.snapshot, registry)
             # The digest's budget: its conversation's share, plus what its structure takes (the
             # facts drawn from this period are never dropped for the conversation's sake).
             head = header_line(sel.snapshot.tenant_id, sel.snapshot.subject_id) + "\n" + job.title
-            structure = self._count(head) + self._count(CONVERSATION_TITLE) + 1 + sum(
-                self._count(fact_line(f)) + 1 for f in job.facts) + sum(
-                self._count(conflict_line(c.predicate, c.fact_ids)) + 1 for c in job.snapshot.conflicts)
+            structure = (
+                self._count(head)
+                + self._count(CONVERSATION_TITLE)
+                + 1
+                + sum(self._count(fact_line(f)) + 1 for f in job.facts)
+                + sum(self._count(conflict_line(c.predicate, c.fact_ids)) + 1 for c in job.snapshot.conflicts)
+            )
             said = sum(count(event_line(e)) + 1 for e in job.part.events if e.text)
             request = CompressionRequest(
-                tenant_id=sel.snapshot.tenant_id, subject_id=sel.snapshot.subject_id, facts=job.facts,
+                tenant_id=sel.snapshot.tenant_id,
+                subject_id=sel.snapshot.subject_id,
+                facts=job.facts,
                 predicates={f.predicate: registry.get(f.predicate) for f in job.facts},
-                conflicts=job.snapshot.conflicts, events=job.part.events,
+                conflicts=job.snapshot.conflicts,
+                events=job.part.events,
                 budget_tokens=hierarchy.digest_budget(tree.settings, said) + structure,
-                outdated_event_ids=job.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
-                must_keep=_must_keep(must), failures=failures, refused_for=refused_for, period=job.title,
+                outdated_event_ids=job.outdated_event_ids,
+                withdrawn_event_ids=sel.withdrawn_event_ids,
+                must_keep=_must_keep(must),
+                failures=failures,
+                refused_for=refused_for,
+                period=job.title,
             )
             built = self._build(attempt, part_sel, request, must, registry, timings, label=job.part.key, seen=seen)
             if isinstance(built, Prepared):
@@ -720,12 +935,24 @@ class Consolidator:
             body, result, raw_text, judged, omitted, dropped = built
             left_out += omitted
             if not result.passed and not self.exploratory:  # the job fails as a whole: nothing of it is published
-                return self._conclude(attempt, part_sel, body, result, registry, timings, raw_text,
-                                      judged=judged, part=job.info, omitted=tuple(left_out), dropped=dropped)
+                return self._conclude(
+                    attempt,
+                    part_sel,
+                    body,
+                    result,
+                    registry,
+                    timings,
+                    raw_text,
+                    judged=judged,
+                    part=job.info,
+                    omitted=tuple(left_out),
+                    dropped=dropped,
+                )
             if not result.passed:  # exploratory: recorded, and the tree is built on
                 failed_parts.append((job.part.key, result))
-            artifact = self._artifact(attempt, part_sel, body, result, registry, timings, judged=judged,
-                                      part=job.info, dropped=dropped)
+            artifact = self._artifact(
+                attempt, part_sel, body, result, registry, timings, judged=judged, part=job.info, dropped=dropped
+            )
             try:
                 with self.store.write() as tx:
                     moved, erased = _moved(tx, attempt)
@@ -737,21 +964,42 @@ class Consolidator:
                 if moved:
                     return Prepared(attempt=attempt, selection=sel)
             except StoreError as exc:
-                return self._finish_error(attempt, part_sel, None, f"part {job.part.key}: invalid output: the "
-                                          f"store refused it ({exc})"[:2000], timings)
-            refused = self._read_back(attempt.model_copy(update={"artifact_id": artifact.artifact_id}), part_sel,
-                                      artifact, registry, timings, where=f"part {job.part.key}: ")
+                return self._finish_error(
+                    attempt,
+                    part_sel,
+                    None,
+                    f"part {job.part.key}: invalid output: the store refused it ({exc})"[:2000],
+                    timings,
+                )
+            refused = self._read_back(
+                attempt.model_copy(update={"artifact_id": artifact.artifact_id}),
+                part_sel,
+                artifact,
+                registry,
+                timings,
+                where=f"part {job.part.key}: ",
+            )
             if refused is not None:
                 return refused
             children.append(artifact)
             raw_parts[job.part.key] = raw_text
-        return self._prepare_root(attempt, sel, tree, children, raw_parts, registry, timings, tuple(left_out), seen,
-                                  failed_parts=failed_parts)
+        return self._prepare_root(
+            attempt, sel, tree, children, raw_parts, registry, timings, tuple(left_out), seen, failed_parts=failed_parts
+        )
 
-    def _prepare_root(self, attempt: Attempt, sel: Selection, tree: hierarchy.TreePlan, children: list[Artifact],
-                      raw_parts: dict[str, str | None], registry: Registry, timings: dict[str, float],
-                      omitted: tuple[str, ...] = (), seen: Extractions | None = None,
-                      failed_parts: list[tuple[str, gate.GateResult]] | None = None) -> Prepared:
+    def _prepare_root(
+        self,
+        attempt: Attempt,
+        sel: Selection,
+        tree: hierarchy.TreePlan,
+        children: list[Artifact],
+        raw_parts: dict[str, str | None],
+        registry: Registry,
+        timings: dict[str, float],
+        omitted: tuple[str, ...] = (),
+        seen: Extractions | None = None,
+        failed_parts: list[tuple[str, gate.GateResult]] | None = None,
+    ) -> Prepared:
         """The root: the ledger's claims and lines (the deterministic compressor's, under the
         job's budget), then every part's digest, gated against the whole snapshot (``seen``:
         the atoms its parts' gates extracted; ``failed_parts``, an exploratory gate's findings
@@ -759,41 +1007,81 @@ class Consolidator:
         t, s = sel.snapshot.tenant_id, sel.snapshot.subject_id
         must = build_must_preserve(sel.snapshot, registry)
         request = CompressionRequest(
-            tenant_id=t, subject_id=s, facts=tree.facts,
+            tenant_id=t,
+            subject_id=s,
+            facts=tree.facts,
             predicates={f.predicate: registry.get(f.predicate) for f in tree.facts},
-            conflicts=sel.snapshot.conflicts, budget_tokens=self.config.budget_tokens,
-            withdrawn_event_ids=sel.withdrawn_event_ids, must_keep=_must_keep(must))
+            conflicts=sel.snapshot.conflicts,
+            budget_tokens=self.config.budget_tokens,
+            withdrawn_event_ids=sel.withdrawn_event_ids,
+            must_keep=_must_keep(must),
+        )
         try:
             structure = self._structure.compress(request)
         except CompressionError as exc:
             return self._finish_error(attempt, sel, None, f"{type(exc).__name__}: {exc}", timings)
-        summary, gated = hierarchy.rollup_summary(structure["summary"], children, carried=tree.carried_lines,
-                                                  window=tree.settings.window_tokens, count=self._count)
+        summary, gated = hierarchy.rollup_summary(
+            structure["summary"],
+            children,
+            carried=tree.carried_lines,
+            window=tree.settings.window_tokens,
+            count=self._count,
+        )
         body = ArtifactBody.model_validate({**structure, "summary": summary})
         own = structured_lines(body)  # the digests' lines as what holds now makes them read
         body = body.model_copy(update={"summary": mark(summary, sel.retired, own)})
         gated = mark(gated, sel.retired, own)
         parent = tree.extends
         inputs = tuple(
-            ([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
-             if parent is not None else [])
+            (
+                [InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
+                if parent is not None
+                else []
+            )
             + [InputRef(kind="artifact", id=c.artifact_id, content_hash=c.manifest.input_root) for c in children]
-            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in tree.facts])
+            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in tree.facts]
+        )
         root = input_root(inputs) if parent is None else content_hash([input_root(inputs), list(tree.carried)])
-        root_sel = Selection(snapshot=sel.snapshot, expected=sel.expected, path="hierarchical", parent=None,
-                             events=(), facts=tree.facts, inputs=inputs, input_root=root,
-                             withdrawn_event_ids=sel.withdrawn_event_ids, retired=sel.retired)
+        root_sel = Selection(
+            snapshot=sel.snapshot,
+            expected=sel.expected,
+            path="hierarchical",
+            parent=None,
+            events=(),
+            facts=tree.facts,
+            inputs=inputs,
+            input_root=root,
+            withdrawn_event_ids=sel.withdrawn_event_ids,
+            retired=sel.retired,
+        )
         t2 = time.perf_counter()
         # A root that extends its parent is gated on what it adds: the parent's digest lines it
         # carries were gated with the parent, against a snapshot this one only extends.
-        result = gate.check(sel.snapshot, body if parent is None else body.model_copy(update={"summary": gated}),
-                            registry, must=must, retired=sel.retired,
-                            prose_inputs=prose_inputs(sel.snapshot, seen=seen))
+        result = gate.check(
+            sel.snapshot,
+            body if parent is None else body.model_copy(update={"summary": gated}),
+            registry,
+            must=must,
+            retired=sel.retired,
+            prose_inputs=prose_inputs(sel.snapshot, seen=seen),
+        )
         _add(timings, "gate_s", time.perf_counter() - t2)
         raw = json.dumps({"parts": raw_parts}, sort_keys=True) if raw_parts else None
         dropped = _root_dropped(sel, children, result, gated if parent is not None else body.summary, seen)
-        return self._conclude(attempt, root_sel, body, result, registry, timings, raw, judged=False, tree=tree,
-                              omitted=omitted, dropped=dropped, failed_parts=failed_parts or ())
+        return self._conclude(
+            attempt,
+            root_sel,
+            body,
+            result,
+            registry,
+            timings,
+            raw,
+            judged=False,
+            tree=tree,
+            omitted=omitted,
+            dropped=dropped,
+            failed_parts=failed_parts or (),
+        )
 
     def _publish_shadow(self, prepared: Prepared) -> Attempt:
         """Offer a shadow lane's stored summary to the shadow alias
@@ -812,8 +1100,9 @@ class Consolidator:
                 reason = result.reason + (f" with {found} violation(s) (exploratory gate)" if found else "")
             else:
                 reason = f"not published to the shadow alias: {result.reason}"
-                tx.set_artifact_state(t, s, [artifact.artifact_id], "abandoned", from_states=["shadow"],
-                                      reason=result.reason)
+                tx.set_artifact_state(
+                    t, s, [artifact.artifact_id], "abandoned", from_states=["shadow"], reason=result.reason
+                )
             return save_attempt(tx, attempt.model_copy(update={"finished_at": utcnow(), "reason": reason}))
 
     def publish(self, prepared: Prepared) -> Attempt:
@@ -837,8 +1126,9 @@ class Consolidator:
                     parts = {c for a in waiting for c in a.manifest.children} - set(artifact.manifest.children)
                     if parts:
                         tx.set_artifact_state(t, s, sorted(parts), "abandoned", from_states=["candidate"], reason=why)
-                tx.set_artifact_state(t, s, [artifact.artifact_id], "review",
-                                      from_states=["candidate"], reason="awaiting review")
+                tx.set_artifact_state(
+                    t, s, [artifact.artifact_id], "review", from_states=["candidate"], reason="awaiting review"
+                )
                 attempt = prepared.attempt.model_copy(update={"reason": "awaiting review", "finished_at": utcnow()})
                 attempt = save_attempt(tx, attempt)
                 return attempt
@@ -848,17 +1138,24 @@ class Consolidator:
             else:
                 head = tx.artifact_head(artifact.tenant_id, artifact.subject_id, artifact.artifact_id)
                 if head is not None and head.state == "candidate":
-                    tx.set_artifact_state(artifact.tenant_id, artifact.subject_id, [artifact.artifact_id],
-                                          "abandoned", reason=result.reason)
+                    tx.set_artifact_state(
+                        artifact.tenant_id,
+                        artifact.subject_id,
+                        [artifact.artifact_id],
+                        "abandoned",
+                        reason=result.reason,
+                    )
                 queue.switch_refused(tx, artifact.tenant_id, artifact.subject_id, result.reason, now=utcnow())
-                attempt = prepared.attempt.model_copy(update={
-                    "status": "conflict", "reason": result.reason, "finished_at": utcnow()})
+                attempt = prepared.attempt.model_copy(
+                    update={"status": "conflict", "reason": result.reason, "finished_at": utcnow()}
+                )
             attempt = save_attempt(tx, attempt)
         return attempt
 
     # -- steps -----------------------------------------------------------------------
-    def _judged(self, sel: Selection, body: ArtifactBody, must: MustPreserve,
-                result: gate.GateResult) -> tuple[bool, gate.GateResult]:
+    def _judged(
+        self, sel: Selection, body: ArtifactBody, must: MustPreserve, result: gate.GateResult
+    ) -> tuple[bool, gate.GateResult]:
         """Whether the model judge read a narrative, and the gate's result with its findings.
         The judge's whole exchange runs under its ``timeout_s`` (a server that trickles its
         answer a byte at a time would otherwise pass every per-read timeout)."""
@@ -867,12 +1164,28 @@ class Consolidator:
         narrative = "\n".join(raw for raw, _ in narrative_sentences(sel.snapshot, body))
         if not narrative:
             return False, result
-        facts = [{"fact_id": f.fact_id, "predicate": f.predicate, "value": f.value, "polarity": f.polarity,
-                  "modality": f.modality, "authority": f.authority, "qualifiers": dict(f.qualifiers)}
-                 for f in sel.snapshot.facts if f.status == "active"]
+        facts = [
+            {
+                "fact_id": f.fact_id,
+                "predicate": f.predicate,
+                "value": f.value,
+                "polarity": f.polarity,
+                "modality": f.modality,
+                "authority": f.authority,
+                "qualifiers": dict(f.qualifiers),
+            }
+            for f in sel.snapshot.facts
+            if f.status == "active"
+        ]
         try:
-            statements = call_with_deadline(judge.statements, sel.snapshot.subject_id, facts, narrative,
-                                            timeout_s=judge.config.timeout_s, name="lossgate-judge")
+            statements = call_with_deadline(
+                judge.statements,
+                sel.snapshot.subject_id,
+                facts,
+                narrative,
+                timeout_s=judge.config.timeout_s,
+                name="lossgate-judge",
+            )
         except Overdue:
             raise JudgeError(f"timeout: the judge did not answer within {judge.config.timeout_s:g}s") from None
         found = judge_violations(statements, sel.snapshot)
@@ -887,13 +1200,14 @@ class Consolidator:
     def _generate(self, request: CompressionRequest) -> tuple[Any, str | None]:
         """Run the compressor under the timeout. Returns (raw output, error or None)."""
         try:
-            return call_with_deadline(self.compressor.compress, request, timeout_s=self.config.timeout_s,
-                                      name="lossgate-compress"), None
+            return call_with_deadline(
+                self.compressor.compress, request, timeout_s=self.config.timeout_s, name="lossgate-compress"
+            ), None
         except Overdue:
             return None, f"timeout: the compressor did not answer within {self.config.timeout_s:g}s"
         except CompressionError as exc:
             return None, f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # a compressor is foreign code: any failure is a failed attempt
+        except Exception as exc:  # noqa: BLE001 - a compressor is foreign code: any failure is a failed attempt
             # its kind and place, not its message (which may quote the inputs); Escaped: a
             # SystemExit or KeyboardInterrupt it raised, no signal to this process
             return None, f"compressor error: {crash_reason(exc)}"
@@ -922,17 +1236,28 @@ class Consolidator:
             kind = "missing field" if first["type"] == "missing" else first["msg"]
             return None, f"invalid output: {kind} at {where} ({exc.error_count()} error(s))"
 
-    def _finish_error(self, attempt: Attempt, sel: Selection, raw_text: str | None, error: str,
-                      timings: dict[str, float]) -> Prepared:
-        attempt = attempt.model_copy(update={
-            "status": "error", "error": _storable(error), "raw_output": _storable(raw_text), "finished_at": utcnow(),
-            "timings": timings, "reason": error.split(":")[0],
-        })
+    def _finish_error(
+        self, attempt: Attempt, sel: Selection, raw_text: str | None, error: str, timings: dict[str, float]
+    ) -> Prepared:
+        attempt = attempt.model_copy(
+            update={
+                "status": "error",
+                "error": _storable(error),
+                "raw_output": _storable(raw_text),
+                "finished_at": utcnow(),
+                "timings": timings,
+                "reason": error.split(":")[0],
+            }
+        )
         with self.store.write() as tx:
             _, erased = _moved(tx, attempt)
             if erased:  # what failed may quote what was deleted meanwhile
-                attempt = attempt.model_copy(update={
-                    "raw_output": None, "error": f"{attempt.reason} (details purged: an input was deleted meanwhile)"})
+                attempt = attempt.model_copy(
+                    update={
+                        "raw_output": None,
+                        "error": f"{attempt.reason} (details purged: an input was deleted meanwhile)",
+                    }
+                )
             attempt = save_attempt(tx, attempt)
             attempt = self._schedule_retry(tx, attempt)
             now_epoch = tx.clock(attempt.tenant_id, attempt.subject_id).input_epoch
@@ -945,47 +1270,92 @@ class Consolidator:
         if self.shadow:
             return attempt
         c = self.config
-        return queue.after_failure(tx, attempt, max_attempts=c.max_attempts, backoff_base_s=c.backoff_base_s,
-                                   backoff_max_s=c.backoff_max_s, now=utcnow())
+        return queue.after_failure(
+            tx,
+            attempt,
+            max_attempts=c.max_attempts,
+            backoff_base_s=c.backoff_base_s,
+            backoff_max_s=c.backoff_max_s,
+            now=utcnow(),
+        )
 
-    def _artifact(self, attempt: Attempt, sel: Selection, body: ArtifactBody, result: gate.GateResult,
-                  registry: Registry, timings: dict[str, float], *, judged: bool = False,
-                  part: PartInfo | None = None, tree: hierarchy.TreePlan | None = None,
-                  dropped: tuple[str, ...] = ()) -> Artifact:
+    def _artifact(
+        self,
+        attempt: Attempt,
+        sel: Selection,
+        body: ArtifactBody,
+        result: gate.GateResult,
+        registry: Registry,
+        timings: dict[str, float],
+        *,
+        judged: bool = False,
+        part: PartInfo | None = None,
+        tree: hierarchy.TreePlan | None = None,
+        dropped: tuple[str, ...] = (),
+    ) -> Artifact:
         if part is None:
             covers = max(sel.snapshot.clock.high_water, sel.expected.covers_through)
         else:  # a part covers its own events (it is never offered to the alias)
             covers = max(e.seq for e in sel.events)
         artifact_id = f"art-{attempt.subject_id}-{covers:06d}-{uuid.uuid4().hex[:8]}"
         manifest = Manifest(
-            artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
+            artifact_id=artifact_id,
+            tenant_id=attempt.tenant_id,
+            subject_id=attempt.subject_id,
             new_covers_through=covers,
-            input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected, inputs=sel.inputs,
-            input_root=sel.input_root, path=sel.path, selector_version=SELECTOR_VERSION,
-            prompt_version=(self._structure.prompt_version if sel.path == "hierarchical" else
-                            getattr(self.compressor, "prompt_version_used", self.compressor.prompt_version))
+            input_epoch=sel.snapshot.clock.input_epoch,
+            expected_alias=sel.expected,
+            inputs=sel.inputs,
+            input_root=sel.input_root,
+            path=sel.path,
+            selector_version=SELECTOR_VERSION,
+            prompt_version=(
+                self._structure.prompt_version
+                if sel.path == "hierarchical"
+                else getattr(self.compressor, "prompt_version_used", self.compressor.prompt_version)
+            )
             + (f"+{self.judge.name}/{self.judge.prompt_version}" if judged and self.judge else ""),
             compressor=self._structure.name if sel.path == "hierarchical" else self.compressor.name,
-            compressor_version=self._structure.version if sel.path == "hierarchical" else self.compressor.version, extractor_version=EXTRACTOR_VERSION,
-            schema_version=self._schema_version(), registry_version=registry.version,
-            attempt=attempt.number, budget_tokens=self.config.budget_tokens, timings=dict(timings), part=part,
-            tree=tree.settings if tree else None, extends=tree.extends.artifact_id if tree and tree.extends else None,
-            carried=tree.carried if tree else (), periods=tree.periods if tree else (), dropped=dropped,
+            compressor_version=self._structure.version if sel.path == "hierarchical" else self.compressor.version,
+            extractor_version=EXTRACTOR_VERSION,
+            schema_version=self._schema_version(),
+            registry_version=registry.version,
+            attempt=attempt.number,
+            budget_tokens=self.config.budget_tokens,
+            timings=dict(timings),
+            part=part,
+            tree=tree.settings if tree else None,
+            extends=tree.extends.artifact_id if tree and tree.extends else None,
+            carried=tree.carried if tree else (),
+            periods=tree.periods if tree else (),
+            dropped=dropped,
         )
         return Artifact(
-            artifact_id=artifact_id, tenant_id=attempt.tenant_id, subject_id=attempt.subject_id,
-            state=("shadow" if self.shadow and (result.passed or self.exploratory)
-                   else "candidate" if result.passed else "failed"), body=body,
+            artifact_id=artifact_id,
+            tenant_id=attempt.tenant_id,
+            subject_id=attempt.subject_id,
+            state=(
+                "shadow"
+                if self.shadow and (result.passed or self.exploratory)
+                else "candidate"
+                if result.passed
+                else "failed"
+            ),
+            body=body,
             manifest=manifest,
-            gate={"outcome": result.outcome, "violations": result.lines(),
-                  "losses": [str(v) for v in result.losses]},
+            gate={"outcome": result.outcome, "violations": result.lines(), "losses": [str(v) for v in result.losses]},
             created_at=utcnow(),
         )
 
     @staticmethod
     def _edges(artifact: Artifact, sel: Selection) -> list[LineageEdge]:
         return [
-            LineageEdge(tenant_id=artifact.tenant_id, subject_id=artifact.subject_id,
-                        artifact_id=artifact.artifact_id, input_kind=ref.kind, input_id=ref.id)
+            LineageEdge(
+                tenant_id=artifact.tenant_id,
+                subject_id=artifact.subject_id,
+                artifact_id=artifact.artifact_id,
+                input_kind=ref.kind,
+                input_id=ref.id,
+            )
             for ref in sel.inputs
         ]

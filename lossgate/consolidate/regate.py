@@ -60,8 +60,9 @@ class RegateResult:
     queued: bool = False
 
 
-def regate_subject(tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry, *,
-                   now: datetime) -> list[RegateResult]:
+def regate_subject(
+    tx: WriteTx, tenant_id: str, subject_id: str, registry: Registry, *, now: datetime
+) -> list[RegateResult]:
     """Re-gate one subject's artifacts gated under an outdated registry (module docstring)."""
     alias = tx.alias(tenant_id, subject_id)
     results: list[RegateResult] = []
@@ -91,30 +92,55 @@ def regate_subject(tx: WriteTx, tenant_id: str, subject_id: str, registry: Regis
             queued = False
             if stale:
                 shown = ", ".join(lines[:5]) + (f" (+{len(lines) - 5} more)" if len(lines) > 5 else "")
-                tx.set_artifact_state(t, s, [a], "stale", from_states=["published"], reason=(
-                    f"re-gate under registry v{registry.version} (gated under v{gated_under}) failed: {shown}"))
+                tx.set_artifact_state(
+                    t,
+                    s,
+                    [a],
+                    "stale",
+                    from_states=["published"],
+                    reason=(f"re-gate under registry v{registry.version} (gated under v{gated_under}) failed: {shown}"),
+                )
                 queued = queue.registry_upgraded(tx, t, s, registry.version, now=now)
-            results.append(RegateResult(t, s, a, gated_under, registry.version, result.outcome, lines,
-                                        stale=stale, queued=queued))
+            results.append(
+                RegateResult(t, s, a, gated_under, registry.version, result.outcome, lines, stale=stale, queued=queued)
+            )
         else:
             # Not what recall reads: work in flight or left behind, gated against a set the new
             # registry has outgrown. It must never reach the switch now.
-            tx.set_artifact_state(t, s, [a], "stale", from_states=[art.state], reason=(
-                f"gated under registry v{gated_under}; v{registry.version} requires a re-gate"))
+            tx.set_artifact_state(
+                t,
+                s,
+                [a],
+                "stale",
+                from_states=[art.state],
+                reason=(f"gated under registry v{gated_under}; v{registry.version} requires a re-gate"),
+            )
             results.append(RegateResult(t, s, a, gated_under, registry.version, "outdated", stale=True))
         last = results[-1]
-        tx.add_log(t, s, at=now, op="regate", target_id=a, detail={
-            "registry_version": registry.version, "gated_under": gated_under, "changes": changes,
-            "outcome": last.outcome, "violations": list(last.violations), "stale": last.stale,
-            "queued": last.queued,
-        })
+        tx.add_log(
+            t,
+            s,
+            at=now,
+            op="regate",
+            target_id=a,
+            detail={
+                "registry_version": registry.version,
+                "gated_under": gated_under,
+                "changes": changes,
+                "outcome": last.outcome,
+                "violations": list(last.violations),
+                "stale": last.stale,
+                "queued": last.queued,
+            },
+        )
     return results
 
 
-def regate_tenant(tx: WriteTx, tenant_id: str, registry: Registry, *, now: datetime,
-                  subjects: Sequence[str] | None = None) -> list[RegateResult]:
+def regate_tenant(
+    tx: WriteTx, tenant_id: str, registry: Registry, *, now: datetime, subjects: Sequence[str] | None = None
+) -> list[RegateResult]:
     """:func:`regate_subject` for each of ``subjects`` (default: every subject of the tenant)."""
     out: list[RegateResult] = []
-    for subject_id in (tx.subjects(tenant_id) if subjects is None else subjects):
+    for subject_id in tx.subjects(tenant_id) if subjects is None else subjects:
         out += regate_subject(tx, tenant_id, subject_id, registry, now=now)
     return out

@@ -27,15 +27,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from lossgate.gate.superseded import Retired
 from lossgate.model.canonical import content_hash
 from lossgate.model.derived_records import Artifact, ExpectedAlias, InputRef
-from lossgate.gate.superseded import Retired
 from lossgate.model.records import Event, Fact, Snapshot
 from lossgate.model.registry import Registry
 from lossgate.store.protocol import ReadTx
 
-__all__ = ["SELECTOR_VERSION", "Selection", "select", "select_delta", "snapshot_at", "input_root", "cited_sources",
-           "delta_inputs", "outdated_in"]
+__all__ = [
+    "SELECTOR_VERSION",
+    "Selection",
+    "select",
+    "select_delta",
+    "snapshot_at",
+    "input_root",
+    "cited_sources",
+    "delta_inputs",
+    "outdated_in",
+]
 
 SELECTOR_VERSION = "authorized-view-v1"
 
@@ -82,17 +91,16 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
     alias = tx.alias(tenant_id, subject_id)
     h = clock.high_water
     parent = tx.artifact(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
-    fresh_parent = (
-        parent is not None and parent.state == "published" and alias.source_epoch == clock.input_epoch
-    )
+    fresh_parent = parent is not None and parent.state == "published" and alias.source_epoch == clock.input_epoch
     path: Literal["direct", "incremental"] = "incremental" if incremental and fresh_parent else "direct"
 
     all_facts = tx.facts(tenant_id, subject_id, through_seq=h)
     # Text a deleted fact was drawn from is deleted content too, even while its event stays
     # valid for other facts: it never reaches a compressor (invariant 1) or a summary.
     suppressed = {e for f in all_facts if f.status == "deleted" for e in f.source_event_ids}
-    valid = [e for e in tx.events(tenant_id, subject_id, states=["valid"], through_seq=h)
-             if e.event_id not in suppressed]
+    valid = [
+        e for e in tx.events(tenant_id, subject_id, states=["valid"], through_seq=h) if e.event_id not in suppressed
+    ]
     active = tuple(f for f in all_facts if f.status == "active")
     conflicts = tuple(c for c in tx.conflicts(tenant_id, subject_id, unresolved_only=True))
 
@@ -102,19 +110,33 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
         refs = delta_inputs(parent, shown, active)
     else:
         shown = tuple(valid)
-        refs = tuple([InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
-                     + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
+        refs = tuple(
+            [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
+            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
+        )
     live_sources = {e for f in active for e in f.source_event_ids}
     authorized = {e.event_id for e in valid}
     withdrawn = frozenset(e for e in live_sources if e not in authorized)
     outdated = outdated_in(all_facts, {e.event_id for e in shown})
     snapshot = Snapshot(
-        tenant_id=tenant_id, subject_id=subject_id, clock=clock, registry_version=registry.version,
-        events=tuple(valid), facts=tuple(all_facts), conflicts=conflicts,
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        clock=clock,
+        registry_version=registry.version,
+        events=tuple(valid),
+        facts=tuple(all_facts),
+        conflicts=conflicts,
     )
     return Selection(
-        snapshot=snapshot, expected=alias.expected(), path=path, parent=parent if path == "incremental" else None,
-        events=shown, facts=active, inputs=refs, input_root=input_root(refs), outdated_event_ids=outdated,
+        snapshot=snapshot,
+        expected=alias.expected(),
+        path=path,
+        parent=parent if path == "incremental" else None,
+        events=shown,
+        facts=active,
+        inputs=refs,
+        input_root=input_root(refs),
+        outdated_event_ids=outdated,
         withdrawn_event_ids=withdrawn,
     )
 
@@ -129,11 +151,16 @@ def snapshot_at(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry,
     h = min(through_seq, clock.high_water)
     all_facts = tx.facts(tenant_id, subject_id, through_seq=h)
     suppressed = {e for f in all_facts if f.status == "deleted" for e in f.source_event_ids}
-    valid = [e for e in tx.events(tenant_id, subject_id, states=["valid"], through_seq=h)
-             if e.event_id not in suppressed]
+    valid = [
+        e for e in tx.events(tenant_id, subject_id, states=["valid"], through_seq=h) if e.event_id not in suppressed
+    ]
     return Snapshot(
-        tenant_id=tenant_id, subject_id=subject_id, clock=clock.model_copy(update={"high_water": h}),
-        registry_version=registry.version, events=tuple(valid), facts=tuple(all_facts),
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        clock=clock.model_copy(update={"high_water": h}),
+        registry_version=registry.version,
+        events=tuple(valid),
+        facts=tuple(all_facts),
         conflicts=tuple(tx.conflicts(tenant_id, subject_id, unresolved_only=True)),
     )
 
@@ -148,8 +175,12 @@ def select_delta(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry
     if alias.artifact_id is None or alias.source_epoch != clock.input_epoch or h <= alias.covers_through:
         return None
     parent = tx.artifact(t, s, alias.artifact_id)
-    if (parent is None or parent.state != "published" or parent.manifest.path not in ("direct", "incremental")
-            or parent.manifest.registry_version != registry.version):
+    if (
+        parent is None
+        or parent.state != "published"
+        or parent.manifest.path not in ("direct", "incremental")
+        or parent.manifest.registry_version != registry.version
+    ):
         return None
     delta = tx.events(t, s, states=["valid"], after_seq=alias.covers_through, through_seq=h)
     citing = tx.facts_citing(t, s, [e.event_id for e in delta]) if delta else []
@@ -161,20 +192,32 @@ def select_delta(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry
     cited, withdrawn = cited_sources(tx, t, s, facts.values(), active, known)
     inputs = delta_inputs(parent, shown, active)
     snapshot = Snapshot(
-        tenant_id=t, subject_id=s, clock=clock, registry_version=registry.version,
+        tenant_id=t,
+        subject_id=s,
+        clock=clock,
+        registry_version=registry.version,
         events=tuple(sorted([*shown, *cited], key=lambda e: e.seq)),
         facts=tuple(sorted(facts.values(), key=lambda f: (f.seq, f.fact_id))),
         conflicts=tuple(tx.conflicts(t, s, unresolved_only=True)),
     )
     return Selection(
-        snapshot=snapshot, expected=alias.expected(), path="incremental", parent=parent, events=shown, facts=active,
-        inputs=inputs, input_root=input_root(inputs), outdated_event_ids=outdated_in(citing, known),
-        withdrawn_event_ids=withdrawn, bounded=True,
+        snapshot=snapshot,
+        expected=alias.expected(),
+        path="incremental",
+        parent=parent,
+        events=shown,
+        facts=active,
+        inputs=inputs,
+        input_root=input_root(inputs),
+        outdated_event_ids=outdated_in(citing, known),
+        withdrawn_event_ids=withdrawn,
+        bounded=True,
     )
 
 
-def cited_sources(tx: ReadTx, tenant_id: str, subject_id: str, facts: Iterable[Fact], active: Iterable[Fact],
-                  known: set[str]) -> tuple[list[Event], frozenset[str]]:
+def cited_sources(
+    tx: ReadTx, tenant_id: str, subject_id: str, facts: Iterable[Fact], active: Iterable[Fact], known: set[str]
+) -> tuple[list[Event], frozenset[str]]:
     """What a bounded snapshot needs besides the events it shows (``known``): the valid
     events that ``facts`` cite among the others (not the text of a deleted fact), and the
     sources of the ``active`` facts that left the authorized view (withdrawn)."""
@@ -191,9 +234,11 @@ def cited_sources(tx: ReadTx, tenant_id: str, subject_id: str, facts: Iterable[F
 def delta_inputs(parent: Artifact, shown: Iterable[Event], active: Iterable[Fact]) -> tuple[InputRef, ...]:
     """A job's inputs when it builds on ``parent``: that artifact (pinned by its input root,
     so the chain commits to everything covered), the events it shows, the active facts."""
-    return tuple([InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
-                 + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
-                 + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active])
+    return tuple(
+        [InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
+        + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
+        + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
+    )
 
 
 def outdated_in(facts: Iterable[Fact], shown: set[str]) -> frozenset[str]:
@@ -201,5 +246,6 @@ def outdated_in(facts: Iterable[Fact], shown: set[str]) -> frozenset[str]:
     Such text states the retired value: it leaves the conversation even when the event also
     supports an active fact, whose claim line carries that fact (the gate refuses a summary
     that restates a retired value)."""
-    return frozenset(e for f in facts if f.status in ("superseded", "revoked") for e in f.source_event_ids
-                     if e in shown)
+    return frozenset(
+        e for f in facts if f.status in ("superseded", "revoked") for e in f.source_event_ids if e in shown
+    )

@@ -41,14 +41,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lossgate.consolidate.hierarchy import (
-    HierarchyConfig, TreePlan, digest_lines, part_jobs, period_blocks, period_hash, periods_of,
+    HierarchyConfig,
+    TreePlan,
+    digest_lines,
+    part_jobs,
+    period_blocks,
+    period_hash,
+    periods_of,
 )
 from lossgate.consolidate.parts import period_key, resume, split
 from lossgate.consolidate.selection import Selection, cited_sources, delta_inputs, input_root, outdated_in
 from lossgate.model.derived_records import Artifact
 from lossgate.model.records import Event, Snapshot
-from lossgate.model.wording import event_line
 from lossgate.model.registry import Registry
+from lossgate.model.wording import event_line
 from lossgate.store.protocol import ReadTx
 
 __all__ = ["Tail", "extend"]
@@ -62,16 +68,30 @@ class Tail:
     tree: TreePlan
 
 
-def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, config: HierarchyConfig, *,
-           compressor: object, label: str, count: Callable[[str], int]) -> Tail | None:
+def extend(
+    tx: ReadTx,
+    tenant_id: str,
+    subject_id: str,
+    registry: Registry,
+    config: HierarchyConfig,
+    *,
+    compressor: object,
+    label: str,
+    count: Callable[[str], int],
+) -> Tail | None:
     """The tail job of a subject whose published root is fresh, or None (the full plan)."""
     t, s = tenant_id, subject_id
     clock, alias = tx.clock(t, s), tx.alias(t, s)
     if alias.artifact_id is None or alias.source_epoch != clock.input_epoch or clock.high_water <= alias.covers_through:
         return None
     root = tx.artifact(t, s, alias.artifact_id)
-    if (root is None or root.state != "published" or root.manifest.path != "hierarchical"
-            or root.manifest.tree is None or root.manifest.registry_version != registry.version):
+    if (
+        root is None
+        or root.state != "published"
+        or root.manifest.path != "hierarchical"
+        or root.manifest.tree is None
+        or root.manifest.registry_version != registry.version
+    ):
         return None
     settings = config.settings(root.manifest.tree, compressor)
     children, periods = root.manifest.children, root.manifest.periods
@@ -91,10 +111,14 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     def read(child_id: str) -> tuple[Artifact, list[Event]] | None:
         part = tx.artifact(t, s, child_id)
         info = part.manifest.part if part is not None else None
-        if part is None or info is None or part.state != "published" or \
-                f"{part.manifest.compressor}@{part.manifest.compressor_version}" != label:
+        if (
+            part is None
+            or info is None
+            or part.state != "published"
+            or f"{part.manifest.compressor}@{part.manifest.compressor_version}" != label
+        ):
             return None
-        own = [r.id for r in part.manifest.inputs[:info.events]]
+        own = [r.id for r in part.manifest.inputs[: info.events]]
         events = sorted(tx.events(t, s, ids=own), key=lambda e: e.seq)
         if len(events) != len(own) or any(e.state != "valid" for e in events):
             return None  # cannot happen at a fresh epoch; the full plan decides
@@ -106,15 +130,23 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     last, old = newest
     assert last.manifest.part is not None
     key = last.manifest.part.key  # the period's name, or the name and its first event's seq
-    name = key[:-len(f" #{old[0].seq}")] if key.endswith(f" #{old[0].seq}") else key
+    name = key[: -len(f" #{old[0].seq}")] if key.endswith(f" #{old[0].seq}") else key
     last_key = period_key(old[0], settings.split_by)
 
     def of_period(events: list[Event]) -> list[Event]:
         """Those of ``events`` a full plan would put in the last period: of its key, and not
         the text of a deleted fact."""
         mine = [e for e in events if period_key(e, settings.split_by) == last_key]
-        gone = {i for f in tx.facts_citing(t, s, [e.event_id for e in mine]) if f.status == "deleted"
-                for i in f.source_event_ids} if mine else set()
+        gone = (
+            {
+                i
+                for f in tx.facts_citing(t, s, [e.event_id for e in mine])
+                if f.status == "deleted"
+                for i in f.source_event_ids
+            }
+            if mine
+            else set()
+        )
         return [e for e in mine if e.event_id not in gone]
 
     # A part's place among the root's children is its time: an event dated earlier may have
@@ -130,8 +162,9 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
         used = sum(count(event_line(e)) + 1 for e in head)
         while used <= settings.context_tokens:
             # (in batches of the first chunk's size: about a context's worth)
-            more = tx.events(t, s, states=["valid"], after_seq=at, through_seq=alias.covers_through,
-                             limit=max(8, len(opening[1])))
+            more = tx.events(
+                t, s, states=["valid"], after_seq=at, through_seq=alias.covers_through, limit=max(8, len(opening[1]))
+            )
             if not more:
                 return None  # a period cut into chunks exceeds the context: cannot happen
             at = more[-1].seq
@@ -163,9 +196,13 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     known = {e.event_id: e for e in (*old, *delta)}
     cited, withdrawn = cited_sources(tx, t, s, ordered_facts, active, set(known))
     snapshot = Snapshot(
-        tenant_id=t, subject_id=s, clock=clock, registry_version=registry.version,
+        tenant_id=t,
+        subject_id=s,
+        clock=clock,
+        registry_version=registry.version,
         events=tuple(sorted({**known, **{e.event_id: e for e in cited}}.values(), key=lambda e: e.seq)),
-        facts=ordered_facts, conflicts=tuple(tx.conflicts(t, s, unresolved_only=True)),
+        facts=ordered_facts,
+        conflicts=tuple(tx.conflicts(t, s, unresolved_only=True)),
     )
 
     grows = [e for e in delta if period_key(e, settings.split_by) == last_key]
@@ -173,11 +210,18 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
         cut = split((*old, *grows), by=settings.split_by, context_tokens=settings.context_tokens, count=count)
     else:
         cut = resume(name, head, (*old, *grows), context_tokens=settings.context_tokens, count=count)
-    fresh = split([e for e in delta if period_key(e, settings.split_by) != last_key], by=settings.split_by,
-                  context_tokens=settings.context_tokens, count=count)
+    fresh = split(
+        [e for e in delta if period_key(e, settings.split_by) != last_key],
+        by=settings.split_by,
+        context_tokens=settings.context_tokens,
+        count=count,
+    )
     parts = sorted((*cut, *fresh), key=lambda p: (p.first_at, p.events[0].seq))
-    if before is not None and before.manifest.part is not None and any(
-            p.first_at < before.manifest.part.first_at for p in parts):
+    if (
+        before is not None
+        and before.manifest.part is not None
+        and any(p.first_at < before.manifest.part.first_at for p in parts)
+    ):
         return None  # the full plan would order these parts among the older ones
     # What the parent inlines of the parts it keeps: its newest digest blocks, less the last
     # part's, which this job cuts again (at least the newest block is inlined).
@@ -192,11 +236,24 @@ def extend(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, conf
     shown = tuple(delta)
     inputs = delta_inputs(root, shown, active)
     selection = Selection(
-        snapshot=snapshot, expected=alias.expected(), path="hierarchical", parent=None, events=shown,
-        facts=tuple(active), inputs=inputs, input_root=input_root(inputs),
-        outdated_event_ids=outdated_in(citing, {e.event_id for e in shown}), withdrawn_event_ids=withdrawn,
+        snapshot=snapshot,
+        expected=alias.expected(),
+        path="hierarchical",
+        parent=None,
+        events=shown,
+        facts=tuple(active),
+        inputs=inputs,
+        input_root=input_root(inputs),
+        outdated_event_ids=outdated_in(citing, {e.event_id for e in shown}),
+        withdrawn_event_ids=withdrawn,
     )
-    tree = TreePlan(parts=jobs, facts=tuple(active), settings=settings, extends=root, carried=carried,
-                    carried_lines=carried_lines, carried_periods=carried_periods)
+    tree = TreePlan(
+        parts=jobs,
+        facts=tuple(active),
+        settings=settings,
+        extends=root,
+        carried=carried,
+        carried_lines=carried_lines,
+        carried_periods=carried_periods,
+    )
     return Tail(selection=selection, tree=tree)
-

@@ -140,9 +140,14 @@ def run_lane(fixtures_dir: str | Path | None = None) -> LaneReport:
     for case in cases:
         inputs = prose_inputs(case.snapshot)
         base = check(case.snapshot, case.artifact, case.registry, prose_inputs=inputs)
-        baselines.append(CaseBaseline(case_id=case.case_id, outcome=base.outcome,
-                                      violations=tuple(map(str, base.violations)),
-                                      losses=tuple(map(str, base.losses))))
+        baselines.append(
+            CaseBaseline(
+                case_id=case.case_id,
+                outcome=base.outcome,
+                violations=tuple(map(str, base.violations)),
+                losses=tuple(map(str, base.losses)),
+            )
+        )
         for op in OPERATORS:
             tally = tallies[op.name]
             for mutant in op.generate(case):
@@ -162,14 +167,29 @@ def run_lane(fixtures_dir: str | Path | None = None) -> LaneReport:
                 alarms[rw.name].variants += 1
                 if _signature(got) != _signature(base):
                     alarms[rw.name].false_alarms.append(
-                        f"{case.case_id}/{variant.label}: {got.outcome} {got.lines() or [str(x) for x in got.losses]}")
+                        f"{case.case_id}/{variant.label}: {got.outcome} {got.lines() or [str(x) for x in got.losses]}"
+                    )
     return LaneReport(
-        fixtures=str(root), baselines=tuple(baselines),
-        operators=tuple(OperatorStats(operator=op.name, description=op.description, mutants=tallies[op.name].mutants,
-                                      caught=tallies[op.name].caught, equivalent=tallies[op.name].equivalent,
-                                      missed=tuple(tallies[op.name].missed))
-                        for op in OPERATORS),
-        rewrites=tuple(RewriteStats(rewrite=rw.name, description=rw.description, variants=alarms[rw.name].variants,
-                                    false_alarms=tuple(alarms[rw.name].false_alarms))
-                       for rw in REWRITES),
+        fixtures=str(root),
+        baselines=tuple(baselines),
+        operators=tuple(
+            OperatorStats(
+                operator=op.name,
+                description=op.description,
+                mutants=tallies[op.name].mutants,
+                caught=tallies[op.name].caught,
+                equivalent=tallies[op.name].equivalent,
+                missed=tuple(tallies[op.name].missed),
+            )
+            for op in OPERATORS
+        ),
+        rewrites=tuple(
+            RewriteStats(
+                rewrite=rw.name,
+                description=rw.description,
+                variants=alarms[rw.name].variants,
+                false_alarms=tuple(alarms[rw.name].false_alarms),
+            )
+            for rw in REWRITES
+        ),
     )

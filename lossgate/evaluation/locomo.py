@@ -43,23 +43,34 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-
-from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.model.derived_records import RecallResult
-from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms, read_list
-from lossgate.errors import InvalidInput
 from lossgate.api.memory import Memory
-from lossgate.recall.read import dropped_events, recall
+from lossgate.consolidate.tokens import TokenCounter, default_counter
+from lossgate.errors import InvalidInput
+from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms, read_list
+from lossgate.model.derived_records import RecallResult
 from lossgate.model.records import NewEvent
 from lossgate.model.wording import one_line
+from lossgate.recall.read import dropped_events, recall
 
-__all__ = ["PUBLISHED_SHA256", "CATEGORIES", "Turn", "Question", "Conversation", "load", "ingest",
-           "evaluate", "question_count", "Report", "Side"]
+__all__ = [
+    "PUBLISHED_SHA256",
+    "CATEGORIES",
+    "Turn",
+    "Question",
+    "Conversation",
+    "load",
+    "ingest",
+    "evaluate",
+    "question_count",
+    "Report",
+    "Side",
+]
 
 PUBLISHED_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -97,7 +108,7 @@ class Conversation:
 def parse_session_date(raw: str) -> datetime:
     """``"1:56 pm on 8 May, 2023"`` -> an aware datetime (UTC; the data names no zone)."""
     try:
-        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
     except ValueError as exc:
         raise InvalidInput(f"LoCoMo: unreadable session date {raw!r}") from exc
 
@@ -135,11 +146,20 @@ def _conversation(c: dict[str, Any]) -> Conversation:
 
 def ingest(memory: Memory, conv: Conversation) -> None:
     """Append the conversation's turns as events of subject ``sample_id`` (idempotent)."""
-    memory.append([
-        NewEvent(tenant_id=TENANT, subject_id=conv.sample_id, event_id=f"{conv.sample_id}:{t.dia_id}",
-                 actor=t.speaker, text=t.text, occurred_at=t.at, payload={"session": t.session})
-        for t in conv.turns
-    ])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=TENANT,
+                subject_id=conv.sample_id,
+                event_id=f"{conv.sample_id}:{t.dia_id}",
+                actor=t.speaker,
+                text=t.text,
+                occurred_at=t.at,
+                payload={"session": t.session},
+            )
+            for t in conv.turns
+        ]
+    )
 
 
 @dataclass
@@ -157,9 +177,13 @@ class Side:
 
     def summary(self) -> dict[str, float]:
         n = len(self.recall) or 1
-        return {"questions": len(self.recall), "evidence_recall": sum(self.recall) / n,
-                "tokens": sum(self.tokens) / n, "p50_ms": percentile_ms(self.seconds, 0.50),
-                "p99_ms": percentile_ms(self.seconds, 0.99)}
+        return {
+            "questions": len(self.recall),
+            "evidence_recall": sum(self.recall) / n,
+            "tokens": sum(self.tokens) / n,
+            "p50_ms": percentile_ms(self.seconds, 0.50),
+            "p99_ms": percentile_ms(self.seconds, 0.99),
+        }
 
 
 @dataclass
@@ -180,10 +204,16 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         full = self.sides["full context"]["overall"].summary()["tokens"]
-        out: dict[str, Any] = {"data_sha256": self.sha256, "published_data": self.published_data,
-                               "budget_tokens": self.budget, "conversations": self.conversations,
-                               "embedder": self.embedder, "embed_seconds": round(self.embed_seconds, 2),
-                               "reranker": self.reranker, "sides": {}}
+        out: dict[str, Any] = {
+            "data_sha256": self.sha256,
+            "published_data": self.published_data,
+            "budget_tokens": self.budget,
+            "conversations": self.conversations,
+            "embedder": self.embedder,
+            "embed_seconds": round(self.embed_seconds, 2),
+            "reranker": self.reranker,
+            "sides": {},
+        }
         for name, cats in self.sides.items():
             out["sides"][name] = {cat: side.summary() for cat, side in cats.items()}
             overall = out["sides"][name]["overall"]
@@ -200,9 +230,16 @@ def _fill(order: Iterable[int], turns: tuple[Turn, ...], costs: list[int], budge
     return {turns[i].dia_id for i in chosen}, used
 
 
-def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int = 2000, sha256: str = "",
-             counter: TokenCounter | None = None, progress: Callable[[int], None] | None = None,
-             development: int = 0) -> Report:
+def evaluate(
+    memory: Memory,
+    conversations: list[Conversation],
+    *,
+    budget: int = 2000,
+    sha256: str = "",
+    counter: TokenCounter | None = None,
+    progress: Callable[[int], None] | None = None,
+    development: int = 0,
+) -> Report:
     """Ingest, consolidate and recall every question (see the module docstring); the first
     ``development`` conversations are reported apart from the others."""
     count = counter or default_counter()
@@ -249,8 +286,15 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             ranked: dict[str, tuple[RecallResult, float]] = {}
             for name, (embedder, rerank) in more.items():
                 t0 = time.perf_counter()
-                found_by = recall(memory.store, TENANT, conv.sample_id, query=q.text, budget=budget, embedder=embedder,
-                                  reranker=rerank)
+                found_by = recall(
+                    memory.store,
+                    TENANT,
+                    conv.sample_id,
+                    query=q.text,
+                    budget=budget,
+                    embedder=embedder,
+                    reranker=rerank,
+                )
                 ranked[name] = (found_by, time.perf_counter() - t0)
             bm25_ids, bm25_tokens = _fill(rank(q.text), conv.turns, costs, budget)
             bm25s_ids, bm25s_tokens = _fill(rank_speaker(q.text), conv.turns, costs, budget)
@@ -259,21 +303,26 @@ def evaluate(memory: Memory, conversations: list[Conversation], *, budget: int =
             cats += [f"{group} {c}" for c in cats[1:]] if group else []
             for cat in cats:
                 sides["lossgate"][cat].add(len(found) / len(evidence), result.tokens, took)
-                sides["lossgate, loss-blind"][cat].add(len(found_blind) / len(evidence), blind.tokens,
-                                                       blind_took)
+                sides["lossgate, loss-blind"][cat].add(len(found_blind) / len(evidence), blind.tokens, blind_took)
                 for name, (found_by, found_took) in ranked.items():
-                    sides[name][cat].add(len(_found(found_by, evidence, by_id)) / len(evidence), found_by.tokens,
-                                         found_took)
+                    sides[name][cat].add(
+                        len(_found(found_by, evidence, by_id)) / len(evidence), found_by.tokens, found_took
+                    )
                 sides["bm25"][cat].add(sum(e in bm25_ids for e in evidence) / len(evidence), bm25_tokens)
                 sides["bm25 + speaker"][cat].add(sum(e in bm25s_ids for e in evidence) / len(evidence), bm25s_tokens)
                 sides["recency"][cat].add(sum(e in recent_ids for e in evidence) / len(evidence), recent_tokens)
                 sides["full context"][cat].add(1.0, full_tokens)
             if progress:
                 progress(1)
-    return Report(sha256=sha256, budget=budget, conversations=len(conversations),
-                  sides={k: dict(v) for k, v in sides.items()},
-                  embedder=memory.embedder.model if memory.embedder else None, embed_seconds=embed_seconds,
-                  reranker=reranker.model if reranker else None)
+    return Report(
+        sha256=sha256,
+        budget=budget,
+        conversations=len(conversations),
+        sides={k: dict(v) for k, v in sides.items()},
+        embedder=memory.embedder.model if memory.embedder else None,
+        embed_seconds=embed_seconds,
+        reranker=reranker.model if reranker else None,
+    )
 
 
 def _found(result: RecallResult, evidence: list[str], by_id: dict[str, Turn]) -> list[str]:

@@ -47,30 +47,54 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator, BaseModel, BeforeValidator, ConfigDict, StringConstraints, ValidationError, model_validator,
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    StringConstraints,
+    ValidationError,
+    model_validator,
 )
 
+from lossgate.api.memory import Memory
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.model.derived_records import RecallResult
 from lossgate.errors import InvalidInput
 from lossgate.evaluation.baselines import bm25_ranker, fill, percentile_ms, read_list
+from lossgate.model.derived_records import RecallResult
 from lossgate.model.limits import MAX_ID_CHARS, Id, Label, Text
-from lossgate.api.memory import Memory
-from lossgate.recall.read import dropped_events, recall
 from lossgate.model.records import NewEvent
 from lossgate.model.wording import one_line
+from lossgate.recall.read import dropped_events, recall
 
-__all__ = ["QUESTION_TYPES", "ABSTENTION", "TENANT", "Turn", "Instance", "HaystackTurn", "load",
-           "ingest", "evaluate", "Scores", "Report"]
+__all__ = [
+    "QUESTION_TYPES",
+    "ABSTENTION",
+    "TENANT",
+    "Turn",
+    "Instance",
+    "HaystackTurn",
+    "load",
+    "ingest",
+    "evaluate",
+    "Scores",
+    "Report",
+]
 
-QUESTION_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
-                  "temporal-reasoning", "knowledge-update")
+QUESTION_TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
 ABSTENTION = "abstention"
 TENANT = "longmemeval"
 # "2023/05/20 (Sat) 02:21", as the data writes every date; the weekday is optional.
@@ -83,7 +107,7 @@ def parse_date(raw: Any) -> datetime:
         raise ValueError(f"a date is a string like '2023/05/20 (Sat) 02:21', not {type(raw).__name__}")
     for form in _DATE_FORMATS:
         try:
-            return datetime.strptime(raw.strip(), form).replace(tzinfo=timezone.utc)
+            return datetime.strptime(raw.strip(), form).replace(tzinfo=UTC)
         except ValueError:
             continue
     raise ValueError(f"unreadable date {raw!r} (expected like '2023/05/20 (Sat) 02:21')")
@@ -127,26 +151,29 @@ class Instance(BaseModel):
     answer_session_ids: list[str]
 
     @model_validator(mode="after")
-    def _parallel(self) -> "Instance":
+    def _parallel(self) -> Instance:
         sessions = len(self.haystack_sessions)
         for name in ("haystack_session_ids", "haystack_dates"):
             if len(getattr(self, name)) != sessions:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {sessions} haystack_sessions")
         longest = f"{self.question_id}:{sessions}:{max(map(len, self.haystack_sessions), default=0)}"
         if len(longest) > MAX_ID_CHARS:
-            raise ValueError(f"question_id is too long to name its turns' events ({longest!r} is over "
-                             f"{MAX_ID_CHARS} characters)")
+            raise ValueError(
+                f"question_id is too long to name its turns' events ({longest!r} is over {MAX_ID_CHARS} characters)"
+            )
         return self
 
     @property
     def abstention(self) -> bool:
         return self.question_id.endswith("_abs")
 
-    def turns(self) -> list["HaystackTurn"]:
+    def turns(self) -> list[HaystackTurn]:
         """Every turn of the haystack, in the file's order, dated by its session."""
-        return [HaystackTurn(self.question_id, n, m, t.role, t.content, at + timedelta(seconds=m), t.has_answer)
-                for n, (at, session) in enumerate(zip(self.haystack_dates, self.haystack_sessions))
-                for m, t in enumerate(session)]
+        return [
+            HaystackTurn(self.question_id, n, m, t.role, t.content, at + timedelta(seconds=m), t.has_answer)
+            for n, (at, session) in enumerate(zip(self.haystack_dates, self.haystack_sessions, strict=True))
+            for m, t in enumerate(session)
+        ]
 
 
 @dataclass(frozen=True)
@@ -179,8 +206,10 @@ def load(path: str | Path, *, limit: int | None = None) -> tuple[list[Instance],
     for number, item in enumerate(raw[:limit] if limit is not None else raw):
         instance = _instance(number, item)
         if instance.question_id in seen:
-            raise InvalidInput(f"LongMemEval: instance {number} ({instance.question_id!r}): question_id is given "
-                               "twice in the file (each question's haystack is its own subject)")
+            raise InvalidInput(
+                f"LongMemEval: instance {number} ({instance.question_id!r}): question_id is given "
+                "twice in the file (each question's haystack is its own subject)"
+            )
         seen.add(instance.question_id)
         instances.append(instance)
     return instances, digest
@@ -211,11 +240,20 @@ def _field(loc: tuple[int | str, ...]) -> str:
 def ingest(memory: Memory, instance: Instance) -> None:
     """Append the instance's haystack as the events of subject ``question_id`` (idempotent)."""
     ids = instance.haystack_session_ids
-    memory.append([
-        NewEvent(tenant_id=TENANT, subject_id=instance.question_id, event_id=t.event_id, actor=t.role, text=t.text,
-                 occurred_at=t.at, payload={"session_id": ids[t.session]})
-        for t in instance.turns()
-    ])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=TENANT,
+                subject_id=instance.question_id,
+                event_id=t.event_id,
+                actor=t.role,
+                text=t.text,
+                occurred_at=t.at,
+                payload={"session_id": ids[t.session]},
+            )
+            for t in instance.turns()
+        ]
+    )
 
 
 @dataclass
@@ -240,14 +278,16 @@ class Scores:
     def summary(self) -> dict[str, Any]:
         n = len(self.tokens)
         timed = bool(self.seconds)
-        return {"questions": n,
-                "session_recall": sum(self.session) / len(self.session) if self.session else None,
-                "session_questions": len(self.session),
-                "turn_recall": sum(self.turn) / len(self.turn) if self.turn else None,
-                "turn_questions": len(self.turn),
-                "tokens": sum(self.tokens) / n if n else 0.0,
-                "p50_ms": percentile_ms(self.seconds, 0.50) if timed else None,
-                "p99_ms": percentile_ms(self.seconds, 0.99) if timed else None}
+        return {
+            "questions": n,
+            "session_recall": sum(self.session) / len(self.session) if self.session else None,
+            "session_questions": len(self.session),
+            "turn_recall": sum(self.turn) / len(self.turn) if self.turn else None,
+            "turn_questions": len(self.turn),
+            "tokens": sum(self.tokens) / n if n else 0.0,
+            "p50_ms": percentile_ms(self.seconds, 0.50) if timed else None,
+            "p99_ms": percentile_ms(self.seconds, 0.99) if timed else None,
+        }
 
 
 @dataclass
@@ -267,10 +307,17 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         full = self.sides["full context"].get("overall")
         full_tokens = full.summary()["tokens"] if full else 0.0
-        out: dict[str, Any] = {"data_sha256": self.sha256, "budget_tokens": self.budget, "instances": self.instances,
-                               "skipped": self.skipped, "unmatched_answer_sessions": self.unmatched_answer_sessions,
-                               "consolidations": dict(sorted(self.consolidations.items())),
-                               "embedder": self.embedder, "embed_seconds": round(self.embed_seconds, 2), "sides": {}}
+        out: dict[str, Any] = {
+            "data_sha256": self.sha256,
+            "budget_tokens": self.budget,
+            "instances": self.instances,
+            "skipped": self.skipped,
+            "unmatched_answer_sessions": self.unmatched_answer_sessions,
+            "consolidations": dict(sorted(self.consolidations.items())),
+            "embedder": self.embedder,
+            "embed_seconds": round(self.embed_seconds, 2),
+            "sides": {},
+        }
         for name, groups in self.sides.items():
             out["sides"][name] = {group: scores.summary() for group, scores in groups.items()}
             if "overall" in out["sides"][name]:
@@ -279,13 +326,27 @@ class Report:
         return out
 
 
-def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, sha256: str = "",
-             counter: TokenCounter | None = None, progress: Callable[[int], None] | None = None) -> Report:
+def evaluate(
+    memory: Memory,
+    instances: list[Instance],
+    *,
+    budget: int = 2000,
+    sha256: str = "",
+    counter: TokenCounter | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
     """Ingest, consolidate and recall every instance's question (see the module docstring)."""
     count = counter or default_counter()
     semantic = memory.embedder is not None
-    names = ("lossgate", "lossgate, loss-blind", *(["lossgate + semantic"] if semantic else []), "bm25",
-             "bm25 + role", "recency", "full context")
+    names = (
+        "lossgate",
+        "lossgate, loss-blind",
+        *(["lossgate + semantic"] if semantic else []),
+        "bm25",
+        "bm25 + role",
+        "recency",
+        "full context",
+    )
     sides: dict[str, dict[str, Scores]] = {name: defaultdict(Scores) for name in names}
     skipped: list[str] = []
     unmatched = 0
@@ -314,21 +375,21 @@ def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, s
             groups.append("dropped")
 
         def add(side: str, returned: tuple[set[int], set[int]], tokens: int, seconds: float | None = None) -> None:
-            session, turn = haystack.score(*returned)
-            for group in groups:
+            session, turn = haystack.score(*returned)  # noqa: B023 - called within this iteration
+            for group in groups:  # noqa: B023 - called within this iteration
                 sides[side][group].add(session, turn, tokens, seconds)
 
         t0 = time.perf_counter()
         result = recall(memory.store, TENANT, qid, query=inst.question, budget=budget, counter=count)  # lexical
         add("lossgate", haystack.returned(result), result.tokens, time.perf_counter() - t0)
         t0 = time.perf_counter()
-        blind = recall(memory.store, TENANT, qid, query=inst.question, budget=budget, counter=count,
-                       loss_aware=False)
+        blind = recall(memory.store, TENANT, qid, query=inst.question, budget=budget, counter=count, loss_aware=False)
         add("lossgate, loss-blind", haystack.returned(blind), blind.tokens, time.perf_counter() - t0)
         if semantic:
             t0 = time.perf_counter()
-            hybrid = recall(memory.store, TENANT, qid, query=inst.question, budget=budget, counter=count,
-                            embedder=memory.embedder)
+            hybrid = recall(
+                memory.store, TENANT, qid, query=inst.question, budget=budget, counter=count, embedder=memory.embedder
+            )
             add("lossgate + semantic", haystack.returned(hybrid), hybrid.tokens, time.perf_counter() - t0)
         for side, docs in (("bm25", [t.text for t in turns]), ("bm25 + role", [f"{t.role} {t.text}" for t in turns])):
             rank = bm25_ranker(docs)  # indexing is not timed: lossgate's index is built before recall too
@@ -342,10 +403,17 @@ def evaluate(memory: Memory, instances: list[Instance], *, budget: int = 2000, s
         add("full context", haystack.chosen(set(range(len(turns)))), sum(costs))
         if progress:
             progress(1)
-    return Report(sha256=sha256, budget=budget, instances=len(instances),
-                  sides={k: dict(v) for k, v in sides.items()}, skipped=skipped, unmatched_answer_sessions=unmatched,
-                  consolidations=dict(consolidations),
-                  embedder=memory.embedder.model if memory.embedder else None, embed_seconds=embed_seconds)
+    return Report(
+        sha256=sha256,
+        budget=budget,
+        instances=len(instances),
+        sides={k: dict(v) for k, v in sides.items()},
+        skipped=skipped,
+        unmatched_answer_sessions=unmatched,
+        consolidations=dict(consolidations),
+        embedder=memory.embedder.model if memory.embedder else None,
+        embed_seconds=embed_seconds,
+    )
 
 
 class _Haystack:
@@ -362,8 +430,9 @@ class _Haystack:
         self.answer_sessions = [sid for sid in named if sid in present]
         self.unmatched = len(named) - len(self.answer_sessions)
         # A session id the haystack gives twice: a turn of either position counts.
-        self.positions = {sid: {n for n, s in enumerate(inst.haystack_session_ids) if s == sid}
-                          for sid in self.answer_sessions}
+        self.positions = {
+            sid: {n for n, s in enumerate(inst.haystack_session_ids) if s == sid} for sid in self.answer_sessions
+        }
         self.evidence = [i for i, t in enumerate(turns) if t.evidence]
 
     def returned(self, result: RecallResult) -> tuple[set[int], set[int]]:
@@ -387,7 +456,10 @@ class _Haystack:
 
     def score(self, turns: set[int], sessions: set[int]) -> tuple[float | None, float | None]:
         """(session recall, turn recall); ``None`` for a figure the question has no evidence for."""
-        session = (sum(bool(self.positions[sid] & sessions) for sid in self.answer_sessions)
-                   / len(self.answer_sessions)) if self.answer_sessions else None
+        session = (
+            (sum(bool(self.positions[sid] & sessions) for sid in self.answer_sessions) / len(self.answer_sessions))
+            if self.answer_sessions
+            else None
+        )
         turn = sum(i in turns for i in self.evidence) / len(self.evidence) if self.evidence else None
         return session, turn

@@ -17,8 +17,9 @@ sentence never reaches a published summary: under ``omit``, left out (the lane's
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Literal
 
 from lossgate.evaluation import textops as T
 from lossgate.gate.atoms import Atom, diff_atoms, extract_atoms, is_affirmation
@@ -34,8 +35,19 @@ from lossgate.gate.superseded import retired_values
 from lossgate.gate.typed import typed_value
 from lossgate.model.records import ArtifactBody, Claim
 
-__all__ = ["Mutant", "Operator", "Surface", "OMITTED", "with_claims", "replace_claim", "mutant", "narrative_mutant",
-           "claim_value", "prose_edit", "judge"]
+__all__ = [
+    "Mutant",
+    "Operator",
+    "Surface",
+    "OMITTED",
+    "with_claims",
+    "replace_claim",
+    "mutant",
+    "narrative_mutant",
+    "claim_value",
+    "prose_edit",
+    "judge",
+]
 
 Surface = Literal["claims", "prose", "both"]
 # The lane's code for a narrative mutant's sentence left out of the published summary (under
@@ -91,8 +103,9 @@ def narrative_mutant(case: GateCase, op: str, target: str, sentence: str, policy
     ``policy``: caught when it never reaches a published summary (:func:`judge`)."""
     art = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{sentence}"})
     expect = OMITTED if policy == "omit" else "narrative_touches_topic"
-    return Mutant(op, case.case_id, f"{target}@{policy}", "prose", art, frozenset({expect}), policy=policy,
-                  sentence=sentence)
+    return Mutant(
+        op, case.case_id, f"{target}@{policy}", "prose", art, frozenset({expect}), policy=policy, sentence=sentence
+    )
 
 
 def _published(case: GateCase, m: Mutant, inputs: ProseInputs | None, must: MustPreserve) -> tuple[GateResult, bool]:
@@ -102,8 +115,7 @@ def _published(case: GateCase, m: Mutant, inputs: ProseInputs | None, must: Must
     whether the mutant's sentence was named: left out of the published summary (``omit``),
     or refused as touching a topic (``refuse``)."""
     retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
-    published = as_published(case.snapshot, m.artifact, must, case.registry, retired=retired,
-                             policy=m.policy or "omit")
+    published = as_published(case.snapshot, m.artifact, must, case.registry, retired=retired, policy=m.policy or "omit")
     body = published.body
     result = check(case.snapshot, body, case.registry, prose_inputs=inputs, must=must, retired=retired)
     mine = tuple(o for o in published.touching if o.sentence.strip() and o.sentence.strip() in m.sentence)

@@ -29,9 +29,9 @@ from lossgate.errors import InvalidInput
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check
 from lossgate.gate.narrative import without_unproven
+from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import retired_values
-from lossgate.gate.preserve import build_must_preserve
 from lossgate.model.wording import NARRATIVE_TITLE
 
 __all__ = ["CORPORA", "NarrativeItem", "NarrativeReport", "load_corpus", "run_corpus"]
@@ -96,18 +96,26 @@ class NarrativeReport:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "corpus": self.corpus, "faithful": self.faithful, "wrong": self.wrong,
-            "false_alarm_rate": round(self.false_alarm_rate, 4), "catch_rate": round(self.catch_rate, 4),
+            "corpus": self.corpus,
+            "faithful": self.faithful,
+            "wrong": self.wrong,
+            "false_alarm_rate": round(self.false_alarm_rate, 4),
+            "catch_rate": round(self.catch_rate, 4),
             "gate_false_alarm_rate": round(self.gate_false_alarm_rate, 4),
             "gate_catch_rate": round(self.gate_catch_rate, 4),
-            "gate_false_alarms": [{"case": i.case, "sentence": i.sentence, "reason": why}
-                                  for i, why in self.gate_false_alarms],
+            "gate_false_alarms": [
+                {"case": i.case, "sentence": i.sentence, "reason": why} for i, why in self.gate_false_alarms
+            ],
             "false_alarms": [{"case": i.case, "sentence": i.sentence, "reason": why} for i, why in self.false_alarms],
             "misses": [{"case": i.case, "sentence": i.sentence, "kind": i.kind} for i in self.misses],
             "wrong_by_kind": {k: {"total": n, "caught": self.caught_kinds[k]} for k, n in sorted(self.kinds.items())},
-            "published": {"wrong_reach_rate": round(self.reach_rate, 4), "faithful_kept_rate": round(self.kept_rate, 4),
-                          "omitted": dict(self.omitted), "refused": dict(self.refused),
-                          "reached": [{"case": i.case, "sentence": i.sentence, "kind": i.kind} for i in self.reached]},
+            "published": {
+                "wrong_reach_rate": round(self.reach_rate, 4),
+                "faithful_kept_rate": round(self.kept_rate, 4),
+                "omitted": dict(self.omitted),
+                "refused": dict(self.refused),
+                "reached": [{"case": i.case, "sentence": i.sentence, "kind": i.kind} for i in self.reached],
+            },
         }
 
 
@@ -119,8 +127,13 @@ def load_corpus(path: str | Path) -> list[NarrativeItem]:
             continue
         try:
             doc = json.loads(line)
-            item = NarrativeItem(case=str(doc["case"]), sentence=str(doc["sentence"]), label=str(doc["label"]),
-                                 kind=str(doc.get("kind", "")), after=str(doc.get("after") or ""))
+            item = NarrativeItem(
+                case=str(doc["case"]),
+                sentence=str(doc["sentence"]),
+                label=str(doc["label"]),
+                kind=str(doc.get("kind", "")),
+                after=str(doc.get("after") or ""),
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidInput(f"{path}:{n}: not a narrative item ({exc})") from None
         if item.label not in _LABELS:
@@ -144,8 +157,11 @@ def run_corpus(path: str | Path) -> NarrativeReport:
         extra = f"{item.after} {item.sentence}".strip()
         artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{extra}"})
         result = check(case.snapshot, artifact, case.registry)
-        fence = [v.detail for v in result.violations if v.code == "narrative_unsupported"
-                 and item.sentence.rstrip(".")[:40] in v.detail]
+        fence = [
+            v.detail
+            for v in result.violations
+            if v.code == "narrative_unsupported" and item.sentence.rstrip(".")[:40] in v.detail
+        ]
         failed = result.outcome == "failed" and not failed_before
         _publish(report, item, case, extra, failed_before)
         if item.label == "faithful":
@@ -173,8 +189,11 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
     must = build_must_preserve(case.snapshot, case.registry)
     retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
     published = as_published(case.snapshot, artifact, must, case.registry, retired=retired).body
-    if item.sentence.strip() in published.summary and not failed_before \
-            and (result := check(case.snapshot, published, case.registry, must=must)).outcome == "failed":
+    if (
+        item.sentence.strip() in published.summary
+        and not failed_before
+        and (result := check(case.snapshot, published, case.registry, must=must)).outcome == "failed"
+    ):
         # as consolidation does under omit: a sentence refused for what it says is left out
         pruned = without_unproven(case.snapshot, published, result.violations, retired=retired)
         if pruned is None or check(case.snapshot, pruned[0], case.registry, must=must).outcome == "failed":

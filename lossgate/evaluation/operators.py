@@ -15,11 +15,19 @@ Operators are pure and deterministic: same case, same mutants.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from lossgate.evaluation import textops as T
 from lossgate.evaluation.mutant import (
-    Mutant, Operator, claim_value, mutant, narrative_mutant, prose_edit, replace_claim, with_claims,
+    Mutant,
+    Operator,
+    claim_value,
+    mutant,
+    narrative_mutant,
+    prose_edit,
+    replace_claim,
+    with_claims,
 )
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
@@ -54,8 +62,14 @@ def drop_fact(case: GateCase) -> Iterator[Mutant]:
             yield mutant(case, "drop_fact", c.fact_id, "both", both, "missing")
     for item in art.open_items:
         rest = tuple(x for x in art.open_items if x != item)
-        yield mutant(case, "drop_fact", f"open_items:{item}", "claims",
-                      art.model_copy(update={"open_items": rest}), "open_item_dropped")
+        yield mutant(
+            case,
+            "drop_fact",
+            f"open_items:{item}",
+            "claims",
+            art.model_copy(update={"open_items": rest}),
+            "open_item_dropped",
+        )
 
 
 _CUE = re.compile(r"\b(?:not|never|no)\s+|\bcannot\b|\b(?:can|won|[a-z]+)n't\b")
@@ -82,18 +96,30 @@ def flip_negation(case: GateCase) -> Iterator[Mutant]:
     art = case.artifact
     for i, c in enumerate(art.claims):
         if c.polarity == "negative":
-            yield mutant(case, "flip_negation", c.fact_id, "claims", replace_claim(art, i, polarity="positive"),
-                          "polarity_flipped")
+            yield mutant(
+                case,
+                "flip_negation",
+                c.fact_id,
+                "claims",
+                replace_claim(art, i, polarity="positive"),
+                "polarity_flipped",
+            )
         if c.value_type == "bool":
-            yield mutant(case, "flip_negation", c.fact_id, "claims", replace_claim(art, i, value=not claim_value(c)),
-                          "value_changed")
+            yield mutant(
+                case,
+                "flip_negation",
+                c.fact_id,
+                "claims",
+                replace_claim(art, i, value=not claim_value(c)),
+                "value_changed",
+            )
     for start, end, key in _negation_spans(art.summary):
-        yield from prose_edit(case, "flip_negation", key, _without_cue(art.summary, start, end),
-                               "atom_changed", "atom_added")
+        yield from prose_edit(
+            case, "flip_negation", key, _without_cue(art.summary, start, end), "atom_changed", "atom_added"
+        )
 
 
-_UN = {"allowed": "disallowed", "permitted": "impermissible", "authorized": "unauthorized",
-       "approved": "unapproved"}
+_UN = {"allowed": "disallowed", "permitted": "impermissible", "authorized": "unauthorized", "approved": "unapproved"}
 
 
 def double_negation(case: GateCase) -> Iterator[Mutant]:
@@ -101,9 +127,15 @@ def double_negation(case: GateCase) -> Iterator[Mutant]:
     for i, c in enumerate(art.claims):
         if c.value_type == "bool":
             flipped = "positive" if c.polarity == "negative" else "negative"
-            yield mutant(case, "double_negation", c.fact_id, "claims",
-                          replace_claim(art, i, value=not claim_value(c), polarity=flipped),
-                          "value_changed", "polarity_flipped")
+            yield mutant(
+                case,
+                "double_negation",
+                c.fact_id,
+                "claims",
+                replace_claim(art, i, value=not claim_value(c), polarity=flipped),
+                "value_changed",
+                "polarity_flipped",
+            )
     text = art.summary
     for start, end, key in _negation_spans(text):
         m = re.compile(r"\b(?:not|never)\s+(?:be\s+)?([a-z]+)").search(text, max(0, start - 12), end)
@@ -111,8 +143,9 @@ def double_negation(case: GateCase) -> Iterator[Mutant]:
             continue
         word = m.group(1)
         new = _UN.get(word, "un" + word)
-        yield from prose_edit(case, "double_negation", key, T.replace_span(text, m.start(1), m.end(1), new),
-                               "atom_changed", "atom_added")
+        yield from prose_edit(
+            case, "double_negation", key, T.replace_span(text, m.start(1), m.end(1), new), "atom_changed", "atom_added"
+        )
 
 
 def perturb_number(case: GateCase) -> Iterator[Mutant]:
@@ -135,13 +168,28 @@ def perturb_number(case: GateCase) -> Iterator[Mutant]:
         if a.kind in ("money", "quantity", "percent", "identifier", "phone"):
             new_text = T.close_digits(a.text)
             if new_text is not None:
-                yield from prose_edit(case, "perturb_number", f"{a.kind}:{a.key}",
-                                       T.replace_span(art.summary, a.start, a.end, new_text), "atom_changed", "atom_added")
+                yield from prose_edit(
+                    case,
+                    "perturb_number",
+                    f"{a.kind}:{a.key}",
+                    T.replace_span(art.summary, a.start, a.end, new_text),
+                    "atom_changed",
+                    "atom_added",
+                )
 
 
 _CURRENCY_SWAP = {"USD": "EUR", "EUR": "USD", "GBP": "USD"}
-_UNIT_SWAP = {"business days": "calendar days", "minutes": "hours", "hours": "minutes", "days": "weeks", "weeks": "days", "kg": "lb",
-              "lb": "kg", "km": "miles", "miles": "km"}
+_UNIT_SWAP = {
+    "business days": "calendar days",
+    "minutes": "hours",
+    "hours": "minutes",
+    "days": "weeks",
+    "weeks": "days",
+    "kg": "lb",
+    "lb": "kg",
+    "km": "miles",
+    "miles": "km",
+}
 _SURFACE_SWAP = [("$", "€"), ("€", "$"), ("USD", "EUR"), ("EUR", "USD")]
 
 
@@ -154,25 +202,45 @@ def change_unit(case: GateCase) -> Iterator[Mutant]:
             yield mutant(case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=money), "value_changed")
         elif c.value_type == "duration" and isinstance(canon, str) and canon[-1] in "MH":
             swapped = canon[:-1] + ("H" if canon.endswith("M") else "M")
-            yield mutant(case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=swapped), "value_changed")
+            yield mutant(
+                case, "change_unit", c.fact_id, "claims", replace_claim(art, i, value=swapped), "value_changed"
+            )
         quals = dict(c.qualifiers)
         if quals.get("unit") in _UNIT_SWAP:
             quals["unit"] = _UNIT_SWAP[quals["unit"]]
-            yield mutant(case, "change_unit", c.fact_id, "claims",
-                          replace_claim(art, i, qualifiers=tuple(sorted(quals.items()))), "qualifiers_changed")
+            yield mutant(
+                case,
+                "change_unit",
+                c.fact_id,
+                "claims",
+                replace_claim(art, i, qualifiers=tuple(sorted(quals.items()))),
+                "qualifiers_changed",
+            )
     for a in T.atoms_of(art.summary):
         if a.kind == "money":
             for old, new in _SURFACE_SWAP:
                 if old in a.text:
-                    yield from prose_edit(case, "change_unit", f"{a.kind}:{a.key}", T.replace_span(
-                        art.summary, a.start, a.end, a.text.replace(old, new, 1)), "atom_changed", "atom_added")
+                    yield from prose_edit(
+                        case,
+                        "change_unit",
+                        f"{a.kind}:{a.key}",
+                        T.replace_span(art.summary, a.start, a.end, a.text.replace(old, new, 1)),
+                        "atom_changed",
+                        "atom_added",
+                    )
                     break
         elif a.kind == "quantity" and " " in a.key:
             m = re.search(r"(?:business )?[A-Za-z]+$", a.text)
             if m and m.group() in _UNIT_SWAP:
-                new_text = a.text[:m.start()] + _UNIT_SWAP[m.group()]
-                yield from prose_edit(case, "change_unit", f"{a.kind}:{a.key}",
-                                       T.replace_span(art.summary, a.start, a.end, new_text), "atom_changed", "atom_added")
+                new_text = a.text[: m.start()] + _UNIT_SWAP[m.group()]
+                yield from prose_edit(
+                    case,
+                    "change_unit",
+                    f"{a.kind}:{a.key}",
+                    T.replace_span(art.summary, a.start, a.end, new_text),
+                    "atom_changed",
+                    "atom_added",
+                )
 
 
 def drop_qualifier(case: GateCase) -> Iterator[Mutant]:
@@ -180,28 +248,46 @@ def drop_qualifier(case: GateCase) -> Iterator[Mutant]:
     for i, c in enumerate(art.claims):
         for k, _ in c.qualifiers:
             rest = tuple(p for p in c.qualifiers if p[0] != k)
-            yield mutant(case, "drop_qualifier", f"{c.fact_id}.{k}", "claims",
-                          replace_claim(art, i, qualifiers=rest), "qualifiers_changed")
+            yield mutant(
+                case,
+                "drop_qualifier",
+                f"{c.fact_id}.{k}",
+                "claims",
+                replace_claim(art, i, qualifiers=rest),
+                "qualifiers_changed",
+            )
 
 
 def move_subject(case: GateCase) -> Iterator[Mutant]:
     art = case.artifact
     other = case.document.get("lookalike_subject_id") or f"{case.snapshot.subject_id}-2"
     for i, c in enumerate(art.claims):
-        yield mutant(case, "move_subject", c.fact_id, "claims", replace_claim(art, i, subject_id=other), "subject_changed")
-    moved = art.model_copy(update={"subject_id": other,
-                                   "claims": tuple(c.model_copy(update={"subject_id": other}) for c in art.claims)})
+        yield mutant(
+            case, "move_subject", c.fact_id, "claims", replace_claim(art, i, subject_id=other), "subject_changed"
+        )
+    moved = art.model_copy(
+        update={"subject_id": other, "claims": tuple(c.model_copy(update={"subject_id": other}) for c in art.claims)}
+    )
     yield mutant(case, "move_subject", "artifact", "claims", moved, "subject_changed")
     if art.claims:  # the same subject id in another tenant: a multi-agent handoff lost the tenant key
-        yield mutant(case, "move_subject", f"{art.claims[0].fact_id}@tenant", "claims",
-                     replace_claim(art, 0, tenant_id=f"{case.snapshot.tenant_id}-other"), "tenant_changed")
+        yield mutant(
+            case,
+            "move_subject",
+            f"{art.claims[0].fact_id}@tenant",
+            "claims",
+            replace_claim(art, 0, tenant_id=f"{case.snapshot.tenant_id}-other"),
+            "tenant_changed",
+        )
 
 
 def _former_values(case: GateCase) -> dict[str, Any]:
     """Values of retired facts; a deleted fact's value comes from the case document."""
     raw = {f["fact_id"]: f.get("value") for f in case.document.get("facts", [])}
-    return {f.fact_id: (f.value if f.value is not None else raw.get(f.fact_id))
-            for f in case.snapshot.facts if f.status != "active"}
+    return {
+        f.fact_id: (f.value if f.value is not None else raw.get(f.fact_id))
+        for f in case.snapshot.facts
+        if f.status != "active"
+    }
 
 
 def resurrect(case: GateCase) -> Iterator[Mutant]:
@@ -212,16 +298,27 @@ def resurrect(case: GateCase) -> Iterator[Mutant]:
         f = facts[fid]
         if value is None:
             continue
-        ghost = Claim(fact_id=fid, tenant_id=f.tenant_id, subject_id=f.subject_id, predicate=f.predicate,
-                      value_type=f.value_type, value=typed_value(f.value_type, value).canonical,
-                      qualifiers=f.qualifiers, polarity=f.polarity, modality=f.modality, authority=f.authority,
-                      derived_from=f.source_event_ids)
-        yield mutant(case, "resurrect", fid, "claims", with_claims(art, [*art.claims, ghost]),
-                      f"forbidden_{f.status}_fact")
+        ghost = Claim(
+            fact_id=fid,
+            tenant_id=f.tenant_id,
+            subject_id=f.subject_id,
+            predicate=f.predicate,
+            value_type=f.value_type,
+            value=typed_value(f.value_type, value).canonical,
+            qualifiers=f.qualifiers,
+            polarity=f.polarity,
+            modality=f.modality,
+            authority=f.authority,
+            derived_from=f.source_event_ids,
+        )
+        yield mutant(
+            case, "resurrect", fid, "claims", with_claims(art, [*art.claims, ghost]), f"forbidden_{f.status}_fact"
+        )
         for i, c in enumerate(art.claims):  # temporal collapse: the new fact keeps the old value
             if facts.get(c.fact_id) is not None and facts[c.fact_id].supersedes == fid:
-                yield mutant(case, "resurrect", c.fact_id, "claims",
-                              replace_claim(art, i, value=ghost.value), "value_changed")
+                yield mutant(
+                    case, "resurrect", c.fact_id, "claims", replace_claim(art, i, value=ghost.value), "value_changed"
+                )
         texts = value_forms(f.value_type, value)
         if texts and T.atoms_of(texts[0]):
             yield from prose_edit(case, "resurrect", fid, f"{art.summary} Previously: {texts[0]}.", "atom_added")
@@ -235,12 +332,26 @@ def elevate_untrusted(case: GateCase) -> Iterator[Mutant]:
         if f is None or f.authority != "untrusted":
             continue
         for update in ({"authority": "user"}, {"modality": "asserted"}, {"authority": "user", "modality": "asserted"}):
-            yield mutant(case, "elevate_untrusted", c.fact_id, "claims", replace_claim(art, i, **update),
-                          "untrusted_elevated")
-        as_rule = c.model_copy(update={"fact_id": f"{c.fact_id}-as-instruction", "predicate": "agent.instruction",
-                                       "value_type": "string", "authority": "user", "modality": "asserted"})
-        yield mutant(case, "elevate_untrusted", as_rule.fact_id, "claims",
-                      with_claims(art, [*art.claims, as_rule]), "untrusted_elevated")
+            yield mutant(
+                case, "elevate_untrusted", c.fact_id, "claims", replace_claim(art, i, **update), "untrusted_elevated"
+            )
+        as_rule = c.model_copy(
+            update={
+                "fact_id": f"{c.fact_id}-as-instruction",
+                "predicate": "agent.instruction",
+                "value_type": "string",
+                "authority": "user",
+                "modality": "asserted",
+            }
+        )
+        yield mutant(
+            case,
+            "elevate_untrusted",
+            as_rule.fact_id,
+            "claims",
+            with_claims(art, [*art.claims, as_rule]),
+            "untrusted_elevated",
+        )
 
 
 def assert_speculation(case: GateCase) -> Iterator[Mutant]:
@@ -249,8 +360,14 @@ def assert_speculation(case: GateCase) -> Iterator[Mutant]:
     for i, c in enumerate(art.claims):
         f = facts.get(c.fact_id)
         if f is not None and f.authority != "untrusted" and f.modality != "asserted":
-            yield mutant(case, "assert_speculation", c.fact_id, "claims", replace_claim(art, i, modality="asserted"),
-                          "modality_changed")
+            yield mutant(
+                case,
+                "assert_speculation",
+                c.fact_id,
+                "claims",
+                replace_claim(art, i, modality="asserted"),
+                "modality_changed",
+            )
 
 
 def state_conflict_as_fact(case: GateCase) -> Iterator[Mutant]:
@@ -259,19 +376,36 @@ def state_conflict_as_fact(case: GateCase) -> Iterator[Mutant]:
         for loser in ref.fact_ids:
             claims = [c for c in art.claims if c.fact_id != loser]
             refs = tuple(r for r in art.unresolved_conflicts if r.conflict_id != ref.conflict_id)
-            yield mutant(case, "state_conflict_as_fact", ref.conflict_id, "claims",
-                          with_claims(art, claims).model_copy(update={"unresolved_conflicts": refs}),
-                          "conflict_resolved_by_compressor")
-            yield mutant(case, "state_conflict_as_fact", ref.conflict_id, "claims", with_claims(art, claims),
-                          "conflict_resolved_by_compressor")
+            yield mutant(
+                case,
+                "state_conflict_as_fact",
+                ref.conflict_id,
+                "claims",
+                with_claims(art, claims).model_copy(update={"unresolved_conflicts": refs}),
+                "conflict_resolved_by_compressor",
+            )
+            yield mutant(
+                case,
+                "state_conflict_as_fact",
+                ref.conflict_id,
+                "claims",
+                with_claims(art, claims),
+                "conflict_resolved_by_compressor",
+            )
 
 
 def drop_conflict(case: GateCase) -> Iterator[Mutant]:
     art = case.artifact
     for ref in art.unresolved_conflicts:
         refs = tuple(r for r in art.unresolved_conflicts if r.conflict_id != ref.conflict_id)
-        yield mutant(case, "drop_conflict", ref.conflict_id, "claims",
-                      art.model_copy(update={"unresolved_conflicts": refs}), "conflict_dropped")
+        yield mutant(
+            case,
+            "drop_conflict",
+            ref.conflict_id,
+            "claims",
+            art.model_copy(update={"unresolved_conflicts": refs}),
+            "conflict_dropped",
+        )
 
 
 def shift_date(case: GateCase) -> Iterator[Mutant]:
@@ -284,20 +418,35 @@ def shift_date(case: GateCase) -> Iterator[Mutant]:
         if a.kind in ("date", "datetime"):
             shifted = T.shift_date_text(a.text)
             if shifted is not None:
-                yield from prose_edit(case, "shift_date", f"{a.kind}:{a.key}",
-                                       T.replace_span(art.summary, a.start, a.end, shifted), "atom_changed", "atom_added")
+                yield from prose_edit(
+                    case,
+                    "shift_date",
+                    f"{a.kind}:{a.key}",
+                    T.replace_span(art.summary, a.start, a.end, shifted),
+                    "atom_changed",
+                    "atom_added",
+                )
 
 
 def break_lineage(case: GateCase) -> Iterator[Mutant]:
     art = case.artifact
-    retired = sorted({f.fact_id for f in case.snapshot.facts if f.status != "active"}
-                     | {e.event_id for e in case.snapshot.events if e.state != "valid"})
+    retired = sorted(
+        {f.fact_id for f in case.snapshot.facts if f.status != "active"}
+        | {e.event_id for e in case.snapshot.events if e.state != "valid"}
+    )
     for i, c in enumerate(art.claims):
-        yield mutant(case, "break_lineage", c.fact_id, "claims", replace_claim(art, i, derived_from=()),
-                      "unsupported_claim")
+        yield mutant(
+            case, "break_lineage", c.fact_id, "claims", replace_claim(art, i, derived_from=()), "unsupported_claim"
+        )
         if retired:
-            yield mutant(case, "break_lineage", c.fact_id, "claims",
-                          replace_claim(art, i, derived_from=(*c.derived_from, retired[0])), "stale_input")
+            yield mutant(
+                case,
+                "break_lineage",
+                c.fact_id,
+                "claims",
+                replace_claim(art, i, derived_from=(*c.derived_from, retired[0])),
+                "stale_input",
+            )
 
 
 def invent(case: GateCase) -> Iterator[Mutant]:
@@ -305,9 +454,12 @@ def invent(case: GateCase) -> Iterator[Mutant]:
     if art.claims:
         c = art.claims[0]
         extra = c.model_copy(update={"fact_id": "invented-fact-1"})
-        yield mutant(case, "invent", extra.fact_id, "claims", with_claims(art, [*art.claims, extra]), "unsupported_fact")
-    yield from prose_edit(case, "invent", "summary", f"{art.summary} A penalty of $9,731 is due on 2031-07-19.",
-                           "atom_added")
+        yield mutant(
+            case, "invent", extra.fact_id, "claims", with_claims(art, [*art.claims, extra]), "unsupported_fact"
+        )
+    yield from prose_edit(
+        case, "invent", "summary", f"{art.summary} A penalty of $9,731 is due on 2031-07-19.", "atom_added"
+    )
 
 
 # --- narratives that contradict the memory in new words (the critical-topic fence) -----------
@@ -338,8 +490,14 @@ def contradict_in_new_words(case: GateCase) -> Iterator[Mutant]:
     for c in _critical_claims(case):
         for template in _CONTRADICTIONS:
             summary = _append(case.artifact.summary, template.format(words=_topic_words(c.predicate)))
-            yield mutant(case, "contradict_in_new_words", c.fact_id, "prose",
-                         case.artifact.model_copy(update={"summary": summary}), "narrative_unsupported")
+            yield mutant(
+                case,
+                "contradict_in_new_words",
+                c.fact_id,
+                "prose",
+                case.artifact.model_copy(update={"summary": summary}),
+                "narrative_unsupported",
+            )
 
 
 _CONDITION = re.compile(r"\s*,?\s*\b(?:only|after|before|unless|until|except|provided)\b[^,;.!?]*")
@@ -350,8 +508,9 @@ def drop_condition_in_prose(case: GateCase) -> Iterator[Mutant]:
     $50 after supervisor review" -> "up to $50"; "the staging account only" -> "the staging
     account")."""
     critical = _critical_claims(case)
-    values = [(c, T.atoms_of(" ".join(value_forms(c.value_type, c.value))) or [], str(c.value).lower())
-              for c in critical]
+    values = [
+        (c, T.atoms_of(" ".join(value_forms(c.value_type, c.value))) or [], str(c.value).lower()) for c in critical
+    ]
     art = case.artifact
     for sentence in T.sentences(art.summary):
         cut = _CONDITION.sub("", sentence)
@@ -361,9 +520,18 @@ def drop_condition_in_prose(case: GateCase) -> Iterator[Mutant]:
         for c, atoms, text in values:
             states = any(a.text in sentence for a in atoms) or (len(text) > 2 and text in low)
             if states:
-                summary = art.summary.replace(sentence, cut.rstrip(" ,") + ("." if not cut.rstrip().endswith(".") else ""))
-                yield mutant(case, "drop_condition_in_prose", c.fact_id, "prose",
-                             art.model_copy(update={"summary": summary}), "narrative_unsupported", "atom_missing")
+                summary = art.summary.replace(
+                    sentence, cut.rstrip(" ,") + ("." if not cut.rstrip().endswith(".") else "")
+                )
+                yield mutant(
+                    case,
+                    "drop_condition_in_prose",
+                    c.fact_id,
+                    "prose",
+                    art.model_copy(update={"summary": summary}),
+                    "narrative_unsupported",
+                    "atom_missing",
+                )
                 break
 
 
@@ -379,12 +547,26 @@ def settle_conflict_in_prose(case: GateCase) -> Iterator[Mutant]:
         for f in sides:
             value = value_forms(f.value_type, f.value)
             if value:
-                yield mutant(case, "settle_conflict_in_prose", ref.conflict_id, "prose", case.artifact.model_copy(
-                    update={"summary": _append(case.artifact.summary, f"The {words} is {value[0]}.")}),
-                    "narrative_unsupported")
-        yield mutant(case, "settle_conflict_in_prose", ref.conflict_id, "prose", case.artifact.model_copy(
-            update={"summary": _append(case.artifact.summary, f"The earlier {words} no longer applies.")}),
-            "narrative_unsupported")
+                yield mutant(
+                    case,
+                    "settle_conflict_in_prose",
+                    ref.conflict_id,
+                    "prose",
+                    case.artifact.model_copy(
+                        update={"summary": _append(case.artifact.summary, f"The {words} is {value[0]}.")}
+                    ),
+                    "narrative_unsupported",
+                )
+        yield mutant(
+            case,
+            "settle_conflict_in_prose",
+            ref.conflict_id,
+            "prose",
+            case.artifact.model_copy(
+                update={"summary": _append(case.artifact.summary, f"The earlier {words} no longer applies.")}
+            ),
+            "narrative_unsupported",
+        )
 
 
 def elevate_in_prose(case: GateCase) -> Iterator[Mutant]:
@@ -400,9 +582,15 @@ def elevate_in_prose(case: GateCase) -> Iterator[Mutant]:
             if not said:
                 continue
             for sentence in (f"The user wants this: {said}", said):
-                yield mutant(case, "elevate_in_prose", f.fact_id, "prose", case.artifact.model_copy(
-                    update={"summary": _append(case.artifact.summary, sentence)}),
-                    "narrative_unsupported", "untrusted_elevated")
+                yield mutant(
+                    case,
+                    "elevate_in_prose",
+                    f.fact_id,
+                    "prose",
+                    case.artifact.model_copy(update={"summary": _append(case.artifact.summary, sentence)}),
+                    "narrative_unsupported",
+                    "untrusted_elevated",
+                )
 
 
 # --- what only the ledger states (lossgate.gate.narrative) and superseded values (lossgate.gate.superseded)
@@ -447,7 +635,7 @@ def contradict_with_synonym(case: GateCase) -> Iterator[Mutant]:
             templates = _ALLOWED_UNDONE if _states_allowed(c) else _FORBIDDEN_DONE
         else:
             templates = _VALUE_CHANGED
-        for syn, template in zip(_synonyms(c.predicate, spec.synonyms), templates):
+        for syn, template in zip(_synonyms(c.predicate, spec.synonyms), templates, strict=True):
             sentence = template.format(syn=syn)
             sentence = sentence[:1].upper() + sentence[1:]
             if sentence in done:  # two facts of one predicate (two invoices' totals): said once
@@ -462,8 +650,13 @@ _OTHERS = ("Priya Raman", "Tomasz Nowak", "Amara Okafor")
 
 
 def _another_person(case: GateCase) -> str | None:
-    said = " ".join([case.artifact.summary, case.snapshot.subject_id,
-                     *(f"{e.actor or ''} {e.text or ''}" for e in case.snapshot.events)]).casefold()
+    said = " ".join(
+        [
+            case.artifact.summary,
+            case.snapshot.subject_id,
+            *(f"{e.actor or ''} {e.text or ''}" for e in case.snapshot.events),
+        ]
+    ).casefold()
     return next((n for n in _OTHERS if n.split()[0].casefold() not in said), None)
 
 
@@ -486,8 +679,9 @@ def another_partys_fact(case: GateCase) -> Iterator[Mutant]:
             sentences.append(f"For their colleague {name}, the {words} is {one_line(value_text(f))}.")
         for i, sentence in enumerate(sentences):
             for policy in NARRATIVE_POLICIES:
-                yield narrative_mutant(case, "another_partys_fact", f"{f.fact_id}:{('different', 'same value')[i]}",
-                                       sentence, policy)
+                yield narrative_mutant(
+                    case, "another_partys_fact", f"{f.fact_id}:{('different', 'same value')[i]}", sentence, policy
+                )
 
 
 _MARKER_DATE = re.compile(r"^\[(superseded|revoked) ([0-9]{4}-[0-9]{2}-[0-9]{2}): ")
@@ -512,22 +706,51 @@ def restate_superseded(case: GateCase) -> Iterator[Mutant]:
         old, words = one_line(value_text(f)), _topic_words(f.predicate)
         as_current = f"The {words} is {old}."
         for label, line in (("as current", as_current), ("as history", f"Previously the {words} was {old}.")):
-            yield mutant(case, "restate_superseded", f"{f.fact_id}:{label}", "prose",
-                         art.model_copy(update={"summary": _append(art.summary, line)}), "superseded_unmarked")
+            yield mutant(
+                case,
+                "restate_superseded",
+                f"{f.fact_id}:{label}",
+                "prose",
+                art.model_copy(update={"summary": _append(art.summary, line)}),
+                "superseded_unmarked",
+            )
         kind, day = m.group(1), m.group(2)
-        forged = (("old value current", f"[{kind} {day}: {f.predicate} is now {old}]"),
-                  ("another date", r.marker.replace(day, T.shift_value_date("date", day), 1)))
+        forged = (
+            ("old value current", f"[{kind} {day}: {f.predicate} is now {old}]"),
+            ("another date", r.marker.replace(day, T.shift_value_date("date", day), 1)),
+        )
         for label, marker in forged:
-            yield mutant(case, "restate_superseded", f"{f.fact_id}:forged {label}", "prose",
-                         art.model_copy(update={"summary": _append(art.summary, f"{as_current} {marker}")}),
-                         "marker_forged")
+            yield mutant(
+                case,
+                "restate_superseded",
+                f"{f.fact_id}:forged {label}",
+                "prose",
+                art.model_copy(update={"summary": _append(art.summary, f"{as_current} {marker}")}),
+                "marker_forged",
+            )
         lines = art.summary.split("\n")
-        free = next((i for i, ln in enumerate(lines) if ln.strip() and ln not in own and ln not in SECTION_TITLES
-                     and "[" not in ln and not r.stated_in(ln, frozenset(token_of(a) for a in T.atoms_of(ln)))), None)
+        free = next(
+            (
+                i
+                for i, ln in enumerate(lines)
+                if ln.strip()
+                and ln not in own
+                and ln not in SECTION_TITLES
+                and "[" not in ln
+                and not r.stated_in(ln, frozenset(token_of(a) for a in T.atoms_of(ln)))
+            ),
+            None,
+        )
         if free is not None:
             lines[free] = f"{lines[free]} {r.marker}"
-            yield mutant(case, "restate_superseded", f"{f.fact_id}:marker moved", "prose",
-                         art.model_copy(update={"summary": "\n".join(lines)}), "marker_forged")
+            yield mutant(
+                case,
+                "restate_superseded",
+                f"{f.fact_id}:marker moved",
+                "prose",
+                art.model_copy(update={"summary": "\n".join(lines)}),
+                "marker_forged",
+            )
 
 
 OPERATORS: tuple[Operator, ...] = (
@@ -539,23 +762,42 @@ OPERATORS: tuple[Operator, ...] = (
     Operator("drop_qualifier", "remove one qualifier from a claim", drop_qualifier),
     Operator("move_subject", "attach a claim (or the artifact) to a same-named other subject or tenant", move_subject),
     Operator("resurrect", "bring back a superseded, deleted or revoked fact, or its value", resurrect),
-    Operator("elevate_untrusted", "state an untrusted quote with authority, as asserted, or as an instruction", elevate_untrusted),
+    Operator(
+        "elevate_untrusted",
+        "state an untrusted quote with authority, as asserted, or as an instruction",
+        elevate_untrusted,
+    ),
     Operator("assert_speculation", "state a speculative fact ('I may move to Paris') as asserted", assert_speculation),
     Operator("state_conflict_as_fact", "keep one side of an unresolved conflict", state_conflict_as_fact),
     Operator("drop_conflict", "drop an unresolved conflict", drop_conflict),
     Operator("shift_date", "move a date or datetime by one day", shift_date),
     Operator("break_lineage", "empty derived_from, or cite a retired input", break_lineage),
     Operator("invent", "add a fact the ledger lacks; add an amount and a date to the prose", invent),
-    Operator("contradict_in_new_words", "append a sentence contradicting a critical fact in new words",
-             contradict_in_new_words),
-    Operator("drop_condition_in_prose", "cut the condition clause from a sentence stating a critical value",
-             drop_condition_in_prose),
+    Operator(
+        "contradict_in_new_words",
+        "append a sentence contradicting a critical fact in new words",
+        contradict_in_new_words,
+    ),
+    Operator(
+        "drop_condition_in_prose",
+        "cut the condition clause from a sentence stating a critical value",
+        drop_condition_in_prose,
+    ),
     Operator("settle_conflict_in_prose", "answer an open conflict in the narrative", settle_conflict_in_prose),
     Operator("elevate_in_prose", "restate untrusted or tool text as the user's wish or as fact", elevate_in_prose),
-    Operator("contradict_with_synonym", "contradict a critical fact with a registry synonym ('They had the satay'): "
-             "never published", contradict_with_synonym),
-    Operator("another_partys_fact", "name another person with the subject's predicate ('Their colleague Priya "
-             "Raman ...'): never published", another_partys_fact),
-    Operator("restate_superseded", "state a superseded or revoked value without lossgate's marker, or behind a "
-             "forged one", restate_superseded),
+    Operator(
+        "contradict_with_synonym",
+        "contradict a critical fact with a registry synonym ('They had the satay'): never published",
+        contradict_with_synonym,
+    ),
+    Operator(
+        "another_partys_fact",
+        "name another person with the subject's predicate ('Their colleague Priya Raman ...'): never published",
+        another_partys_fact,
+    ),
+    Operator(
+        "restate_superseded",
+        "state a superseded or revoked value without lossgate's marker, or behind a forged one",
+        restate_superseded,
+    ),
 )

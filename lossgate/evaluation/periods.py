@@ -48,25 +48,37 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
+from lossgate.api.memory import Memory
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.model.derived_records import Artifact, RecallResult
 from lossgate.errors import NotFound
 from lossgate.evaluation.locomo import TENANT, Conversation, Turn, ingest
 from lossgate.gate.atoms import extract_atoms
-from lossgate.api.memory import Memory
+from lossgate.model.derived_records import Artifact, RecallResult
 from lossgate.model.wording import PERIODS_TITLE, fact_line, period_line
 
-__all__ = ["KINDS", "CLASSES", "CATEGORY_NAMES", "measure", "period_blocks", "session_digests", "covered_sessions",
-           "question_total", "ConversationFigures", "Occurrence", "PeriodsReport", "SessionCoverage"]
+__all__ = [
+    "KINDS",
+    "CLASSES",
+    "CATEGORY_NAMES",
+    "measure",
+    "period_blocks",
+    "session_digests",
+    "covered_sessions",
+    "question_total",
+    "ConversationFigures",
+    "Occurrence",
+    "PeriodsReport",
+    "SessionCoverage",
+]
 
 #: The atom kinds counted: dates and times, amounts, identifiers (not negations, not parties).
-KINDS: tuple[str, ...] = ("date", "datetime", "time", "money", "percent", "quantity", "identifier", "email",
-                          "phone")
+KINDS: tuple[str, ...] = ("date", "datetime", "time", "money", "percent", "quantity", "identifier", "email", "phone")
 #: How an evidence atom is reachable, best first.
 CLASSES: tuple[str, ...] = ("digest", "question", "atom", "unreachable")
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -83,7 +95,7 @@ def period_blocks(summary: str) -> list[tuple[str, list[str]]]:
     if PERIODS_TITLE not in lines:
         return []
     blocks: list[tuple[str, list[str]]] = []
-    for line in lines[lines.index(PERIODS_TITLE) + 1:]:
+    for line in lines[lines.index(PERIODS_TITLE) + 1 :]:
         if _TITLE.fullmatch(line):
             blocks.append((line, []))
         elif line.strip() and blocks:
@@ -109,7 +121,7 @@ def session_digests(summary: str, parts: Iterable[tuple[str, datetime, datetime]
     misaligned: list[str] = []
     if len(blocks) != len(parts):
         misaligned.append(f"{len(blocks)} period digests in the summary, {len(parts)} parts in the manifest")
-    for (title, lines), (key, first, last) in zip(blocks, parts):
+    for (title, lines), (key, first, last) in zip(blocks, parts, strict=True):
         if title != period_line(first, last):
             misaligned.append(f"part {key!r} ({period_line(first, last)}) is titled {title}")
             continue
@@ -128,8 +140,11 @@ def covered_sessions(turns: Iterable[Turn], coverage: SessionCoverage) -> tuple[
     sessions: dict[str, str] = {}
     for t in turns:
         sessions.setdefault(str(t.session), period_line(t.at, t.at))
-    covered = [s for s, title in sessions.items()
-               if coverage.digests.get(s) and all(b[0] == title for b in coverage.digests[s])]
+    covered = [
+        s
+        for s, title in sessions.items()
+        if coverage.digests.get(s) and all(b[0] == title for b in coverage.digests[s])
+    ]
     return sessions, covered
 
 
@@ -147,18 +162,21 @@ class Tally:
         if path:
             self.paths[f"{cls}_by_{path}"] += 1
 
-    def merge(self, other: "Tally") -> None:
+    def merge(self, other: Tally) -> None:
         self.classes.update(other.classes)
         self.paths.update(other.paths)
 
     def to_json(self) -> dict[str, Any]:
         total = sum(self.classes.values())
         reachable = total - self.classes["unreachable"]
-        paths = {p: self.paths[p] for p in ("digest_by_line", "digest_by_key", "question_by_event",
-                                             "question_by_text")}
-        return {"atoms": total, **{c: self.classes[c] for c in CLASSES}, **paths,
-                "in_digest_share": self.classes["digest"] / total if total else 1.0,
-                "reachable_share": reachable / total if total else 1.0}
+        paths = {p: self.paths[p] for p in ("digest_by_line", "digest_by_key", "question_by_event", "question_by_text")}
+        return {
+            "atoms": total,
+            **{c: self.classes[c] for c in CLASSES},
+            **paths,
+            "in_digest_share": self.classes["digest"] / total if total else 1.0,
+            "reachable_share": reachable / total if total else 1.0,
+        }
 
 
 @dataclass
@@ -189,14 +207,24 @@ class ConversationFigures:
 
     def to_json(self) -> dict[str, Any]:
         missing = [s for s in self.sessions if s not in self.covered]
-        return {"sample_id": self.sample_id, "status": self.status, "path": self.path,
-                "hierarchical": self.hierarchical, "parts": self.parts, "sessions": len(self.sessions),
-                "sessions_covered": len(self.covered),
-                "missing_sessions": {s: self.sessions[s] for s in missing}, "misaligned": list(self.misaligned),
-                "raw_tokens": self.raw_tokens, "published_tokens": self.published_tokens,
-                "reduction": self.reduction, "questions": self.questions, "recall_modes": dict(self.recall_modes),
-                "atoms": self.atoms.to_json(),
-                "distinct_atoms": self.distinct.to_json()}
+        return {
+            "sample_id": self.sample_id,
+            "status": self.status,
+            "path": self.path,
+            "hierarchical": self.hierarchical,
+            "parts": self.parts,
+            "sessions": len(self.sessions),
+            "sessions_covered": len(self.covered),
+            "missing_sessions": {s: self.sessions[s] for s in missing},
+            "misaligned": list(self.misaligned),
+            "raw_tokens": self.raw_tokens,
+            "published_tokens": self.published_tokens,
+            "reduction": self.reduction,
+            "questions": self.questions,
+            "recall_modes": dict(self.recall_modes),
+            "atoms": self.atoms.to_json(),
+            "distinct_atoms": self.distinct.to_json(),
+        }
 
 
 @dataclass(frozen=True)
@@ -213,8 +241,15 @@ class Occurrence:
     path: str | None  # within the class: digest by "line" or "key", question by "event" or "text"
 
     def to_json(self) -> dict[str, Any]:
-        return {"sample_id": self.sample_id, "question": self.question, "dia_id": self.dia_id, "kind": self.kind,
-                "key": self.key, "found": self.found, "path": self.path}
+        return {
+            "sample_id": self.sample_id,
+            "question": self.question,
+            "dia_id": self.dia_id,
+            "kind": self.kind,
+            "key": self.key,
+            "found": self.found,
+            "path": self.path,
+        }
 
 
 @dataclass
@@ -241,10 +276,15 @@ class PeriodsReport:
         sessions = sum(len(c.sessions) for c in convs)
         covered = sum(len(c.covered) for c in convs)
         overall = {
-            "conversations": len(convs), "hierarchical": sum(c.hierarchical for c in convs),
-            "sessions": sessions, "sessions_covered": covered,
-            "raw_tokens": raw, "published_tokens": published, "reduction": 1 - published / raw if raw else 0.0,
-            "questions": sum(c.questions for c in convs), "atoms": total.to_json(),
+            "conversations": len(convs),
+            "hierarchical": sum(c.hierarchical for c in convs),
+            "sessions": sessions,
+            "sessions_covered": covered,
+            "raw_tokens": raw,
+            "published_tokens": published,
+            "reduction": 1 - published / raw if raw else 0.0,
+            "questions": sum(c.questions for c in convs),
+            "atoms": total.to_json(),
             "distinct_atoms": distinct.to_json(),
         }
         measures: dict[str, Callable[[ConversationFigures], float]] = {
@@ -264,13 +304,19 @@ class PeriodsReport:
             "reduction_at_least_80pct_each": all(c.reduction >= 0.80 for c in convs),
             "every_atom_reachable": total.classes["unreachable"] == 0,
         }
-        return {"budget_tokens": self.budget, "data_sha256": self.sha256, "kinds": list(self.kinds),
-                "overall": overall, "worst": worst, "requirements": requirements,
-                "conversations": [c.to_json() for c in convs],
-                "by_kind": {k: t.to_json() for k, t in self.by_kind.items()},
-                "by_category": {k: t.to_json() for k, t in self.by_category.items()},
-                "unreachable_examples": self.unreachable,
-                "occurrences": [o.to_json() for o in self.occurrences]}
+        return {
+            "budget_tokens": self.budget,
+            "data_sha256": self.sha256,
+            "kinds": list(self.kinds),
+            "overall": overall,
+            "worst": worst,
+            "requirements": requirements,
+            "conversations": [c.to_json() for c in convs],
+            "by_kind": {k: t.to_json() for k, t in self.by_kind.items()},
+            "by_category": {k: t.to_json() for k, t in self.by_category.items()},
+            "unreachable_examples": self.unreachable,
+            "occurrences": [o.to_json() for o in self.occurrences],
+        }
 
 
 def question_total(conversations: list[Conversation]) -> int:
@@ -289,7 +335,7 @@ def _keys(text: str, at: datetime | None, kinds: frozenset[str]) -> set[AtomKey]
 def _title_time(title: str) -> datetime:
     m = _TITLE.fullmatch(title)
     assert m is not None
-    return datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC)
 
 
 def _returned_keys(result: RecallResult, kinds: frozenset[str]) -> set[AtomKey]:
@@ -326,9 +372,17 @@ def _root(memory: Memory, sample_id: str) -> Artifact | None:
         return None
 
 
-def measure(memory: Memory, conversations: list[Conversation], *, budget: int = 2000,
-            config: ConsolidationConfig | None = None, kinds: Iterable[str] = KINDS, sha256: str = "",
-            counter: TokenCounter | None = None, progress: Callable[[int], None] | None = None) -> PeriodsReport:
+def measure(
+    memory: Memory,
+    conversations: list[Conversation],
+    *,
+    budget: int = 2000,
+    config: ConsolidationConfig | None = None,
+    kinds: Iterable[str] = KINDS,
+    sha256: str = "",
+    counter: TokenCounter | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PeriodsReport:
     """Ingest and consolidate each conversation, then measure its published memory (see the
     module docstring). ``budget`` is every recall's, as in the LoCoMo recall eval."""
     count = counter or default_counter()
@@ -346,18 +400,29 @@ def measure(memory: Memory, conversations: list[Conversation], *, budget: int = 
         root = _root(memory, conv.sample_id)
         summary = root.body.summary if root is not None else ""
         children = [memory.admin.artifact(TENANT, conv.sample_id, i) for i in root.manifest.children] if root else []
-        parts = [(c.manifest.part.key, c.manifest.part.first_at, c.manifest.part.last_at)
-                 for c in children if c.manifest.part is not None]
+        parts = [
+            (c.manifest.part.key, c.manifest.part.first_at, c.manifest.part.last_at)
+            for c in children
+            if c.manifest.part is not None
+        ]
         coverage = session_digests(summary, parts)
         sessions, covered = covered_sessions(conv.turns, coverage)
         fig = ConversationFigures(
-            sample_id=conv.sample_id, status=attempt.status, path=root.manifest.path if root else None,
-            parts=len(parts), sessions=sessions, covered=covered, misaligned=coverage.misaligned,
-            raw_tokens=sum(count(t.line) + 1 for t in conv.turns), published_tokens=count(summary) if summary else 0)
+            sample_id=conv.sample_id,
+            status=attempt.status,
+            path=root.manifest.path if root else None,
+            parts=len(parts),
+            sessions=sessions,
+            covered=covered,
+            misaligned=coverage.misaligned,
+            raw_tokens=sum(count(t.line) + 1 for t in conv.turns),
+            published_tokens=count(summary) if summary else 0,
+        )
         figures.append(fig)
 
-        digest_text = {s: "\n".join(line for _, lines in blocks for line in lines)
-                       for s, blocks in coverage.digests.items()}
+        digest_text = {
+            s: "\n".join(line for _, lines in blocks for line in lines) for s, blocks in coverage.digests.items()
+        }
         digest_lines = {s: {line for _, lines in blocks for line in lines} for s, blocks in coverage.digests.items()}
         digest_cache: dict[tuple[str, datetime], set[AtomKey]] = {}
         atom_cache: dict[str, RecallResult] = {}
@@ -395,26 +460,47 @@ def measure(memory: Memory, conversations: list[Conversation], *, budget: int = 
                             cls, path = "question", "text"
                         else:
                             if atom.text not in atom_cache:
-                                atom_cache[atom.text] = memory.recall(TENANT, conv.sample_id, query=atom.text,
-                                                                      budget=budget)
+                                atom_cache[atom.text] = memory.recall(
+                                    TENANT, conv.sample_id, query=atom.text, budget=budget
+                                )
                                 fig.recall_modes[atom_cache[atom.text].mode] += 1
                             found = _hands_back(atom_cache[atom.text], event_id, turn)
                             cls = "atom" if found else "unreachable"
-                    for tally in (fig.atoms, by_kind[atom.kind],
-                                  by_category[CATEGORY_NAMES.get(q.category, str(q.category))]):
+                    for tally in (
+                        fig.atoms,
+                        by_kind[atom.kind],
+                        by_category[CATEGORY_NAMES.get(q.category, str(q.category))],
+                    ):
                         tally.add(cls, path)
-                    occurrences.append(Occurrence(conv.sample_id, number, turn.dia_id, atom.kind, atom.key,
-                                                  atom.text, cls, path))
+                    occurrences.append(
+                        Occurrence(conv.sample_id, number, turn.dia_id, atom.kind, atom.key, atom.text, cls, path)
+                    )
                     rank = CLASSES.index(cls)
                     best[turn.dia_id, key] = min(rank, best.get((turn.dia_id, key), rank))
                     if cls == "unreachable" and len(unreachable) < _EXAMPLES:
-                        unreachable.append({"sample_id": conv.sample_id, "dia_id": turn.dia_id,
-                                            "session": session, "category": q.category, "question": q.text,
-                                            "kind": atom.kind, "text": atom.text, "key": atom.key})
+                        unreachable.append(
+                            {
+                                "sample_id": conv.sample_id,
+                                "dia_id": turn.dia_id,
+                                "session": session,
+                                "category": q.category,
+                                "question": q.text,
+                                "kind": atom.kind,
+                                "text": atom.text,
+                                "key": atom.key,
+                            }
+                        )
             if progress:
                 progress(1)
         for rank in best.values():
             fig.distinct.add(CLASSES[rank])  # (its paths are counted per occurrence only)
-    return PeriodsReport(sha256=sha256, budget=budget, kinds=tuple(k for k in KINDS if k in wanted) or
-                         tuple(sorted(wanted)), conversations=figures, by_kind=dict(by_kind),
-                         by_category=dict(by_category), unreachable=unreachable, occurrences=occurrences)
+    return PeriodsReport(
+        sha256=sha256,
+        budget=budget,
+        kinds=tuple(k for k in KINDS if k in wanted) or tuple(sorted(wanted)),
+        conversations=figures,
+        by_kind=dict(by_kind),
+        by_category=dict(by_category),
+        unreachable=unreachable,
+        occurrences=occurrences,
+    )

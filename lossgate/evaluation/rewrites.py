@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
+from lossgate.evaluation import textops as T
 from lossgate.gate.casefile import GateCase, parse_artifact
 from lossgate.gate.preserve import build_must_preserve
-from lossgate.evaluation import textops as T
 
 __all__ = ["Variant", "Rewrite", "REWRITES"]
 
@@ -42,16 +43,21 @@ def _with(case: GateCase, **update: Any) -> GateCase:
 
 def _summary(case: GateCase, rewrite: str, label: str, text: str) -> Iterator[Variant]:
     if text != case.artifact.summary:
-        yield Variant(rewrite, case.case_id, label,
-                      _with(case, artifact=case.artifact.model_copy(update={"summary": text})))
+        yield Variant(
+            rewrite, case.case_id, label, _with(case, artifact=case.artifact.model_copy(update={"summary": text}))
+        )
 
 
 def reorder_claims(case: GateCase) -> Iterator[Variant]:
     claims = case.artifact.claims
     if len(claims) > 1:
         for label, order in (("reversed", claims[::-1]), ("rotated", claims[1:] + claims[:1])):
-            yield Variant("reorder_claims", case.case_id, label,
-                          _with(case, artifact=case.artifact.model_copy(update={"claims": order})))
+            yield Variant(
+                "reorder_claims",
+                case.case_id,
+                label,
+                _with(case, artifact=case.artifact.model_copy(update={"claims": order})),
+            )
 
 
 def reorder_sentences(case: GateCase) -> Iterator[Variant]:
@@ -92,8 +98,9 @@ def _reverse_maps(node: Any) -> Any:
 def key_order(case: GateCase) -> Iterator[Variant]:
     doc = _reverse_maps(copy.deepcopy(case.document["artifact"]))
     art = parse_artifact(doc, case.snapshot.tenant_id, case.snapshot.subject_id, case.registry)
-    yield Variant("key_order", case.case_id, "qualifier keys, derived_from, open_items reversed",
-                  _with(case, artifact=art))
+    yield Variant(
+        "key_order", case.case_id, "qualifier keys, derived_from, open_items reversed", _with(case, artifact=art)
+    )
 
 
 def _respell(value_type: str, value: Any) -> Any:
@@ -116,24 +123,40 @@ def value_spelling(case: GateCase) -> Iterator[Variant]:
         new = _respell(c.value_type, c.value)
         claims.append(c if new is None else c.model_copy(update={"value": new}))
     if tuple(claims) != art.claims:
-        yield Variant("value_spelling", case.case_id, "14250 -> 14250.00, currency first, PT30M -> PT1800S",
-                      _with(case, artifact=art.model_copy(update={"claims": tuple(claims)})))
-    cited = tuple(c.model_copy(update={"derived_from": (*c.derived_from, c.fact_id, *c.derived_from)})
-                  for c in art.claims)
+        yield Variant(
+            "value_spelling",
+            case.case_id,
+            "14250 -> 14250.00, currency first, PT30M -> PT1800S",
+            _with(case, artifact=art.model_copy(update={"claims": tuple(claims)})),
+        )
+    cited = tuple(
+        c.model_copy(update={"derived_from": (*c.derived_from, c.fact_id, *c.derived_from)}) for c in art.claims
+    )
     if cited:
-        yield Variant("value_spelling", case.case_id, "derived_from repeats itself and cites the fact id",
-                      _with(case, artifact=art.model_copy(update={"claims": cited})))
+        yield Variant(
+            "value_spelling",
+            case.case_id,
+            "derived_from repeats itself and cites the fact id",
+            _with(case, artifact=art.model_copy(update={"claims": cited})),
+        )
 
 
 def reorder_inputs(case: GateCase) -> Iterator[Variant]:
     snap = case.snapshot
-    snap = snap.model_copy(update={"events": snap.events[::-1], "facts": snap.facts[::-1],
-                                   "conflicts": snap.conflicts[::-1]})
+    snap = snap.model_copy(
+        update={"events": snap.events[::-1], "facts": snap.facts[::-1], "conflicts": snap.conflicts[::-1]}
+    )
     yield Variant("reorder_inputs", case.case_id, "events, facts and conflicts reversed", _with(case, snapshot=snap))
 
 
-_FIRST_PERSON = ((r"\bI am\b", "the user is"), (r"\bI'm\b", "the user is"), (r"\bI\b", "the user"),
-                 (r"\bmy\b", "the user's"), (r"\bme\b", "the user"), (r"\bMy\b", "The user's"))
+_FIRST_PERSON = (
+    (r"\bI am\b", "the user is"),
+    (r"\bI'm\b", "the user is"),
+    (r"\bI\b", "the user"),
+    (r"\bmy\b", "the user's"),
+    (r"\bme\b", "the user"),
+    (r"\bMy\b", "The user's"),
+)
 
 
 def _third_person(sentence: str) -> str:
@@ -151,23 +174,42 @@ def restate_sources(case: GateCase) -> Iterator[Variant]:
     events = {e.event_id: e for e in case.snapshot.events if e.state == "valid"}
     art = case.artifact
     must = build_must_preserve(case.snapshot, case.registry)
-    cited = dict.fromkeys(e for f in case.snapshot.facts if f.status == "active"
-                          and must.loss_severity(f.fact_id) == "critical" for e in f.source_event_ids if e in events)
+    cited = dict.fromkeys(
+        e
+        for f in case.snapshot.facts
+        if f.status == "active" and must.loss_severity(f.fact_id) == "critical"
+        for e in f.source_event_ids
+        if e in events
+    )
     facts = {f.fact_id: f for f in case.snapshot.facts}
-    contested = {e for c in case.snapshot.conflicts if c.status == "unresolved" for i in c.fact_ids
-                 if i in facts for e in facts[i].source_event_ids}
+    contested = {
+        e
+        for c in case.snapshot.conflicts
+        if c.status == "unresolved"
+        for i in c.fact_ids
+        if i in facts
+        for e in facts[i].source_event_ids
+    }
     for event_id in cited:
         if event_id in contested:
             continue  # one side of an open conflict, reported alone, reads as its answer
         e = events[event_id]
         for sentence in T.sentences(e.text or ""):
             reported = f"According to the {e.actor}: {sentence}"
-            yield Variant("restate_sources", case.case_id, f"{event_id}: reported",
-                          _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{reported}"})))
+            yield Variant(
+                "restate_sources",
+                case.case_id,
+                f"{event_id}: reported",
+                _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{reported}"})),
+            )
             if e.trust not in ("untrusted", "tool") and re.search(r"\b(?:I|I'm|my|me|My)\b", sentence):
                 plain = _third_person(sentence)
-                yield Variant("restate_sources", case.case_id, f"{event_id}: third person",
-                              _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{plain}"})))
+                yield Variant(
+                    "restate_sources",
+                    case.case_id,
+                    f"{event_id}: third person",
+                    _with(case, artifact=art.model_copy(update={"summary": f"{art.summary}\n{plain}"})),
+                )
 
 
 REWRITES: tuple[Rewrite, ...] = (
@@ -178,6 +220,9 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("key_order", "qualifier key order, derived_from and open_items order", key_order),
     Rewrite("value_spelling", "equal typed values spelled differently; redundant derived_from", value_spelling),
     Rewrite("reorder_inputs", "snapshot events, facts and conflicts reordered", reorder_inputs),
-    Rewrite("restate_sources", "the narrative reports a fact's source sentence, or restates it in the third person",
-            restate_sources),
+    Rewrite(
+        "restate_sources",
+        "the narrative reports a fact's source sentence, or restates it in the third person",
+        restate_sources,
+    ),
 )

@@ -13,12 +13,34 @@ from typing import Any
 from lossgate.gate.atoms import Atom, extract_atoms
 
 __all__ = [
-    "close_number", "close_digits", "sentences", "join_sentences", "replace_span", "shift_date_text",
-    "money_forms", "iso_to_named", "named_to_iso", "atoms_of", "MONTHS", "shift_value_date",
+    "close_number",
+    "close_digits",
+    "sentences",
+    "join_sentences",
+    "replace_span",
+    "shift_date_text",
+    "money_forms",
+    "iso_to_named",
+    "named_to_iso",
+    "atoms_of",
+    "MONTHS",
+    "shift_value_date",
 ]
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9$€£])")
 _ISO = re.compile(r"(?<![0-9])([0-9]{4})-([0-9]{2})-([0-9]{2})(?![0-9T])")  # a date, not a datetime
 _NAMED = re.compile(r"\b(" + "|".join(MONTHS) + r") ([0-9]{1,2})(?:, ([0-9]{4}))?\b")
@@ -39,7 +61,7 @@ def close_digits(text: str) -> str | None:
     if not pos:
         return None
     chars = list(text)
-    for a, b in reversed(list(zip(pos, pos[1:]))):
+    for a, b in reversed(list(zip(pos, pos[1:], strict=False))):
         if chars[a] != chars[b] and not (a == pos[0] and chars[b] == "0"):
             chars[a], chars[b] = chars[b], chars[a]
             return "".join(chars)
@@ -92,10 +114,12 @@ def iso_to_named(text: str) -> str:
 
 def named_to_iso(text: str) -> str:
     """``March 25, 2026`` -> ``2026-03-25`` (dates with a year only)."""
+
     def sub(m: re.Match[str]) -> str:
         if not m[3]:
             return m[0]
         return date(int(m[3]), MONTHS.index(m[1]) + 1, int(m[2])).isoformat()
+
     return _NAMED.sub(sub, text)
 
 

@@ -30,5 +30,13 @@ from lossgate.extract.cues import AtomExtractor, Candidate, Extractor
 from lossgate.extract.flow import accept_proposal, extract, reject_proposal
 from lossgate.extract.llm import ExtractionError, ModelExtractor
 
-__all__ = ["AtomExtractor", "Candidate", "ExtractionError", "Extractor", "ModelExtractor", "accept_proposal",
-           "extract", "reject_proposal"]
+__all__ = [
+    "AtomExtractor",
+    "Candidate",
+    "ExtractionError",
+    "Extractor",
+    "ModelExtractor",
+    "accept_proposal",
+    "extract",
+    "reject_proposal",
+]

@@ -66,8 +66,11 @@ class AtomExtractor:
     name = "atoms-v1"
 
     def propose(self, events: Sequence[Event], registry: Registry) -> list[Candidate]:
-        cued = [(p, [re.compile(rf"\b{re.escape(c.lower())}\b") for c in p.cues])
-                for p in registry.predicates.values() if p.cues and p.value_type in _KINDS]
+        cued = [
+            (p, [re.compile(rf"\b{re.escape(c.lower())}\b") for c in p.cues])
+            for p in registry.predicates.values()
+            if p.cues and p.value_type in _KINDS
+        ]
         out: list[Candidate] = []
         if not cued:
             return out

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import hashlib
 
-from lossgate.gate.typed import dump_json
 from lossgate.errors import InvalidInput, LifecycleError, LossgateError, NotFound
 from lossgate.extract.cues import AtomExtractor, Candidate, Extractor
 from lossgate.extract.llm import ExtractionError
+from lossgate.gate.typed import dump_json
 from lossgate.ledger.lifecycle import Ledger, transaction
 from lossgate.model.records import AUTHORITY_FOR_TRUST, TRUST_RANK, Event, NewFact, Proposal, utcnow
 from lossgate.model.registry import Registry
-from lossgate.store import Store
 from lossgate.model.values import ValueMismatch, canonical_value, coerce_value
+from lossgate.store import Store
 
 __all__ = ["extract", "accept_proposal", "reject_proposal"]
 
@@ -22,8 +22,9 @@ def _id(tenant_id: str, subject_id: str, c: Candidate) -> str:
     return "p-" + hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *,
-            extractor: Extractor | None = None) -> list[Proposal]:
+def extract(
+    store: Store, registry: Registry, tenant_id: str, subject_id: str, *, extractor: Extractor | None = None
+) -> list[Proposal]:
     """Read the subject's valid events not read before, and record what the extractor proposes.
     Returns the new proposals (a candidate proposed before is not proposed again)."""
     extractor = extractor or AtomExtractor()
@@ -40,7 +41,7 @@ def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *
         ids = [_id(tenant_id, subject_id, c) for c in candidates]
         seen = {p.proposal_id for p in tx.proposals(tenant_id, subject_id, ids=ids)} if ids else set()
         out: list[Proposal] = []
-        for pid, c in zip(ids, candidates):
+        for pid, c in zip(ids, candidates, strict=True):
             if pid in seen:
                 continue
             seen.add(pid)
@@ -50,10 +51,19 @@ def extract(store: Store, registry: Registry, tenant_id: str, subject_id: str, *
             weakest = min((e.trust for e in sources), key=lambda t: TRUST_RANK[t])
             authority = AUTHORITY_FOR_TRUST[weakest]
             proposal = Proposal(
-                proposal_id=pid, tenant_id=tenant_id, subject_id=subject_id, predicate=c.predicate, value=c.value,
-                qualifiers=c.qualifiers, source_event_ids=c.source_event_ids, authority=authority,
-                modality="quoted" if authority == "untrusted" else "asserted", extractor=extractor.name,
-                status="review", created_at=now)
+                proposal_id=pid,
+                tenant_id=tenant_id,
+                subject_id=subject_id,
+                predicate=c.predicate,
+                value=c.value,
+                qualifiers=c.qualifiers,
+                source_event_ids=c.source_event_ids,
+                authority=authority,
+                modality="quoted" if authority == "untrusted" else "asserted",
+                extractor=extractor.name,
+                status="review",
+                created_at=now,
+            )
             out.append(_decide(led, registry, proposal))
         if out:
             tx.save_proposals(out)
@@ -69,19 +79,28 @@ def _proposed(extractor: Extractor, events: list[Event], registry: Registry) -> 
         proposed = extractor.propose(events, registry)
     except LossgateError:
         raise
-    except Exception as exc:  # noqa: BLE001 - foreign code: a typed error, the events stay unread
+    except Exception as exc:
         raise ExtractionError(f"extractor {name!r} failed: {type(exc).__name__}: {exc}"[:500]) from exc
     if not isinstance(proposed, (list, tuple)):
         raise ExtractionError(f"extractor {name!r} returned {type(proposed).__name__}, not a list of Candidate")
     for i, c in enumerate(proposed):
         if not isinstance(c, Candidate):
             raise ExtractionError(f"extractor {name!r}: item {i} is {type(c).__name__}, not a Candidate")
-        if not isinstance(c.predicate, str) or not c.predicate or not isinstance(c.source_event_ids, (list, tuple)) \
-                or not all(isinstance(e, str) for e in c.source_event_ids) or not isinstance(c.qualifiers, (list, tuple)) \
-                or not all(isinstance(q, (list, tuple)) and len(q) == 2 and all(isinstance(x, str) and x for x in q)
-                           for q in c.qualifiers):
-            raise ExtractionError(f"extractor {name!r}: item {i} needs a predicate, source event ids and "
-                                  "qualifiers as (key, value) strings")
+        if (
+            not isinstance(c.predicate, str)
+            or not c.predicate
+            or not isinstance(c.source_event_ids, (list, tuple))
+            or not all(isinstance(e, str) for e in c.source_event_ids)
+            or not isinstance(c.qualifiers, (list, tuple))
+            or not all(
+                isinstance(q, (list, tuple)) and len(q) == 2 and all(isinstance(x, str) and x for x in q)
+                for q in c.qualifiers
+            )
+        ):
+            raise ExtractionError(
+                f"extractor {name!r}: item {i} needs a predicate, source event ids and "
+                "qualifiers as (key, value) strings"
+            )
     return list(proposed)
 
 
@@ -91,8 +110,12 @@ def _decide(led: Ledger, registry: Registry, p: Proposal) -> Proposal:
         return p.model_copy(update={"status": "refused", "reason": f"unknown predicate {p.predicate!r}"})
     unknown = sorted({k for k, _ in p.qualifiers} - set(pred.qualifiers))
     if unknown:
-        return p.model_copy(update={"status": "refused",
-                                    "reason": f"qualifier(s) {', '.join(unknown)} not in predicate {p.predicate!r}"})
+        return p.model_copy(
+            update={
+                "status": "refused",
+                "reason": f"qualifier(s) {', '.join(unknown)} not in predicate {p.predicate!r}",
+            }
+        )
     try:
         canon = canonical_value(pred.value_type, coerce_value(pred.value_type, p.value, enum_values=pred.enum_values))
     except (ValueMismatch, ValueError, TypeError, ArithmeticError) as exc:
@@ -115,15 +138,29 @@ _NEVER_AT_ONCE = frozenset({"tool"})
 def _assert(led: Ledger, p: Proposal) -> Proposal:
     """Make the proposal a fact; a disagreement with an active fact opens a conflict."""
     try:
-        fact = led.assert_fact(NewFact(
-            tenant_id=p.tenant_id, subject_id=p.subject_id, fact_id="x" + p.proposal_id[1:], predicate=p.predicate,
-            value=p.value, qualifiers=p.qualifiers, authority=p.authority, modality=p.modality,
-            source_event_ids=p.source_event_ids))
+        fact = led.assert_fact(
+            NewFact(
+                tenant_id=p.tenant_id,
+                subject_id=p.subject_id,
+                fact_id="x" + p.proposal_id[1:],
+                predicate=p.predicate,
+                value=p.value,
+                qualifiers=p.qualifiers,
+                authority=p.authority,
+                modality=p.modality,
+                source_event_ids=p.source_event_ids,
+            )
+        )
     except InvalidInput as exc:  # checked before anything is written
         return p.model_copy(update={"status": "refused", "reason": str(exc)[:500]})
     open_ = led.tx.conflicts(p.tenant_id, p.subject_id, unresolved_only=True, fact_id=fact.fact_id)
-    return p.model_copy(update={"status": "conflict" if open_ else "accepted", "fact_id": fact.fact_id,
-                                "reason": f"conflicts with {open_[0].conflict_id}" if open_ else None})
+    return p.model_copy(
+        update={
+            "status": "conflict" if open_ else "accepted",
+            "fact_id": fact.fact_id,
+            "reason": f"conflicts with {open_[0].conflict_id}" if open_ else None,
+        }
+    )
 
 
 def _pending(led: Ledger, tenant_id: str, subject_id: str, proposal_id: str) -> Proposal:

@@ -13,14 +13,31 @@
 
 from lossgate.gate.engine import check
 from lossgate.gate.fixture import (
-    CompressedFact, CompressionArtifact, ExpectedFact, contract_result, load_fixture, parse_fixture,
+    CompressedFact,
+    CompressionArtifact,
+    ExpectedFact,
+    contract_result,
+    load_fixture,
+    parse_fixture,
     validate_artifact,
 )
 from lossgate.gate.outcome import CODES, GateResult, Outcome, Severity, Violation
 from lossgate.gate.preserve import MustPreserve, build_must_preserve
 
 __all__ = [
-    "check", "GateResult", "Violation", "Outcome", "Severity", "CODES", "MustPreserve",
-    "build_must_preserve", "ExpectedFact", "CompressedFact", "CompressionArtifact",
-    "validate_artifact", "contract_result", "parse_fixture", "load_fixture",
+    "check",
+    "GateResult",
+    "Violation",
+    "Outcome",
+    "Severity",
+    "CODES",
+    "MustPreserve",
+    "build_must_preserve",
+    "ExpectedFact",
+    "CompressedFact",
+    "CompressionArtifact",
+    "validate_artifact",
+    "contract_result",
+    "parse_fixture",
+    "load_fixture",
 ]

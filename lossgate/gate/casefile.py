@@ -41,11 +41,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lossgate.model.canonical import content_hash
 from lossgate.errors import InvalidInput, LossgateError
 from lossgate.gate.jsonio import field, opt_field, read_json, require_object, string_list, string_map
+from lossgate.model.canonical import content_hash
 from lossgate.model.records import (
-    ArtifactBody, Claim, Clock, Conflict, ConflictRef, Event, Fact, NewEvent, Snapshot, fact_hash_content,
+    ArtifactBody,
+    Claim,
+    Clock,
+    Conflict,
+    ConflictRef,
+    Event,
+    Fact,
+    NewEvent,
+    Snapshot,
+    fact_hash_content,
 )
 from lossgate.model.registry import Registry, load_registry, parse_registry
 from lossgate.model.values import ValueMismatch, canonical_value, coerce_value
@@ -109,14 +118,22 @@ def _events(doc: dict[str, Any], t: str, s: str) -> list[Event]:
                 kind=opt_field(obj, "kind", "string", where, "message"),
                 actor=opt_field(obj, "actor", "string", where, "user"),
                 trust=opt_field(obj, "trust", "string", where, "authenticated_user"),
-                text=text, occurred_at=_when(obj, "occurred_at", where),
+                text=text,
+                occurred_at=_when(obj, "occurred_at", where),
             )
             deleted = state == "deleted"
-            events.append(Event(
-                **new.model_dump(exclude={"actor", "text", "payload"}), seq=i + 1, recorded_at=new.occurred_at,
-                content_hash=new.content_hash(), state=state, actor=None if deleted else new.actor,
-                text=None if deleted else text, payload=None if deleted else {},
-            ))
+            events.append(
+                Event(
+                    **new.model_dump(exclude={"actor", "text", "payload"}),
+                    seq=i + 1,
+                    recorded_at=new.occurred_at,
+                    content_hash=new.content_hash(),
+                    state=state,
+                    actor=None if deleted else new.actor,
+                    text=None if deleted else text,
+                    payload=None if deleted else {},
+                )
+            )
         except ValidationError as exc:
             raise InvalidInput(f"{where}: {_first(exc)}") from None
     return events
@@ -140,7 +157,9 @@ def _facts(doc: dict[str, Any], t: str, s: str, registry: Registry, seq0: int) -
             try:
                 value = coerce_value(pred.value_type, field(obj, "value", "any", where), enum_values=pred.enum_values)
             except ValueMismatch as exc:
-                raise InvalidInput(f"{where}.value: predicate {pred.name!r} expects {pred.value_type} ({exc})") from None
+                raise InvalidInput(
+                    f"{where}.value: predicate {pred.name!r} expects {pred.value_type} ({exc})"
+                ) from None
         fields = dict(
             tenant_id=opt_field(obj, "tenant_id", "string", where, t),
             subject_id=opt_field(obj, "subject_id", "string", where, s),
@@ -152,16 +171,29 @@ def _facts(doc: dict[str, Any], t: str, s: str, registry: Registry, seq0: int) -
             supersedes=opt_field(obj, "supersedes", "string", where),
         )
         body = fact_hash_content(
-            fact_id=fid, predicate=pred.name, value_type=pred.value_type, valid_from=None,
-            canonical=None if value is None else canonical_value(pred.value_type, value), **fields,
+            fact_id=fid,
+            predicate=pred.name,
+            value_type=pred.value_type,
+            valid_from=None,
+            canonical=None if value is None else canonical_value(pred.value_type, value),
+            **fields,
         )
         try:
-            facts.append(Fact(
-                **fields, fact_id=fid, seq=seq0 + i + 1, predicate=pred.name, registry_version=registry.version,
-                value_type=pred.value_type, value=value, status=status,
-                superseded_by=opt_field(obj, "superseded_by", "string", where),
-                recorded_at=datetime.fromisoformat("2026-01-01T00:00:00+00:00"), content_hash=content_hash(body),
-            ))
+            facts.append(
+                Fact(
+                    **fields,
+                    fact_id=fid,
+                    seq=seq0 + i + 1,
+                    predicate=pred.name,
+                    registry_version=registry.version,
+                    value_type=pred.value_type,
+                    value=value,
+                    status=status,
+                    superseded_by=opt_field(obj, "superseded_by", "string", where),
+                    recorded_at=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
+                    content_hash=content_hash(body),
+                )
+            )
         except ValidationError as exc:
             raise InvalidInput(f"{where}: {_first(exc)}") from None
     return facts
@@ -173,14 +205,18 @@ def _conflicts(doc: dict[str, Any], t: str, s: str) -> list[Conflict]:
         where = f"conflicts[{i}]"
         obj = require_object(raw, where)
         try:
-            out.append(Conflict(
-                tenant_id=t, subject_id=s, conflict_id=field(obj, "conflict_id", "string", where),
-                predicate=field(obj, "predicate", "string", where),
-                # pydantic checks that there are two
-                fact_ids=tuple(sorted(string_list(obj, "fact_ids", where))),  # type: ignore[arg-type]
-                status=opt_field(obj, "status", "string", where, "unresolved"),
-                detected_at=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
-            ))
+            out.append(
+                Conflict(
+                    tenant_id=t,
+                    subject_id=s,
+                    conflict_id=field(obj, "conflict_id", "string", where),
+                    predicate=field(obj, "predicate", "string", where),
+                    # pydantic checks that there are two
+                    fact_ids=tuple(sorted(string_list(obj, "fact_ids", where))),  # type: ignore[arg-type]
+                    status=opt_field(obj, "status", "string", where, "unresolved"),
+                    detected_at=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
+                )
+            )
         except ValidationError as exc:
             raise InvalidInput(f"{where}: {_first(exc)}") from None
     return out
@@ -198,17 +234,21 @@ def parse_artifact(art: dict[str, Any], t: str, s: str, registry: Registry) -> A
         if value_type is None:
             raise InvalidInput(f"{where}: predicate {predicate!r} is not in the registry; give value_type")
         try:
-            claims.append(Claim(
-                fact_id=field(obj, "fact_id", "string", where),
-                tenant_id=opt_field(obj, "tenant_id", "string", where, t),
-                subject_id=opt_field(obj, "subject_id", "string", where, s),
-                predicate=predicate, value_type=value_type, value=field(obj, "value", "any", where),
-                qualifiers=string_map(obj, "qualifiers", where),
-                polarity=opt_field(obj, "polarity", "string", where, "positive"),
-                modality=opt_field(obj, "modality", "string", where, "asserted"),
-                authority=opt_field(obj, "authority", "string", where, "user"),
-                derived_from=string_list(obj, "derived_from", where, required=False),
-            ))
+            claims.append(
+                Claim(
+                    fact_id=field(obj, "fact_id", "string", where),
+                    tenant_id=opt_field(obj, "tenant_id", "string", where, t),
+                    subject_id=opt_field(obj, "subject_id", "string", where, s),
+                    predicate=predicate,
+                    value_type=value_type,
+                    value=field(obj, "value", "any", where),
+                    qualifiers=string_map(obj, "qualifiers", where),
+                    polarity=opt_field(obj, "polarity", "string", where, "positive"),
+                    modality=opt_field(obj, "modality", "string", where, "asserted"),
+                    authority=opt_field(obj, "authority", "string", where, "user"),
+                    derived_from=string_list(obj, "derived_from", where, required=False),
+                )
+            )
         except ValidationError as exc:
             raise InvalidInput(f"{where}: {_first(exc)}") from None
     refs = []
@@ -216,15 +256,21 @@ def parse_artifact(art: dict[str, Any], t: str, s: str, registry: Registry) -> A
         where = f"artifact.unresolved_conflicts[{i}]"
         obj = require_object(raw, where)
         try:
-            refs.append(ConflictRef(conflict_id=field(obj, "conflict_id", "string", where),
-                                    fact_ids=string_list(obj, "fact_ids", where)))  # type: ignore[arg-type]
+            refs.append(
+                ConflictRef(
+                    conflict_id=field(obj, "conflict_id", "string", where),
+                    fact_ids=string_list(obj, "fact_ids", where),  # type: ignore[arg-type]
+                )
+            )
         except ValidationError as exc:
             raise InvalidInput(f"{where}: {_first(exc)}") from None
     return ArtifactBody(
         tenant_id=opt_field(art, "tenant_id", "string", "artifact", t),
         subject_id=opt_field(art, "subject_id", "string", "artifact", s),
-        claims=tuple(claims), open_items=string_list(art, "open_items", "artifact", required=False),
-        unresolved_conflicts=tuple(refs), summary=opt_field(art, "summary", "string", "artifact", ""),
+        claims=tuple(claims),
+        open_items=string_list(art, "open_items", "artifact", required=False),
+        unresolved_conflicts=tuple(refs),
+        summary=opt_field(art, "summary", "string", "artifact", ""),
     )
 
 
@@ -244,15 +290,23 @@ def parse_case(doc: Any, *, base: Path | None = None) -> GateCase:
     events = _events(doc, t, s)
     facts = _facts(doc, t, s, registry, len(events))
     snapshot = Snapshot(
-        tenant_id=t, subject_id=s, registry_version=registry.version,
+        tenant_id=t,
+        subject_id=s,
+        registry_version=registry.version,
         clock=Clock(tenant_id=t, subject_id=s, high_water=len(events) + len(facts), input_epoch=0),
-        events=tuple(events), facts=tuple(facts), conflicts=tuple(_conflicts(doc, t, s)),
+        events=tuple(events),
+        facts=tuple(facts),
+        conflicts=tuple(_conflicts(doc, t, s)),
     )
     artifact = parse_artifact(field(doc, "artifact", "object", "case"), t, s, registry)
     return GateCase(
-        case_id=field(doc, "case_id", "string", "case"), title=opt_field(doc, "title", "string", "case", ""),
-        families=string_list(doc, "families", "case", required=False), registry=registry,
-        snapshot=snapshot, artifact=artifact, document=doc,
+        case_id=field(doc, "case_id", "string", "case"),
+        title=opt_field(doc, "title", "string", "case", ""),
+        families=string_list(doc, "families", "case", required=False),
+        registry=registry,
+        snapshot=snapshot,
+        artifact=artifact,
+        document=doc,
     )
 
 

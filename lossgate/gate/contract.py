@@ -42,15 +42,24 @@ Codes, per expected fact id (all critical unless noted):
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 from lossgate.gate.outcome import FORBIDDEN, Code, Severity, Violation
 from lossgate.gate.typed import TypedValue, dump_json, json_type_name, json_value, typed_value
 from lossgate.model.records import ArtifactBody, Snapshot
 
 __all__ = [
-    "TypedValue", "LedgerFact", "ArtifactFact", "compare_facts", "check_contract",
-    "ledger_facts", "artifact_facts", "typed_value", "json_value", "json_type_name",
+    "TypedValue",
+    "LedgerFact",
+    "ArtifactFact",
+    "compare_facts",
+    "check_contract",
+    "ledger_facts",
+    "artifact_facts",
+    "typed_value",
+    "json_value",
+    "json_type_name",
 ]
 
 
@@ -85,10 +94,20 @@ class ArtifactFact(NamedTuple):
     authority: str | None = None
 
 
-def _v(code: Code, subject: str, detail: str, *, expected: Any = None, observed: Any = None,
-       severity: Severity = "critical") -> Violation:
+def _v(
+    code: Code,
+    subject: str,
+    detail: str,
+    *,
+    expected: Any = None,
+    observed: Any = None,
+    severity: Severity = "critical",
+) -> Violation:
     return Violation(
-        code=code, subject=subject, severity=severity, detail=detail,
+        code=code,
+        subject=subject,
+        severity=severity,
+        detail=detail,
         expected=None if expected is None else str(expected),
         observed=None if observed is None else str(observed),
     )
@@ -123,11 +142,21 @@ def _said(value: TypedValue) -> str:
 def _same(e: LedgerFact, a: ArtifactFact) -> bool:
     """The common case, decided in one expression: the claim states the fact exactly."""
     key = e.value.key
-    return (key is not None and key == a.value.key and a.qualifiers == e.qualifiers
-            and a.subject_id == e.subject_id and a.tenant_id == e.tenant_id and a.predicate == e.predicate
-            and a.polarity == e.polarity and a.sources.issuperset(e.required_sources)
-            and (e.authority in (None, "untrusted") or a.authority is None
-                 or (a.modality == e.modality and a.authority == e.authority)))
+    return (
+        key is not None
+        and key == a.value.key
+        and a.qualifiers == e.qualifiers
+        and a.subject_id == e.subject_id
+        and a.tenant_id == e.tenant_id
+        and a.predicate == e.predicate
+        and a.polarity == e.polarity
+        and a.sources.issuperset(e.required_sources)
+        and (
+            e.authority in (None, "untrusted")
+            or a.authority is None
+            or (a.modality == e.modality and a.authority == e.authority)
+        )
+    )
 
 
 def _compare(e: LedgerFact, a: ArtifactFact, out: list[Violation]) -> None:
@@ -135,38 +164,97 @@ def _compare(e: LedgerFact, a: ArtifactFact, out: list[Violation]) -> None:
         return
     fid = e.fact_id
     if a.tenant_id != e.tenant_id:
-        out.append(_v("tenant_changed", fid, f"claim names another tenant: {e.tenant_id} -> {a.tenant_id}",
-                      expected=e.tenant_id, observed=a.tenant_id))
+        out.append(
+            _v(
+                "tenant_changed",
+                fid,
+                f"claim names another tenant: {e.tenant_id} -> {a.tenant_id}",
+                expected=e.tenant_id,
+                observed=a.tenant_id,
+            )
+        )
     if a.subject_id != e.subject_id:
-        out.append(_v("subject_changed", fid, f"claim names another subject: {e.subject_id} -> {a.subject_id}",
-                      expected=e.subject_id, observed=a.subject_id))
+        out.append(
+            _v(
+                "subject_changed",
+                fid,
+                f"claim names another subject: {e.subject_id} -> {a.subject_id}",
+                expected=e.subject_id,
+                observed=a.subject_id,
+            )
+        )
     if a.predicate != e.predicate:
-        out.append(_v("predicate_changed", fid, f"claim names another predicate: {e.predicate} -> {a.predicate}",
-                      expected=e.predicate, observed=a.predicate))
+        out.append(
+            _v(
+                "predicate_changed",
+                fid,
+                f"claim names another predicate: {e.predicate} -> {a.predicate}",
+                expected=e.predicate,
+                observed=a.predicate,
+            )
+        )
     if not e.value.matches(a.value):
-        out.append(_v("value_changed", fid, _value_detail(e.value, a.value),
-                      expected=e.value.shown(), observed=a.value.shown()))
+        out.append(
+            _v(
+                "value_changed",
+                fid,
+                _value_detail(e.value, a.value),
+                expected=e.value.shown(),
+                observed=a.value.shown(),
+            )
+        )
     if a.polarity != e.polarity:
-        out.append(_v("polarity_flipped", fid, f"polarity differs: {e.polarity} -> {a.polarity}",
-                      expected=e.polarity, observed=a.polarity))
+        out.append(
+            _v(
+                "polarity_flipped",
+                fid,
+                f"polarity differs: {e.polarity} -> {a.polarity}",
+                expected=e.polarity,
+                observed=a.polarity,
+            )
+        )
     if a.qualifiers != e.qualifiers:
-        out.append(_v(
-            "qualifiers_changed", fid, _qualifier_detail(e.qualifiers, a.qualifiers),
-            expected=dump_json(dict(e.qualifiers)), observed=dump_json(dict(a.qualifiers)),
-        ))
+        out.append(
+            _v(
+                "qualifiers_changed",
+                fid,
+                _qualifier_detail(e.qualifiers, a.qualifiers),
+                expected=dump_json(dict(e.qualifiers)),
+                observed=dump_json(dict(a.qualifiers)),
+            )
+        )
     if e.authority not in (None, "untrusted") and a.authority is not None:
         if a.modality != e.modality:
-            out.append(_v("modality_changed", fid, f"modality differs: {e.modality} -> {a.modality}",
-                          expected=e.modality, observed=a.modality))
+            out.append(
+                _v(
+                    "modality_changed",
+                    fid,
+                    f"modality differs: {e.modality} -> {a.modality}",
+                    expected=e.modality,
+                    observed=a.modality,
+                )
+            )
         if a.authority != e.authority:
-            out.append(_v("authority_changed", fid, f"authority differs: {e.authority} -> {a.authority}",
-                          expected=e.authority, observed=a.authority))
+            out.append(
+                _v(
+                    "authority_changed",
+                    fid,
+                    f"authority differs: {e.authority} -> {a.authority}",
+                    expected=e.authority,
+                    observed=a.authority,
+                )
+            )
     lost = [s for s in e.required_sources if s not in a.sources]
     if lost:
-        out.append(_v(
-            "provenance_missing", fid, f"not cited: {', '.join(lost)}",
-            expected=dump_json(list(e.required_sources)), observed=dump_json(sorted(a.sources)),
-        ))
+        out.append(
+            _v(
+                "provenance_missing",
+                fid,
+                f"not cited: {', '.join(lost)}",
+                expected=dump_json(list(e.required_sources)),
+                observed=dump_json(sorted(a.sources)),
+            )
+        )
 
 
 def compare_facts(
@@ -201,20 +289,43 @@ def compare_facts(
             continue
         if not copies:
             sev = loss_severity(e.fact_id) if loss_severity else "critical"
-            out.append(_v("missing", e.fact_id,
-                          f"active fact ({e.predicate}: {dump_json(e.value.canonical)}) not in the artifact",
-                          expected=e.value.shown(), severity=sev))
+            out.append(
+                _v(
+                    "missing",
+                    e.fact_id,
+                    f"active fact ({e.predicate}: {dump_json(e.value.canonical)}) not in the artifact",
+                    expected=e.value.shown(),
+                    severity=sev,
+                )
+            )
             continue
         for a in copies:
             _compare(e, a, out)
     for fid in by_id.keys() - known:
-        out.append(_v("unsupported_fact", fid, "the ledger has no fact with this id",
-                      observed=by_id[fid][0].value.shown()))
+        out.append(
+            _v("unsupported_fact", fid, "the ledger has no fact with this id", observed=by_id[fid][0].value.shown())
+        )
     if owner is not None and header is not None:
         if header[0] != owner[0]:
-            out.append(_v("tenant_changed", "artifact", "the artifact is for another tenant", expected=owner[0], observed=header[0]))
+            out.append(
+                _v(
+                    "tenant_changed",
+                    "artifact",
+                    "the artifact is for another tenant",
+                    expected=owner[0],
+                    observed=header[0],
+                )
+            )
         if header[1] != owner[1]:
-            out.append(_v("subject_changed", "artifact", "the artifact is for another subject", expected=owner[1], observed=header[1]))
+            out.append(
+                _v(
+                    "subject_changed",
+                    "artifact",
+                    "the artifact is for another subject",
+                    expected=owner[1],
+                    observed=header[1],
+                )
+            )
     return out
 
 
@@ -229,31 +340,53 @@ def ledger_facts(snapshot: Snapshot) -> list[LedgerFact]:
     for f in snapshot.facts:  # positional construction: this runs once per fact per gate
         active = f.status == "active"
         sources = f.source_event_ids
-        out.append(LedgerFact(
-            f.fact_id, f.tenant_id, f.subject_id, f.predicate, f.status,
-            typed_value(f.value_type, f.value) if active else purged, f.qualifiers,
-            sources if all(s in valid for s in sources) else tuple(s for s in sources if s in valid),
-            f.polarity, f.modality, f.authority,
-        ))
+        out.append(
+            LedgerFact(
+                f.fact_id,
+                f.tenant_id,
+                f.subject_id,
+                f.predicate,
+                f.status,
+                typed_value(f.value_type, f.value) if active else purged,
+                f.qualifiers,
+                sources if all(s in valid for s in sources) else tuple(s for s in sources if s in valid),
+                f.polarity,
+                f.modality,
+                f.authority,
+            )
+        )
     return out
 
 
 def artifact_facts(artifact: ArtifactBody) -> list[ArtifactFact]:
     """The artifact's claims in normalized form."""
     return [
-        ArtifactFact(c.fact_id, c.tenant_id, c.subject_id, c.predicate, typed_value(c.value_type, c.value),
-                     c.qualifiers, frozenset(c.derived_from), c.polarity, c.modality, c.authority)
+        ArtifactFact(
+            c.fact_id,
+            c.tenant_id,
+            c.subject_id,
+            c.predicate,
+            typed_value(c.value_type, c.value),
+            c.qualifiers,
+            frozenset(c.derived_from),
+            c.polarity,
+            c.modality,
+            c.authority,
+        )
         for c in artifact.claims
     ]
 
 
 def check_contract(
-    snapshot: Snapshot, artifact: ArtifactBody, *,
+    snapshot: Snapshot,
+    artifact: ArtifactBody,
+    *,
     loss_severity: Callable[[str], Severity] | None = None,
 ) -> list[Violation]:
     """Contract violations of a records artifact against its snapshot (unordered)."""
     return compare_facts(
-        ledger_facts(snapshot), artifact_facts(artifact),
+        ledger_facts(snapshot),
+        artifact_facts(artifact),
         owner=(snapshot.tenant_id, snapshot.subject_id),
         header=(artifact.tenant_id, artifact.subject_id),
         loss_severity=loss_severity,

@@ -28,8 +28,13 @@ __all__ = ["check"]
 
 
 def check(
-    snapshot: Snapshot, artifact: ArtifactBody, registry: Registry, *,
-    prose: bool = True, prose_inputs: ProseInputs | None = None, must: MustPreserve | None = None,
+    snapshot: Snapshot,
+    artifact: ArtifactBody,
+    registry: Registry,
+    *,
+    prose: bool = True,
+    prose_inputs: ProseInputs | None = None,
+    must: MustPreserve | None = None,
     retired: tuple[Retired, ...] | None = None,
 ) -> GateResult:
     """Gate ``artifact`` against the ``snapshot`` it was built from.
@@ -48,8 +53,11 @@ def check(
         must = build_must_preserve(snapshot, registry)
     found = check_contract(snapshot, artifact, loss_severity=must.loss_severity)
     found += check_integrity(snapshot, artifact, registry)
-    found += check_markers(artifact.summary, retired_values(snapshot.facts, snapshot.conflicts) if retired is None else retired,
-                           own=structured_lines(artifact))
+    found += check_markers(
+        artifact.summary,
+        retired_values(snapshot.facts, snapshot.conflicts) if retired is None else retired,
+        own=structured_lines(artifact),
+    )
     if prose:
         found += check_prose(snapshot, artifact, must, inputs=prose_inputs)
         found += check_fence(snapshot, artifact, must, registry)

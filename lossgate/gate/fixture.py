@@ -49,8 +49,14 @@ from lossgate.gate.typed import TypedValue, json_value, typed_value
 from lossgate.model.values import VALUE_TYPES, ValueMismatch, coerce_value
 
 __all__ = [
-    "ExpectedFact", "CompressedFact", "CompressionArtifact", "parse_fixture", "load_fixture",
-    "contract_result", "validate_artifact", "is_contract_fixture",
+    "ExpectedFact",
+    "CompressedFact",
+    "CompressionArtifact",
+    "parse_fixture",
+    "load_fixture",
+    "contract_result",
+    "validate_artifact",
+    "is_contract_fixture",
 ]
 
 STATUSES = ("active", "superseded", "deleted", "revoked")
@@ -127,8 +133,10 @@ def _expected(raw: Any, where: str) -> ExpectedFact:
     if value_type is not None and value_type not in VALUE_TYPES:
         raise InvalidInput(f"{where}.value_type: unknown value type {value_type!r}")
     return ExpectedFact(
-        **_common(obj, where), source_event_id=sources,
-        status=_choice(obj, "status", where, STATUSES, None), value_type=value_type,
+        **_common(obj, where),
+        source_event_id=sources,
+        status=_choice(obj, "status", where, STATUSES, None),
+        value_type=value_type,
     )
 
 
@@ -140,7 +148,9 @@ def _compressed(raw: Any, where: str) -> CompressedFact:
 def parse_fixture(payload: Any) -> tuple[tuple[ExpectedFact, ...], CompressionArtifact]:
     """Validate a parsed fixture document; raises :class:`InvalidInput` naming the bad field."""
     doc = require_object(payload, "fixture")
-    expected = tuple(_expected(item, f"expected[{i}]") for i, item in enumerate(field(doc, "expected", "array", "fixture")))
+    expected = tuple(
+        _expected(item, f"expected[{i}]") for i, item in enumerate(field(doc, "expected", "array", "fixture"))
+    )
     seen: set[str] = set()
     for fact in expected:
         if fact.fact_id in seen:
@@ -151,7 +161,9 @@ def parse_fixture(payload: Any) -> tuple[tuple[ExpectedFact, ...], CompressionAr
         memory_version=field(art, "memory_version", "integer", "artifact"),
         tenant_id=field(art, "tenant_id", "string", "artifact"),
         subject_id=field(art, "subject_id", "string", "artifact"),
-        facts=tuple(_compressed(item, f"artifact.facts[{i}]") for i, item in enumerate(field(art, "facts", "array", "artifact"))),
+        facts=tuple(
+            _compressed(item, f"artifact.facts[{i}]") for i, item in enumerate(field(art, "facts", "array", "artifact"))
+        ),
         summary=field(art, "summary", "string", "artifact"),
     )
     for fact in expected:  # a declared type must hold for the expected value itself
@@ -178,13 +190,18 @@ def _value(value: Any, value_type: str | None) -> TypedValue:
 
 
 def _normalize(
-    expected: tuple[ExpectedFact, ...], artifact: CompressionArtifact,
+    expected: tuple[ExpectedFact, ...],
+    artifact: CompressionArtifact,
 ) -> tuple[list[LedgerFact], list[ArtifactFact]]:
     types = {e.fact_id: e.value_type for e in expected}
     ledger = [
         LedgerFact(
-            fact_id=e.fact_id, tenant_id=e.tenant_id, subject_id=e.subject_id, predicate=e.predicate,
-            status=e.status, value=_value(e.value, e.value_type),
+            fact_id=e.fact_id,
+            tenant_id=e.tenant_id,
+            subject_id=e.subject_id,
+            predicate=e.predicate,
+            status=e.status,
+            value=_value(e.value, e.value_type),
             qualifiers=tuple(sorted(e.qualifiers)),
             required_sources=(e.source_event_id,) if isinstance(e.source_event_id, str) else tuple(e.source_event_id),
             polarity=e.polarity,
@@ -193,9 +210,14 @@ def _normalize(
     ]
     observed = [
         ArtifactFact(
-            fact_id=a.fact_id, tenant_id=a.tenant_id, subject_id=a.subject_id, predicate=a.predicate,
-            value=_value(a.value, types.get(a.fact_id)), qualifiers=tuple(sorted(a.qualifiers)),
-            sources=frozenset(a.source_event_ids), polarity=a.polarity,
+            fact_id=a.fact_id,
+            tenant_id=a.tenant_id,
+            subject_id=a.subject_id,
+            predicate=a.predicate,
+            value=_value(a.value, types.get(a.fact_id)),
+            qualifiers=tuple(sorted(a.qualifiers)),
+            sources=frozenset(a.source_event_ids),
+            polarity=a.polarity,
         )
         for a in artifact.facts
     ]
@@ -211,7 +233,8 @@ def contract_result(expected: tuple[ExpectedFact, ...], artifact: CompressionArt
     ledger, observed = _normalize(expected, artifact)
     owners = {(e.tenant_id, e.subject_id) for e in expected if e.status == "active"}
     found = compare_facts(
-        ledger, observed,
+        ledger,
+        observed,
         owner=next(iter(owners)) if len(owners) == 1 else None,
         header=(artifact.tenant_id, artifact.subject_id),
     )

@@ -81,10 +81,11 @@ def _lineage(claim: Claim, idx: _Index, out: list[Violation]) -> None:
         return
     resolved = [r for r in claim.derived_from if r in idx.facts or r in idx.known_events]
     if not resolved:
-        out.append(_v("unsupported_claim", fid, f"derived_from names nothing in the snapshot: {sorted(claim.derived_from)}"))
+        out.append(
+            _v("unsupported_claim", fid, f"derived_from names nothing in the snapshot: {sorted(claim.derived_from)}")
+        )
     stale = sorted(
-        r for r in resolved
-        if r in idx.invalid_events or (r in idx.facts and idx.facts[r].status != "active")
+        r for r in resolved if r in idx.invalid_events or (r in idx.facts and idx.facts[r].status != "active")
     )
     if stale:
         out.append(_v("stale_input", fid, f"derived from invalid input(s): {', '.join(stale)}"))
@@ -110,14 +111,17 @@ def _trust(claim: Claim, idx: _Index, registry: Registry, out: list[Violation]) 
         out.append(_v("untrusted_elevated", claim.fact_id, "untrusted input stated as " + ", ".join(reasons)))
 
 
-def _open_items(snapshot: Snapshot, artifact: ArtifactBody, idx: _Index, registry: Registry,
-                out: list[Violation]) -> None:
+def _open_items(
+    snapshot: Snapshot, artifact: ArtifactBody, idx: _Index, registry: Registry, out: list[Violation]
+) -> None:
     carried = set(artifact.open_items)
     for fact in snapshot.facts:
         pred = registry.predicates.get(fact.predicate)
         if fact.status == "active" and pred is not None and pred.category == "obligation":
             if fact.fact_id not in carried:
-                out.append(_v("open_item_dropped", fact.fact_id, f"open obligation ({fact.predicate}) not in open_items"))
+                out.append(
+                    _v("open_item_dropped", fact.fact_id, f"open obligation ({fact.predicate}) not in open_items")
+                )
     for item in sorted(carried):
         named = idx.facts.get(item)
         if named is None:
@@ -140,12 +144,16 @@ def _conflicts(snapshot: Snapshot, artifact: ArtifactBody, out: list[Violation])
         if ref is None:
             out.append(_v("conflict_dropped", cid, f"unresolved conflict over {conflict.predicate} not carried"))
             if len(stated) == 1:
-                out.append(_v("conflict_resolved_by_compressor", cid, f"states {stated[0]} as fact, drops the conflict"))
+                out.append(
+                    _v("conflict_resolved_by_compressor", cid, f"states {stated[0]} as fact, drops the conflict")
+                )
             continue
         if ref != sides:
             out.append(_v("conflict_dropped", cid, f"carried with fact ids {sorted(ref)}, expected {sorted(sides)}"))
         if len(stated) == 1:
-            out.append(_v("conflict_resolved_by_compressor", cid, f"carries the conflict but only the side {stated[0]}"))
+            out.append(
+                _v("conflict_resolved_by_compressor", cid, f"carries the conflict but only the side {stated[0]}")
+            )
     for cid in sorted(carried.keys() - open_ids):
         out.append(_v("conflict_unsupported", cid, "the snapshot has no such unresolved conflict"))
 

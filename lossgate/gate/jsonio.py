@@ -19,7 +19,14 @@ from lossgate.errors import InvalidInput
 from lossgate.gate.typed import json_type_name as _type_name
 
 __all__ = [
-    "loads", "read_json", "field", "opt_field", "string_list", "string_map", "require_object", "JSON_TYPES",
+    "loads",
+    "read_json",
+    "field",
+    "opt_field",
+    "string_list",
+    "string_map",
+    "require_object",
+    "JSON_TYPES",
 ]
 
 _MISSING = object()

@@ -62,21 +62,38 @@ from typing import Literal
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence import Touching, narrative_lines, topics
-from lossgate.gate.fence.lexicon import (ATTRIBUTION, BOUND, HEDGES, MAY_HEDGE, MENTION, META, NEGATION_CUE,
-                                         MARKER_WORDS, MARKERS, SUBJECT_NOUNS, USER_WORDS)
+from lossgate.gate.fence.lexicon import (
+    ATTRIBUTION,
+    BOUND,
+    HEDGES,
+    MARKER_WORDS,
+    MARKERS,
+    MAY_HEDGE,
+    MENTION,
+    META,
+    NEGATION_CUE,
+    SUBJECT_NOUNS,
+    USER_WORDS,
+)
 from lossgate.gate.fence.text import atom_keys, sentences, stated
 from lossgate.gate.fence.topics import Topic
-from lossgate.gate.sources import label_of, value_forms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import structured_lines
+from lossgate.gate.sources import label_of, value_forms
 from lossgate.gate.superseded import Retired, mark, strip_markers
 from lossgate.model.records import ArtifactBody, Snapshot
 from lossgate.model.registry import Registry
 from lossgate.model.wording import NARRATIVE_TITLE
 
-__all__ = ["NarrativePolicy", "NARRATIVE_POLICIES", "Omitted", "speak_for_ledger", "touching_violations",
-           "without_unproven"]
+__all__ = [
+    "NarrativePolicy",
+    "NARRATIVE_POLICIES",
+    "Omitted",
+    "speak_for_ledger",
+    "touching_violations",
+    "without_unproven",
+]
 
 NarrativePolicy = Literal["omit", "refuse"]
 NARRATIVE_POLICIES: tuple[NarrativePolicy, ...] = ("omit", "refuse")
@@ -85,14 +102,20 @@ _DIGIT = re.compile(r"[0-9]")
 # Words a restating sentence may use besides the fact's own: who said it, whom it is about.
 _FRAME = ATTRIBUTION | USER_WORDS | SUBJECT_NOUNS
 # What refers back to the sentence before: a pronoun, "the other one", "the original date", "since".
-_REFERS = re.compile(r"\b(?:that|this|it|its|they|them|their|these|those|which|such|he|she|him|her|same|one|ones|"
-                     r"other|first|second|former|latter|earlier|later|original|previous|since|then|there|"
-                     r"again|back|instead|either|neither)\b|n[’']t\b", re.IGNORECASE)
+_REFERS = re.compile(
+    r"\b(?:that|this|it|its|they|them|their|these|those|which|such|he|she|him|her|same|one|ones|"
+    r"other|first|second|former|latter|earlier|later|original|previous|since|then|there|"
+    r"again|back|instead|either|neither)\b|n[’']t\b",
+    re.IGNORECASE,
+)
 _MARKER = re.compile(rf"\b(?:{MARKERS})\b")
-_NEGATIONS = content_stems("not no never none nothing neither nor without cannot don't doesn't didn't won't "
-                            "isn't aren't wasn't shouldn't mustn't can't")
-_SPEAKERS = USER_WORDS | content_stems("admin administrator agent assistant manager supervisor operator owner "
-                                        "team support staff tool system")
+_NEGATIONS = content_stems(
+    "not no never none nothing neither nor without cannot don't doesn't didn't won't "
+    "isn't aren't wasn't shouldn't mustn't can't"
+)
+_SPEAKERS = USER_WORDS | content_stems(
+    "admin administrator agent assistant manager supervisor operator owner team support staff tool system"
+)
 # Words that widen or narrow what a statement covers; a restating sentence uses only those its
 # fact's sources used ("every team's launch" for one team's).
 _SCOPE = re.compile(r"\b(?:every|all|any|each|always|only|both|either|whole|entire|other|another|some|also|too)\b")
@@ -135,9 +158,12 @@ class _Reader:
                     for stem in content_stems(word):
                         self.synonyms.setdefault(stem, t.what)
         # a predicate's own words: its name's and its one-word synonyms' stems
-        self.words_of = {name: _stems((name.replace(".", " ").replace("_", " "),
-                                       *(w for w in spec.synonyms if " " not in w.strip())))
-                         for name, spec in registry.predicates.items()}
+        self.words_of = {
+            name: _stems(
+                (name.replace(".", " ").replace("_", " "), *(w for w in spec.synonyms if " " not in w.strip()))
+            )
+            for name, spec in registry.predicates.items()
+        }
         # what states a fact's value or names what it is about, written any way: its value's and
         # qualifiers' amounts, dates, identifiers and numbers ("SHP-1 weighs approx. 20 kg")
         self.marks: dict[str, Topic] = {}
@@ -152,7 +178,10 @@ class _Reader:
                 written += " " + value_forms(f.value_type, f.value)[0]
             for m in t.value | stated(written) - content_stems(written):
                 self.marks.setdefault(m, t)
-            for said in (f.predicate.rpartition(".")[2].replace("_", " "), f.predicate.replace(".", " ").replace("_", " ")):
+            for said in (
+                f.predicate.rpartition(".")[2].replace("_", " "),
+                f.predicate.replace(".", " ").replace("_", " "),
+            ):
                 named.setdefault(said, t.what)
         self.phrases += [(_phrase(said, plural=True), what) for said, what in named.items()]
         self.domains: dict[str, str] = {}  # stem -> "the topic of <predicate>"
@@ -171,8 +200,9 @@ class _Reader:
         self.actors = {e.event_id: (e.actor or "").casefold() for e in snapshot.events}
         self.own_names = {snapshot.subject_id.casefold(), *(e.actor.casefold() for e in snapshot.events if e.actor)}
         # the subject's own values that read as names (a street of its address: "Pine Avenue")
-        self.own_values = " ".join(str(f.value) for f in snapshot.facts
-                                   if f.status == "active" and isinstance(f.value, str)).casefold()
+        self.own_values = " ".join(
+            str(f.value) for f in snapshot.facts if f.status == "active" and isinstance(f.value, str)
+        ).casefold()
 
     def topic_of(self, raw: str, sentence: str) -> _Found:
         """The topic ``raw`` touches, and the one fact topic it touches alone, if it does."""
@@ -195,8 +225,11 @@ class _Reader:
                 return self.domains[w], None
         if stems & self.any_predicate:
             for a in extract_atoms(raw):
-                if a.kind == "party" and a.key.casefold() not in self.own_names \
-                        and a.key.casefold() not in self.own_values:
+                if (
+                    a.kind == "party"
+                    and a.key.casefold() not in self.own_names
+                    and a.key.casefold() not in self.own_values
+                ):
                     return f"another party's fact ({a.key})", None
         return None
 
@@ -257,12 +290,18 @@ def _stems(phrases: tuple[str, ...] | list[str]) -> frozenset[str]:
 
 
 def _mentions_only(raw: str) -> bool:
-    """"They talked about the refund policy": tells that something was said, states nothing."""
+    """ "They talked about the refund policy": tells that something was said, states nothing."""
     return bool(MENTION.search(raw)) and not NEGATION_CUE.search(raw) and not _DIGIT.search(raw)
 
 
-def speak_for_ledger(snapshot: Snapshot, body: ArtifactBody, must: MustPreserve, registry: Registry, *,
-                     quoted: frozenset[str] = frozenset()) -> tuple[ArtifactBody, tuple[Omitted, ...]]:
+def speak_for_ledger(
+    snapshot: Snapshot,
+    body: ArtifactBody,
+    must: MustPreserve,
+    registry: Registry,
+    *,
+    quoted: frozenset[str] = frozenset(),
+) -> tuple[ArtifactBody, tuple[Omitted, ...]]:
     """``body`` without the narrative sentences that touch a topic (see the module docstring),
     and what was left out. A line that loses every sentence goes; a narrative section left
     empty goes with its title. ``quoted``: lines known to quote events the snapshot does not
@@ -329,9 +368,14 @@ def _without(summary: str, out: set[str]) -> str:
 _SENTENCE_CODES = frozenset({"atom_added", "atom_changed", "narrative_unsupported"})
 
 
-def without_unproven(snapshot: Snapshot, body: ArtifactBody, violations: tuple[Violation, ...] | list[Violation],
-                     *, retired: tuple[Retired, ...], quoted: frozenset[str] = frozenset(),
-                     ) -> tuple[ArtifactBody, tuple[Omitted, ...]] | None:
+def without_unproven(
+    snapshot: Snapshot,
+    body: ArtifactBody,
+    violations: tuple[Violation, ...] | list[Violation],
+    *,
+    retired: tuple[Retired, ...],
+    quoted: frozenset[str] = frozenset(),
+) -> tuple[ArtifactBody, tuple[Omitted, ...]] | None:
     """``body`` (as published: marked) without the narrative sentences that ``violations``
     (the gate's, for ``body``) refuse for what they say, marked again from ``retired``, and
     those sentences; ``None`` when no violation is one's. A sentence is found by the atoms
@@ -356,12 +400,20 @@ def without_unproven(snapshot: Snapshot, body: ArtifactBody, violations: tuple[V
     if not out:
         return None
     summary = mark(_without(strip_markers(body.summary), set(out)), retired, structured_lines(body))
-    return (body.model_copy(update={"summary": summary}),
-            tuple(Omitted(raw, why, unproven=True) for raw, why in out.items()))
+    return (
+        body.model_copy(update={"summary": summary}),
+        tuple(Omitted(raw, why, unproven=True) for raw, why in out.items()),
+    )
 
 
 def touching_violations(omitted: tuple[Omitted, ...]) -> list[Violation]:
     """Under the ``refuse`` policy: ``narrative_touches_topic`` for each touching sentence."""
-    return [Violation(code="narrative_touches_topic", subject="narrative", severity="critical",
-                      detail=f"a sentence on {o.topic}, which only the ledger states: {o.sentence[:300]!r}")
-            for o in omitted]
+    return [
+        Violation(
+            code="narrative_touches_topic",
+            subject="narrative",
+            severity="critical",
+            detail=f"a sentence on {o.topic}, which only the ledger states: {o.sentence[:300]!r}",
+        )
+        for o in omitted
+    ]

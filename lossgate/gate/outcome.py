@@ -23,7 +23,15 @@ from pydantic import BaseModel, ConfigDict
 from lossgate.gate.preserve import MustPreserve
 
 __all__ = [
-    "Code", "CODES", "FORBIDDEN", "Severity", "Outcome", "Violation", "GateResult", "make_result", "sort_key",
+    "Code",
+    "CODES",
+    "FORBIDDEN",
+    "Severity",
+    "Outcome",
+    "Violation",
+    "GateResult",
+    "make_result",
+    "sort_key",
 ]
 
 Severity = Literal["critical", "important", "contextual"]
@@ -31,20 +39,39 @@ Outcome = Literal["clean", "acceptable", "failed"]
 
 Code = Literal[
     # the fact contract (its original codes, plus polarity, modality and authority)
-    "duplicate_fact_id", "missing", "tenant_changed", "subject_changed", "predicate_changed",
-    "value_changed", "polarity_flipped", "qualifiers_changed", "modality_changed",
-    "authority_changed", "provenance_missing", "forbidden_superseded_fact",
-    "forbidden_deleted_fact", "forbidden_revoked_fact", "unsupported_fact",
+    "duplicate_fact_id",
+    "missing",
+    "tenant_changed",
+    "subject_changed",
+    "predicate_changed",
+    "value_changed",
+    "polarity_flipped",
+    "qualifiers_changed",
+    "modality_changed",
+    "authority_changed",
+    "provenance_missing",
+    "forbidden_superseded_fact",
+    "forbidden_deleted_fact",
+    "forbidden_revoked_fact",
+    "unsupported_fact",
     # lineage, trust, open items and conflicts (records only)
-    "unsupported_claim", "stale_input", "untrusted_elevated", "open_item_dropped",
-    "conflict_dropped", "conflict_resolved_by_compressor", "conflict_unsupported",
+    "unsupported_claim",
+    "stale_input",
+    "untrusted_elevated",
+    "open_item_dropped",
+    "conflict_dropped",
+    "conflict_resolved_by_compressor",
+    "conflict_unsupported",
     # the prose fact diff
-    "atom_changed", "atom_added", "atom_missing",
+    "atom_changed",
+    "atom_added",
+    "atom_missing",
     # the critical-topic fence (a narrative sentence about a critical topic that no source supports)
     "narrative_unsupported",
     # a line stating a superseded or revoked value without lossgate's marker, or a marker not
     # lossgate's (lossgate.gate.superseded)
-    "superseded_unmarked", "marker_forged",
+    "superseded_unmarked",
+    "marker_forged",
     # a model's narrative sentence on a topic only the ledger states, under the tenant's
     # "refuse" narrative policy (lossgate.gate.narrative)
     "narrative_touches_topic",
@@ -58,8 +85,11 @@ CODES: dict[str, Severity] = {code: "critical" for code in get_args(Code)}
 CODES["atom_missing"] = "important"
 
 #: A fact's status, other than active -> the code for an artifact that states the fact.
-FORBIDDEN: dict[str, Code] = {"superseded": "forbidden_superseded_fact", "deleted": "forbidden_deleted_fact",
-                              "revoked": "forbidden_revoked_fact"}
+FORBIDDEN: dict[str, Code] = {
+    "superseded": "forbidden_superseded_fact",
+    "deleted": "forbidden_deleted_fact",
+    "revoked": "forbidden_revoked_fact",
+}
 
 _RANK = {code: i for i, code in enumerate(get_args(Code))}
 _SEVERITY_RANK = {"critical": 0, "important": 1, "contextual": 2}

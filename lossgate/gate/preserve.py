@@ -39,12 +39,26 @@ from lossgate.model.registry import Registry
 __all__ = ["MustPreserve", "Reason", "build_must_preserve", "REASONS"]
 
 Reason = Literal[
-    "critical", "important", "negation", "exact_number", "temporal", "identifier",
-    "permission", "open_item", "conflict",
+    "critical",
+    "important",
+    "negation",
+    "exact_number",
+    "temporal",
+    "identifier",
+    "permission",
+    "open_item",
+    "conflict",
 ]
 REASONS: tuple[str, ...] = (
-    "critical", "important", "negation", "exact_number", "temporal", "identifier",
-    "permission", "open_item", "conflict",
+    "critical",
+    "important",
+    "negation",
+    "exact_number",
+    "temporal",
+    "identifier",
+    "permission",
+    "open_item",
+    "conflict",
 )
 
 _NUMBER_TYPES = frozenset({"int", "decimal", "money"})

@@ -65,18 +65,27 @@ claim of the ledger is checked by the contract either way.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from lossgate.gate.atoms import Atom, AtomChange, AtomKind, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet, diff_sets
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.outcome import Code, Severity, Violation
 from lossgate.gate.preserve import MustPreserve
-from lossgate.gate.superseded import has_marker, strip_markers
 from lossgate.gate.sources import (
-    Key, ProseInputs, anchor_dates, claim_atoms, key_of, label_of, prose_inputs, value_forms, token_of,
+    Key,
+    ProseInputs,
+    anchor_dates,
+    claim_atoms,
+    key_of,
+    label_of,
+    prose_inputs,
+    token_of,
     value_atoms,
+    value_forms,
 )
+from lossgate.gate.superseded import has_marker, strip_markers
 from lossgate.model.records import ArtifactBody, Snapshot
 from lossgate.model.wording import claim_lines, conflict_line, event_line, header_line
 
@@ -90,17 +99,24 @@ _SELF = frozenset({"user", "customer", "client", "subject", "requester", "member
 # A negation that frames what the memory holds rather than stating a new fact: a contrast
 # ("an allergy, not just a dislike"), exclusivity ("and nowhere else"), a bound on a number
 # the diff compares anyway ("never waits more than 30 minutes").
-_FRAMING = re.compile(r"^(?:not|never|no)\s+(?:just|merely|simply|only|as)\b|\b(?:else|other|others)\b"
-                      r"|\b(?:more|longer|later|fewer|less|over|above|beyond|exceed\w*)\b")
+_FRAMING = re.compile(
+    r"^(?:not|never|no)\s+(?:just|merely|simply|only|as)\b|\b(?:else|other|others)\b"
+    r"|\b(?:more|longer|later|fewer|less|over|above|beyond|exceed\w*)\b"
+)
 # Verbs that negate by themselves: negated, they state the other polarity.
-_UNDOING_VERBS = content_stems("dissent refuse deny object oppose reject decline forbid prohibit ban lack fail avoid "
-                               "stop withhold withdraw revoke cancel disagree disallow disapprove exclude block")
+_UNDOING_VERBS = content_stems(
+    "dissent refuse deny object oppose reject decline forbid prohibit ban lack fail avoid "
+    "stop withhold withdraw revoke cancel disagree disallow disapprove exclude block"
+)
 # How a summary says that something is still open (about an open conflict or a speculation).
-_OPEN_STATUS = content_stems("settled decided resolved clear confirmed reconciled final finalised finalized "
-                             "overrides overridden replaces replaced known sure agreed determined")
+_OPEN_STATUS = content_stems(
+    "settled decided resolved clear confirmed reconciled final finalised finalized "
+    "overrides overridden replaces replaced known sure agreed determined"
+)
 # How a summary disowns quoted or untrusted text ("not an instruction from the user").
-_DISOWNING = content_stems("instruction instructions rule order command request user verified trusted trust "
-                           "something treat record assume")
+_DISOWNING = content_stems(
+    "instruction instructions rule order command request user verified trusted trust something treat record assume"
+)
 
 
 def _negative_claims(artifact: ArtifactBody) -> list[set[str]]:
@@ -139,8 +155,11 @@ def _restates_negative_claim(a: Atom, negative: list[set[str]], inp: ProseInputs
     if head in _UNDOING_VERBS or _strip_prefix(head) is not None:
         return False  # "does not dissent", "never disallowed": a negated negative is the other polarity
     words = {head, *rest} - _SELF
-    return any((words & claim and set(rest) - _SELF <= claim | inp.vocabulary)
-               or (words <= claim | inp.vocabulary and words & inp.negated_words) for claim in negative)
+    return any(
+        (words & claim and set(rest) - _SELF <= claim | inp.vocabulary)
+        or (words <= claim | inp.vocabulary and words & inp.negated_words)
+        for claim in negative
+    )
 
 
 def _frames(a: Atom, artifact: ArtifactBody) -> bool:
@@ -153,8 +172,9 @@ def _frames(a: Atom, artifact: ArtifactBody) -> bool:
         return True
     head, *rest = a.key.split("|")[1:]
     words = {head, *rest} - _SELF
-    if head in _OPEN_STATUS and (artifact.unresolved_conflicts or any(c.modality == "speculative"
-                                                                      for c in artifact.claims)):
+    if head in _OPEN_STATUS and (
+        artifact.unresolved_conflicts or any(c.modality == "speculative" for c in artifact.claims)
+    ):
         return True
     quoted = any(c.modality == "quoted" or c.authority in ("untrusted", "tool") for c in artifact.claims)
     return quoted and bool(words & _DISOWNING)
@@ -163,7 +183,7 @@ def _frames(a: Atom, artifact: ArtifactBody) -> bool:
 def _strip_prefix(word: str) -> str | None:
     for p in _NEG_PREFIXES:
         if word.startswith(p) and len(word) > len(p) + 3:
-            return word[len(p):]
+            return word[len(p) :]
     return None
 
 
@@ -210,15 +230,23 @@ def _uncovered(summary: list[Atom], support: AtomSet) -> set[Key]:
     return {key_of(a) for a in rev.missing} | {key_of(ch.source) for ch in rev.changed}
 
 
-def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], summary_set: AtomSet,
-                 support: AtomSet, uncovered: set[Key], marked: list[tuple[int, int]]) -> list[Violation]:
+def _alterations(
+    inp: ProseInputs,
+    artifact: ArtifactBody,
+    summary: list[Atom],
+    summary_set: AtomSet,
+    support: AtomSet,
+    uncovered: set[Key],
+    marked: list[tuple[int, int]],
+) -> list[Violation]:
     """atom_changed and atom_added: the summary against everything that may support it."""
     out: list[Violation] = []
     diff = diff_sets(support, summary_set, all_missing=False)  # its missing atoms are _losses' business
     added = list(diff.added)
     for ch in diff.changed:
         if (ch.reason == "negation_changed" and _reworded(ch)) or (
-                not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered):
+            not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered
+        ):
             continue
         if key_of(ch.source) not in inp.source_keys:
             # A near miss of a structured value only: judge the summary atom on its own.
@@ -228,9 +256,16 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
         # A reworded negation keeps its polarity; the extractor cannot tell rewording from
         # narrowing, and the structured claim carries the qualifiers exactly: record it.
         severity: Severity = "important" if ch.reason == "negation_changed" else "critical"
-        out.append(_v("atom_changed", label_of(ch.summary), f"{ch.reason}: source says {ch.source.text!r}, "
-                      f"summary says {ch.summary.text!r}", severity, expected=label_of(ch.source),
-                      observed=label_of(ch.summary)))
+        out.append(
+            _v(
+                "atom_changed",
+                label_of(ch.summary),
+                f"{ch.reason}: source says {ch.source.text!r}, summary says {ch.summary.text!r}",
+                severity,
+                expected=label_of(ch.source),
+                observed=label_of(ch.summary),
+            )
+        )
     negative = _negative_claims(artifact)
     # Negations pair only with statements, so the other kinds do not change which are lost.
     lost_negations = list(diff_sets(inp.atom_set, summary_set, kinds=_NEGATION_ONLY).missing)
@@ -241,8 +276,15 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
         if a.kind == "negation":
             twin = _double_negation(a, lost_negations)
             if twin is not None:
-                out.append(_v("atom_changed", label_of(a), f"double negation: source says {twin.text!r}, "
-                              f"summary says {a.text!r}", expected=label_of(twin), observed=label_of(a)))
+                out.append(
+                    _v(
+                        "atom_changed",
+                        label_of(a),
+                        f"double negation: source says {twin.text!r}, summary says {a.text!r}",
+                        expected=label_of(twin),
+                        observed=label_of(a),
+                    )
+                )
                 continue
             if _restates_negative_claim(a, negative, inp) or _frames(a, artifact):
                 continue
@@ -252,13 +294,26 @@ def _alterations(inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom], 
             continue  # told as history, with what holds now: the marker is checked on its own
         stale = inp.stale.get(token_of(a)) if not is_affirmation(a) else None
         if stale:
-            out.append(_v("atom_added", label_of(a), f"stale: {a.text!r} states retired fact(s) {', '.join(stale)}",
-                          observed=label_of(a)))
+            out.append(
+                _v(
+                    "atom_added",
+                    label_of(a),
+                    f"stale: {a.text!r} states retired fact(s) {', '.join(stale)}",
+                    observed=label_of(a),
+                )
+            )
     return out
 
 
-def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summary: list[Atom],
-            claimed: list[Atom], must: MustPreserve, uncovered: set[Key]) -> list[Violation]:
+def _losses(
+    snapshot: Snapshot,
+    inp: ProseInputs,
+    artifact: ArtifactBody,
+    summary: list[Atom],
+    claimed: list[Atom],
+    must: MustPreserve,
+    uncovered: set[Key],
+) -> list[Violation]:
     """atom_missing: the sources against the summary and the structured side together."""
     out: list[Violation] = []
     claim_ids = {c.fact_id for c in artifact.claims}
@@ -276,8 +331,9 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
     lost = diff_sets(inp.atom_set, AtomSet(summary + [a for a in claimed if a.kind not in ("quantity", "percent")]))
     # A source atom paired with a covered summary atom was only weakened ("EOD" dropped):
     # a loss. One paired with an uncovered atom was altered, which _alterations reports.
-    weakened = [ch.source for ch in lost.changed
-                if not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered]
+    weakened = [
+        ch.source for ch in lost.changed if not is_affirmation(ch.summary) and key_of(ch.summary) not in uncovered
+    ]
     stale = inp.stale
     for a in [*lost.missing, *weakened]:
         tok = token_of(a)
@@ -288,11 +344,25 @@ def _losses(snapshot: Snapshot, inp: ProseInputs, artifact: ArtifactBody, summar
         facts = dropped.get(tok)
         label = label_of(a)
         if facts:
-            out.append(Violation(code="atom_missing", subject=label, severity="critical", detail=(
-                f"{a.text!r} is lost with critical fact(s) {', '.join(sorted(set(facts)))}"), expected=label))
+            out.append(
+                Violation(
+                    code="atom_missing",
+                    subject=label,
+                    severity="critical",
+                    detail=(f"{a.text!r} is lost with critical fact(s) {', '.join(sorted(set(facts)))}"),
+                    expected=label,
+                )
+            )
         else:
-            out.append(Violation(code="atom_missing", subject=label, severity="important",
-                                 detail=f"{a.text!r} is in no claim and not in the summary", expected=label))
+            out.append(
+                Violation(
+                    code="atom_missing",
+                    subject=label,
+                    severity="important",
+                    detail=f"{a.text!r} is in no claim and not in the summary",
+                    expected=label,
+                )
+            )
     return out
 
 
@@ -321,8 +391,11 @@ def structured_lines(artifact: ArtifactBody) -> frozenset[str]:
     """The lines of ``artifact``'s summary that lossgate writes for its structure: the header,
     one line per claim and one per open conflict."""
     predicate_of = {c.fact_id: c.predicate for c in artifact.claims}
-    conflicts = {conflict_line(predicate_of[r.fact_ids[0]], r.fact_ids) for r in artifact.unresolved_conflicts
-                 if r.fact_ids[0] in predicate_of}
+    conflicts = {
+        conflict_line(predicate_of[r.fact_ids[0]], r.fact_ids)
+        for r in artifact.unresolved_conflicts
+        if r.fact_ids[0] in predicate_of
+    }
     return frozenset(claim_lines(artifact.claims) | conflicts | {header_line(artifact.tenant_id, artifact.subject_id)})
 
 
@@ -353,7 +426,7 @@ def _marked_spans(artifact: ArtifactBody, said: list[str]) -> list[tuple[int, in
     lossgate's marker lie: such a line tells a retired value as history, with what holds now
     (:mod:`lossgate.gate.superseded`, whose markers the gate checks line by line)."""
     spans, at = [], 0
-    for line, text in zip(artifact.summary.split("\n"), said):
+    for line, text in zip(artifact.summary.split("\n"), said, strict=True):
         if "[" in line and has_marker(line):
             spans.append((at, at + len(text)))
         at += len(text) + 1
@@ -361,8 +434,11 @@ def _marked_spans(artifact: ArtifactBody, said: list[str]) -> list[tuple[int, in
 
 
 def check_prose(
-    snapshot: Snapshot, artifact: ArtifactBody, must_preserve: MustPreserve,
-    *, inputs: ProseInputs | None = None,
+    snapshot: Snapshot,
+    artifact: ArtifactBody,
+    must_preserve: MustPreserve,
+    *,
+    inputs: ProseInputs | None = None,
 ) -> list[Violation]:
     """Prose fact-diff violations of ``artifact.summary`` against the snapshot (unordered).
 
@@ -374,5 +450,6 @@ def check_prose(
     carried, variants = claim_atoms(artifact)
     support = inp.atom_set.plus(inp.active + inp.times_in(summary) + inp.context(artifact.summary) + carried + variants)
     uncovered = _uncovered(summary, support)
-    return (_alterations(inp, artifact, summary, AtomSet(summary), support, uncovered, _marked_spans(artifact, said))
-            + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered))
+    return _alterations(
+        inp, artifact, summary, AtomSet(summary), support, uncovered, _marked_spans(artifact, said)
+    ) + _losses(snapshot, inp, artifact, summary, carried, must_preserve, uncovered)

@@ -46,9 +46,16 @@ class Published:
         return tuple(touching_violations(self.touching)) if self.refused else ()
 
 
-def as_published(snapshot: Snapshot, body: ArtifactBody, must: MustPreserve, registry: Registry, *,
-                 retired: tuple[Retired, ...], policy: str = "omit",
-                 quoted: frozenset[str] = frozenset()) -> Published:
+def as_published(
+    snapshot: Snapshot,
+    body: ArtifactBody,
+    must: MustPreserve,
+    registry: Registry,
+    *,
+    retired: tuple[Retired, ...],
+    policy: str = "omit",
+    quoted: frozenset[str] = frozenset(),
+) -> Published:
     """``body`` as lossgate publishes it (see the module docstring). ``retired``: the
     subject's superseded values and conflict sides (:func:`~lossgate.gate.superseded.retired_values`);
     ``quoted``: lines known to quote events ``snapshot`` does not hold (a parent's)."""

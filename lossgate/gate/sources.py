@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from functools import cached_property, lru_cache
 from itertools import accumulate, chain
 from threading import Lock
-from typing import Any, Iterable
+from typing import Any
 
-from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms import Atom, extract_atoms, is_affirmation
 from lossgate.gate.atoms.diff import AtomSet
 from lossgate.gate.atoms.extract import _atom as new_atom
@@ -34,9 +34,23 @@ from lossgate.gate.atoms.statements import content_words, stem
 from lossgate.gate.typed import typed_value
 from lossgate.model.records import ArtifactBody, Event, Snapshot
 from lossgate.model.values import coerce_value
+from lossgate.runtime.caches import holds_text
 
-__all__ = ["ProseInputs", "Extractions", "prose_inputs", "value_forms", "value_atoms", "claim_atoms", "anchor_dates",
-           "key_of", "label_of", "token_of", "Key", "clear_atom_cache", "events_holding"]
+__all__ = [
+    "ProseInputs",
+    "Extractions",
+    "prose_inputs",
+    "value_forms",
+    "value_atoms",
+    "claim_atoms",
+    "anchor_dates",
+    "key_of",
+    "label_of",
+    "token_of",
+    "Key",
+    "clear_atom_cache",
+    "events_holding",
+]
 
 Key = tuple[str, str]
 
@@ -110,11 +124,11 @@ def token_of(a: Atom) -> Key:
 class ProseInputs:
     """Atoms of one snapshot's sources, computed once (they do not depend on the artifact)."""
 
-    source: list[Atom]                 # atoms of valid events (with affirmation helpers)
+    source: list[Atom]  # atoms of valid events (with affirmation helpers)
     source_keys: frozenset[Key]
-    active: list[Atom]                 # atoms of active facts' values
-    names: tuple[str, ...]             # tenant, subject, actors, fact/event/conflict ids
-    moments: tuple[datetime, ...]      # when each valid event was said: a summary may say so ("on 14 March")
+    active: list[Atom]  # atoms of active facts' values
+    names: tuple[str, ...]  # tenant, subject, actors, fact/event/conflict ids
+    moments: tuple[datetime, ...]  # when each valid event was said: a summary may say so ("on 14 March")
     stale: dict[Key, tuple[str, ...]]  # value token -> retired fact ids stating it, unsupported otherwise
     relative: dict[Key, tuple[str, ...]]  # a relative date as written ("tomorrow") -> the dates it meant
 
@@ -122,9 +136,10 @@ class ProseInputs:
         """Atoms of the memory's own names that the summary mentions (a substring test
         first: a snapshot has thousands of ids, a summary mentions a few; a name the
         summary contains has its first and last four characters among the summary's)."""
-        grams = {summary[i:i + 4] for i in range(len(summary) - 3)}
-        return value_atoms(n for n in self.names
-                           if (len(n) < 4 or (n[:4] in grams and n[-4:] in grams)) and n in summary)
+        grams = {summary[i : i + 4] for i in range(len(summary) - 3)}
+        return value_atoms(
+            n for n in self.names if (len(n) < 4 or (n[:4] in grams and n[-4:] in grams)) and n in summary
+        )
 
     @cached_property
     def atom_set(self) -> AtomSet:
@@ -157,7 +172,7 @@ class ProseInputs:
             keys.add(("date", iso[:10]))
             keys.add(("datetime", iso[:16] + offset))
             try:
-                utc = moment.astimezone(timezone.utc)
+                utc = moment.astimezone(UTC)
             except OverflowError:  # no UTC form (a row stored before lossgate refused such times)
                 continue
             keys.add(("time", f"{utc.hour:02d}:{utc.minute:02d}+00:00"))
@@ -170,8 +185,9 @@ class ProseInputs:
     @cached_property
     def negated_words(self) -> frozenset[str]:
         """The words the sources' negated statements use ("call", "phone" of "do not call me by phone")."""
-        return frozenset(w for a in self.source if a.kind == "negation" and a.key.startswith("not|")
-                         for w in a.key.split("|")[1:])
+        return frozenset(
+            w for a in self.source if a.kind == "negation" and a.key.startswith("not|") for w in a.key.split("|")[1:]
+        )
 
     @cached_property
     def full_dates(self) -> dict[str, str]:
@@ -217,7 +233,7 @@ def _split(found: list[Atom], starts: list[int]) -> list[tuple[Atom, ...]]:
     """Cut atoms ordered by offset into the runs that start in each text (``starts``)."""
     offsets = [a.start for a in found]
     cuts = [bisect_left(offsets, s) for s in starts[1:]]
-    return [tuple(found[lo:hi]) for lo, hi in zip([0, *cuts], [*cuts, len(found)])]
+    return [tuple(found[lo:hi]) for lo, hi in zip([0, *cuts], [*cuts, len(found)], strict=True)]
 
 
 @dataclass
@@ -235,7 +251,7 @@ def _known(ids: list[tuple[str, date]], seen: Extractions | None) -> list[_Entry
     hits: list[_Entry | None] = [seen.get(k) for k in ids] if seen else [None] * len(ids)
     if any(hit is None for hit in hits):
         with _cache_lock:
-            hits = [_cache.get(k) if hit is None else hit for k, hit in zip(ids, hits)]
+            hits = [_cache.get(k) if hit is None else hit for k, hit in zip(ids, hits, strict=True)]
     return hits
 
 
@@ -294,12 +310,12 @@ def _extract_days(events: Iterable[Event], seen: Extractions | None = None) -> l
         if missed:
             starts = [0, *accumulate(len(texts[i]) + step for i in missed[:-1])]
             found_all = extract_atoms(_JOIN.join(texts[i] for i in missed), reference_time=group[0].occurred_at)
-            for i, start, run in zip(missed, starts, _split(found_all, starts)):
+            for i, start, run in zip(missed, starts, _split(found_all, starts), strict=True):
                 atoms[i] = run if start == bases[i] else _shifted(run, bases[i] - start)
                 keys[i] = tuple([(a.kind, a.key) for a in run])
         with _cache_lock:
             touch = _cache.move_to_end
-            for k, hit in zip(ids, hits):
+            for k, hit in zip(ids, hits, strict=True):
                 if hit is not None:
                     try:
                         touch(k)
@@ -311,7 +327,7 @@ def _extract_days(events: Iterable[Event], seen: Extractions | None = None) -> l
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
         if seen is not None:
-            seen.update(zip(ids, zip(bases, atoms, keys)))
+            seen.update(zip(ids, zip(bases, atoms, keys, strict=True), strict=False))
         days.append(_Day(group, atoms, keys))
     return days
 
@@ -324,8 +340,12 @@ def events_holding(events: Iterable[Event], labels: Iterable[str], *, seen: Extr
     wanted = {(kind, key) for kind, _, key in (label.partition(":") for label in labels)}
     if not wanted:
         return []
-    found = {ev.event_id for d in _extract_days(events, seen) for ev, keys in zip(d.events, d.keys)
-             if not wanted.isdisjoint(keys)}
+    found = {
+        ev.event_id
+        for d in _extract_days(events, seen)
+        for ev, keys in zip(d.events, d.keys, strict=True)
+        if not wanted.isdisjoint(keys)
+    }
     return sorted(found)
 
 
@@ -356,17 +376,24 @@ def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> Pros
             for literal in found:  # "tomorrow" -> rel:+1d
                 if literal.key.startswith("rel:") and literal.kind == a.kind:
                     relative.setdefault(key_of(literal), set()).add(a.key)
-    active = value_atoms(text for f in snapshot.facts if f.status == "active" and f.value is not None
-                         for text in value_forms(f.value_type, f.value))
-    retired = [(f.fact_id, frozenset(f.source_event_ids), value_atoms(value_forms(f.value_type, f.value)))
-               for f in snapshot.facts if f.status != "active" and f.value is not None]
+    active = value_atoms(
+        text
+        for f in snapshot.facts
+        if f.status == "active" and f.value is not None
+        for text in value_forms(f.value_type, f.value)
+    )
+    retired = [
+        (f.fact_id, frozenset(f.source_event_ids), value_atoms(value_forms(f.value_type, f.value)))
+        for f in snapshot.facts
+        if f.status != "active" and f.value is not None
+    ]
     active_tokens = {token_of(a) for a in active}
     # Which valid events state each value token a retired fact states (and no active one).
     said_by: dict[Key, set[str]] = {}
     wanted = {token_of(a) for _, _, atoms in retired for a in atoms} - active_tokens
     if wanted:
         for d in days:
-            for ev, in_event in zip(d.events, d.atoms):
+            for ev, in_event in zip(d.events, d.atoms, strict=True):
                 for a in in_event:
                     tok = token_of(a)
                     if tok in wanted:
@@ -381,9 +408,14 @@ def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> Pros
             stale.setdefault(tok, set()).add(fid)
     # The memory's own names: a summary may mention its subject, the actors, and the ids
     # of facts, events and conflicts (lineage, not content); a deleted event's actor is erased.
-    names = {snapshot.tenant_id, snapshot.subject_id, *(e.actor for e in snapshot.events if e.actor is not None),
-             *(e.event_id for e in snapshot.events), *(f.fact_id for f in snapshot.facts),
-             *(c.conflict_id for c in snapshot.conflicts)}
+    names = {
+        snapshot.tenant_id,
+        snapshot.subject_id,
+        *(e.actor for e in snapshot.events if e.actor is not None),
+        *(e.event_id for e in snapshot.events),
+        *(f.fact_id for f in snapshot.facts),
+        *(c.conflict_id for c in snapshot.conflicts),
+    }
 
     # When each event was said: "in their message of 14 March", "at 09:05 UTC" (support only:
     # a summary that leaves the times out loses nothing).
@@ -391,7 +423,11 @@ def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> Pros
 
     atom_set = AtomSet.from_runs(runs)
     inputs = ProseInputs(
-        source=source, source_keys=frozenset(atom_set.reps), active=active, names=tuple(sorted(names)), moments=moments,
+        source=source,
+        source_keys=frozenset(atom_set.reps),
+        active=active,
+        names=tuple(sorted(names)),
+        moments=moments,
         stale={k: tuple(sorted(v)) for k, v in stale.items()},
         relative={k: tuple(sorted(v)) for k, v in relative.items()},
     )

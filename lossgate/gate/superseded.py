@@ -32,22 +32,27 @@ import functools
 import re
 import threading
 from bisect import bisect_right
-from decimal import Decimal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from itertools import accumulate
 
 import orjson
 from pydantic import BaseModel
 
-from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.outcome import Violation
 from lossgate.gate.sources import _JOIN, token_of, value_forms
 from lossgate.model.records import Conflict, Fact
 from lossgate.model.wording import (
-    CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, one_line, value_text,
+    CONVERSATION_TITLE,
+    NARRATIVE_TITLE,
+    PERIOD_LINE,
+    PERIODS_TITLE,
+    one_line,
+    value_text,
 )
+from lossgate.runtime.caches import holds_text
 
 __all__ = ["Retired", "retired_values", "mark", "strip_markers", "check_markers"]
 
@@ -159,9 +164,12 @@ def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) ->
     sides = _conflict_sides(by_id, conflicts)
     active = [f for f in by_id.values() if f.status == "active" and f.value is not None]
     valued = [f for f in by_id.values() if f.value is not None and f.value_type != "bool"]
-    tokens_of = dict(zip((f.fact_id for f in valued), _tokens_all([(f.value_type, f.value) for f in valued])))
-    active_tokens = frozenset().union(*(tokens_of.get(f.fact_id, frozenset()) for f in active)) \
-        if active else frozenset()
+    tokens_of = dict(
+        zip((f.fact_id for f in valued), _tokens_all([(f.value_type, f.value) for f in valued]), strict=True)
+    )
+    active_tokens = (
+        frozenset().union(*(tokens_of.get(f.fact_id, frozenset()) for f in active)) if active else frozenset()
+    )
     active_phrases = {" ".join(value_text(f).casefold().split()) for f in active if f.value_type in _PHRASE_TYPES}
     ends: dict[str, Fact] = {}
     out = []
@@ -172,8 +180,11 @@ def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) ->
         tokens = frozenset() if phrase is not None else tokens_of[f.fact_id] - active_tokens
         if (phrase is not None and (not phrase or phrase in active_phrases)) or (phrase is None and not tokens):
             continue  # nothing to say, or a current fact says the same
-        out.append(Retired(fact_id=f.fact_id, predicate=f.predicate, phrase=phrase, tokens=tokens,
-                           marker=_marker(f, by_id, ends)))
+        out.append(
+            Retired(
+                fact_id=f.fact_id, predicate=f.predicate, phrase=phrase, tokens=tokens, marker=_marker(f, by_id, ends)
+            )
+        )
     return tuple(out) + sides
 
 
@@ -190,18 +201,32 @@ def _conflict_sides(by_id: dict[str, Fact], conflicts: Iterable[Conflict]) -> tu
             if side.value_type == "bool":
                 continue
             phrase = " ".join(value_text(side).casefold().split()) if side.value_type in _PHRASE_TYPES else None
-            tokens = frozenset() if phrase is not None else \
-                _tokens(side.value_type, side.value) - _tokens(other.value_type, other.value)
+            tokens = (
+                frozenset()
+                if phrase is not None
+                else _tokens(side.value_type, side.value) - _tokens(other.value_type, other.value)
+            )
             if (phrase is not None and not phrase) or (phrase is None and not tokens):
                 continue
             also = f"{'NOT ' if other.polarity == 'negative' else ''}{one_line(value_text(other))}"
             other_phrase = " ".join(value_text(other).casefold().split()) if other.value_type in _PHRASE_TYPES else None
-            counterpart = Retired(fact_id=c.conflict_id, predicate=other.predicate, phrase=other_phrase,
-                                  tokens=frozenset() if other_phrase is not None else
-                                  _tokens(other.value_type, other.value), marker="")
-            out.append(Retired(fact_id=c.conflict_id, predicate=side.predicate, phrase=phrase, tokens=tokens,
-                               marker=f"[in conflict {c.detected_at.date().isoformat()}: {side.predicate} is also "
-                                      f"{also}]", other=counterpart))
+            counterpart = Retired(
+                fact_id=c.conflict_id,
+                predicate=other.predicate,
+                phrase=other_phrase,
+                tokens=frozenset() if other_phrase is not None else _tokens(other.value_type, other.value),
+                marker="",
+            )
+            out.append(
+                Retired(
+                    fact_id=c.conflict_id,
+                    predicate=side.predicate,
+                    phrase=phrase,
+                    tokens=tokens,
+                    marker=f"[in conflict {c.detected_at.date().isoformat()}: {side.predicate} is also {also}]",
+                    other=counterpart,
+                )
+            )
     return tuple(out)
 
 
@@ -229,9 +254,11 @@ def _marker(fact: Fact, by_id: dict[str, Fact], ends: dict[str, Fact] | None = N
     nxt = by_id.get(fact.superseded_by or "")
     if fact.status == "superseded" and nxt is not None:
         when = (nxt.valid_from or nxt.recorded_at).date().isoformat()
-        now = (f"{fact.predicate} is now {'NOT ' if current.polarity == 'negative' else ''}"
-               f"{one_line(value_text(current))}" if current.status == "active" and current.value is not None
-               else f"{fact.predicate} has no current value")
+        now = (
+            f"{fact.predicate} is now {'NOT ' if current.polarity == 'negative' else ''}{one_line(value_text(current))}"
+            if current.status == "active" and current.value is not None
+            else f"{fact.predicate} has no current value"
+        )
         return f"[superseded {when}: {now}]"
     when = fact.recorded_at.date().isoformat()
     return f"[revoked {when}: {fact.predicate} has no current value]"
@@ -314,7 +341,7 @@ def _read(summary: str, retired: tuple[Retired, ...], own: frozenset[str]) -> li
     tokens = _tokens_by_line(bare, retired)
     candidates = _Candidates(retired)
     out: list[tuple[str, str, set[str], set[str]]] = []
-    for line, plain, said in zip(lines, bare, tokens):
+    for line, plain, said in zip(lines, bare, tokens, strict=True):
         if _lossgates_own(line, own):
             out.append((line, line, set(), set()))
             continue
@@ -331,8 +358,10 @@ def mark(summary: str, retired: tuple[Retired, ...], own: frozenset[str] = froze
     if not retired and "[" not in summary:
         return summary
     order = {r.marker: i for i, r in enumerate(retired)}
-    return "\n".join(plain + "".join(" " + m for m in sorted(due, key=order.__getitem__))
-                     for _, plain, _, due in _read(summary, retired, own))
+    return "\n".join(
+        plain + "".join(" " + m for m in sorted(due, key=order.__getitem__))
+        for _, plain, _, due in _read(summary, retired, own)
+    )
 
 
 def has_marker(line: str) -> bool:
@@ -357,10 +386,22 @@ def check_markers(summary: str, retired: tuple[Retired, ...], own: frozenset[str
     out: list[Violation] = []
     for line, plain, carried, due in _read(summary, retired, own):
         for forged in sorted(carried - due):
-            out.append(Violation(code="marker_forged", subject="summary", severity="critical",
-                                 detail=f"{forged!r} is no marker lossgate writes on this line: {line[:200]!r}"))
+            out.append(
+                Violation(
+                    code="marker_forged",
+                    subject="summary",
+                    severity="critical",
+                    detail=f"{forged!r} is no marker lossgate writes on this line: {line[:200]!r}",
+                )
+            )
         for marker in sorted(due - carried):
             r = by_marker[marker]
-            out.append(Violation(code="superseded_unmarked", subject=r.fact_id, severity="critical",
-                                 detail=f"states {r.predicate}'s superseded value without {marker!r}: {plain[:200]!r}"))
+            out.append(
+                Violation(
+                    code="superseded_unmarked",
+                    subject=r.fact_id,
+                    severity="critical",
+                    detail=f"states {r.predicate}'s superseded value without {marker!r}: {plain[:200]!r}",
+                )
+            )
     return out

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Hashable
 from decimal import Decimal, InvalidOperation
-from typing import Any, Hashable, NamedTuple
+from typing import Any, NamedTuple
 
 from lossgate.model.values import Money, ValueMismatch, canonical_value, coerce_value
 
@@ -102,8 +103,12 @@ def typed_value(value_type: str, value: Any) -> TypedValue:
     if value is None:
         return TypedValue("null", None, None)
     plain = _PLAIN.get(value_type)
-    if plain is not None and type(value) is plain and value != "" and not (
-            value_type == "entity_id" and not _ENTITY_ID.match(str(value))):
+    if (
+        plain is not None
+        and type(value) is plain
+        and value != ""
+        and not (value_type == "entity_id" and not _ENTITY_ID.match(str(value)))
+    ):
         return TypedValue(value_type, (value_type, value), value)
     if value_type == "money":
         canon = _money(value)

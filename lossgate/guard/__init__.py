@@ -19,24 +19,42 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from lossgate.model.derived_records import GuardResult
 from lossgate.guard.check import authorizes, check_action, forbids
+from lossgate.lineage.responses import action_digest
+from lossgate.model.derived_records import GuardResult
 from lossgate.model.records import Conflict, Fact, utcnow
 from lossgate.model.registry import Registry
-from lossgate.lineage.responses import action_digest
 
 __all__ = ["guard_action", "authorizes", "forbids"]
 
 
-def guard_action(tenant_id: str, subject_id: str, action: Any, facts: list[Fact], conflicts: list[Conflict],
-                 registry: Registry, *, recall_id: str | None = None,
-                 low_trust: frozenset[str] = frozenset()) -> GuardResult:
+def guard_action(
+    tenant_id: str,
+    subject_id: str,
+    action: Any,
+    facts: list[Fact],
+    conflicts: list[Conflict],
+    registry: Registry,
+    *,
+    recall_id: str | None = None,
+    low_trust: frozenset[str] = frozenset(),
+) -> GuardResult:
     """The guard's verdict on ``action`` for the subject whose active ``facts`` and
     ``conflicts`` these are, ``low_trust`` the ids of its tool and untrusted events (see the
     module docstring). Not stored: :meth:`Memory.guard` stores it."""
     stored, digest = action_digest(action)  # as a response stores and hashes it
     refusals, rules, read = check_action(action, facts, conflicts, registry, low_trust=low_trust)  # exact decimals
-    return GuardResult(guard_id=f"gd-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id,
-                       at=utcnow(), action=stored, action_sha256=digest, allowed=not refusals,
-                       refusals=tuple(refusals), rules=tuple(rules), read=tuple(read), recall_id=recall_id,
-                       registry_version=registry.version)
+    return GuardResult(
+        guard_id=f"gd-{uuid.uuid4().hex[:16]}",
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        at=utcnow(),
+        action=stored,
+        action_sha256=digest,
+        allowed=not refusals,
+        refusals=tuple(refusals),
+        rules=tuple(rules),
+        read=tuple(read),
+        recall_id=recall_id,
+        registry_version=registry.version,
+    )

@@ -7,25 +7,28 @@ import unicodedata
 from decimal import Decimal
 from typing import Any
 
-from lossgate.model.derived_records import Refusal
 from lossgate.errors import InvalidInput
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import NEGATION_CUE
 from lossgate.guard.fields import number_at, text_of, values_at
+from lossgate.model.derived_records import Refusal
 from lossgate.model.records import Conflict, Fact, GuardRule
 from lossgate.model.registry import Registry
-from lossgate.model.wording import fact_line
 from lossgate.model.values import Money
+from lossgate.model.wording import fact_line
 
 __all__ = ["check_action", "authorizes", "forbids"]
 
 # A predicate's words that say what kind of fact it is, not what it is about
 # ("food.peanuts_allowed" names peanuts).
-_KIND_WORDS = content_stems("allowed allow permitted ok okay limit max maximum min minimum cap scope preference "
-                            "preferred setting value flag enabled")
+_KIND_WORDS = content_stems(
+    "allowed allow permitted ok okay limit max maximum min minimum cap scope preference "
+    "preferred setting value flag enabled"
+)
 # Where a qualifier's condition starts ("email before 9am" names email, before 9am).
-_CONDITION = re.compile(r"\b(?:only|after|before|unless|until|if|except|when|while|during|within|provided)\b",
-                        re.IGNORECASE)
+_CONDITION = re.compile(
+    r"\b(?:only|after|before|unless|until|if|except|when|while|during|within|provided)\b", re.IGNORECASE
+)
 _TRUSTED = ("user", "system")
 
 
@@ -46,8 +49,14 @@ def forbids(f: Fact) -> bool:
     return f.polarity == "negative" or (f.value_type == "bool" and f.value is False)
 
 
-def check_action(action: dict[str, Any], facts: list[Fact], conflicts: list[Conflict], registry: Registry, *,
-                 low_trust: frozenset[str] = frozenset()) -> tuple[list[Refusal], list[str], list[str]]:
+def check_action(
+    action: dict[str, Any],
+    facts: list[Fact],
+    conflicts: list[Conflict],
+    registry: Registry,
+    *,
+    low_trust: frozenset[str] = frozenset(),
+) -> tuple[list[Refusal], list[str], list[str]]:
     """Every refusal of ``action`` by the registry's guard rules, the names of the rules that
     read a field it has, and the ids of the facts those rules read with their source events.
     ``facts``: the subject's active facts; ``conflicts``: its open ones; ``low_trust``: the
@@ -77,24 +86,42 @@ def check_action(action: dict[str, Any], facts: list[Fact], conflicts: list[Conf
 def _refusal(rule: GuardRule, kind: str, where: str, value: Any, detail: str, f: Fact | None = None) -> Refusal:
     if f is None:
         return Refusal(rule=rule.name, kind=kind, field=where, value=value, detail=detail)
-    return Refusal(rule=rule.name, kind=kind, field=where, value=value, detail=detail, fact_id=f.fact_id,
-                   predicate=f.predicate, fact_value=f.value, qualifiers=dict(f.qualifiers),
-                   source_event_ids=f.source_event_ids)
+    return Refusal(
+        rule=rule.name,
+        kind=kind,
+        field=where,
+        value=value,
+        detail=detail,
+        fact_id=f.fact_id,
+        predicate=f.predicate,
+        fact_value=f.value,
+        qualifiers=dict(f.qualifiers),
+        source_event_ids=f.source_event_ids,
+    )
 
 
-def _in_conflict(rule: GuardRule, found: list[tuple[str, Any]], active: dict[str, Fact],
-                 conflicts: list[Conflict]) -> list[Refusal]:
+def _in_conflict(
+    rule: GuardRule, found: list[tuple[str, Any]], active: dict[str, Fact], conflicts: list[Conflict]
+) -> list[Refusal]:
     out = []
     for c in conflicts:
         if c.status != "unresolved":
             continue
         sides = tuple(_line(active[i]) for i in c.fact_ids if i in active)
         where, value = found[0]
-        out.append(Refusal(rule=rule.name, kind="in_conflict", field=where, value=value,
-                           detail=f"{c.predicate} is in conflict: {' / '.join(sides)}; settle it before acting",
-                           predicate=c.predicate, conflict_id=c.conflict_id, sides=sides,
-                           source_event_ids=tuple(e for i in c.fact_ids if i in active
-                                                  for e in active[i].source_event_ids)))
+        out.append(
+            Refusal(
+                rule=rule.name,
+                kind="in_conflict",
+                field=where,
+                value=value,
+                detail=f"{c.predicate} is in conflict: {' / '.join(sides)}; settle it before acting",
+                predicate=c.predicate,
+                conflict_id=c.conflict_id,
+                sides=sides,
+                source_event_ids=tuple(e for i in c.fact_ids if i in active for e in active[i].source_event_ids),
+            )
+        )
     return out
 
 
@@ -143,8 +170,9 @@ def _excludes(rule: GuardRule, found: list[tuple[str, Any]], facts: list[Fact], 
         for where, value in found:
             hit = "any value" if names is None else _named(text_of(value), names)
             if hit is not None:
-                out.append(_refusal(rule, "excludes", where, value,
-                                    f"{where} names {hit!r}, which {_line(f)} forbids", f))
+                out.append(
+                    _refusal(rule, "excludes", where, value, f"{where} names {hit!r}, which {_line(f)} forbids", f)
+                )
     return out
 
 
@@ -157,8 +185,9 @@ def _amount(f: Fact) -> tuple[Decimal, str | None] | None:
     return None
 
 
-def _at_most(rule: GuardRule, action: dict[str, Any], found: list[tuple[str, Any]], facts: list[Fact],
-             trusted: set[str]) -> list[Refusal]:
+def _at_most(
+    rule: GuardRule, action: dict[str, Any], found: list[tuple[str, Any]], facts: list[Fact], trusted: set[str]
+) -> list[Refusal]:
     out = []
     limits = [(f, a) for f in facts if not forbids(f) and (a := _amount(f)) is not None]
     authorizing = [(f, a) for f, a in limits if f.fact_id in trusted]
@@ -183,25 +212,42 @@ def _at_most(rule: GuardRule, action: dict[str, Any], found: list[tuple[str, Any
             continue
         if not authorizing:
             shown = "; ".join(_line(f) for f, _ in limits)
-            detail = (f"no fact the user or the system asserted, from trusted sources, sets a limit for {where}"
-                      + (f" (not this, from an untrusted, tool or quoted source: {shown})" if shown else ""))
+            detail = f"no fact the user or the system asserted, from trusted sources, sets a limit for {where}" + (
+                f" (not this, from an untrusted, tool or quoted source: {shown})" if shown else ""
+            )
             out.append(_refusal(rule, "at_most", where, value, detail, limits[0][0] if limits else None))
             continue
         for f, (limit, unit) in authorizing:
             if unit is not None and rule.currency_field and currency != unit:
-                out.append(_refusal(rule, "at_most", where, value,
-                                    f"{where} is in {currency}, and {_line(f)} sets the limit in {unit}", f))
+                out.append(
+                    _refusal(
+                        rule,
+                        "at_most",
+                        where,
+                        value,
+                        f"{where} is in {currency}, and {_line(f)} sets the limit in {unit}",
+                        f,
+                    )
+                )
             elif number > limit:
-                out.append(_refusal(rule, "at_most", where, value,
-                                    f"{where} is {number}, above the limit {_line(f)} sets", f))
+                out.append(
+                    _refusal(rule, "at_most", where, value, f"{where} is {number}, above the limit {_line(f)} sets", f)
+                )
             for key, condition in f.qualifiers:
                 if key != rule.qualifier and key != "condition" and not _CONDITION.search(condition):
                     continue
                 if not any(_named(m, [_CONDITION.sub(" ", condition)]) for m in met):
                     shown = rule.conditions_field or "(no conditions field)"
-                    out.append(_refusal(rule, "condition_unmet", where, value,
-                                        f"{_line(f)} holds only {condition!r}, and {shown} does not say it was met",
-                                        f))
+                    out.append(
+                        _refusal(
+                            rule,
+                            "condition_unmet",
+                            where,
+                            value,
+                            f"{_line(f)} holds only {condition!r}, and {shown} does not say it was met",
+                            f,
+                        )
+                    )
     return out
 
 
@@ -214,21 +260,27 @@ def _permits(rule: GuardRule, found: list[tuple[str, Any]], facts: list[Fact], t
         text = _whole(text_of(value))
         refused = False
         for f in facts:
-            name = dict(f.qualifiers).get(rule.qualifier) if rule.qualifier else \
-                (None if f.value_type == "bool" else str(f.value))
+            name = (
+                dict(f.qualifiers).get(rule.qualifier)
+                if rule.qualifier
+                else (None if f.value_type == "bool" else str(f.value))
+            )
             if name is None or _whole(_CONDITION.split(name, maxsplit=1)[0] or name) != text:
                 continue
             if forbids(f):
-                out.append(_refusal(rule, "excludes", where, value, f"{where} is {text!r}, which {_line(f)} forbids",
-                                    f))
+                out.append(
+                    _refusal(rule, "excludes", where, value, f"{where} is {text!r}, which {_line(f)} forbids", f)
+                )
                 refused = True
             elif f.fact_id in trusted:
                 break
         else:
             if not refused:
                 shown = [_line(f) for f in facts if not forbids(f) and f.fact_id not in trusted]
-                detail = (f"no fact the user or the system asserted, from trusted sources, permits {where} = {text!r}"
-                          + (f" (not these: {'; '.join(shown)})" if shown else ""))
+                detail = (
+                    f"no fact the user or the system asserted, from trusted sources, permits {where} = {text!r}"
+                    + (f" (not these: {'; '.join(shown)})" if shown else "")
+                )
                 out.append(_refusal(rule, "permits", where, value, detail, facts[0] if facts else None))
     return out
 

@@ -31,8 +31,9 @@ def values_at(action: dict[str, Any], path: str) -> list[tuple[str, Any]]:
         for where, value in found:
             here = f"{where}.{key}" if where else key
             if not isinstance(value, dict):
-                raise InvalidInput(f"action field {where}: expected an object holding {key!r}, got "
-                                   f"{type(value).__name__}")
+                raise InvalidInput(
+                    f"action field {where}: expected an object holding {key!r}, got {type(value).__name__}"
+                )
             if value.get(key) is None:
                 raise InvalidInput(f"action field {here}: missing (a rule reads {path})")
             inner = value[key]

@@ -30,5 +30,6 @@ def require(module: str, *, extra: str, framework: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise ConfigError(f"lossgate's {framework} integration needs {framework}: "
-                          f"pip install 'lossgate[{extra}]'") from exc
+        raise ConfigError(
+            f"lossgate's {framework} integration needs {framework}: pip install 'lossgate[{extra}]'"
+        ) from exc

@@ -43,17 +43,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from lossgate.api.memory import Memory
 from lossgate.errors import InvalidInput
 from lossgate.integrations import require
 from lossgate.integrations.tagged import TaggedEvents, marked, searchable
-from lossgate.api.memory import Memory
 from lossgate.model.records import Event, NewEvent, Trust
 
 require("langgraph.store.base", extra="langgraph", framework="LangGraph")
 
 from langgraph.store.base import (  # noqa: E402 - after the check that names the extra
-    BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
-    get_text_at_path, validate_op_namespace,
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    get_text_at_path,
+    validate_op_namespace,
 )
 
 __all__ = ["LossgateStore", "TAG"]
@@ -88,8 +98,15 @@ class LossgateStore(BaseStore):
 
     supports_ttl = False
 
-    def __init__(self, memory: Memory, *, tenant_id: str | None = None, actor: str = "agent",
-                 trust: Trust = "tool", index: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        tenant_id: str | None = None,
+        actor: str = "agent",
+        trust: Trust = "tool",
+        index: Sequence[str] | None = None,
+    ) -> None:
         self.memory = memory
         self.tenant_id = tenant_id
         self.actor = actor
@@ -128,8 +145,9 @@ class LossgateStore(BaseStore):
         (list_namespaces' paths), names the store's."""
         if label is None or (wildcard and label == "*"):
             if self.tenant_id is None:
-                raise InvalidInput("name the tenant: a namespace is (tenant, subject, ...), or open the store "
-                                   "with tenant_id=...")
+                raise InvalidInput(
+                    "name the tenant: a namespace is (tenant, subject, ...), or open the store with tenant_id=..."
+                )
             return self.tenant_id
         if self.tenant_id is not None and label != self.tenant_id:
             raise InvalidInput(f"this store serves tenant {self.tenant_id!r}, not {label!r}")
@@ -137,8 +155,7 @@ class LossgateStore(BaseStore):
 
     def _split(self, namespace: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
         if len(namespace) < 2:
-            raise InvalidInput(f"a namespace is (tenant, subject, ...): {namespace!r} has {len(namespace)} "
-                               f"label(s)")
+            raise InvalidInput(f"a namespace is (tenant, subject, ...): {namespace!r} has {len(namespace)} label(s)")
         return self._tenant(namespace[0]), namespace[1], tuple(namespace[2:])
 
     def _items(self, tenant_id: str, subject_id: str) -> dict[tuple[tuple[str, ...], str], _Versions]:
@@ -147,8 +164,13 @@ class LossgateStore(BaseStore):
             events = self._subjects.get((tenant_id, subject_id))
             if events is None:
                 events = self._subjects[(tenant_id, subject_id)] = TaggedEvents(
-                    self.memory, tenant_id, subject_id, TAG, keep=_well_formed,
-                    writes=lambda _: ("document", self.actor, self.trust))
+                    self.memory,
+                    tenant_id,
+                    subject_id,
+                    TAG,
+                    keep=_well_formed,
+                    writes=lambda _: ("document", self.actor, self.trust),
+                )
         valid: dict[tuple[tuple[str, ...], str], list[Event]] = {}
         held: dict[tuple[tuple[str, ...], str], list[str]] = {}
         for event in events.read():
@@ -183,27 +205,37 @@ class LossgateStore(BaseStore):
         wanted = op.offset + op.limit
         if op.query is not None and op.query.strip():
             if len(prefix) < 2:
-                raise InvalidInput("a search with a query names the tenant and the subject "
-                                   "(namespace_prefix=(tenant, subject, ...)): recall ranks one subject's memory")
+                raise InvalidInput(
+                    "a search with a query names the tenant and the subject "
+                    "(namespace_prefix=(tenant, subject, ...)): recall ranks one subject's memory"
+                )
             found = self._ranked(tenant_id, prefix[1], rest, op.query, op.filter, wanted)
         else:
             found = []
             for subject_id in self._subjects_of(tenant_id, prefix[1] if len(prefix) > 1 else None):
                 for (ns, key), versions in self._items(tenant_id, subject_id).items():
-                    if versions.valid and ns[:len(rest)] == rest and _matches(_value(versions), op.filter):
+                    if versions.valid and ns[: len(rest)] == rest and _matches(_value(versions), op.filter):
                         found.append(_item(tenant_id, subject_id, ns, key, versions))
             found.sort(key=lambda item: item.updated_at, reverse=True)
-        return [_searched(item) for item in found[op.offset:wanted]]
+        return [_searched(item) for item in found[op.offset : wanted]]
 
-    def _ranked(self, tenant_id: str, subject_id: str, rest: tuple[str, ...], query: str,
-                filter: dict[str, Any] | None, wanted: int) -> list[Item]:
+    def _ranked(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        rest: tuple[str, ...],
+        query: str,
+        filter: dict[str, Any] | None,
+        wanted: int,
+    ) -> list[Item]:
         """The items under ``rest`` whose newest version a recall of ``query`` returned, in
         recall's order, as many as ``wanted`` if that many match."""
         hits = max(FIRST_HITS, 4 * wanted)
         while True:
             items = self._items(tenant_id, subject_id)
-            newest = {versions.valid[-1].event_id: (where, versions)
-                      for where, versions in items.items() if versions.valid}
+            newest = {
+                versions.valid[-1].event_id: (where, versions) for where, versions in items.items() if versions.valid
+            }
             result = self.memory.recall(tenant_id, subject_id, query=query, k=hits, context=False)
             returned = {e.event_id for e in result.events}
             found: list[Item] = []
@@ -211,7 +243,7 @@ class LossgateStore(BaseStore):
                 if event_id not in returned or event_id not in newest:
                     continue
                 (ns, key), versions = newest[event_id]
-                if ns[:len(rest)] == rest and _matches(_value(versions), filter):
+                if ns[: len(rest)] == rest and _matches(_value(versions), filter):
                     found.append(_item(tenant_id, subject_id, ns, key, versions))
             if len(found) >= wanted or len(returned) < hits or hits >= MOST_HITS:
                 return found
@@ -222,12 +254,16 @@ class LossgateStore(BaseStore):
         prefix = next((c.path for c in conditions if c.match_type == "prefix"), ())
         tenant_id = self._tenant(prefix[0] if prefix else None, wildcard=True)
         subjects = self._subjects_of(tenant_id, prefix[1] if len(prefix) > 1 else None, wildcard=True)
-        namespaces = {(tenant_id, subject_id, *ns) for subject_id in subjects
-                      for (ns, _), versions in self._items(tenant_id, subject_id).items() if versions.valid}
+        namespaces = {
+            (tenant_id, subject_id, *ns)
+            for subject_id in subjects
+            for (ns, _), versions in self._items(tenant_id, subject_id).items()
+            if versions.valid
+        }
         kept = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
         if op.max_depth is not None:
-            kept = list({ns[:op.max_depth] for ns in kept})
-        return sorted(kept)[op.offset:op.offset + op.limit]
+            kept = list({ns[: op.max_depth] for ns in kept})
+        return sorted(kept)[op.offset : op.offset + op.limit]
 
     # -- writes ---------------------------------------------------------------------------
     def _put(self, ops: list[PutOp]) -> None:
@@ -245,10 +281,18 @@ class LossgateStore(BaseStore):
                 raise InvalidInput("LossgateStore keeps no TTL (a tenant's retention policy expires events)")
             value = dict(op.value)
             text = _text(value, self.index if op.index is None else op.index)
-            appended.append(NewEvent(
-                tenant_id=tenant_id, subject_id=subject_id, event_id=f"lg-{uuid.uuid4().hex}", kind="document",
-                actor=self.actor, trust=self.trust, text=searchable(text),
-                payload={TAG: {"namespace": list(rest), "key": op.key, "value": value}}))
+            appended.append(
+                NewEvent(
+                    tenant_id=tenant_id,
+                    subject_id=subject_id,
+                    event_id=f"lg-{uuid.uuid4().hex}",
+                    kind="document",
+                    actor=self.actor,
+                    trust=self.trust,
+                    text=searchable(text),
+                    payload={TAG: {"namespace": list(rest), "key": op.key, "value": value}},
+                )
+            )
         if not appended and not erased:
             return
         with self.memory.transaction() as ledger:
@@ -260,8 +304,12 @@ class LossgateStore(BaseStore):
 
 def _well_formed(item: dict[str, Any]) -> bool:
     namespace, key = item.get("namespace"), item.get("key")
-    return (isinstance(namespace, list) and all(isinstance(label, str) for label in namespace)
-            and isinstance(key, str) and isinstance(item.get("value"), dict))
+    return (
+        isinstance(namespace, list)
+        and all(isinstance(label, str) for label in namespace)
+        and isinstance(key, str)
+        and isinstance(item.get("value"), dict)
+    )
 
 
 def _value(versions: _Versions) -> dict[str, Any]:
@@ -272,13 +320,19 @@ def _value(versions: _Versions) -> dict[str, Any]:
 
 def _item(tenant_id: str, subject_id: str, rest: tuple[str, ...], key: str, versions: _Versions) -> Item:
     created: datetime = versions.valid[0].recorded_at
-    return Item(value=_value(versions), key=key, namespace=(tenant_id, subject_id, *rest), created_at=created,
-                updated_at=versions.valid[-1].recorded_at)
+    return Item(
+        value=_value(versions),
+        key=key,
+        namespace=(tenant_id, subject_id, *rest),
+        created_at=created,
+        updated_at=versions.valid[-1].recorded_at,
+    )
 
 
 def _searched(item: Item) -> SearchItem:
-    return SearchItem(namespace=item.namespace, key=item.key, value=item.value, created_at=item.created_at,
-                      updated_at=item.updated_at)
+    return SearchItem(
+        namespace=item.namespace, key=item.key, value=item.value, created_at=item.created_at, updated_at=item.updated_at
+    )
 
 
 def _text(value: dict[str, Any], index: Sequence[str] | Literal[False] | None) -> str:
@@ -305,6 +359,7 @@ def _check_filter(filter: dict[str, Any] | None) -> None:
                 if isinstance(key, str) and key.startswith("$") and key not in OPERATORS:
                     raise InvalidInput(f"filter operator {key!r} is not one of {', '.join(OPERATORS)}")
                 walk(child)
+
     if filter is not None and not isinstance(filter, dict):
         raise InvalidInput(f"a filter is an object, not {type(filter).__name__}")
     walk(filter)
@@ -322,8 +377,11 @@ def _compare(value: Any, wanted: Any) -> bool:
             return all(_operator(value, key, operand) for key, operand in wanted.items())
         return isinstance(value, dict) and all(_compare(value.get(k), v) for k, v in wanted.items())
     if isinstance(wanted, (list, tuple)):
-        return (isinstance(value, (list, tuple)) and len(value) == len(wanted)
-                and all(_compare(a, b) for a, b in zip(value, wanted)))
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) == len(wanted)
+            and all(_compare(a, b) for a, b in zip(value, wanted, strict=True))
+        )
     return bool(value == wanted)
 
 
@@ -348,5 +406,9 @@ def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) ->
     path = tuple(condition.path)
     if len(namespace) < len(path):
         return False
-    pairs = zip(namespace, path) if condition.match_type == "prefix" else zip(reversed(namespace), reversed(path))
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
     return all(p == "*" or n == p for n, p in pairs)

@@ -41,10 +41,10 @@ import json
 import uuid
 from typing import Any
 
+from lossgate.api.memory import Memory
 from lossgate.errors import InvalidInput
 from lossgate.integrations import require
 from lossgate.integrations.tagged import TaggedEvents, marked, searchable
-from lossgate.api.memory import Memory
 from lossgate.model.records import Event, EventKind, NewEvent, Trust
 
 require("agents", extra="openai-agents", framework="OpenAI Agents SDK")
@@ -63,15 +63,28 @@ class LossgateSession:
     ``tenant_id``/``subject_id`` (see the module docstring). Several sessions may share a
     subject: each reads only its own items."""
 
-    def __init__(self, session_id: str, memory: Memory, *, tenant_id: str, subject_id: str,
-                 session_settings: SessionSettings | None = None) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        memory: Memory,
+        *,
+        tenant_id: str,
+        subject_id: str,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInput("a session id is a non-empty string")
         self.session_id = session_id
         self.session_settings = session_settings
         self.memory, self.tenant_id, self.subject_id = memory, tenant_id, subject_id
-        self._events = TaggedEvents(memory, tenant_id, subject_id, TAG, writes=_writes,
-                                    keep=lambda held: held.get("session") == session_id and "item" in held)
+        self._events = TaggedEvents(
+            memory,
+            tenant_id,
+            subject_id,
+            TAG,
+            writes=_writes,
+            keep=lambda held: held.get("session") == session_id and "item" in held,
+        )
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         wanted = resolve_session_limit(limit, self.session_settings)
@@ -92,9 +105,11 @@ class LossgateSession:
             if not held:
                 return None
             newest = held[-1]
-            self.memory.delete_event(self.tenant_id, self.subject_id, newest.event_id,
-                                     reason="OpenAI Agents session: pop_item")
+            self.memory.delete_event(
+                self.tenant_id, self.subject_id, newest.event_id, reason="OpenAI Agents session: pop_item"
+            )
             return _item(newest)
+
         return await asyncio.to_thread(pop)
 
     async def clear_session(self) -> None:
@@ -104,13 +119,21 @@ class LossgateSession:
         if not isinstance(item, dict):
             raise InvalidInput(f"a session item is a JSON object, not {type(item).__name__}")
         kind, actor, trust = _who(item)
-        return NewEvent(tenant_id=self.tenant_id, subject_id=self.subject_id, event_id=f"oa-{uuid.uuid4().hex}",
-                        kind=kind, actor=actor, trust=trust, text=searchable(_said(item)),
-                        payload={TAG: {"session": self.session_id, "item": item}, "session": self.session_id})
+        return NewEvent(
+            tenant_id=self.tenant_id,
+            subject_id=self.subject_id,
+            event_id=f"oa-{uuid.uuid4().hex}",
+            kind=kind,
+            actor=actor,
+            trust=trust,
+            text=searchable(_said(item)),
+            payload={TAG: {"session": self.session_id, "item": item}, "session": self.session_id},
+        )
 
 
-def recall_tool(memory: Memory, tenant_id: str, subject_id: str, *, budget: int | None = 2000,
-                name: str = "recall") -> FunctionTool:
+def recall_tool(
+    memory: Memory, tenant_id: str, subject_id: str, *, budget: int | None = 2000, name: str = "recall"
+) -> FunctionTool:
     """A ``function_tool`` recalling ``tenant_id``/``subject_id``'s memory for a query."""
 
     def recall(query: str) -> str:

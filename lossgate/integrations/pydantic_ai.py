@@ -47,24 +47,40 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from lossgate.model.derived_records import GuardResult, RecallResult
+from lossgate.api.memory import Memory
 from lossgate.errors import InvalidInput, NotFound
 from lossgate.integrations import require
 from lossgate.integrations.tagged import TaggedEvents, marked, searchable
-from lossgate.api.memory import Memory
+from lossgate.model.derived_records import GuardResult, RecallResult
 from lossgate.model.records import Event, EventKind, NewEvent, Trust
 
 require("pydantic_ai", extra="pydantic-ai", framework="PydanticAI")
 
 from pydantic_ai import ModelRetry, Tool  # noqa: E402 - after the check that names the extra
 from pydantic_ai.messages import (  # noqa: E402
-    BaseToolCallPart, BaseToolReturnPart, ModelMessage, ModelMessagesTypeAdapter, ModelResponse,
-    RetryPromptPart, TextPart, UserPromptPart,
+    BaseToolCallPart,
+    BaseToolReturnPart,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    UserPromptPart,
 )
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 
-__all__ = ["LossgateMessageHistory", "memory_toolset", "TAG", "Remembered", "Recalled", "RecalledFact", "RecalledEvent",
-           "Forgotten", "Guarded", "Refused"]
+__all__ = [
+    "LossgateMessageHistory",
+    "memory_toolset",
+    "TAG",
+    "Remembered",
+    "Recalled",
+    "RecalledFact",
+    "RecalledEvent",
+    "Forgotten",
+    "Guarded",
+    "Refused",
+]
 
 TAG = "pydantic_ai"  # the payload key of the history's events
 T = TypeVar("T")
@@ -110,9 +126,16 @@ class Guarded(BaseModel):
     refusals: list[Refused]
 
 
-def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: int | None = 2000,
-                   actor: str = "agent", trust: Trust = "tool",
-                   forget: Literal["notes", "any"] | None = "notes") -> FunctionToolset[Any]:
+def memory_toolset(
+    memory: Memory,
+    tenant_id: str,
+    subject_id: str,
+    *,
+    budget: int | None = 2000,
+    actor: str = "agent",
+    trust: Trust = "tool",
+    forget: Literal["notes", "any"] | None = "notes",
+) -> FunctionToolset[Any]:
     """The ``remember``, ``recall``, ``forget`` and ``guard`` tools on one subject's memory
     (see the module docstring)."""
     if forget not in ("notes", "any", None):
@@ -125,9 +148,17 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
         Args:
             text: What to remember, in one or a few sentences.
         """
-        event = _retry_on_bad_input(lambda: NewEvent(
-            tenant_id=tenant_id, subject_id=subject_id, event_id=f"pa-{uuid.uuid4().hex}", actor=actor,
-            trust=trust, text=text, payload={NOTE: True}))
+        event = _retry_on_bad_input(
+            lambda: NewEvent(
+                tenant_id=tenant_id,
+                subject_id=subject_id,
+                event_id=f"pa-{uuid.uuid4().hex}",
+                actor=actor,
+                trust=trust,
+                text=text,
+                payload={NOTE: True},
+            )
+        )
         _retry_on_bad_input(lambda: memory.append([event]))
         return Remembered(event_id=event.event_id)
 
@@ -138,12 +169,16 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
             query: What you need to know, in a few words; none for the summary and the latest events.
         """
         found: RecallResult = _retry_on_bad_input(
-            lambda: memory.recall(tenant_id, subject_id, query=query, budget=budget))
-        return Recalled(recall_id=found.record.recall_id, memory=found.render(),
-                        facts=[RecalledFact(fact_id=f.fact_id, predicate=f.predicate) for f in found.facts],
-                        events=[RecalledEvent(event_id=e.event_id, text=e.text or "") for e in found.events])
+            lambda: memory.recall(tenant_id, subject_id, query=query, budget=budget)
+        )
+        return Recalled(
+            recall_id=found.record.recall_id,
+            memory=found.render(),
+            facts=[RecalledFact(fact_id=f.fact_id, predicate=f.predicate) for f in found.facts],
+            events=[RecalledEvent(event_id=e.event_id, text=e.text or "") for e in found.events],
+        )
 
-    def forget_tool(kind: Literal["event", "fact"], id: str, reason: str = "") -> Forgotten:  # noqa: A002 - the tool's word
+    def forget_tool(kind: Literal["event", "fact"], id: str, reason: str = "") -> Forgotten:
         """Erase an event or a fact from the user's memory for good (its text is purged).
 
         Args:
@@ -168,9 +203,13 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
             recall_id: The recall_id of the recall you based it on.
         """
         result: GuardResult = _retry_on_bad_input(
-            lambda: memory.guard(tenant_id, subject_id, action, recall_id=recall_id))
-        return Guarded(guard_id=result.guard_id, allowed=result.allowed, refusals=[
-            Refused(rule=r.rule, field=r.field, detail=r.detail, fact_id=r.fact_id) for r in result.refusals])
+            lambda: memory.guard(tenant_id, subject_id, action, recall_id=recall_id)
+        )
+        return Guarded(
+            guard_id=result.guard_id,
+            allowed=result.allowed,
+            refusals=[Refused(rule=r.rule, field=r.field, detail=r.detail, fact_id=r.fact_id) for r in result.refusals],
+        )
 
     tools: list[Tool[Any]] = [Tool(remember), Tool(recall), Tool(guard)]
     if scope is not None:
@@ -181,14 +220,18 @@ def memory_toolset(memory: Memory, tenant_id: str, subject_id: str, *, budget: i
 NOTE = "pydantic_ai_note"  # the payload key of a note the toolset remembered
 
 
-def _a_note(memory: Memory, tenant_id: str, subject_id: str, kind: str, event_id: str, actor: str,
-            trust: Trust) -> bool:
+def _a_note(
+    memory: Memory, tenant_id: str, subject_id: str, kind: str, event_id: str, actor: str, trust: Trust
+) -> bool:
     """Whether ``event_id`` is a note this toolset remembered (its payload's mark, as it wrote it)."""
     if kind != "event":
         return False
     found = memory.events(tenant_id, subject_id, ids=[event_id], states=["valid"])
-    return bool(found) and (found[0].payload or {}).get(NOTE) is True \
+    return (
+        bool(found)
+        and (found[0].payload or {}).get(NOTE) is True
         and (found[0].kind, found[0].actor, found[0].trust) == ("message", actor, trust)
+    )
 
 
 def _retry_on_bad_input(call: Callable[[], T]) -> T:
@@ -208,9 +251,14 @@ class LossgateMessageHistory:
             raise InvalidInput("a conversation id is a non-empty string")
         self.memory, self.tenant_id, self.subject_id = memory, tenant_id, subject_id
         self.conversation_id = conversation_id
-        self._events = TaggedEvents(memory, tenant_id, subject_id, TAG, writes=_writes,
-                                    keep=lambda held: held.get("conversation") == conversation_id
-                                    and isinstance(held.get("message"), dict))
+        self._events = TaggedEvents(
+            memory,
+            tenant_id,
+            subject_id,
+            TAG,
+            writes=_writes,
+            keep=lambda held: held.get("conversation") == conversation_id and isinstance(held.get("message"), dict),
+        )
 
     def load(self, limit: int | None = None) -> list[ModelMessage]:
         """The conversation's valid messages, oldest first (the last ``limit`` of them)."""
@@ -227,13 +275,23 @@ class LossgateMessageHistory:
             return []
         stored = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
         events = []
-        for message, as_json in zip(messages, stored):
+        for message, as_json in zip(messages, stored, strict=True):
             kind, actor, trust = _who(message)
-            events.append(NewEvent(
-                tenant_id=self.tenant_id, subject_id=self.subject_id, event_id=f"pa-{uuid.uuid4().hex}", kind=kind,
-                actor=actor, trust=trust, text=searchable(_said(message)),
-                payload={TAG: {"conversation": self.conversation_id, "message": as_json},
-                         "session": self.conversation_id}))
+            events.append(
+                NewEvent(
+                    tenant_id=self.tenant_id,
+                    subject_id=self.subject_id,
+                    event_id=f"pa-{uuid.uuid4().hex}",
+                    kind=kind,
+                    actor=actor,
+                    trust=trust,
+                    text=searchable(_said(message)),
+                    payload={
+                        TAG: {"conversation": self.conversation_id, "message": as_json},
+                        "session": self.conversation_id,
+                    },
+                )
+            )
         self.memory.append(events)
         return [e.event_id for e in events]
 
@@ -292,4 +350,3 @@ def _said(message: ModelMessage) -> str:
         elif isinstance(part, BaseToolReturnPart):
             said.append(part.model_response_str())
     return "\n".join(s for s in said if s)
-

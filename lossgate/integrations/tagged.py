@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from lossgate.model.limits import MAX_TEXT_CHARS
 from lossgate.api.memory import Memory
+from lossgate.model.limits import MAX_TEXT_CHARS
 from lossgate.model.records import Event
 
 __all__ = ["TaggedEvents", "marked", "searchable"]
@@ -44,9 +44,15 @@ class TaggedEvents:
     ``keep`` accepts, when given) and whose kind, actor and trust are those ``writes`` gives
     what it holds, kept up to date by :meth:`read`. Safe to share between threads."""
 
-    def __init__(self, memory: Memory, tenant_id: str, subject_id: str, tag: str,
-                 writes: Callable[[dict[str, Any]], tuple[str, str, str] | None],
-                 keep: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        tenant_id: str,
+        subject_id: str,
+        tag: str,
+        writes: Callable[[dict[str, Any]], tuple[str, str, str] | None],
+        keep: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
         self.memory, self.tenant_id, self.subject_id, self.tag = memory, tenant_id, subject_id, tag
         self._keep, self._writes = keep, writes
         self._lock = threading.Lock()
@@ -61,12 +67,16 @@ class TaggedEvents:
             if clock.input_epoch != self._epoch:
                 # read before the events: a deletion racing this read moves the epoch past it
                 self._epoch, self._seen, self._events = clock.input_epoch, 0, {}
-            for event in self.memory.events(self.tenant_id, self.subject_id, states=["valid", "revoked"],
-                                            after_seq=self._seen):
+            for event in self.memory.events(
+                self.tenant_id, self.subject_id, states=["valid", "revoked"], after_seq=self._seen
+            ):
                 self._seen = max(self._seen, event.seq)
                 held = marked(event, self.tag)
-                if held is not None and (self._keep is None or self._keep(held)) \
-                        and self._writes(held) == (event.kind, event.actor, event.trust):
+                if (
+                    held is not None
+                    and (self._keep is None or self._keep(held))
+                    and self._writes(held) == (event.kind, event.actor, event.trust)
+                ):
                     self._events[event.event_id] = event
             return list(self._events.values())
 

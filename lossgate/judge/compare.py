@@ -37,9 +37,11 @@ __all__ = ["judge_violations"]
 
 _LIMITS = frozenset({"condition", "environment", "scope", "channel"})  # qualifiers that restrict a fact
 # What names where quoted text came from: said of anything else, it is raised to a person's word.
-_SOURCE_WORDS = content_stems("ticket tickets tool tools page pages web website document documents email emails "
-                              "mail message messages footer form portal file attachment source sources retrieved "
-                              "untrusted unverified sender quote quoted lookup crm system")
+_SOURCE_WORDS = content_stems(
+    "ticket tickets tool tools page pages web website document documents email emails "
+    "mail message messages footer form portal file attachment source sources retrieved "
+    "untrusted unverified sender quote quoted lookup crm system"
+)
 
 
 def _norm(text: str) -> str:
@@ -86,22 +88,27 @@ def judge_violations(statements: Sequence[Statement], snapshot: Snapshot) -> lis
         if f is None and s.predicate and len(by_predicate.get(s.predicate, ())) == 1:
             f = by_predicate[s.predicate][0]
         if f is None:
-            if s.settles_conflict and s.predicate in {c.predicate for c in snapshot.conflicts
-                                                      if c.status == "unresolved"}:
-                cid = next(c.conflict_id for c in snapshot.conflicts
-                           if c.status == "unresolved" and c.predicate == s.predicate)
+            if s.settles_conflict and s.predicate in {
+                c.predicate for c in snapshot.conflicts if c.status == "unresolved"
+            }:
+                cid = next(
+                    c.conflict_id for c in snapshot.conflicts if c.status == "unresolved" and c.predicate == s.predicate
+                )
                 out.append(_v("conflict_resolved_by_compressor", cid, f"the narrative settles it ({s.value!r})"))
             continue
         said = f"{f.predicate} = {s.value!r}"
         if s.settles_conflict and f.fact_id in conflict_of:
-            out.append(_v("conflict_resolved_by_compressor", conflict_of[f.fact_id], f"the narrative settles it: {said}"))
+            out.append(
+                _v("conflict_resolved_by_compressor", conflict_of[f.fact_id], f"the narrative settles it: {said}")
+            )
         low_trust = f.modality == "quoted" or f.authority in ("untrusted", "tool")
         if low_trust:
             # attributed to anyone but where it came from (the user, the subject, "the
             # traveller") it is raised to that person's word
             who_said = content_stems(s.attributed_to or "")
-            sources = frozenset().union(*(content_stems(f"{e.actor} {e.kind}") for e in snapshot.events
-                                          if e.event_id in f.source_event_ids))
+            sources = frozenset().union(
+                *(content_stems(f"{e.actor} {e.kind}") for e in snapshot.events if e.event_id in f.source_event_ids)
+            )
             by_user = bool(who_said) and not who_said & (sources | _SOURCE_WORDS)
             if by_user or s.modality == "asserted":
                 who = f"{s.attributed_to!r}'s" if by_user else "a fact"

@@ -50,21 +50,35 @@ STATEMENTS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["statements"],
-    "properties": {"statements": {"type": "array", "items": {
-        "type": "object", "additionalProperties": False,
-        "required": ["fact_id", "predicate", "value", "polarity", "modality", "conditions", "attributed_to",
-                     "settles_conflict"],
-        "properties": {
-            "fact_id": {"type": ["string", "null"]},
-            "predicate": {"type": ["string", "null"]},
-            "value": {"type": ["string", "null"]},
-            "polarity": {"enum": ["positive", "negative"]},
-            "modality": {"enum": ["asserted", "speculative", "quoted"]},
-            "conditions": {"type": "array", "items": {"type": "string"}},
-            "attributed_to": {"type": ["string", "null"]},
-            "settles_conflict": {"type": "boolean"},
-        },
-    }}},
+    "properties": {
+        "statements": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": [
+                    "fact_id",
+                    "predicate",
+                    "value",
+                    "polarity",
+                    "modality",
+                    "conditions",
+                    "attributed_to",
+                    "settles_conflict",
+                ],
+                "properties": {
+                    "fact_id": {"type": ["string", "null"]},
+                    "predicate": {"type": ["string", "null"]},
+                    "value": {"type": ["string", "null"]},
+                    "polarity": {"enum": ["positive", "negative"]},
+                    "modality": {"enum": ["asserted", "speculative", "quoted"]},
+                    "conditions": {"type": "array", "items": {"type": "string"}},
+                    "attributed_to": {"type": ["string", "null"]},
+                    "settles_conflict": {"type": "boolean"},
+                },
+            },
+        }
+    },
 }
 
 
@@ -83,7 +97,7 @@ class JudgeConfig(BaseModel):
     response_format: Literal["json_schema", "json_object"] = "json_schema"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], prefix: str = "LOSSGATE_JUDGE_") -> "JudgeConfig | None":
+    def from_env(cls, environ: Mapping[str, str], prefix: str = "LOSSGATE_JUDGE_") -> JudgeConfig | None:
         """From ``environ`` (the CLI and the worker pass ``os.environ``): ``LOSSGATE_JUDGE_URL``
         and ``LOSSGATE_JUDGE_MODEL`` (both, or neither: no judge), ``LOSSGATE_JUDGE_API_KEY``,
         ``LOSSGATE_JUDGE_TIMEOUT``."""
@@ -120,7 +134,7 @@ class ModelJudge:
         self._client = client or server_client(config.base_url, config.api_key, config.timeout_s)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> "ModelJudge | None":
+    def from_env(cls, environ: Mapping[str, str]) -> ModelJudge | None:
         config = JudgeConfig.from_env(environ)
         return cls(config) if config is not None else None
 
@@ -130,13 +144,18 @@ class ModelJudge:
     def statements(self, subject_id: str, facts: list[dict[str, Any]], narrative: str) -> list[Statement]:
         document = {"subject": subject_id, "facts": facts, "narrative": narrative}
         payload: dict[str, Any] = {
-            "model": self.config.model, "temperature": 0,
-            "messages": [{"role": "system", "content": self._prompt},
-                         {"role": "user", "content": json.dumps(document, ensure_ascii=False, default=str)}],
+            "model": self.config.model,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": self._prompt},
+                {"role": "user", "content": json.dumps(document, ensure_ascii=False, default=str)},
+            ],
         }
         if self.config.response_format == "json_schema":
-            payload["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "lossgate_statements", "strict": True, "schema": STATEMENTS_SCHEMA}}
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "lossgate_statements", "strict": True, "schema": STATEMENTS_SCHEMA},
+            }
         else:
             payload["response_format"] = {"type": "json_object"}
         data = post_json(self._client, "chat/completions", payload, policy=self._policy, error=JudgeError)

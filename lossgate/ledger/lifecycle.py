@@ -16,23 +16,40 @@ artifact built before it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence, get_args
+from typing import Any, NamedTuple, get_args
 
+from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.lineage import propagation as lineage
 from lossgate.lineage import queue
-from lossgate.runtime.caches import forget_text
 from lossgate.model.canonical import content_hash
-from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
 from lossgate.model.limits import shown_id
 from lossgate.model.records import (
-    AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, FactStatus,
-    NewEvent, NewFact, TaintOutcome, TaintPolicy, Trust, effective_trust, fact_hash_content, utcnow,
+    AUTHORITY_FOR_TRUST,
+    TRUST_RANK,
+    AppendResult,
+    Clock,
+    Conflict,
+    Event,
+    EventKind,
+    EventRef,
+    Fact,
+    FactStatus,
+    NewEvent,
+    NewFact,
+    TaintOutcome,
+    TaintPolicy,
+    Trust,
+    effective_trust,
+    fact_hash_content,
+    utcnow,
 )
 from lossgate.model.registry import Registry, RegistryCache
-from lossgate.store.protocol import Store, WriteTx
 from lossgate.model.values import canonical_value
+from lossgate.runtime.caches import forget_text
+from lossgate.store.protocol import Store, WriteTx
 
 __all__ = ["Ledger", "in_force", "transaction"]
 
@@ -57,8 +74,9 @@ def _short_hash(*parts: object) -> str:
 
 
 @contextmanager
-def transaction(store: Store, *, registry: Registry | None = None,
-                registries: RegistryCache | None = None) -> Iterator[Ledger]:
+def transaction(
+    store: Store, *, registry: Registry | None = None, registries: RegistryCache | None = None
+) -> Iterator[Ledger]:
     """A :class:`Ledger` over a new write transaction of ``store``: every operation on it
     commits when the block ends, or none does if it raises. The registry is ``registry``,
     or else the newest stored one, read (through ``registries``, a cache shared across
@@ -90,9 +108,16 @@ class Ledger:
     ``set_trust``) and ``memory.admin.set_taint_policy`` runs one of these in its own
     transaction: that is the call for a single change. The rules are written here, once."""
 
-    def __init__(self, tx: WriteTx, registry: Registry | None = None, *, registries: RegistryCache | None = None,
-                 now: datetime | None = None, rebuild_after: int = queue.REBUILD_AFTER,
-                 forget_on_commit: bool = False) -> None:
+    def __init__(
+        self,
+        tx: WriteTx,
+        registry: Registry | None = None,
+        *,
+        registries: RegistryCache | None = None,
+        now: datetime | None = None,
+        rebuild_after: int = queue.REBUILD_AFTER,
+        forget_on_commit: bool = False,
+    ) -> None:
         """``forget_on_commit``: the caller (:func:`transaction`) empties the text caches once
         the transaction commits; otherwise a ledger empties them as it erases, having no
         commit to wait for."""
@@ -123,32 +148,44 @@ class Ledger:
 
     def _advance(self, tenant_id: str, subject_id: str, *, seqs: int = 0, epoch: bool = False) -> Clock:
         clock = self._clock(tenant_id, subject_id)
-        clock = clock.model_copy(update={
-            "high_water": clock.high_water + seqs, "input_epoch": clock.input_epoch + int(epoch),
-        })
+        clock = clock.model_copy(
+            update={
+                "high_water": clock.high_water + seqs,
+                "input_epoch": clock.input_epoch + int(epoch),
+            }
+        )
         self._clocks[(tenant_id, subject_id)] = clock
         self.tx.save_clock(clock)
         return clock
 
-    def _invalidate(self, tenant_id: str, subject_id: str, op: str, target_id: str,
-                    erased: Sequence[str] = ()) -> list[str]:
+    def _invalidate(
+        self, tenant_id: str, subject_id: str, op: str, target_id: str, erased: Sequence[str] = ()
+    ) -> list[str]:
         """Move the epoch, mark every artifact derived from a changed input stale (purging
         deleted content from them) and queue a rebuild, all in this transaction (invariant
         6; :mod:`lossgate.lineage.propagation`, :mod:`lossgate.lineage.queue`)."""
         clock = self._advance(tenant_id, subject_id, epoch=True)
         changed = {target_id, *erased} | self._touched.pop((tenant_id, subject_id), set())
         cause = f"{op} {target_id}"
-        stale = lineage.invalidate(self.tx, tenant_id, subject_id, changed, cause=cause,
-                                   erase=op.startswith("delete"), now=self.now)
-        self._log(tenant_id, subject_id, "epoch", target_id,
-                  {"cause": op, "input_epoch": clock.input_epoch, "stale_artifacts": stale})
+        stale = lineage.invalidate(
+            self.tx, tenant_id, subject_id, changed, cause=cause, erase=op.startswith("delete"), now=self.now
+        )
+        self._log(
+            tenant_id,
+            subject_id,
+            "epoch",
+            target_id,
+            {"cause": op, "input_epoch": clock.input_epoch, "stale_artifacts": stale},
+        )
         queue.input_changed(self.tx, tenant_id, subject_id, cause, now=self.now)
         return stale
 
     def _touch(self, fact: Fact) -> None:
         self._touched.setdefault((fact.tenant_id, fact.subject_id), set()).add(fact.fact_id)
 
-    def _log(self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict[str, Any] | None = None) -> None:
+    def _log(
+        self, tenant_id: str, subject_id: str, op: str, target_id: str, detail: dict[str, Any] | None = None
+    ) -> None:
         self.tx.add_log(tenant_id, subject_id, at=self.now, op=op, target_id=target_id, detail=detail or {})
 
     @property
@@ -231,14 +268,17 @@ class Ledger:
             self.tx.save_clock(self._clocks[key])
             queue.tail_grew(self.tx, *key, high_water=seq, now=self.now, threshold=self.rebuild_after)
         return AppendResult(
-            appended=tuple(appended), duplicates=tuple(duplicates),
+            appended=tuple(appended),
+            duplicates=tuple(duplicates),
             clocks=tuple(self._clocks[k] for k in high),
         )
 
     def _event(self, tenant_id: str, subject_id: str, event_id: str) -> Event:
         found = self.tx.events(tenant_id, subject_id, ids=[event_id])
         if not found:
-            raise NotFound(f"event {shown_id(event_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
+            raise NotFound(
+                f"event {shown_id(event_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}"
+            )
         return found[0]
 
     def delete_event(self, tenant_id: str, subject_id: str, event_id: str, *, reason: str = "") -> Event:
@@ -287,8 +327,16 @@ class Ledger:
             self._policies[tenant_id] = in_force(self.tx.taint_policies(tenant_id))
         return self._policies[tenant_id]
 
-    def set_taint_policy(self, tenant_id: str, policy_id: str, *, trust: Trust, kind: EventKind | None = None,
-                         actor: str | None = None, reason: str = "") -> TaintOutcome:
+    def set_taint_policy(
+        self,
+        tenant_id: str,
+        policy_id: str,
+        *,
+        trust: Trust,
+        kind: EventKind | None = None,
+        actor: str | None = None,
+        reason: str = "",
+    ) -> TaintOutcome:
         """Set (or upgrade) a tenant's taint policy and apply it, all in this transaction.
 
         The policy's next version is stored (setting the same match and trust again is a
@@ -309,8 +357,16 @@ class Ledger:
             _check_choice("kind", kind, EventKind)
         current = {p.policy_id: p for p in self.policies_in_force(tenant_id)}
         previous = current.get(policy_id)
-        policy = TaintPolicy(tenant_id=tenant_id, policy_id=policy_id, actor=actor, kind=kind, trust=trust,
-                             reason=reason, version=previous.version + 1 if previous else 1, created_at=self.now)
+        policy = TaintPolicy(
+            tenant_id=tenant_id,
+            policy_id=policy_id,
+            actor=actor,
+            kind=kind,
+            trust=trust,
+            reason=reason,
+            version=previous.version + 1 if previous else 1,
+            created_at=self.now,
+        )
         if previous is not None and previous.same_rule(policy):
             return TaintOutcome(policy=previous, changed=False)
         self.tx.save_taint_policy(policy)
@@ -323,20 +379,37 @@ class Ledger:
         for subject_id in self.tx.subjects(tenant_id):
             self._clock(tenant_id, subject_id)  # lock the subject before reading its events
             moved: list[str] = []
-            for event_id, ev_kind, ev_actor, ev_trust in self.tx.events_matching(tenant_id, subject_id,
-                                                                                  kind=kind, actor=actor):
+            for event_id, ev_kind, ev_actor, ev_trust in self.tx.events_matching(
+                tenant_id, subject_id, kind=kind, actor=actor
+            ):
                 target = effective_trust(policies, ev_kind, ev_actor)
                 if target is None or target == ev_trust:
                     continue
                 self.tx.set_event_trust(tenant_id, subject_id, event_id, target)
-                self._log(tenant_id, subject_id, "set_trust", event_id,
-                          {"from": ev_trust, "to": target, "reason": f"taint policy {label}"})
+                self._log(
+                    tenant_id,
+                    subject_id,
+                    "set_trust",
+                    event_id,
+                    {"from": ev_trust, "to": target, "reason": f"taint policy {label}"},
+                )
                 moved.append(event_id)
             if not moved:
                 continue
-            self._log(tenant_id, subject_id, "taint_policy", policy_id, {
-                "version": policy.version, "kind": kind, "actor": actor, "trust": trust, "reason": reason,
-                "events": moved})
+            self._log(
+                tenant_id,
+                subject_id,
+                "taint_policy",
+                policy_id,
+                {
+                    "version": policy.version,
+                    "kind": kind,
+                    "actor": actor,
+                    "trust": trust,
+                    "reason": reason,
+                    "events": moved,
+                },
+            )
             self._demoted = []
             self._reassess(tenant_id, subject_id, moved, cause="source_trust_changed", demote=True)
             demoted += [(subject_id, old.fact_id, new.fact_id) for old, new in self._demoted]
@@ -344,8 +417,9 @@ class Ledger:
             gone = self._invalidate(tenant_id, subject_id, "taint_policy", policy_id, erased=moved)
             changed += [(subject_id, e) for e in moved]
             stale += [(subject_id, a) for a in gone]
-        return TaintOutcome(policy=policy, events=tuple(changed), stale_artifacts=tuple(stale),
-                            demoted_facts=tuple(demoted))
+        return TaintOutcome(
+            policy=policy, events=tuple(changed), stale_artifacts=tuple(stale), demoted_facts=tuple(demoted)
+        )
 
     def _demote(self, fact: Fact, standing: list[Event]) -> None:
         """Revoke ``fact``, whose authority exceeds its standing sources' trust, and record it
@@ -354,13 +428,28 @@ class Ledger:
         self._leave(fact, "revoked", cause="authority_exceeds_sources")
         authority = AUTHORITY_FOR_TRUST[max((e.trust for e in standing), key=TRUST_RANK.__getitem__)]
         modality = "quoted" if authority == "untrusted" else fact.modality
-        again = self._assert(NewFact(
-            tenant_id=fact.tenant_id, subject_id=fact.subject_id, predicate=fact.predicate,
-            value=fact.encoded_value(), qualifiers=fact.qualifiers, polarity=fact.polarity, modality=modality,
-            authority=authority, source_event_ids=tuple(e.event_id for e in standing), valid_from=fact.valid_from,
-        ), supersedes=None)
-        self._log(fact.tenant_id, fact.subject_id, "demote", fact.fact_id,
-                  {"to": again.fact_id, "authority": authority, "modality": modality})
+        again = self._assert(
+            NewFact(
+                tenant_id=fact.tenant_id,
+                subject_id=fact.subject_id,
+                predicate=fact.predicate,
+                value=fact.encoded_value(),
+                qualifiers=fact.qualifiers,
+                polarity=fact.polarity,
+                modality=modality,
+                authority=authority,
+                source_event_ids=tuple(e.event_id for e in standing),
+                valid_from=fact.valid_from,
+            ),
+            supersedes=None,
+        )
+        self._log(
+            fact.tenant_id,
+            fact.subject_id,
+            "demote",
+            fact.fact_id,
+            {"to": again.fact_id, "authority": authority, "modality": modality},
+        )
         self._demoted.append((fact, again))
 
     def _erased_with_facts(self, tenant_id: str, subject_id: str, event_ids: Sequence[str]) -> set[str]:
@@ -368,8 +457,12 @@ class Ledger:
         wanted = set(event_ids)
         # Only deleted facts: reading every fact citing a popular event made each assert cost
         # the subject's size (a bulk import of 2,000 facts took 386 s on PostgreSQL).
-        return {e for f in self.tx.facts_citing(tenant_id, subject_id, list(wanted), statuses=["deleted"])
-                for e in f.source_event_ids if e in wanted}
+        return {
+            e
+            for f in self.tx.facts_citing(tenant_id, subject_id, list(wanted), statuses=["deleted"])
+            for e in f.source_event_ids
+            if e in wanted
+        }
 
     def _standing(self, fact: Fact) -> tuple[list[Event], list[Event]]:
         """``(all sources, standing sources)`` of a fact. A fact *stands on* those of its source
@@ -400,8 +493,9 @@ class Ledger:
         if changed:
             self.tx.save_proposals(changed)
 
-    def _reassess(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str,
-                  demote: bool = False) -> None:
+    def _reassess(
+        self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, cause: str, demote: bool = False
+    ) -> None:
         """Re-check every fact citing ``event_ids`` after those events changed (deleted, revoked,
         erased with a deleted fact, trust changed). The rule a fact stands on
         (``docs/invariants.md``):
@@ -438,8 +532,13 @@ class Ledger:
             lost = changed & (set(fact.source_event_ids) - {e.event_id for e in standing})
             if lost and fact.status == "active":
                 self._touch(fact)
-                self._log(tenant_id, subject_id, "source_lost", fact.fact_id, {
-                    "cause": cause, "lost": sorted(lost), "standing": [e.event_id for e in standing]})
+                self._log(
+                    tenant_id,
+                    subject_id,
+                    "source_lost",
+                    fact.fact_id,
+                    {"cause": cause, "lost": sorted(lost), "standing": [e.event_id for e in standing]},
+                )
 
     def _erasing(self) -> None:
         """This transaction erases content: the text caches forget it after the commit
@@ -501,8 +600,13 @@ class Ledger:
             if ev.state != "deleted":
                 self.tx.set_event_state(tenant_id, subject_id, ev.event_id, "deleted", purge=True)
                 self._erasing()
-                self._log(tenant_id, subject_id, "delete_event", ev.event_id,
-                          {"reason": f"erased with fact {fact_id}", "content_hash": ev.content_hash})
+                self._log(
+                    tenant_id,
+                    subject_id,
+                    "delete_event",
+                    ev.event_id,
+                    {"reason": f"erased with fact {fact_id}", "content_hash": ev.content_hash},
+                )
         self._reassess(tenant_id, subject_id, fact.source_event_ids, cause="source_erased")
         self._invalidate(tenant_id, subject_id, "delete_fact", fact_id, erased=fact.source_event_ids)
         return self.fact(tenant_id, subject_id, fact_id)
@@ -520,10 +624,19 @@ class Ledger:
         value = self.registry.check(new)
         canon = canonical_value(pred.value_type, value)
         body = fact_hash_content(
-            tenant_id=new.tenant_id, subject_id=new.subject_id, fact_id="", predicate=pred.name,
-            value_type=pred.value_type, canonical=canon, qualifiers=new.qualifiers, polarity=new.polarity,
-            modality=new.modality, authority=new.authority, source_event_ids=new.source_event_ids,
-            valid_from=new.valid_from, supersedes=supersedes,
+            tenant_id=new.tenant_id,
+            subject_id=new.subject_id,
+            fact_id="",
+            predicate=pred.name,
+            value_type=pred.value_type,
+            canonical=canon,
+            qualifiers=new.qualifiers,
+            polarity=new.polarity,
+            modality=new.modality,
+            authority=new.authority,
+            source_event_ids=new.source_event_ids,
+            valid_from=new.valid_from,
+            supersedes=supersedes,
         )
         fact_id = new.fact_id or "f-" + content_hash(body)[7:27]
         return _Identity(fact_id, content_hash({**body, "fact_id": fact_id}), value, canon)
@@ -560,8 +673,10 @@ class Ledger:
             raise LifecycleError(f"fact {label}: source event(s) {gone} are deleted or revoked")
         erased = sorted(self._erased_with_facts(t, s, new.source_event_ids))
         if erased:
-            raise LifecycleError(f"fact {label}: the text of source event(s) {erased} was erased "
-                                 "with a deleted fact; it can no longer support a fact")
+            raise LifecycleError(
+                f"fact {label}: the text of source event(s) {erased} was erased "
+                "with a deleted fact; it can no longer support a fact"
+            )
         best = max(TRUST_RANK[e.trust] for e in sources)
         if TRUST_RANK[new.authority] > best:
             raise InvalidInput(
@@ -577,12 +692,24 @@ class Ledger:
 
         clock = self._advance(t, s, seqs=1)
         fact = Fact(
-            tenant_id=t, subject_id=s, fact_id=fact_id, seq=clock.high_water, predicate=pred.name,
-            registry_version=self.registry.version, value_type=pred.value_type, value=value,
-            qualifiers=new.qualifiers, polarity=new.polarity, modality=new.modality,
-            authority=new.authority, source_event_ids=new.source_event_ids,
-            supersedes=supersedes.fact_id if supersedes else None, valid_from=new.valid_from,
-            recorded_at=self.now, content_hash=h, criticality=pred.criticality,
+            tenant_id=t,
+            subject_id=s,
+            fact_id=fact_id,
+            seq=clock.high_water,
+            predicate=pred.name,
+            registry_version=self.registry.version,
+            value_type=pred.value_type,
+            value=value,
+            qualifiers=new.qualifiers,
+            polarity=new.polarity,
+            modality=new.modality,
+            authority=new.authority,
+            source_event_ids=new.source_event_ids,
+            supersedes=supersedes.fact_id if supersedes else None,
+            valid_from=new.valid_from,
+            recorded_at=self.now,
+            content_hash=h,
+            criticality=pred.criticality,
         )
         self.tx.insert_facts([fact])
         self._log(t, s, "assert", fact_id, {"predicate": pred.name, "seq": fact.seq})
@@ -610,9 +737,12 @@ class Ledger:
                 continue  # the same statement again corroborates; it does not conflict
             pair = (other.fact_id, fact.fact_id) if other.fact_id < fact.fact_id else (fact.fact_id, other.fact_id)
             conflict = Conflict(
-                tenant_id=fact.tenant_id, subject_id=fact.subject_id,
+                tenant_id=fact.tenant_id,
+                subject_id=fact.subject_id,
                 conflict_id="c-" + _short_hash(fact.tenant_id, fact.subject_id, *pair),
-                predicate=fact.predicate, fact_ids=pair, detected_at=self.now,
+                predicate=fact.predicate,
+                fact_ids=pair,
+                detected_at=self.now,
             )
             self.tx.insert_conflict(conflict)
             self._touch(other)

@@ -128,8 +128,14 @@ def policy(tx: ReadTx, tenant_id: str) -> RetentionPolicy:
     return RetentionPolicy.model_validate({k: v for k, v in record.items() if k != "history"})
 
 
-def set_policy(tx: WriteTx, tenant_id: str, rules: Sequence[dict[str, Any] | RetentionRule], *,
-               records: timedelta | None = None, now: datetime) -> RetentionPolicy:
+def set_policy(
+    tx: WriteTx,
+    tenant_id: str,
+    rules: Sequence[dict[str, Any] | RetentionRule],
+    *,
+    records: timedelta | None = None,
+    now: datetime,
+) -> RetentionPolicy:
     """Store ``rules`` (and ``records``, the time to live of recall records, guard results and
     responses) as the tenant's retention, one version after the current one, keeping the
     earlier versions (the last 50). Raises :class:`InvalidInput` for a malformed rule."""
@@ -150,8 +156,9 @@ def set_policy(tx: WriteTx, tenant_id: str, rules: Sequence[dict[str, Any] | Ret
     return new
 
 
-def expiring(tx: ReadTx, tenant_id: str, subject_id: str, retention: RetentionPolicy,
-             now: datetime) -> tuple[list[tuple[Event, RetentionRule]], list[str]]:
+def expiring(
+    tx: ReadTx, tenant_id: str, subject_id: str, retention: RetentionPolicy, now: datetime
+) -> tuple[list[tuple[Event, RetentionRule]], list[str]]:
     """The subject's valid events past their time to live, each with the rule that expires
     it, and the ids of those kept for an active critical fact (see the module docstring)."""
     if not retention.events:
@@ -165,6 +172,12 @@ def expiring(tx: ReadTx, tenant_id: str, subject_id: str, retention: RetentionPo
             due.append((e, rule))
     if not due:
         return [], []
-    critical = {i for f in tx.facts_citing(tenant_id, subject_id, [e.event_id for e, _ in due], statuses=["active"])
-                if f.criticality == "critical" for i in f.source_event_ids}
-    return [(e, r) for e, r in due if e.event_id not in critical], [e.event_id for e, _ in due if e.event_id in critical]
+    critical = {
+        i
+        for f in tx.facts_citing(tenant_id, subject_id, [e.event_id for e, _ in due], statuses=["active"])
+        if f.criticality == "critical"
+        for i in f.source_event_ids
+    }
+    return [(e, r) for e, r in due if e.event_id not in critical], [
+        e.event_id for e, _ in due if e.event_id in critical
+    ]

@@ -23,18 +23,27 @@ the summary that covers the events, so it shows in ``lossgate lineage`` of that 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from lossgate.model.derived_records import Attempt
 from lossgate.errors import InvalidInput
+from lossgate.model.derived_records import Attempt
 from lossgate.model.instants import SPAN_DAYS, before, utc
 from lossgate.model.records import Event, Tier
 from lossgate.store.protocol import ReadTx, Store, WriteTx
 
-__all__ = ["DEFAULT_DORMANCY", "DEFAULT_COLD_AFTER", "TierPolicy", "Demotion", "policy", "set_policy",
-           "demote_subject", "demote"]
+__all__ = [
+    "DEFAULT_DORMANCY",
+    "DEFAULT_COLD_AFTER",
+    "TierPolicy",
+    "Demotion",
+    "policy",
+    "set_policy",
+    "demote_subject",
+    "demote",
+]
 
 DEFAULT_DORMANCY = timedelta(days=7)
 DEFAULT_COLD_AFTER = timedelta(days=90)
@@ -51,17 +60,20 @@ class TierPolicy:
 
     def __post_init__(self) -> None:
         if self.dormancy < timedelta(0) or self.cold_after < self.dormancy or self.cold_after > timedelta(SPAN_DAYS):
-            raise InvalidInput(f"tier policy: need 0 <= dormancy ({self.dormancy}) <= cold_after ({self.cold_after})"
-                               f" <= {SPAN_DAYS:,} days (the whole calendar)")
+            raise InvalidInput(
+                f"tier policy: need 0 <= dormancy ({self.dormancy}) <= cold_after ({self.cold_after})"
+                f" <= {SPAN_DAYS:,} days (the whole calendar)"
+            )
 
     def record(self) -> dict[str, Any]:
         return {"dormancy_s": self.dormancy.total_seconds(), "cold_after_s": self.cold_after.total_seconds()}
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "TierPolicy":
-        return cls(dormancy=timedelta(seconds=float(record.get("dormancy_s", DEFAULT_DORMANCY.total_seconds()))),
-                   cold_after=timedelta(seconds=float(record.get("cold_after_s",
-                                                                 DEFAULT_COLD_AFTER.total_seconds()))))
+    def from_record(cls, record: dict[str, Any]) -> TierPolicy:
+        return cls(
+            dormancy=timedelta(seconds=float(record.get("dormancy_s", DEFAULT_DORMANCY.total_seconds()))),
+            cold_after=timedelta(seconds=float(record.get("cold_after_s", DEFAULT_COLD_AFTER.total_seconds()))),
+        )
 
 
 @dataclass(frozen=True)
@@ -93,11 +105,10 @@ def set_policy(tx: WriteTx, tenant_id: str, tiers: TierPolicy, *, now: datetime)
 
 
 def _utc(at: datetime) -> datetime:
-    return utc(at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc))
+    return utc(at if at.tzinfo is not None else at.replace(tzinfo=UTC))
 
 
-def _why_held(artifact_id: str | None, state: str | None, fresh: bool,
-              tail: list[Attempt]) -> tuple[str, str | None]:
+def _why_held(artifact_id: str | None, state: str | None, fresh: bool, tail: list[Attempt]) -> tuple[str, str | None]:
     """Why dormant hot events stay hot, and the log target if it is a retention extension
     (a failed attempt after the last publication, or a summary no longer fresh).
     ``artifact_id`` and ``state``: the summary the alias points at (``None``: none)."""
@@ -117,12 +128,12 @@ def _due(oldest: dict[Tier, datetime], tiers: TierPolicy, now: datetime) -> bool
     """Whether a subject whose oldest valid event per tier is ``oldest`` has anything for
     :func:`demote_subject` at ``now``: a dormant hot event, or a warm one past the horizon."""
     hot, warm = oldest.get("hot"), oldest.get("warm")
-    return ((hot is not None and _utc(hot) <= before(now, tiers.dormancy))
-            or (warm is not None and _utc(warm) <= before(now, tiers.cold_after)))
+    return (hot is not None and _utc(hot) <= before(now, tiers.dormancy)) or (
+        warm is not None and _utc(warm) <= before(now, tiers.cold_after)
+    )
 
 
-def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierPolicy,
-                   now: datetime) -> Demotion:
+def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierPolicy, now: datetime) -> Demotion:
     """Move one subject's events between tiers at ``now``, in ``tx`` (see the module).
 
     Reads only what may move (:meth:`~lossgate.store.protocol.LedgerReadTx.tier_events`):
@@ -145,14 +156,30 @@ def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierP
         warm = [e for e in dormant if e.seq <= alias.covers_through]
     warm_ids = {e.event_id for e in warm}
     held = [e for e in dormant if e.event_id not in warm_ids]
-    base = {"dormancy_s": tiers.dormancy.total_seconds(), "cold_after_s": tiers.cold_after.total_seconds(),
-            "now": now.isoformat()}
+    base = {
+        "dormancy_s": tiers.dormancy.total_seconds(),
+        "cold_after_s": tiers.cold_after.total_seconds(),
+        "now": now.isoformat(),
+    }
     if warm and artifact_id is not None:
-        tx.set_tier(tenant_id, subject_id, through_seq=alias.covers_through, tier="warm",
-                    event_ids=[e.event_id for e in warm])
-        tx.add_log(tenant_id, subject_id, at=now, op="tier", target_id=artifact_id,
-                   detail={**base, "from": "hot", "to": "warm", "event_ids": [e.event_id for e in warm],
-                           "covers_through": alias.covers_through, "gate": outcome})
+        tx.set_tier(
+            tenant_id, subject_id, through_seq=alias.covers_through, tier="warm", event_ids=[e.event_id for e in warm]
+        )
+        tx.add_log(
+            tenant_id,
+            subject_id,
+            at=now,
+            op="tier",
+            target_id=artifact_id,
+            detail={
+                **base,
+                "from": "hot",
+                "to": "warm",
+                "event_ids": [e.event_id for e in warm],
+                "covers_through": alias.covers_through,
+                "gate": outcome,
+            },
+        )
     reason: str | None = None
     logged = False
     if held:
@@ -160,28 +187,47 @@ def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierP
         reason, target = _why_held(artifact_id, state, fresh, tail)
         if target is not None:
             reason = f"retention extended: {reason}"
-            seen = any(e.op == "retention" and e.detail.get("reason") == reason
-                       for e in tx.log(tenant_id, subject_id, target_ids=[target]))
+            seen = any(
+                e.op == "retention" and e.detail.get("reason") == reason
+                for e in tx.log(tenant_id, subject_id, target_ids=[target])
+            )
             if not seen:
-                tx.add_log(tenant_id, subject_id, at=now, op="retention", target_id=target,
-                           detail={**base, "reason": reason, "tier": "hot",
-                                   "event_ids": [e.event_id for e in held]})
+                tx.add_log(
+                    tenant_id,
+                    subject_id,
+                    at=now,
+                    op="retention",
+                    target_id=target,
+                    detail={**base, "reason": reason, "tier": "hot", "event_ids": [e.event_id for e in held]},
+                )
                 logged = True
     # Warm past the horizon: those warm before, and those just moved that are as old.
     cold = sorted(aged + [e for e in warm if _utc(e.recorded_at) <= before(now, tiers.cold_after)], key=lambda e: e.seq)
     if cold:
-        tx.set_tier(tenant_id, subject_id, through_seq=clock.high_water, tier="cold",
-                    event_ids=[e.event_id for e in cold])
-        tx.add_log(tenant_id, subject_id, at=now, op="tier",
-                   target_id=alias.artifact_id or subject_id,
-                   detail={**base, "from": "warm", "to": "cold", "event_ids": [e.event_id for e in cold]})
-    return Demotion(tenant_id=tenant_id, subject_id=subject_id, warm=tuple(e.event_id for e in warm),
-                    cold=tuple(e.event_id for e in cold), held=tuple(e.event_id for e in held),
-                    held_reason=reason, retention_logged=logged, artifact_id=alias.artifact_id)
+        tx.set_tier(
+            tenant_id, subject_id, through_seq=clock.high_water, tier="cold", event_ids=[e.event_id for e in cold]
+        )
+        tx.add_log(
+            tenant_id,
+            subject_id,
+            at=now,
+            op="tier",
+            target_id=alias.artifact_id or subject_id,
+            detail={**base, "from": "warm", "to": "cold", "event_ids": [e.event_id for e in cold]},
+        )
+    return Demotion(
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        warm=tuple(e.event_id for e in warm),
+        cold=tuple(e.event_id for e in cold),
+        held=tuple(e.event_id for e in held),
+        held_reason=reason,
+        retention_logged=logged,
+        artifact_id=alias.artifact_id,
+    )
 
 
-def demote(store: Store, tenant_id: str, *, subjects: Sequence[str] | None = None,
-           now: datetime) -> list[Demotion]:
+def demote(store: Store, tenant_id: str, *, subjects: Sequence[str] | None = None, now: datetime) -> list[Demotion]:
     """Demote the tenant's subjects (``subjects``, or all of them) at ``now``, one
     transaction per subject, under the tenant's :class:`TierPolicy`.
 
@@ -198,8 +244,9 @@ def demote(store: Store, tenant_id: str, *, subjects: Sequence[str] | None = Non
         names = list(subjects) if subjects is not None else rtx.subjects(tenant_id)
         for subject_id in names:
             if not _due(rtx.tier_oldest(tenant_id, subject_id), tiers, now):
-                quiet[subject_id] = Demotion(tenant_id=tenant_id, subject_id=subject_id,
-                                             artifact_id=rtx.alias(tenant_id, subject_id).artifact_id)
+                quiet[subject_id] = Demotion(
+                    tenant_id=tenant_id, subject_id=subject_id, artifact_id=rtx.alias(tenant_id, subject_id).artifact_id
+                )
     out = []
     for subject_id in names:
         if subject_id in quiet:

@@ -29,14 +29,22 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from lossgate.model.derived_records import ArtifactState, Attempt, LineageEdge, LineageView, Manifest, RecallRedaction
 from lossgate.errors import NotFound, UnknownFormat
-from lossgate.model.records import ArtifactBody
 from lossgate.lineage.responses import redacted_guard, redacted_response
+from lossgate.model.derived_records import ArtifactState, Attempt, LineageEdge, LineageView, Manifest, RecallRedaction
+from lossgate.model.records import ArtifactBody
 from lossgate.store.protocol import ReadTx, WriteTx
 
-__all__ = ["invalidate", "ancestors", "view", "purged_lines", "scrubbed", "save_attempt", "PURGED_SUMMARY",
-           "purged_summary"]
+__all__ = [
+    "invalidate",
+    "ancestors",
+    "view",
+    "purged_lines",
+    "scrubbed",
+    "save_attempt",
+    "PURGED_SUMMARY",
+    "purged_summary",
+]
 
 # States a changed input turns stale (a shadow summary too: the shadow alias then points at
 # a stale one, as the alias would); "failed" and "abandoned" keep theirs.
@@ -45,8 +53,9 @@ _LIVE = ("candidate", "published", "retired", "shadow")
 PURGED_SUMMARY = "[summary purged on "
 
 
-def invalidate(tx: WriteTx, tenant_id: str, subject_id: str, changed: set[str], *, cause: str, erase: bool,
-               now: datetime) -> list[str]:
+def invalidate(
+    tx: WriteTx, tenant_id: str, subject_id: str, changed: set[str], *, cause: str, erase: bool, now: datetime
+) -> list[str]:
     """Mark every artifact derived from ``changed`` (input ids) stale, citing ``cause``;
     with ``erase`` (the inputs were deleted), purge their content from every derived copy
     first. Returns the ids of the artifacts that went stale."""
@@ -99,10 +108,19 @@ def view(tx: ReadTx, tenant_id: str, subject_id: str, artifact_id: str) -> Linea
     moves = [e for e in tx.log(tenant_id, subject_id, target_ids=[artifact_id]) if e.op in ("tier", "retention")]
     # A hierarchical root's artifact inputs are its parts (its edges list them), not parents;
     # a root that extends another has that one as its parent.
-    parents = [art.manifest.extends] if art.manifest.extends else \
-        [] if art.manifest.path == "hierarchical" else _parents(edges)
-    return LineageView(artifact=art, edges=tuple(edges),
-                       ancestors=tuple(_walk(tx, tenant_id, subject_id, parents)), tier_moves=tuple(moves))
+    parents = (
+        [art.manifest.extends]
+        if art.manifest.extends
+        else []
+        if art.manifest.path == "hierarchical"
+        else _parents(edges)
+    )
+    return LineageView(
+        artifact=art,
+        edges=tuple(edges),
+        ancestors=tuple(_walk(tx, tenant_id, subject_id, parents)),
+        tier_moves=tuple(moves),
+    )
 
 
 def _parents(edges: Iterable[LineageEdge]) -> list[str]:
@@ -114,9 +132,16 @@ def scrubbed(attempt: Attempt) -> Attempt:
     violations, the atom subjects of its violation lines and its error's message (its kind
     stays); marked ``purged`` so that no later save brings them back (:func:`save_attempt`)."""
     error = attempt.error.split(":")[0] + ": [purged]" if attempt.error else None
-    return attempt.model_copy(update={"raw_output": None, "violations": purged_lines(attempt.violations),
-                                      "details": (), "losses": purged_lines(attempt.losses), "error": error,
-                                      "purged": True})
+    return attempt.model_copy(
+        update={
+            "raw_output": None,
+            "violations": purged_lines(attempt.violations),
+            "details": (),
+            "losses": purged_lines(attempt.losses),
+            "error": error,
+            "purged": True,
+        }
+    )
 
 
 def save_attempt(tx: WriteTx, attempt: Attempt) -> Attempt:
@@ -142,8 +167,9 @@ def purged_lines(lines: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], deleted: set[str], *,
-                   now: datetime) -> None:
+def _purge_derived(
+    tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], deleted: set[str], *, now: datetime
+) -> None:
     """Drop deleted content from the artifacts derived from it and from the attempts that read it."""
     marker = f"{PURGED_SUMMARY}{now.date().isoformat()}: derived from deleted content]"
     for artifact_id in artifact_ids:
@@ -152,15 +178,26 @@ def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: S
         except UnknownFormat:
             # written by a newer lossgate: unreadable here, but erasure never waits for a
             # reader; its whole body becomes the marker and its gate report goes
-            tx.replace_artifact_body(tenant_id, subject_id, artifact_id,
-                                     ArtifactBody(tenant_id=tenant_id, subject_id=subject_id, summary=marker), {})
+            tx.replace_artifact_body(
+                tenant_id,
+                subject_id,
+                artifact_id,
+                ArtifactBody(tenant_id=tenant_id, subject_id=subject_id, summary=marker),
+                {},
+            )
             continue
         if art is None:
             continue
-        claims = tuple(c for c in art.body.claims
-                       if c.fact_id not in deleted and not deleted.intersection(c.derived_from))
-        body = art.body.model_copy(update={"claims": claims, "summary": marker,
-                                            "open_items": tuple(i for i in art.body.open_items if i not in deleted)})
+        claims = tuple(
+            c for c in art.body.claims if c.fact_id not in deleted and not deleted.intersection(c.derived_from)
+        )
+        body = art.body.model_copy(
+            update={
+                "claims": claims,
+                "summary": marker,
+                "open_items": tuple(i for i in art.body.open_items if i not in deleted),
+            }
+        )
         gate = {**art.gate, **{k: purged_lines(art.gate.get(k, ())) for k in ("violations", "losses")}}
         tx.replace_artifact_body(tenant_id, subject_id, artifact_id, body, gate)
     purged = set(artifact_ids)
@@ -171,29 +208,51 @@ def _purge_derived(tx: WriteTx, tenant_id: str, subject_id: str, artifact_ids: S
             clean = scrubbed(attempt)
             if clean != attempt:
                 tx.save_attempt(clean)
-    tx.add_log(tenant_id, subject_id, at=now, op="purge_derived", target_id=",".join(sorted(deleted)),
-               detail={"artifacts": sorted(purged)})
+    tx.add_log(
+        tenant_id,
+        subject_id,
+        at=now,
+        op="purge_derived",
+        target_id=",".join(sorted(deleted)),
+        detail={"artifacts": sorted(purged)},
+    )
 
 
-def _redact_recalls(tx: WriteTx, tenant_id: str, subject_id: str, ids: set[str], cause: str, *,
-                    now: datetime) -> None:
+def _redact_recalls(tx: WriteTx, tenant_id: str, subject_id: str, ids: set[str], cause: str, *, now: datetime) -> None:
     """Recall records whose candidates (or returned summary) include deleted content lose
     their query text: it may quote what was deleted ("passport 5412..."). Its sha256 and
     length stay for audit, with every id and version (invariant 13)."""
     redacted = []
     for record in tx.recalls_touching(tenant_id, subject_id, sorted(ids)):
         query = record.query or ""
-        tx.replace_recall(record.model_copy(update={"query": None, "redacted": RecallRedaction(
-            at=now, cause=cause, query_sha256=hashlib.sha256(query.encode()).hexdigest(),
-            query_chars=len(query))}))
+        tx.replace_recall(
+            record.model_copy(
+                update={
+                    "query": None,
+                    "redacted": RecallRedaction(
+                        at=now,
+                        cause=cause,
+                        query_sha256=hashlib.sha256(query.encode()).hexdigest(),
+                        query_chars=len(query),
+                    ),
+                }
+            )
+        )
         redacted.append(record.recall_id)
     if redacted:
-        tx.add_log(tenant_id, subject_id, at=now, op="redact_recalls", target_id=cause.split(" ", 1)[-1],
-                   detail={"recalls": redacted})
+        tx.add_log(
+            tenant_id,
+            subject_id,
+            at=now,
+            op="redact_recalls",
+            target_id=cause.split(" ", 1)[-1],
+            detail={"recalls": redacted},
+        )
 
 
-def _redact_responses(tx: WriteTx, tenant_id: str, subject_id: str, ids: set[str], cause: str, *,
-                      now: datetime) -> None:
+def _redact_responses(
+    tx: WriteTx, tenant_id: str, subject_id: str, ids: set[str], cause: str, *, now: datetime
+) -> None:
     """Guard results tied to a recall that touched deleted content, or whose refusals name it,
     lose their action and what their refusals quote; responses tied to such a recall, or built
     on such a guard result, lose their answer and action: either may quote what was deleted
@@ -207,8 +266,14 @@ def _redact_responses(tx: WriteTx, tenant_id: str, subject_id: str, ids: set[str
         tx.replace_response(redacted_response(response, cause=cause, at=now))
         responses.append(response.response_id)
     if guards or responses:
-        tx.add_log(tenant_id, subject_id, at=now, op="redact_responses", target_id=cause.split(" ", 1)[-1],
-                   detail={"guard_results": guards, "responses": responses})
+        tx.add_log(
+            tenant_id,
+            subject_id,
+            at=now,
+            op="redact_responses",
+            target_id=cause.split(" ", 1)[-1],
+            detail={"guard_results": guards, "responses": responses},
+        )
 
 
 def purged_summary(summary: str | None) -> bool:

@@ -48,14 +48,24 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Literal
 
-from lossgate.model.derived_records import Attempt, Job
 from lossgate.errors import LossgateError, StoreError
+from lossgate.model.derived_records import Attempt, Job
 from lossgate.store.protocol import WriteTx
 
 __all__ = [
-    "REBUILD_AFTER", "JobStatus", "input_changed", "tail_grew", "switch_refused", "after_failure", "requested",
+    "REBUILD_AFTER",
+    "JobStatus",
+    "input_changed",
+    "tail_grew",
+    "switch_refused",
+    "after_failure",
+    "requested",
     "registry_upgraded",
-    "answered", "consecutive_failures", "retry_delay", "job_status", "release",
+    "answered",
+    "consecutive_failures",
+    "retry_delay",
+    "job_status",
+    "release",
 ]
 
 # Queue a rebuild once this many inputs sit beyond the published summary's coverage.
@@ -64,8 +74,9 @@ REBUILD_AFTER = 50
 JobStatus = Literal["done", "review", "pending"]
 
 
-def _queue(tx: WriteTx, tenant_id: str, subject_id: str, reason: str, *, now: datetime,
-           run_after: datetime | None = None) -> bool:
+def _queue(
+    tx: WriteTx, tenant_id: str, subject_id: str, reason: str, *, now: datetime, run_after: datetime | None = None
+) -> bool:
     return tx.enqueue_job(tenant_id, subject_id, reason=reason, run_after=run_after or now, at=now)
 
 
@@ -75,8 +86,9 @@ def input_changed(tx: WriteTx, tenant_id: str, subject_id: str, cause: str, *, n
     return _queue(tx, tenant_id, subject_id, cause, now=now)
 
 
-def tail_grew(tx: WriteTx, tenant_id: str, subject_id: str, *, high_water: int, now: datetime,
-              threshold: int = REBUILD_AFTER) -> bool:
+def tail_grew(
+    tx: WriteTx, tenant_id: str, subject_id: str, *, high_water: int, now: datetime, threshold: int = REBUILD_AFTER
+) -> bool:
     """Queue a rebuild if ``threshold`` or more inputs lie beyond the alias's coverage
     (reads the alias); False if none was queued."""
     if high_water - tx.alias(tenant_id, subject_id).covers_through < threshold:
@@ -99,8 +111,9 @@ def requested(tx: WriteTx, tenant_id: str, subject_id: str, reason: str, *, now:
     return _queue(tx, tenant_id, subject_id, reason, now=now)
 
 
-def after_failure(tx: WriteTx, attempt: Attempt, *, max_attempts: int, backoff_base_s: float,
-                  backoff_max_s: float, now: datetime) -> Attempt:
+def after_failure(
+    tx: WriteTx, attempt: Attempt, *, max_attempts: int, backoff_base_s: float, backoff_max_s: float, now: datetime
+) -> Attempt:
     """Queue the retry of a failed (rejected or error) attempt, already saved, with backoff;
     or, at ``max_attempts`` failures in a row, queue nothing and save and return the attempt
     marked ``needs_review``."""
@@ -109,16 +122,30 @@ def after_failure(tx: WriteTx, attempt: Attempt, *, max_attempts: int, backoff_b
     if failures >= max_attempts:
         attempt = attempt.model_copy(update={"needs_review": True})
         tx.save_attempt(attempt)
-        tx.add_log(t, s, at=now, op="review", target_id=attempt.attempt_id,
-                   detail={"failures": failures, "reason": "consolidation failed repeatedly; sources stay hot"})
+        tx.add_log(
+            t,
+            s,
+            at=now,
+            op="review",
+            target_id=attempt.attempt_id,
+            detail={"failures": failures, "reason": "consolidation failed repeatedly; sources stay hot"},
+        )
         return attempt
     delay = retry_delay(failures, base_s=backoff_base_s, max_s=backoff_max_s)
     _queue(tx, t, s, f"retry after {attempt.status}", now=now, run_after=now + timedelta(seconds=delay))
     return attempt
 
 
-def answered(tx: WriteTx, tenant_id: str, subject_id: str, *, high_water: int, covers_through: int,
-             artifact_id: str, now: datetime) -> int:
+def answered(
+    tx: WriteTx,
+    tenant_id: str,
+    subject_id: str,
+    *,
+    high_water: int,
+    covers_through: int,
+    artifact_id: str,
+    now: datetime,
+) -> int:
     """After ``artifact_id`` was published: if it covers everything up to ``high_water``,
     the subject's queued rebuilds are answered (marked done); returns how many."""
     if high_water > covers_through:
@@ -160,11 +187,13 @@ def job_status(outcome: Attempt | LossgateError) -> JobStatus:
     return "review" if outcome.needs_review else "done"
 
 
-def release(tx: WriteTx, job: Job, outcome: Attempt | LossgateError, *, owner: str, retry_s: float,
-            now: datetime) -> bool:
+def release(
+    tx: WriteTx, job: Job, outcome: Attempt | LossgateError, *, owner: str, retry_s: float, now: datetime
+) -> bool:
     """Release ``owner``'s claim on ``job`` with :func:`job_status` (a ``pending`` job is due
     ``retry_s`` from ``now``). False if ``owner`` no longer held the lease."""
     status = job_status(outcome)
     run_after = now + timedelta(seconds=retry_s) if status == "pending" else None
-    return tx.finish_job(job.tenant_id, job.subject_id, job.job_id, owner=owner, status=status, at=now,
-                         run_after=run_after)
+    return tx.finish_job(
+        job.tenant_id, job.subject_id, job.job_id, owner=owner, status=status, at=now, run_after=run_after
+    )

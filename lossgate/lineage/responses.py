@@ -30,9 +30,9 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from lossgate.errors import InvalidInput, NotFound
 from lossgate.model.canonical import canonical_json, content_hash
 from lossgate.model.derived_records import GuardResult, RecallRedaction, ResponseRecord
-from lossgate.errors import InvalidInput, NotFound
 from lossgate.model.limits import MAX_PAYLOAD_BYTES, MAX_TEXT_CHARS, as_doubles, json_problem, shown_id, text_problem
 from lossgate.store.protocol import WriteTx
 
@@ -67,9 +67,18 @@ def answer_digest(answer: Any) -> str:
     return "sha256:" + hashlib.sha256(answer.encode("utf-8")).hexdigest()
 
 
-def respond(tx: WriteTx, tenant_id: str, subject_id: str, recall_id: str, *, answer: str | None = None,
-            action: dict[str, Any] | None = None, guard_id: str | None = None, now: datetime,
-            erased: str | None = None) -> ResponseRecord:
+def respond(
+    tx: WriteTx,
+    tenant_id: str,
+    subject_id: str,
+    recall_id: str,
+    *,
+    answer: str | None = None,
+    action: dict[str, Any] | None = None,
+    guard_id: str | None = None,
+    now: datetime,
+    erased: str | None = None,
+) -> ResponseRecord:
     """Store what the agent answered or did after the recall ``recall_id`` of the subject
     (and the guard result ``guard_id``, if it checked the action first), in ``tx``; at least
     one of ``answer`` and ``action``. :class:`~lossgate.errors.NotFound` for a recall or guard
@@ -85,21 +94,33 @@ def respond(tx: WriteTx, tenant_id: str, subject_id: str, recall_id: str, *, ans
         raise NotFound(f"recall {shown_id(recall_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}")
     guard = None if guard_id is None else tx.guard_result(tenant_id, subject_id, guard_id)
     if guard_id is not None and guard is None:
-        raise NotFound(f"guard result {shown_id(guard_id)} does not exist for tenant {tenant_id!r}, "
-                       f"subject {subject_id!r}")
+        raise NotFound(
+            f"guard result {shown_id(guard_id)} does not exist for tenant {tenant_id!r}, subject {subject_id!r}"
+        )
     if guard is not None and guard.recall_id not in (None, recall_id):
-        raise InvalidInput(f"guard result {shown_id(guard.guard_id)} checked an action for recall "
-                           f"{shown_id(guard.recall_id or '')}, not {shown_id(recall_id)}")
+        raise InvalidInput(
+            f"guard result {shown_id(guard.guard_id)} checked an action for recall "
+            f"{shown_id(guard.recall_id or '')}, not {shown_id(recall_id)}"
+        )
     if guard is not None and action_sha is not None and action_sha != guard.action_sha256:
         # a guard result vouches for the action it checked, and for no other
-        raise InvalidInput(f"guard result {shown_id(guard.guard_id)} checked another action than this one: "
-                           "guard the action the agent carried out")
+        raise InvalidInput(
+            f"guard result {shown_id(guard.guard_id)} checked another action than this one: "
+            "guard the action the agent carried out"
+        )
     record = ResponseRecord(
-        response_id=f"rs-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=now,
-        recall_id=recall_id, guard_id=guard_id, answer=answer, action=stored, answer_sha256=answer_sha,
-        action_sha256=action_sha)
-    cause = (recall.redacted.cause if recall.redacted else guard.redacted.cause if guard and guard.redacted
-             else erased)
+        response_id=f"rs-{uuid.uuid4().hex[:16]}",
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        at=now,
+        recall_id=recall_id,
+        guard_id=guard_id,
+        answer=answer,
+        action=stored,
+        answer_sha256=answer_sha,
+        action_sha256=action_sha,
+    )
+    cause = recall.redacted.cause if recall.redacted else guard.redacted.cause if guard and guard.redacted else erased
     if cause is not None:
         record = redacted_response(record, cause=cause, at=now)
     tx.record_response(record)
@@ -115,11 +136,22 @@ def redacted_guard(result: GuardResult, *, cause: str, at: datetime) -> GuardRes
     value, the fact's value and qualifiers, the sides of a conflict, the detail that says
     them); the action's sha256 and length stay in ``redacted``, with the rule, field path
     and ids of every refusal."""
-    refusals = tuple(r.model_copy(update={"value": None, "fact_value": None, "qualifiers": {}, "sides": (),
-                                          "detail": PURGED}) for r in result.refusals)
-    return result.model_copy(update={"action": None, "refusals": refusals, "redacted": RecallRedaction(
-        at=at, cause=cause, query_sha256=result.action_sha256,
-        query_chars=0 if result.action is None else _chars(result.action))})
+    refusals = tuple(
+        r.model_copy(update={"value": None, "fact_value": None, "qualifiers": {}, "sides": (), "detail": PURGED})
+        for r in result.refusals
+    )
+    return result.model_copy(
+        update={
+            "action": None,
+            "refusals": refusals,
+            "redacted": RecallRedaction(
+                at=at,
+                cause=cause,
+                query_sha256=result.action_sha256,
+                query_chars=0 if result.action is None else _chars(result.action),
+            ),
+        }
+    )
 
 
 def redacted_response(response: ResponseRecord, *, cause: str, at: datetime) -> ResponseRecord:
@@ -129,5 +161,10 @@ def redacted_response(response: ResponseRecord, *, cause: str, at: datetime) -> 
         sha, chars = response.answer_sha256, len(response.answer)
     else:
         sha, chars = response.action_sha256, 0 if response.action is None else _chars(response.action)
-    return response.model_copy(update={"answer": None, "action": None, "redacted": RecallRedaction(
-        at=at, cause=cause, query_sha256=sha or "", query_chars=chars)})
+    return response.model_copy(
+        update={
+            "answer": None,
+            "action": None,
+            "redacted": RecallRedaction(at=at, cause=cause, query_sha256=sha or "", query_chars=chars),
+        }
+    )

@@ -21,16 +21,25 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Iterable, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lossgate.errors import InvalidInput
 from lossgate.model.limits import Id, Label
 
-__all__ = ["Scope", "SCOPES", "ApiKey", "IdempotencyRecord", "new_secret", "hash_secret", "parse_scopes",
-           "looks_like_secret"]
+__all__ = [
+    "Scope",
+    "SCOPES",
+    "ApiKey",
+    "IdempotencyRecord",
+    "new_secret",
+    "hash_secret",
+    "parse_scopes",
+    "looks_like_secret",
+]
 
 Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)

@@ -9,8 +9,8 @@ only the artifact the alias points at, built at the clock's current
 
 from __future__ import annotations
 
-from datetime import date, datetime
 from collections.abc import Iterable
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -20,15 +20,38 @@ from lossgate.model.records import ArtifactBody, Clock, Conflict, Event, Fact, L
 from lossgate.model.wording import conflict_line, day_line, event_line, fact_line, header_line, one_line, summary_parts
 
 __all__ = [
-    "ArtifactState", "ExpectedAlias", "Alias", "InputRef", "PartInfo", "TreeSettings", "Manifest", "Artifact", "ArtifactHead", "LineageEdge",
-    "AttemptStatus", "Attempt", "Lane", "RecallMode", "RecallRecord", "RecallResult", "Job", "LineageView",
-    "DailyMetric", "Refusal", "GuardResult", "ResponseRecord", "RecallInputs", "RecallChange", "RecallVerification",
+    "ArtifactState",
+    "ExpectedAlias",
+    "Alias",
+    "InputRef",
+    "PartInfo",
+    "TreeSettings",
+    "Manifest",
+    "Artifact",
+    "ArtifactHead",
+    "LineageEdge",
+    "AttemptStatus",
+    "Attempt",
+    "Lane",
+    "RecallMode",
+    "RecallRecord",
+    "RecallResult",
+    "Job",
+    "LineageView",
+    "DailyMetric",
+    "Refusal",
+    "GuardResult",
+    "ResponseRecord",
+    "RecallInputs",
+    "RecallChange",
+    "RecallVerification",
     "rendered_block",
     "conflicts_between",
 ]
 
-ArtifactState = Literal["candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined",
-                        "shadow", "review", "refused"]
+ArtifactState = Literal[
+    "candidate", "published", "retired", "stale", "failed", "abandoned", "quarantined", "shadow", "review", "refused"
+]
 AttemptStatus = Literal["selected", "gated", "published", "rejected", "conflict", "error"]
 RecallMode = Literal["summary", "raw_fallback"]
 #: Who reads what a lane publishes: ``live`` is the subject's alias, served by recall;
@@ -60,8 +83,9 @@ class Alias(_Record):
     updated_at: datetime | None = None
 
     def expected(self) -> ExpectedAlias:
-        return ExpectedAlias(parent_artifact_id=self.artifact_id, source_epoch=self.source_epoch,
-                             covers_through=self.covers_through)
+        return ExpectedAlias(
+            parent_artifact_id=self.artifact_id, source_epoch=self.source_epoch, covers_through=self.covers_through
+        )
 
 
 class InputRef(_Record):
@@ -406,16 +430,21 @@ class RecallResult(_Record):
 
         Untrusted text is marked as a quote (invariant 8). Recall's :attr:`tokens` counts this
         block (:func:`block_parts`): exactly, without a budget."""
-        return rendered_block(self.tenant_id, self.subject_id, self.summary, self.facts, self.events,
-                              self.conflicts)
+        return rendered_block(self.tenant_id, self.subject_id, self.summary, self.facts, self.events, self.conflicts)
 
 
 FACTS_TITLE = "Facts:"
 EVENTS_TITLE = "Events:"
 
 
-def rendered_block(tenant_id: str, subject_id: str, summary: str | None, facts: tuple[Fact, ...] | list[Fact],
-                   events: tuple[Event, ...] | list[Event], conflicts: Iterable[Conflict] = ()) -> str:
+def rendered_block(
+    tenant_id: str,
+    subject_id: str,
+    summary: str | None,
+    facts: tuple[Fact, ...] | list[Fact],
+    events: tuple[Event, ...] | list[Event],
+    conflicts: Iterable[Conflict] = (),
+) -> str:
     """:meth:`RecallResult.render` of a recall of these: :func:`block_parts` joined by
     newlines where not empty (an attestation rebuilds the block from what is stored)."""
     return "\n".join(part for part in block_parts(tenant_id, subject_id, summary, facts, events, conflicts) if part)
@@ -431,7 +460,8 @@ def conflicts_between(conflicts: Iterable[Conflict], facts: Iterable[Fact]) -> t
 def block_title(subject_id: str, summary: str | None) -> str:
     """The first line of :meth:`RecallResult.render`: whose memory, from a summary or raw memory."""
     return f"Memory of {one_line(subject_id)}" + (
-        " (summary)" if summary is not None else " (raw memory: no fresh summary)")
+        " (summary)" if summary is not None else " (raw memory: no fresh summary)"
+    )
 
 
 def summary_structure(tenant_id: str, subject_id: str, summary: str | None) -> tuple[list[str], str]:
@@ -444,8 +474,14 @@ def summary_structure(tenant_id: str, subject_id: str, summary: str | None) -> t
     return [ln for ln in structured if ln != header], prose
 
 
-def block_parts(tenant_id: str, subject_id: str, summary: str | None, facts: tuple[Fact, ...] | list[Fact],
-                events: tuple[Event, ...] | list[Event], conflicts: Iterable[Conflict] = ()) -> tuple[str, str, str]:
+def block_parts(
+    tenant_id: str,
+    subject_id: str,
+    summary: str | None,
+    facts: tuple[Fact, ...] | list[Fact],
+    events: tuple[Event, ...] | list[Event],
+    conflicts: Iterable[Conflict] = (),
+) -> tuple[str, str, str]:
     """:meth:`RecallResult.render`'s block in three parts, joined by newlines where not empty:
     the header line with the facts section; the summary's prose (``""`` without one); the
     events section (``""`` without events, or when the prose quotes every one: an event line
@@ -453,8 +489,11 @@ def block_parts(tenant_id: str, subject_id: str, summary: str | None, facts: tup
     structured, prose = summary_structure(tenant_id, subject_id, summary)
     lines: list[str] = []
     seen: set[str] = set()
-    for line in [*(fact_line(f) for f in facts if f.value is not None), *structured,
-                 *(conflict_line(c.predicate, c.fact_ids) for c in conflicts)]:
+    for line in [
+        *(fact_line(f) for f in facts if f.value is not None),
+        *structured,
+        *(conflict_line(c.predicate, c.fact_ids) for c in conflicts),
+    ]:
         if line not in seen:
             seen.add(line)
             lines.append(line)

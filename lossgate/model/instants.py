@@ -23,8 +23,20 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
-__all__ = ["EARLIEST", "LATEST", "SPAN_DAYS", "Instant", "instant_problem", "read_instant", "checked_instant",
-           "before", "after", "utc", "shift_date", "written_problem"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "SPAN_DAYS",
+    "Instant",
+    "instant_problem",
+    "read_instant",
+    "checked_instant",
+    "before",
+    "after",
+    "utc",
+    "shift_date",
+    "written_problem",
+]
 
 EARLIEST = datetime.min.replace(tzinfo=UTC)
 LATEST = datetime.max.replace(tzinfo=UTC)
@@ -61,8 +73,10 @@ def instant_problem(value: datetime) -> str | None:
     try:
         value.astimezone(UTC)
     except OverflowError:
-        return (f"{value.isoformat()} is outside the instants lossgate keeps: its UTC time must lie from "
-                f"{EARLIEST.isoformat()} to {LATEST.isoformat()}")
+        return (
+            f"{value.isoformat()} is outside the instants lossgate keeps: its UTC time must lie from "
+            f"{EARLIEST.isoformat()} to {LATEST.isoformat()}"
+        )
     return None
 
 

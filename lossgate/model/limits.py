@@ -49,8 +49,9 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated, Any, Callable, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import orjson
 from pydantic import AfterValidator, BaseModel, StringConstraints
@@ -58,11 +59,29 @@ from pydantic import AfterValidator, BaseModel, StringConstraints
 from lossgate.errors import InvalidInput
 
 __all__ = [
-    "MAX_DEPTH", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_LABEL_CHARS", "MAX_TEXT_CHARS",
-    "MAX_PAYLOAD_BYTES", "MAX_VALUE_BYTES",
-    "Id", "Key", "Name", "Label", "Text", "Plain",
-    "text_problem", "id_problem", "shown_id", "json_problem", "nesting_problem", "checked_args",
-    "UnreadableJson", "read_json", "fits_double", "as_doubles",
+    "MAX_DEPTH",
+    "MAX_ID_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_LABEL_CHARS",
+    "MAX_TEXT_CHARS",
+    "MAX_PAYLOAD_BYTES",
+    "MAX_VALUE_BYTES",
+    "Id",
+    "Key",
+    "Name",
+    "Label",
+    "Text",
+    "Plain",
+    "text_problem",
+    "id_problem",
+    "shown_id",
+    "json_problem",
+    "nesting_problem",
+    "checked_args",
+    "UnreadableJson",
+    "read_json",
+    "fits_double",
+    "as_doubles",
 ]
 
 MAX_DEPTH = 64
@@ -130,8 +149,14 @@ def text_problem(value: str, *, nul_ok: bool = False) -> str | None:
 # records ("t" and "t\u200b" two tenants), and an id could break the one line an error takes.
 # Unicode's whitespace is all in these categories. Ids are compared exactly as given,
 # character for character, everywhere: nothing normalizes, folds or strips them.
-_ID_FORBIDDEN = {"Zs": "a space", "Zl": "a line separator", "Zp": "a paragraph separator",
-                 "Cc": "a control character", "Cf": "a format character", "Cs": "a lone surrogate"}
+_ID_FORBIDDEN = {
+    "Zs": "a space",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cc": "a control character",
+    "Cf": "a format character",
+    "Cs": "a lone surrogate",
+}
 _ASCII_FORBIDDEN = re.compile(r"[\x00-\x20\x7f/]")  # the same rule for ASCII, and "/", in one search
 _ASCII_FORBIDDEN_BUT_SLASH = re.compile(r"[\x00-\x20\x7f]")
 _CONTROL_NAMES = {"\x00": "NUL", "\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x7f": "DELETE"}
@@ -169,8 +194,10 @@ def _bad_id_char(value: str, position: int) -> str:
     category = _ID_FORBIDDEN[unicodedata.category(char)]
     name = _CONTROL_NAMES.get(char) or unicodedata.name(char, "")
     shown = f"U+{ord(char):04X}" + (f" {name}" if name else "")
-    return (f"contains {shown} ({category}) at position {position}: an id holds no whitespace, "
-            "control, format or separator character")
+    return (
+        f"contains {shown} ({category}) at position {position}: an id holds no whitespace, "
+        "control, format or separator character"
+    )
 
 
 def shown_id(value: str) -> str:
@@ -260,8 +287,7 @@ def _marked_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 # One decoder of each kind for every document: ``json.loads`` with keyword arguments builds a
 # new one per call, which costs more than the parse itself.
 _STRICT = json.JSONDecoder(parse_float=_number, parse_constant=_no_constants, object_pairs_hook=_object)
-_LOCATING = json.JSONDecoder(parse_float=_marked_number, parse_constant=_no_constants,
-                             object_pairs_hook=_marked_object)
+_LOCATING = json.JSONDecoder(parse_float=_marked_number, parse_constant=_no_constants, object_pairs_hook=_marked_object)
 
 
 def read_json(text: str) -> Any:
@@ -357,8 +383,12 @@ def json_problem(value: Any, max_bytes: int, *, nul_ok: bool = False) -> str | N
     # nesting cannot exceed the number of brackets. Only a value that fails one of
     # those tests (rare, and possibly a false alarm) is walked.
     # orjson writes NaN and infinities as null: a payload holding "null" is walked for them.
-    if out is None or (not nul_ok and b"\\u0000" in out) or out.count(b"[") + out.count(b"{") > MAX_DEPTH \
-            or b"null" in out:
+    if (
+        out is None
+        or (not nul_ok and b"\\u0000" in out)
+        or out.count(b"[") + out.count(b"{") > MAX_DEPTH
+        or b"null" in out
+    ):
         problem = _walk(value, nul_ok=nul_ok)
         if problem is not None:
             return problem
@@ -408,10 +438,19 @@ def _children(node: Any) -> Any:
 # -- the Python API's plain arguments ------------------------------------------------------
 
 # Arguments that are stored as free text (log lines, recall records): bounded like a label.
-_ARG_MAX_CHARS = {"reason": MAX_LABEL_CHARS, "query": MAX_LABEL_CHARS, "tenant_id": MAX_ID_CHARS,
-                  "subject_id": MAX_ID_CHARS, "event_id": MAX_ID_CHARS, "fact_id": MAX_ID_CHARS,
-                  "old_fact_id": MAX_ID_CHARS, "artifact_id": MAX_ID_CHARS, "recall_id": MAX_ID_CHARS,
-                  "guard_id": MAX_ID_CHARS, "answer": MAX_TEXT_CHARS}
+_ARG_MAX_CHARS = {
+    "reason": MAX_LABEL_CHARS,
+    "query": MAX_LABEL_CHARS,
+    "tenant_id": MAX_ID_CHARS,
+    "subject_id": MAX_ID_CHARS,
+    "event_id": MAX_ID_CHARS,
+    "fact_id": MAX_ID_CHARS,
+    "old_fact_id": MAX_ID_CHARS,
+    "artifact_id": MAX_ID_CHARS,
+    "recall_id": MAX_ID_CHARS,
+    "guard_id": MAX_ID_CHARS,
+    "answer": MAX_TEXT_CHARS,
+}
 # The tenant and the subject every call is addressed to obey the id rule (id_problem), as the
 # records do; the other ids name a record already stored (Key) and are only looked up.
 _ID_ARGS = frozenset({"tenant_id", "subject_id"})
@@ -425,8 +464,12 @@ _ARG_MAX = {"k": MAX_COUNT, "budget": MAX_BUDGET_TOKENS, "limit": MAX_COUNT}
 # What each named argument must be (None where it is optional): a caller's 123 as a query
 # or "5" as k gets InvalidInput, not an AttributeError from deep inside.
 _ARG_TYPES: dict[str, tuple[type, ...]] = {
-    **{name: (str,) for name in _ARG_MAX_CHARS}, "query": (str, type(None)),
-    "k": (int,), "limit": (int,), "budget": (int, type(None)), "context": (bool,),
+    **{name: (str,) for name in _ARG_MAX_CHARS},
+    "query": (str, type(None)),
+    "k": (int,),
+    "limit": (int,),
+    "budget": (int, type(None)),
+    "context": (bool,),
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -451,10 +494,13 @@ def checked_args(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        for name, value in (*zip(names, args), *kwargs.items()):
+        for name, value in (*zip(names, args, strict=False), *kwargs.items()):
             wanted = _ARG_TYPES.get(name)
-            if wanted is not None and not (value is None and name in optional) and (not isinstance(value, wanted) or (
-                    isinstance(value, bool) and bool not in wanted)):
+            if (
+                wanted is not None
+                and not (value is None and name in optional)
+                and (not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted))
+            ):
                 names_of = " or ".join("None" if t is type(None) else t.__name__ for t in wanted)
                 raise InvalidInput(f"{name} must be {names_of}, got {type(value).__name__}")
             if isinstance(value, str):

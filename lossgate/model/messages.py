@@ -50,21 +50,31 @@ class ChatMessage(BaseModel):
     name: StrictStr | None = None
 
 
-def events_of(tenant_id: str, subject_id: str,
-              messages: Iterable[str | dict[str, Any] | ChatMessage]) -> list[NewEvent]:
+def events_of(
+    tenant_id: str, subject_id: str, messages: Iterable[str | dict[str, Any] | ChatMessage]
+) -> list[NewEvent]:
     """The events ``messages`` make, in order (see the module). Raises :class:`InvalidInput`
     naming the first message that is not one (by its position, from 0)."""
     if isinstance(messages, (str, bytes, dict, ChatMessage)) or not isinstance(messages, Iterable):
-        raise InvalidInput(f"messages is a list of messages (strings or {{'role', 'content'}} objects), "
-                           f"not {type(messages).__name__}: wrap a single message in a list")
+        raise InvalidInput(
+            f"messages is a list of messages (strings or {{'role', 'content'}} objects), "
+            f"not {type(messages).__name__}: wrap a single message in a list"
+        )
     out = []
     for i, item in enumerate(messages):
         message = _message(i, item)
         kind, trust = _AS[message.role]
         try:
-            out.append(NewEvent(tenant_id=tenant_id, subject_id=subject_id, kind=kind, trust=trust,
-                                actor=message.name if message.name is not None else message.role,
-                                text=message.content))
+            out.append(
+                NewEvent(
+                    tenant_id=tenant_id,
+                    subject_id=subject_id,
+                    kind=kind,
+                    trust=trust,
+                    actor=message.name if message.name is not None else message.role,
+                    text=message.content,
+                )
+            )
         except InvalidRecord as exc:
             first = exc.errors(include_url=False)[0]
             field = {"text": "content", "actor": "name"}.get(str(first["loc"][0]), str(first["loc"][0]))

@@ -15,29 +15,69 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from datetime import datetime, timezone
-from typing import Any, Iterable, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from lossgate.model.canonical import envelope_hash
 from lossgate.errors import InvalidInput, InvalidRecord
+from lossgate.model.canonical import envelope_hash
 from lossgate.model.instants import Instant
 from lossgate.model.limits import (
-    MAX_PAYLOAD_BYTES, MAX_VALUE_BYTES, Id, Key, Label, Name, Plain, Text, json_problem,
+    MAX_PAYLOAD_BYTES,
+    MAX_VALUE_BYTES,
+    Id,
+    Key,
+    Label,
+    Name,
+    Plain,
+    Text,
+    json_problem,
 )
 from lossgate.model.search_terms import searchable
 from lossgate.model.values import ValueType, canonical_value, encode_value
 
 __all__ = [
-    "EventKind", "Trust", "EventState", "Criticality", "Cardinality", "Category",
-    "Polarity", "Modality", "Authority", "FactStatus",
-    "NewEvent", "Event", "EventRef", "Predicate", "GuardRule", "GuardKind", "NewFact", "Fact", "Clock", "Conflict",
-    "LedgerEntry", "FactHistory", "AppendResult", "Claim", "ConflictRef", "ArtifactBody", "Snapshot",
-    "TRUST_RANK", "AUTHORITY_FOR_TRUST", "utcnow", "normalize_qualifiers", "Proposal", "ProposalStatus",
-    "TaintPolicy", "TaintOutcome", "effective_trust", "Tier",
+    "EventKind",
+    "Trust",
+    "EventState",
+    "Criticality",
+    "Cardinality",
+    "Category",
+    "Polarity",
+    "Modality",
+    "Authority",
+    "FactStatus",
+    "NewEvent",
+    "Event",
+    "EventRef",
+    "Predicate",
+    "GuardRule",
+    "GuardKind",
+    "NewFact",
+    "Fact",
+    "Clock",
+    "Conflict",
+    "LedgerEntry",
+    "FactHistory",
+    "AppendResult",
+    "Claim",
+    "ConflictRef",
+    "ArtifactBody",
+    "Snapshot",
+    "TRUST_RANK",
+    "AUTHORITY_FOR_TRUST",
+    "utcnow",
+    "normalize_qualifiers",
+    "Proposal",
+    "ProposalStatus",
+    "TaintPolicy",
+    "TaintOutcome",
+    "effective_trust",
+    "Tier",
 ]
 
 EventKind = Literal["message", "tool_result", "document", "system"]
@@ -61,12 +101,15 @@ FactStatus = Literal["active", "superseded", "deleted", "revoked"]
 # the events it rests on (invariant 8): repeating untrusted text never raises it.
 TRUST_RANK: dict[Trust | Authority, int] = {"untrusted": 0, "tool": 1, "system": 2, "authenticated_user": 3, "user": 3}
 AUTHORITY_FOR_TRUST: dict[Trust, Authority] = {
-    "untrusted": "untrusted", "tool": "tool", "system": "system", "authenticated_user": "user",
+    "untrusted": "untrusted",
+    "tool": "tool",
+    "system": "system",
+    "authenticated_user": "user",
 }
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def normalize_qualifiers(value: Any) -> tuple[tuple[str, str], ...]:
@@ -174,8 +217,13 @@ class NewEvent(_Input):
     def hash_content(self, occurred_iso: str | None = None) -> dict[str, Any]:
         """What the content hash covers: what was said, by whom, when; not mutable state like trust."""
         return {
-            "tenant_id": self.tenant_id, "subject_id": self.subject_id, "event_id": self.event_id,
-            "kind": self.kind, "actor": self.actor, "text": self.text, "payload": self.payload,
+            "tenant_id": self.tenant_id,
+            "subject_id": self.subject_id,
+            "event_id": self.event_id,
+            "kind": self.kind,
+            "actor": self.actor,
+            "text": self.text,
+            "payload": self.payload,
             "occurred_at": occurred_iso or self.occurred_at.isoformat(),
         }
 
@@ -364,17 +412,33 @@ class Fact(_Record):
 
 
 def fact_hash_content(
-    *, tenant_id: str, subject_id: str, fact_id: str, predicate: str, value_type: str,
-    canonical: Any, qualifiers: tuple[tuple[str, str], ...], polarity: str, modality: str,
-    authority: str, source_event_ids: tuple[str, ...], valid_from: datetime | None,
+    *,
+    tenant_id: str,
+    subject_id: str,
+    fact_id: str,
+    predicate: str,
+    value_type: str,
+    canonical: Any,
+    qualifiers: tuple[tuple[str, str], ...],
+    polarity: str,
+    modality: str,
+    authority: str,
+    source_event_ids: tuple[str, ...],
+    valid_from: datetime | None,
     supersedes: str | None,
 ) -> dict[str, Any]:
     """What a fact's content hash covers (everything but lifecycle state and timestamps)."""
     return {
-        "tenant_id": tenant_id, "subject_id": subject_id, "fact_id": fact_id,
-        "predicate": predicate, "value_type": value_type, "value": canonical,
-        "qualifiers": [list(p) for p in qualifiers], "polarity": polarity,
-        "modality": modality, "authority": authority,
+        "tenant_id": tenant_id,
+        "subject_id": subject_id,
+        "fact_id": fact_id,
+        "predicate": predicate,
+        "value_type": value_type,
+        "value": canonical,
+        "qualifiers": [list(p) for p in qualifiers],
+        "polarity": polarity,
+        "modality": modality,
+        "authority": authority,
         "source_event_ids": list(source_event_ids),
         "valid_from": valid_from.isoformat() if valid_from else None,
         "supersedes": supersedes,
@@ -556,7 +620,7 @@ class TaintPolicy(_Input):
         """Whether an event of ``kind`` said by ``actor`` falls under this policy."""
         return (self.kind is None or self.kind == kind) and (self.actor is None or self.actor == actor)
 
-    def same_rule(self, other: "TaintPolicy") -> bool:
+    def same_rule(self, other: TaintPolicy) -> bool:
         """Same match and trust (setting it again changes nothing)."""
         return (self.actor, self.kind, self.trust) == (other.actor, other.kind, other.trust)
 

@@ -30,20 +30,26 @@ top of the stored registry extends it (:mod:`lossgate.model.registry_overlay`).
 from __future__ import annotations
 
 import os
-
 import tomllib
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lossgate.model.canonical import content_hash
 from lossgate.errors import ConfigError, InvalidInput, UnknownPredicate, ValueTypeError
+from lossgate.model.canonical import content_hash
 from lossgate.model.records import GuardRule, NewFact, Predicate
 from lossgate.model.values import ValueMismatch, coerce_value, describe_type
 
-__all__ = ["Registry", "RegistryCache", "load_registry", "parse_guard", "parse_predicate", "parse_registry",
-           "read_registry_document"]
+__all__ = [
+    "Registry",
+    "RegistryCache",
+    "load_registry",
+    "parse_guard",
+    "parse_predicate",
+    "parse_registry",
+    "read_registry_document",
+]
 
 
 class Registry(BaseModel):
@@ -256,12 +262,11 @@ def read_registry_document(path: str | Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib would raise this untyped
-        raise ConfigError(f"registry {path} is not UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r}); "
-                          "TOML files are UTF-8") from None
+        raise ConfigError(
+            f"registry {path} is not UTF-8 (byte {exc.start}: {raw[exc.start : exc.start + 1]!r}); TOML files are UTF-8"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"registry {path} is not valid TOML: {exc}") from None
     return data
-
-

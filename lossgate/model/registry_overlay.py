@@ -46,7 +46,7 @@ def overlay(base: Registry | None, data: dict[str, Any]) -> Registry | None:
         raise ConfigError(f"registry extension: unknown key(s) {unknown}; it holds {list(_KEYS)}")
     tables = data.get("predicates", {})
     if not isinstance(tables, dict):
-        raise ConfigError("registry extension: predicates must be a table of tables ([predicates.\"NAME\"])")
+        raise ConfigError('registry extension: predicates must be a table of tables ([predicates."NAME"])')
     rules = data.get("guards", [])
     if not isinstance(rules, list):
         raise ConfigError("guards: expected a list of tables ([[guards]])")
@@ -66,13 +66,16 @@ def overlay(base: Registry | None, data: dict[str, Any]) -> Registry | None:
         return None
     version = data.get("version", was + 1)
     if isinstance(version, bool) or not isinstance(version, int) or version <= was:
-        raise RegistryConflict(f"registry extension: version {version!r} must be a whole number above the "
-                               f"stored registry's version {was}")
-    return parse_registry({
-        "version": version,
-        "predicates": {name: p.model_dump(mode="json") for name, p in predicates.items()},
-        "guards": [g.model_dump(mode="json") for g in guards.values()],
-    })
+        raise RegistryConflict(
+            f"registry extension: version {version!r} must be a whole number above the stored registry's version {was}"
+        )
+    return parse_registry(
+        {
+            "version": version,
+            "predicates": {name: p.model_dump(mode="json") for name, p in predicates.items()},
+            "guards": [g.model_dump(mode="json") for g in guards.values()],
+        }
+    )
 
 
 def _override(label: str, spec: Any) -> tuple[bool, Any]:
@@ -86,14 +89,16 @@ def _override(label: str, spec: Any) -> tuple[bool, Any]:
     return flag, rest
 
 
-def _merge(into: dict[str, Any], name: str, new: Predicate | GuardRule, override: bool, label: str,
-           version: int) -> bool:
+def _merge(
+    into: dict[str, Any], name: str, new: Predicate | GuardRule, override: bool, label: str, version: int
+) -> bool:
     """Add or replace ``new`` in ``into`` by the module's rule; whether it changed anything."""
     old = into.get(name)
     if old is None:
         if override:
-            raise RegistryConflict(f"{label}: override = true, but registry v{version} has no such "
-                                   f"{label.split()[0]} to override")
+            raise RegistryConflict(
+                f"{label}: override = true, but registry v{version} has no such {label.split()[0]} to override"
+            )
         into[name] = new
         return True
     if old == new:
@@ -101,7 +106,8 @@ def _merge(into: dict[str, Any], name: str, new: Predicate | GuardRule, override
     if not override:
         raise RegistryConflict(
             f"{label} is already defined by registry v{version}, differently ({_differences(old, new)}); "
-            "to replace that definition, say override = true in its table")
+            "to replace that definition, say override = true in its table"
+        )
     into[name] = new
     return True
 

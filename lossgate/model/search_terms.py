@@ -29,7 +29,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 # pieces (a phrase), never as its pieces apart: "inv" alone is in every invoice.
 _IDENTIFIER = re.compile(r"[^\W_]+(?:[@./\-:_+~#&=?][^\W_]+)+")
 
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all also am an and any are aren't as at be because been before being below
 between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each either
 else ever few for from further get gets got had hadn't has hasn't have haven't having he he'd he'll he's her here
@@ -42,7 +43,8 @@ we've were weren't what what's whatever when when's whenever where where's where
 who who's whoever whom whose why why's will with won't would wouldn't yet you you'd you'll you're you've your
 yours yourself yourselves
 kind sort thing things way ways
-""".split())
+""".split()
+)
 
 
 def query_terms(query: str | None) -> list[str]:
@@ -53,7 +55,7 @@ def query_terms(query: str | None) -> list[str]:
     for ident in _IDENTIFIER.finditer(text):
         if any(c.isdigit() or c == "@" for c in ident.group()):
             found.append((ident.start(), ident.group()))
-            text = text[:ident.start()] + " " * len(ident.group()) + text[ident.end():]
+            text = text[: ident.start()] + " " * len(ident.group()) + text[ident.end() :]
     for match in _WORD.finditer(text):
         word = match.group()
         if word.endswith("'s") and word not in STOP_WORDS:

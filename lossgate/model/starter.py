@@ -13,11 +13,10 @@ registry like any other once stored: version 1, extended with
 
 from __future__ import annotations
 
+import tomllib
 from functools import lru_cache
 from importlib import resources
 from typing import Any
-
-import tomllib
 
 from lossgate.model.canonical import content_hash
 from lossgate.model.registry import Registry, parse_registry

@@ -44,7 +44,8 @@ from lossgate.model.limits import id_problem
 _DECIMAL_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 __all__ = [
-    "stored_form", "stored_claims",
+    "stored_form",
+    "stored_claims",
     "Money",
     "ValueType",
     "VALUE_TYPES",
@@ -56,9 +57,7 @@ __all__ = [
     "describe_type",
 ]
 
-ValueType = Literal[
-    "bool", "int", "decimal", "money", "date", "datetime", "duration", "string", "enum", "entity_id"
-]
+ValueType = Literal["bool", "int", "decimal", "money", "date", "datetime", "duration", "string", "enum", "entity_id"]
 VALUE_TYPES: tuple[str, ...] = get_args(ValueType)
 
 _SAFE_INT = 2**53 - 1
@@ -76,7 +75,8 @@ _MAX_DIGITS = 100
 _ISO_DURATION = re.compile(
     r"(?P<sign>-?)P(?:(?P<weeks>[0-9]+)W)?(?:(?P<days>[0-9]+)D)?"
     r"(?:T(?=[0-9])(?:(?P<hours>[0-9]+)H)?(?:(?P<minutes>[0-9]+)M)?"
-    r"(?:(?P<seconds>[0-9]+)(?:\.(?P<fraction>[0-9]{1,6}))?S)?)?")
+    r"(?:(?P<seconds>[0-9]+)(?:\.(?P<fraction>[0-9]{1,6}))?S)?)?"
+)
 _DURATION_FORM = "an ISO 8601 duration like 'P7D', 'PT1H30M' or '-PT0.5S'"
 
 
@@ -100,8 +100,16 @@ def describe_type(value: Any) -> str:
     """A short name for the received value's type, for error messages."""
     if isinstance(value, BaseModel):
         return type(value).__name__
-    return {bool: "bool", int: "int", float: "float", str: "string", dict: "object", list: "array",
-            type(None): "null", Decimal: "decimal"}.get(type(value), type(value).__name__)
+    return {
+        bool: "bool",
+        int: "int",
+        float: "float",
+        str: "string",
+        dict: "object",
+        list: "array",
+        type(None): "null",
+        Decimal: "decimal",
+    }.get(type(value), type(value).__name__)
 
 
 def _decimal(value: Any) -> Decimal:
@@ -128,7 +136,9 @@ def _decimal(value: Any) -> Decimal:
     if not d.is_finite():
         raise ValueMismatch(f"got a non-finite decimal {value!r}")
     if abs(d.adjusted()) > _MAX_EXPONENT or len(d.as_tuple().digits) > _MAX_DIGITS:
-        raise ValueMismatch(f"decimal {value!r} is out of range (|exponent| <= {_MAX_EXPONENT}, <= {_MAX_DIGITS} digits)")
+        raise ValueMismatch(
+            f"decimal {value!r} is out of range (|exponent| <= {_MAX_EXPONENT}, <= {_MAX_DIGITS} digits)"
+        )
     return d
 
 
@@ -187,8 +197,10 @@ def _read_duration(text: str) -> timedelta:
     the canonical form of :func:`_iso_duration`, which means the same."""
     found = _ISO_DURATION.fullmatch(text)
     if found is None or not any(found.group(unit) for unit in ("weeks", "days", "hours", "minutes", "seconds")):
-        raise ValueMismatch(f"got string {_shown(text)}, not {_DURATION_FORM} (whole numbers, a fraction "
-                            "only of seconds and to the microsecond, a sign only in front)")
+        raise ValueMismatch(
+            f"got string {_shown(text)}, not {_DURATION_FORM} (whole numbers, a fraction "
+            "only of seconds and to the microsecond, a sign only in front)"
+        )
     try:
         parts = {unit: int(found.group(unit) or 0) for unit in ("weeks", "days", "hours", "minutes", "seconds")}
         micro = int((found.group("fraction") or "").ljust(6, "0"))

@@ -28,9 +28,24 @@ from typing import Any, Protocol
 
 from lossgate.model.values import coerce_value, encode_value
 
-__all__ = ["value_text", "fact_line", "claim_lines", "conflict_line", "event_line", "day_line", "header_line",
-           "period_line", "one_line", "section_lines", "summary_parts", "CONVERSATION_TITLE", "NARRATIVE_TITLE",
-           "PERIODS_TITLE", "SECTION_TITLES", "PERIOD_LINE"]
+__all__ = [
+    "value_text",
+    "fact_line",
+    "claim_lines",
+    "conflict_line",
+    "event_line",
+    "day_line",
+    "header_line",
+    "period_line",
+    "one_line",
+    "section_lines",
+    "summary_parts",
+    "CONVERSATION_TITLE",
+    "NARRATIVE_TITLE",
+    "PERIODS_TITLE",
+    "SECTION_TITLES",
+    "PERIOD_LINE",
+]
 
 # The titles of a summary's sections after its structured lines: the recent conversation
 # (the deterministic compressor's whole event lines) or a model's narrative. Recall splits
@@ -95,7 +110,9 @@ def claim_lines(claims: Any) -> frozenset[str]:
     for c in claims:
         try:
             # an enum's allowed values live in the registry; its value is the string it renders
-            typed = c.value if c.value_type == "enum" and isinstance(c.value, str) else coerce_value(c.value_type, c.value)
+            typed = (
+                c.value if c.value_type == "enum" and isinstance(c.value, str) else coerce_value(c.value_type, c.value)
+            )
         except (ValueError, TypeError, ArithmeticError, AttributeError):
             continue
         out.add(fact_line(c.model_copy(update={"value": typed})))
@@ -153,7 +170,7 @@ def section_lines(summary: str, title: str) -> list[str]:
     lines = summary.splitlines()
     if title not in lines:
         return []
-    return [ln for ln in lines[lines.index(title) + 1:] if ln.startswith("- ")]
+    return [ln for ln in lines[lines.index(title) + 1 :] if ln.startswith("- ")]
 
 
 def summary_parts(summary: str) -> tuple[list[str], str]:
@@ -165,5 +182,5 @@ def summary_parts(summary: str) -> tuple[list[str], str]:
     found = _SECTION_TITLE.search(summary)
     if found is None:
         return [ln for ln in summary.split("\n") if ln.strip()], ""
-    head = summary[:max(found.start() - 1, 0)]  # without the newline before the title
-    return [ln for ln in head.split("\n") if ln.strip()], summary[found.start():]
+    head = summary[: max(found.start() - 1, 0)]  # without the newline before the title
+    return [ln for ln in head.split("\n") if ln.strip()], summary[found.start() :]

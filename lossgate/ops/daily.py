@@ -107,8 +107,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import random
+import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
@@ -118,16 +118,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from lossgate import gate
-from lossgate.runtime.caches import epoch_seen
-from lossgate.runtime.deadline import Overdue, call_with_deadline
-from lossgate.model.limits import MAX_ID_CHARS, text_problem
 from lossgate.consolidate.compressor import CompressionError, CompressionRequest, Compressor
 from lossgate.consolidate.deterministic import DeterministicCompressor
+from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.consolidate.selection import Selection, select
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.model.derived_records import DailyMetric
 from lossgate.errors import InvalidInput
-from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.gate.fence import check_fence, narrative_sentences
 from lossgate.gate.narrative import Omitted, speak_for_ledger, touching_violations, without_unproven
 from lossgate.gate.outcome import GateResult, Violation, make_result
@@ -136,9 +132,13 @@ from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import Retired, check_markers, mark, retired_values, strip_markers
 from lossgate.gate.typed import typed_value
 from lossgate.judge import JudgeError, ModelJudge, judge_violations
+from lossgate.model.derived_records import DailyMetric
+from lossgate.model.limits import MAX_ID_CHARS, text_problem
 from lossgate.model.records import ArtifactBody, Claim, EventState, Fact, FactStatus, Snapshot, utcnow
 from lossgate.model.registry import Registry
 from lossgate.model.wording import event_line, fact_line, one_line
+from lossgate.runtime.caches import epoch_seen
+from lossgate.runtime.deadline import Overdue, call_with_deadline
 from lossgate.store import Store
 from lossgate.store.protocol import ReadTx
 
@@ -147,8 +147,14 @@ __all__ = ["Tally", "Finding", "DailyReport", "DayFigures", "run_daily", "trend"
 _INVALID_EVENTS: tuple[EventState, ...] = ("revoked", "deleted")
 _INVALID_FACTS: tuple[FactStatus, ...] = ("superseded", "deleted", "revoked")
 # What the stale check counts: per tenant only (it rebuilds nothing, under no registry version).
-_PER_TENANT = ("subjects_checked", "stale_visible", "raw_fallback", "shadow_summaries", "shadow_refused",
-               "shadow_violations")
+_PER_TENANT = (
+    "subjects_checked",
+    "stale_visible",
+    "raw_fallback",
+    "shadow_summaries",
+    "shadow_refused",
+    "shadow_violations",
+)
 
 
 @dataclass
@@ -183,24 +189,27 @@ class Tally:
     shadow_refused: int = 0  # of them, summaries the gate refused (published by the exploratory gate)
     shadow_violations: int = 0  # the violations recorded on those
 
-    def add(self, other: "Tally") -> None:
+    def add(self, other: Tally) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def rates(self) -> dict[str, float | None]:
         """Each rate, ``None`` where nothing was there to count."""
+
         def share(part: int, whole: int) -> float | None:
             return part / whole if whole else None
 
         reduction = 1 - self.summary_tokens / self.source_tokens if self.source_tokens else None
-        return {"key_fact_recall": share(self.key_facts_kept, self.key_facts),
-                "erroneous_new_fact_rate": share(self.erroneous_claims, self.claims),
-                "conflict_retention": share(self.conflicts_kept, self.conflicts),
-                "token_reduction": reduction,
-                "failure_rate": share(self.outcome_failed + self.outcome_error, self.subjects),
-                "prose_drift_rate": share(self.summaries_drifted, self.summaries_read),
-                "shadow_refusal_rate": share(self.shadow_refused, self.shadow_summaries),
-                "narrative_omission_rate": share(self.narrative_omitted, self.narrative_sentences)}
+        return {
+            "key_fact_recall": share(self.key_facts_kept, self.key_facts),
+            "erroneous_new_fact_rate": share(self.erroneous_claims, self.claims),
+            "conflict_retention": share(self.conflicts_kept, self.conflicts),
+            "token_reduction": reduction,
+            "failure_rate": share(self.outcome_failed + self.outcome_error, self.subjects),
+            "prose_drift_rate": share(self.summaries_drifted, self.summaries_read),
+            "shadow_refusal_rate": share(self.shadow_refused, self.shadow_summaries),
+            "narrative_omission_rate": share(self.narrative_omitted, self.narrative_sentences),
+        }
 
     def counts(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -209,7 +218,7 @@ class Tally:
         return {**self.counts(), **self.rates()}
 
     @classmethod
-    def from_metrics(cls, values: dict[str, float]) -> "Tally":
+    def from_metrics(cls, values: dict[str, float]) -> Tally:
         """The tally whose counts are among ``values`` (stored metrics), zero for the rest."""
         return cls(**{f.name: int(values.get(f.name, 0)) for f in fields(cls)})
 
@@ -262,10 +271,12 @@ class DailyReport:
                 why.append(f"{tenant}: erroneous-new-fact rate {t.erroneous_claims}/{t.claims} claims is above 0")
             drift = t.rates()["prose_drift_rate"]
             if drift is not None and drift > self.max_prose_drift_rate:
-                why.append(f"{tenant}: prose-drift rate {t.summaries_drifted}/{t.summaries_read} summaries is above "
-                           f"{self.max_prose_drift_rate:g} ({t.narrative_refused} sentence(s) the fence refuses, "
-                           f"{t.narrative_unproven} the prose diff refuses, {t.judge_findings} judge finding(s), "
-                           f"{t.superseded_unmarked} line(s) restating a superseded value unmarked)")
+                why.append(
+                    f"{tenant}: prose-drift rate {t.summaries_drifted}/{t.summaries_read} summaries is above "
+                    f"{self.max_prose_drift_rate:g} ({t.narrative_refused} sentence(s) the fence refuses, "
+                    f"{t.narrative_unproven} the prose diff refuses, {t.judge_findings} judge finding(s), "
+                    f"{t.superseded_unmarked} line(s) restating a superseded value unmarked)"
+                )
             if t.stale_visible:
                 why.append(f"{tenant}: {t.stale_visible} stale artifact(s) visible to recall")
         return why
@@ -287,34 +298,69 @@ class DailyReport:
                 if dimension:
                     for name in _PER_TENANT:
                         values.pop(name)
-                rows += [DailyMetric(tenant_id=tenant, run_id=self.run_id, day=self.day, metric=name,
-                                     dimension=dimension, value=value, recorded_at=self.recorded_at)
-                         for name, value in values.items() if value is not None]
+                rows += [
+                    DailyMetric(
+                        tenant_id=tenant,
+                        run_id=self.run_id,
+                        day=self.day,
+                        metric=name,
+                        dimension=dimension,
+                        value=value,
+                        recorded_at=self.recorded_at,
+                    )
+                    for name, value in values.items()
+                    if value is not None
+                ]
         return rows
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "run_id": self.run_id, "day": self.day.isoformat(), "recorded_at": self.recorded_at.isoformat(),
-            "seed": self.seed, "sample": self.sample, "compressor": self.compressor,
-            "registry_versions": list(self.registry_versions), "stored": self.stored,
+            "run_id": self.run_id,
+            "day": self.day.isoformat(),
+            "recorded_at": self.recorded_at.isoformat(),
+            "seed": self.seed,
+            "sample": self.sample,
+            "compressor": self.compressor,
+            "registry_versions": list(self.registry_versions),
+            "stored": self.stored,
             "max_prose_drift_rate": self.max_prose_drift_rate,
-            "blocked": self.blocked, "blocking": self.blocking, "overall": self.overall.to_json(),
-            "tenants": {t: {**tally.to_json(), "by_registry_version": {
-                str(v): {k: x for k, x in vt.to_json().items() if k not in _PER_TENANT}
-                for v, vt in sorted(self.versions.get(t, {}).items())}}
-                for t, tally in self.tenants.items()},
+            "blocked": self.blocked,
+            "blocking": self.blocking,
+            "overall": self.overall.to_json(),
+            "tenants": {
+                t: {
+                    **tally.to_json(),
+                    "by_registry_version": {
+                        str(v): {k: x for k, x in vt.to_json().items() if k not in _PER_TENANT}
+                        for v, vt in sorted(self.versions.get(t, {}).items())
+                    },
+                }
+                for t, tally in self.tenants.items()
+            },
             "findings": [f.to_json() for f in self.findings],
         }
 
 
 # -- the run ------------------------------------------------------------------------------
 
-def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, sample: int = 50,
-              seed: str | None = None, compressor: Compressor | None = None,
-              registry_versions: Sequence[int] | None = None, budget_tokens: int | None = 2000,
-              timeout_s: float = 60.0, store_results: bool = True, counter: TokenCounter | None = None,
-              progress: Callable[[int, int], None] | None = None, judge: ModelJudge | None = None,
-              max_prose_drift_rate: float = 0.0) -> DailyReport:
+
+def run_daily(
+    store: Store,
+    tenants: Sequence[str],
+    *,
+    day: date | None = None,
+    sample: int = 50,
+    seed: str | None = None,
+    compressor: Compressor | None = None,
+    registry_versions: Sequence[int] | None = None,
+    budget_tokens: int | None = 2000,
+    timeout_s: float = 60.0,
+    store_results: bool = True,
+    counter: TokenCounter | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    judge: ModelJudge | None = None,
+    max_prose_drift_rate: float = 0.0,
+) -> DailyReport:
     """Measure the named tenants (see the module). ``registry_versions``: rebuild under these
     stored predicate registry versions (default: the newest). ``progress(done, total)`` is
     called after each subject rebuilt. ``judge``: a model judge that also reads each rebuilt
@@ -330,8 +376,12 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
     for name in names:
         if not isinstance(name, str) or not _TENANT.fullmatch(name) or text_problem(name) is not None:
             raise InvalidInput(f"tenant {name!r} is not a tenant id (1 to {MAX_ID_CHARS} characters, no whitespace)")
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s) \
-            or timeout_s <= 0:
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, (int, float))
+        or not math.isfinite(timeout_s)
+        or timeout_s <= 0
+    ):
         raise InvalidInput(f"timeout_s must be a positive number of seconds, not {timeout_s!r}")
     if budget_tokens is not None and not isinstance(budget_tokens, int):
         raise InvalidInput(f"budget_tokens must be a whole number, not {budget_tokens!r}")
@@ -339,8 +389,11 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
         raise InvalidInput(f"sample must be a whole number of subjects, at least 1, not {sample!r}")
     if budget_tokens is not None and (isinstance(budget_tokens, bool) or budget_tokens < 1):
         raise InvalidInput(f"budget_tokens must be at least 1, not {budget_tokens!r}")
-    if isinstance(max_prose_drift_rate, bool) or not isinstance(max_prose_drift_rate, (int, float)) \
-            or not 0 <= max_prose_drift_rate <= 1:
+    if (
+        isinstance(max_prose_drift_rate, bool)
+        or not isinstance(max_prose_drift_rate, (int, float))
+        or not 0 <= max_prose_drift_rate <= 1
+    ):
         raise InvalidInput(f"max_prose_drift_rate must be a share from 0 to 1, not {max_prose_drift_rate!r}")
     chosen = compressor or DeterministicCompressor()
     day = day or utcnow().date()
@@ -349,10 +402,16 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
     with store.read() as tx:
         registries = _registries(tx, registry_versions)
         plan = {t: _sample(tx.subjects(t), sample, seed, t) for t in names}
-    report = DailyReport(run_id=f"daily-{uuid.uuid4().hex[:16]}", day=day, recorded_at=utcnow(), seed=seed,
-                         sample=sample, compressor=f"{chosen.name}@{chosen.version}",
-                         registry_versions=tuple(r.version for r in registries),
-                         max_prose_drift_rate=float(max_prose_drift_rate))
+    report = DailyReport(
+        run_id=f"daily-{uuid.uuid4().hex[:16]}",
+        day=day,
+        recorded_at=utcnow(),
+        seed=seed,
+        sample=sample,
+        compressor=f"{chosen.name}@{chosen.version}",
+        registry_versions=tuple(r.version for r in registries),
+        max_prose_drift_rate=float(max_prose_drift_rate),
+    )
     total, done = sum(len(s) for s in plan.values()) * len(registries), 0
     for tenant in names:
         tally = report.tenants.setdefault(tenant, Tally())
@@ -361,8 +420,19 @@ def run_daily(store: Store, tenants: Sequence[str], *, day: date | None = None, 
         for registry in registries:
             group = by_version.setdefault(registry.version, Tally())
             for subject in plan[tenant]:
-                _rebuild(store, registry, tenant, subject, chosen, budget_tokens, timeout_s, count, group,
-                         report.findings, judge)
+                _rebuild(
+                    store,
+                    registry,
+                    tenant,
+                    subject,
+                    chosen,
+                    budget_tokens,
+                    timeout_s,
+                    count,
+                    group,
+                    report.findings,
+                    judge,
+                )
                 done += 1
                 if progress:
                     progress(done, total)
@@ -410,6 +480,7 @@ def _sample(subjects: list[str], n: int, seed: str, tenant: str) -> list[str]:
 
 
 # -- what recall would serve ----------------------------------------------------------------
+
 
 def _check_served(store: Store, tenant: str, tally: Tally, findings: list[Finding]) -> None:
     with store.read() as tx:
@@ -461,8 +532,9 @@ def _stale_because(tx: ReadTx, tenant: str, subject: str, artifact_id: str, epoc
     return f"derived from inputs no longer valid ({', '.join(gone[:5])})" if gone else None
 
 
-def _invalid_inputs(tx: ReadTx, tenant: str, subject: str, artifact_id: str, events: set[str],
-                    facts: set[str]) -> list[str]:
+def _invalid_inputs(
+    tx: ReadTx, tenant: str, subject: str, artifact_id: str, events: set[str], facts: set[str]
+) -> list[str]:
     """The invalid events and facts ``artifact_id`` derives from, directly or through the
     artifacts it was built on (its parent, a root's parts), as ``kind:id``."""
     found: set[str] = set()
@@ -478,17 +550,28 @@ def _invalid_inputs(tx: ReadTx, tenant: str, subject: str, artifact_id: str, eve
                 seen.add(edge.input_id)
                 todo.append(edge.input_id)
             elif (edge.input_kind == "event" and edge.input_id in events) or (
-                    edge.input_kind == "fact" and edge.input_id in facts
-                    and (claimed is None or edge.input_id in claimed)):
+                edge.input_kind == "fact" and edge.input_id in facts and (claimed is None or edge.input_id in claimed)
+            ):
                 found.add(f"{edge.input_kind} {edge.input_id}")
     return sorted(found)
 
 
 # -- one subject rebuilt ------------------------------------------------------------------
 
-def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compressor: Compressor,
-             budget: int | None, timeout_s: float, count: TokenCounter, tally: Tally,
-             findings: list[Finding], judge: ModelJudge | None = None) -> None:
+
+def _rebuild(
+    store: Store,
+    registry: Registry,
+    tenant: str,
+    subject: str,
+    compressor: Compressor,
+    budget: int | None,
+    timeout_s: float,
+    count: TokenCounter,
+    tally: Tally,
+    findings: list[Finding],
+    judge: ModelJudge | None = None,
+) -> None:
     with store.read() as tx:
         sel = select(tx, tenant, subject, registry, incremental=False)
         policy = narrative_policy(tx, tenant)
@@ -498,16 +581,28 @@ def _rebuild(store: Store, registry: Registry, tenant: str, subject: str, compre
     unknown = sorted({f.predicate for f in sel.facts if f.predicate not in registry.predicates})
     if unknown:  # facts of a predicate this (older) version does not define: not rebuilt under it
         tally.outcome_error += 1
-        findings.append(Finding("error", tenant, subject, f"registry v{registry.version} does not define "
-                                                          f"{', '.join(unknown[:3])}: not rebuilt under it"))
+        findings.append(
+            Finding(
+                "error",
+                tenant,
+                subject,
+                f"registry v{registry.version} does not define {', '.join(unknown[:3])}: not rebuilt under it",
+            )
+        )
         return
     must = build_must_preserve(sel.snapshot, registry)
     request = CompressionRequest(
-        tenant_id=tenant, subject_id=subject, facts=sel.facts,
+        tenant_id=tenant,
+        subject_id=subject,
+        facts=sel.facts,
         predicates={f.predicate: registry.get(f.predicate) for f in sel.facts},
-        conflicts=sel.snapshot.conflicts, events=sel.events, budget_tokens=budget,
-        outdated_event_ids=sel.outdated_event_ids, withdrawn_event_ids=sel.withdrawn_event_ids,
-        must_keep=frozenset(f for f in must.fact_ids() if must.loss_severity(f) == "critical"))
+        conflicts=sel.snapshot.conflicts,
+        events=sel.events,
+        budget_tokens=budget,
+        outdated_event_ids=sel.outdated_event_ids,
+        withdrawn_event_ids=sel.withdrawn_event_ids,
+        must_keep=frozenset(f for f in must.fact_ids() if must.loss_severity(f) == "critical"),
+    )
     tally.subjects += 1
     raw, error = _generate(compressor, request, timeout_s)
     if raw is None:
@@ -574,19 +669,31 @@ class _Drift:
 
     def detail(self) -> str:
         """Counts, codes and ids: never the sentences themselves."""
+
         def ids(found: list[Violation]) -> str:
             return f" ({', '.join(sorted({f'{v.code} {v.subject}' for v in found})[:5])})" if found else ""
 
-        return (f"{len(self.refused)} sentence(s) the fence refuses{ids(self.refused)}, "
-                f"{self.unproven} the prose diff refuses, "
-                f"{len(self.judged)} judge finding(s){ids(self.judged)}, "
-                f"{len(self.unmarked)} line(s) restating a superseded value unmarked{ids(self.unmarked)}; "
-                f"{self.omitted} of {self.sentences} narrative sentence(s) left out")
+        return (
+            f"{len(self.refused)} sentence(s) the fence refuses{ids(self.refused)}, "
+            f"{self.unproven} the prose diff refuses, "
+            f"{len(self.judged)} judge finding(s){ids(self.judged)}, "
+            f"{len(self.unmarked)} line(s) restating a superseded value unmarked{ids(self.unmarked)}; "
+            f"{self.omitted} of {self.sentences} narrative sentence(s) left out"
+        )
 
 
-def _drift(snapshot: Snapshot, raw: ArtifactBody, bare: ArtifactBody, spoken: ArtifactBody,
-           omitted: tuple[Omitted, ...], result: GateResult, must: MustPreserve, registry: Registry,
-           retired: tuple[Retired, ...], judge: ModelJudge | None) -> _Drift:
+def _drift(
+    snapshot: Snapshot,
+    raw: ArtifactBody,
+    bare: ArtifactBody,
+    spoken: ArtifactBody,
+    omitted: tuple[Omitted, ...],
+    result: GateResult,
+    must: MustPreserve,
+    registry: Registry,
+    retired: tuple[Retired, ...],
+    judge: ModelJudge | None,
+) -> _Drift:
     """The compressor's own prose read before lossgate left anything out or marked anything:
     ``raw`` as it wrote it, ``bare`` without its markers (what the narrative rule and the
     fence read). The judge reads what the pipeline lets it read: ``spoken``, the narrative
@@ -608,20 +715,37 @@ def _drift(snapshot: Snapshot, raw: ArtifactBody, bare: ArtifactBody, spoken: Ar
         try:
             drift.judged = _judged(snapshot, "\n".join(sentence for sentence, _ in told), judge)
         except Exception as exc:  # noqa: BLE001 - a judge is foreign code: its failure is an error outcome
-            drift.judge_error = (f"JudgeError: {exc}" if isinstance(exc, JudgeError)
-                                 else f"judge error: {type(exc).__name__}")[:2000]
+            drift.judge_error = (
+                f"JudgeError: {exc}" if isinstance(exc, JudgeError) else f"judge error: {type(exc).__name__}"
+            )[:2000]
     return drift
 
 
 def _judged(snapshot: Snapshot, narrative: str, judge: ModelJudge) -> list[Violation]:
     """The judge's findings on ``narrative``, as the pipeline asks it (one deadline for the
     whole exchange)."""
-    facts = [{"fact_id": f.fact_id, "predicate": f.predicate, "value": f.value, "polarity": f.polarity,
-              "modality": f.modality, "authority": f.authority, "qualifiers": dict(f.qualifiers)}
-             for f in snapshot.facts if f.status == "active"]
+    facts = [
+        {
+            "fact_id": f.fact_id,
+            "predicate": f.predicate,
+            "value": f.value,
+            "polarity": f.polarity,
+            "modality": f.modality,
+            "authority": f.authority,
+            "qualifiers": dict(f.qualifiers),
+        }
+        for f in snapshot.facts
+        if f.status == "active"
+    ]
     try:
-        statements = call_with_deadline(judge.statements, snapshot.subject_id, facts, narrative,
-                                        timeout_s=judge.config.timeout_s, name="lossgate-daily-judge")
+        statements = call_with_deadline(
+            judge.statements,
+            snapshot.subject_id,
+            facts,
+            narrative,
+            timeout_s=judge.config.timeout_s,
+            name="lossgate-daily-judge",
+        )
     except Overdue:
         raise JudgeError(f"timeout: the judge did not answer within {judge.config.timeout_s:g}s") from None
     return judge_violations(statements, snapshot)
@@ -636,9 +760,17 @@ def _unmarked(snapshot: Snapshot, raw: ArtifactBody, retired: tuple[Retired, ...
     if not retired:
         return []
     own = structured_lines(raw)
-    quotes = sorted({q for e in snapshot.events if e.state == "valid" and e.text
-                     for q in (one_line(e.text), *(one_line(ln) for ln in e.text.splitlines()))
-                     if len(q.split()) >= _QUOTE_WORDS}, key=len, reverse=True)
+    quotes = sorted(
+        {
+            q
+            for e in snapshot.events
+            if e.state == "valid" and e.text
+            for q in (one_line(e.text), *(one_line(ln) for ln in e.text.splitlines()))
+            if len(q.split()) >= _QUOTE_WORDS
+        },
+        key=len,
+        reverse=True,
+    )
     out = []
     for line in raw.summary.split("\n"):
         if not line.strip() or line in own:
@@ -668,8 +800,15 @@ def _generate(compressor: Compressor, request: CompressionRequest, timeout_s: fl
         return None, f"compressor error: {type(exc).__name__}"
 
 
-def _measure(sel: Selection, body: ArtifactBody, must: MustPreserve, count: TokenCounter, tally: Tally,
-             findings: list[Finding], version: int) -> None:
+def _measure(
+    sel: Selection,
+    body: ArtifactBody,
+    must: MustPreserve,
+    count: TokenCounter,
+    tally: Tally,
+    findings: list[Finding],
+    version: int,
+) -> None:
     snap = sel.snapshot
     facts = {f.fact_id: f for f in snap.facts}
     claims = {c.fact_id: c for c in body.claims}
@@ -683,8 +822,11 @@ def _measure(sel: Selection, body: ArtifactBody, must: MustPreserve, count: Toke
         if why is None:
             continue
         tally.erroneous_claims += 1
-        findings.append(Finding("erroneous_claim", snap.tenant_id, snap.subject_id,
-                                f"registry v{version}: claim {claim.fact_id}: {why}"))
+        findings.append(
+            Finding(
+                "erroneous_claim", snap.tenant_id, snap.subject_id, f"registry v{version}: claim {claim.fact_id}: {why}"
+            )
+        )
     carried = {c.conflict_id: frozenset(c.fact_ids) for c in body.unresolved_conflicts}
     for conflict in snap.conflicts:
         tally.conflicts += 1
@@ -703,12 +845,14 @@ def _wrong(claim: Claim, fact: Fact | None) -> str | None:
     if claim.polarity != fact.polarity:
         return "polarity changed"
     if not typed_value(claim.value_type, claim.value).matches(typed_value(fact.value_type, fact.value)):
-        return "value changed" + (f" ({fact.value_type} became {claim.value_type})"
-                                  if fact.value_type != claim.value_type else "")
+        return "value changed" + (
+            f" ({fact.value_type} became {claim.value_type})" if fact.value_type != claim.value_type else ""
+        )
     return None
 
 
 # -- the trend ------------------------------------------------------------------------------
+
 
 @dataclass
 class DayFigures:
@@ -724,8 +868,9 @@ class DayFigures:
         return _total(self.tenants.values())
 
 
-def trend(store: Store, tenants: Sequence[str], *, since: date | None = None,
-          until: date | None = None) -> list[DayFigures]:
+def trend(
+    store: Store, tenants: Sequence[str], *, since: date | None = None, until: date | None = None
+) -> list[DayFigures]:
     """The stored daily figures of the named tenants, one :class:`DayFigures` per day that has
     any, oldest first. A tenant's figures of a day are its last run's (dimension ``{}``)."""
     days: dict[date, DayFigures] = {}

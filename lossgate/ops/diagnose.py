@@ -84,34 +84,57 @@ import re
 import shutil
 import tarfile
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Sequence, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lossgate.consolidate.narrative_policy import narrative_policy
 from lossgate.consolidate.selection import snapshot_at
-from lossgate.model.canonical import canonical_json
-from lossgate.model.derived_records import Alias, Artifact, Attempt, ExpectedAlias, GuardResult, RecallRecord, ResponseRecord
 from lossgate.errors import InvalidInput, NotFound
 from lossgate.gate.contract import LedgerFact, artifact_facts, compare_facts, ledger_facts
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import retired_values
+from lossgate.model.canonical import canonical_json
+from lossgate.model.derived_records import (
+    Alias,
+    Artifact,
+    Attempt,
+    ExpectedAlias,
+    GuardResult,
+    RecallRecord,
+    ResponseRecord,
+)
 from lossgate.model.records import ArtifactBody, Clock, Event, Fact, Snapshot, utcnow
 from lossgate.model.registry import Registry, parse_registry
-from lossgate.store.protocol import ReadTx
 from lossgate.model.values import stored_claims
+from lossgate.store.protocol import ReadTx
 
 if TYPE_CHECKING:
     from lossgate.api.memory import Memory
 
 __all__ = [
-    "Boundary", "BOUNDARIES", "TextRef", "EventEvidence", "ExpectedFact", "Finding", "BoundaryCheck",
-    "ArtifactEvidence", "RecallEvidence", "ResponseEvidence", "RefusalEvidence", "GuardEvidence", "Versions",
-    "GateEvidence", "Bundle", "diagnose", "write_bundle",
+    "Boundary",
+    "BOUNDARIES",
+    "TextRef",
+    "EventEvidence",
+    "ExpectedFact",
+    "Finding",
+    "BoundaryCheck",
+    "ArtifactEvidence",
+    "RecallEvidence",
+    "ResponseEvidence",
+    "RefusalEvidence",
+    "GuardEvidence",
+    "Versions",
+    "GateEvidence",
+    "Bundle",
+    "diagnose",
+    "write_bundle",
     "bundle_name",
 ]
 
@@ -142,8 +165,9 @@ def _text(value: str | None, include: bool) -> TextRef | None: ...
 def _text(value: str | None, include: bool) -> TextRef | None:
     if value is None:
         return None
-    return TextRef(sha256=hashlib.sha256(value.encode("utf-8")).hexdigest(), chars=len(value),
-                   text=value if include else None)
+    return TextRef(
+        sha256=hashlib.sha256(value.encode("utf-8")).hexdigest(), chars=len(value), text=value if include else None
+    )
 
 
 def _value(value: Any, value_type: str, include: bool) -> Any:
@@ -349,9 +373,13 @@ class Bundle(_Model):
     def summary(self) -> dict[str, Any]:
         """The headline: the attempt, the first divergent boundary and every check."""
         return {
-            "attempt_id": self.attempt_id, "tenant_id": self.tenant_id, "subject_id": self.subject_id,
-            "generated_at": self.generated_at.isoformat(), "include_text": self.include_text,
-            "first_divergent": self.first_divergent, "note": self.note,
+            "attempt_id": self.attempt_id,
+            "tenant_id": self.tenant_id,
+            "subject_id": self.subject_id,
+            "generated_at": self.generated_at.isoformat(),
+            "include_text": self.include_text,
+            "first_divergent": self.first_divergent,
+            "note": self.note,
             "checks": [c.model_dump(mode="json") for c in self.checks],
         }
 
@@ -362,15 +390,20 @@ class Bundle(_Model):
             "summary.json": self.summary(),
             "attempt.json": self.attempt,
             "sources.json": {"selected_ids": list(self.selected_ids), "events": [dump(e) for e in self.events]},
-            "expected.json": {"facts": [dump(f) for f in self.expected], "conflicts": list(self.conflicts),
-                              "note": self.snapshot_note},
+            "expected.json": {
+                "facts": [dump(f) for f in self.expected],
+                "conflicts": list(self.conflicts),
+                "note": self.snapshot_note,
+            },
             "immediate.json": {"body": self.immediate, "note": self.immediate_note},
             "readback.json": None if self.readback is None else dump(self.readback),
             "versions.json": dump(self.versions),
             "gate.json": dump(self.gate),
             "recalls.json": [dump(r) for r in self.recalls],
-            "responses.json": {"responses": [dump(r) for r in self.responses],
-                               "guard_results": [dump(g) for g in self.guard_results]},
+            "responses.json": {
+                "responses": [dump(r) for r in self.responses],
+                "guard_results": [dump(g) for g in self.guard_results],
+            },
         }
 
 
@@ -381,8 +414,15 @@ def _dump(model: BaseModel) -> Any:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def diagnose(memory: Memory, tenant_id: str, subject_id: str, attempt_id: str, *,
-             include_text: bool = False, recall_limit: int = 1000) -> Bundle:
+def diagnose(
+    memory: Memory,
+    tenant_id: str,
+    subject_id: str,
+    attempt_id: str,
+    *,
+    include_text: bool = False,
+    recall_limit: int = 1000,
+) -> Bundle:
     """The diagnosis bundle of one attempt (see the module). Reads only; raises
     :class:`~lossgate.errors.NotFound` when the subject has no such attempt."""
     with memory.store.read() as tx:
@@ -400,24 +440,38 @@ def diagnose(memory: Memory, tenant_id: str, subject_id: str, attempt_id: str, *
         cited = {e for f in expected for e in f.source_event_ids}
         events = tx.events(tenant_id, subject_id, ids=sorted(cited | set(attempt.selected_ids)))
         known = {e.event_id for e in events} | {
-            f.fact_id for f in tx.facts(tenant_id, subject_id, ids=list(attempt.selected_ids))}
+            f.fact_id for f in tx.facts(tenant_id, subject_id, ids=list(attempt.selected_ids))
+        }
         carried = _carried(tx, tenant_id, subject_id, [i for i in attempt.selected_ids if i not in known])
         clock, alias = tx.clock(tenant_id, subject_id), tx.alias(tenant_id, subject_id)
         policy = narrative_policy(tx, tenant_id)
-        served = [r for r in reversed(tx.recalls(tenant_id, subject_id, limit=recall_limit))
-                  if artifact is not None and r.mode == "summary" and r.alias.artifact_id == artifact.artifact_id]
+        served = [
+            r
+            for r in reversed(tx.recalls(tenant_id, subject_id, limit=recall_limit))
+            if artifact is not None and r.mode == "summary" and r.alias.artifact_id == artifact.artifact_id
+        ]
         served_ids = {r.recall_id for r in served}
-        responses = [r for r in reversed(tx.responses(tenant_id, subject_id, limit=recall_limit))
-                     if r.recall_id in served_ids]
+        responses = [
+            r for r in reversed(tx.responses(tenant_id, subject_id, limit=recall_limit)) if r.recall_id in served_ids
+        ]
         guards = _guards_of(served_ids, responses, tx.guard_results(tenant_id, subject_id, limit=recall_limit))
     schema = memory.store.schema_version()
 
     immediate, immediate_note = _immediate(attempt, artifact)
     # what the pipeline meant to store: the compressor's body as lossgate publishes it
     # (sentences on the ledger's topics left out, superseded values marked)
-    meant = None if immediate is None else as_published(
-        snapshot, immediate, must, registry, retired=retired_values(snapshot.facts, snapshot.conflicts),
-        policy=policy).body
+    meant = (
+        None
+        if immediate is None
+        else as_published(
+            snapshot,
+            immediate,
+            must,
+            registry,
+            retired=retired_values(snapshot.facts, snapshot.conflicts),
+            policy=policy,
+        ).body
+    )
     checks = (
         _selection(attempt, expected, snapshot, carried),
         _compression(attempt, snapshot, expected, immediate, immediate_note, must.loss_severity),
@@ -426,37 +480,73 @@ def diagnose(memory: Memory, tenant_id: str, subject_id: str, attempt_id: str, *
         _response(artifact, served, responses, guards, registry, include_text),
     )
     first = next((c.boundary for c in checks if c.status == "diverged"), None)
-    unchecked = [c.boundary for c in checks[:BOUNDARIES.index(first) if first else None] if c.status == "unchecked"]
+    unchecked = [c.boundary for c in checks[: BOUNDARIES.index(first) if first else None] if c.status == "unchecked"]
     note = ("no boundary diverged" if first is None else f"{first} is the first divergent boundary") + (
         f"; not checked: {', '.join(unchecked)}" + (" (the divergence may begin there)" if first else "")
-        if unchecked else "")
+        if unchecked
+        else ""
+    )
     gate = _gate(attempt, artifact, snapshot, expected, include_text)
     if gate.readback_contract and "compression" in unchecked:
-        note += (f"; the read-back artifact fails the fact contract ({', '.join(gate.readback_contract)}): "
-                 "the loss began at compression or at storage")
-    snapshot_note = "" if clock.input_epoch == attempt.input_epoch else (
-        f"input_epoch moved from {attempt.input_epoch} to {clock.input_epoch} since the attempt: "
-        "the facts' and events' statuses are read now")
+        note += (
+            f"; the read-back artifact fails the fact contract ({', '.join(gate.readback_contract)}): "
+            "the loss began at compression or at storage"
+        )
+    snapshot_note = (
+        ""
+        if clock.input_epoch == attempt.input_epoch
+        else (
+            f"input_epoch moved from {attempt.input_epoch} to {clock.input_epoch} since the attempt: "
+            "the facts' and events' statuses are read now"
+        )
+    )
     if artifact is not None and artifact.manifest.path == "part":
-        snapshot_note = "; ".join(filter(None, [snapshot_note, "a hierarchy's part: the expected facts are "
-                                                "the must-preserve facts among the part's inputs"]))
+        snapshot_note = "; ".join(
+            filter(
+                None,
+                [
+                    snapshot_note,
+                    "a hierarchy's part: the expected facts are the must-preserve facts among the part's inputs",
+                ],
+            )
+        )
     selected = set(attempt.selected_ids)
     by_id = {e.event_id: e for e in events}
     return Bundle(
-        attempt_id=attempt.attempt_id, tenant_id=tenant_id, subject_id=subject_id, generated_at=utcnow(),
-        include_text=include_text, attempt=_attempt_doc(attempt, include_text), selected_ids=attempt.selected_ids,
-        events=tuple(_event(by_id[i], selected, carried, expected, include_text) for i in sorted(
-            by_id, key=lambda i: by_id[i].seq)),
-        expected=tuple(_expected(f, must.reasons(f.fact_id), must.loss_severity(f.fact_id), include_text)
-                       for f in expected),
-        conflicts=must.conflicts, snapshot_note=snapshot_note,
-        immediate=None if immediate is None else _body(immediate, include_text), immediate_note=immediate_note,
-        readback=None if artifact is None else ArtifactEvidence(
-            artifact_id=artifact.artifact_id, state=artifact.state, state_reason=artifact.state_reason,
-            created_at=artifact.created_at, body=_body(artifact.body, include_text),
-            manifest=artifact.manifest.model_dump(mode="json"), gate=artifact.gate),
+        attempt_id=attempt.attempt_id,
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        generated_at=utcnow(),
+        include_text=include_text,
+        attempt=_attempt_doc(attempt, include_text),
+        selected_ids=attempt.selected_ids,
+        events=tuple(
+            _event(by_id[i], selected, carried, expected, include_text)
+            for i in sorted(by_id, key=lambda i: by_id[i].seq)
+        ),
+        expected=tuple(
+            _expected(f, must.reasons(f.fact_id), must.loss_severity(f.fact_id), include_text) for f in expected
+        ),
+        conflicts=must.conflicts,
+        snapshot_note=snapshot_note,
+        immediate=None if immediate is None else _body(immediate, include_text),
+        immediate_note=immediate_note,
+        readback=None
+        if artifact is None
+        else ArtifactEvidence(
+            artifact_id=artifact.artifact_id,
+            state=artifact.state,
+            state_reason=artifact.state_reason,
+            created_at=artifact.created_at,
+            body=_body(artifact.body, include_text),
+            manifest=artifact.manifest.model_dump(mode="json"),
+            gate=artifact.gate,
+        ),
         versions=_versions(attempt, artifact, schema, registry, latest, clock, alias),
-        gate=gate, checks=checks, first_divergent=first, note=note,
+        gate=gate,
+        checks=checks,
+        first_divergent=first,
+        note=note,
         recalls=tuple(_recall(r, include_text) for r in served),
         responses=tuple(_response_doc(r, include_text) for r in responses),
         guard_results=tuple(_guard_doc(g, include_text) for g in guards),
@@ -499,8 +589,10 @@ def _immediate(attempt: Attempt, artifact: Artifact | None) -> tuple[ArtifactBod
     """The artifact as the compressor produced it: the attempt's raw output parsed as the
     pipeline parses it (JSON, then :class:`ArtifactBody`), or ``None`` and why not."""
     if artifact is not None and artifact.manifest.path == "hierarchical":
-        return None, ("a hierarchy's root: its raw output holds its parts' compressor outputs, and its body "
-                      "is rendered from the gated parts")
+        return None, (
+            "a hierarchy's root: its raw output holds its parts' compressor outputs, and its body "
+            "is rendered from the gated parts"
+        )
     if attempt.raw_output is None:
         if attempt.status == "selected":
             return None, "the attempt never finished (status selected): no output was recorded"
@@ -524,23 +616,55 @@ def _selection(attempt: Attempt, expected: list[Fact], snapshot: Snapshot, carri
     found: list[Finding] = []
     for fact in expected:
         if fact.fact_id not in selected and fact.fact_id not in carried:
-            found.append(Finding(boundary="selection", code="fact_not_selected", subject=fact.fact_id,
-                                 detail=f"expected fact ({fact.predicate}) is not among the selected ids"))
+            found.append(
+                Finding(
+                    boundary="selection",
+                    code="fact_not_selected",
+                    subject=fact.fact_id,
+                    detail=f"expected fact ({fact.predicate}) is not among the selected ids",
+                )
+            )
         for event_id in fact.source_event_ids:
             if event_id in valid and event_id not in selected and event_id not in carried:
-                found.append(Finding(boundary="selection", code="source_not_selected", subject=event_id,
-                                     detail=f"source of {fact.fact_id}, valid at the snapshot, was not selected"))
-    return BoundaryCheck(boundary="selection", status="diverged" if found else "ok", findings=tuple(found),
-                         note=f"{len(expected)} expected facts, {len(selected)} selected ids")
+                found.append(
+                    Finding(
+                        boundary="selection",
+                        code="source_not_selected",
+                        subject=event_id,
+                        detail=f"source of {fact.fact_id}, valid at the snapshot, was not selected",
+                    )
+                )
+    return BoundaryCheck(
+        boundary="selection",
+        status="diverged" if found else "ok",
+        findings=tuple(found),
+        note=f"{len(expected)} expected facts, {len(selected)} selected ids",
+    )
 
 
-def _compression(attempt: Attempt, snapshot: Snapshot, expected: list[Fact], immediate: ArtifactBody | None,
-                 immediate_note: str, severity: Any) -> BoundaryCheck:
+def _compression(
+    attempt: Attempt,
+    snapshot: Snapshot,
+    expected: list[Fact],
+    immediate: ArtifactBody | None,
+    immediate_note: str,
+    severity: Any,
+) -> BoundaryCheck:
     if immediate is None:
         if attempt.status == "error" and "the store refused it" not in (attempt.error or ""):
-            return BoundaryCheck(boundary="compression", status="diverged", note=immediate_note, findings=(
-                Finding(boundary="compression", code="error", subject="attempt",
-                        detail=f"the attempt failed before a gated artifact existed: {attempt.reason}"),))
+            return BoundaryCheck(
+                boundary="compression",
+                status="diverged",
+                note=immediate_note,
+                findings=(
+                    Finding(
+                        boundary="compression",
+                        code="error",
+                        subject="attempt",
+                        detail=f"the attempt failed before a gated artifact existed: {attempt.reason}",
+                    ),
+                ),
+            )
         return BoundaryCheck(boundary="compression", status="unchecked", note=immediate_note)
     wanted = {f.fact_id for f in expected}
     ledger = [lf for lf in ledger_facts(snapshot) if lf.fact_id in wanted]
@@ -548,18 +672,33 @@ def _compression(attempt: Attempt, snapshot: Snapshot, expected: list[Fact], imm
     types = {lf.fact_id: lf.value.type_name for lf in ledger}
     seen = {c.fact_id: c.value.type_name for c in reversed(claims)}
     found = []
-    for v in sorted(compare_facts(ledger, claims, owner=(snapshot.tenant_id, snapshot.subject_id),
-                                  header=(immediate.tenant_id, immediate.subject_id), loss_severity=severity),
-                    key=lambda v: (v.subject, v.code)):
+    for v in sorted(
+        compare_facts(
+            ledger,
+            claims,
+            owner=(snapshot.tenant_id, snapshot.subject_id),
+            header=(immediate.tenant_id, immediate.subject_id),
+            loss_severity=severity,
+        ),
+        key=lambda v: (v.subject, v.code),
+    ):
         if v.subject not in wanted and v.subject != "artifact":
             continue  # a claim of no expected fact: the gate judges it, this boundary does not
         typed = v.code == "value_changed"
-        found.append(Finding(boundary="compression", code=v.code, subject=v.subject,
-                             detail=_without_values(v, ledger, types, seen), severity=v.severity,
-                             expected_type=types.get(v.subject) if typed else None,
-                             observed_type=seen.get(v.subject) if typed else None))
-    return BoundaryCheck(boundary="compression", status="diverged" if found else "ok", findings=tuple(found),
-                         note=immediate_note)
+        found.append(
+            Finding(
+                boundary="compression",
+                code=v.code,
+                subject=v.subject,
+                detail=_without_values(v, ledger, types, seen),
+                severity=v.severity,
+                expected_type=types.get(v.subject) if typed else None,
+                observed_type=seen.get(v.subject) if typed else None,
+            )
+        )
+    return BoundaryCheck(
+        boundary="compression", status="diverged" if found else "ok", findings=tuple(found), note=immediate_note
+    )
 
 
 def _without_values(v: Violation, ledger: list[LedgerFact], types: dict[str, str], seen: dict[str, str]) -> str:
@@ -573,87 +712,155 @@ def _without_values(v: Violation, ledger: list[LedgerFact], types: dict[str, str
     return v.detail
 
 
-def _storage(attempt: Attempt, immediate: ArtifactBody | None, immediate_note: str, artifact: Artifact | None,
-             include: bool) -> BoundaryCheck:
+def _storage(
+    attempt: Attempt, immediate: ArtifactBody | None, immediate_note: str, artifact: Artifact | None, include: bool
+) -> BoundaryCheck:
     if attempt.status == "error" and "the store refused it" in (attempt.error or ""):
-        return BoundaryCheck(boundary="storage", status="diverged", findings=(
-            Finding(boundary="storage", code="store_refused", subject="artifact",
-                    detail="the store refused to keep the artifact the compressor produced"),))
+        return BoundaryCheck(
+            boundary="storage",
+            status="diverged",
+            findings=(
+                Finding(
+                    boundary="storage",
+                    code="store_refused",
+                    subject="artifact",
+                    detail="the store refused to keep the artifact the compressor produced",
+                ),
+            ),
+        )
     if artifact is None:
         return BoundaryCheck(boundary="storage", status="unchecked", note="the attempt stored no artifact")
     if immediate is None:
         return BoundaryCheck(boundary="storage", status="unchecked", note=f"no immediate artifact: {immediate_note}")
     found = _body_diff(immediate, artifact.body, include)
-    return BoundaryCheck(boundary="storage", status="diverged" if found else "ok", findings=tuple(found),
-                         note=f"immediate artifact against {artifact.artifact_id} as the store returns it")
+    return BoundaryCheck(
+        boundary="storage",
+        status="diverged" if found else "ok",
+        findings=tuple(found),
+        note=f"immediate artifact against {artifact.artifact_id} as the store returns it",
+    )
 
 
 def _retrieval(artifact: Artifact | None, served: list[RecallRecord], registry: Registry) -> BoundaryCheck:
     if artifact is None:
         return BoundaryCheck(boundary="retrieval", status="unchecked", note="the attempt stored no artifact")
     if not served:
-        return BoundaryCheck(boundary="retrieval", status="unchecked",
-                             note=f"no recall record served {artifact.artifact_id} (state {artifact.state})")
+        return BoundaryCheck(
+            boundary="retrieval",
+            status="unchecked",
+            note=f"no recall record served {artifact.artifact_id} (state {artifact.state})",
+        )
     # A predicate the registry lacks counts as critical, as in the gate (lossgate.gate.preserve).
-    level = {c.fact_id: p.criticality if (p := registry.predicates.get(c.predicate)) else "critical"
-             for c in artifact.body.claims}
+    level = {
+        c.fact_id: p.criticality if (p := registry.predicates.get(c.predicate)) else "critical"
+        for c in artifact.body.claims
+    }
     found = []
     for record in served:
         returned, considered = set(record.selected_ids), set(record.candidate_ids)
         for fact_id, criticality in level.items():
             if fact_id in returned:
                 continue
-            why = ("a critical fact, which recall returns always" if criticality == "critical" else
-                   "a candidate the recall found and did not return" if fact_id in considered else None)
+            why = (
+                "a critical fact, which recall returns always"
+                if criticality == "critical"
+                else "a candidate the recall found and did not return"
+                if fact_id in considered
+                else None
+            )
             if why:
-                found.append(Finding(boundary="retrieval", code="not_selected", subject=fact_id, severity=criticality,
-                                     recall_id=record.recall_id, detail=f"the artifact claims it; {why}"))
-    return BoundaryCheck(boundary="retrieval", status="diverged" if found else "ok", findings=tuple(found),
-                         note=f"{len(served)} recall record(s) served {artifact.artifact_id}")
+                found.append(
+                    Finding(
+                        boundary="retrieval",
+                        code="not_selected",
+                        subject=fact_id,
+                        severity=criticality,
+                        recall_id=record.recall_id,
+                        detail=f"the artifact claims it; {why}",
+                    )
+                )
+    return BoundaryCheck(
+        boundary="retrieval",
+        status="diverged" if found else "ok",
+        findings=tuple(found),
+        note=f"{len(served)} recall record(s) served {artifact.artifact_id}",
+    )
 
 
-def _guards_of(served: set[str], responses: list[ResponseRecord],
-               newest_first: list[GuardResult]) -> list[GuardResult]:
+def _guards_of(served: set[str], responses: list[ResponseRecord], newest_first: list[GuardResult]) -> list[GuardResult]:
     """The guard results the response boundary reads, oldest first: those tied to a recall
     that served the artifact, those a response names, and refused ones whose action a
     response carried out after them."""
     named = {r.guard_id for r in responses if r.guard_id}
     acted = {r.action_sha256 for r in responses if r.action_sha256}
-    return [g for g in reversed(newest_first) if g.recall_id in served or g.guard_id in named
-            or (not g.allowed and g.action_sha256 in acted)]
+    return [
+        g
+        for g in reversed(newest_first)
+        if g.recall_id in served or g.guard_id in named or (not g.allowed and g.action_sha256 in acted)
+    ]
 
 
-def _response(artifact: Artifact | None, served: list[RecallRecord], responses: list[ResponseRecord],
-              guards: list[GuardResult], registry: Registry, include: bool) -> BoundaryCheck:
+def _response(
+    artifact: Artifact | None,
+    served: list[RecallRecord],
+    responses: list[ResponseRecord],
+    guards: list[GuardResult],
+    registry: Registry,
+    include: bool,
+) -> BoundaryCheck:
     if artifact is None:
         return BoundaryCheck(boundary="response", status="unchecked", note="the attempt stored no artifact")
     if not responses:
-        return BoundaryCheck(boundary="response", status="unchecked",
-                             note=f"no response record rests on a recall that served {artifact.artifact_id}")
+        return BoundaryCheck(
+            boundary="response",
+            status="unchecked",
+            note=f"no response record rests on a recall that served {artifact.artifact_id}",
+        )
     recalls = {r.recall_id: r for r in served}
     refused = [g for g in guards if not g.allowed]
     found = []
     for response in responses:
-        ignored = [g for g in refused if g.guard_id == response.guard_id or (
-            response.action_sha256 is not None and g.action_sha256 == response.action_sha256 and g.at <= response.at)]
+        ignored = [
+            g
+            for g in refused
+            if g.guard_id == response.guard_id
+            or (
+                response.action_sha256 is not None and g.action_sha256 == response.action_sha256 and g.at <= response.at
+            )
+        ]
         returned = set(recalls[response.recall_id].selected_ids)
         for guard in ignored:
-            how = ("names" if guard.guard_id == response.guard_id else "carried out the action of")
+            how = "names" if guard.guard_id == response.guard_id else "carried out the action of"
             for refusal in guard.refusals:
                 spec = registry.predicates.get(refusal.predicate or "")
                 said = _fact_said(refusal, guard, include)
-                told = (f"the recall returned {said}" if refusal.fact_id in returned else
-                        f"the guard read {said}, which the recall did not return")
-                acted = (f"the action still held {_shown(refusal.value, include)} at {refusal.field}" if include
-                         else f"the action still held what it refused at {refusal.field}")
-                found.append(Finding(
-                    boundary="response", code="refusal_ignored",
-                    subject=refusal.fact_id or refusal.conflict_id or refusal.field, recall_id=response.recall_id,
-                    severity=spec.criticality if spec else None,
-                    detail=f"{told} and {acted}: response {response.response_id} {how} guard result "
-                           f"{guard.guard_id}, refused by rule {refusal.rule} ({refusal.kind})"))
-    return BoundaryCheck(boundary="response", status="diverged" if found else "ok", findings=tuple(found),
-                         note=f"{len(responses)} response record(s), {len(refused)} refused guard result(s)")
+                told = (
+                    f"the recall returned {said}"
+                    if refusal.fact_id in returned
+                    else f"the guard read {said}, which the recall did not return"
+                )
+                acted = (
+                    f"the action still held {_shown(refusal.value, include)} at {refusal.field}"
+                    if include
+                    else f"the action still held what it refused at {refusal.field}"
+                )
+                found.append(
+                    Finding(
+                        boundary="response",
+                        code="refusal_ignored",
+                        subject=refusal.fact_id or refusal.conflict_id or refusal.field,
+                        recall_id=response.recall_id,
+                        severity=spec.criticality if spec else None,
+                        detail=f"{told} and {acted}: response {response.response_id} {how} guard result "
+                        f"{guard.guard_id}, refused by rule {refusal.rule} ({refusal.kind})",
+                    )
+                )
+    return BoundaryCheck(
+        boundary="response",
+        status="diverged" if found else "ok",
+        findings=tuple(found),
+        note=f"{len(responses)} response record(s), {len(refused)} refused guard result(s)",
+    )
 
 
 def _fact_said(refusal: Any, guard: GuardResult, include: bool) -> str:
@@ -686,7 +893,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
@@ -700,11 +907,25 @@ def _body_diff(immediate: ArtifactBody, readback: ArtifactBody, include: bool) -
             return
         show = shown or (lambda v: v)
         ta, tb = _type(a, present[0]), _type(b, present[1])
-        code = "missing" if not present[1] else "added" if not present[0] else (
-            "type_changed" if ta != tb else "value_changed")
-        found.append(Finding(boundary="storage", code=code, subject=path, expected_type=ta, observed_type=tb,
-                             expected=show(a) if present[0] else None, observed=show(b) if present[1] else None,
-                             detail=f"{path}: {ta} -> {tb}" if ta != tb else f"{path}: {ta} changed"))
+        code = (
+            "missing"
+            if not present[1]
+            else "added"
+            if not present[0]
+            else ("type_changed" if ta != tb else "value_changed")
+        )
+        found.append(
+            Finding(
+                boundary="storage",
+                code=code,
+                subject=path,
+                expected_type=ta,
+                observed_type=tb,
+                expected=show(a) if present[0] else None,
+                observed=show(b) if present[1] else None,
+                detail=f"{path}: {ta} -> {tb}" if ta != tb else f"{path}: {ta} changed",
+            )
+        )
 
     a, b = immediate.model_dump(), readback.model_dump()
     differ("tenant_id", a["tenant_id"], b["tenant_id"])
@@ -718,9 +939,13 @@ def _body_diff(immediate: ArtifactBody, readback: ArtifactBody, include: bool) -
             continue
         for key in claim:
             vt = claim["value_type"]
-            differ(f"claims[{fid}].{key}", claim[key], other.get(key),
-                   (lambda v, vt=vt: _value(v, vt, include)) if key == "value" else None,
-                   present=(True, key in other))
+            differ(
+                f"claims[{fid}].{key}",
+                claim[key],
+                other.get(key),
+                (lambda v, vt=vt: _value(v, vt, include)) if key == "value" else None,
+                present=(True, key in other),
+            )
     for fid, other in after.items():
         differ(f"claims[{fid}]", None, other, lambda c: _claim_doc(c, include), present=(False, True))
     differ("open_items", a["open_items"], b["open_items"])
@@ -759,9 +984,17 @@ def _attempt_doc(attempt: Attempt, include: bool) -> dict[str, Any]:
 def _event(e: Event, selected: set[str], carried: dict[str, str], expected: list[Fact], include: bool) -> EventEvidence:
     payload = None if e.payload is None else json.dumps(e.payload, sort_keys=True, ensure_ascii=False)
     return EventEvidence(
-        event_id=e.event_id, seq=e.seq, kind=e.kind, actor=e.actor, trust=e.trust, state=e.state,
-        occurred_at=e.occurred_at, content_hash=e.content_hash, text=_text(e.text, include),
-        payload=_text(payload, include), selected=e.event_id in selected,
+        event_id=e.event_id,
+        seq=e.seq,
+        kind=e.kind,
+        actor=e.actor,
+        trust=e.trust,
+        state=e.state,
+        occurred_at=e.occurred_at,
+        content_hash=e.content_hash,
+        text=_text(e.text, include),
+        payload=_text(payload, include),
+        selected=e.event_id in selected,
         carried_by=None if e.event_id in selected else carried.get(e.event_id),
         required_by=tuple(f.fact_id for f in expected if e.event_id in f.source_event_ids),
     )
@@ -769,52 +1002,103 @@ def _event(e: Event, selected: set[str], carried: dict[str, str], expected: list
 
 def _expected(f: Fact, reasons: tuple[str, ...], severity: str, include: bool) -> ExpectedFact:
     return ExpectedFact(
-        fact_id=f.fact_id, predicate=f.predicate, value_type=f.value_type,
-        value=_value(f.encoded_value(), f.value_type, include), qualifiers=f.qualifiers, polarity=f.polarity,
-        modality=f.modality, authority=f.authority, status=f.status, source_event_ids=f.source_event_ids,
-        reasons=reasons, loss_severity=severity,
+        fact_id=f.fact_id,
+        predicate=f.predicate,
+        value_type=f.value_type,
+        value=_value(f.encoded_value(), f.value_type, include),
+        qualifiers=f.qualifiers,
+        polarity=f.polarity,
+        modality=f.modality,
+        authority=f.authority,
+        status=f.status,
+        source_event_ids=f.source_event_ids,
+        reasons=reasons,
+        loss_severity=severity,
     )
 
 
-def _versions(attempt: Attempt, artifact: Artifact | None, schema: int, registry: Registry, latest: int | None,
-              clock: Clock, alias: Alias) -> Versions:
+def _versions(
+    attempt: Attempt,
+    artifact: Artifact | None,
+    schema: int,
+    registry: Registry,
+    latest: int | None,
+    clock: Clock,
+    alias: Alias,
+) -> Versions:
     m = artifact.manifest if artifact is not None else None
     return Versions(
-        store_schema_version=schema, registry_version=registry.version, registry_version_latest=latest,
-        manifest=None if m is None else {
-            "selector_version": m.selector_version, "prompt_version": m.prompt_version, "compressor": m.compressor,
-            "compressor_version": m.compressor_version, "extractor_version": m.extractor_version,
-            "schema_version": m.schema_version, "registry_version": m.registry_version, "path": m.path,
-            "attempt": m.attempt, "budget_tokens": m.budget_tokens, "input_epoch": m.input_epoch,
-            "new_covers_through": m.new_covers_through, "input_root": m.input_root,
+        store_schema_version=schema,
+        registry_version=registry.version,
+        registry_version_latest=latest,
+        manifest=None
+        if m is None
+        else {
+            "selector_version": m.selector_version,
+            "prompt_version": m.prompt_version,
+            "compressor": m.compressor,
+            "compressor_version": m.compressor_version,
+            "extractor_version": m.extractor_version,
+            "schema_version": m.schema_version,
+            "registry_version": m.registry_version,
+            "path": m.path,
+            "attempt": m.attempt,
+            "budget_tokens": m.budget_tokens,
+            "input_epoch": m.input_epoch,
+            "new_covers_through": m.new_covers_through,
+            "input_root": m.input_root,
         },
-        attempt_compressor=attempt.compressor, attempt_high_water=attempt.high_water,
-        attempt_input_epoch=attempt.input_epoch, attempt_expected_alias=attempt.expected_alias,
-        clock=clock, alias=alias,
+        attempt_compressor=attempt.compressor,
+        attempt_high_water=attempt.high_water,
+        attempt_input_epoch=attempt.input_epoch,
+        attempt_expected_alias=attempt.expected_alias,
+        clock=clock,
+        alias=alias,
     )
 
 
-def _gate(attempt: Attempt, artifact: Artifact | None, snapshot: Snapshot, expected: list[Fact],
-          include: bool) -> GateEvidence:
+def _gate(
+    attempt: Attempt, artifact: Artifact | None, snapshot: Snapshot, expected: list[Fact], include: bool
+) -> GateEvidence:
     readback: tuple[str, ...] = ()
     if artifact is not None:
         wanted = {f.fact_id for f in expected}
         ledger = [lf for lf in ledger_facts(snapshot) if lf.fact_id in wanted]
-        readback = tuple(sorted({f"{v.subject}:{v.code}" for v in compare_facts(ledger, artifact_facts(artifact.body))
-                                 if v.subject in wanted}))
+        readback = tuple(
+            sorted(
+                {
+                    f"{v.subject}:{v.code}"
+                    for v in compare_facts(ledger, artifact_facts(artifact.body))
+                    if v.subject in wanted
+                }
+            )
+        )
     return GateEvidence(
-        attempt_status=attempt.status, gate_outcome=attempt.gate_outcome, violations=attempt.violations,
-        losses=attempt.losses, details=tuple(r for d in attempt.details if (r := _text(d, include)) is not None),
-        reason=attempt.reason, error=_text(attempt.error, include),
-        artifact_gate=None if artifact is None else artifact.gate, readback_contract=readback,
+        attempt_status=attempt.status,
+        gate_outcome=attempt.gate_outcome,
+        violations=attempt.violations,
+        losses=attempt.losses,
+        details=tuple(r for d in attempt.details if (r := _text(d, include)) is not None),
+        reason=attempt.reason,
+        error=_text(attempt.error, include),
+        artifact_gate=None if artifact is None else artifact.gate,
+        readback_contract=readback,
     )
 
 
 def _recall(r: RecallRecord, include: bool) -> RecallEvidence:
     return RecallEvidence(
-        recall_id=r.recall_id, at=r.at, mode=r.mode, query=_text(r.query, include),
-        redacted=None if r.redacted is None else r.redacted.model_dump(mode="json"), filters=r.filters,
-        candidate_ids=r.candidate_ids, selected_ids=r.selected_ids, alias=r.alias, clock=r.clock, tiers=r.tiers,
+        recall_id=r.recall_id,
+        at=r.at,
+        mode=r.mode,
+        query=_text(r.query, include),
+        redacted=None if r.redacted is None else r.redacted.model_dump(mode="json"),
+        filters=r.filters,
+        candidate_ids=r.candidate_ids,
+        selected_ids=r.selected_ids,
+        alias=r.alias,
+        clock=r.clock,
+        tiers=r.tiers,
     )
 
 
@@ -835,22 +1119,47 @@ def _json_value(value: Any, include: bool) -> Any:
 
 def _response_doc(r: ResponseRecord, include: bool) -> ResponseEvidence:
     return ResponseEvidence(
-        response_id=r.response_id, at=r.at, recall_id=r.recall_id, guard_id=r.guard_id,
-        answer=_text(r.answer, include), action=_json_text(r.action, include), answer_sha256=r.answer_sha256,
-        action_sha256=r.action_sha256, redacted=None if r.redacted is None else r.redacted.model_dump(mode="json"))
+        response_id=r.response_id,
+        at=r.at,
+        recall_id=r.recall_id,
+        guard_id=r.guard_id,
+        answer=_text(r.answer, include),
+        action=_json_text(r.action, include),
+        answer_sha256=r.answer_sha256,
+        action_sha256=r.action_sha256,
+        redacted=None if r.redacted is None else r.redacted.model_dump(mode="json"),
+    )
 
 
 def _guard_doc(g: GuardResult, include: bool) -> GuardEvidence:
     return GuardEvidence(
-        guard_id=g.guard_id, at=g.at, recall_id=g.recall_id, allowed=g.allowed, action=_json_text(g.action, include),
-        action_sha256=g.action_sha256, rules=g.rules, registry_version=g.registry_version,
+        guard_id=g.guard_id,
+        at=g.at,
+        recall_id=g.recall_id,
+        allowed=g.allowed,
+        action=_json_text(g.action, include),
+        action_sha256=g.action_sha256,
+        rules=g.rules,
+        registry_version=g.registry_version,
         redacted=None if g.redacted is None else g.redacted.model_dump(mode="json"),
-        refusals=tuple(RefusalEvidence(
-            rule=r.rule, kind=r.kind, field=r.field, value=_json_value(r.value, include),
-            detail=_text(r.detail, include), fact_id=r.fact_id, predicate=r.predicate,
-            fact_value=_dump_text(r.fact_value, include), qualifiers=dict(r.qualifiers),
-            source_event_ids=r.source_event_ids, conflict_id=r.conflict_id,
-            sides=tuple(t for side in r.sides if (t := _text(side, include)) is not None)) for r in g.refusals))
+        refusals=tuple(
+            RefusalEvidence(
+                rule=r.rule,
+                kind=r.kind,
+                field=r.field,
+                value=_json_value(r.value, include),
+                detail=_text(r.detail, include),
+                fact_id=r.fact_id,
+                predicate=r.predicate,
+                fact_value=_dump_text(r.fact_value, include),
+                qualifiers=dict(r.qualifiers),
+                source_event_ids=r.source_event_ids,
+                conflict_id=r.conflict_id,
+                sides=tuple(t for side in r.sides if (t := _text(side, include)) is not None),
+            )
+            for r in g.refusals
+        ),
+    )
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -81,19 +81,31 @@ from typing import Any, Literal
 import orjson
 from pydantic import ValidationError
 
-from lossgate.model.derived_records import Manifest
 from lossgate.errors import InvalidInput, LossgateError
 from lossgate.gate.contract import ArtifactFact, LedgerFact, check_contract, compare_facts
 from lossgate.gate.outcome import Violation
 from lossgate.gate.typed import TypedValue, json_value, typed_value
+from lossgate.model.derived_records import Manifest
 from lossgate.model.records import ArtifactBody, Claim, Clock, Event, Fact, Snapshot
+from lossgate.model.values import ValueMismatch, coerce_value, stored_form
 from lossgate.store import rows
 from lossgate.store.protocol import ArtifactDocument, ReadTx, Store
-from lossgate.model.values import ValueMismatch, coerce_value, stored_form
 
 __all__ = [
-    "Document", "Unreadable", "Format", "Formats", "FORMATS", "v1_to_v2", "Finding", "DocumentCheck",
-    "Rehearsal", "Applied", "LedgerView", "check_document", "rehearse", "apply",
+    "Document",
+    "Unreadable",
+    "Format",
+    "Formats",
+    "FORMATS",
+    "v1_to_v2",
+    "Finding",
+    "DocumentCheck",
+    "Rehearsal",
+    "Applied",
+    "LedgerView",
+    "check_document",
+    "rehearse",
+    "apply",
 ]
 
 Document = dict[str, Any]  # {"body": {...}, "manifest": {...}}: an artifact's stored JSON, parsed
@@ -105,6 +117,7 @@ class Unreadable(ValueError):
 
 
 # -- formats --------------------------------------------------------------------------------
+
 
 def _read(doc: Document, fmt: int) -> tuple[ArtifactBody, Manifest]:
     body, manifest = doc.get("body"), doc.get("manifest")
@@ -179,15 +192,18 @@ class Formats:
         return self.formats[number - 1] if number is not None and 1 <= number <= self.newest else None
 
 
-FORMATS = Formats((
-    Format(1, read_v1, v1_to_v2, "no format key; claim values as their writer left them"),
-    Format(2, read_v2, None, "states its format; claim values that read as their type in their stored form"),
-))
+FORMATS = Formats(
+    (
+        Format(1, read_v1, v1_to_v2, "no format key; claim values as their writer left them"),
+        Format(2, read_v2, None, "states its format; claim values that read as their type in their stored form"),
+    )
+)
 if FORMATS.newest != rows.ARTIFACT_FORMAT:  # the store writes the newest format, and only that one
     raise RuntimeError(f"lossgate.store.rows writes format {rows.ARTIFACT_FORMAT}, the newest here is {FORMATS.newest}")
 
 
 # -- findings and reports -----------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -225,11 +241,20 @@ class DocumentCheck:
         return not self.findings
 
     def to_json(self) -> dict[str, Any]:
-        return {"tenant_id": self.tenant_id, "subject_id": self.subject_id, "artifact_id": self.artifact_id,
-                "state": self.state, "from_format": self.from_format, "to_format": self.to_format,
-                "changed": self.changed, "preexisting": self.preexisting, "kept": self.kept,
-                "findings": [{"code": f.code, "subject": f.subject, "against": f.against, "detail": f.detail}
-                             for f in self.findings]}
+        return {
+            "tenant_id": self.tenant_id,
+            "subject_id": self.subject_id,
+            "artifact_id": self.artifact_id,
+            "state": self.state,
+            "from_format": self.from_format,
+            "to_format": self.to_format,
+            "changed": self.changed,
+            "preexisting": self.preexisting,
+            "kept": self.kept,
+            "findings": [
+                {"code": f.code, "subject": f.subject, "against": f.against, "detail": f.detail} for f in self.findings
+            ],
+        }
 
 
 @dataclass
@@ -273,13 +298,24 @@ class Rehearsal:
             self.codes.update(f.code for f in check.findings)
 
     def to_json(self) -> dict[str, Any]:
-        return {"tenants": list(self.tenants), "newest_format": self.newest, "sample": self.sample, "seed": self.seed,
-                "formats": {str(n): d for n, d in sorted(self.formats.items())},
-                "stored": self.stored, "checked": self.checked, "by_format": dict(sorted(self.by_format.items())),
-                "changed": self.changed, "preexisting": self.preexisting, "kept": self.kept,
-                "clean": self.clean, "codes": dict(sorted(self.codes.items())),
-                "per_tenant": {t: dict(sorted(c.items())) for t, c in sorted(self.per_tenant.items())},
-                "refused": [c.to_json() for c in self.refused], "seconds": round(self.seconds, 3)}
+        return {
+            "tenants": list(self.tenants),
+            "newest_format": self.newest,
+            "sample": self.sample,
+            "seed": self.seed,
+            "formats": {str(n): d for n, d in sorted(self.formats.items())},
+            "stored": self.stored,
+            "checked": self.checked,
+            "by_format": dict(sorted(self.by_format.items())),
+            "changed": self.changed,
+            "preexisting": self.preexisting,
+            "kept": self.kept,
+            "clean": self.clean,
+            "codes": dict(sorted(self.codes.items())),
+            "per_tenant": {t: dict(sorted(c.items())) for t, c in sorted(self.per_tenant.items())},
+            "refused": [c.to_json() for c in self.refused],
+            "seconds": round(self.seconds, 3),
+        }
 
 
 @dataclass
@@ -298,12 +334,20 @@ class Applied:
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"refused": self.refused, "written": self.written, "skipped": self.skipped, "batches": self.batches,
-                "stopped_at": self.stopped_at, "batch_refused": [c.to_json() for c in self.batch_refused],
-                "seconds": round(self.seconds, 3), "rehearsal": self.rehearsal.to_json()}
+        return {
+            "refused": self.refused,
+            "written": self.written,
+            "skipped": self.skipped,
+            "batches": self.batches,
+            "stopped_at": self.stopped_at,
+            "batch_refused": [c.to_json() for c in self.batch_refused],
+            "seconds": round(self.seconds, 3),
+            "rehearsal": self.rehearsal.to_json(),
+        }
 
 
 # -- checking one document --------------------------------------------------------------
+
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
@@ -336,10 +380,10 @@ def _first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any]:
             if key not in a or key not in b or _bytes(a[key]) != _bytes(b[key]):
                 return _first_difference(a.get(key), b.get(key), f"{path}.{key}" if path else key)
     if type(a) is type(b) and isinstance(a, list):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             if _bytes(x) != _bytes(y):
                 return _first_difference(x, y, f"{path}[{i}]")
-        return f"{path}[{min(len(a), len(b))}]", a[len(b):], b[len(a):]
+        return f"{path}[{min(len(a), len(b))}]", a[len(b) :], b[len(a) :]
     return path or "(root)", a, b
 
 
@@ -383,12 +427,39 @@ def _self_contract(old: ArtifactBody, new: ArtifactBody) -> list[Finding]:
     def value(c: Claim) -> TypedValue:
         return json_value(c.value) if c.fact_id in loose else typed_value(c.value_type, c.value)
 
-    expected = [LedgerFact(c.fact_id, c.tenant_id, c.subject_id, c.predicate, "active", value(c), c.qualifiers,
-                           tuple(c.derived_from), c.polarity, c.modality, c.authority) for c in old.claims]
+    expected = [
+        LedgerFact(
+            c.fact_id,
+            c.tenant_id,
+            c.subject_id,
+            c.predicate,
+            "active",
+            value(c),
+            c.qualifiers,
+            tuple(c.derived_from),
+            c.polarity,
+            c.modality,
+            c.authority,
+        )
+        for c in old.claims
+    ]
 
     def observed(body: ArtifactBody) -> list[ArtifactFact]:
-        return [ArtifactFact(c.fact_id, c.tenant_id, c.subject_id, c.predicate, value(c), c.qualifiers,
-                             frozenset(c.derived_from), c.polarity, c.modality, c.authority) for c in body.claims]
+        return [
+            ArtifactFact(
+                c.fact_id,
+                c.tenant_id,
+                c.subject_id,
+                c.predicate,
+                value(c),
+                c.qualifiers,
+                frozenset(c.derived_from),
+                c.polarity,
+                c.modality,
+                c.authority,
+            )
+            for c in body.claims
+        ]
 
     header = (old.tenant_id, old.subject_id)
     before = {_key(v) for v in compare_facts(expected, observed(old), owner=header, header=header)}
@@ -401,27 +472,40 @@ def _self_contract(old: ArtifactBody, new: ArtifactBody) -> list[Finding]:
         if v.code == "value_changed":  # say where, and what JSON type each side holds there
             (now_value,) = [c.value for c in new.claims if c.fact_id == v.subject][:1] or [None]
             where, a, b = _first_difference(values.get(v.subject), now_value, "value")
-            finding = Finding(v.code, v.subject, f"{where}: {json_value(a).type_name} {_shown(a)} -> "
-                                                   f"{json_value(b).type_name} {_shown(b)}")
+            finding = Finding(
+                v.code,
+                v.subject,
+                f"{where}: {json_value(a).type_name} {_shown(a)} -> {json_value(b).type_name} {_shown(b)}",
+            )
         found.append(finding)
     blamed = {f.subject for f in found}
 
     def rest(body: ArtifactBody) -> dict[str, list[tuple[Any, ...]]]:
         out: dict[str, list[tuple[Any, ...]]] = {}
         for c in body.claims:
-            out.setdefault(c.fact_id, []).append((c.value_type, c.modality, c.authority, tuple(sorted(c.derived_from)),
-                                                  _exact(c.value_type, c.value)))
+            out.setdefault(c.fact_id, []).append(
+                (c.value_type, c.modality, c.authority, tuple(sorted(c.derived_from)), _exact(c.value_type, c.value))
+            )
         return {k: sorted(v) for k, v in out.items()}
 
     names = ("value_type", "modality", "authority", "derived_from", "exact value")
     was, now = rest(old), rest(new)
     for fid in sorted(was.keys() & now.keys() - blamed):
         if was[fid] != now[fid]:
-            fields = sorted({n for a, b in zip(was[fid], now[fid]) for n, x, y in zip(names, a, b) if x != y})
+            fields = sorted(
+                {
+                    n
+                    for a, b in zip(was[fid], now[fid], strict=True)
+                    for n, x, y in zip(names, a, b, strict=False)
+                    if x != y
+                }
+            )
             found.append(Finding("claim_changed", fid, f"{', '.join(fields) or 'claims'}: {was[fid]} -> {now[fid]}"))
-    for code, a, b in (("open_items_changed", old.open_items, new.open_items),
-                       ("conflicts_changed", old.unresolved_conflicts, new.unresolved_conflicts),
-                       ("summary_changed", old.summary, new.summary)):
+    for code, a, b in (
+        ("open_items_changed", old.open_items, new.open_items),
+        ("conflicts_changed", old.unresolved_conflicts, new.unresolved_conflicts),
+        ("summary_changed", old.summary, new.summary),
+    ):
         if a != b:
             found.append(Finding(code, "body", f"{code.removesuffix('_changed').replace('_', ' ')} differ"))
     return found
@@ -440,9 +524,14 @@ class LedgerView:
     def snapshot(self, fact_ids: Iterable[str]) -> Snapshot:
         facts = [self.facts[i] for i in sorted(set(fact_ids)) if i in self.facts]
         cited = {e for f in facts for e in f.source_event_ids}
-        return Snapshot(tenant_id=self.tenant_id, subject_id=self.subject_id,
-                        clock=Clock(tenant_id=self.tenant_id, subject_id=self.subject_id), registry_version=0,
-                        facts=tuple(facts), events=tuple(self.events[e] for e in sorted(cited) if e in self.events))
+        return Snapshot(
+            tenant_id=self.tenant_id,
+            subject_id=self.subject_id,
+            clock=Clock(tenant_id=self.tenant_id, subject_id=self.subject_id),
+            registry_version=0,
+            facts=tuple(facts),
+            events=tuple(self.events[e] for e in sorted(cited) if e in self.events),
+        )
 
 
 def _against_ledger(ledger: LedgerView, old: ArtifactBody, new: ArtifactBody) -> tuple[list[Finding], int]:
@@ -457,7 +546,7 @@ def _upgrade(doc: Document, fmt: int, formats: Formats) -> tuple[Document, list[
     (a step that raised, or did not write the next format, or is not idempotent). A
     ``migration_error`` finding comes with ``doc`` as it was before that step."""
     findings: list[Finding] = []
-    for f in formats.formats[fmt - 1:-1]:
+    for f in formats.formats[fmt - 1 : -1]:
         assert f.step is not None
         try:  # each call gets a copy: a step that changes its argument cannot hide it from the checks
             out = f.step(_copy(doc))
@@ -465,28 +554,51 @@ def _upgrade(doc: Document, fmt: int, formats: Formats) -> tuple[Document, list[
             body = out["body"]
             stated = rows.stored_format(body) if isinstance(body, dict) else None
         except Exception as exc:  # noqa: BLE001 - a step's failure is a finding, whatever it raised
-            return doc, [Finding("migration_error", "document",
-                                 f"the step from format {f.number} raised {type(exc).__name__}: {exc}")]
+            return doc, [
+                Finding(
+                    "migration_error", "document", f"the step from format {f.number} raised {type(exc).__name__}: {exc}"
+                )
+            ]
         if stated != f.number + 1:
-            return doc, [Finding("migration_error", "document",
-                                 f"the step from format {f.number} wrote format {stated}, not {f.number + 1}")]
+            return doc, [
+                Finding(
+                    "migration_error",
+                    "document",
+                    f"the step from format {f.number} wrote format {stated}, not {f.number + 1}",
+                )
+            ]
         if _bytes(again) != _bytes(out):
-            findings.append(Finding("not_idempotent", "document", f"the step from format {f.number}, applied to "
-                                    f"its own output, changes {_difference(out, again)}"))
+            findings.append(
+                Finding(
+                    "not_idempotent",
+                    "document",
+                    f"the step from format {f.number}, applied to its own output, changes {_difference(out, again)}",
+                )
+            )
         doc = out
     return doc, findings
 
 
-def check_document(stored: ArtifactDocument, ledger: LedgerView | None, formats: Formats = FORMATS,
-                   ) -> tuple[DocumentCheck, Document | None]:
+def check_document(
+    stored: ArtifactDocument,
+    ledger: LedgerView | None,
+    formats: Formats = FORMATS,
+) -> tuple[DocumentCheck, Document | None]:
     """Rehearse one stored document (nothing is written): the check, and the migrated document
     when the migration changes it and found nothing (``None`` otherwise). ``ledger``: the
     facts it claims, for the check against the ledger (``None`` skips that check)."""
 
     def result(fmt: int | None, *findings: Finding, **more: Any) -> DocumentCheck:
-        return DocumentCheck(tenant_id=stored.tenant_id, subject_id=stored.subject_id,
-                             artifact_id=stored.artifact_id, state=stored.state, from_format=fmt,
-                             to_format=formats.newest, findings=findings, **more)
+        return DocumentCheck(
+            tenant_id=stored.tenant_id,
+            subject_id=stored.subject_id,
+            artifact_id=stored.artifact_id,
+            state=stored.state,
+            from_format=fmt,
+            to_format=formats.newest,
+            findings=findings,
+            **more,
+        )
 
     try:
         doc: Document = {"body": orjson.loads(stored.body), "manifest": orjson.loads(stored.manifest)}
@@ -497,8 +609,14 @@ def check_document(stored: ArtifactDocument, ledger: LedgerView | None, formats:
     spec = formats.get(fmt)
     if spec is None:
         stated = body.get("format") if isinstance(body, dict) else None
-        return result(fmt, Finding("unknown_format", "document", f"the body states format {stated!r}; "
-                                   f"this lossgate reads formats 1 to {formats.newest}")), None
+        return result(
+            fmt,
+            Finding(
+                "unknown_format",
+                "document",
+                f"the body states format {stated!r}; this lossgate reads formats 1 to {formats.newest}",
+            ),
+        ), None
     assert fmt is not None
     try:
         old_body, old_manifest = spec.read(doc)
@@ -529,6 +647,7 @@ def check_document(stored: ArtifactDocument, ledger: LedgerView | None, formats:
 
 
 # -- rehearsal and apply --------------------------------------------------------------------
+
 
 def _listing(store: Store, tenants: Sequence[str], page: int) -> list[tuple[str, str]]:
     """``(tenant, artifact id)`` of every artifact of the tenants, in that order."""
@@ -564,8 +683,12 @@ def _ledgers(tx: ReadTx, docs: Sequence[ArtifactDocument]) -> dict[tuple[str, st
     return out
 
 
-def _check_batch(tx: ReadTx, tenant: str, ids: Sequence[str], formats: Formats,
-                 ) -> list[tuple[ArtifactDocument, DocumentCheck, Document | None]]:
+def _check_batch(
+    tx: ReadTx,
+    tenant: str,
+    ids: Sequence[str],
+    formats: Formats,
+) -> list[tuple[ArtifactDocument, DocumentCheck, Document | None]]:
     docs = tx.artifact_documents(tenant, ids)
     ledgers = _ledgers(tx, docs)
     return [(d, *check_document(d, ledgers[(d.tenant_id, d.subject_id)], formats)) for d in docs]
@@ -578,8 +701,16 @@ def _tenants(tenants: Iterable[str]) -> tuple[str, ...]:
     return named
 
 
-def rehearse(store: Store, tenants: Iterable[str], *, sample: int | None = 1000, seed: int = 0, batch: int = 200,
-             formats: Formats | None = None, progress: Progress | None = None) -> Rehearsal:
+def rehearse(
+    store: Store,
+    tenants: Iterable[str],
+    *,
+    sample: int | None = 1000,
+    seed: int = 0,
+    batch: int = 200,
+    formats: Formats | None = None,
+    progress: Progress | None = None,
+) -> Rehearsal:
     """Rehearse the migration of the tenants' stored artifacts to the newest format on a copy
     in memory, writing nothing: ``sample`` documents drawn at random (``seed``; ``None``:
     every document), read ``batch`` at a time. Returns the report; ``clean`` when no document
@@ -591,8 +722,13 @@ def rehearse(store: Store, tenants: Iterable[str], *, sample: int | None = 1000,
     formats = FORMATS if formats is None else formats
     named = _tenants(tenants)
     t0 = time.perf_counter()
-    report = Rehearsal(tenants=named, newest=formats.newest, sample=sample, seed=seed,
-                       formats={f.number: f.describe for f in formats.formats})
+    report = Rehearsal(
+        tenants=named,
+        newest=formats.newest,
+        sample=sample,
+        seed=seed,
+        formats={f.number: f.describe for f in formats.formats},
+    )
     every = _listing(store, named, max(batch, 1000))
     report.stored = len(every)
     chosen = every if sample is None or sample >= len(every) else sorted(random.Random(seed).sample(every, sample))
@@ -603,18 +739,24 @@ def rehearse(store: Store, tenants: Iterable[str], *, sample: int | None = 1000,
         ids = [a for t, a in chosen if t == tenant]
         for i in range(0, len(ids), batch):
             with store.read() as tx:
-                checked = _check_batch(tx, tenant, ids[i:i + batch], formats)
+                checked = _check_batch(tx, tenant, ids[i : i + batch], formats)
             for _, check, _ in checked:
                 report.add(check)
-            done += len(ids[i:i + batch])
+            done += len(ids[i : i + batch])
             if progress is not None:
                 progress("rehearse", done, len(chosen))
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def apply(store: Store, tenants: Iterable[str], *, batch: int = 200, formats: Formats | None = None,
-          progress: Progress | None = None) -> Applied:
+def apply(
+    store: Store,
+    tenants: Iterable[str],
+    *,
+    batch: int = 200,
+    formats: Formats | None = None,
+    progress: Progress | None = None,
+) -> Applied:
     """Migrate every stored artifact of the tenants to the newest format, after a clean
     rehearsal of every one of them (not a sample); a rehearsal with any finding writes
     nothing. One write transaction per ``batch`` documents, each checked again before it is
@@ -633,14 +775,16 @@ def apply(store: Store, tenants: Iterable[str], *, batch: int = 200, formats: Fo
     for tenant in named:
         ids = [a for t, a in every if t == tenant]
         for i in range(0, len(ids), batch):
-            chunk = ids[i:i + batch]
+            chunk = ids[i : i + batch]
             with store.write() as tx:
                 checked = _check_batch(tx, tenant, chunk, formats)
                 bad = [c for _, c, _ in checked if not c.ok]
                 if bad:  # changed since the rehearsal into something the migration may not touch
                     applied.refused, applied.stopped_at, applied.batch_refused = True, chunk[0], bad
                     break
-                changes = [(d, rows.dumps(m["body"]), rows.dumps(m["manifest"])) for d, _, m in checked if m is not None]
+                changes = [
+                    (d, rows.dumps(m["body"]), rows.dumps(m["manifest"])) for d, _, m in checked if m is not None
+                ]
                 written = tx.replace_artifact_documents(changes) if changes else []
             applied.batches += 1
             applied.written += len(written)

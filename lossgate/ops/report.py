@@ -43,21 +43,34 @@ from typing import Any
 
 from lossgate.errors import ConfigError, InvalidInput
 from lossgate.model.instants import shift_date
-from lossgate.ops.daily import RATES, DayFigures, Tally, trend
 from lossgate.model.records import utcnow
+from lossgate.ops.daily import RATES, DayFigures, Tally, trend
 from lossgate.store import Store
 
 __all__ = ["ReportData", "Report", "collect", "render", "write_report", "load_locomo"]
 
 # What an attempt is counted as, in this order on the figure.
 OUTCOMES = ("clean", "acceptable", "failed", "error", "conflict", "selected")
-_COLORS = {"clean": "#2e7d32", "acceptable": "#9ccc65", "failed": "#c62828", "error": "#6a1b9a",
-           "conflict": "#f9a825", "selected": "#9e9e9e", "summary": "#1565c0", "raw_fallback": "#ef6c00"}
+_COLORS = {
+    "clean": "#2e7d32",
+    "acceptable": "#9ccc65",
+    "failed": "#c62828",
+    "error": "#6a1b9a",
+    "conflict": "#f9a825",
+    "selected": "#9e9e9e",
+    "summary": "#1565c0",
+    "raw_fallback": "#ef6c00",
+}
 _TOP_CODES = 8
-_PANELS = (("key_fact_recall", "key-fact recall"), ("erroneous_new_fact_rate", "erroneous-new-fact rate"),
-           ("conflict_retention", "conflict retention"), ("token_reduction", "token reduction"),
-           ("failure_rate", "failure rate"), ("stale_visible", "stale artifacts visible to recall"),
-           ("prose_drift_rate", "prose-drift rate"))
+_PANELS = (
+    ("key_fact_recall", "key-fact recall"),
+    ("erroneous_new_fact_rate", "erroneous-new-fact rate"),
+    ("conflict_retention", "conflict retention"),
+    ("token_reduction", "token reduction"),
+    ("failure_rate", "failure rate"),
+    ("stale_visible", "stale artifacts visible to recall"),
+    ("prose_drift_rate", "prose-drift rate"),
+)
 
 
 def blocks(tally: Tally) -> bool:
@@ -95,15 +108,18 @@ def load_locomo(path: Path) -> dict[str, Any]:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"--locomo {path}: not a readable JSON file ({type(exc).__name__})") from None
-    if not isinstance(doc, dict) or not (isinstance(doc.get("sides"), dict) or (
-            isinstance(doc.get("conversations"), list) and isinstance(doc.get("overall"), dict))):
-        raise InvalidInput(f"--locomo {path}: not a result of `lossgate eval locomo --json` "
-                           "(no 'sides', nor 'conversations' with 'overall')")
+    if not isinstance(doc, dict) or not (
+        isinstance(doc.get("sides"), dict)
+        or (isinstance(doc.get("conversations"), list) and isinstance(doc.get("overall"), dict))
+    ):
+        raise InvalidInput(
+            f"--locomo {path}: not a result of `lossgate eval locomo --json` "
+            "(no 'sides', nor 'conversations' with 'overall')"
+        )
     return doc
 
 
-def collect(store: Store, tenants: Sequence[str], *, since: date, until: date,
-            recall_limit: int = 1000) -> ReportData:
+def collect(store: Store, tenants: Sequence[str], *, since: date, until: date, recall_limit: int = 1000) -> ReportData:
     """Read the figures of the named tenants for the days ``since`` to ``until`` (UTC)."""
     names = tuple(dict.fromkeys(tenants))
     if not names:
@@ -119,8 +135,11 @@ def collect(store: Store, tenants: Sequence[str], *, since: date, until: date,
                     day = attempt.started_at.astimezone(UTC).date()
                     if not since <= day <= until:
                         continue
-                    label = attempt.status if attempt.status in ("error", "conflict") else (
-                        attempt.gate_outcome or attempt.status)
+                    label = (
+                        attempt.status
+                        if attempt.status in ("error", "conflict")
+                        else (attempt.gate_outcome or attempt.status)
+                    )
                     data.outcomes.setdefault(day, Counter())[label] += 1
                     for line in attempt.violations:
                         data.codes.setdefault(day, Counter())[line.rsplit(":", 1)[-1]] += 1
@@ -132,13 +151,15 @@ def collect(store: Store, tenants: Sequence[str], *, since: date, until: date,
 
 # -- drawing -------------------------------------------------------------------------------
 
+
 def _figure(width: float, height: float) -> Any:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise ConfigError("the report draws its figures with matplotlib, which is not installed: "
-                          "pip install 'lossgate[report]'") from exc
+        raise ConfigError(
+            "the report draws its figures with matplotlib, which is not installed: pip install 'lossgate[report]'"
+        ) from exc
     import matplotlib
 
     # A tenant, subject or side is a name, never TeX: "a$x^$" is drawn as written.
@@ -173,21 +194,30 @@ def daily_figure(days: list[DayFigures], tenants: Sequence[str]) -> bytes:
     axes.flat[-1].set_axis_off()  # seven panels
     blocked = [d.day for d in days if any(blocks(t) for t in d.tenants.values())]
     ticks = [d.day for d in days][:: max(1, -(-len(days) // 10))]  # at most 10 labelled days
-    for ax, (metric, title) in zip(axes.flat, _PANELS):
+    for ax, (metric, title) in zip(axes.flat, _PANELS, strict=False):
         ax.set_title(title, fontsize=10)
-        series = [(t, [d.day for d in days if t in d.tenants], [d.tenants[t] for d in days if t in d.tenants])
-                  for t in tenants]
+        series = [
+            (t, [d.day for d in days if t in d.tenants], [d.tenants[t] for d in days if t in d.tenants])
+            for t in tenants
+        ]
         series.append(("overall", [d.day for d in days], [d.overall for d in days]))
         top, low = 0.0, 0.0
         for name, xs, tallies in series:
-            points = [(x, y) for x, y in zip(xs, (_value(t, metric) for t in tallies)) if y is not None]
+            points = [(x, y) for x, y in zip(xs, (_value(t, metric) for t in tallies), strict=True) if y is not None]
             if not points:
                 continue
             overall = name == "overall"
             top, low = max(top, *(p[1] for p in points)), min(low, *(p[1] for p in points))
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
-                    label=_legend(name), color="black" if overall else None, linewidth=2.2 if overall else 1.2,
-                    linestyle="--" if overall else "-")
+            ax.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                marker="o",
+                markersize=3,
+                label=_legend(name),
+                color="black" if overall else None,
+                linewidth=2.2 if overall else 1.2,
+                linestyle="--" if overall else "-",
+            )
         if not ax.lines:
             _no_data(ax, "figures")
             continue
@@ -203,7 +233,9 @@ def daily_figure(days: list[DayFigures], tenants: Sequence[str]) -> bytes:
         # half a day each side (dates are whole days: as datetimes, or the limits coincide)
         first, last = (datetime.combine(d, datetime.min.time()) for d in (days[0].day, days[-1].day))
         pad = timedelta(hours=12)  # none past the calendar's ends
-        ax.set_xlim(first - pad if first >= datetime.min + pad else first, last + pad if last <= datetime.max - pad else last)
+        ax.set_xlim(
+            first - pad if first >= datetime.min + pad else first, last + pad if last <= datetime.max - pad else last
+        )
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
         ax.grid(alpha=0.3)
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -259,7 +291,7 @@ def _stacked(ax: Any, by_day: dict[date, Counter[str]], keys: list[str], what: s
     for key in keys:
         heights = [by_day[d][key] for d in days]
         ax.bar(labels, heights, bottom=bottom, label=key, color=_COLORS.get(key), width=0.6)
-        bottom = [b + h for b, h in zip(bottom, heights)]
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     ax.set_xlim(-0.75, len(days) - 0.25)
     ax.yaxis.set_major_locator(_integers())
     ax.set_ylabel(what)
@@ -281,9 +313,14 @@ def recall_figure(recalls: dict[str, Counter[str]]) -> bytes:
     for mode, label in (("summary", "summary"), ("raw_fallback", "raw (fallback)")):
         shares = [recalls[t][mode] / sum(recalls[t].values()) for t in tenants]
         bars = ax.barh(tenants, shares, left=left, label=label, color=_COLORS[mode])
-        ax.bar_label(bars, labels=[f"{recalls[t][mode]}" if recalls[t][mode] else "" for t in tenants],
-                     label_type="center", color="white", fontsize=8)
-        left = [a + b for a, b in zip(left, shares)]
+        ax.bar_label(
+            bars,
+            labels=[f"{recalls[t][mode]}" if recalls[t][mode] else "" for t in tenants],
+            label_type="center",
+            color="white",
+            fontsize=8,
+        )
+        left = [a + b for a, b in zip(left, shares, strict=True)]
     ax.set_xlim(0, 1)
     ax.xaxis.set_major_formatter(_percent())
     ax.invert_yaxis()
@@ -323,7 +360,7 @@ def locomo_figure(doc: dict[str, Any]) -> bytes:
         for key in ("digest", "question", "atom", "unreachable"):
             heights = [c["atoms"].get(key, 0) for c in convs]
             right.bar(ids, heights, bottom=bottom, label=key)
-            bottom = [b + h for b, h in zip(bottom, heights)]
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         right.set_title("evidence atoms: where each is reached", fontsize=10)
         right.legend(fontsize=7)
     for ax in (left, right):
@@ -333,6 +370,7 @@ def locomo_figure(doc: dict[str, Any]) -> bytes:
 
 # -- the page --------------------------------------------------------------------------------
 
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
@@ -340,7 +378,9 @@ def _pct(value: float | None) -> str:
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], caption: str) -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (
+        f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -352,10 +392,22 @@ def _daily_rows(days: list[DayFigures]) -> list[list[Any]]:
     for d in days:
         for name, tally in [*sorted(d.tenants.items()), ("overall", d.overall)]:
             r = tally.rates()
-            rows.append([d.day.isoformat(), name, d.runs.get(name, ""), tally.subjects, _pct(r["key_fact_recall"]),
-                         _pct(r["erroneous_new_fact_rate"]), _pct(r["conflict_retention"]),
-                         _pct(r["token_reduction"]), _pct(r["failure_rate"]), tally.stale_visible,
-                         _pct(r["prose_drift_rate"]), "BLOCKED" if blocks(tally) else "ok"])
+            rows.append(
+                [
+                    d.day.isoformat(),
+                    name,
+                    d.runs.get(name, ""),
+                    tally.subjects,
+                    _pct(r["key_fact_recall"]),
+                    _pct(r["erroneous_new_fact_rate"]),
+                    _pct(r["conflict_retention"]),
+                    _pct(r["token_reduction"]),
+                    _pct(r["failure_rate"]),
+                    tally.stale_visible,
+                    _pct(r["prose_drift_rate"]),
+                    "BLOCKED" if blocks(tally) else "ok",
+                ]
+            )
     return rows
 
 
@@ -363,16 +415,38 @@ def _locomo_table(doc: dict[str, Any]) -> str:
     if "sides" in doc:
         sides = doc["sides"]
         cats = [c for c in next(iter(sides.values()), {}) if c != "overall"] + ["overall"]
-        rows = [[name, *(f"{figures[c]['evidence_recall']:.3f}" if c in figures else "–" for c in cats),
-                 f"{figures['overall'].get('tokens', 0):,.0f}", _pct(figures["overall"].get("token_reduction"))]
-                for name, figures in sides.items()]
-        return _table(["method", *cats, "tokens", "reduction"], rows,
-                      f"LoCoMo evidence recall ({doc.get('conversations', '?')} conversations)")
-    rows = [[c["sample_id"], c.get("path") or "–", f"{c['sessions_covered']}/{c['sessions']}", c["raw_tokens"],
-             c["published_tokens"], _pct(c["reduction"]), c["atoms"].get("atoms", 0),
-             c["atoms"].get("unreachable", 0)] for c in doc["conversations"]]
-    return _table(["conversation", "path", "sessions dated", "raw tokens", "published", "reduction", "atoms",
-                   "unreachable"], rows, "LoCoMo published memory by period")
+        rows = [
+            [
+                name,
+                *(f"{figures[c]['evidence_recall']:.3f}" if c in figures else "–" for c in cats),
+                f"{figures['overall'].get('tokens', 0):,.0f}",
+                _pct(figures["overall"].get("token_reduction")),
+            ]
+            for name, figures in sides.items()
+        ]
+        return _table(
+            ["method", *cats, "tokens", "reduction"],
+            rows,
+            f"LoCoMo evidence recall ({doc.get('conversations', '?')} conversations)",
+        )
+    rows = [
+        [
+            c["sample_id"],
+            c.get("path") or "–",
+            f"{c['sessions_covered']}/{c['sessions']}",
+            c["raw_tokens"],
+            c["published_tokens"],
+            _pct(c["reduction"]),
+            c["atoms"].get("atoms", 0),
+            c["atoms"].get("unreachable", 0),
+        ]
+        for c in doc["conversations"]
+    ]
+    return _table(
+        ["conversation", "path", "sessions dated", "raw tokens", "published", "reduction", "atoms", "unreachable"],
+        rows,
+        "LoCoMo published memory by period",
+    )
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#212121}
@@ -384,48 +458,98 @@ img{max-width:100%}.note{color:#616161}"""
 
 def render(data: ReportData) -> Report:
     """Draw every figure and write the page."""
-    figures = {"daily-metrics": daily_figure(data.days, data.tenants),
-               "gate-outcomes": gate_figure(data.outcomes, data.codes),
-               "recall-modes": recall_figure(data.recalls)}
+    figures = {
+        "daily-metrics": daily_figure(data.days, data.tenants),
+        "gate-outcomes": gate_figure(data.outcomes, data.codes),
+        "recall-modes": recall_figure(data.recalls),
+    }
     if data.locomo is not None:
         figures["locomo"] = locomo_figure(data.locomo)
     window = f"{data.since.isoformat()} to {data.until.isoformat()} (UTC)"
-    parts = [f"<h1>lossgate report</h1><p class=note>Tenants: {html.escape(', '.join(data.tenants))}. "
-             f"Window: {window}. Generated {html.escape(utcnow().isoformat(timespec='seconds'))}.</p>",
-             "<h2>Daily fidelity metrics</h2>", _img(figures["daily-metrics"], "daily fidelity metrics over time")]
+    parts = [
+        f"<h1>lossgate report</h1><p class=note>Tenants: {html.escape(', '.join(data.tenants))}. "
+        f"Window: {window}. Generated {html.escape(utcnow().isoformat(timespec='seconds'))}.</p>",
+        "<h2>Daily fidelity metrics</h2>",
+        _img(figures["daily-metrics"], "daily fidelity metrics over time"),
+    ]
     if data.days:
-        parts.append(_table(["day", "tenant", "run", "rebuilt", "key-fact recall", "erroneous-new-fact rate",
-                             "conflict retention", "token reduction", "failure rate", "stale visible",
-                             "prose-drift rate", "rule"],
-                            _daily_rows(data.days), "each tenant's last run of the day, and overall"))
+        parts.append(
+            _table(
+                [
+                    "day",
+                    "tenant",
+                    "run",
+                    "rebuilt",
+                    "key-fact recall",
+                    "erroneous-new-fact rate",
+                    "conflict retention",
+                    "token reduction",
+                    "failure rate",
+                    "stale visible",
+                    "prose-drift rate",
+                    "rule",
+                ],
+                _daily_rows(data.days),
+                "each tenant's last run of the day, and overall",
+            )
+        )
     else:
         parts.append("<p class=note>No daily metrics stored in this window (lossgate eval daily).</p>")
     parts += ["<h2>Gate outcomes and violation codes</h2>", _img(figures["gate-outcomes"], "gate outcomes over time")]
     days = sorted(set(data.outcomes) | set(data.codes))
-    parts.append(_table(["day", *OUTCOMES], [[d.isoformat(), *(data.outcomes.get(d, Counter())[o] for o in OUTCOMES)]
-                                             for d in days], "consolidation attempts by outcome"))
-    parts.append(_table(["day", "violation code", "count"],
-                        [[d.isoformat(), code, n] for d in days for code, n in sorted(data.codes.get(d, {}).items())],
-                        "violation codes"))
-    parts += ["<h2>Recall served from summary and from raw memory</h2>",
-              _img(figures["recall-modes"], "recall modes per tenant")]
-    parts.append(_table(["tenant", "summary", "raw fallback", "share from summary"],
-                        [[t, c["summary"], c["raw_fallback"],
-                          _pct(c["summary"] / sum(c.values()) if sum(c.values()) else None)]
-                         for t, c in data.recalls.items()], "recall records by mode"))
+    parts.append(
+        _table(
+            ["day", *OUTCOMES],
+            [[d.isoformat(), *(data.outcomes.get(d, Counter())[o] for o in OUTCOMES)] for d in days],
+            "consolidation attempts by outcome",
+        )
+    )
+    parts.append(
+        _table(
+            ["day", "violation code", "count"],
+            [[d.isoformat(), code, n] for d in days for code, n in sorted(data.codes.get(d, {}).items())],
+            "violation codes",
+        )
+    )
+    parts += [
+        "<h2>Recall served from summary and from raw memory</h2>",
+        _img(figures["recall-modes"], "recall modes per tenant"),
+    ]
+    parts.append(
+        _table(
+            ["tenant", "summary", "raw fallback", "share from summary"],
+            [
+                [t, c["summary"], c["raw_fallback"], _pct(c["summary"] / sum(c.values()) if sum(c.values()) else None)]
+                for t, c in data.recalls.items()
+            ],
+            "recall records by mode",
+        )
+    )
     parts.append("<h2>LoCoMo</h2>")
     if data.locomo is not None:
         parts += [_locomo_table(data.locomo), _img(figures["locomo"], "LoCoMo results")]
     else:
-        parts.append("<p class=note>No LoCoMo results given (lossgate eval locomo --json FILE, then "
-                     "lossgate report --locomo FILE).</p>")
-    page = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>lossgate report</title>"
-            f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+        parts.append(
+            "<p class=note>No LoCoMo results given (lossgate eval locomo --json FILE, then "
+            "lossgate report --locomo FILE).</p>"
+        )
+    page = (
+        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>lossgate report</title>"
+        f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n"
+    )
     return Report(html=page, figures=figures)
 
 
-def write_report(store: Store, tenants: Sequence[str], out: Path, *, days: int = 30, until: date | None = None,
-                 locomo: Path | None = None, recall_limit: int = 1000) -> Report:
+def write_report(
+    store: Store,
+    tenants: Sequence[str],
+    out: Path,
+    *,
+    days: int = 30,
+    until: date | None = None,
+    locomo: Path | None = None,
+    recall_limit: int = 1000,
+) -> Report:
     """Collect, render and write the page to ``out`` whole (or nothing). ``days``: the window
     ending ``until`` (default today, UTC)."""
     out = Path(out)
@@ -447,8 +571,9 @@ def write_report(store: Store, tenants: Sequence[str], out: Path, *, days: int =
         if doc is None:
             raise
         # the LoCoMo file passed the shape check but holds something else where a figure is read
-        raise InvalidInput(f"--locomo {locomo}: not a result of `lossgate eval locomo --json` "
-                           f"({type(exc).__name__} while drawing it)") from None
+        raise InvalidInput(
+            f"--locomo {locomo}: not a result of `lossgate eval locomo --json` ({type(exc).__name__} while drawing it)"
+        ) from None
     tmp = out.parent / f".{out.name}.{uuid.uuid4().hex[:8]}.tmp"  # beside it: the rename is atomic
     try:
         with open(tmp, "x", encoding="utf-8") as f:  # the umask's permissions, as any file written here

@@ -28,14 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lossgate.lineage import queue
+from lossgate.api.memory import Memory
 from lossgate.consolidate.compressor import Compressor
 from lossgate.consolidate.factory import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.model.derived_records import Attempt, Job
 from lossgate.errors import LossgateError, StoreError, crash_reason
 from lossgate.judge import ModelJudge
-from lossgate.api.memory import Memory
+from lossgate.lineage import queue
+from lossgate.model.derived_records import Attempt, Job
 from lossgate.model.records import utcnow
 from lossgate.semantic import Embedder, embedder_from_env
 from lossgate.store import open_store
@@ -53,8 +53,13 @@ class WorkerConfig:
     retry_s: float = 5.0  # after an infrastructure error, try the job again this much later
 
 
-def open_worker_memory(url: str | None = None, *, migrate: bool = True, embedder: Embedder | None = None,
-                       compressors: Callable[[str], Compressor] | None = None) -> Memory:
+def open_worker_memory(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    embedder: Embedder | None = None,
+    compressors: Callable[[str], Compressor] | None = None,
+) -> Memory:
     """:func:`lossgate.open` for a worker: the store acts as ``role="worker"``, the only
     role that may claim jobs and extend leases (on SQLite, which has no roles, the same
     memory as any other). If the login may not act as the worker role, every read and
@@ -70,9 +75,16 @@ class Worker:
     """One worker loop over one memory (one connection per worker process). The memory
     must be a worker's (:func:`open_worker_memory`): an application's cannot claim."""
 
-    def __init__(self, memory: Memory, *, config: WorkerConfig | None = None,
-                 consolidation: ConsolidationConfig | None = None, compressor: Compressor | None = None,
-                 owner: str | None = None, judge: ModelJudge | None = None) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        config: WorkerConfig | None = None,
+        consolidation: ConsolidationConfig | None = None,
+        compressor: Compressor | None = None,
+        owner: str | None = None,
+        judge: ModelJudge | None = None,
+    ) -> None:
         self.memory = memory
         self.config = config or WorkerConfig()
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -100,8 +112,9 @@ class Worker:
         try:
             self._expire(job)  # before the compressor reads the subject: what expired never reaches it
             # the tenant's rollout (live and shadow compressors) decides, else this worker's own
-            outcome = self.memory.admin.run_job(job.tenant_id, job.subject_id, fallback=self.consolidator,
-                                          config=self._consolidation, judge=self._judge)
+            outcome = self.memory.admin.run_job(
+                job.tenant_id, job.subject_id, fallback=self.consolidator, config=self._consolidation, judge=self._judge
+            )
             log.info("job %s %s/%s: %s", job.job_id, job.tenant_id, job.subject_id, outcome.status)
             if outcome.needs_review:  # failed max_attempts times in a row: no retry is queued
                 log.error("job %s: needs review after repeated failures: %s", job.job_id, outcome.reason)
@@ -113,7 +126,7 @@ class Worker:
         except LossgateError as exc:  # the subject cannot be consolidated as it is: a person must look
             log.error("job %s: needs review: %s", job.job_id, exc)
             outcome = exc
-        except BaseException as exc:  # noqa: BLE001 - no job may stop a worker: recorded as a failed attempt
+        except BaseException as exc:
             if not self._stops_by_flag and isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise  # without our signal handlers, a Ctrl-C is the caller's to stop a drain
             outcome = self._crashed(job, exc)
@@ -144,11 +157,19 @@ class Worker:
         try:
             for d in self.memory.admin.demote(job.tenant_id, job.subject_id):
                 if d.warm or d.cold or d.retention_logged:
-                    log.info("job %s: %d events to warm, %d to cold, %d kept hot", job.job_id, len(d.warm),
-                             len(d.cold), len(d.held))
+                    log.info(
+                        "job %s: %d events to warm, %d to cold, %d kept hot",
+                        job.job_id,
+                        len(d.warm),
+                        len(d.cold),
+                        len(d.held),
+                    )
         except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
-            log.warning("job %s: demotion failed, will retry with the next job: %s", job.job_id,
-                        exc if isinstance(exc, LossgateError) else crash_reason(exc))
+            log.warning(
+                "job %s: demotion failed, will retry with the next job: %s",
+                job.job_id,
+                exc if isinstance(exc, LossgateError) else crash_reason(exc),
+            )
 
     def _expire(self, job: Job) -> None:
         """Delete the subject's events past their time to live under the tenant's retention
@@ -156,13 +177,20 @@ class Worker:
         try:
             for x in self.memory.admin.expire(job.tenant_id, job.subject_id):
                 if x.expired or x.kept_for_critical_facts:
-                    log.info("job %s: %d events expired, %d kept for an active critical fact", job.job_id,
-                             len(x.expired), len(x.kept_for_critical_facts))
+                    log.info(
+                        "job %s: %d events expired, %d kept for an active critical fact",
+                        job.job_id,
+                        len(x.expired),
+                        len(x.kept_for_critical_facts),
+                    )
         except StoreError:
             raise  # the job goes back for a later try, as for any outage
         except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
-            log.warning("job %s: expiry failed, will retry with the next job: %s", job.job_id,
-                        exc if isinstance(exc, LossgateError) else crash_reason(exc))
+            log.warning(
+                "job %s: expiry failed, will retry with the next job: %s",
+                job.job_id,
+                exc if isinstance(exc, LossgateError) else crash_reason(exc),
+            )
 
     def _embed(self, job: Job) -> None:
         """Vectors for what the subject gained (hybrid search), under the job's lease. A
@@ -171,24 +199,35 @@ class Worker:
             return
         try:
             report = self.memory.admin.embed(job.tenant_id, job.subject_id)
-            log.info("job %s: %d vectors stored, %d items refused by the embedder", job.job_id, report.stored,
-                     len(report.skipped))
+            log.info(
+                "job %s: %d vectors stored, %d items refused by the embedder",
+                job.job_id,
+                report.stored,
+                len(report.skipped),
+            )
         except Exception as exc:  # noqa: BLE001 - best effort, as the docstring says
-            log.warning("job %s: embedding failed, will retry with the next job: %s", job.job_id,
-                        exc if isinstance(exc, LossgateError) else crash_reason(exc))
+            log.warning(
+                "job %s: embedding failed, will retry with the next job: %s",
+                job.job_id,
+                exc if isinstance(exc, LossgateError) else crash_reason(exc),
+            )
 
     def _heartbeat(self, job: Job, stop: threading.Event) -> None:
         while not stop.wait(self.config.heartbeat_s):
             try:
                 with self.memory.store.write() as tx:
-                    alive = tx.heartbeat_job(job.job_id, owner=self.owner,
-                                             lease_expires_at=utcnow() + timedelta(seconds=self.config.lease_s))
+                    alive = tx.heartbeat_job(
+                        job.job_id, owner=self.owner, lease_expires_at=utcnow() + timedelta(seconds=self.config.lease_s)
+                    )
                 if not alive:
                     log.warning("job %s: lease lost; the alias CAS keeps the result safe", job.job_id)
                     return
             except Exception as exc:  # noqa: BLE001 - a missed beat costs at most the lease
-                log.warning("job %s: heartbeat failed: %s", job.job_id,
-                            exc if isinstance(exc, LossgateError) else crash_reason(exc))
+                log.warning(
+                    "job %s: heartbeat failed: %s",
+                    job.job_id,
+                    exc if isinstance(exc, LossgateError) else crash_reason(exc),
+                )
 
     def run(self, *, max_jobs: int | None = None, exit_when_idle: bool = False) -> int:
         """Process jobs until stopped (SIGTERM/SIGINT finish the current job first). Returns jobs done.
@@ -201,12 +240,16 @@ class Worker:
                 break
             try:
                 job = self.run_once()
-            except Exception as exc:  # noqa: BLE001 - the store is down, or a bug: wait, then go on
+            except Exception as exc:
                 if exit_when_idle:  # a drain (tests, one-shot runs) reports it instead
                     raise
                 # A job claimed and not released goes back to the queue when its lease runs out.
-                log.warning("worker %s: %s; trying again in %gs", self.owner,
-                            exc if isinstance(exc, LossgateError) else crash_reason(exc), self.config.retry_s)
+                log.warning(
+                    "worker %s: %s; trying again in %gs",
+                    self.owner,
+                    exc if isinstance(exc, LossgateError) else crash_reason(exc),
+                    self.config.retry_s,
+                )
                 self.stopping.wait(self.config.retry_s)
                 continue
             if job is None:
@@ -225,16 +268,31 @@ class Worker:
         self._stops_by_flag = True
 
 
-def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | None,
-           exit_when_idle: bool, max_jobs: int | None, compressor: str | None, log_level: int = logging.WARNING,
-           log_format: str | None = None) -> None:
+def _child(
+    url: str,
+    config: WorkerConfig,
+    consolidation: ConsolidationConfig | None,
+    exit_when_idle: bool,
+    max_jobs: int | None,
+    compressor: str | None,
+    log_level: int = logging.WARNING,
+    log_format: str | None = None,
+) -> None:
     if not logging.getLogger().handlers:  # a spawned process starts with none: log as the parent does
         logging.basicConfig(level=log_level, format=log_format or logging.BASIC_FORMAT)
-    memory = open_worker_memory(url, migrate=False, embedder=embedder_from_env(os.environ),  # LOSSGATE_EMBEDDER
-                                compressors=lambda spec: load_compressor(spec, environ=os.environ))  # rollouts
-    worker = Worker(memory, config=config, consolidation=consolidation,
-                    compressor=load_compressor(compressor, environ=os.environ) if compressor else None,
-                    judge=ModelJudge.from_env(os.environ))  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL
+    memory = open_worker_memory(
+        url,
+        migrate=False,
+        embedder=embedder_from_env(os.environ),  # LOSSGATE_EMBEDDER
+        compressors=lambda spec: load_compressor(spec, environ=os.environ),
+    )  # rollouts
+    worker = Worker(
+        memory,
+        config=config,
+        consolidation=consolidation,
+        compressor=load_compressor(compressor, environ=os.environ) if compressor else None,
+        judge=ModelJudge.from_env(os.environ),
+    )  # LOSSGATE_JUDGE_URL and LOSSGATE_JUDGE_MODEL
     worker.install_signal_handlers()
     try:
         worker.run(exit_when_idle=exit_when_idle, max_jobs=max_jobs)
@@ -242,9 +300,16 @@ def _child(url: str, config: WorkerConfig, consolidation: ConsolidationConfig | 
         memory.close()
 
 
-def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
-             consolidation: ConsolidationConfig | None = None, exit_when_idle: bool = False,
-             max_jobs: int | None = None, compressor: str | None = None) -> int:
+def run_pool(
+    url: str,
+    concurrency: int,
+    *,
+    config: WorkerConfig | None = None,
+    consolidation: ConsolidationConfig | None = None,
+    exit_when_idle: bool = False,
+    max_jobs: int | None = None,
+    compressor: str | None = None,
+) -> int:
     """Run ``concurrency`` worker processes until they exit or SIGTERM; returns the worst exit code.
     ``compressor`` is a :func:`~lossgate.consolidate.factory.load_compressor` spec, made in
     each process (a model client does not cross a process boundary)."""
@@ -257,10 +322,24 @@ def run_pool(url: str, concurrency: int, *, config: WorkerConfig | None = None,
         memory.close()
     ctx = mp.get_context("spawn")
     root = logging.getLogger()
-    fmt = root.handlers[0].formatter._fmt if root.handlers and root.handlers[0].formatter else None  # noqa: SLF001
-    procs = [ctx.Process(target=_child, args=(url, config or WorkerConfig(), consolidation, exit_when_idle, max_jobs,
-                                                  compressor, root.getEffectiveLevel(), fmt),
-                         name=f"lossgate-worker-{i}") for i in range(concurrency)]
+    fmt = root.handlers[0].formatter._fmt if root.handlers and root.handlers[0].formatter else None
+    procs = [
+        ctx.Process(
+            target=_child,
+            args=(
+                url,
+                config or WorkerConfig(),
+                consolidation,
+                exit_when_idle,
+                max_jobs,
+                compressor,
+                root.getEffectiveLevel(),
+                fmt,
+            ),
+            name=f"lossgate-worker-{i}",
+        )
+        for i in range(concurrency)
+    ]
     for p in procs:
         p.start()
 
@@ -285,4 +364,3 @@ def drain(memory: Memory, *, consolidation: ConsolidationConfig | None = None) -
     worker's (:func:`open_worker_memory`). Returns jobs done."""
     worker = Worker(memory, consolidation=consolidation, config=WorkerConfig(poll_s=0.0))
     return worker.run(exit_when_idle=True)
-

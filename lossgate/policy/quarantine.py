@@ -40,8 +40,9 @@ class Quarantined:
     already: bool = False
 
 
-def quarantine(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, reason: str,
-               now: datetime) -> Quarantined:
+def quarantine(
+    tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, reason: str, now: datetime
+) -> Quarantined:
     """Take ``artifact_id`` (published: the alias's artifact or one of its parts) out of
     recall (see the module docstring). Quarantining it again changes nothing. Raises
     :class:`~lossgate.errors.NotFound` or :class:`~lossgate.errors.InvalidInput`."""
@@ -53,22 +54,42 @@ def quarantine(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *
     if head.state == "quarantined":
         return Quarantined(tenant_id, subject_id, artifact_id, already=True)
     if head.state != "published":
-        raise InvalidInput(f"artifact {artifact_id} is {head.state}: only a published artifact can be quarantined "
-                           "(recall never serves any other)")
+        raise InvalidInput(
+            f"artifact {artifact_id} is {head.state}: only a published artifact can be quarantined "
+            "(recall never serves any other)"
+        )
     why = f"quarantined: {reason}" if reason else "quarantined"
     tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "quarantined", from_states=["published"], reason=why)
     art = tx.artifact(tenant_id, subject_id, artifact_id)
     parts: list[str] = []
     if art is not None and art.manifest.children:
         # a root's digests are its parts': they go with it, so no later job reuses them
-        parts = tx.set_artifact_state(tenant_id, subject_id, list(art.manifest.children), "quarantined",
-                                      from_states=["published"], reason=f"part of {artifact_id}, {why}")
+        parts = tx.set_artifact_state(
+            tenant_id,
+            subject_id,
+            list(art.manifest.children),
+            "quarantined",
+            from_states=["published"],
+            reason=f"part of {artifact_id}, {why}",
+        )
     stale: list[str] = []
     if alias.artifact_id and alias.artifact_id != artifact_id:
         root = tx.artifact(tenant_id, subject_id, alias.artifact_id)
         if root is not None and artifact_id in root.manifest.children:
-            stale = tx.set_artifact_state(tenant_id, subject_id, [root.artifact_id], "stale",
-                                          from_states=["published"], reason=f"its part {artifact_id} was {why}")
-    tx.add_log(tenant_id, subject_id, at=now, op="quarantine", target_id=artifact_id,
-               detail={"reason": reason, "stale": stale, "parts": parts, "covers_through": alias.covers_through})
+            stale = tx.set_artifact_state(
+                tenant_id,
+                subject_id,
+                [root.artifact_id],
+                "stale",
+                from_states=["published"],
+                reason=f"its part {artifact_id} was {why}",
+            )
+    tx.add_log(
+        tenant_id,
+        subject_id,
+        at=now,
+        op="quarantine",
+        target_id=artifact_id,
+        detail={"reason": reason, "stale": stale, "parts": parts, "covers_through": alias.covers_through},
+    )
     return Quarantined(tenant_id, subject_id, artifact_id, stale_roots=tuple(stale), parts=tuple(parts))

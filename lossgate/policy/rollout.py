@@ -34,13 +34,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from lossgate.model.derived_records import Artifact, Attempt
 from lossgate.errors import InvalidInput, NotFound
+from lossgate.model.derived_records import Artifact, Attempt
 from lossgate.model.registry import Registry, parse_registry
 from lossgate.store.protocol import ReadTx, WriteTx
 
-__all__ = ["Rollout", "rollout", "set_rollout", "review_required", "approve", "refuse", "ShadowRow",
-           "shadow_report", "valid_spec"]
+__all__ = [
+    "Rollout",
+    "rollout",
+    "set_rollout",
+    "review_required",
+    "approve",
+    "refuse",
+    "ShadowRow",
+    "shadow_report",
+    "valid_spec",
+]
 
 _KEY = "rollout"
 _FIELDS = ("live", "shadow", "review", "shadow_gate", "shadow_registry")
@@ -80,7 +89,7 @@ class Rollout(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _needs_shadow(self) -> "Rollout":
+    def _needs_shadow(self) -> Rollout:
         if self.shadow is None and (self.shadow_gate != "release" or self.shadow_registry is not None):
             raise ValueError("an exploratory gate or a shadow registry needs a shadow compressor")
         return self
@@ -127,17 +136,29 @@ def approve(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, n
     """Publish a waiting artifact through the switch. Returns (published, why not). One
     the switch refuses (an input, the epoch or the alias moved since it was built) can
     never win and is ``abandoned``, saying why."""
-    from lossgate.publication.switch import switch  # noqa: PLC0415 - publish imports the queue, which is heavier
-    from lossgate.lineage import queue  # noqa: PLC0415
+    from lossgate.lineage import queue
+    from lossgate.publication.switch import switch
 
     art = _waiting(tx, tenant_id, subject_id, artifact_id)
     result = switch(tx, art, now=now, states=("review",))
     if not result.published:
-        tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "abandoned", from_states=["review"],
-                              reason=f"approved, but {result.reason}")
+        tx.set_artifact_state(
+            tenant_id,
+            subject_id,
+            [artifact_id],
+            "abandoned",
+            from_states=["review"],
+            reason=f"approved, but {result.reason}",
+        )
         queue.switch_refused(tx, tenant_id, subject_id, result.reason, now=now)  # a rebuild, for the next review
-    tx.add_log(tenant_id, subject_id, at=now, op="review", target_id=artifact_id,
-               detail={"decision": "approved", "published": result.published, "reason": result.reason})
+    tx.add_log(
+        tenant_id,
+        subject_id,
+        at=now,
+        op="review",
+        target_id=artifact_id,
+        detail={"decision": "approved", "published": result.published, "reason": result.reason},
+    )
     return result.published, result.reason
 
 
@@ -149,14 +170,30 @@ def refuse(tx: WriteTx, tenant_id: str, subject_id: str, artifact_id: str, *, re
     tx.set_artifact_state(tenant_id, subject_id, [artifact_id], "refused", from_states=["review"], reason=why)
     if art.manifest.children:
         # its own parts, not those another waiting summary also stands on
-        others = {c for a in tx.artifacts(tenant_id, subject_id, states=["review"]) if a.artifact_id != artifact_id
-                  for c in a.manifest.children}
+        others = {
+            c
+            for a in tx.artifacts(tenant_id, subject_id, states=["review"])
+            if a.artifact_id != artifact_id
+            for c in a.manifest.children
+        }
         mine = sorted(set(art.manifest.children) - others)
         if mine:
-            tx.set_artifact_state(tenant_id, subject_id, mine, "refused", from_states=["candidate"],
-                                  reason=f"part of {artifact_id}, {why}")
-    tx.add_log(tenant_id, subject_id, at=now, op="review", target_id=artifact_id,
-               detail={"decision": "refused", "reason": reason})
+            tx.set_artifact_state(
+                tenant_id,
+                subject_id,
+                mine,
+                "refused",
+                from_states=["candidate"],
+                reason=f"part of {artifact_id}, {why}",
+            )
+    tx.add_log(
+        tenant_id,
+        subject_id,
+        at=now,
+        op="review",
+        target_id=artifact_id,
+        detail={"decision": "refused", "reason": reason},
+    )
 
 
 @dataclass(frozen=True)
@@ -205,26 +242,40 @@ def shadow_report(tx: ReadTx, tenant_id: str, count: Any) -> list[ShadowRow]:
         live_said = _claimed(live_art)
         shadow_said = _claimed(shadow_art)
         live_claims, shadow_claims = set(live_said), set(shadow_said)
-        rows.append(ShadowRow(
-            subject_id=subject_id, live_compressor=live.compressor if live else "-",
-            shadow_compressor=shadow.compressor, live_status=live.status if live else "-",
-            shadow_status=shadow.status, live_outcome=live.gate_outcome if live else None,
-            shadow_outcome=shadow.gate_outcome, only_live=tuple(sorted(live_claims - shadow_claims)),
-            only_shadow=tuple(sorted(shadow_claims - live_claims)),
-            changed=tuple(sorted(f for f in live_claims & shadow_claims if live_said[f] != shadow_said[f])),
-            live_tokens=count(live_art.body.summary) if live_art else None,
-            shadow_tokens=count(shadow_art.body.summary) if shadow_art else None,
-            live_compress_s=live.timings.get("compress_s") if live else None,
-            shadow_compress_s=shadow.timings.get("compress_s"), shadow_violations=len(shadow.violations),
-            shadow_alias=on_alias, shadow_alias_state=head[0] if head else None,
-        ))
+        rows.append(
+            ShadowRow(
+                subject_id=subject_id,
+                live_compressor=live.compressor if live else "-",
+                shadow_compressor=shadow.compressor,
+                live_status=live.status if live else "-",
+                shadow_status=shadow.status,
+                live_outcome=live.gate_outcome if live else None,
+                shadow_outcome=shadow.gate_outcome,
+                only_live=tuple(sorted(live_claims - shadow_claims)),
+                only_shadow=tuple(sorted(shadow_claims - live_claims)),
+                changed=tuple(sorted(f for f in live_claims & shadow_claims if live_said[f] != shadow_said[f])),
+                live_tokens=count(live_art.body.summary) if live_art else None,
+                shadow_tokens=count(shadow_art.body.summary) if shadow_art else None,
+                live_compress_s=live.timings.get("compress_s") if live else None,
+                shadow_compress_s=shadow.timings.get("compress_s"),
+                shadow_violations=len(shadow.violations),
+                shadow_alias=on_alias,
+                shadow_alias_state=head[0] if head else None,
+            )
+        )
     return rows
 
 
 def _claimed(art: Artifact | None) -> dict[str, Any]:
     """What each claim of ``art`` says, by fact id."""
-    return {c.fact_id: c.model_dump(include={"value_type", "value", "polarity", "qualifiers", "modality"})
-            for c in art.body.claims} if art else {}
+    return (
+        {
+            c.fact_id: c.model_dump(include={"value_type", "value", "polarity", "qualifiers", "modality"})
+            for c in art.body.claims
+        }
+        if art
+        else {}
+    )
 
 
 def _artifact(tx: ReadTx, tenant_id: str, subject_id: str, attempt: Attempt) -> Artifact | None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lossgate.model.derived_records import Artifact
 from lossgate.gate.outcome import Violation
+from lossgate.model.derived_records import Artifact
 
 __all__ = ["divergence", "representation_loss", "without_values"]
 
@@ -28,8 +28,9 @@ def divergence(written: Artifact, read: Artifact | None) -> tuple[str, Any, Any]
     if read is None:
         return "artifact", written.artifact_id, None
     for name in ("body", "manifest"):
-        found = _first(getattr(written, name).model_dump(mode="python"),
-                       getattr(read, name).model_dump(mode="python"), name)
+        found = _first(
+            getattr(written, name).model_dump(mode="python"), getattr(read, name).model_dump(mode="python"), name
+        )
         if found is not None:
             return found
     return None
@@ -64,10 +65,17 @@ def representation_loss(found: tuple[str, Any, Any]) -> Violation:
     """The violation that names the first divergent field, with both types when they differ."""
     path, written, read = found
     changed = type(written) is not type(read)
-    detail = (f"{path}: written as {_shown(written)}, read back as {_shown(read)}"
-              + (f" (the type changed from {type(written).__name__} to {type(read).__name__})" if changed else ""))
-    return Violation(code="representation_loss", subject=path, severity="critical", detail=detail,
-                     expected=_shown(written), observed=_shown(read))
+    detail = f"{path}: written as {_shown(written)}, read back as {_shown(read)}" + (
+        f" (the type changed from {type(written).__name__} to {type(read).__name__})" if changed else ""
+    )
+    return Violation(
+        code="representation_loss",
+        subject=path,
+        severity="critical",
+        detail=detail,
+        expected=_shown(written),
+        observed=_shown(read),
+    )
 
 
 def without_values(found: tuple[str, Any, Any]) -> str:

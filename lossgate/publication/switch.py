@@ -73,17 +73,20 @@ def _publish_parts(tx: WriteTx, artifact: Artifact, previous: Artifact | None) -
     t, s = m.tenant_id, m.subject_id
     # A root that extends its parent brings only its new parts; the ones it carries are published.
     if m.new_parts:
-        tx.set_artifact_state(t, s, sorted(m.new_parts), "published", from_states=["candidate"],
-                              reason=f"part of {artifact.artifact_id}")
+        tx.set_artifact_state(
+            t, s, sorted(m.new_parts), "published", from_states=["candidate"], reason=f"part of {artifact.artifact_id}"
+        )
     if previous is not None:
         dropped = sorted(set(previous.manifest.children) - set(m.children))
         if dropped:
-            tx.set_artifact_state(t, s, dropped, "retired", from_states=["published"],
-                                  reason=f"replaced by {artifact.artifact_id}")
+            tx.set_artifact_state(
+                t, s, dropped, "retired", from_states=["published"], reason=f"replaced by {artifact.artifact_id}"
+            )
 
 
-def switch(tx: WriteTx, artifact: Artifact, *, now: datetime,
-           states: tuple[str, ...] = ("candidate", "abandoned")) -> SwitchResult:
+def switch(
+    tx: WriteTx, artifact: Artifact, *, now: datetime, states: tuple[str, ...] = ("candidate", "abandoned")
+) -> SwitchResult:
     """Publish ``artifact`` if, and only if, nothing it rests on has moved. ``states``: what
     it may be stored as (a gated candidate; ``review`` when a person approves it)."""
     m = artifact.manifest
@@ -96,8 +99,10 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime,
     if latest is not None and latest > m.registry_version:
         changes = outdated(tx, m.registry_version)
         if changes:
-            return SwitchResult(False, f"gated under registry v{m.registry_version}; v{latest} requires a re-gate "
-                                       f"({', '.join(changes[:3])})")
+            return SwitchResult(
+                False,
+                f"gated under registry v{m.registry_version}; v{latest} requires a re-gate ({', '.join(changes[:3])})",
+            )
     problem = _inputs_unchanged(tx, artifact)
     if problem:
         return SwitchResult(False, problem)
@@ -105,13 +110,20 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime,
     if stored is None or stored.state not in states:
         # Only a gated candidate may be published: never a gate-rejected or stale one. (An
         # abandoned candidate lost to a newer publication: the checks below say exactly how.)
-        return SwitchResult(False, f"artifact {artifact.artifact_id} is {stored.state if stored else 'not stored'}, "
-                                   "not a gated candidate")
+        return SwitchResult(
+            False,
+            f"artifact {artifact.artifact_id} is {stored.state if stored else 'not stored'}, not a gated candidate",
+        )
     if m.new_covers_through < alias.covers_through:
         return SwitchResult(False, f"coverage would regress from {alias.covers_through} to {m.new_covers_through}")
     if not tx.cas_alias(
-        t, s, expected=m.expected_alias, artifact_id=artifact.artifact_id, source_epoch=m.input_epoch,
-        covers_through=m.new_covers_through, at=now,
+        t,
+        s,
+        expected=m.expected_alias,
+        artifact_id=artifact.artifact_id,
+        source_epoch=m.input_epoch,
+        covers_through=m.new_covers_through,
+        at=now,
     ):
         return SwitchResult(
             False,
@@ -126,14 +138,30 @@ def switch(tx: WriteTx, artifact: Artifact, *, now: datetime,
     _publish_parts(tx, artifact, previous)
     # Candidates left by crashed or racing jobs can never win a CAS now: say so.
     # (and summaries waiting for review: a newer one is published)
-    orphans = [a.artifact_id for a in tx.artifacts(t, s, states=["candidate", "review"])
-               if a.artifact_id != artifact.artifact_id]
+    orphans = [
+        a.artifact_id
+        for a in tx.artifacts(t, s, states=["candidate", "review"])
+        if a.artifact_id != artifact.artifact_id
+    ]
     if orphans:
         tx.set_artifact_state(t, s, orphans, "abandoned", reason=f"superseded by {artifact.artifact_id}")
-    queue.answered(tx, t, s, high_water=clock.high_water, covers_through=m.new_covers_through,
-                   artifact_id=artifact.artifact_id, now=now)
-    tx.add_log(t, s, at=now, op="publish", target_id=artifact.artifact_id,
-               detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch})
+    queue.answered(
+        tx,
+        t,
+        s,
+        high_water=clock.high_water,
+        covers_through=m.new_covers_through,
+        artifact_id=artifact.artifact_id,
+        now=now,
+    )
+    tx.add_log(
+        t,
+        s,
+        at=now,
+        op="publish",
+        target_id=artifact.artifact_id,
+        detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch},
+    )
     return SwitchResult(True, "published")
 
 
@@ -153,18 +181,39 @@ def shadow_switch(tx: WriteTx, artifact: Artifact, *, now: datetime) -> SwitchRe
         return SwitchResult(False, f"input_epoch moved from {m.input_epoch} to {epoch}")
     stored = tx.artifact_gate(t, s, artifact.artifact_id)
     if stored is None or stored[0] != "shadow":
-        return SwitchResult(False, f"artifact {artifact.artifact_id} is {stored[0] if stored else 'not stored'}, "
-                                   "not a shadow summary")
+        return SwitchResult(
+            False, f"artifact {artifact.artifact_id} is {stored[0] if stored else 'not stored'}, not a shadow summary"
+        )
     if m.new_covers_through < current.covers_through:
         return SwitchResult(False, f"coverage would regress from {current.covers_through} to {m.new_covers_through}")
-    if not tx.cas_alias(t, s, expected=current.expected(), artifact_id=artifact.artifact_id,
-                        source_epoch=m.input_epoch, covers_through=m.new_covers_through, at=now, lane="shadow"):
+    if not tx.cas_alias(
+        t,
+        s,
+        expected=current.expected(),
+        artifact_id=artifact.artifact_id,
+        source_epoch=m.input_epoch,
+        covers_through=m.new_covers_through,
+        at=now,
+        lane="shadow",
+    ):
         return SwitchResult(False, "the shadow alias moved")  # unreachable while the row is locked
     if current.artifact_id and current.artifact_id != artifact.artifact_id:
         previous = tx.artifact(t, s, current.artifact_id)
         gone = {current.artifact_id} | (set(previous.manifest.children) - set(m.children) if previous else set())
-        tx.set_artifact_state(t, s, sorted(gone), "abandoned", from_states=["shadow"],
-                              reason=f"replaced on the shadow alias by {artifact.artifact_id}")
-    tx.add_log(t, s, at=now, op="publish_shadow", target_id=artifact.artifact_id,
-               detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch})
+        tx.set_artifact_state(
+            t,
+            s,
+            sorted(gone),
+            "abandoned",
+            from_states=["shadow"],
+            reason=f"replaced on the shadow alias by {artifact.artifact_id}",
+        )
+    tx.add_log(
+        t,
+        s,
+        at=now,
+        op="publish_shadow",
+        target_id=artifact.artifact_id,
+        detail={"covers_through": m.new_covers_through, "input_epoch": m.input_epoch},
+    )
     return SwitchResult(True, "published to the shadow alias")

@@ -30,11 +30,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lossgate.model.derived_records import (ArtifactHead, RecallChange, RecallRecord, RecallVerification, conflicts_between,
-                              rendered_block)
 from lossgate.errors import NotFound
-from lossgate.model.limits import shown_id
 from lossgate.lineage.propagation import purged_summary
+from lossgate.model.derived_records import (
+    ArtifactHead,
+    RecallChange,
+    RecallRecord,
+    RecallVerification,
+    conflicts_between,
+    rendered_block,
+)
+from lossgate.model.limits import shown_id
 from lossgate.recall.read import artifact_digest, text_digest, trimmed_summary
 from lossgate.store.protocol import ReadTx
 
@@ -84,8 +90,9 @@ def check_recall(tx: ReadTx, record: RecallRecord) -> RecallVerification:
         elif digest is not None and e.content_hash != digest:
             changes.append((event_id, "edited"))
     head = None
-    artifact_id = inputs.artifact_id if inputs is not None else (
-        record.alias.artifact_id if record.mode == "summary" else None)
+    artifact_id = (
+        inputs.artifact_id if inputs is not None else (record.alias.artifact_id if record.mode == "summary" else None)
+    )
     if artifact_id is not None:
         head = tx.artifact_head(t, s, artifact_id)
         changes += _artifact_changes(tx, record, artifact_id, head)
@@ -98,23 +105,34 @@ def check_recall(tx: ReadTx, record: RecallRecord) -> RecallVerification:
     if state == "unchanged" and inputs is not None and record.rendered_sha256 is not None:
         summary = None if head is None else trimmed_summary(head.summary, inputs.summary_lines)
         returned = [facts[i] for i in fact_hashes]
-        conflicts = () if summary is not None else conflicts_between(
-            tx.conflicts(t, s, unresolved_only=True), returned)  # raw memory states them, as recall did
+        conflicts = (
+            () if summary is not None else conflicts_between(tx.conflicts(t, s, unresolved_only=True), returned)
+        )  # raw memory states them, as recall did
         block = rendered_block(t, s, summary, returned, sorted(events.values(), key=lambda e: e.seq), conflicts)
         matches = text_digest(block) == record.rendered_sha256
-    return RecallVerification(recall_id=record.recall_id, tenant_id=t, subject_id=s, state=state,
-                              changes=tuple(changes), rendered_matches=matches)
+    return RecallVerification(
+        recall_id=record.recall_id,
+        tenant_id=t,
+        subject_id=s,
+        state=state,
+        changes=tuple(changes),
+        rendered_matches=matches,
+    )
 
 
-def _artifact_changes(tx: ReadTx, record: RecallRecord, artifact_id: str,
-                      head: ArtifactHead | None) -> list[tuple[str, RecallChange]]:
+def _artifact_changes(
+    tx: ReadTx, record: RecallRecord, artifact_id: str, head: ArtifactHead | None
+) -> list[tuple[str, RecallChange]]:
     """What moved of the artifact whose summary the recall returned."""
     if head is None or purged_summary(head.summary):
         return [(artifact_id, "deleted")]
     found: list[tuple[str, RecallChange]] = []
     inputs = record.inputs
-    if inputs is not None and inputs.artifact_sha256 is not None and \
-            artifact_digest(head.summary, head.open_items) != inputs.artifact_sha256:
+    if (
+        inputs is not None
+        and inputs.artifact_sha256 is not None
+        and artifact_digest(head.summary, head.open_items) != inputs.artifact_sha256
+    ):
         found.append((artifact_id, "edited"))
     clock, alias = tx.clock(record.tenant_id, record.subject_id), tx.alias(record.tenant_id, record.subject_id)
     if alias.artifact_id != artifact_id or head.state != "published" or alias.source_epoch != clock.input_epoch:

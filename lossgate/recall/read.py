@@ -66,23 +66,41 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
-from threading import Lock
-from functools import lru_cache
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from threading import Lock
 from typing import Any, NamedTuple, TypeVar
 
-from lossgate.runtime.caches import holds_text
-from lossgate.model.canonical import content_hash
 from lossgate.consolidate.tokens import TokenCounter, default_counter
-from lossgate.model.derived_records import (EVENTS_TITLE, FACTS_TITLE, Alias, ArtifactHead, RecallInputs, RecallMode,
-                              RecallRecord, RecallResult, block_parts, block_title, conflicts_between,
-                              summary_structure)
 from lossgate.errors import ConfigError
+from lossgate.model.canonical import content_hash
+from lossgate.model.derived_records import (
+    EVENTS_TITLE,
+    FACTS_TITLE,
+    Alias,
+    ArtifactHead,
+    RecallInputs,
+    RecallMode,
+    RecallRecord,
+    RecallResult,
+    block_parts,
+    block_title,
+    conflicts_between,
+    summary_structure,
+)
 from lossgate.model.records import Clock, Conflict, Event, Fact, utcnow
-from lossgate.model.wording import (CONVERSATION_TITLE, PERIOD_LINE, PERIODS_TITLE, conflict_line, day_line, event_line,
-                             fact_line)
 from lossgate.model.search_terms import is_phrase, query_terms
+from lossgate.model.wording import (
+    CONVERSATION_TITLE,
+    PERIOD_LINE,
+    PERIODS_TITLE,
+    conflict_line,
+    day_line,
+    event_line,
+    fact_line,
+)
+from lossgate.runtime.caches import holds_text
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
 from lossgate.semantic.reorder import reranked
@@ -90,8 +108,16 @@ from lossgate.semantic.rerankers import Reranker
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter, ReadTx, VectorKind
 
-__all__ = ["recall", "SEARCH_BACKLOG", "DROPPED_LEAD", "dropped_events", "artifact_digest", "text_digest",
-           "summary_lines_kept", "trimmed_summary"]
+__all__ = [
+    "recall",
+    "SEARCH_BACKLOG",
+    "DROPPED_LEAD",
+    "dropped_events",
+    "artifact_digest",
+    "text_digest",
+    "summary_lines_kept",
+    "trimmed_summary",
+]
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +142,21 @@ RANK_K = 10
 NEIGHBOUR_POOL = 32  # the fewest hits read for it, whatever k
 
 
-def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None = None, k: int = 20,
-           budget: int | None = None, counter: TokenCounter | None = None, context: bool = True,
-           embedder: Embedder | None = None, attest: bool = True, loss_aware: bool = True,
-           reranker: Reranker | None = None) -> RecallResult:
+def recall(
+    store: Store,
+    tenant_id: str,
+    subject_id: str,
+    *,
+    query: str | None = None,
+    k: int = 20,
+    budget: int | None = None,
+    counter: TokenCounter | None = None,
+    context: bool = True,
+    embedder: Embedder | None = None,
+    attest: bool = True,
+    loss_aware: bool = True,
+    reranker: Reranker | None = None,
+) -> RecallResult:
     """Read memory for one subject. ``k`` bounds events and non-critical facts; with a query
     and a ``budget`` (tokens), the budget decides how many hits fit, in relevance order.
     The budget never trims critical facts or the summary's structured part. With
@@ -141,10 +178,23 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     index_checked = not terms
     while True:
         try:
-            read = _read(store, tenant_id, subject_id, terms=terms, searching=searching, k=k,
-                           hits_wanted=hits_wanted, context=context, embedder=embedder, query_vector=query_vector,
-                           semantic=semantic, index_checked=index_checked, loss_aware=loss_aware,
-                           reranker=reranker, query=query or "")
+            read = _read(
+                store,
+                tenant_id,
+                subject_id,
+                terms=terms,
+                searching=searching,
+                k=k,
+                hits_wanted=hits_wanted,
+                context=context,
+                embedder=embedder,
+                query_vector=query_vector,
+                semantic=semantic,
+                index_checked=index_checked,
+                loss_aware=loss_aware,
+                reranker=reranker,
+                query=query or "",
+            )
             break
         except _IndexBehind:  # rare: consolidation and earlier recalls keep the index warm
             with store.write() as wtx:
@@ -162,27 +212,49 @@ def recall(store: Store, tenant_id: str, subject_id: str, *, query: str | None =
     # summary's structured part does): two values of one predicate are not read as settled
     conflicts = conflicts_between(read.open_conflicts, critical + others)
     if conflicts:
-        tokens = (_block_tokens(tenant_id, subject_id, summary, critical + others, events, count, conflicts)
-                  if budget is None else
-                  tokens + sum(_line_tokens(conflict_line(c.predicate, c.fact_ids), count) for c in conflicts))
+        tokens = (
+            _block_tokens(tenant_id, subject_id, summary, critical + others, events, count, conflicts)
+            if budget is None
+            else tokens + sum(_line_tokens(conflict_line(c.predicate, c.fact_ids), count) for c in conflicts)
+        )
     record = RecallRecord(
-        recall_id=f"rc-{uuid.uuid4().hex[:16]}", tenant_id=tenant_id, subject_id=subject_id, at=utcnow(),
-        query=query, filters={"tenant_id": tenant_id, "subject_id": subject_id, "k": k, "budget": budget,
-                              **({"semantic": read.semantic} if read.semantic else {}),
-                              **({"rerank": read.rerank} if read.rerank else {})},
-        mode=read.mode, candidate_ids=tuple(read.candidates),
+        recall_id=f"rc-{uuid.uuid4().hex[:16]}",
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        at=utcnow(),
+        query=query,
+        filters={
+            "tenant_id": tenant_id,
+            "subject_id": subject_id,
+            "k": k,
+            "budget": budget,
+            **({"semantic": read.semantic} if read.semantic else {}),
+            **({"rerank": read.rerank} if read.rerank else {}),
+        },
+        mode=read.mode,
+        candidate_ids=tuple(read.candidates),
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
-        alias=read.alias, clock=read.clock, tiers={e.event_id: e.tier for e in events},
+        alias=read.alias,
+        clock=read.clock,
+        tiers={e.event_id: e.tier for e in events},
     )
     result = RecallResult(
-        tenant_id=tenant_id, subject_id=subject_id, mode=read.mode,
-        artifact_id=artifact.artifact_id if artifact else None, summary=summary,
+        tenant_id=tenant_id,
+        subject_id=subject_id,
+        mode=read.mode,
+        artifact_id=artifact.artifact_id if artifact else None,
+        summary=summary,
         open_items=artifact.open_items if artifact else (),
-        facts=tuple(critical + others), events=tuple(events), record=record, tokens=tokens, conflicts=conflicts,
+        facts=tuple(critical + others),
+        events=tuple(events),
+        record=record,
+        tokens=tokens,
+        conflicts=conflicts,
     )
     if attest:  # without: only to measure what attestation costs (bench/bench_boundary.py)
-        record = record.model_copy(update={"rendered_sha256": text_digest(result.render()),
-                                           "inputs": _inputs(artifact, result)})
+        record = record.model_copy(
+            update={"rendered_sha256": text_digest(result.render()), "inputs": _inputs(artifact, result)}
+        )
     store.record_recall(record)
     return result.model_copy(update={"record": record})
 
@@ -195,7 +267,8 @@ def _inputs(artifact: ArtifactHead | None, result: RecallResult) -> RecallInputs
         artifact_sha256=None if artifact is None else artifact_digest(artifact.summary, artifact.open_items),
         summary_lines=None if artifact is None else summary_lines_kept(artifact.summary, result.summary),
         facts={f.fact_id: f.content_hash for f in result.facts},
-        events={e.event_id: e.content_hash for e in result.events})
+        events={e.event_id: e.content_hash for e in result.events},
+    )
 
 
 def text_digest(text: str) -> str:
@@ -260,10 +333,24 @@ class _IndexBehind(Exception):
     """The full-text index is more than :data:`SEARCH_BACKLOG` events behind: refresh, read again."""
 
 
-def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], searching: bool, k: int,
-          hits_wanted: int, context: bool, embedder: Embedder | None, query_vector: Any, semantic: str | None,
-          index_checked: bool, loss_aware: bool = True, reranker: Reranker | None = None,
-          query: str = "") -> _Read:
+def _read(
+    store: Store,
+    tenant_id: str,
+    subject_id: str,
+    *,
+    terms: list[str],
+    searching: bool,
+    k: int,
+    hits_wanted: int,
+    context: bool,
+    embedder: Embedder | None,
+    query_vector: Any,
+    semantic: str | None,
+    index_checked: bool,
+    loss_aware: bool = True,
+    reranker: Reranker | None = None,
+    query: str = "",
+) -> _Read:
     """Everything recall returns, read in one transaction (the index's backlog checked in it).
     A reranker is asked inside it, so that it reads the same rows recall returns (a server's
     answer is bounded by its timeout, 2 s by default)."""
@@ -272,8 +359,7 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
         if not index_checked and tx.search_backlog(tenant_id, subject_id) > SEARCH_BACKLOG:
             raise _IndexBehind
         clock, alias, artifact = tx.recall_head(tenant_id, subject_id)
-        fresh = (artifact is not None and artifact.state == "published"
-                 and alias.source_epoch == clock.input_epoch)
+        fresh = artifact is not None and artifact.state == "published" and alias.source_epoch == clock.input_epoch
         mode: RecallMode = "summary" if fresh else "raw_fallback"
         # Critical facts and the newest non-critical ones (without a query) in one read. The
         # text a deleted fact was drawn from is deleted content, never recalled: every event
@@ -281,8 +367,9 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
         # the subject's deleted facts, which grow with its history.
         wanted = [FactFilter(statuses=["active"], criticalities=["critical"])]
         if not searching:
-            wanted.append(FactFilter(statuses=["active"], criticalities=["important", "contextual"],
-                                     limit=k, newest_first=True))
+            wanted.append(
+                FactFilter(statuses=["active"], criticalities=["important", "contextual"], limit=k, newest_first=True)
+            )
         critical, *newest = tx.fact_sets(tenant_id, subject_id, wanted)
         if searching:
             text = " ".join(terms)
@@ -291,13 +378,23 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             # reads its depth of word hits, the part past what it reads without one kept apart.
             depth = reranker.depth if reranker is not None and terms else 0
             fact_limit = k + len(critical_ids)
-            word_facts = (tx.search_facts(tenant_id, subject_id, text, limit=max(fact_limit, depth + len(critical_ids)))
-                          if terms else [])
+            word_facts = (
+                tx.search_facts(tenant_id, subject_id, text, limit=max(fact_limit, depth + len(critical_ids)))
+                if terms
+                else []
+            )
             hit_facts = word_facts[:fact_limit]
             near: dict[str, list[str]] = {}
             if query_vector is not None and embedder is not None:
-                semantic, near = _nearest(store, tx, tenant_id, subject_id, embedder, query_vector,
-                                          {"fact": k + len(critical_ids), "event": hits_wanted})
+                semantic, near = _nearest(
+                    store,
+                    tx,
+                    tenant_id,
+                    subject_id,
+                    embedder,
+                    query_vector,
+                    {"fact": k + len(critical_ids), "event": hits_wanted},
+                )
             if near:
                 hit_facts = fuse(hit_facts, near["fact"], weights=(1.0, SEMANTIC_WEIGHT))
             hit_facts = [i for i in hit_facts if i not in critical_ids]
@@ -310,27 +407,43 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
             lead = DROPPED_LEAD if loss_aware and fresh else 0
             # (and at least NEIGHBOUR_POOL, so that a small k still sees a hit's neighbours)
             event_limit = max(hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead, NEIGHBOUR_POOL)
-            word_events = (tx.search_events(tenant_id, subject_id, text, limit=max(event_limit, depth),
-                                            skip_erased=True)
-                           if terms else [])
+            word_events = (
+                tx.search_events(tenant_id, subject_id, text, limit=max(event_limit, depth), skip_erased=True)
+                if terms
+                else []
+            )
             hit_ids = word_events[:event_limit]
             if near:
                 hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:event_limit]
-            read = {e.event_id: e for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"],
-                                                     skip_erased=True)} if hit_ids else {}
+            read = (
+                {
+                    e.event_id: e
+                    for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"], skip_erased=True)
+                }
+                if hit_ids
+                else {}
+            )
             hit_ids = _neighbour_supported([i for i in hit_ids if i in read], {i: e.seq for i, e in read.items()})
             if reranker is not None and terms:
                 # the first ranking, then the word hits past it: failing, the reranker changes nothing
                 facts_pool = _then(hit_facts, [i for i in word_facts[fact_limit:] if i not in critical_ids])
                 events_pool = _then(hit_ids, word_events[event_limit:])
-                rerank, (hit_facts, events_pool) = reranked(reranker, query, [
-                    (facts_pool, lambda ids: _fact_texts(tx, tenant_id, subject_id, ids)),
-                    (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids, read))])
-                hit_ids = [i for i in events_pool if i in read][:event_limit]  # a hit past the first ranking: read for it
+                rerank, (hit_facts, events_pool) = reranked(
+                    reranker,
+                    query,
+                    [
+                        (facts_pool, lambda ids: _fact_texts(tx, tenant_id, subject_id, ids)),
+                        (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids, read)),
+                    ],
+                )
+                hit_ids = [i for i in events_pool if i in read][
+                    :event_limit
+                ]  # a hit past the first ranking: read for it
             hit_facts = hit_facts[:k]
             rank_f = {fid: i for i, fid in enumerate(hit_facts)}
-            others = sorted(tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]),
-                            key=lambda f: rank_f[f.fact_id])
+            others = sorted(
+                tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]), key=lambda f: rank_f[f.fact_id]
+            )
             if lead and artifact is not None and hit_ids:
                 hit_ids = _dropped_first(hit_ids, _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id))
             hit_ids = _holding_first(hit_ids, identifiers, read)[:hits_wanted]
@@ -341,12 +454,25 @@ def _read(store: Store, tenant_id: str, subject_id: str, *, terms: list[str], se
         else:
             others = newest[0][:k]
             after = alias.covers_through if fresh else None
-            events = tx.events(tenant_id, subject_id, states=["valid"], after_seq=after, limit=k,
-                               newest_first=True, skip_erased=True)
+            events = tx.events(
+                tenant_id, subject_id, states=["valid"], after_seq=after, limit=k, newest_first=True, skip_erased=True
+            )
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
-    return _Read(clock=clock, alias=alias, artifact=artifact, fresh=fresh, mode=mode, critical=critical, others=others,
-                 events=events, candidates=candidates, semantic=semantic, rerank=rerank, open_conflicts=open_)
+    return _Read(
+        clock=clock,
+        alias=alias,
+        artifact=artifact,
+        fresh=fresh,
+        mode=mode,
+        critical=critical,
+        others=others,
+        events=events,
+        candidates=candidates,
+        semantic=semantic,
+        rerank=rerank,
+        open_conflicts=open_,
+    )
 
 
 def _then(first: list[str], more: list[str]) -> list[str]:
@@ -357,8 +483,11 @@ def _then(first: list[str], more: list[str]) -> list[str]:
 
 def _fact_texts(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
     """What a reranker reads of each of these facts that is active: its search text, as embedded."""
-    return {f.fact_id: text for f in tx.facts(tenant_id, subject_id, ids=ids, statuses=["active"])
-            if (text := f.search_text())}
+    return {
+        f.fact_id: text
+        for f in tx.facts(tenant_id, subject_id, ids=ids, statuses=["active"])
+        if (text := f.search_text())
+    }
 
 
 def _event_texts(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str], read: dict[str, Event]) -> dict[str, str]:
@@ -367,16 +496,20 @@ def _event_texts(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str], re
     others are read into it."""
     missing = [i for i in ids if i not in read]
     if missing:
-        read.update({e.event_id: e for e in tx.events(tenant_id, subject_id, ids=missing, states=["valid"],
-                                                      skip_erased=True)})
-    return {i: f"{e.actor}: {e.text}" if e.actor else e.text
-            for i in ids if (e := read.get(i)) is not None and e.text is not None}
+        read.update(
+            {e.event_id: e for e in tx.events(tenant_id, subject_id, ids=missing, states=["valid"], skip_erased=True)}
+        )
+    return {
+        i: f"{e.actor}: {e.text}" if e.actor else e.text
+        for i in ids
+        if (e := read.get(i)) is not None and e.text is not None
+    }
 
 
 # After the embedder fails, recall ranks by words alone for this long before it asks the
 # embedder again: an agent's read path must not wait on an embeddings server that is down.
 EMBEDDER_COOLDOWN_S = 30.0
-_down_until: "weakref.WeakKeyDictionary[Any, float]" = weakref.WeakKeyDictionary()
+_down_until: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
 def _query_vector(embedder: Embedder | None, query: str | None) -> tuple[str | None, Any]:
@@ -392,8 +525,9 @@ def _query_vector(embedder: Embedder | None, query: str | None) -> tuple[str | N
         vector = embed_query(query) if embed_query else embedder.embed([query])[0]
         return embedder.model, normalised([vector], source=embedder.model, rows=1)[0]
     except Exception as exc:  # noqa: BLE001 - any embedder failure (a server, torch, a user's class): rank by words
-        log.warning("recall: semantic ranking unavailable for %.0f s (%s): %s", EMBEDDER_COOLDOWN_S,
-                    embedder.model, exc)
+        log.warning(
+            "recall: semantic ranking unavailable for %.0f s (%s): %s", EMBEDDER_COOLDOWN_S, embedder.model, exc
+        )
         try:
             _down_until[embedder] = time.monotonic() + EMBEDDER_COOLDOWN_S
         except TypeError:  # an embedder that cannot be weakly referenced: no cool-down for it
@@ -409,8 +543,15 @@ def _failed_until(embedder: Embedder) -> float:
         return 0.0
 
 
-def _nearest(store: Store, tx: ReadTx, tenant_id: str, subject_id: str, embedder: Embedder, query_vector: Any,
-             limits: dict[VectorKind, int]) -> tuple[str, dict[str, list[str]]]:
+def _nearest(
+    store: Store,
+    tx: ReadTx,
+    tenant_id: str,
+    subject_id: str,
+    embedder: Embedder,
+    query_vector: Any,
+    limits: dict[VectorKind, int],
+) -> tuple[str, dict[str, list[str]]]:
     """The nearest facts and events by vector, or none (and why) when the stored vectors
     cannot be compared with the query's."""
     version = tx.vectors_version(tenant_id, subject_id)
@@ -418,8 +559,10 @@ def _nearest(store: Store, tx: ReadTx, tenant_id: str, subject_id: str, embedder
     try:
         for kind, limit in limits.items():
             stored = vector_cache(store).get(
-                (tenant_id, subject_id, embedder.model, kind), version,
-                lambda: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)))  # read now, if at all
+                (tenant_id, subject_id, embedder.model, kind),
+                version,
+                lambda: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)),  # noqa: B023 - read now, if at all
+            )
             near[kind] = nearest(stored, query_vector, limit, min_similarity=SEMANTIC_MIN_SIMILARITY)
     except ConfigError as exc:  # another model's vectors under this name: words still answer
         log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
@@ -435,8 +578,7 @@ def _dropped_first(hit_ids: list[str], dropped: frozenset[str], lead: int | None
     lead = DROPPED_LEAD if lead is None else lead
     if not dropped or lead <= 0 or dropped.isdisjoint(hit_ids):
         return hit_ids
-    order = sorted(range(len(hit_ids)),
-                   key=lambda r: (r - lead, 0, r) if hit_ids[r] in dropped else (r, 1, r))
+    order = sorted(range(len(hit_ids)), key=lambda r: (r - lead, 0, r) if hit_ids[r] in dropped else (r, 1, r))
     return [hit_ids[r] for r in order]
 
 
@@ -530,13 +672,15 @@ def _neighbour_supported(hit_ids: list[str], seq_of: dict[str, int]) -> list[str
     def score(i: str) -> float:
         seq = seq_of[i]
         return 1 / (RANK_K + rank[i]) + NEIGHBOUR_WEIGHT * sum(
-            1 / (RANK_K + at_seq[seq + d]) for d in (-1, 1) if seq + d in at_seq)
+            1 / (RANK_K + at_seq[seq + d]) for d in (-1, 1) if seq + d in at_seq
+        )
 
     return sorted(hit_ids, key=lambda i: (-score(i), rank[i]))
 
 
-def _hits_in_context(tx: ReadTx, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int,
-                     read: dict[str, Event]) -> list[Event]:
+def _hits_in_context(
+    tx: ReadTx, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int, read: dict[str, Event]
+) -> list[Event]:
     """The hits in relevance order, each followed by its next and previous event (once
     each, and not when that event is a hit itself: it comes at its own rank), at most
     ``wanted`` events in all. ``read``: the hits, read already.
@@ -550,12 +694,17 @@ def _hits_in_context(tx: ReadTx, tenant_id: str, subject_id: str, hit_ids: list[
     seen: set[int] = set()
     start, take = 0, -(-wanted // 3)
     while start < len(hit_ids) and len(out) < wanted:
-        batch = hit_ids[start:start + take]
+        batch = hit_ids[start : start + take]
         start += len(batch)
         hits = [read[i] for i in batch if i in read]
         if hits:
-            around = tx.events(tenant_id, subject_id, states=["valid"], skip_erased=True,
-                               seqs=sorted({e.seq + d for e in hits for d in (-1, 1)} - {e.seq for e in hits}))
+            around = tx.events(
+                tenant_id,
+                subject_id,
+                states=["valid"],
+                skip_erased=True,
+                seqs=sorted({e.seq + d for e in hits for d in (-1, 1)} - {e.seq for e in hits}),
+            )
             by_seq = {e.seq: e for e in around if e.event_id not in is_hit}
             for hit in hits:
                 for seq in (hit.seq, hit.seq + 1, hit.seq - 1):
@@ -606,8 +755,15 @@ def _joined_tokens(summary: str | None, rest: str, count: TokenCounter) -> int:
     return count("\n".join([summary or "", rest]))
 
 
-def _block_tokens(tenant_id: str, subject_id: str, summary: str | None, facts: list[Fact], events: list[Event],
-                  count: TokenCounter, conflicts: tuple[Conflict, ...] = ()) -> int:
+def _block_tokens(
+    tenant_id: str,
+    subject_id: str,
+    summary: str | None,
+    facts: list[Fact],
+    events: list[Event],
+    count: TokenCounter,
+    conflicts: tuple[Conflict, ...] = (),
+) -> int:
     """``count(result.render())``: the block :func:`~lossgate.model.derived_records.block_parts` builds, its
     summary's prose counted once per summary when the counter allows (the prose starts with
     its title, the events section with ``Events:``: a piece ends at the newline before each)."""
@@ -637,12 +793,19 @@ class _FactsSection:
         return cost
 
 
-def _fixed_tokens(subject_id: str, summary: str | None, structured: list[str], critical: list[Fact],
-                  section: _FactsSection, count: TokenCounter) -> int:
+def _fixed_tokens(
+    subject_id: str,
+    summary: str | None,
+    structured: list[str],
+    critical: list[Fact],
+    section: _FactsSection,
+    count: TokenCounter,
+) -> int:
     """What the budget never trims, as the block prints it: its header line, then the critical
     facts' lines and the summary's ``structured`` lines (its header left out), each once."""
     return _line_tokens(block_title(subject_id, summary), count) + sum(
-        section.take(line) for line in [*(fact_line(f) for f in critical), *structured])
+        section.take(line) for line in [*(fact_line(f) for f in critical), *structured]
+    )
 
 
 @holds_text
@@ -653,16 +816,24 @@ def _forget_counted_text() -> None:
     _summary_line_tokens.cache_clear()
 
 
-def _fit_recent(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
-                events: list[Event], budget: int | None,
-                count: TokenCounter) -> _Fitted:
+def _fit_recent(
+    tenant_id: str,
+    subject_id: str,
+    summary: str | None,
+    critical: list[Fact],
+    others: list[Fact],
+    events: list[Event],
+    budget: int | None,
+    count: TokenCounter,
+) -> _Fitted:
     """Without a query: trim the summary's oldest recent-conversation lines or a hierarchical
     root's oldest period lines, then events (oldest first), then non-critical facts; never
     the summary's structured part or critical facts. The tokens are those of the block
     :meth:`~lossgate.model.derived_records.RecallResult.render` prints (exactly, without a budget)."""
     if budget is None:  # nothing to trim: the block, counted whole
-        return _Fitted(summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events,
-                                                              count))
+        return _Fitted(
+            summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
+        )
     section = _FactsSection(count)
     structured, prose = summary_structure(tenant_id, subject_id, summary)
     fixed = _fixed_tokens(subject_id, summary, structured, critical, section, count)
@@ -692,8 +863,9 @@ def _fit_recent(tenant_id: str, subject_id: str, summary: str | None, critical: 
     return _Fitted(summary, others, events, total)
 
 
-def _newest_lines(head: str, title: str, tail: Iterable[tuple[str, str | None]], room: int,
-                  count: TokenCounter) -> tuple[str, int]:
+def _newest_lines(
+    head: str, title: str, tail: Iterable[tuple[str, str | None]], room: int, count: TokenCounter
+) -> tuple[str, int]:
     """``head``, then ``title`` and as many of ``tail``'s lines (given newest first) as
     ``room`` holds with it, each period's title once before its first kept line; and the
     tokens that takes beyond ``head`` (none when no line fits: the title is then left out
@@ -739,7 +911,7 @@ def _split_summary(summary: str) -> tuple[str, str, Iterator[tuple[str, str | No
     if cut is None:
         return summary, "", iter(())
     at, title = cut
-    head = summary[:at - 1] if at else ""
+    head = summary[: at - 1] if at else ""
     start = at + len(title) + 1  # the first line after the title (past the end: none)
     if title == CONVERSATION_TITLE:  # a direct summary's: bounded by its budget
         rest = summary[start:].split("\n") if start <= len(summary) else []
@@ -769,7 +941,7 @@ def _period_lines_newest_first(summary: str, start: int) -> Iterator[tuple[str, 
     end = len(summary)
     while end >= start:
         nl = summary.rfind("\n", start, end)
-        line = summary[nl + 1 if nl >= 0 else start:end]
+        line = summary[nl + 1 if nl >= 0 else start : end]
         if PERIOD_LINE.fullmatch(line):
             for kept in pending:
                 yield kept, line
@@ -783,22 +955,31 @@ def _period_lines_newest_first(summary: str, start: int) -> Iterator[tuple[str, 
         yield kept, None
 
 
-def _fit_relevant(tenant_id: str, subject_id: str, summary: str | None, critical: list[Fact], others: list[Fact],
-                  events: list[Event], budget: int | None,
-                  count: TokenCounter) -> _Fitted:
+def _fit_relevant(
+    tenant_id: str,
+    subject_id: str,
+    summary: str | None,
+    critical: list[Fact],
+    others: list[Fact],
+    events: list[Event],
+    budget: int | None,
+    count: TokenCounter,
+) -> _Fitted:
     """With a query: critical facts and the summary's structured part first, then hits in
     relevance order (whatever fits), then the summary's recent conversation, newest first.
     The tokens are those of the block :meth:`~lossgate.model.derived_records.RecallResult.render` prints
     (exactly, without a budget)."""
     if budget is None:
-        return _Fitted(summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events,
-                                                              count))
+        return _Fitted(
+            summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
+        )
     head, title, tail = _split_summary(summary) if summary else (None, "", iter(()))
     section = _FactsSection(count)
     # the prose in head, the part of the summary never trimmed (a narrative), is paid for whole
     structured, untrimmed = summary_structure(tenant_id, subject_id, head)
     used = _fixed_tokens(subject_id, summary, structured, critical, section, count) + (
-        _summary_tokens(untrimmed, count) if untrimmed else 0)
+        _summary_tokens(untrimmed, count) if untrimmed else 0
+    )
     kept_facts: list[Fact] = []
     for f in others:
         cost = section.cost(fact_line(f))  # nothing for a fact the summary's structured part already says
@@ -809,8 +990,11 @@ def _fit_relevant(tenant_id: str, subject_id: str, summary: str | None, critical
     days: set[str] = set()
     for e in events:
         day = day_line(e)
-        cost = (_line_tokens(event_line(e), count) + (0 if day in days else _line_tokens(day, count))  # a day's header once
-                + (0 if kept_events else _line_tokens(EVENTS_TITLE, count)))
+        cost = (
+            _line_tokens(event_line(e), count)
+            + (0 if day in days else _line_tokens(day, count))  # a day's header once
+            + (0 if kept_events else _line_tokens(EVENTS_TITLE, count))
+        )
         if used + cost <= budget:
             kept_events.append(e)
             days.add(day)

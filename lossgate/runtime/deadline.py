@@ -15,11 +15,11 @@ __all__ = ["Overdue", "Escaped", "call_with_deadline"]
 T = TypeVar("T")
 
 
-class Overdue(Exception):  # noqa: N818 - what happened, not an error class of lossgate's
+class Overdue(Exception):
     """The call did not return within its deadline."""
 
 
-class Escaped(Exception):  # noqa: N818 - as above
+class Escaped(Exception):
     """The call raised a ``BaseException`` that is no ``Exception`` (``SystemExit``,
     ``KeyboardInterrupt``, ``GeneratorExit``...). Raised inside foreign code, it is no signal
     to this process, so the caller gets it as an ordinary error: ``original`` is what was

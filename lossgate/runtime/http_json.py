@@ -32,7 +32,7 @@ class RetryPolicy:
     max_backoff_s: float
 
     def delay(self, attempt: int, response: httpx.Response | None) -> float:
-        delay = self.backoff_s * 2.0 ** attempt
+        delay = self.backoff_s * 2.0**attempt
         if response is not None and (after := response.headers.get("retry-after")):
             try:
                 delay = max(delay, float(after))
@@ -48,8 +48,9 @@ def server_client(base_url: str, api_key: Any, timeout_s: float) -> httpx.Client
     return httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout_s)
 
 
-def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, policy: RetryPolicy,
-              error: type[LossgateError]) -> dict[str, Any]:
+def post_json(
+    client: httpx.Client, path: str, payload: dict[str, Any], *, policy: RetryPolicy, error: type[LossgateError]
+) -> dict[str, Any]:
     """POST ``payload`` to ``path`` of ``client``'s base URL; the answer's JSON object."""
     where = client.base_url.copy_with(username=None, password=None)  # never echo credentials
     deadline = time.monotonic() + policy.timeout_s
@@ -59,8 +60,7 @@ def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, polic
         try:
             response = client.post(path, json=payload, timeout=max(left, 0.001))
         except httpx.TimeoutException as exc:
-            raise error(f"timeout: no answer from {where} within {policy.timeout_s:g}s "
-                        f"({type(exc).__name__})") from exc
+            raise error(f"timeout: no answer from {where} within {policy.timeout_s:g}s ({type(exc).__name__})") from exc
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise error(f"bad URL {where}: {exc}") from exc
         except httpx.TransportError as exc:

@@ -26,6 +26,19 @@ from lossgate.semantic.rerankers import (
     reranker_from_env,
 )
 
-__all__ = ["EmbedReport", "Embedder", "HttpEmbedder", "HttpEmbedderConfig", "LocalEmbedder", "embed_pending",
-           "embedder_from_env", "fuse", "nearest", "Reranker", "HttpReranker", "HttpRerankerConfig",
-           "CrossEncoderReranker", "reranker_from_env"]
+__all__ = [
+    "EmbedReport",
+    "Embedder",
+    "HttpEmbedder",
+    "HttpEmbedderConfig",
+    "LocalEmbedder",
+    "embed_pending",
+    "embedder_from_env",
+    "fuse",
+    "nearest",
+    "Reranker",
+    "HttpReranker",
+    "HttpRerankerConfig",
+    "CrossEncoderReranker",
+    "reranker_from_env",
+]

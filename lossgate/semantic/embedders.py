@@ -33,8 +33,15 @@ from lossgate.runtime.http_json import RetryPolicy, post_json, server_client
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Embedder", "LocalEmbedder", "HttpEmbedder", "HttpEmbedderConfig", "embedder_from_env", "hub_offline",
-           "require_numpy"]
+__all__ = [
+    "Embedder",
+    "LocalEmbedder",
+    "HttpEmbedder",
+    "HttpEmbedderConfig",
+    "embedder_from_env",
+    "hub_offline",
+    "require_numpy",
+]
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _INSTALL = "pip install 'lossgate[semantic]'"
@@ -57,14 +64,14 @@ class Embedder(Protocol):
     max_chars: int
     """Longer texts are cut to this many characters before embedding."""
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row per text, in order."""
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         """One question's vector, on recall's path: an embedder answers it quickly or fails."""
 
 
-def normalised(matrix: Any, *, source: str, rows: int | None = None) -> "np.ndarray":
+def normalised(matrix: Any, *, source: str, rows: int | None = None) -> np.ndarray:
     """Rows scaled to unit length, as float32. A matrix that is not one row per text, or
     a row that is zero, not finite, or overflows, is an :class:`EmbeddingError`: such a
     vector would rank nothing and must never be stored."""
@@ -104,8 +111,15 @@ class LocalEmbedder:
 
     max_chars = 2_000  # the model reads 256 word pieces; more text only costs time
 
-    def __init__(self, path: str | None = None, *, model: str | None = None, device: str = "cpu",
-                 batch_size: int = 64, threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        model: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        threads: int | None = 1,
+    ) -> None:
         hub_offline()
         if path is None:
             try:
@@ -144,17 +158,22 @@ class LocalEmbedder:
                 self._st = SentenceTransformer(self._path, device=self._device, local_files_only=True)
             return self._st
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             require_numpy()
             import numpy as np
 
             return np.zeros((0, 0), dtype="float32")
-        vectors = self._loaded().encode([t[: self.max_chars] for t in texts], batch_size=self.batch_size,
-                                        normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
+        vectors = self._loaded().encode(
+            [t[: self.max_chars] for t in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         return normalised(vectors, source=self.model, rows=len(texts))
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         row: np.ndarray = self.embed([text])[0]  # numpy's stubs type an integer index as Any
         return row
 
@@ -168,8 +187,9 @@ class HttpEmbedderConfig(BaseModel):
     model: str = Field(min_length=1)
     api_key: SecretStr | None = None
     timeout_s: float = Field(default=30.0, gt=0, description="For one batch, retries included.")
-    query_timeout_s: float = Field(default=2.0, gt=0, description="For a recall's question, no retry: "
-                                   "past it recall ranks by words alone.")
+    query_timeout_s: float = Field(
+        default=2.0, gt=0, description="For a recall's question, no retry: past it recall ranks by words alone."
+    )
     max_retries: int = Field(default=2, ge=0)
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=10.0, ge=0)
@@ -208,30 +228,37 @@ class HttpEmbedder:
     def close(self) -> None:
         self._client.close()
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         require_numpy()
         import numpy as np
 
         rows: list[np.ndarray] = []
         size = self.config.batch_size
         for start in range(0, len(texts), size):
-            rows.append(self._post([t[: self.max_chars] for t in texts[start:start + size]], self._policy))
+            rows.append(self._post([t[: self.max_chars] for t in texts[start : start + size]], self._policy))
         if not rows:
             return np.zeros((0, 0), dtype=np.float32)
         if len({r.shape[1] for r in rows}) > 1:
             raise EmbeddingError(f"{self.model}: batches came back with different dimensions")
         return np.vstack(rows)
 
-    def embed_query(self, text: str) -> "np.ndarray":
-        row: np.ndarray = self._post([text[: self.max_chars]], self._query_policy)[0]  # an index is Any to numpy's stubs
+    def embed_query(self, text: str) -> np.ndarray:
+        row: np.ndarray = self._post([text[: self.max_chars]], self._query_policy)[
+            0
+        ]  # an index is Any to numpy's stubs
         return row
 
-    def _post(self, batch: list[str], policy: RetryPolicy) -> "np.ndarray":
-        data = post_json(self._client, "embeddings", {"model": self.model, "input": batch, "encoding_format": "float"},
-                         policy=policy, error=EmbeddingError)
+    def _post(self, batch: list[str], policy: RetryPolicy) -> np.ndarray:
+        data = post_json(
+            self._client,
+            "embeddings",
+            {"model": self.model, "input": batch, "encoding_format": "float"},
+            policy=policy,
+            error=EmbeddingError,
+        )
         return self._vectors(data, len(batch))
 
-    def _vectors(self, data: dict[str, Any], expected: int) -> "np.ndarray":
+    def _vectors(self, data: dict[str, Any], expected: int) -> np.ndarray:
         require_numpy()
         import numpy as np
 
@@ -245,8 +272,12 @@ class HttpEmbedder:
             if not isinstance(item, dict) or not isinstance(item.get("embedding"), list):
                 raise EmbeddingError(f"invalid response: data[{position}].embedding is not a list")
             index = item.get("index", position)
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected \
-                    or ordered[index] is not None:
+            if (
+                not isinstance(index, int)
+                or isinstance(index, bool)
+                or not 0 <= index < expected
+                or ordered[index] is not None
+            ):
                 raise EmbeddingError(f"invalid response: data[{position}].index {index!r} is out of place")
             ordered[index] = item["embedding"]
         if len({len(v) for v in ordered}) != 1:

@@ -47,8 +47,9 @@ class EmbedReport:
     skipped: list[str] = field(default_factory=list)  # ids the server refused
 
 
-def embed_pending(store: Store, embedder: Embedder, tenant_id: str, subject_id: str, *,
-                  batch: int = 256, rebuild: bool = False) -> EmbedReport:
+def embed_pending(
+    store: Store, embedder: Embedder, tenant_id: str, subject_id: str, *, batch: int = 256, rebuild: bool = False
+) -> EmbedReport:
     """Embed what the subject has no vectors for yet (everything, after dropping the
     model's vectors, with ``rebuild``)."""
     report = EmbedReport()
@@ -75,7 +76,8 @@ def embed_pending(store: Store, embedder: Embedder, tenant_id: str, subject_id: 
                     raise EmbeddingError(
                         f"{embedder.model} now gives {len(data) // 4}-dimensional vectors, but the subject's stored "
                         f"vectors of that model have {size // 4}: another model behind the same name? "
-                        "Embed again with rebuild=True (lossgate embed --rebuild)")
+                        "Embed again with rebuild=True (lossgate embed --rebuild)"
+                    )
                 rows.append((kind, item_id, data))
             if rows:
                 with store.write() as tx:
@@ -99,4 +101,4 @@ def _embed(embedder: Embedder, items: list[tuple[str, str]], report: EmbedReport
             return []
         half = len(items) // 2
         return _embed(embedder, items[:half], report) + _embed(embedder, items[half:], report)
-    return [(item_id, vector) for (item_id, _), vector in zip(items, vectors)]
+    return [(item_id, vector) for (item_id, _), vector in zip(items, vectors, strict=True)]

@@ -16,15 +16,24 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from lossgate.runtime.caches import holds_text
 from lossgate.errors import ConfigError
+from lossgate.runtime.caches import holds_text
 from lossgate.semantic.embedders import require_numpy
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["VectorSet", "VectorCache", "vector_cache", "clear_vector_caches", "nearest", "fuse", "RRF_K",
-           "SEMANTIC_WEIGHT", "SEMANTIC_MIN_SIMILARITY"]
+__all__ = [
+    "VectorSet",
+    "VectorCache",
+    "vector_cache",
+    "clear_vector_caches",
+    "nearest",
+    "fuse",
+    "RRF_K",
+    "SEMANTIC_WEIGHT",
+    "SEMANTIC_MIN_SIMILARITY",
+]
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
 # How much the vector ranking counts against the full-text one in recall's fusion. At 0.3
@@ -103,7 +112,7 @@ class VectorCache:
             self._bytes = 0
 
 
-_CACHES: "weakref.WeakKeyDictionary[object, VectorCache]" = weakref.WeakKeyDictionary()
+_CACHES: weakref.WeakKeyDictionary[object, VectorCache] = weakref.WeakKeyDictionary()
 _CACHES_LOCK = threading.Lock()
 
 
@@ -125,7 +134,7 @@ def clear_vector_caches() -> None:
             cache.clear()
 
 
-def nearest(vectors: VectorSet, query: "np.ndarray", limit: int, *, min_similarity: float = -1.0) -> list[str]:
+def nearest(vectors: VectorSet, query: np.ndarray, limit: int, *, min_similarity: float = -1.0) -> list[str]:
     """Ids of the ``limit`` vectors most similar to ``query`` (and at least ``min_similarity``
     by cosine), best first."""
     if not vectors.ids or limit <= 0:
@@ -135,8 +144,10 @@ def nearest(vectors: VectorSet, query: "np.ndarray", limit: int, *, min_similari
 
     dim = int(query.shape[0])
     if vectors.matrix.shape[1] != dim:
-        raise ConfigError(f"stored vectors do not have the query's {dim} dimensions: the model that "
-                          "wrote them is not the one embedding the query")
+        raise ConfigError(
+            f"stored vectors do not have the query's {dim} dimensions: the model that "
+            "wrote them is not the one embedding the query"
+        )
     scores = vectors.matrix @ query.astype("<f4")
     k = min(limit, len(vectors.ids))
     top = np.argpartition(-scores, k - 1)[:k]
@@ -152,7 +163,7 @@ def fuse(*rankings: Sequence[str], weights: Sequence[float] | None = None, k: in
     if len(weights) != len(rankings):
         raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
     score: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights):
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, item in enumerate(ranking, start=1):
             score[item] = score.get(item, 0.0) + weight / (k + rank)
     order = {item: i for i, item in enumerate(score)}

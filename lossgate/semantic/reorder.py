@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 # reranker again: an agent's read path must not wait on a server that is down (as for the
 # embedder, lossgate.recall.read.EMBEDDER_COOLDOWN_S).
 RERANKER_COOLDOWN_S = 30.0
-_down_until: "weakref.WeakKeyDictionary[Any, float]" = weakref.WeakKeyDictionary()
+_down_until: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 # ids best first, and what reads the text that may be sent of some of them (by id)
 Ranking = tuple[Sequence[str], Callable[[list[str]], Mapping[str, str]]]
@@ -64,8 +64,8 @@ def reranked(reranker: Reranker, query: str, rankings: Sequence[Ranking]) -> tup
             pass
         return f"failed: {getattr(exc, 'reason', None) or type(exc).__name__}", unchanged
     out, at = [], 0
-    for top, ids in zip(tops, unchanged):
-        score = dict(zip(top, scores[at:at + len(top)]))
+    for top, ids in zip(tops, unchanged, strict=True):
+        score = dict(zip(top, scores[at : at + len(top)], strict=False))
         at += len(top)
         first = {i: r for r, i in enumerate(top)}
         best = sorted(top, key=lambda i: (-score[i], first[i]))

@@ -35,8 +35,15 @@ from lossgate.errors import ConfigError, RerankError
 from lossgate.runtime.http_json import RetryPolicy, post_json, server_client
 from lossgate.semantic.embedders import checked_base_url, hub_offline
 
-__all__ = ["Reranker", "HttpReranker", "HttpRerankerConfig", "CrossEncoderReranker", "reranker_from_env",
-           "RERANK_DEPTH", "checked_scores"]
+__all__ = [
+    "Reranker",
+    "HttpReranker",
+    "HttpRerankerConfig",
+    "CrossEncoderReranker",
+    "reranker_from_env",
+    "RERANK_DEPTH",
+    "checked_scores",
+]
 
 # How many of the first ranking's hits a reranker reorders, of events and of facts each. A
 # cross-encoder reads every candidate with the query, so its cost grows with this; 50 covers
@@ -86,8 +93,11 @@ class HttpRerankerConfig(BaseModel):
     base_url: str = Field(description="The API root, e.g. http://127.0.0.1:8000/v1 (the request goes to <root>/rerank)")
     model: str = Field(min_length=1)
     api_key: SecretStr | None = None
-    timeout_s: float = Field(default=2.0, gt=0, description="For one recall's request, retries included: past it "
-                             "recall keeps its first ranking.")
+    timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="For one recall's request, retries included: past it recall keeps its first ranking.",
+    )
     max_retries: int = Field(default=1, ge=0)
     backoff_s: float = Field(default=0.1, ge=0)
     max_backoff_s: float = Field(default=1.0, ge=0)
@@ -106,8 +116,12 @@ def _failure_kind(exc: RerankError) -> str:
     if exc.http_status is not None:
         return f"HTTP {exc.http_status}"
     message = str(exc)
-    for start, kind in (("timeout", "timeout"), ("cannot reach", "unreachable"), ("bad URL", "bad URL"),
-                        ("invalid response", "malformed answer")):
+    for start, kind in (
+        ("timeout", "timeout"),
+        ("cannot reach", "unreachable"),
+        ("bad URL", "bad URL"),
+        ("invalid response", "malformed answer"),
+    ):
         if message.startswith(start):
             return kind
     return "error"
@@ -130,8 +144,12 @@ class HttpReranker:
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
         if not documents:
             return []
-        payload = {"model": self.model, "query": query[: self.max_chars],
-                   "documents": [d[: self.max_chars] for d in documents], "top_n": len(documents)}
+        payload = {
+            "model": self.model,
+            "query": query[: self.max_chars],
+            "documents": [d[: self.max_chars] for d in documents],
+            "top_n": len(documents),
+        }
         try:
             data = post_json(self._client, "rerank", payload, policy=self._policy, error=RerankError)
         except RerankError as exc:
@@ -144,19 +162,26 @@ class HttpReranker:
         if not isinstance(results, list):
             raise RerankError("invalid response: missing field results (a list)", reason="malformed answer")
         if len(results) != expected:
-            raise RerankError(f"invalid response: {len(results)} scores for {expected} documents",
-                              reason="wrong number of scores")
+            raise RerankError(
+                f"invalid response: {len(results)} scores for {expected} documents", reason="wrong number of scores"
+            )
         ordered: list[Any] = [None] * expected
         for position, item in enumerate(results):
             index = item.get("index") if isinstance(item, dict) else None
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected \
-                    or ordered[index] is not None:
-                raise RerankError(f"invalid response: results[{position}].index {index!r} is out of place",
-                                  reason="malformed answer")
+            if (
+                not isinstance(index, int)
+                or isinstance(index, bool)
+                or not 0 <= index < expected
+                or ordered[index] is not None
+            ):
+                raise RerankError(
+                    f"invalid response: results[{position}].index {index!r} is out of place", reason="malformed answer"
+                )
             score = item.get("relevance_score")
             if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise RerankError(f"invalid response: results[{position}].relevance_score is not a number",
-                                  reason="malformed answer")
+                raise RerankError(
+                    f"invalid response: results[{position}].relevance_score is not a number", reason="malformed answer"
+                )
             ordered[index] = score
         return checked_scores(ordered, expected, source=f"{self.model}: invalid response")
 
@@ -171,11 +196,22 @@ class CrossEncoderReranker:
     model loads on first use.
     """
 
-    def __init__(self, path: str, *, model: str | None = None, depth: int = RERANK_DEPTH, max_chars: int = 2_000,
-                 batch_size: int = 32, device: str = "cpu", threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        model: str | None = None,
+        depth: int = RERANK_DEPTH,
+        max_chars: int = 2_000,
+        batch_size: int = 32,
+        device: str = "cpu",
+        threads: int | None = 1,
+    ) -> None:
         if not os.path.isdir(path):
-            raise ConfigError(f"no cross-encoder folder at {path!r}: the local reranker loads a model from a folder "
-                              "on this machine only, never by name from a hub (save the model to a folder first)")
+            raise ConfigError(
+                f"no cross-encoder folder at {path!r}: the local reranker loads a model from a folder "
+                "on this machine only, never by name from a hub (save the model to a folder first)"
+            )
         for name, value in (("depth", depth), ("max_chars", max_chars), ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"cross-encoder {name} must be a whole number from 1, not {value!r}")
@@ -207,17 +243,25 @@ class CrossEncoderReranker:
         if not documents:
             return []
         q = query[: self.max_chars]
-        scores = self._loaded().predict([(q, d[: self.max_chars]) for d in documents], batch_size=self.batch_size,
-                                        show_progress_bar=False, convert_to_numpy=True)
+        scores = self._loaded().predict(
+            [(q, d[: self.max_chars]) for d in documents],
+            batch_size=self.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         if getattr(scores, "ndim", 1) != 1:  # a model with several labels scores classes, not relevance
-            raise RerankError(f"{self.model}: gives {getattr(scores, 'shape', '?')} scores, not one per document",
-                              reason="wrong number of scores")
-        return checked_scores(scores.tolist() if hasattr(scores, "tolist") else scores, len(documents),
-                              source=self.model)
+            raise RerankError(
+                f"{self.model}: gives {getattr(scores, 'shape', '?')} scores, not one per document",
+                reason="wrong number of scores",
+            )
+        return checked_scores(
+            scores.tolist() if hasattr(scores, "tolist") else scores, len(documents), source=self.model
+        )
 
 
-def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANKER", *,
-                      names: tuple[str, str] | None = None) -> Reranker | None:
+def reranker_from_env(
+    environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANKER", *, names: tuple[str, str] | None = None
+) -> Reranker | None:
     """The reranker that ``LOSSGATE_RERANKER`` in ``environ`` names (the CLI and the service
     pass ``os.environ``), or ``None`` when it is unset.
 
@@ -237,12 +281,16 @@ def reranker_from_env(environ: Mapping[str, str], prefix: str = "LOSSGATE_RERANK
     depth, cut = environ.get(prefix + "_DEPTH"), environ.get(prefix + "_MAX_CHARS")
     if not where.startswith(("http://", "https://")):
         try:
-            return CrossEncoderReranker(where, model=environ.get(prefix + "_MODEL") or None,
-                                        depth=_whole(depth, prefix + "_DEPTH") if depth else RERANK_DEPTH,
-                                        max_chars=_whole(cut, prefix + "_MAX_CHARS") if cut else 2_000)
+            return CrossEncoderReranker(
+                where,
+                model=environ.get(prefix + "_MODEL") or None,
+                depth=_whole(depth, prefix + "_DEPTH") if depth else RERANK_DEPTH,
+                max_chars=_whole(cut, prefix + "_MAX_CHARS") if cut else 2_000,
+            )
         except ConfigError as exc:
-            raise ConfigError(f"{spec_name} is a rerank server's http(s):// URL or a cross-encoder's folder: {exc}") \
-                from exc
+            raise ConfigError(
+                f"{spec_name} is a rerank server's http(s):// URL or a cross-encoder's folder: {exc}"
+            ) from exc
     model = environ.get(prefix + "_MODEL")
     if not model:
         raise ConfigError(f"{model_name} names the model the server at {spec_name} should use")

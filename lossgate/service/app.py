@@ -29,8 +29,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import lossgate
-from lossgate.errors import LossgateError, StoreError
 from lossgate.api.memory import Memory
+from lossgate.errors import LossgateError, StoreError
 from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from lossgate.service.errors import ApiError, ErrorCode, ErrorDetail, from_lossgate
 from lossgate.service.metrics import Metrics, MetricsMiddleware
@@ -52,8 +52,13 @@ records answer exactly as missing ones (404 `not_found`). Errors have a stable `
 and a `message`."""
 
 
-def create_app(memory: Memory | str, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, migrate: bool = True,
-               close_memory: bool | None = None) -> FastAPI:
+def create_app(
+    memory: Memory | str,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    migrate: bool = True,
+    close_memory: bool | None = None,
+) -> FastAPI:
     """An application serving ``memory``: a :class:`~lossgate.Memory`, or a database URL
     (opened now, migrated unless ``migrate`` is false). The memory is closed when the
     application shuts down if ``close_memory`` (default: when the factory opened it).
@@ -82,8 +87,15 @@ def create_app(memory: Memory | str, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
 def routes(*, lifespan: Any = None) -> FastAPI:
     """The application's routes, with nothing to serve them (its OpenAPI document is the
     service's: :mod:`lossgate.service.openapi`)."""
-    app = FastAPI(title="lossgate", version=lossgate.__version__, description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+    app = FastAPI(
+        title="lossgate",
+        version=lossgate.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
     for module in (ledger, consolidation, recall, guard, responses, system):
         app.include_router(module.router)
     app.include_router(ui_router)  # the inspection page (/ui): HTML, left out of the OpenAPI document
@@ -134,8 +146,12 @@ def _validation_error(errors: Any) -> ApiError:
         if e.get("type") == "json_invalid":
             why = (e.get("ctx") or {}).get("error", "")
             return ApiError("malformed_json", f"the body is not valid JSON: {why}".rstrip(": "))
-    details = [ErrorDetail(loc=".".join(str(p) for p in e.get("loc", ())), message=str(e.get("msg", "")),
-                           type=str(e.get("type", ""))) for e in errors]
+    details = [
+        ErrorDetail(
+            loc=".".join(str(p) for p in e.get("loc", ())), message=str(e.get("msg", "")), type=str(e.get("type", ""))
+        )
+        for e in errors
+    ]
     first = details[0] if details else ErrorDetail(loc="", message="invalid request", type="")
     more = f" (and {len(details) - 1} more problem{'s' if len(details) > 2 else ''})" if len(details) > 1 else ""
     where = f"{first.loc}: " if first.loc else ""

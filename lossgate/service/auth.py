@@ -27,8 +27,8 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import HTTPConnection
 
-from lossgate.model.api_keys import ApiKey, Scope
 from lossgate.api.memory import Memory
+from lossgate.model.api_keys import ApiKey, Scope
 from lossgate.service.errors import ApiError
 from lossgate.service.operations import TenantMemory
 
@@ -58,8 +58,11 @@ class _StrictBearer(HTTPBearer):
         return None if token is None else HTTPAuthorizationCredentials(scheme="Bearer", credentials=token)
 
 
-bearer = _StrictBearer(auto_error=False, scheme_name="apiKey",
-                       description="An API key from `lossgate keys create` (`Authorization: Bearer lg_...`).")
+bearer = _StrictBearer(
+    auto_error=False,
+    scheme_name="apiKey",
+    description="An API key from `lossgate keys create` (`Authorization: Bearer lg_...`).",
+)
 
 
 def memory_of(request: Request) -> Memory:

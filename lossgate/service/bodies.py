@@ -43,8 +43,9 @@ def error_bytes(error: ApiError) -> bytes:
 class BodyLimit:
     """Refuse bodies over ``max_bytes`` and bodies that are not JSON (see the module)."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                 form_paths: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int = DEFAULT_MAX_BODY_BYTES, form_paths: frozenset[str] = frozenset()
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.form_paths = form_paths
@@ -79,8 +80,9 @@ class BodyLimit:
         body = b"".join(chunks)
         media = headers.get(b"content-type", b"")
         if body and not _is_json(media) and not (scope.get("path") in self.form_paths and _is_form(media)):
-            await self._refuse(send, ApiError("unsupported_media_type",
-                                              "the body must be JSON: send Content-Type: application/json"))
+            await self._refuse(
+                send, ApiError("unsupported_media_type", "the body must be JSON: send Content-Type: application/json")
+            )
             return
         await self.app(scope, replayed(body, receive), send)
 
@@ -90,9 +92,17 @@ class BodyLimit:
     @staticmethod
     async def _refuse(send: Send, error: ApiError) -> None:
         body = error_bytes(error)
-        await send({"type": "http.response.start", "status": error.status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": error.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -131,8 +141,11 @@ class _ExactJsonRequest(Request):
             await self.json()
         except UnreadableJson as exc:
             where = ".".join(["body", *(str(part) for part in exc.loc)])
-            raise ApiError("malformed_json", f"the body cannot be read as it was written: {exc}",
-                           details=[ErrorDetail(loc=where, message=str(exc), type=exc.kind)]) from None
+            raise ApiError(
+                "malformed_json",
+                f"the body cannot be read as it was written: {exc}",
+                details=[ErrorDetail(loc=where, message=str(exc), type=exc.kind)],
+            ) from None
         except (ValueError, RecursionError):
             pass
 

@@ -48,16 +48,43 @@ from lossgate import errors as lg
 __all__ = ["ErrorCode", "CODES", "ErrorDetail", "ErrorBody", "ApiError", "LOSSGATE_CODES", "from_lossgate"]
 
 ErrorCode = Literal[
-    "malformed_json", "unauthorized", "forbidden", "not_found", "method_not_allowed", "id_conflict",
-    "lifecycle_conflict", "not_configured", "body_too_large", "unsupported_media_type", "validation_error",
-    "invalid_input", "unknown_predicate", "value_type_mismatch", "idempotency_key_reused", "store_busy",
-    "store_unavailable", "internal_error",
+    "malformed_json",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "method_not_allowed",
+    "id_conflict",
+    "lifecycle_conflict",
+    "not_configured",
+    "body_too_large",
+    "unsupported_media_type",
+    "validation_error",
+    "invalid_input",
+    "unknown_predicate",
+    "value_type_mismatch",
+    "idempotency_key_reused",
+    "store_busy",
+    "store_unavailable",
+    "internal_error",
 ]
 CODES: dict[ErrorCode, int] = {
-    "malformed_json": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404, "method_not_allowed": 405,
-    "id_conflict": 409, "lifecycle_conflict": 409, "not_configured": 409, "body_too_large": 413,
-    "unsupported_media_type": 415, "validation_error": 422, "invalid_input": 422, "unknown_predicate": 422,
-    "value_type_mismatch": 422, "idempotency_key_reused": 422, "store_busy": 503, "store_unavailable": 503,
+    "malformed_json": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "id_conflict": 409,
+    "lifecycle_conflict": 409,
+    "not_configured": 409,
+    "body_too_large": 413,
+    "unsupported_media_type": 415,
+    "validation_error": 422,
+    "invalid_input": 422,
+    "unknown_predicate": 422,
+    "value_type_mismatch": 422,
+    "idempotency_key_reused": 422,
+    "store_busy": 503,
+    "store_unavailable": 503,
     "internal_error": 500,
 }
 assert set(CODES) == set(get_args(ErrorCode))
@@ -87,8 +114,14 @@ class ErrorBody(BaseModel):
 class ApiError(Exception):
     """An error with its stable code; the HTTP status is the code's (:data:`CODES`)."""
 
-    def __init__(self, code: ErrorCode, message: str, *, details: list[ErrorDetail] | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        details: list[ErrorDetail] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = " ".join(message.split())  # one line
@@ -104,18 +137,25 @@ class ApiError(Exception):
 
 
 def _validation_details(exc: ValidationError) -> list[ErrorDetail]:
-    return [ErrorDetail(loc=".".join(str(p) for p in e["loc"]), message=e["msg"], type=e["type"])
-            for e in exc.errors(include_url=False)]
+    return [
+        ErrorDetail(loc=".".join(str(p) for p in e["loc"]), message=e["msg"], type=e["type"])
+        for e in exc.errors(include_url=False)
+    ]
 
 
 #: lossgate's errors and the code each is answered with, most specific first (subclasses before
 #: their bases: an UnknownPredicate is an InvalidInput, a StoreBusy a StoreError). The one table
 #: both ways: :func:`from_lossgate` reads it forwards, :mod:`lossgate.client` backwards.
 LOSSGATE_CODES: tuple[tuple[type[lg.LossgateError], ErrorCode], ...] = (
-    (lg.NotFound, "not_found"), (lg.UnknownPredicate, "unknown_predicate"),
-    (lg.ValueTypeError, "value_type_mismatch"), (lg.IdempotencyConflict, "id_conflict"),
-    (lg.LifecycleError, "lifecycle_conflict"), (lg.InvalidInput, "invalid_input"),
-    (lg.ConfigError, "not_configured"), (lg.StoreBusy, "store_busy"), (lg.StoreError, "store_unavailable"),
+    (lg.NotFound, "not_found"),
+    (lg.UnknownPredicate, "unknown_predicate"),
+    (lg.ValueTypeError, "value_type_mismatch"),
+    (lg.IdempotencyConflict, "id_conflict"),
+    (lg.LifecycleError, "lifecycle_conflict"),
+    (lg.InvalidInput, "invalid_input"),
+    (lg.ConfigError, "not_configured"),
+    (lg.StoreBusy, "store_busy"),
+    (lg.StoreError, "store_unavailable"),
 )
 
 

@@ -52,8 +52,8 @@ import io
 import json
 import logging
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
-from typing import Annotated, Any, Callable, Literal, NamedTuple, TypeVar
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
 import anyio
 import mcp_types
@@ -65,21 +65,44 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lossgate.model.api_keys import ApiKey, Scope as KeyScope
-from lossgate.model.derived_records import GuardResult
-from lossgate.errors import LossgateError
-from lossgate.model.limits import MAX_LABEL_CHARS, UnreadableJson, read_json
 from lossgate.api.memory import Memory
+from lossgate.errors import LossgateError
+from lossgate.model.api_keys import ApiKey
+from lossgate.model.api_keys import Scope as KeyScope
+from lossgate.model.derived_records import GuardResult
+from lossgate.model.limits import MAX_LABEL_CHARS, UnreadableJson, read_json
 from lossgate.service.bodies import replayed
 from lossgate.service.errors import ApiError, ErrorDetail, from_lossgate
 from lossgate.service.models import (
-    MAX_BATCH, AliasOut, AppendIn, AppendOut, ClockOut, ConflictOut, EventIn, EventOut, FactIn, FactOut, GuardIn, ItemId,
-    RecallIn, RecallOut, SubjectId,
+    MAX_BATCH,
+    AliasOut,
+    AppendIn,
+    AppendOut,
+    ClockOut,
+    ConflictOut,
+    EventIn,
+    EventOut,
+    FactIn,
+    FactOut,
+    GuardIn,
+    ItemId,
+    RecallIn,
+    RecallOut,
+    SubjectId,
 )
 from lossgate.service.operations import TenantMemory
 
-__all__ = ["SERVER_NAME", "InvalidKey", "ForgetOut", "InspectOut", "Refusal", "authenticate", "create_server",
-           "http_app", "refusal"]
+__all__ = [
+    "SERVER_NAME",
+    "InvalidKey",
+    "ForgetOut",
+    "InspectOut",
+    "Refusal",
+    "authenticate",
+    "create_server",
+    "http_app",
+    "refusal",
+]
 
 SERVER_NAME = "lossgate"
 log = logging.getLogger(__name__)
@@ -129,13 +152,16 @@ def authenticate(memory: Memory, secret: str) -> ApiKey:
 
 def _error_result(error: ApiError) -> CallToolResult:
     body = error.body().model_dump(mode="json")
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], structured_content=body,
-                          is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body))], structured_content=body, is_error=True
+    )
 
 
 def _validation_error(exc: ValidationError) -> ApiError:
-    details = [ErrorDetail(loc=".".join(str(p) for p in e["loc"]), message=e["msg"], type=e["type"])
-               for e in exc.errors(include_url=False)]
+    details = [
+        ErrorDetail(loc=".".join(str(p) for p in e["loc"]), message=e["msg"], type=e["type"])
+        for e in exc.errors(include_url=False)
+    ]
     where = ", ".join(d.loc or "(arguments)" for d in details[:5])
     return ApiError("validation_error", f"the arguments do not fit the tool's schema: {where}", details=details)
 
@@ -169,16 +195,25 @@ def refusal(raw: str) -> Refusal | None:
     if is_call and loc[:2] == ("params", "arguments"):
         loc, top = loc[2:], "(arguments)"  # where in the tool's arguments, as a validation error says
     where = ".".join(str(part) for part in loc) or top
-    error = ApiError("malformed_json", f"the message cannot be read as it was written: {problem}",
-                     details=[ErrorDetail(loc=where, message=str(problem), type=problem.kind)])
+    error = ApiError(
+        "malformed_json",
+        f"the message cannot be read as it was written: {problem}",
+        details=[ErrorDetail(loc=where, message=str(problem), type=problem.kind)],
+    )
     if "id" not in fields:
         return Refusal(None, error)
     if is_call:
         result = _error_result(error).model_dump(by_alias=True, mode="json", exclude_none=True)
         return Refusal({"jsonrpc": "2.0", "id": fields["id"], "result": result}, error)
     body = error.body().model_dump(mode="json")
-    return Refusal({"jsonrpc": "2.0", "id": fields["id"],
-                    "error": {"code": mcp_types.INVALID_REQUEST, "message": error.message, "data": body}}, error)
+    return Refusal(
+        {
+            "jsonrpc": "2.0",
+            "id": fields["id"],
+            "error": {"code": mcp_types.INVALID_REQUEST, "message": error.message, "data": body},
+        },
+        error,
+    )
 
 
 class _StrictLines:
@@ -222,14 +257,24 @@ class _Server(MCPServer[Any]):
         super().add_tool(fn, name, *args, **kwargs)
         self._parameters[name or fn.__name__] = frozenset(inspect.signature(fn).parameters)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None,
-                        ) -> CallToolResult | InputRequiredResult:
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: Any = None,
+    ) -> CallToolResult | InputRequiredResult:
         unknown = sorted(set(arguments) - self._parameters.get(name, frozenset(arguments)))
         if unknown:
-            return _error_result(ApiError(
-                "validation_error", f"the arguments do not fit the tool's schema: {', '.join(unknown)}",
-                details=[ErrorDetail(loc=u, message="Extra inputs are not permitted", type="extra_forbidden")
-                         for u in unknown]))
+            return _error_result(
+                ApiError(
+                    "validation_error",
+                    f"the arguments do not fit the tool's schema: {', '.join(unknown)}",
+                    details=[
+                        ErrorDetail(loc=u, message="Extra inputs are not permitted", type="extra_forbidden")
+                        for u in unknown
+                    ],
+                )
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -244,8 +289,9 @@ class _Server(MCPServer[Any]):
         try:
             async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
                 lines.answer_on(write_stream)
-                await self._lowlevel_server.run(read_stream, write_stream,
-                                                self._lowlevel_server.create_initialization_options())
+                await self._lowlevel_server.run(
+                    read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+                )
         finally:
             stdin.detach()  # the buffer is sys.stdin's: not this wrapper's to close
 
@@ -267,8 +313,9 @@ class _Tools:
             raise ApiError("forbidden", f"this API key lacks the {scope!r} scope (it has: {', '.join(key.scopes)})")
         return TenantMemory.of_key(self.memory, key)
 
-    def run(self, scope: KeyScope, operation: Callable[[TenantMemory], M], *,
-            text: Callable[[M], str] | None = None) -> CallToolResult:
+    def run(
+        self, scope: KeyScope, operation: Callable[[TenantMemory], M], *, text: Callable[[M], str] | None = None
+    ) -> CallToolResult:
         try:
             value = operation(self._tenant(scope))
         except ApiError as exc:
@@ -296,61 +343,103 @@ def create_server(memory: Memory, secret: str) -> MCPServer[Any]:
     """The MCP server of the key ``secret`` (authenticated now: :class:`InvalidKey` if it is
     not an active key). The caller keeps ``memory`` open while the server runs."""
     tools = _Tools(memory, secret, authenticate(memory, secret))
-    server = _Server(SERVER_NAME, instructions=(
-        "Long-term memory of subjects (users, accounts). remember appends what happened (events) and, "
-        "optionally, typed facts drawn from them; recall returns the block to put in your prompt; inspect "
-        "lists a subject's active facts and unresolved conflicts; guard checks an action you plan against the "
-        "subject's facts before you carry it out; forget erases an event or a fact."))
+    server = _Server(
+        SERVER_NAME,
+        instructions=(
+            "Long-term memory of subjects (users, accounts). remember appends what happened (events) and, "
+            "optionally, typed facts drawn from them; recall returns the block to put in your prompt; inspect "
+            "lists a subject's active facts and unresolved conflicts; guard checks an action you plan against the "
+            "subject's facts before you carry it out; forget erases an event or a fact."
+        ),
+    )
 
     @server.tool("remember", annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
     def remember(
         subject_id: Annotated[SubjectId, Field(description="The subject: no whitespace, up to 200 characters.")],
-        events: Annotated[list[EventIn], Field(max_length=MAX_BATCH, description=(
-            "Events to append, e.g. {\"event_id\": \"msg-41\", \"text\": \"I am allergic to peanuts\"}. "
-            "An event_id makes a retry a no-op."))] = [],
-        facts: Annotated[list[FactIn], Field(max_length=MAX_BATCH, description=(
-            "Typed facts, each citing events of this call or stored before (source_event_ids); the predicate "
-            "must be in the registry. Decimal and money amounts as strings: \"99.95\"."))] = [],
-        idempotency_key: Annotated[IdempotencyKey | None, Field(description=(
-            "A key of your choosing: a retry with the same key and arguments gets the first answer and "
-            "writes nothing."))] = None,
+        events: Annotated[
+            list[EventIn],
+            Field(
+                max_length=MAX_BATCH,
+                description=(
+                    'Events to append, e.g. {"event_id": "msg-41", "text": "I am allergic to peanuts"}. '
+                    "An event_id makes a retry a no-op."
+                ),
+            ),
+        ] = [],  # noqa: B006 - pydantic copies a field's default
+        facts: Annotated[
+            list[FactIn],
+            Field(
+                max_length=MAX_BATCH,
+                description=(
+                    "Typed facts, each citing events of this call or stored before (source_event_ids); the predicate "
+                    'must be in the registry. Decimal and money amounts as strings: "99.95".'
+                ),
+            ),
+        ] = [],  # noqa: B006 - pydantic copies a field's default
+        idempotency_key: Annotated[
+            IdempotencyKey | None,
+            Field(
+                description=(
+                    "A key of your choosing: a retry with the same key and arguments gets the first answer and "
+                    "writes nothing."
+                )
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, AppendOut]:
         """Append events, and optionally facts, to a subject's memory: all or nothing."""
+
         def append(t: TenantMemory) -> AppendOut:
             body = AppendIn(events=events, facts=facts)
             return t.append(subject_id, body, idempotency_key=idempotency_key).value
+
         return tools.run("write", append)
 
     @server.tool("recall", annotations=ToolAnnotations(read_only_hint=True))
     def recall(
         subject_id: Annotated[SubjectId, Field(description="The subject.")],
-        query: Annotated[Query | None, Field(description=(
-            "What the memory is needed for: the most relevant facts and events of every tier come too."))] = None,
+        query: Annotated[
+            Query | None,
+            Field(
+                description=(
+                    "What the memory is needed for: the most relevant facts and events of every tier come too."
+                )
+            ),
+        ] = None,
         k: Annotated[int, Field(ge=0, le=200, description="How many hits of the query.")] = 20,
         budget: Annotated[int | None, Field(ge=1, le=1_000_000, description="At most this many tokens.")] = None,
         context: Annotated[bool, Field(description="Events around each hit too.")] = True,
     ) -> Annotated[CallToolResult, RecallOut]:
         """What to know about a subject now: the rendered memory block to put in the prompt
         (the summary or raw memory, critical facts always)."""
-        return tools.run("read", lambda t: t.recall(subject_id, RecallIn(query=query, k=k, budget=budget,
-                                                                         context=context)),
-                         text=lambda r: r.rendered)
+        return tools.run(
+            "read",
+            lambda t: t.recall(subject_id, RecallIn(query=query, k=k, budget=budget, context=context)),
+            text=lambda r: r.rendered,
+        )
 
     @server.tool("guard", annotations=ToolAnnotations(read_only_hint=True))
     def guard(
         subject_id: Annotated[SubjectId, Field(description="The subject the action is for.")],
-        action: Annotated[dict[str, Any], Field(description=(
-            "The action you are about to carry out, as a JSON object, e.g. {\"items\": [{\"dish\": \"salad\", "
-            "\"ingredients\": [\"lettuce\", \"peanut dressing\"]}]} or {\"refund\": {\"amount\": \"40\", "
-            "\"currency\": \"USD\"}}."))],
-        recall_id: Annotated[str | None, Field(max_length=200, description=(
-            "The recall_id of the recall you based it on."))] = None,
+        action: Annotated[
+            dict[str, Any],
+            Field(
+                description=(
+                    'The action you are about to carry out, as a JSON object, e.g. {"items": [{"dish": "salad", '
+                    '"ingredients": ["lettuce", "peanut dressing"]}]} or {"refund": {"amount": "40", '
+                    '"currency": "USD"}}.'
+                )
+            ),
+        ],
+        recall_id: Annotated[
+            str | None, Field(max_length=200, description=("The recall_id of the recall you based it on."))
+        ] = None,
     ) -> Annotated[CallToolResult, GuardResult]:
         """Check a planned action against the subject's facts before carrying it out: allowed,
         or refused with each rule, field and fact (value, qualifiers, sources). Do not carry
         out a refused action."""
-        return tools.run("read", lambda t: t.guard(subject_id, GuardIn(action=action, recall_id=recall_id)),
-                         text=_verdict)
+        return tools.run(
+            "read", lambda t: t.guard(subject_id, GuardIn(action=action, recall_id=recall_id)), text=_verdict
+        )
 
     @server.tool("forget", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
     def forget(
@@ -361,25 +450,36 @@ def create_server(memory: Memory, secret: str) -> MCPServer[Any]:
     ) -> Annotated[CallToolResult, ForgetOut]:
         """Erase an event or a fact: its content is purged (id and hash kept), summaries built
         on it go stale; erasing an event takes the facts drawn only from it out of the active set."""
+
         def erase(t: TenantMemory) -> ForgetOut:
             if kind == "event":
-                return ForgetOut(subject_id=subject_id, forgotten="event",
-                                 event=t.delete_event(subject_id, id, reason=reason))
+                return ForgetOut(
+                    subject_id=subject_id, forgotten="event", event=t.delete_event(subject_id, id, reason=reason)
+                )
             return ForgetOut(subject_id=subject_id, forgotten="fact", fact=t.delete_fact(subject_id, id, reason=reason))
+
         return tools.run("write", erase)
 
     @server.tool("inspect", annotations=ToolAnnotations(read_only_hint=True))
     def inspect_subject(
         subject_id: Annotated[SubjectId, Field(description="The subject.")],
-        predicate: Annotated[str | None, Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$",
-                                               description="Only facts of this predicate.")] = None,
+        predicate: Annotated[
+            str | None,
+            Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$", description="Only facts of this predicate."),
+        ] = None,
     ) -> Annotated[CallToolResult, InspectOut]:
         """A subject's active facts and unresolved conflicts, with its clock and published summary."""
+
         def look(t: TenantMemory) -> InspectOut:
             now = t.clock(subject_id)
-            return InspectOut(subject_id=subject_id, clock=now.clock, alias=now.alias,
-                              facts=t.facts(subject_id, which="active", predicate=predicate),
-                              conflicts=t.conflicts(subject_id, unresolved_only=True))
+            return InspectOut(
+                subject_id=subject_id,
+                clock=now.clock,
+                alias=now.alias,
+                facts=t.facts(subject_id, which="active", predicate=predicate),
+                conflicts=t.conflicts(subject_id, unresolved_only=True),
+            )
+
         return tools.run("read", look)
 
     return server
@@ -401,8 +501,9 @@ class _BearerGate:
         sent = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
         if len(sent) != 1 or not hmac.compare_digest(sent[0], self._expected):
             body = ApiError("unauthorized", "send the server's API key: Authorization: Bearer <key>").body()
-            await _respond(send, 401, body.model_dump_json().encode(),
-                           [(b"www-authenticate", b'Bearer realm="lossgate"')])
+            await _respond(
+                send, 401, body.model_dump_json().encode(), [(b"www-authenticate", b'Bearer realm="lossgate"')]
+            )
             return
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
@@ -421,17 +522,32 @@ class _BearerGate:
         except UnicodeDecodeError:
             refused = None  # the SDK answers what is not UTF-8
         if refused is not None:
-            reply = refused.reply or {"jsonrpc": "2.0", "id": None, "error": {
-                "code": mcp_types.INVALID_REQUEST, "message": refused.error.message,
-                "data": refused.error.body().model_dump(mode="json")}}
+            reply = refused.reply or {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": mcp_types.INVALID_REQUEST,
+                    "message": refused.error.message,
+                    "data": refused.error.body().model_dump(mode="json"),
+                },
+            }
             await _respond(send, 200 if "result" in reply else 400, json.dumps(reply).encode())
             return
         await self.app(scope, replayed(raw, receive), send)
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

@@ -33,20 +33,29 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("lossgate_http_requests", "HTTP requests answered.", ["method", "route", "status"],
-                                registry=r)
-        self.latency = Histogram("lossgate_http_request_duration_seconds", "Time to answer an HTTP request.",
-                                 ["method", "route"], registry=r,
-                                 buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.requests = Counter(
+            "lossgate_http_requests", "HTTP requests answered.", ["method", "route", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "lossgate_http_request_duration_seconds",
+            "Time to answer an HTTP request.",
+            ["method", "route"],
+            registry=r,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
         self.in_progress = Gauge("lossgate_http_requests_in_progress", "HTTP requests being answered.", registry=r)
-        self.auth_failures = Counter("lossgate_auth_failures", "Requests refused for their API key.", ["reason"],
-                                     registry=r)
-        self.replays = Counter("lossgate_idempotent_replays", "Appends answered from a stored idempotency record.",
-                               registry=r)
-        self.events_appended = Counter("lossgate_events_appended", "Events appended (duplicates not counted).",
-                                       registry=r)
-        self.facts_asserted = Counter("lossgate_facts_asserted", "Facts in append requests that were stored or found.",
-                                      registry=r)
+        self.auth_failures = Counter(
+            "lossgate_auth_failures", "Requests refused for their API key.", ["reason"], registry=r
+        )
+        self.replays = Counter(
+            "lossgate_idempotent_replays", "Appends answered from a stored idempotency record.", registry=r
+        )
+        self.events_appended = Counter(
+            "lossgate_events_appended", "Events appended (duplicates not counted).", registry=r
+        )
+        self.facts_asserted = Counter(
+            "lossgate_facts_asserted", "Facts in append requests that were stored or found.", registry=r
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

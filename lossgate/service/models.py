@@ -21,22 +21,76 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from lossgate.model.api_keys import ApiKey, Scope
 from lossgate.model.derived_records import (
-    Alias, Artifact, Attempt, Job, LineageView, RecallChange, RecallRecord, RecallResult, RecallVerification,
+    Alias,
+    Artifact,
+    Attempt,
+    Job,
+    LineageView,
+    RecallChange,
+    RecallRecord,
+    RecallResult,
+    RecallVerification,
     ResponseRecord,
 )
 from lossgate.model.instants import Instant
 from lossgate.model.limits import MAX_LABEL_CHARS, Id, Key, Label, Name, Text, as_doubles
 from lossgate.model.records import (
-    Authority, Clock, Conflict, Event, EventKind, EventState, Fact, FactStatus, LedgerEntry, Modality, Polarity,
-    Proposal, Tier, Trust,
+    Authority,
+    Clock,
+    Conflict,
+    Event,
+    EventKind,
+    EventState,
+    Fact,
+    FactStatus,
+    LedgerEntry,
+    Modality,
+    Polarity,
+    Proposal,
+    Tier,
+    Trust,
 )
 
 __all__ = [
-    "MAX_BATCH", "SubjectId", "ItemId", "EventIn", "FactIn", "AppendIn", "SupersedeIn", "RecallIn",
-    "EventRef", "FactRef", "ClockOut", "AliasOut", "SubjectClockOut", "AppendOut", "EventOut", "FactOut",
-    "ConflictOut", "GuardIn", "RecallOut", "RecallRecordOut", "ProposalOut", "ExtractOut", "JobOut", "ConsolidateOut", "AttemptOut", "ArtifactOut",
-    "ClaimOut", "ManifestOut", "LineageEdgeOut", "AncestorOut", "LineageOut", "LogEntryOut", "KeyOut", "HealthOut",
-    "SubjectsOut", "RespondIn", "ResponseOut", "RecallChangeOut", "RecallVerificationOut",
+    "MAX_BATCH",
+    "SubjectId",
+    "ItemId",
+    "EventIn",
+    "FactIn",
+    "AppendIn",
+    "SupersedeIn",
+    "RecallIn",
+    "EventRef",
+    "FactRef",
+    "ClockOut",
+    "AliasOut",
+    "SubjectClockOut",
+    "AppendOut",
+    "EventOut",
+    "FactOut",
+    "ConflictOut",
+    "GuardIn",
+    "RecallOut",
+    "RecallRecordOut",
+    "ProposalOut",
+    "ExtractOut",
+    "JobOut",
+    "ConsolidateOut",
+    "AttemptOut",
+    "ArtifactOut",
+    "ClaimOut",
+    "ManifestOut",
+    "LineageEdgeOut",
+    "AncestorOut",
+    "LineageOut",
+    "LogEntryOut",
+    "KeyOut",
+    "HealthOut",
+    "SubjectsOut",
+    "RespondIn",
+    "ResponseOut",
+    "RecallChangeOut",
+    "RecallVerificationOut",
 ]
 
 MAX_BATCH = 1_000  # events, and facts, in one append: one transaction
@@ -56,6 +110,7 @@ class _Out(BaseModel):
 
 
 # -- requests ------------------------------------------------------------------------------
+
 
 class EventIn(_In):
     """A raw event. ``event_id`` is the idempotency key of the event: send one (or an
@@ -122,8 +177,9 @@ class RecallIn(_In):
 class GuardIn(_In):
     """An agent's planned action, a JSON object, and the recall it was based on (if any)."""
 
-    action: dict[str, Any] = Field(description="The action the agent is about to carry out: a meal order, a "
-                                               "refund, a message to send, a deploy.")
+    action: dict[str, Any] = Field(
+        description="The action the agent is about to carry out: a meal order, a refund, a message to send, a deploy."
+    )
     recall_id: Annotated[str, StringConstraints(max_length=200)] | None = None
 
 
@@ -138,6 +194,7 @@ class RespondIn(_In):
 
 
 # -- responses -----------------------------------------------------------------------------
+
 
 class EventRef(_Out):
     event_id: str
@@ -157,7 +214,7 @@ class ClockOut(_Out):
     input_epoch: int
 
     @classmethod
-    def of(cls, clock: Clock) -> "ClockOut":
+    def of(cls, clock: Clock) -> ClockOut:
         return cls(high_water=clock.high_water, input_epoch=clock.input_epoch)
 
 
@@ -168,9 +225,13 @@ class AliasOut(_Out):
     updated_at: datetime | None
 
     @classmethod
-    def of(cls, alias: Alias) -> "AliasOut":
-        return cls(artifact_id=alias.artifact_id, source_epoch=alias.source_epoch,
-                   covers_through=alias.covers_through, updated_at=alias.updated_at)
+    def of(cls, alias: Alias) -> AliasOut:
+        return cls(
+            artifact_id=alias.artifact_id,
+            source_epoch=alias.source_epoch,
+            covers_through=alias.covers_through,
+            updated_at=alias.updated_at,
+        )
 
 
 class SubjectClockOut(_Out):
@@ -209,10 +270,21 @@ class EventOut(_Out):
     tier: Tier
 
     @classmethod
-    def of(cls, e: Event) -> "EventOut":
-        return cls(event_id=e.event_id, seq=e.seq, kind=e.kind, actor=e.actor, trust=e.trust, text=e.text,
-                   payload=e.payload, occurred_at=e.occurred_at, recorded_at=e.recorded_at,
-                   content_hash=e.content_hash, state=e.state, tier=e.tier)
+    def of(cls, e: Event) -> EventOut:
+        return cls(
+            event_id=e.event_id,
+            seq=e.seq,
+            kind=e.kind,
+            actor=e.actor,
+            trust=e.trust,
+            text=e.text,
+            payload=e.payload,
+            occurred_at=e.occurred_at,
+            recorded_at=e.recorded_at,
+            content_hash=e.content_hash,
+            state=e.state,
+            tier=e.tier,
+        )
 
 
 class FactOut(_Out):
@@ -235,13 +307,26 @@ class FactOut(_Out):
     criticality: str
 
     @classmethod
-    def of(cls, f: Fact) -> "FactOut":
-        return cls(fact_id=f.fact_id, seq=f.seq, predicate=f.predicate, value_type=f.value_type,
-                   value=f.encoded_value(), qualifiers=dict(f.qualifiers), polarity=f.polarity,
-                   modality=f.modality, authority=f.authority, source_event_ids=list(f.source_event_ids),
-                   status=f.status, supersedes=f.supersedes, superseded_by=f.superseded_by,
-                   valid_from=f.valid_from, recorded_at=f.recorded_at, content_hash=f.content_hash,
-                   criticality=f.criticality)
+    def of(cls, f: Fact) -> FactOut:
+        return cls(
+            fact_id=f.fact_id,
+            seq=f.seq,
+            predicate=f.predicate,
+            value_type=f.value_type,
+            value=f.encoded_value(),
+            qualifiers=dict(f.qualifiers),
+            polarity=f.polarity,
+            modality=f.modality,
+            authority=f.authority,
+            source_event_ids=list(f.source_event_ids),
+            status=f.status,
+            supersedes=f.supersedes,
+            superseded_by=f.superseded_by,
+            valid_from=f.valid_from,
+            recorded_at=f.recorded_at,
+            content_hash=f.content_hash,
+            criticality=f.criticality,
+        )
 
 
 class ConflictOut(_Out):
@@ -254,9 +339,16 @@ class ConflictOut(_Out):
     resolution: str | None
 
     @classmethod
-    def of(cls, c: Conflict) -> "ConflictOut":
-        return cls(conflict_id=c.conflict_id, predicate=c.predicate, fact_ids=list(c.fact_ids), status=c.status,
-                   detected_at=c.detected_at, resolved_at=c.resolved_at, resolution=c.resolution)
+    def of(cls, c: Conflict) -> ConflictOut:
+        return cls(
+            conflict_id=c.conflict_id,
+            predicate=c.predicate,
+            fact_ids=list(c.fact_ids),
+            status=c.status,
+            detected_at=c.detected_at,
+            resolved_at=c.resolved_at,
+            resolution=c.resolution,
+        )
 
 
 class RecallOut(_Out):
@@ -276,11 +368,19 @@ class RecallOut(_Out):
     rendered: str
 
     @classmethod
-    def of(cls, r: RecallResult) -> "RecallOut":
-        return cls(subject_id=r.subject_id, mode=r.mode, artifact_id=r.artifact_id, summary=r.summary,
-                   open_items=list(r.open_items), facts=[FactOut.of(f) for f in r.facts],
-                   events=[EventOut.of(e) for e in r.events], tokens=r.tokens, recall_id=r.record.recall_id,
-                   rendered=r.render())
+    def of(cls, r: RecallResult) -> RecallOut:
+        return cls(
+            subject_id=r.subject_id,
+            mode=r.mode,
+            artifact_id=r.artifact_id,
+            summary=r.summary,
+            open_items=list(r.open_items),
+            facts=[FactOut.of(f) for f in r.facts],
+            events=[EventOut.of(e) for e in r.events],
+            tokens=r.tokens,
+            recall_id=r.record.recall_id,
+            rendered=r.render(),
+        )
 
 
 class ResponseOut(_Out):
@@ -301,12 +401,21 @@ class ResponseOut(_Out):
     redaction_cause: str | None
 
     @classmethod
-    def of(cls, r: ResponseRecord) -> "ResponseOut":
+    def of(cls, r: ResponseRecord) -> ResponseOut:
         red = r.redacted
-        return cls(response_id=r.response_id, at=r.at, recall_id=r.recall_id, guard_id=r.guard_id, answer=r.answer,
-                   action=r.action, answer_sha256=r.answer_sha256, action_sha256=r.action_sha256,
-                   redacted=red is not None, redacted_at=red.at if red else None,
-                   redaction_cause=red.cause if red else None)
+        return cls(
+            response_id=r.response_id,
+            at=r.at,
+            recall_id=r.recall_id,
+            guard_id=r.guard_id,
+            answer=r.answer,
+            action=r.action,
+            answer_sha256=r.answer_sha256,
+            action_sha256=r.action_sha256,
+            redacted=red is not None,
+            redacted_at=red.at if red else None,
+            redaction_cause=red.cause if red else None,
+        )
 
 
 class RecallChangeOut(_Out):
@@ -328,10 +437,13 @@ class RecallVerificationOut(_Out):
     rendered_matches: bool | None
 
     @classmethod
-    def of(cls, v: RecallVerification) -> "RecallVerificationOut":
-        return cls(recall_id=v.recall_id, state=v.state,
-                   changes=[RecallChangeOut(id=i, what=what) for i, what in v.changes],
-                   rendered_matches=v.rendered_matches)
+    def of(cls, v: RecallVerification) -> RecallVerificationOut:
+        return cls(
+            recall_id=v.recall_id,
+            state=v.state,
+            changes=[RecallChangeOut(id=i, what=what) for i, what in v.changes],
+            rendered_matches=v.rendered_matches,
+        )
 
 
 class RecallRecordOut(_Out):
@@ -354,12 +466,23 @@ class RecallRecordOut(_Out):
     clock: ClockOut
 
     @classmethod
-    def of(cls, r: RecallRecord) -> "RecallRecordOut":
+    def of(cls, r: RecallRecord) -> RecallRecordOut:
         red = r.redacted
-        return cls(recall_id=r.recall_id, at=r.at, mode=r.mode, query=r.query, redacted=red is not None,
-                   query_sha256=red.query_sha256 if red else None, query_chars=red.query_chars if red else None,
-                   filters=dict(r.filters), candidate_ids=list(r.candidate_ids), selected_ids=list(r.selected_ids),
-                   tiers=dict(r.tiers), alias=AliasOut.of(r.alias), clock=ClockOut.of(r.clock))
+        return cls(
+            recall_id=r.recall_id,
+            at=r.at,
+            mode=r.mode,
+            query=r.query,
+            redacted=red is not None,
+            query_sha256=red.query_sha256 if red else None,
+            query_chars=red.query_chars if red else None,
+            filters=dict(r.filters),
+            candidate_ids=list(r.candidate_ids),
+            selected_ids=list(r.selected_ids),
+            tiers=dict(r.tiers),
+            alias=AliasOut.of(r.alias),
+            clock=ClockOut.of(r.clock),
+        )
 
 
 class ProposalOut(_Out):
@@ -377,11 +500,21 @@ class ProposalOut(_Out):
     created_at: datetime
 
     @classmethod
-    def of(cls, p: Proposal) -> "ProposalOut":
-        return cls(proposal_id=p.proposal_id, predicate=p.predicate, value=p.model_dump(mode="json")["value"],
-                   qualifiers=dict(p.qualifiers), source_event_ids=list(p.source_event_ids), authority=p.authority,
-                   modality=p.modality, extractor=p.extractor, status=p.status, reason=p.reason, fact_id=p.fact_id,
-                   created_at=p.created_at)
+    def of(cls, p: Proposal) -> ProposalOut:
+        return cls(
+            proposal_id=p.proposal_id,
+            predicate=p.predicate,
+            value=p.model_dump(mode="json")["value"],
+            qualifiers=dict(p.qualifiers),
+            source_event_ids=list(p.source_event_ids),
+            authority=p.authority,
+            modality=p.modality,
+            extractor=p.extractor,
+            status=p.status,
+            reason=p.reason,
+            fact_id=p.fact_id,
+            created_at=p.created_at,
+        )
 
 
 class ExtractOut(_Out):
@@ -402,9 +535,16 @@ class JobOut(_Out):
     lease_expires_at: datetime | None
 
     @classmethod
-    def of(cls, j: Job) -> "JobOut":
-        return cls(job_id=j.job_id, subject_id=j.subject_id, status=j.status, reason=j.reason, run_after=j.run_after, tries=j.tries,
-                   lease_expires_at=j.lease_expires_at)
+    def of(cls, j: Job) -> JobOut:
+        return cls(
+            job_id=j.job_id,
+            subject_id=j.subject_id,
+            status=j.status,
+            reason=j.reason,
+            run_after=j.run_after,
+            tries=j.tries,
+            lease_expires_at=j.lease_expires_at,
+        )
 
 
 class ConsolidateOut(_Out):
@@ -440,13 +580,29 @@ class AttemptOut(_Out):
     needs_review: bool
 
     @classmethod
-    def of(cls, a: Attempt) -> "AttemptOut":
-        return cls(attempt_id=a.attempt_id, number=a.number, status=a.status, lane=a.lane, started_at=a.started_at,
-                   finished_at=a.finished_at, high_water=a.high_water, input_epoch=a.input_epoch,
-                   selected_ids=list(a.selected_ids), input_root=a.input_root, compressor=a.compressor,
-                   artifact_id=a.artifact_id, gate_outcome=a.gate_outcome, violations=list(a.violations),
-                   details=list(a.details), losses=list(a.losses), error=a.error, reason=a.reason,
-                   covers_through=a.covers_through, needs_review=a.needs_review)
+    def of(cls, a: Attempt) -> AttemptOut:
+        return cls(
+            attempt_id=a.attempt_id,
+            number=a.number,
+            status=a.status,
+            lane=a.lane,
+            started_at=a.started_at,
+            finished_at=a.finished_at,
+            high_water=a.high_water,
+            input_epoch=a.input_epoch,
+            selected_ids=list(a.selected_ids),
+            input_root=a.input_root,
+            compressor=a.compressor,
+            artifact_id=a.artifact_id,
+            gate_outcome=a.gate_outcome,
+            violations=list(a.violations),
+            details=list(a.details),
+            losses=list(a.losses),
+            error=a.error,
+            reason=a.reason,
+            covers_through=a.covers_through,
+            needs_review=a.needs_review,
+        )
 
 
 class ClaimOut(_Out):
@@ -492,23 +648,48 @@ class ArtifactOut(_Out):
     manifest: ManifestOut
 
     @classmethod
-    def of(cls, a: Artifact) -> "ArtifactOut":
+    def of(cls, a: Artifact) -> ArtifactOut:
         m, b = a.manifest, a.body
         outcome = a.gate.get("outcome")
         return cls(
-            artifact_id=a.artifact_id, state=a.state, state_reason=a.state_reason, created_at=a.created_at,
-            gate_outcome=outcome if isinstance(outcome, str) else None, summary=b.summary,
-            claims=[ClaimOut(fact_id=c.fact_id, predicate=c.predicate, value_type=c.value_type,
-                             value=c.value,  # a claim carries the value's JSON form
-                             qualifiers=dict(c.qualifiers), polarity=c.polarity, modality=c.modality,
-                             authority=c.authority, derived_from=list(c.derived_from)) for c in b.claims],
-            open_items=list(b.open_items), unresolved_conflicts=[list(c.fact_ids) for c in b.unresolved_conflicts],
-            manifest=ManifestOut(path=m.path, new_covers_through=m.new_covers_through, input_epoch=m.input_epoch,
-                                 parent_artifact_id=m.expected_alias.parent_artifact_id, inputs=len(m.inputs),
-                                 input_root=m.input_root, compressor=m.compressor,
-                                 compressor_version=m.compressor_version, prompt_version=m.prompt_version,
-                                 registry_version=m.registry_version, schema_version=m.schema_version,
-                                 attempt=m.attempt, part=m.part.key if m.part else None))
+            artifact_id=a.artifact_id,
+            state=a.state,
+            state_reason=a.state_reason,
+            created_at=a.created_at,
+            gate_outcome=outcome if isinstance(outcome, str) else None,
+            summary=b.summary,
+            claims=[
+                ClaimOut(
+                    fact_id=c.fact_id,
+                    predicate=c.predicate,
+                    value_type=c.value_type,
+                    value=c.value,  # a claim carries the value's JSON form
+                    qualifiers=dict(c.qualifiers),
+                    polarity=c.polarity,
+                    modality=c.modality,
+                    authority=c.authority,
+                    derived_from=list(c.derived_from),
+                )
+                for c in b.claims
+            ],
+            open_items=list(b.open_items),
+            unresolved_conflicts=[list(c.fact_ids) for c in b.unresolved_conflicts],
+            manifest=ManifestOut(
+                path=m.path,
+                new_covers_through=m.new_covers_through,
+                input_epoch=m.input_epoch,
+                parent_artifact_id=m.expected_alias.parent_artifact_id,
+                inputs=len(m.inputs),
+                input_root=m.input_root,
+                compressor=m.compressor,
+                compressor_version=m.compressor_version,
+                prompt_version=m.prompt_version,
+                registry_version=m.registry_version,
+                schema_version=m.schema_version,
+                attempt=m.attempt,
+                part=m.part.key if m.part else None,
+            ),
+        )
 
 
 class LogEntryOut(_Out):
@@ -518,7 +699,7 @@ class LogEntryOut(_Out):
     detail: dict[str, Any]
 
     @classmethod
-    def of(cls, e: LedgerEntry) -> "LogEntryOut":
+    def of(cls, e: LedgerEntry) -> LogEntryOut:
         return cls(at=e.at, op=e.op, target_id=e.target_id, detail=e.detail)
 
 
@@ -542,11 +723,13 @@ class LineageOut(_Out):
     tier_moves: list[LogEntryOut]
 
     @classmethod
-    def of(cls, v: LineageView) -> "LineageOut":
-        return cls(artifact=ArtifactOut.of(v.artifact),
-                   edges=[LineageEdgeOut(input_kind=e.input_kind, input_id=e.input_id) for e in v.edges],
-                   ancestors=[AncestorOut(artifact_id=a, state=s) for a, s in v.ancestors],
-                   tier_moves=[LogEntryOut.of(e) for e in v.tier_moves])
+    def of(cls, v: LineageView) -> LineageOut:
+        return cls(
+            artifact=ArtifactOut.of(v.artifact),
+            edges=[LineageEdgeOut(input_kind=e.input_kind, input_id=e.input_id) for e in v.edges],
+            ancestors=[AncestorOut(artifact_id=a, state=s) for a, s in v.ancestors],
+            tier_moves=[LogEntryOut.of(e) for e in v.tier_moves],
+        )
 
 
 class KeyOut(_Out):
@@ -559,9 +742,8 @@ class KeyOut(_Out):
     created_at: datetime
 
     @classmethod
-    def of(cls, k: ApiKey) -> "KeyOut":
-        return cls(tenant_id=k.tenant_id, key_id=k.key_id, scopes=list(k.scopes), name=k.name,
-                   created_at=k.created_at)
+    def of(cls, k: ApiKey) -> KeyOut:
+        return cls(tenant_id=k.tenant_id, key_id=k.key_id, scopes=list(k.scopes), name=k.name, created_at=k.created_at)
 
 
 class HealthOut(_Out):

@@ -22,22 +22,48 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Sequence, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from lossgate.model.api_keys import ApiKey, IdempotencyRecord
-from lossgate.model.derived_records import GuardResult
+from lossgate.api.memory import Memory
+from lossgate.api.tenancy import TenantView
 from lossgate.errors import IdempotencyConflict, InvalidInput
 from lossgate.ledger.lifecycle import Ledger
-from lossgate.api.memory import Memory
+from lossgate.model.api_keys import ApiKey, IdempotencyRecord
+from lossgate.model.derived_records import GuardResult
 from lossgate.model.records import EventState, FactStatus, NewEvent, NewFact, utcnow
 from lossgate.service.errors import ApiError
 from lossgate.service.models import (
-    AliasOut, AppendIn, AppendOut, ArtifactOut, AttemptOut, ClockOut, ConflictOut, ConsolidateOut, EventIn, EventOut,
-    EventRef, ExtractOut, FactIn, FactOut, FactRef, GuardIn, JobOut, LineageOut, ProposalOut, RecallIn, RecallOut,
-    RecallRecordOut, RecallVerificationOut, RespondIn, ResponseOut, SubjectClockOut, SubjectsOut, SupersedeIn,
+    AliasOut,
+    AppendIn,
+    AppendOut,
+    ArtifactOut,
+    AttemptOut,
+    ClockOut,
+    ConflictOut,
+    ConsolidateOut,
+    EventIn,
+    EventOut,
+    EventRef,
+    ExtractOut,
+    FactIn,
+    FactOut,
+    FactRef,
+    GuardIn,
+    JobOut,
+    LineageOut,
+    ProposalOut,
+    RecallIn,
+    RecallOut,
+    RecallRecordOut,
+    RecallVerificationOut,
+    RespondIn,
+    ResponseOut,
+    SubjectClockOut,
+    SubjectsOut,
+    SupersedeIn,
 )
-from lossgate.api.tenancy import TenantView
 
 __all__ = ["TenantMemory", "Answer", "request_hash"]
 
@@ -69,7 +95,7 @@ class TenantMemory(TenantView):
     memory: Memory
 
     @classmethod
-    def of_key(cls, memory: Memory, key: ApiKey) -> "TenantMemory":
+    def of_key(cls, memory: Memory, key: ApiKey) -> TenantMemory:
         """The memory of an authenticated key's tenant."""
         return cls(memory, key.tenant_id)
 
@@ -87,9 +113,16 @@ class TenantMemory(TenantView):
         try:
             with self.memory.transaction() as led:
                 out = self._append(led, subject_id, body)
-                led.tx.save_idempotency_record(IdempotencyRecord(
-                    tenant_id=self.tenant_id, idempotency_key=idempotency_key, request_hash=digest, status=200,
-                    response=out.model_dump_json(), created_at=utcnow()))
+                led.tx.save_idempotency_record(
+                    IdempotencyRecord(
+                        tenant_id=self.tenant_id,
+                        idempotency_key=idempotency_key,
+                        request_hash=digest,
+                        status=200,
+                        response=out.model_dump_json(),
+                        created_at=utcnow(),
+                    )
+                )
         except IdempotencyConflict:
             replay = self._replay(idempotency_key, digest)  # a request with the same key committed first
             if replay is None:
@@ -103,8 +136,10 @@ class TenantMemory(TenantView):
         if stored is None:
             return None
         if stored.request_hash != digest:
-            raise ApiError("idempotency_key_reused",
-                           f"Idempotency-Key {idempotency_key!r} was used for another request; use a new key")
+            raise ApiError(
+                "idempotency_key_reused",
+                f"Idempotency-Key {idempotency_key!r} was used for another request; use a new key",
+            )
         return Answer(AppendOut.model_validate_json(stored.response), replayed=True)
 
     def _append(self, led: Ledger, subject_id: str, body: AppendIn) -> AppendOut:
@@ -122,19 +157,40 @@ class TenantMemory(TenantView):
             appended=[EventRef(event_id=r.event_id, seq=r.seq, content_hash=r.content_hash) for r in result.appended],
             duplicates=list(result.duplicates),
             facts=[FactRef(fact_id=f.fact_id, seq=f.seq, status=f.status, content_hash=f.content_hash) for f in facts],
-            clock=ClockOut.of(clock))
+            clock=ClockOut.of(clock),
+        )
 
     def _event(self, subject_id: str, e: EventIn) -> NewEvent:
-        optional: dict[str, Any] = {name: value for name, value in (("event_id", e.event_id),
-                                                                    ("occurred_at", e.occurred_at))
-                                    if value is not None}  # left out: the record's defaults (a fresh id, now)
-        return NewEvent(tenant_id=self.tenant_id, subject_id=subject_id, kind=e.kind, actor=e.actor, trust=e.trust,
-                        text=e.text, payload=e.payload, **optional)
+        optional: dict[str, Any] = {
+            name: value
+            for name, value in (("event_id", e.event_id), ("occurred_at", e.occurred_at))
+            if value is not None
+        }  # left out: the record's defaults (a fresh id, now)
+        return NewEvent(
+            tenant_id=self.tenant_id,
+            subject_id=subject_id,
+            kind=e.kind,
+            actor=e.actor,
+            trust=e.trust,
+            text=e.text,
+            payload=e.payload,
+            **optional,
+        )
 
     def _fact(self, subject_id: str, f: FactIn) -> NewFact:
-        return NewFact(tenant_id=self.tenant_id, subject_id=subject_id, fact_id=f.fact_id, predicate=f.predicate,
-                       value=f.value, qualifiers=tuple(f.qualifiers.items()), polarity=f.polarity, modality=f.modality,
-                       authority=f.authority, source_event_ids=tuple(f.source_event_ids), valid_from=f.valid_from)
+        return NewFact(
+            tenant_id=self.tenant_id,
+            subject_id=subject_id,
+            fact_id=f.fact_id,
+            predicate=f.predicate,
+            value=f.value,
+            qualifiers=tuple(f.qualifiers.items()),
+            polarity=f.polarity,
+            modality=f.modality,
+            authority=f.authority,
+            source_event_ids=tuple(f.source_event_ids),
+            valid_from=f.valid_from,
+        )
 
     def supersede(self, subject_id: str, fact_id: str, body: SupersedeIn) -> FactOut:
         """Replace an active fact; the old one is kept as superseded, summaries built on it
@@ -170,8 +226,11 @@ class TenantMemory(TenantView):
     # -- reads -------------------------------------------------------------------------------
     def recall(self, subject_id: str, body: RecallIn) -> RecallOut:
         """What an agent should read now, with the rendered prompt block."""
-        return RecallOut.of(self.memory.recall(self.tenant_id, subject_id, query=body.query or None, k=body.k,
-                                               budget=body.budget, context=body.context))
+        return RecallOut.of(
+            self.memory.recall(
+                self.tenant_id, subject_id, query=body.query or None, k=body.k, budget=body.budget, context=body.context
+            )
+        )
 
     def guard(self, subject_id: str, body: GuardIn) -> GuardResult:
         """The guard's verdict on an agent's planned action (stored, tied to the recall given)."""
@@ -187,30 +246,47 @@ class TenantMemory(TenantView):
 
     def respond(self, subject_id: str, body: RespondIn) -> ResponseOut:
         """Record what the agent answered or did after a recall (one transaction)."""
-        return ResponseOut.of(self.memory.respond(self.tenant_id, subject_id, body.recall_id, answer=body.answer,
-                                                  action=body.action, guard_id=body.guard_id))
+        return ResponseOut.of(
+            self.memory.respond(
+                self.tenant_id,
+                subject_id,
+                body.recall_id,
+                answer=body.answer,
+                action=body.action,
+                guard_id=body.guard_id,
+            )
+        )
 
     def responses(self, subject_id: str, *, limit: int = 100) -> list[ResponseOut]:
         """The subject's response records, newest first."""
         return [ResponseOut.of(r) for r in self.memory.admin.responses(self.tenant_id, subject_id, limit=limit)]
 
     def clock(self, subject_id: str) -> SubjectClockOut:
-        return SubjectClockOut(subject_id=subject_id, clock=ClockOut.of(self.memory.admin.clock(self.tenant_id, subject_id)),
-                               alias=AliasOut.of(self.memory.admin.alias(self.tenant_id, subject_id)))
+        return SubjectClockOut(
+            subject_id=subject_id,
+            clock=ClockOut.of(self.memory.admin.clock(self.tenant_id, subject_id)),
+            alias=AliasOut.of(self.memory.admin.alias(self.tenant_id, subject_id)),
+        )
 
-    def events(self, subject_id: str, *, states: Sequence[EventState] | None = None, after_seq: int = 0,
-               limit: int = 100) -> list[EventOut]:
-        return [EventOut.of(e) for e in self.memory.events(self.tenant_id, subject_id, states=states,
-                                                           after_seq=after_seq, limit=limit)]
+    def events(
+        self, subject_id: str, *, states: Sequence[EventState] | None = None, after_seq: int = 0, limit: int = 100
+    ) -> list[EventOut]:
+        return [
+            EventOut.of(e)
+            for e in self.memory.events(self.tenant_id, subject_id, states=states, after_seq=after_seq, limit=limit)
+        ]
 
     def facts(self, subject_id: str, *, which: FactSet = "active", predicate: str | None = None) -> list[FactOut]:
         statuses: Sequence[FactStatus] | None = ("active",) if which == "active" else None
-        return [FactOut.of(f) for f in self.memory.facts(self.tenant_id, subject_id, statuses=statuses,
-                                                         predicate=predicate)]
+        return [
+            FactOut.of(f) for f in self.memory.facts(self.tenant_id, subject_id, statuses=statuses, predicate=predicate)
+        ]
 
     def conflicts(self, subject_id: str, *, unresolved_only: bool = True) -> list[ConflictOut]:
-        return [ConflictOut.of(c) for c in self.memory.conflicts(self.tenant_id, subject_id,
-                                                                 unresolved_only=unresolved_only)]
+        return [
+            ConflictOut.of(c)
+            for c in self.memory.conflicts(self.tenant_id, subject_id, unresolved_only=unresolved_only)
+        ]
 
     def jobs(self, subject_id: str | None) -> list[JobOut]:
         """The subject's rebuild jobs, oldest first; ``None``: the tenant's (admin)."""

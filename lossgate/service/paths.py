@@ -54,6 +54,11 @@ class StrictPath:
         message = f"the path segment {shown!r} {why}"
         error = ApiError("validation_error", message, details=[ErrorDetail(loc="path", message=message, type=kind)])
         body = error.body().model_dump_json().encode()
-        await send({"type": "http.response.start", "status": error.status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": error.status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

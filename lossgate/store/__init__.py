@@ -48,12 +48,13 @@ def open_store(url: str | None = None, *, role: str = "app", create: bool = True
     for prefix in sorted((p for p in _SCHEMES if url.startswith(p)), key=len, reverse=True)[:1]:
         return _SCHEMES[prefix](url, role)
     if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
+        path = url[len("sqlite:///") :]
         if not path:
             raise ConfigError(f"SQLite URL {url!r} names no file")
         if "?" in path:  # it would be read as part of the file's name
-            raise ConfigError(f"SQLite URL {url!r}: a query ({path[path.index('?'):]!r}) is not read; name the file "
-                              "alone")
+            raise ConfigError(
+                f"SQLite URL {url!r}: a query ({path[path.index('?') :]!r}) is not read; name the file alone"
+            )
         if not create and path != ":memory:" and not os.path.exists(path):
             raise ConfigError(f"no SQLite database at {path} (lossgate init creates one)")
         from lossgate.store.sqlite import SQLiteStore

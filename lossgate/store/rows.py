@@ -20,25 +20,71 @@ from typing import Any, TypeVar
 import orjson
 from pydantic_core import TzInfo
 
-from lossgate.model.derived_records import Alias, Artifact, Attempt, GuardResult, Job, Manifest, RecallRecord, ResponseRecord
 from lossgate.errors import UnknownFormat
+from lossgate.model.derived_records import (
+    Alias,
+    Artifact,
+    Attempt,
+    GuardResult,
+    Job,
+    Manifest,
+    RecallRecord,
+    ResponseRecord,
+)
 from lossgate.model.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
 from lossgate.model.values import decode_value
 
 EVENT_COLUMNS = (
-    "tenant_id", "subject_id", "seq", "event_id", "kind", "actor", "trust", "text", "payload",
-    "occurred_at", "recorded_at", "content_hash", "state", "tier",
+    "tenant_id",
+    "subject_id",
+    "seq",
+    "event_id",
+    "kind",
+    "actor",
+    "trust",
+    "text",
+    "payload",
+    "occurred_at",
+    "recorded_at",
+    "content_hash",
+    "state",
+    "tier",
 )
 FACT_COLUMNS = (
-    "tenant_id", "subject_id", "fact_id", "seq", "predicate", "registry_version", "value_type",
-    "value", "qualifiers", "polarity", "modality", "authority", "source_event_ids", "status",
-    "supersedes", "superseded_by", "valid_from", "recorded_at", "content_hash", "criticality",
+    "tenant_id",
+    "subject_id",
+    "fact_id",
+    "seq",
+    "predicate",
+    "registry_version",
+    "value_type",
+    "value",
+    "qualifiers",
+    "polarity",
+    "modality",
+    "authority",
+    "source_event_ids",
+    "status",
+    "supersedes",
+    "superseded_by",
+    "valid_from",
+    "recorded_at",
+    "content_hash",
+    "criticality",
 )
 # Written, never read back into the record: the keyword-search text of a fact.
 FACT_INSERT_COLUMNS = FACT_COLUMNS + ("search_text",)
 CONFLICT_COLUMNS = (
-    "tenant_id", "subject_id", "conflict_id", "predicate", "fact_a", "fact_b", "status",
-    "detected_at", "resolved_at", "resolution",
+    "tenant_id",
+    "subject_id",
+    "conflict_id",
+    "predicate",
+    "fact_a",
+    "fact_b",
+    "status",
+    "detected_at",
+    "resolved_at",
+    "resolution",
 )
 LOG_COLUMNS = ("tenant_id", "subject_id", "entry_id", "at", "op", "target_id", "detail")
 M = TypeVar("M")
@@ -144,37 +190,93 @@ def instant_or_none(value: datetime | None) -> str | None:
 def new_event_row(ev: NewEvent, seq: int, content_hash: str, occurred_at: str, recorded_at: str) -> tuple[Any, ...]:
     """The row of a freshly appended event (the append hot path: no Event model is built)."""
     return (
-        ev.tenant_id, ev.subject_id, seq, ev.event_id, ev.kind, ev.actor, ev.trust, ev.text,
-        dumps(ev.payload), occurred_at, recorded_at, content_hash, "valid", "hot",
+        ev.tenant_id,
+        ev.subject_id,
+        seq,
+        ev.event_id,
+        ev.kind,
+        ev.actor,
+        ev.trust,
+        ev.text,
+        dumps(ev.payload),
+        occurred_at,
+        recorded_at,
+        content_hash,
+        "valid",
+        "hot",
     )
 
 
 def event_from_row(r: Any) -> Event:
     """An :class:`Event` from a row of :data:`EVENT_COLUMNS`, without validation (:func:`_construct`)."""
-    return _construct(Event, _EVENT_FIELDS, {
-        "tenant_id": r[0], "subject_id": r[1], "event_id": r[3], "seq": r[2], "kind": r[4], "actor": r[5],
-        "trust": r[6], "text": r[7], "payload": None if r[8] is None else _json(r[8]),
-        "occurred_at": _ts(r[9]), "recorded_at": _ts(r[10]), "content_hash": r[11], "state": r[12], "tier": r[13],
-    })
+    return _construct(
+        Event,
+        _EVENT_FIELDS,
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "event_id": r[3],
+            "seq": r[2],
+            "kind": r[4],
+            "actor": r[5],
+            "trust": r[6],
+            "text": r[7],
+            "payload": None if r[8] is None else _json(r[8]),
+            "occurred_at": _ts(r[9]),
+            "recorded_at": _ts(r[10]),
+            "content_hash": r[11],
+            "state": r[12],
+            "tier": r[13],
+        },
+    )
 
 
 def event_from_row_validated(r: Any) -> Event:
     """The same record as :func:`event_from_row`, through full validation: what the fast path
     must equal (the conformance test and ``bench/bench_rows.py`` compare them)."""
-    return Event.model_validate({
-        "tenant_id": r[0], "subject_id": r[1], "event_id": r[3], "seq": r[2], "kind": r[4], "actor": r[5],
-        "trust": r[6], "text": r[7], "payload": None if r[8] is None else _json(r[8]),
-        "occurred_at": r[9], "recorded_at": r[10], "content_hash": r[11], "state": r[12], "tier": r[13],
-    })
+    return Event.model_validate(
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "event_id": r[3],
+            "seq": r[2],
+            "kind": r[4],
+            "actor": r[5],
+            "trust": r[6],
+            "text": r[7],
+            "payload": None if r[8] is None else _json(r[8]),
+            "occurred_at": r[9],
+            "recorded_at": r[10],
+            "content_hash": r[11],
+            "state": r[12],
+            "tier": r[13],
+        }
+    )
 
 
 def fact_row(f: Fact) -> tuple[Any, ...]:
     return (
-        f.tenant_id, f.subject_id, f.fact_id, f.seq, f.predicate, f.registry_version, f.value_type,
+        f.tenant_id,
+        f.subject_id,
+        f.fact_id,
+        f.seq,
+        f.predicate,
+        f.registry_version,
+        f.value_type,
         None if f.value is None else dumps(f.encoded_value()),
-        dumps([list(p) for p in f.qualifiers]), f.polarity, f.modality, f.authority,
-        dumps(list(f.source_event_ids)), f.status, f.supersedes, f.superseded_by,
-        iso(f.valid_from), instant(f.recorded_at), f.content_hash, f.criticality, f.search_text(),
+        dumps([list(p) for p in f.qualifiers]),
+        f.polarity,
+        f.modality,
+        f.authority,
+        dumps(list(f.source_event_ids)),
+        f.status,
+        f.supersedes,
+        f.superseded_by,
+        iso(f.valid_from),
+        instant(f.recorded_at),
+        f.content_hash,
+        f.criticality,
+        f.search_text(),
     )
 
 
@@ -183,70 +285,168 @@ def fact_from_row(r: Any) -> Fact:
     A purged fact's value and qualifiers are NULL: ``None`` and ``()``."""
     value_type = r[6]
     raw = _json(r[7])
-    return _construct(Fact, _FACT_FIELDS, {
-        "tenant_id": r[0], "subject_id": r[1], "fact_id": r[2], "seq": r[3], "predicate": r[4],
-        "registry_version": r[5], "value_type": value_type,
-        "value": None if raw is None else decode_value(value_type, raw),
-        "qualifiers": tuple([(k, v) for k, v in _json(r[8]) or ()]), "polarity": r[9], "modality": r[10],
-        "authority": r[11], "source_event_ids": tuple(_json(r[12])), "status": r[13], "supersedes": r[14],
-        "superseded_by": r[15], "valid_from": _ts(r[16]), "recorded_at": _ts(r[17]), "content_hash": r[18],
-        "criticality": r[19],
-    })
+    return _construct(
+        Fact,
+        _FACT_FIELDS,
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "fact_id": r[2],
+            "seq": r[3],
+            "predicate": r[4],
+            "registry_version": r[5],
+            "value_type": value_type,
+            "value": None if raw is None else decode_value(value_type, raw),
+            "qualifiers": tuple([(k, v) for k, v in _json(r[8]) or ()]),
+            "polarity": r[9],
+            "modality": r[10],
+            "authority": r[11],
+            "source_event_ids": tuple(_json(r[12])),
+            "status": r[13],
+            "supersedes": r[14],
+            "superseded_by": r[15],
+            "valid_from": _ts(r[16]),
+            "recorded_at": _ts(r[17]),
+            "content_hash": r[18],
+            "criticality": r[19],
+        },
+    )
 
 
 def fact_from_row_validated(r: Any) -> Fact:
     """The same record as :func:`fact_from_row`, through full validation (see
     :func:`event_from_row_validated`)."""
     raw = _json(r[7])
-    return Fact.model_validate({
-        "tenant_id": r[0], "subject_id": r[1], "fact_id": r[2], "seq": r[3], "predicate": r[4],
-        "registry_version": r[5], "value_type": r[6], "value": None if raw is None else decode_value(r[6], raw),
-        "qualifiers": _json(r[8]) or [], "polarity": r[9], "modality": r[10], "authority": r[11],
-        "source_event_ids": _json(r[12]), "status": r[13], "supersedes": r[14], "superseded_by": r[15],
-        "valid_from": r[16], "recorded_at": r[17], "content_hash": r[18], "criticality": r[19],
-    })
+    return Fact.model_validate(
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "fact_id": r[2],
+            "seq": r[3],
+            "predicate": r[4],
+            "registry_version": r[5],
+            "value_type": r[6],
+            "value": None if raw is None else decode_value(r[6], raw),
+            "qualifiers": _json(r[8]) or [],
+            "polarity": r[9],
+            "modality": r[10],
+            "authority": r[11],
+            "source_event_ids": _json(r[12]),
+            "status": r[13],
+            "supersedes": r[14],
+            "superseded_by": r[15],
+            "valid_from": r[16],
+            "recorded_at": r[17],
+            "content_hash": r[18],
+            "criticality": r[19],
+        }
+    )
 
 
 def conflict_row(c: Conflict) -> tuple[Any, ...]:
     return (
-        c.tenant_id, c.subject_id, c.conflict_id, c.predicate, c.fact_ids[0], c.fact_ids[1],
-        c.status, instant(c.detected_at), instant_or_none(c.resolved_at), c.resolution,
+        c.tenant_id,
+        c.subject_id,
+        c.conflict_id,
+        c.predicate,
+        c.fact_ids[0],
+        c.fact_ids[1],
+        c.status,
+        instant(c.detected_at),
+        instant_or_none(c.resolved_at),
+        c.resolution,
     )
 
 
 def conflict_from_row(r: Any) -> Conflict:
     """A :class:`Conflict` from a row of :data:`CONFLICT_COLUMNS`, without validation."""
-    return _construct(Conflict, _CONFLICT_FIELDS, {
-        "tenant_id": r[0], "subject_id": r[1], "conflict_id": r[2], "predicate": r[3], "fact_ids": (r[4], r[5]),
-        "status": r[6], "detected_at": _ts(r[7]), "resolved_at": _ts(r[8]), "resolution": r[9],
-    })
+    return _construct(
+        Conflict,
+        _CONFLICT_FIELDS,
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "conflict_id": r[2],
+            "predicate": r[3],
+            "fact_ids": (r[4], r[5]),
+            "status": r[6],
+            "detected_at": _ts(r[7]),
+            "resolved_at": _ts(r[8]),
+            "resolution": r[9],
+        },
+    )
 
 
 def conflict_from_row_validated(r: Any) -> Conflict:
-    return Conflict.model_validate({
-        "tenant_id": r[0], "subject_id": r[1], "conflict_id": r[2], "predicate": r[3], "fact_ids": (r[4], r[5]),
-        "status": r[6], "detected_at": r[7], "resolved_at": r[8], "resolution": r[9],
-    })
+    return Conflict.model_validate(
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "conflict_id": r[2],
+            "predicate": r[3],
+            "fact_ids": (r[4], r[5]),
+            "status": r[6],
+            "detected_at": r[7],
+            "resolved_at": r[8],
+            "resolution": r[9],
+        }
+    )
 
 
 def log_from_row(r: Any) -> LedgerEntry:
     """A :class:`LedgerEntry` from a row of :data:`LOG_COLUMNS`, without validation."""
-    return _construct(LedgerEntry, _LOG_FIELDS, {
-        "tenant_id": r[0], "subject_id": r[1], "entry_id": r[2], "at": _ts(r[3]), "op": r[4], "target_id": r[5],
-        "detail": _json(r[6]) or {},
-    })
+    return _construct(
+        LedgerEntry,
+        _LOG_FIELDS,
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "entry_id": r[2],
+            "at": _ts(r[3]),
+            "op": r[4],
+            "target_id": r[5],
+            "detail": _json(r[6]) or {},
+        },
+    )
 
 
 def log_from_row_validated(r: Any) -> LedgerEntry:
-    return LedgerEntry.model_validate({
-        "tenant_id": r[0], "subject_id": r[1], "entry_id": r[2], "at": r[3], "op": r[4], "target_id": r[5],
-        "detail": _json(r[6]) or {},
-    })
+    return LedgerEntry.model_validate(
+        {
+            "tenant_id": r[0],
+            "subject_id": r[1],
+            "entry_id": r[2],
+            "at": r[3],
+            "op": r[4],
+            "target_id": r[5],
+            "detail": _json(r[6]) or {},
+        }
+    )
 
 
-ARTIFACT_COLUMNS = ("tenant_id", "subject_id", "artifact_id", "state", "body", "manifest", "gate", "created_at", "state_reason")
+ARTIFACT_COLUMNS = (
+    "tenant_id",
+    "subject_id",
+    "artifact_id",
+    "state",
+    "body",
+    "manifest",
+    "gate",
+    "created_at",
+    "state_reason",
+)
 ALIAS_COLUMNS = ("tenant_id", "subject_id", "artifact_id", "source_epoch", "covers_through", "updated_at")
-JOB_COLUMNS = ("job_id", "tenant_id", "subject_id", "status", "reason", "run_after", "tries", "lease_owner", "lease_expires_at")
+JOB_COLUMNS = (
+    "job_id",
+    "tenant_id",
+    "subject_id",
+    "status",
+    "reason",
+    "run_after",
+    "tries",
+    "lease_owner",
+    "lease_expires_at",
+)
 
 
 # The format of the artifact bodies this lossgate writes; a stored body without a
@@ -272,32 +472,59 @@ def body_from_json(artifact_id: str, body: dict[str, Any]) -> ArtifactBody:
     format (a newer lossgate wrote it: reading it as this one would misread it)."""
     fmt = stored_format(body)
     if fmt is None or fmt > ARTIFACT_FORMAT:
-        raise UnknownFormat(f"artifact {artifact_id} is stored in format {body.get('format')!r}; this lossgate "
-                         f"reads formats 1 to {ARTIFACT_FORMAT} (lossgate migrate)")
+        raise UnknownFormat(
+            f"artifact {artifact_id} is stored in format {body.get('format')!r}; this lossgate "
+            f"reads formats 1 to {ARTIFACT_FORMAT} (lossgate migrate)"
+        )
     return ArtifactBody.model_validate({k: v for k, v in body.items() if k != "format"})
 
 
 def artifact_row(a: Artifact) -> tuple[Any, ...]:
-    return (a.tenant_id, a.subject_id, a.artifact_id, a.state, body_json(a.body),
-            a.manifest.model_dump_json(), dumps(a.gate), instant(a.created_at), a.state_reason)
+    return (
+        a.tenant_id,
+        a.subject_id,
+        a.artifact_id,
+        a.state,
+        body_json(a.body),
+        a.manifest.model_dump_json(),
+        dumps(a.gate),
+        instant(a.created_at),
+        a.state_reason,
+    )
 
 
 def artifact_from_row(r: Any) -> Artifact:
     return Artifact(
-        tenant_id=r[0], subject_id=r[1], artifact_id=r[2], state=r[3],
-        body=body_from_json(r[2], _json(r[4])), manifest=Manifest.model_validate(_json(r[5])),
-        gate=_json(r[6]), created_at=_instant(r[7]), state_reason=r[8],
+        tenant_id=r[0],
+        subject_id=r[1],
+        artifact_id=r[2],
+        state=r[3],
+        body=body_from_json(r[2], _json(r[4])),
+        manifest=Manifest.model_validate(_json(r[5])),
+        gate=_json(r[6]),
+        created_at=_instant(r[7]),
+        state_reason=r[8],
     )
 
 
 def alias_from_row(r: Any) -> Alias:
-    return Alias(tenant_id=r[0], subject_id=r[1], artifact_id=r[2], source_epoch=r[3],
-                 covers_through=r[4], updated_at=_ts(r[5]))
+    return Alias(
+        tenant_id=r[0], subject_id=r[1], artifact_id=r[2], source_epoch=r[3], covers_through=r[4], updated_at=_ts(r[5])
+    )
 
 
 def job_from_row(r: Any) -> Job:
-    return Job(job_id=r[0], tenant_id=r[1], subject_id=r[2], status=r[3], reason=r[4],
-               run_after=_instant(r[5]), tries=r[6], lease_owner=r[7], lease_expires_at=_ts(r[8]))
+    return Job(
+        job_id=r[0],
+        tenant_id=r[1],
+        subject_id=r[2],
+        status=r[3],
+        reason=r[4],
+        run_after=_instant(r[5]),
+        tries=r[6],
+        lease_owner=r[7],
+        lease_expires_at=_ts(r[8]),
+    )
 
 
 def attempt_from_json(value: Any) -> Attempt:

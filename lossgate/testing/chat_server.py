@@ -45,23 +45,46 @@ def completion(content: str | None, *, finish_reason: str = "stop", refusal: str
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if refusal is not None:
         message["refusal"] = refusal
-    return Reply(body={
-        "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    })
+    return Reply(
+        body={
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "scripted",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+    )
 
 
 def tool_call(name: str, arguments: dict[str, Any], *, call_id: str = "call-1") -> Reply:
     """A well-formed chat completion asking for one call of the tool ``name`` (an agent's turn)."""
-    return Reply(body={
-        "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    })
+    return Reply(
+        body={
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "scripted",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": json.dumps(arguments)},
+                            }
+                        ],
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+    )
 
 
 def narrative(text: str) -> Reply:
@@ -124,7 +147,7 @@ class ScriptedChatServer:
             # client's delayed ACK (40 ms on Linux) before its body is sent.
             disable_nagle_algorithm = True
 
-            def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.path.rstrip("/") not in ("/v1/chat/completions", "/v1/embeddings", "/v1/rerank"):
                     self._send(Reply(status=404, body={"error": {"message": f"no route {self.path}"}}))
@@ -140,8 +163,11 @@ class ScriptedChatServer:
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:
-                payload = reply.body if isinstance(reply.body, bytes) else (
-                    reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode())
+                payload = (
+                    reply.body
+                    if isinstance(reply.body, bytes)
+                    else (reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode())
+                )
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -153,7 +179,7 @@ class ScriptedChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the http.server signature
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         return Handler

@@ -187,8 +187,9 @@ class InventClaim(LossyCompressor):
     name = "lossy-invent-claim"
     expected_code = "unsupported_fact"
 
-    def __init__(self, inner: Compressor | None = None, *, target: str | None = None,
-                 fact_id: str = "f-invented") -> None:
+    def __init__(
+        self, inner: Compressor | None = None, *, target: str | None = None, fact_id: str = "f-invented"
+    ) -> None:
         super().__init__(inner, target=target)
         self.fact_id = fact_id
 
@@ -201,7 +202,11 @@ class InventClaim(LossyCompressor):
 
 #: Every lossy double, for parametrized tests.
 LOSSY_COMPRESSORS: tuple[type[LossyCompressor], ...] = (
-    DropCriticalClaim, FlipBool, ChangeNumber, DropQualifier, InventClaim,
+    DropCriticalClaim,
+    FlipBool,
+    ChangeNumber,
+    DropQualifier,
+    InventClaim,
 )
 
 

@@ -19,14 +19,16 @@ __all__ = ["CONCEPTS", "DIM", "concept_vector", "concept_embeddings", "embedding
 
 DIM = 64
 CONCEPTS: dict[str, int] = {}
-for _dim, _words in enumerate([
-    ("cat", "cats", "kitten", "kittens", "feline", "felines", "tabby"),
-    ("dog", "dogs", "puppy", "puppies", "canine", "hound"),
-    ("car", "cars", "automobile", "vehicle", "sedan"),
-    ("doctor", "physician", "clinic", "hospital", "nurse"),
-    ("money", "salary", "pay", "paid", "wage", "income"),
-    ("sea", "ocean", "beach", "coast", "shore"),
-]):
+for _dim, _words in enumerate(
+    [
+        ("cat", "cats", "kitten", "kittens", "feline", "felines", "tabby"),
+        ("dog", "dogs", "puppy", "puppies", "canine", "hound"),
+        ("car", "cars", "automobile", "vehicle", "sedan"),
+        ("doctor", "physician", "clinic", "hospital", "nurse"),
+        ("money", "salary", "pay", "paid", "wage", "income"),
+        ("sea", "ocean", "beach", "coast", "shore"),
+    ]
+):
     for _w in _words:
         CONCEPTS[_w] = _dim
 
@@ -49,8 +51,14 @@ def concept_vector(text: str) -> list[float]:
 
 def embeddings_reply(vectors: list[list[float]], *, model: str = "concepts") -> Reply:
     """A well-formed ``/v1/embeddings`` answer carrying ``vectors``."""
-    return Reply(body={"object": "list", "model": model, "usage": {"prompt_tokens": 0, "total_tokens": 0},
-                       "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]})
+    return Reply(
+        body={
+            "object": "list",
+            "model": model,
+            "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+        }
+    )
 
 
 def concept_embeddings(body: dict[str, Any]) -> Reply:

@@ -50,10 +50,15 @@ class _FaultyTx:
         return getattr(self._tx, name)
 
     def insert_artifact(self, artifact: Artifact, edges: Sequence[LineageEdge]) -> None:
-        claims = tuple(c.model_copy(update={"value": str(c.value).lower()})
-                       if c.value_type == "bool" and isinstance(c.value, bool) else c for c in artifact.body.claims)
-        self._tx.insert_artifact(artifact.model_copy(update={"body": artifact.body.model_copy(update={"claims": claims})}),
-                                 edges)
+        claims = tuple(
+            c.model_copy(update={"value": str(c.value).lower()})
+            if c.value_type == "bool" and isinstance(c.value, bool)
+            else c
+            for c in artifact.body.claims
+        )
+        self._tx.insert_artifact(
+            artifact.model_copy(update={"body": artifact.body.model_copy(update={"claims": claims})}), edges
+        )
 
 
 class TcpProxy:
@@ -133,7 +138,7 @@ class TcpProxy:
             for sock in (source, sink):
                 _shut(sock)
 
-    def __enter__(self) -> "TcpProxy":
+    def __enter__(self) -> TcpProxy:
         self.start()
         return self
 

@@ -23,7 +23,13 @@ from psycopg import sql
 from lossgate.store.postgres import PostgresStore
 
 __all__ = [
-    "create_database", "database_url", "drop_database", "fresh_database", "login_role", "scratch_database", "user_url",
+    "create_database",
+    "database_url",
+    "drop_database",
+    "fresh_database",
+    "login_role",
+    "scratch_database",
+    "user_url",
 ]
 
 
@@ -39,8 +45,9 @@ def user_url(url: str, user: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{parts.netloc.rpartition('@')[2]}"))
 
 
-def create_database(server_url: str, prefix: str = "lossgate_test", *, icu_locale: str | None = None,
-                    owner: str | None = None) -> str:
+def create_database(
+    server_url: str, prefix: str = "lossgate_test", *, icu_locale: str | None = None, owner: str | None = None
+) -> str:
     """Create an empty database on the server ``server_url`` points at; return its URL.
 
     ``icu_locale`` (e.g. ``"en-US"``) gives it that default collation instead of the server's;
@@ -121,10 +128,13 @@ class _SessionDatabase:
         self._empty = sql.SQL("; ").join([sql.SQL("BEGIN"), *deletes, *restarts, sql.SQL("COMMIT")])
 
     def _children_first(self) -> list[str]:
-        tables = [r[0] for r in self._conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-            "AND tablename <> 'schema_migrations' ORDER BY tablename"
-        )]
+        tables = [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename <> 'schema_migrations' ORDER BY tablename"
+            )
+        ]
         parents: dict[str, set[str]] = {t: set() for t in tables}
         for child, parent in self._conn.execute(
             "SELECT conrelid::regclass::text, confrelid::regclass::text FROM pg_constraint "

@@ -23,9 +23,14 @@ _WORD = re.compile(r"\w+")
 def rerank_reply(scores: Sequence[float], *, model: str = "scripted") -> Reply:
     """A well-formed ``/v1/rerank`` answer giving document ``i`` the score ``scores[i]``."""
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    return Reply(body={"id": "rerank-scripted", "model": model,
-                       "results": [{"index": i, "relevance_score": scores[i]} for i in order],
-                       "usage": {"total_tokens": 0}})
+    return Reply(
+        body={
+            "id": "rerank-scripted",
+            "model": model,
+            "results": [{"index": i, "relevance_score": scores[i]} for i in order],
+            "usage": {"total_tokens": 0},
+        }
+    )
 
 
 def scored_by_words(weights: Mapping[str, float]) -> Callable[[dict[str, Any]], Reply]:
@@ -35,8 +40,10 @@ def scored_by_words(weights: Mapping[str, float]) -> Callable[[dict[str, Any]], 
 
     def answer(body: dict[str, Any]) -> Reply:
         docs = body["documents"]
-        return rerank_reply([sum(table.get(w, 0.0) for w in set(_WORD.findall(str(d).lower()))) for d in docs],
-                            model=body.get("model", "scripted"))
+        return rerank_reply(
+            [sum(table.get(w, 0.0) for w in set(_WORD.findall(str(d).lower()))) for d in docs],
+            model=body.get("model", "scripted"),
+        )
 
     return answer
 
@@ -45,5 +52,7 @@ def word_overlap(body: dict[str, Any]) -> Reply:
     """A "model" scoring each document by the share of the query's words it holds."""
     query = set(_WORD.findall(str(body["query"]).lower()))
     docs = body["documents"]
-    return rerank_reply([len(query & set(_WORD.findall(str(d).lower()))) / (len(query) or 1) for d in docs],
-                        model=body.get("model", "scripted"))
+    return rerank_reply(
+        [len(query & set(_WORD.findall(str(d).lower()))) / (len(query) or 1) for d in docs],
+        model=body.get("model", "scripted"),
+    )

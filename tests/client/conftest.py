@@ -23,17 +23,27 @@ from tests.support.stores import store_database
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with store_database(request.param, tmp_path_factory, "client") as db_url, \
-            serving_database(db_url, request.param, tmp_path_factory.mktemp("logs") / "serve.log") as served:
+    with (
+        store_database(request.param, tmp_path_factory, "client") as db_url,
+        serving_database(db_url, request.param, tmp_path_factory.mktemp("logs") / "serve.log") as served,
+    ):
         yield served
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def bare(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """A served database without a predicate registry, whose bodies are at most 8 KiB."""
-    with store_database(request.param, tmp_path_factory, "client_bare") as db_url, \
-            serving_database(db_url, request.param, tmp_path_factory.mktemp("logs") / "bare.log",
-                             "--max-body-bytes", str(BARE_MAX_BODY_BYTES), registry=False) as served:
+    with (
+        store_database(request.param, tmp_path_factory, "client_bare") as db_url,
+        serving_database(
+            db_url,
+            request.param,
+            tmp_path_factory.mktemp("logs") / "bare.log",
+            "--max-body-bytes",
+            str(BARE_MAX_BODY_BYTES),
+            registry=False,
+        ) as served,
+    ):
         yield served
 
 

@@ -78,7 +78,7 @@ class StandIn:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="standin", daemon=True)
 
-    def __enter__(self) -> "StandIn":
+    def __enter__(self) -> StandIn:
         self._thread.start()
         return self
 
@@ -97,8 +97,12 @@ class StandIn:
         if step is not None and not isinstance(step, LoseAnswer):
             self._send(handler, step.status, step.headers, step.content())
             return
-        forwarded = self._http.request(handler.command, handler.path, content=body,
-                                       headers={k: v for k, v in handler.headers.items() if k.lower() not in _HOP})
+        forwarded = self._http.request(
+            handler.command,
+            handler.path,
+            content=body,
+            headers={k: v for k, v in handler.headers.items() if k.lower() not in _HOP},
+        )
         seen.service_status, seen.service_headers = forwarded.status_code, dict(forwarded.headers)
         if step is not None:
             self._send(handler, step.status, step.headers, step.content())

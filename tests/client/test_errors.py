@@ -17,13 +17,17 @@ from lossgate.client.calls import MAX_BODY_BYTES
 from lossgate.client.errors import EXCEPTIONS
 from lossgate.service.bodies import DEFAULT_MAX_BODY_BYTES
 from lossgate.service.errors import CODES, LOSSGATE_CODES, from_lossgate
-
 from tests.support.client import BARE_MAX_BODY_BYTES, OCCURRED, Connect, Served, answered
 
 S = "u1"
 APPEND = "/v1/subjects/{subject_id}/append"
-ALLERGY = FactIn(fact_id="allergy", predicate="food.peanuts_allowed", value=False,
-                 qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e1"])
+ALLERGY = FactIn(
+    fact_id="allergy",
+    predicate="food.peanuts_allowed",
+    value=False,
+    qualifiers={"basis": "allergy", "severity": "critical"},
+    source_event_ids=["e1"],
+)
 
 
 def with_allergy(served: Served, connect: Connect) -> tuple[Any, str]:
@@ -45,21 +49,40 @@ PROVOKED: dict[str, tuple[type[lg.LossgateError], Callable[[Served, Connect, Any
     "forbidden": (lg.Forbidden, lambda sv, c, m, t: c(sv.url, sv.key(t, "read")).append(S, [EventIn(text="x")])),
     "not_found": (lg.NotFound, lambda sv, c, m, t: m.delete_fact(S, "no-such-fact")),
     "method_not_allowed": (lg.InvalidInput, lambda sv, c, m, t: m.request("PUT", f"/v1/subjects/{S}/recall", json={})),
-    "id_conflict": (lg.IdempotencyConflict,
-                    lambda sv, c, m, t: m.append(S, [EventIn(event_id="e1", text="other", occurred_at=OCCURRED)])),
-    "lifecycle_conflict": (lg.LifecycleError, lambda sv, c, m, t: m.supersede(
-        S, "allergy", FactIn(predicate="timezone", value="UTC", source_event_ids=["e1"]))),
+    "id_conflict": (
+        lg.IdempotencyConflict,
+        lambda sv, c, m, t: m.append(S, [EventIn(event_id="e1", text="other", occurred_at=OCCURRED)]),
+    ),
+    "lifecycle_conflict": (
+        lg.LifecycleError,
+        lambda sv, c, m, t: m.supersede(
+            S, "allergy", FactIn(predicate="timezone", value="UTC", source_event_ids=["e1"])
+        ),
+    ),
     "unsupported_media_type": (lg.InvalidInput, lambda sv, c, m, t: _json(m, b'{"events": []}', "text/plain")),
     "validation_error": (lg.InvalidInput, lambda sv, c, m, t: m.events("has space")),
-    "invalid_input": (lg.InvalidInput, lambda sv, c, m, t: m.append(
-        S, [EventIn(event_id="u-1", trust="untrusted", occurred_at=OCCURRED)],
-        [FactIn(predicate="subscription.seats", value=5, source_event_ids=["u-1"])])),
-    "unknown_predicate": (lg.UnknownPredicate, lambda sv, c, m, t: m.append(
-        S, [], [FactIn(predicate="no.such", value=1, source_event_ids=["e1"])])),
-    "value_type_mismatch": (lg.ValueTypeError, lambda sv, c, m, t: m.append(
-        S, [], [FactIn(predicate="subscription.seats", value="twelve", source_event_ids=["e1"])])),
-    "idempotency_key_reused": (lg.IdempotencyConflict, lambda sv, c, m, t: [
-        m.append(S, [EventIn(text=text)], idempotency_key="once") for text in ("first", "second")]),
+    "invalid_input": (
+        lg.InvalidInput,
+        lambda sv, c, m, t: m.append(
+            S,
+            [EventIn(event_id="u-1", trust="untrusted", occurred_at=OCCURRED)],
+            [FactIn(predicate="subscription.seats", value=5, source_event_ids=["u-1"])],
+        ),
+    ),
+    "unknown_predicate": (
+        lg.UnknownPredicate,
+        lambda sv, c, m, t: m.append(S, [], [FactIn(predicate="no.such", value=1, source_event_ids=["e1"])]),
+    ),
+    "value_type_mismatch": (
+        lg.ValueTypeError,
+        lambda sv, c, m, t: m.append(
+            S, [], [FactIn(predicate="subscription.seats", value="twelve", source_event_ids=["e1"])]
+        ),
+    ),
+    "idempotency_key_reused": (
+        lg.IdempotencyConflict,
+        lambda sv, c, m, t: [m.append(S, [EventIn(text=text)], idempotency_key="once") for text in ("first", "second")],
+    ),
 }
 # provoked elsewhere: a server without a registry and with a small body limit (below), busy and
 # unavailable databases and a stand-in for a bug's answer (test_retries.py)
@@ -72,9 +95,20 @@ def test_each_code_of_the_service_raises_one_lossgate_exception_the_one_it_was_a
     for kind, code in LOSSGATE_CODES:
         assert EXCEPTIONS[code] is kind
     # every lossgate error the service answers comes back as itself, or as the class it is one of
-    raised = [lg.InvalidInput, lg.UnknownPredicate, lg.ValueTypeError, lg.NotFound, lg.IdempotencyConflict,
-              lg.LifecycleError, lg.StoreError, lg.UnknownFormat, lg.StoreBusy, lg.ConfigError, lg.EmbeddingError,
-              lg.LossgateError]
+    raised = [
+        lg.InvalidInput,
+        lg.UnknownPredicate,
+        lg.ValueTypeError,
+        lg.NotFound,
+        lg.IdempotencyConflict,
+        lg.LifecycleError,
+        lg.StoreError,
+        lg.UnknownFormat,
+        lg.StoreBusy,
+        lg.ConfigError,
+        lg.EmbeddingError,
+        lg.LossgateError,
+    ]
     for kind in raised:
         back = EXCEPTIONS[from_lossgate(kind("x")).code]
         assert issubclass(kind, back), (kind, back)
@@ -161,8 +195,9 @@ def test_a_body_over_the_services_limit_is_body_too_large(bare: Served, connect:
     assert bare.memory.events(tenant, S) == []
 
 
-def test_a_client_refuses_a_body_over_the_services_default_limit_before_sending_it(served: Served,
-                                                                                   connect: Connect) -> None:
+def test_a_client_refuses_a_body_over_the_services_default_limit_before_sending_it(
+    served: Served, connect: Connect
+) -> None:
     assert MAX_BODY_BYTES == DEFAULT_MAX_BODY_BYTES
     memory, tenant = with_allergy(served, connect)
     before = answered(memory.metrics(), "POST", APPEND)

@@ -11,30 +11,54 @@ from typing import Any
 from lossgate import Money
 from lossgate.client import Client, EventIn, FactIn
 from lossgate.service.models import AppendOut, FactOut, RecallOut
-
 from tests.support.client import OCCURRED, Connect, Served, work_off_the_queue
 
 ORDER = {"items": [{"dish": "salad", "ingredients": ["peanut dressing"]}]}
 
 
 def first_events() -> list[EventIn]:
-    return [EventIn(event_id="e1", text="I am allergic to peanuts, not merely avoiding them.", occurred_at=OCCURRED),
-            EventIn(event_id="e2", text="I'm in New York. Please show every time in UTC-05:00.", occurred_at=OCCURRED),
-            EventIn(event_id="e3", text="Send the tickets to 221 Elm Street.", occurred_at=OCCURRED),
-            EventIn(event_id="e4", text="Refunds up to 50.10 USD after review; uptime 99.950.", actor="supervisor",
-                    trust="system", occurred_at=OCCURRED, payload={"ratio": 0.1, "n": 3})]
+    return [
+        EventIn(event_id="e1", text="I am allergic to peanuts, not merely avoiding them.", occurred_at=OCCURRED),
+        EventIn(event_id="e2", text="I'm in New York. Please show every time in UTC-05:00.", occurred_at=OCCURRED),
+        EventIn(event_id="e3", text="Send the tickets to 221 Elm Street.", occurred_at=OCCURRED),
+        EventIn(
+            event_id="e4",
+            text="Refunds up to 50.10 USD after review; uptime 99.950.",
+            actor="supervisor",
+            trust="system",
+            occurred_at=OCCURRED,
+            payload={"ratio": 0.1, "n": 3},
+        ),
+    ]
 
 
 def first_facts() -> list[FactIn]:
-    return [FactIn(fact_id="allergy", predicate="food.peanuts_allowed", value=False,
-                   qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e1"]),
-            FactIn(fact_id="tz-1", predicate="timezone", value="UTC-05:00", source_event_ids=["e2"]),
-            FactIn(fact_id="address", predicate="contact.home_address", value="221 Elm Street",
-                   source_event_ids=["e3"]),
-            FactIn(fact_id="refund", predicate="refund.limit", value=Money(amount=Decimal("50.10"), currency="USD"),
-                   authority="system", qualifiers={"condition": "after review"}, source_event_ids=["e4"]),
-            FactIn(fact_id="sla", predicate="sla.uptime_percent", value=Decimal("99.950"), authority="system",
-                   source_event_ids=["e4"])]
+    return [
+        FactIn(
+            fact_id="allergy",
+            predicate="food.peanuts_allowed",
+            value=False,
+            qualifiers={"basis": "allergy", "severity": "critical"},
+            source_event_ids=["e1"],
+        ),
+        FactIn(fact_id="tz-1", predicate="timezone", value="UTC-05:00", source_event_ids=["e2"]),
+        FactIn(fact_id="address", predicate="contact.home_address", value="221 Elm Street", source_event_ids=["e3"]),
+        FactIn(
+            fact_id="refund",
+            predicate="refund.limit",
+            value=Money(amount=Decimal("50.10"), currency="USD"),
+            authority="system",
+            qualifiers={"condition": "after review"},
+            source_event_ids=["e4"],
+        ),
+        FactIn(
+            fact_id="sla",
+            predicate="sla.uptime_percent",
+            value=Decimal("99.950"),
+            authority="system",
+            source_event_ids=["e4"],
+        ),
+    ]
 
 
 def life(served: Served, connect: Connect) -> list[Any]:
@@ -57,8 +81,11 @@ def life(served: Served, connect: Connect) -> list[Any]:
     assert [(e.event_id, e.seq) for e in appended.appended] == [("e1", 1), ("e2", 2), ("e3", 3), ("e4", 4)]
     assert (appended.clock.high_water, appended.duplicates) == (9, [])
     # (content hashes differ: a tenant is part of what each record hashes)
-    seen.append(appended.model_dump(mode="json", exclude={"appended": {"__all__": {"content_hash"}},
-                                                          "facts": {"__all__": {"content_hash"}}}))
+    seen.append(
+        appended.model_dump(
+            mode="json", exclude={"appended": {"__all__": {"content_hash"}}, "facts": {"__all__": {"content_hash"}}}
+        )
+    )
     # the same key and request: the first answer, nothing written; without a key, the ids dedupe
     assert memory.append(s, first_events(), first_facts(), idempotency_key="first-1") == appended
     assert memory.append(s, first_events()[:1]).duplicates == ["e1"]
@@ -112,8 +139,9 @@ def life(served: Served, connect: Connect) -> list[Any]:
     (artifact,) = memory.artifacts(s, state="published")
     assert memory.artifacts(s, state="stale") == [] and artifact.artifact_id == attempt.artifact_id
     assert {c.fact_id for c in artifact.claims} >= {"allergy", "tz-1", "refund"}
-    superseded = memory.supersede(s, "tz-1", FactIn(fact_id="tz-2", predicate="timezone", value="UTC+01:00",
-                                                    source_event_ids=["e2"]))
+    superseded = memory.supersede(
+        s, "tz-1", FactIn(fact_id="tz-2", predicate="timezone", value="UTC+01:00", source_event_ids=["e2"])
+    )
     assert (superseded.fact_id, superseded.supersedes) == ("tz-2", "tz-1")
     lineage = memory.lineage(s, artifact.artifact_id)
     assert lineage.artifact.state == "stale"  # in the transaction that superseded its input
@@ -126,8 +154,14 @@ def life(served: Served, connect: Connect) -> list[Any]:
     gone = memory.delete_event(s, "e1")
     assert (gone.state, gone.actor, gone.text) == ("deleted", None, None)
     statuses = {f.fact_id: f.status for f in memory.facts(s, status="all")}
-    assert statuses == {"allergy": "deleted", "tz-1": "revoked", "tz-2": "revoked", "address": "deleted",
-                        "refund": "active", "sla": "active"}
+    assert statuses == {
+        "allergy": "deleted",
+        "tz-1": "revoked",
+        "tz-2": "revoked",
+        "address": "deleted",
+        "refund": "active",
+        "sla": "active",
+    }
     seen.append(sorted(statuses.items()))
     assert memory.extract(s).subject_id == s
 
@@ -138,8 +172,9 @@ def life(served: Served, connect: Connect) -> list[Any]:
     return seen
 
 
-def test_a_subject_lives_its_whole_life_through_both_clients_alike(served: Served, connect: Connect,
-                                                                     flavour: str) -> None:
+def test_a_subject_lives_its_whole_life_through_both_clients_alike(
+    served: Served, connect: Connect, flavour: str
+) -> None:
     transcript = life(served, connect)
     if flavour == "sync":
         return
@@ -157,8 +192,7 @@ def test_a_subject_lives_its_whole_life_through_both_clients_alike(served: Serve
 
 
 def _answered(metrics: str) -> dict[tuple[str, str], float]:
-    found = re.findall(r'lossgate_http_requests_total\{method="(\w+)",route="([^"]+)",status="2\d\d"\} (\S+)',
-                       metrics)
+    found = re.findall(r'lossgate_http_requests_total\{method="(\w+)",route="([^"]+)",status="2\d\d"\} (\S+)', metrics)
     counts: dict[tuple[str, str], float] = {}
     for method, route, n in found:
         counts[(method, route)] = counts.get((method, route), 0) + float(n)

@@ -14,8 +14,8 @@ URL, KEY = "http://127.0.0.1:8080", "lg_3f9a0c2b7d41_Jx..."
 
 def snippet() -> str:
     text = (ROOT / "docs" / "service.md").read_text(encoding="utf-8")
-    section = text[text.index("\n## Client\n"):]
-    (code,) = re.findall(r"```python\n(.*?)```", section[:section.index("\n## ", 5)], flags=re.S)
+    section = text[text.index("\n## Client\n") :]
+    (code,) = re.findall(r"```python\n(.*?)```", section[: section.index("\n## ", 5)], flags=re.S)
     assert URL in code and KEY in code
     return code
 

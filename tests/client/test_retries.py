@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
 import psycopg
@@ -23,9 +23,9 @@ from lossgate import errors as lg
 from lossgate.client import NO_RETRY, Client, EventIn, Retry
 from lossgate.client.retry import retry_after
 from lossgate.testing.faults import TcpProxy
+from tests.support.client import Connect, Served, answered, serving_database
 from tests.support.stores import store_database
 
-from tests.support.client import Connect, Served, answered, serving_database
 from .standin import Answer, LoseAnswer, StandIn, error_body
 
 S = "u1"
@@ -34,6 +34,7 @@ QUICK = Retry(attempts=4, backoff_s=0.05, max_wait_s=2)
 
 
 # -- a stand-in in front of the service ------------------------------------------------------------
+
 
 def test_a_503_is_tried_again_after_the_retry_after_it_names(served: Served, connect: Connect) -> None:
     tenant = served.tenant()
@@ -45,12 +46,15 @@ def test_a_503_is_tried_again_after_the_retry_after_it_names(served: Served, con
         took = time.monotonic() - t0
     assert recalled.mode == "raw_fallback" and recalled.subject_id == S
     assert [(s.method, s.path, s.service_status) for s in standin.seen] == [
-        ("POST", f"/v1/subjects/{S}/recall", None), ("POST", f"/v1/subjects/{S}/recall", 200)]
+        ("POST", f"/v1/subjects/{S}/recall", None),
+        ("POST", f"/v1/subjects/{S}/recall", 200),
+    ]
     assert took >= 1.0, took
 
 
-def test_an_append_whose_answer_was_lost_is_sent_again_with_its_key_and_lands_once(served: Served,
-                                                                                 connect: Connect) -> None:
+def test_an_append_whose_answer_was_lost_is_sent_again_with_its_key_and_lands_once(
+    served: Served, connect: Connect
+) -> None:
     tenant = served.tenant()
     lost = LoseAnswer(503, error_body("store_unavailable"))  # the service appended; the client hears a 503
     with StandIn(served.url, [lost]) as standin:
@@ -63,7 +67,8 @@ def test_an_append_whose_answer_was_lost_is_sent_again_with_its_key_and_lands_on
     assert "idempotent-replayed" not in first.service_headers and again.service_headers["idempotent-replayed"] == "true"
     assert [e.seq for e in out.appended] == [1]  # the first try's answer
     assert [e.text for e in served.memory.events(tenant, S)] == [
-        "no event id: only the key tells the retry from a new append"]
+        "no event id: only the key tells the retry from a new append"
+    ]
 
 
 def test_retries_stop_after_their_attempts(served: Served, connect: Connect) -> None:
@@ -118,7 +123,7 @@ def test_an_answer_without_the_services_error_body_is_a_lossgate_error(served: S
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:
-    now = datetime(2015, 10, 21, 7, 27, 30, tzinfo=timezone.utc)
+    now = datetime(2015, 10, 21, 7, 27, 30, tzinfo=UTC)
     assert retry_after("3") == 3.0 and retry_after(" 0 ") == 0.0
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=now) == 30.0
     assert retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now=now) == 0.0  # passed: at once
@@ -126,6 +131,7 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
 
 
 # -- the database busy or unreachable (PostgreSQL) -------------------------------------------------
+
 
 def wait_for(condition: object, *, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
@@ -140,8 +146,9 @@ def locking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``lossgate serve`` on PostgreSQL whose transactions wait at most 300 ms for a row lock."""
     with store_database("postgres", tmp_path_factory, "client_lock") as db_url:
         options = quote("-c lock_timeout=300")
-        with serving_database(f"{db_url}?options={options}", "postgres",
-                              tmp_path_factory.mktemp("logs") / "locking.log") as served:
+        with serving_database(
+            f"{db_url}?options={options}", "postgres", tmp_path_factory.mktemp("logs") / "locking.log"
+        ) as served:
             yield served
 
 
@@ -154,8 +161,9 @@ def hold_clock(served: Served, tenant: str) -> psycopg.Connection:
 
 
 @pytest.mark.postgres
-def test_store_busy_is_tried_again_after_its_retry_after_and_the_append_lands_once(locking: Served,
-                                                                                   connect: Connect) -> None:
+def test_store_busy_is_tried_again_after_its_retry_after_and_the_append_lands_once(
+    locking: Served, connect: Connect
+) -> None:
     tenant = locking.tenant()
     memory = connect(locking.url, locking.key(tenant))
     memory.append(S, [EventIn(event_id="e0", text="the clock row exists")])
@@ -204,16 +212,20 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, T
     (``connect_timeout=1``: a request waits 2 s for a connection, psycopg's least)."""
     with store_database("postgres", tmp_path_factory, "client_outage") as db_url:
         server = urlsplit(db_url)
-        with TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as proxy, serving_database(
-                f"{proxy.url(db_url)}?connect_timeout=1", "postgres",
-                tmp_path_factory.mktemp("logs") / "outage.log") as served:
+        with (
+            TcpProxy(server.hostname or "127.0.0.1", server.port or 5432) as proxy,
+            serving_database(
+                f"{proxy.url(db_url)}?connect_timeout=1", "postgres", tmp_path_factory.mktemp("logs") / "outage.log"
+            ) as served,
+        ):
             yield served, proxy
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_store_unavailable_is_tried_again_until_the_database_is_back(outage: tuple[Served, TcpProxy],
-                                                                     connect: Connect) -> None:
+def test_store_unavailable_is_tried_again_until_the_database_is_back(
+    outage: tuple[Served, TcpProxy], connect: Connect
+) -> None:
     served, proxy = outage
     tenant = served.tenant()
     memory = connect(served.url, served.key(tenant), retry=Retry(attempts=6, backoff_s=0.2, max_wait_s=1))
@@ -245,8 +257,9 @@ def test_store_unavailable_is_tried_again_until_the_database_is_back(outage: tup
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_store_unavailable_past_the_retries_is_raised_as_store_error(outage: tuple[Served, TcpProxy],
-                                                                     connect: Connect) -> None:
+def test_store_unavailable_past_the_retries_is_raised_as_store_error(
+    outage: tuple[Served, TcpProxy], connect: Connect
+) -> None:
     served, proxy = outage
     tenant = served.tenant()
     memory = connect(served.url, served.key(tenant), retry=Retry(attempts=2, backoff_s=0.1))

@@ -30,7 +30,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url = _pg_url()
     if not url:
         pytest.skip("PostgreSQL conformance needs LOSSGATE_TEST_PG_URL (set by .ci/run)")
-    from lossgate.testing.postgres import fresh_database  # noqa: PLC0415 - only with PostgreSQL
+    from lossgate.testing.postgres import fresh_database
 
     return fresh_database(url, request)
 
@@ -50,7 +50,9 @@ runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": Non
 @pytest.fixture
 def cli(store_url: str):
     """``lossgate --db <this store> ARGS...`` on a database with the example registry."""
+
     def run(*args: str) -> Result:
         return runner.invoke(app, ["--db", store_url, *args])
+
     assert run("init", "--predicates", str(REGISTRY_PATH)).exit_code == 0
     return run

@@ -18,13 +18,18 @@ import pytest
 from pydantic import ValidationError
 
 from lossgate import ConfigError, InvalidInput, Money, NewEvent, NewFact
-from lossgate.errors import InvalidRecord
 from lossgate.api.ingest import IngestError, ingest_lines
+from lossgate.errors import InvalidRecord
 from lossgate.model.limits import (
-    MAX_DEPTH, MAX_ID_CHARS, MAX_LABEL_CHARS, MAX_NAME_CHARS, MAX_PAYLOAD_BYTES, MAX_TEXT_CHARS, MAX_VALUE_BYTES,
+    MAX_DEPTH,
+    MAX_ID_CHARS,
+    MAX_LABEL_CHARS,
+    MAX_NAME_CHARS,
+    MAX_PAYLOAD_BYTES,
+    MAX_TEXT_CHARS,
+    MAX_VALUE_BYTES,
 )
 from lossgate.model.registry import load_registry
-
 from tests.support import REGISTRY_PATH
 from tests.support.cli import one_line_error
 
@@ -38,8 +43,15 @@ def event_fields(**kw) -> dict:
 
 
 def fact_fields(**kw) -> dict:
-    return {"tenant_id": T, "subject_id": S, "fact_id": "f9", "predicate": "timezone", "value": "UTC+01:00",
-            "source_event_ids": ["e1"], **kw}
+    return {
+        "tenant_id": T,
+        "subject_id": S,
+        "fact_id": "f9",
+        "predicate": "timezone",
+        "value": "UTC+01:00",
+        "source_event_ids": ["e1"],
+        **kw,
+    }
 
 
 def nested(depth: int, leaf=1):
@@ -52,8 +64,15 @@ def nested(depth: int, leaf=1):
 
 def state(memory) -> tuple:
     """Everything a write could have touched for the subject."""
-    return (memory.admin.clock(T, S), memory.events(T, S), memory.facts(T, S, statuses=None),
-            memory.admin.log(T, S), memory.admin.recalls(T, S), memory.admin.jobs(T, S), memory.admin.registry)
+    return (
+        memory.admin.clock(T, S),
+        memory.events(T, S),
+        memory.facts(T, S, statuses=None),
+        memory.admin.log(T, S),
+        memory.admin.recalls(T, S),
+        memory.admin.jobs(T, S),
+        memory.admin.registry,
+    )
 
 
 @pytest.fixture
@@ -88,12 +107,20 @@ FACT_NUL = {
     "enum value": {"predicate": "travel.seat_preference", "value": f"aisle{NUL}"},
     "entity_id value": {"predicate": "customer.id", "value": f"cust{NUL}482"},
     "money currency (object)": {"predicate": "refund.limit", "value": {"amount": "50.00", "currency": f"US{NUL}"}},
-    "money currency (Money)": {"predicate": "refund.limit",
-                               "value": Money(amount=Decimal("50.00"), currency=f"US{NUL}")},
-    "qualifier key": {"predicate": "refund.limit", "value": {"amount": "50.00", "currency": "USD"},
-                      "qualifiers": {f"condition{NUL}": "always"}},
-    "qualifier value": {"predicate": "refund.limit", "value": {"amount": "50.00", "currency": "USD"},
-                        "qualifiers": {"condition": f"after review{NUL}"}},
+    "money currency (Money)": {
+        "predicate": "refund.limit",
+        "value": Money(amount=Decimal("50.00"), currency=f"US{NUL}"),
+    },
+    "qualifier key": {
+        "predicate": "refund.limit",
+        "value": {"amount": "50.00", "currency": "USD"},
+        "qualifiers": {f"condition{NUL}": "always"},
+    },
+    "qualifier value": {
+        "predicate": "refund.limit",
+        "value": {"amount": "50.00", "currency": "USD"},
+        "qualifiers": {"condition": f"after review{NUL}"},
+    },
     "predicate": {"predicate": f"timezone{NUL}"},
     "fact_id": {"fact_id": f"f{NUL}9"},
     "source event id": {"source_event_ids": [f"e1{NUL}"]},
@@ -199,8 +226,11 @@ def test_a_lone_surrogate_in_an_event_is_invalid_input(seeded, fields):
     assert state(seeded) == before
 
 
-@pytest.mark.parametrize("fields", [{"value": f"UTC{SURROGATE}"}, {"qualifiers": {"basis": SURROGATE}},
-                                    {"fact_id": SURROGATE}], ids=["value", "qualifier", "fact_id"])
+@pytest.mark.parametrize(
+    "fields",
+    [{"value": f"UTC{SURROGATE}"}, {"qualifiers": {"basis": SURROGATE}}, {"fact_id": SURROGATE}],
+    ids=["value", "qualifier", "fact_id"],
+)
 def test_a_lone_surrogate_in_a_fact_is_invalid_input(seeded, fields):
     before = state(seeded)
     with pytest.raises(InvalidInput):
@@ -208,8 +238,11 @@ def test_a_lone_surrogate_in_a_fact_is_invalid_input(seeded, fields):
     assert state(seeded) == before
 
 
-@pytest.mark.parametrize("query", [SURROGATE, f"timezone {SURROGATE}", f"time{NUL}zone", "x" * (MAX_LABEL_CHARS + 1)],
-                         ids=["surrogate", "surrogate in words", "nul", "too long"])
+@pytest.mark.parametrize(
+    "query",
+    [SURROGATE, f"timezone {SURROGATE}", f"time{NUL}zone", "x" * (MAX_LABEL_CHARS + 1)],
+    ids=["surrogate", "surrogate in words", "nul", "too long"],
+)
 def test_a_bad_recall_query_is_invalid_input_and_leaves_no_record(seeded, query):
     before = state(seeded)
     with pytest.raises(InvalidInput):
@@ -219,6 +252,7 @@ def test_a_bad_recall_query_is_invalid_input_and_leaves_no_record(seeded, query)
 
 
 # -- finding 6: nesting and sizes ------------------------------------------------------------
+
 
 def test_payload_nesting_limit(seeded):
     ok = {"deep": nested(MAX_DEPTH - 1)}  # the payload object plus MAX_DEPTH - 1 arrays
@@ -231,8 +265,11 @@ def test_payload_nesting_limit(seeded):
     assert state(seeded) == before
 
 
-@pytest.mark.parametrize("value", [nested(MAX_DEPTH + 1, "UTC"), nested(5_000, "UTC"),
-                                   {"amount": nested(5_000), "currency": "USD"}], ids=["65", "5000", "money"])
+@pytest.mark.parametrize(
+    "value",
+    [nested(MAX_DEPTH + 1, "UTC"), nested(5_000, "UTC"), {"amount": nested(5_000), "currency": "USD"}],
+    ids=["65", "5000", "money"],
+)
 def test_fact_value_nesting_limit(seeded, value):
     before = state(seeded)
     with pytest.raises(InvalidInput, match="nested more than 64 levels"):
@@ -259,8 +296,11 @@ def test_an_oversized_event_field_is_invalid_input(seeded, fields):
 
 OVERSIZED_FACTS = {
     "string value": {"value": "x" * MAX_VALUE_BYTES},
-    "qualifier value": {"predicate": "food.peanuts_allowed", "value": False,
-                        "qualifiers": {"basis": "x" * (MAX_LABEL_CHARS + 1)}},
+    "qualifier value": {
+        "predicate": "food.peanuts_allowed",
+        "value": False,
+        "qualifiers": {"basis": "x" * (MAX_LABEL_CHARS + 1)},
+    },
     "fact_id": {"fact_id": "f" * (MAX_ID_CHARS + 1)},
     "predicate": {"predicate": "p" * (MAX_NAME_CHARS + 1)},
 }
@@ -285,14 +325,24 @@ def costly_text(chars: int) -> str:
     """The text that costs a full-text index most per character (measured on PostgreSQL:
     about 9.8 bytes of tsvector each): unique two-letter hyphenated words."""
     letters = [chr(c) for c in range(0x800, 0x30000) if chr(c).isalpha()]
-    return " ".join("-".join(letters[i:i + 2]) for i in range(0, chars, 2))[:chars]
+    return " ".join("-".join(letters[i : i + 2]) for i in range(0, chars, 2))[:chars]
 
 
 def test_fields_at_their_limits_are_stored_searched_and_consolidated_on_every_store(seeded):
     text = "needle " + costly_text(MAX_TEXT_CHARS - 7)
     assert len(text) == MAX_TEXT_CHARS
-    seeded.append([NewEvent(**event_fields(event_id="e" * MAX_ID_CHARS, text=text, actor="a" * MAX_NAME_CHARS,
-                                           payload={"blob": "x" * (MAX_PAYLOAD_BYTES - 20)}))])
+    seeded.append(
+        [
+            NewEvent(
+                **event_fields(
+                    event_id="e" * MAX_ID_CHARS,
+                    text=text,
+                    actor="a" * MAX_NAME_CHARS,
+                    payload={"blob": "x" * (MAX_PAYLOAD_BYTES - 20)},
+                )
+            )
+        ]
+    )
     stored = seeded.events(T, S)[-1]
     assert (stored.event_id, stored.text, stored.actor) == ("e" * MAX_ID_CHARS, text, "a" * MAX_NAME_CHARS)
     # PostgreSQL's tsvector holds at most 1 MiB: text within the limit must stay searchable.
@@ -312,6 +362,7 @@ def test_a_bad_record_is_invalid_input_and_still_a_validation_error():
 
 # -- the JSON Lines ingest and the CLI -----------------------------------------------------
 
+
 def test_ingest_refuses_a_line_nested_too_deeply(memory):
     for line in ("[" * 5_000 + "]" * 5_000, json.dumps({"type": "event", "payload": nested(200)})):
         with pytest.raises(IngestError, match="line 1: nested more than 64 levels deep"):
@@ -319,8 +370,6 @@ def test_ingest_refuses_a_line_nested_too_deeply(memory):
     line = json.dumps({"type": "event", **event_fields(occurred_at=AT.isoformat(), payload={"d": nested(MAX_DEPTH)})})
     with pytest.raises(IngestError, match="event e9: field 'payload': nested more than 64 levels deep"):
         ingest_lines(memory, [line])
-
-
 
 
 def line(**kw) -> str:
@@ -344,10 +393,15 @@ BAD_LINES = {
     "surrogate in payload": line(payload={"k": [f"v{SURROGATE}"]}),
     "surrogate in text": line(text=SURROGATE),
     "nul in fact value": json.dumps({"type": "fact", **fact_fields(value=f"UTC{NUL}")}),
-    "nul in qualifier": json.dumps({"type": "fact", **fact_fields(
-        predicate="food.peanuts_allowed", value=False, qualifiers={"basis": f"allergy{NUL}"})}),
-    "nul in reason": json.dumps({"type": "delete_event", "tenant_id": T, "subject_id": S, "event_id": "e1",
-                                 "reason": f"asked{NUL}"}),
+    "nul in qualifier": json.dumps(
+        {
+            "type": "fact",
+            **fact_fields(predicate="food.peanuts_allowed", value=False, qualifiers={"basis": f"allergy{NUL}"}),
+        }
+    ),
+    "nul in reason": json.dumps(
+        {"type": "delete_event", "tenant_id": T, "subject_id": S, "event_id": "e1", "reason": f"asked{NUL}"}
+    ),
     "oversized text": line(text="x" * (MAX_TEXT_CHARS + 1)),
 }
 
@@ -369,18 +423,31 @@ def _assert_nothing_written(store_url: str) -> None:
         assert memory.admin.registry == load_registry(REGISTRY_PATH)
 
 
-@pytest.mark.parametrize("call", [
-    lambda m: m.recall(T, "s" * 10_000),
-    lambda m: m.recall(T, S, k=-1),
-    lambda m: m.recall(T, S, budget=-5),
-    lambda m: m.admin.recalls(T, S, limit=-1),
-    lambda m: m.revoke_event(T, S, "e" * 100_000),
-    lambda m: m.recall(T, S, query="cat", k=2 ** 63),
-    lambda m: m.recall(T, S, k=2 ** 63),
-    lambda m: m.recall(T, S, query="cat", budget=2 ** 67),
-    lambda m: m.admin.recalls(T, S, limit=2 ** 64),
-], ids=["long-subject", "negative-k", "negative-budget", "negative-limit", "long-event-id", "huge-k-query",
-        "huge-k", "huge-budget", "huge-limit"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.recall(T, "s" * 10_000),
+        lambda m: m.recall(T, S, k=-1),
+        lambda m: m.recall(T, S, budget=-5),
+        lambda m: m.admin.recalls(T, S, limit=-1),
+        lambda m: m.revoke_event(T, S, "e" * 100_000),
+        lambda m: m.recall(T, S, query="cat", k=2**63),
+        lambda m: m.recall(T, S, k=2**63),
+        lambda m: m.recall(T, S, query="cat", budget=2**67),
+        lambda m: m.admin.recalls(T, S, limit=2**64),
+    ],
+    ids=[
+        "long-subject",
+        "negative-k",
+        "negative-budget",
+        "negative-limit",
+        "long-event-id",
+        "huge-k-query",
+        "huge-k",
+        "huge-budget",
+        "huge-limit",
+    ],
+)
 def test_out_of_range_arguments_are_invalid_input_and_write_no_recall_record(seeded, call):
     before = len(seeded.admin.recalls(T, S, limit=1000))
     with pytest.raises(InvalidInput):
@@ -388,14 +455,17 @@ def test_out_of_range_arguments_are_invalid_input_and_write_no_recall_record(see
     assert len(seeded.admin.recalls(T, S, limit=1000)) == before
 
 
-@pytest.mark.parametrize("kwargs, problem", [
-    ({"query": 123}, "query must be str or None, got int"),
-    ({"query": b"cat"}, "query must be str or None, got bytes"),
-    ({"query": ["cat"]}, "query must be str or None, got list"),
-    ({"k": "5"}, "k must be int, got str"),
-    ({"k": True}, "k must be int, got bool"),
-    ({"budget": 1.5}, "budget must be int or None, got float"),
-])
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"query": 123}, "query must be str or None, got int"),
+        ({"query": b"cat"}, "query must be str or None, got bytes"),
+        ({"query": ["cat"]}, "query must be str or None, got list"),
+        ({"k": "5"}, "k must be int, got str"),
+        ({"k": True}, "k must be int, got bool"),
+        ({"budget": 1.5}, "budget must be int or None, got float"),
+    ],
+)
 def test_arguments_of_the_wrong_type_are_invalid_input(memory, kwargs, problem):
     with pytest.raises(InvalidInput, match=problem):
         memory.recall("acme", "u1", **kwargs)

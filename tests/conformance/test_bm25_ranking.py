@@ -8,18 +8,22 @@ rare word a question asks about.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from lossgate import NewEvent
 from lossgate.store.core.bm25 import bm25_order
 
 T, S = "acme", "u-bm25"
-AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
 
 
 def _append(memory, texts: dict[str, str]) -> None:
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=eid, text=text, occurred_at=AT + timedelta(minutes=i))
-                   for i, (eid, text) in enumerate(texts.items())])
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id=eid, text=text, occurred_at=AT + timedelta(minutes=i))
+            for i, (eid, text) in enumerate(texts.items())
+        ]
+    )
 
 
 def _search(memory, query: str, limit: int = 10) -> list[str]:
@@ -37,21 +41,27 @@ def test_a_rare_word_outranks_a_common_one_said_twice(memory):
 
 
 def test_of_two_events_with_the_word_once_the_shorter_ranks_first(memory):
-    _append(memory, {
-        "long": "the parcel arrived late in the afternoon after the courier had called twice about the gate code",
-        "short": "the parcel arrived",
-        **{f"c{i}": f"chatter about the weather {i}" for i in range(10)},
-    })
+    _append(
+        memory,
+        {
+            "long": "the parcel arrived late in the afternoon after the courier had called twice about the gate code",
+            "short": "the parcel arrived",
+            **{f"c{i}": f"chatter about the weather {i}" for i in range(10)},
+        },
+    )
     assert _search(memory, "parcel")[:2] == ["short", "long"]
 
 
 def test_saying_a_word_more_often_ranks_higher(memory):
-    _append(memory, {
-        "once": "budget review for the quarter is done",
-        "thrice": "budget budget budget review for the quarter",
-        "rare": "the quarterly offsite is in porto this year",
-        **{f"c{i}": f"budget line {i} approved by finance" for i in range(8)},
-    })
+    _append(
+        memory,
+        {
+            "once": "budget review for the quarter is done",
+            "thrice": "budget budget budget review for the quarter",
+            "rare": "the quarterly offsite is in porto this year",
+            **{f"c{i}": f"budget line {i} approved by finance" for i in range(8)},
+        },
+    )
     found = _search(memory, "budget porto", limit=20)
     assert found[0] == "rare"  # one rare word outweighs a common one said three times
     assert found.index("thrice") < found.index("once")
@@ -69,8 +79,18 @@ def test_bm25_order_matches_its_formula():
 def test_revoked_events_not_yet_indexed_never_weigh_in_the_ranking(memory):
     _append(memory, {"old": "alpha filler", "new": "beta filler", **{f"p{i}": f"padding words {i}" for i in range(20)}})
     before = _search(memory, "alpha beta")
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"x{i}", text="beta home address 12 Elm",
-                            occurred_at=AT + timedelta(hours=1, minutes=i)) for i in range(6)])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id=f"x{i}",
+                text="beta home address 12 Elm",
+                occurred_at=AT + timedelta(hours=1, minutes=i),
+            )
+            for i in range(6)
+        ]
+    )
     for i in range(6):
         memory.revoke_event(T, S, f"x{i}")
     with memory.store.read() as tx:  # searched before any refresh: the revoked ones are past the index mark

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lossgate import NewEvent
-from lossgate.store.core.derived import CoreDerivedReads
 from lossgate.store.core.bm25 import MAX_SEARCH_TERMS, TERM_CAP, bounded_order, cap_for, is_bounded
+from lossgate.store.core.derived import CoreDerivedReads
 
 T = "acme"
 CAP = 8
@@ -27,8 +27,12 @@ def capped(monkeypatch):
 def _subject(memory, texts, *, indexed=True):
     """A subject of ``texts``, taken into the full-text index (or left past it: matched on its text)."""
     subject = f"s-{uuid.uuid4().hex[:8]}"
-    memory.append([NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-{i}", text=text)
-                   for i, text in enumerate(texts)])
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-{i}", text=text)
+            for i, text in enumerate(texts)
+        ]
+    )
     if indexed:
         with memory.store.write() as tx:
             tx.lock_clock(T, subject)
@@ -63,7 +67,7 @@ def test_an_identifier_among_common_words_ranks_its_events_first(memory, capped)
     subject = _subject(memory, texts)
     hits = _hits(memory, subject, "inv-5 refund budget", 12)
     holding = sorted((str(i) for i in range(60) if i % 7 == 5), key=int, reverse=True)
-    assert hits[:len(holding)] == holding
+    assert hits[: len(holding)] == holding
     recalled = memory.recall(T, subject, query="INV-5 refund budget", k=len(holding), context=False)
     assert {e.event_id.rsplit("-", 1)[1] for e in recalled.events} == set(holding)
 
@@ -71,11 +75,16 @@ def test_an_identifier_among_common_words_ranks_its_events_first(memory, capped)
 @settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 # (No prefix that is a stop word: PostgreSQL's English dictionary indexes none, so "A-0" is
 # searched as "0" there, and past the cap only the newest events saying "0" are read.)
-@given(prefix=st.sampled_from(["INV", "PO", "TKT", "SHP"]), sep=st.sampled_from(["-", "/", ".", ":"]),
-       numbers=st.lists(st.integers(0, 9), min_size=12, max_size=30), pick=st.integers(0, 29),
-       indexed=st.booleans())
-def test_an_identifier_query_returns_the_events_holding_it_first_past_the_cap(memory, prefix, sep, numbers, pick,
-                                                                              indexed):
+@given(
+    prefix=st.sampled_from(["INV", "PO", "TKT", "SHP"]),
+    sep=st.sampled_from(["-", "/", ".", ":"]),
+    numbers=st.lists(st.integers(0, 9), min_size=12, max_size=30),
+    pick=st.integers(0, 29),
+    indexed=st.booleans(),
+)
+def test_an_identifier_query_returns_the_events_holding_it_first_past_the_cap(
+    memory, prefix, sep, numbers, pick, indexed
+):
     before, CoreDerivedReads.term_cap = CoreDerivedReads.term_cap, CAP  # (hypothesis: no fixture per example)
     try:
         ids = [f"{prefix}{sep}{n}" for n in numbers]
@@ -120,7 +129,7 @@ def test_a_search_of_words_in_every_event_does_the_same_work_at_ten_times_the_hi
         subject = _subject(memory, [f"refund budget review ref INV-{i % 7} number {i}" for i in range(n)])
         with memory.store.read() as tx:
             count = [0]
-            tx._c.set_progress_handler(lambda: count.__setitem__(0, count[0] + 1), 10)
+            tx._c.set_progress_handler(lambda: count.__setitem__(0, count[0] + 1), 10)  # noqa: B023 - called within this iteration
             try:
                 for query in ("refund budget", "inv-5 refund", "review"):
                     tx.search_events(T, subject, query, limit=10)

@@ -11,7 +11,7 @@ exit 1; bad input exits 2 and stores nothing. The rebuild publishes nothing.
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -21,7 +21,7 @@ from lossgate.cli import app
 from lossgate.ops.daily import run_daily, trend
 from lossgate.testing.compressors import FlipBool
 
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 DAY1, DAY2 = "2026-03-14", "2026-03-15"
 runner = CliRunner(env={"FORCE_COLOR": None, "COLUMNS": None, "LOSSGATE_DB": None, "NO_COLOR": "1"})
 
@@ -31,8 +31,15 @@ def ev(tenant: str, subject: str, event_id: str, text: str) -> NewEvent:
 
 
 def fact(tenant: str, subject: str, fact_id: str, predicate: str, value, source: str, **kw) -> NewFact:
-    return NewFact(tenant_id=tenant, subject_id=subject, fact_id=fact_id, predicate=predicate, value=value,
-                   source_event_ids=(source,), **kw)
+    return NewFact(
+        tenant_id=tenant,
+        subject_id=subject,
+        fact_id=fact_id,
+        predicate=predicate,
+        value=value,
+        source_event_ids=(source,),
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -41,14 +48,25 @@ def fixture_store(memory, store_url):
     superseded, then rebuilt), globex/u1 (an event deleted after publication: recall falls
     back to raw until a rebuild). Every subject was consolidated once."""
     for t, s in (("acme", "u1"), ("acme", "u2"), ("globex", "u1")):
-        memory.append([ev(t, s, f"{s}-e1", "I am allergic to peanuts, not merely avoiding them."),
-                       ev(t, s, f"{s}-e2", "My timezone is Europe/Paris."),
-                       ev(t, s, f"{s}-e3", "We need 5 seats. Actually make that 6 seats.")])
-        memory.assert_facts([
-            fact(t, s, f"{s}-allergy", "food.peanuts_allowed", False, f"{s}-e1", qualifiers={"basis": "allergy"}),
-            fact(t, s, f"{s}-tz", "timezone", "Europe/Paris", f"{s}-e2")])
-    memory.assert_facts([fact("acme", "u1", "u1-seats5", "subscription.seats", 5, "u1-e3"),
-                         fact("acme", "u1", "u1-seats6", "subscription.seats", 6, "u1-e3")])  # a conflict
+        memory.append(
+            [
+                ev(t, s, f"{s}-e1", "I am allergic to peanuts, not merely avoiding them."),
+                ev(t, s, f"{s}-e2", "My timezone is Europe/Paris."),
+                ev(t, s, f"{s}-e3", "We need 5 seats. Actually make that 6 seats."),
+            ]
+        )
+        memory.assert_facts(
+            [
+                fact(t, s, f"{s}-allergy", "food.peanuts_allowed", False, f"{s}-e1", qualifiers={"basis": "allergy"}),
+                fact(t, s, f"{s}-tz", "timezone", "Europe/Paris", f"{s}-e2"),
+            ]
+        )
+    memory.assert_facts(
+        [
+            fact("acme", "u1", "u1-seats5", "subscription.seats", 5, "u1-e3"),
+            fact("acme", "u1", "u1-seats6", "subscription.seats", 6, "u1-e3"),
+        ]
+    )  # a conflict
     for t, s in (("acme", "u1"), ("acme", "u2"), ("globex", "u1")):
         assert memory.consolidate(t, s).status == "published"
     memory.supersede("acme", "u2", "u2-tz", fact("acme", "u2", "u2-tz2", "timezone", "Europe/Berlin", "u2-e2"))
@@ -66,9 +84,15 @@ def daily(url: str, *args: str):
 
 def derived_state(memory) -> dict:
     """Everything a rebuild that published would change."""
-    return {(t, s): (memory.admin.alias(t, s), [a.artifact_id for a in memory.admin.artifacts(t, s)], len(memory.admin.attempts(t, s)),
-                     [j.job_id for j in memory.admin.jobs(t, s)])
-            for t, s in (("acme", "u1"), ("acme", "u2"), ("globex", "u1"))}
+    return {
+        (t, s): (
+            memory.admin.alias(t, s),
+            [a.artifact_id for a in memory.admin.artifacts(t, s)],
+            len(memory.admin.attempts(t, s)),
+            [j.job_id for j in memory.admin.jobs(t, s)],
+        )
+        for t, s in (("acme", "u1"), ("acme", "u2"), ("globex", "u1"))
+    }
 
 
 def test_a_clean_store_exits_0_publishes_nothing_and_keeps_a_trend(memory, fixture_store):
@@ -104,15 +128,26 @@ def test_a_clean_store_exits_0_publishes_nothing_and_keeps_a_trend(memory, fixtu
 
 
 def test_a_planted_erroneous_fact_exits_1_whatever_the_averages(fixture_store):
-    result, doc = daily(fixture_store, "-t", "acme", "-t", "globex", "--day", DAY1,
-                        "--compressor", "lossgate.testing.compressors:InventClaim")
+    result, doc = daily(
+        fixture_store,
+        "-t",
+        "acme",
+        "-t",
+        "globex",
+        "--day",
+        DAY1,
+        "--compressor",
+        "lossgate.testing.compressors:InventClaim",
+    )
     assert result.exit_code == 1, result.output
     assert doc["blocked"] and doc["overall"]["key_fact_recall"] == 1.0  # every key fact kept, still blocked
     assert doc["overall"]["erroneous_claims"] == 3 and doc["tenants"]["acme"]["failure_rate"] == 1.0
     assert [f["kind"] for f in doc["findings"]] == ["erroneous_claim"] * 3
     assert all("no such fact" in f["detail"] for f in doc["findings"])
-    assert doc["blocking"] == ["acme: erroneous-new-fact rate 2/8 claims is above 0",
-                               "globex: erroneous-new-fact rate 1/3 claims is above 0"]
+    assert doc["blocking"] == [
+        "acme: erroneous-new-fact rate 2/8 claims is above 0",
+        "globex: erroneous-new-fact rate 1/3 claims is above 0",
+    ]
 
 
 def test_a_stale_artifact_recall_would_serve_exits_1(memory, fixture_store):
@@ -133,8 +168,15 @@ def test_a_stale_artifact_recall_would_serve_exits_1(memory, fixture_store):
         clock, alias = tx.lock_clock("acme", "u2"), tx.lock_alias("acme", "u2")
         assert tx.artifact_head("acme", "u2", alias.artifact_id).state == "stale"
         tx.set_artifact_state("acme", "u2", [alias.artifact_id], "published", reason="planted")
-        assert tx.cas_alias("acme", "u2", expected=alias.expected(), artifact_id=alias.artifact_id,
-                            source_epoch=clock.input_epoch, covers_through=alias.covers_through, at=AT)
+        assert tx.cas_alias(
+            "acme",
+            "u2",
+            expected=alias.expected(),
+            artifact_id=alias.artifact_id,
+            source_epoch=clock.input_epoch,
+            covers_through=alias.covers_through,
+            at=AT,
+        )
     assert memory.recall("acme", "u2").mode == "summary"
     result, doc = daily(fixture_store, "-t", "acme", "--day", DAY1, "--sample", "1")
     assert result.exit_code == 1, result.output
@@ -146,10 +188,17 @@ def test_a_stale_artifact_recall_would_serve_exits_1(memory, fixture_store):
         assert {m.metric: m.value for m in tx.daily_metrics("acme") if not m.dimension}["stale_visible"] == 2.0
 
 
-@pytest.mark.parametrize("args", [
-    ("--day", "2026-13-01"), ("--registry-version", "9"), ("--compressor", "nope"),
-    ("--compressor", "lossgate.testing.compressors:Nothing"), ("--sample", "0"), (),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--day", "2026-13-01"),
+        ("--registry-version", "9"),
+        ("--compressor", "nope"),
+        ("--compressor", "lossgate.testing.compressors:Nothing"),
+        ("--sample", "0"),
+        (),
+    ],
+)
 def test_bad_input_exits_2_and_stores_nothing(memory, store_url, args):
     memory.append([ev("acme", "u1", "e1", "I am allergic to peanuts.")])
     tenant = ("-t", "acme") if args else ()  # no tenant at all is bad input too

@@ -25,15 +25,33 @@ FLAT = ConsolidationConfig(hierarchy=HierarchyConfig(mode="never"))
 
 
 def turns(start: int, n: int, *, text: str | None = None) -> list[NewEvent]:
-    return [NewEvent(tenant_id=T, subject_id=U, event_id=f"e{i}", actor="user",
-                     text=text or f"{SMALL_TALK[i % len(SMALL_TALK)]} ({i})", occurred_at=AT + timedelta(minutes=i))
-            for i in range(start, start + n)]
+    return [
+        NewEvent(
+            tenant_id=T,
+            subject_id=U,
+            event_id=f"e{i}",
+            actor="user",
+            text=text or f"{SMALL_TALK[i % len(SMALL_TALK)]} ({i})",
+            occurred_at=AT + timedelta(minutes=i),
+        )
+        for i in range(start, start + n)
+    ]
 
 
 def history(memory) -> None:
     memory.append(turns(0, 40))
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="e-seats", actor="user", occurred_at=AT,
-                            text="We have 40 seats on the plan.")])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=U,
+                event_id="e-seats",
+                actor="user",
+                occurred_at=AT,
+                text="We have 40 seats on the plan.",
+            )
+        ]
+    )
     memory.assert_facts([fact("f-seats", "subscription.seats", 40, ["e-seats"])])
     first = memory.consolidate(T, U, config=FLAT)
     assert first.status == "published"
@@ -106,8 +124,9 @@ def test_an_invented_turn_is_gated_against_the_whole_history(memory, monkeypatch
     memory.append(turns(100, 5))
     memory.admin.set_narrative_policy(T, policy)
     calls = whole_reads(monkeypatch)
-    attempt = memory.consolidate(T, U, config=FLAT, compressor=_Rewriting(
-        "(104)", "(104)\n- user: the door code is 7731"))
+    attempt = memory.consolidate(
+        T, U, config=FLAT, compressor=_Rewriting("(104)", "(104)\n- user: the door code is 7731")
+    )
     assert calls
     refused_or_left_out(memory, attempt, policy, "7731", ("atom_added",))
 
@@ -120,8 +139,9 @@ def refused_or_left_out(memory, attempt, policy: str, said: str, codes: tuple[st
         assert any(v.endswith(codes) for v in attempt.violations), attempt.violations
         return
     assert attempt.status == "published", (attempt.violations, attempt.error)
-    assert any(d.startswith("narrative_omitted: what the gate cannot prove") and said in d
-               for d in attempt.details), attempt.details
+    assert any(d.startswith("narrative_omitted: what the gate cannot prove") and said in d for d in attempt.details), (
+        attempt.details
+    )
     assert said not in memory.admin.artifact(T, U, attempt.artifact_id).body.summary
 
 

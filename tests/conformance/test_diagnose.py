@@ -24,10 +24,10 @@ from lossgate.cli import app
 from lossgate.consolidate.compressor import CompressionRequest
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.selection import SELECTOR_VERSION, select
-from lossgate.model.derived_records import Artifact, Attempt, Manifest
 from lossgate.gate import build_must_preserve, check
-from lossgate.ops.diagnose import diagnose, write_bundle
+from lossgate.model.derived_records import Artifact, Attempt, Manifest
 from lossgate.model.records import ArtifactBody, utcnow
+from lossgate.ops.diagnose import diagnose, write_bundle
 from lossgate.testing.compressors import DropCriticalClaim, LossyCompressor
 
 T, S = "acme", "user-17"
@@ -40,12 +40,27 @@ TEXTS = {
 
 def world(memory):
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=i, text=text) for i, text in TEXTS.items()])
-    memory.assert_facts([
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-allergy", predicate="food.peanuts_allowed", value=False,
-                qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e-allergy"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-tz", predicate="timezone", value="UTC+01:00",
-                source_event_ids=["e-tz"]),
-    ])
+    memory.assert_facts(
+        [
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-allergy",
+                predicate="food.peanuts_allowed",
+                value=False,
+                qualifiers={"basis": "allergy", "severity": "critical"},
+                source_event_ids=["e-allergy"],
+            ),
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-tz",
+                predicate="timezone",
+                value="UTC+01:00",
+                source_event_ids=["e-tz"],
+            ),
+        ]
+    )
     return memory
 
 
@@ -77,9 +92,16 @@ def plant_selection_drop(memory, dropped: str) -> Attempt:
         lost = {f.fact_id for f in sel.facts if dropped in f.source_event_ids}
         facts = tuple(f for f in sel.facts if f.fact_id not in lost)
         events = tuple(e for e in sel.events if e.event_id != dropped)
-        raw = DeterministicCompressor().compress(CompressionRequest(
-            tenant_id=T, subject_id=S, facts=facts, predicates={f.predicate: registry.get(f.predicate) for f in facts},
-            events=events, budget_tokens=2000))
+        raw = DeterministicCompressor().compress(
+            CompressionRequest(
+                tenant_id=T,
+                subject_id=S,
+                facts=facts,
+                predicates={f.predicate: registry.get(f.predicate) for f in facts},
+                events=events,
+                budget_tokens=2000,
+            )
+        )
         body = ArtifactBody.model_validate(raw)
         result = check(sel.snapshot, body, registry, must=build_must_preserve(sel.snapshot, registry))
         assert not result.passed
@@ -88,22 +110,60 @@ def plant_selection_drop(memory, dropped: str) -> Attempt:
         art_id = f"art-{S}-planted-{uuid.uuid4().hex[:6]}"
         now = utcnow()
         manifest = Manifest(
-            artifact_id=art_id, tenant_id=T, subject_id=S, new_covers_through=sel.snapshot.clock.high_water,
-            input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected, inputs=inputs,
-            input_root=sel.input_root, path="direct", selector_version=SELECTOR_VERSION, prompt_version="render-v1",
-            compressor="deterministic", compressor_version="1", extractor_version="atoms-v1",
-            schema_version=memory.store.schema_version(), registry_version=registry.version, attempt=number)
-        tx.insert_artifact(Artifact(
-            artifact_id=art_id, tenant_id=T, subject_id=S, state="failed", body=body, manifest=manifest,
-            gate={"outcome": result.outcome, "violations": result.lines(), "losses": [str(v) for v in result.losses]},
-            created_at=now), [])
+            artifact_id=art_id,
+            tenant_id=T,
+            subject_id=S,
+            new_covers_through=sel.snapshot.clock.high_water,
+            input_epoch=sel.snapshot.clock.input_epoch,
+            expected_alias=sel.expected,
+            inputs=inputs,
+            input_root=sel.input_root,
+            path="direct",
+            selector_version=SELECTOR_VERSION,
+            prompt_version="render-v1",
+            compressor="deterministic",
+            compressor_version="1",
+            extractor_version="atoms-v1",
+            schema_version=memory.store.schema_version(),
+            registry_version=registry.version,
+            attempt=number,
+        )
+        tx.insert_artifact(
+            Artifact(
+                artifact_id=art_id,
+                tenant_id=T,
+                subject_id=S,
+                state="failed",
+                body=body,
+                manifest=manifest,
+                gate={
+                    "outcome": result.outcome,
+                    "violations": result.lines(),
+                    "losses": [str(v) for v in result.losses],
+                },
+                created_at=now,
+            ),
+            [],
+        )
         attempt = Attempt(
-            attempt_id=f"att-planted-{uuid.uuid4().hex[:8]}", tenant_id=T, subject_id=S, number=number,
-            status="rejected", started_at=now, finished_at=now, high_water=sel.snapshot.clock.high_water,
-            input_epoch=sel.snapshot.clock.input_epoch, expected_alias=sel.expected,
-            selected_ids=tuple(r.id for r in inputs), input_root=sel.input_root, compressor="deterministic@1",
-            artifact_id=art_id, gate_outcome=result.outcome, violations=tuple(result.lines()),
-            raw_output=json.dumps(raw, sort_keys=True))
+            attempt_id=f"att-planted-{uuid.uuid4().hex[:8]}",
+            tenant_id=T,
+            subject_id=S,
+            number=number,
+            status="rejected",
+            started_at=now,
+            finished_at=now,
+            high_water=sel.snapshot.clock.high_water,
+            input_epoch=sel.snapshot.clock.input_epoch,
+            expected_alias=sel.expected,
+            selected_ids=tuple(r.id for r in inputs),
+            input_root=sel.input_root,
+            compressor="deterministic@1",
+            artifact_id=art_id,
+            gate_outcome=result.outcome,
+            violations=tuple(result.lines()),
+            raw_output=json.dumps(raw, sort_keys=True),
+        )
         tx.save_attempt(attempt)
     return attempt
 
@@ -144,8 +204,9 @@ def test_a_fact_dropped_by_the_compressor_is_named_at_compression(memory):
 def test_a_value_changed_by_storage_is_named_with_both_types(memory):
     attempt = published(memory)
     stored = memory.admin.artifact(T, S, attempt.artifact_id)
-    claims = tuple(c.model_copy(update={"value": "true"}) if c.fact_id == "f-allergy" else c
-                   for c in stored.body.claims)
+    claims = tuple(
+        c.model_copy(update={"value": "true"}) if c.fact_id == "f-allergy" else c for c in stored.body.claims
+    )
     with memory.store.write() as tx:
         tx.replace_artifact_body(T, S, attempt.artifact_id, stored.body.model_copy(update={"claims": claims}))
     bundle = diagnose(memory, T, S, attempt.attempt_id)
@@ -179,14 +240,20 @@ def test_a_fact_recall_did_not_select_is_named_at_retrieval(memory):
 def test_a_planted_recall_that_left_out_a_critical_fact_is_named_at_retrieval(memory):
     attempt = published(memory)
     record = memory.recall(T, S).record
-    planted = record.model_copy(update={"recall_id": "rc-planted", "at": utcnow(),
-                                        "selected_ids": tuple(i for i in record.selected_ids if i != "f-allergy")})
+    planted = record.model_copy(
+        update={
+            "recall_id": "rc-planted",
+            "at": utcnow(),
+            "selected_ids": tuple(i for i in record.selected_ids if i != "f-allergy"),
+        }
+    )
     with memory.store.write() as tx:
         tx.insert_recall(planted)
     bundle = diagnose(memory, T, S, attempt.attempt_id)
     assert bundle.first_divergent == "retrieval"
     assert [(f.subject, f.recall_id, f.severity) for f in bundle.check("retrieval").findings] == [
-        ("f-allergy", "rc-planted", "critical")]
+        ("f-allergy", "rc-planted", "critical")
+    ]
 
 
 # -- no false alarm --------------------------------------------------------------------------
@@ -305,8 +372,9 @@ def test_cli_writes_a_sanitized_bundle_and_prints_its_summary(memory, store_url,
 
 def test_cli_include_text_and_archive(memory, store_url, tmp_path):
     attempt = published(memory)
-    result = cli(store_url, attempt.attempt_id, "-t", T, "-s", S, "--out", str(tmp_path), "--archive",
-                 "--include-text", "--json")
+    result = cli(
+        store_url, attempt.attempt_id, "-t", T, "-s", S, "--out", str(tmp_path), "--archive", "--include-text", "--json"
+    )
     assert result.exit_code == 0, result.stderr
     path = Path(json.loads(result.stdout)["path"])
     assert path.name == f"diagnose-{attempt.attempt_id}.tar.gz"

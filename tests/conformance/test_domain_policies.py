@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lossgate import NewEvent, NewFact
-from lossgate.lineage import queue
-from lossgate.model.derived_records import Attempt, ExpectedAlias
+from lossgate.api.ingest import ingest_lines
 from lossgate.errors import InvalidInput, StoreBusy, StoreError
 from lossgate.gate.fence.text import read_source
-from lossgate.api.ingest import ingest_lines
+from lossgate.lineage import queue
+from lossgate.model.derived_records import Attempt, ExpectedAlias
 from lossgate.model.registry import RegistryCache
 
 T, U = "acme", "user-17"
@@ -28,8 +28,9 @@ def ev(event_id: str, text: str) -> NewEvent:
 
 
 def fact(fact_id: str, predicate: str, value: object, source: str) -> NewFact:
-    return NewFact(tenant_id=T, subject_id=U, fact_id=fact_id, predicate=predicate, value=value,
-                   source_event_ids=(source,))
+    return NewFact(
+        tenant_id=T, subject_id=U, fact_id=fact_id, predicate=predicate, value=value, source_event_ids=(source,)
+    )
 
 
 class CountingRegistries(RegistryCache):
@@ -58,8 +59,14 @@ def test_the_registry_is_read_only_by_a_transaction_that_needs_it(memory):
 DELETIONS = {
     "memory.delete_event": lambda memory: memory.delete_event(T, U, "e-secret", reason="asked"),
     "memory.transaction": lambda memory: _in_transaction(memory),
-    "lossgate ingest": lambda memory: ingest_lines(memory, [json.dumps(
-        {"type": "delete_event", "tenant_id": T, "subject_id": U, "event_id": "e-secret", "reason": "asked"})]),
+    "lossgate ingest": lambda memory: ingest_lines(
+        memory,
+        [
+            json.dumps(
+                {"type": "delete_event", "tenant_id": T, "subject_id": U, "event_id": "e-secret", "reason": "asked"}
+            )
+        ],
+    ),
     "memory.delete_fact": lambda memory: memory.delete_fact(T, U, "f-tz", reason="asked"),
 }
 
@@ -85,10 +92,10 @@ def test_a_deletion_empties_the_caches_of_text_wherever_it_commits(memory, path)
 
 
 def test_every_cache_of_text_is_registered():
-    from lossgate.runtime import caches
-    from lossgate.recall import read as recall
     from lossgate.gate.fence import clear_sentence_cache
     from lossgate.gate.sources import clear_atom_cache
+    from lossgate.recall import read as recall
+    from lossgate.runtime import caches
     from lossgate.semantic.ranking import clear_vector_caches
 
     wanted = {clear_atom_cache, clear_sentence_cache, clear_vector_caches, recall._forget_counted_text}
@@ -119,19 +126,40 @@ def test_the_must_preserve_set_is_built_once_per_consolidation(memory, monkeypat
     monkeypatch.setattr(pipeline, "build_must_preserve", counting)
     monkeypatch.setattr(engine, "build_must_preserve", counting)
     memory.append([ev("e-a", "I am allergic to peanuts, not merely avoiding them.")])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=U, fact_id="f-a", predicate="food.peanuts_allowed",
-                               value=False, qualifiers={"basis": "allergy"}, source_event_ids=("e-a",)))
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=U,
+            fact_id="f-a",
+            predicate="food.peanuts_allowed",
+            value=False,
+            qualifiers={"basis": "allergy"},
+            source_event_ids=("e-a",),
+        )
+    )
     assert memory.consolidate(T, U).status == "published"
     assert built == [U]
 
 
 # -- the queue's rules, without a store --------------------------------------------------------
 
+
 def _attempt(number: int, status: str, **kw: object) -> Attempt:
-    return Attempt(attempt_id=f"att-{number}", tenant_id=T, subject_id=U, number=number, status=status,  # type: ignore[arg-type]
-                   started_at=AT, high_water=1, input_epoch=0,
-                   expected_alias=ExpectedAlias(parent_artifact_id=None, source_epoch=0, covers_through=0),
-                   selected_ids=(), input_root="sha256:0", compressor="deterministic@1", **kw)
+    return Attempt(
+        attempt_id=f"att-{number}",
+        tenant_id=T,
+        subject_id=U,
+        number=number,
+        status=status,  # type: ignore[arg-type]
+        started_at=AT,
+        high_water=1,
+        input_epoch=0,
+        expected_alias=ExpectedAlias(parent_artifact_id=None, source_epoch=0, covers_through=0),
+        selected_ids=(),
+        input_root="sha256:0",
+        compressor="deterministic@1",
+        **kw,
+    )
 
 
 def test_how_a_worker_releases_a_job():
@@ -144,9 +172,13 @@ def test_how_a_worker_releases_a_job():
 
 
 def test_retries_back_off_per_failure_in_a_row_since_the_last_publication():
-    history = [_attempt(1, "rejected", violations=("f-1:missing",)), _attempt(2, "published"),
-               _attempt(3, "rejected", violations=("f-2:value_changed",)), _attempt(4, "conflict"),
-               _attempt(5, "error")]
+    history = [
+        _attempt(1, "rejected", violations=("f-1:missing",)),
+        _attempt(2, "published"),
+        _attempt(3, "rejected", violations=("f-2:value_changed",)),
+        _attempt(4, "conflict"),
+        _attempt(5, "error"),
+    ]
     assert queue.consecutive_failures(history) == (2, ("f-2:value_changed",))
     assert queue.consecutive_failures(history[:2]) == (0, ())
     delays = [queue.retry_delay(n, base_s=30, max_s=100) for n in (1, 2, 3, 4)]
@@ -168,8 +200,8 @@ def test_text_read_while_a_deletion_commits_is_forgotten_when_the_consolidation_
     """A deletion commits while a consolidation of the subject compresses: the gate then reads
     (and caches) the text the deletion purged; the consolidation sees the subject's epoch move
     and forgets it."""
-    from lossgate.runtime import caches
     from lossgate.consolidate.pipeline import Hooks
+    from lossgate.runtime import caches
 
     memory.append([ev("e-secret", SECRET)])
 

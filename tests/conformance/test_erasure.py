@@ -32,8 +32,13 @@ SECRET_TEXT = f"my passport number is {SECRET}, and I live at 12 Lane"
 def _everything(memory) -> str:
     """Every record of the subject the public API can read back, as one lower-cased text."""
     parts = [
-        memory.events(T, S), memory.facts(T, S, statuses=None), memory.admin.artifacts(T, S), memory.admin.attempts(T, S),
-        memory.admin.recalls(T, S, limit=10_000), memory.admin.log(T, S), memory.admin.jobs(T, S),
+        memory.events(T, S),
+        memory.facts(T, S, statuses=None),
+        memory.admin.artifacts(T, S),
+        memory.admin.attempts(T, S),
+        memory.admin.recalls(T, S, limit=10_000),
+        memory.admin.log(T, S),
+        memory.admin.jobs(T, S),
     ]
     return json.dumps([[r.model_dump(mode="json") for r in rs] for rs in parts]).lower()
 
@@ -43,10 +48,19 @@ def secret_subject(memory):
     """A subject with filler, the passport message, a fact drawn from it, a summary that quotes
     it, a rejected attempt whose gate report names its atoms, and recalls that touched it."""
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="pp", text=SECRET_TEXT)])
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather")
-                   for i in range(60)])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="fp", predicate="contact.home_address",
-                               value="12 Lane", source_event_ids=["pp"]))
+    memory.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather") for i in range(60)]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="fp",
+            predicate="contact.home_address",
+            value="12 Lane",
+            source_event_ids=["pp"],
+        )
+    )
     memory.recall(T, S, query=f"passport {SECRET}")  # raw mode: the query finds the event
     memory.recall(T, S, query="weather")  # touches nothing secret
     # A budget too small for the whole conversation: the (oldest) passport line is a recorded loss.
@@ -88,7 +102,11 @@ def test_recall_records_that_touched_deleted_content_keep_only_the_querys_hash_a
     for rid, old in before.items():
         new = after[rid]
         assert (new.candidate_ids, new.selected_ids, new.alias, new.clock) == (
-            old.candidate_ids, old.selected_ids, old.alias, old.clock)
+            old.candidate_ids,
+            old.selected_ids,
+            old.alias,
+            old.clock,
+        )
         if old.query == "weather":
             assert new.query == "weather" and new.redacted is None  # it never touched the passport
         elif old.query and SECRET in old.query:
@@ -106,11 +124,29 @@ LIMIT, MOVED = "4817.39", "4818.39"  # a fact's value, and what a lossy compress
 def refused_limit(memory):
     """A refund limit only its fact states (its event names no amount), and an attempt the
     gate refused because a compressor moved the amount: its violation detail shows both."""
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="lim", actor="finance", trust="system",
-                            text="Refunds are capped as agreed with finance.")])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="lim-1", predicate="refund.limit",
-                               value=Money(amount=Decimal(LIMIT), currency="USD"), authority="system",
-                               source_event_ids=["lim"]))
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id="lim",
+                actor="finance",
+                trust="system",
+                text="Refunds are capped as agreed with finance.",
+            )
+        ]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="lim-1",
+            predicate="refund.limit",
+            value=Money(amount=Decimal(LIMIT), currency="USD"),
+            authority="system",
+            source_event_ids=["lim"],
+        )
+    )
     refused = memory.consolidate(T, S, compressor=ChangeNumber())
     assert refused.status == "rejected" and refused.violations == ("lim-1:value_changed",)
     assert refused.details == (f"lim-1:value_changed: {LIMIT} USD -> {MOVED} USD (money)",)
@@ -145,8 +181,11 @@ def test_compact_removes_deleted_text_from_the_sqlite_file_and_wal(secret_subjec
     memory.delete_event(T, S, "pp", reason="erasure request")
 
     def found() -> dict[str, int]:
-        return {p.name: p.read_bytes().lower().count(SECRET.lower().encode())
-                for p in (path, path.with_name(path.name + "-wal")) if p.exists()}
+        return {
+            p.name: p.read_bytes().lower().count(SECRET.lower().encode())
+            for p in (path, path.with_name(path.name + "-wal"))
+            if p.exists()
+        }
 
     assert sum(found().values()) > 0  # purged rows are not enough: FTS segments and free space keep it
     report = memory.admin.compact()
@@ -172,11 +211,17 @@ def _postgresql_tables_holding(url: str, word: str) -> list[str]:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()]
+        tables = [
+            r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
+        ]
         assert "events" in tables and "recalls" in tables
-        return [t for t in tables if conn.execute(
-            f'SELECT count(*) FROM "{t}" x WHERE lower(x::text) LIKE %s', (f"%{word.lower()}%",)).fetchone()[0]]
+        return [
+            t
+            for t in tables
+            if conn.execute(
+                f'SELECT count(*) FROM "{t}" x WHERE lower(x::text) LIKE %s', (f"%{word.lower()}%",)
+            ).fetchone()[0]
+        ]
 
 
 def test_no_postgresql_row_holds_deleted_text(secret_subject, store_url):
@@ -201,8 +246,9 @@ def _said() -> NewEvent:
 def actor_subject(memory):
     """A subject whose one event by ACTOR is indexed for search, quoted by the published
     summary, read by its attempt and found by a recall that named the actor."""
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather")
-                   for i in range(60)])
+    memory.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather") for i in range(60)]
+    )
     memory.append([_said()])
     assert memory.consolidate(T, S).status == "published"  # the consolidation indexes every event too
     assert "said" in memory.recall(T, S, query=ACTOR).record.candidate_ids
@@ -219,15 +265,17 @@ def _indexed(store_url: str) -> int:
     if store_url.startswith("sqlite"):
         conn = sqlite3.connect(store_url.removeprefix("sqlite:///"))
         try:
-            return conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?",
-                                (f'"{ACTOR_WORD}"',)).fetchone()[0]
+            return conn.execute(
+                "SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (f'"{ACTOR_WORD}"',)
+            ).fetchone()[0]
         finally:
             conn.close()
     import psycopg
 
     with psycopg.connect(store_url, autocommit=True) as conn:
-        return conn.execute("SELECT count(*) FROM event_terms WHERE terms @@ to_tsquery('english', %s)",
-                            (ACTOR_WORD,)).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM event_terms WHERE terms @@ to_tsquery('english', %s)", (ACTOR_WORD,)
+        ).fetchone()[0]
 
 
 def test_deleting_an_event_erases_its_actor_and_keeps_the_rest_of_its_tombstone(actor_subject, store_url):
@@ -288,8 +336,10 @@ def served(actor_subject):
     from lossgate.testing.service import serving
 
     _, secret = actor_subject.admin.create_api_key(T, scopes=["read", "write"])
-    with serving(create_app(actor_subject, close_memory=False)) as url, \
-            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client:
+    with (
+        serving(create_app(actor_subject, close_memory=False)) as url,
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client,
+    ):
         yield client
 
 
@@ -340,8 +390,12 @@ def test_compact_leaves_no_byte_of_a_deleted_actor_in_the_sqlite_file(actor_subj
     memory.delete_event(T, S, "said", reason="erasure request")
 
     def found() -> dict[str, int]:
-        return {f"{p.name} {word}": p.read_bytes().lower().count(word.encode())
-                for p in (path, path.with_name(path.name + "-wal")) if p.exists() for word in (ACTOR, ACTOR_WORD)}
+        return {
+            f"{p.name} {word}": p.read_bytes().lower().count(word.encode())
+            for p in (path, path.with_name(path.name + "-wal"))
+            if p.exists()
+            for word in (ACTOR, ACTOR_WORD)
+        }
 
     assert sum(found().values()) > 0  # free space and the index's segments keep it until compact
     memory.admin.compact()
@@ -371,8 +425,11 @@ def before_erased_actors(store_url, monkeypatch):
 
     engine = "sqlite" if store_url.startswith("sqlite") else "postgres"
     module = sqlite_store if engine == "sqlite" else postgres_store
-    monkeypatch.setattr(module, "pending", lambda name, applied: [
-        (v, script) for v, script in pending(name, applied) if v < ERASED_ACTOR_SCHEMA[engine]])
+    monkeypatch.setattr(
+        module,
+        "pending",
+        lambda name, applied: [(v, script) for v, script in pending(name, applied) if v < ERASED_ACTOR_SCHEMA[engine]],
+    )
     if engine == "sqlite":
         yield store_url, store_url
         return
@@ -381,8 +438,7 @@ def before_erased_actors(store_url, monkeypatch):
     from lossgate.testing.postgres import login_role, scratch_database, user_url
 
     server = os.environ["LOSSGATE_TEST_PG_URL"]  # store_url made the cluster's roles, as a superuser
-    with login_role(server, "lossgate_app", createrole=True) as owner, \
-            scratch_database(server, owner=owner) as url:
+    with login_role(server, "lossgate_app", createrole=True) as owner, scratch_database(server, owner=owner) as url:
         yield user_url(url, owner), url
 
 
@@ -404,20 +460,23 @@ def test_the_migration_erases_the_actors_of_tombstones_stored_before_it(before_e
         if sqlite:
             conn = sqlite3.connect(url.removeprefix("sqlite:///"))
             with conn:
-                conn.execute("UPDATE events SET state='deleted', text=NULL, payload=NULL WHERE event_id=?",
-                             (event_id,))
+                conn.execute("UPDATE events SET state='deleted', text=NULL, payload=NULL WHERE event_id=?", (event_id,))
             conn.close()
             return
         import psycopg
 
         with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute("WITH e AS (UPDATE events SET state='deleted', text=NULL, payload=NULL "
-                         "WHERE event_id=%(id)s RETURNING tenant_id, subject_id, seq) UPDATE event_terms x "
-                         "SET terms='' FROM e WHERE x.tenant_id=e.tenant_id AND x.subject_id=e.subject_id "
-                         "AND x.seq=e.seq", {"id": event_id})
+            conn.execute(
+                "WITH e AS (UPDATE events SET state='deleted', text=NULL, payload=NULL "
+                "WHERE event_id=%(id)s RETURNING tenant_id, subject_id, seq) UPDATE event_terms x "
+                "SET terms='' FROM e WHERE x.tenant_id=e.tenant_id AND x.subject_id=e.subject_id "
+                "AND x.seq=e.seq",
+                {"id": event_id},
+            )
 
-    old.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather")
-                for i in range(5)])
+    old.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"filler {i} about the weather") for i in range(5)]
+    )
     old.append([_said()])
     index()
     delete_as_before("said")  # deleted once indexed: SQLite's index took its actor back
@@ -432,7 +491,9 @@ def test_the_migration_erases_the_actors_of_tombstones_stored_before_it(before_e
     memory = lossgate.open(url)
     try:
         assert [(e.event_id, e.actor, e.text) for e in memory.events(T, S, states=["deleted"])] == [
-            ("said", None, None), ("late", None, None)]
+            ("said", None, None),
+            ("late", None, None),
+        ]
         assert {e.actor for e in memory.events(T, S, states=["valid"])} == {"user"}
         assert _indexed(admin_url) == 0
         with memory.store.read() as tx:

@@ -17,16 +17,19 @@ T, S = "travel-co", "ana"
 
 
 def run_agent(store_url: str, cwd: Path) -> str:
-    done = subprocess.run([sys.executable, str(AGENT), store_url], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(AGENT), store_url], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 
 
 def test_the_agent_remembers_recalls_is_refused_by_the_guard_and_recovers(store_url, tmp_path):
     out = run_agent(store_url, tmp_path).splitlines()
-    assert " guard: refused chicken satay (chicken, satay sauce): items[0].ingredients[1] names 'satay', which " \
-           "food.peanuts_allowed: false (basis=allergy, severity=critical) forbids" in out
+    assert (
+        " guard: refused chicken satay (chicken, satay sauce): items[0].ingredients[1] names 'satay', which "
+        "food.peanuts_allowed: false (basis=allergy, severity=critical) forbids" in out
+    )
     assert " guard: allowed green curry (chicken, coconut milk, thai basil)" in out
     assert out[-1] == " agent: The satay comes with peanut sauce, so I ordered the green curry."
     assert "memory: consolidated: published (gate clean)" in out
@@ -44,7 +47,10 @@ def test_the_agent_remembers_recalls_is_refused_by_the_guard_and_recovers(store_
         assert allowed.recall_id == refused.recall_id  # both proposals answered the same recall
         ordered, noted = memory.admin.responses(T, S)  # newest first
         assert (ordered.guard_id, ordered.action, ordered.recall_id) == (
-            allowed.guard_id, allowed.action, allowed.recall_id)
+            allowed.guard_id,
+            allowed.action,
+            allowed.recall_id,
+        )
         assert noted.action is None and noted.answer == "Noted: no peanuts for you, ever."
         (attempt,) = memory.admin.attempts(T, S)
         assert attempt.status == "published"

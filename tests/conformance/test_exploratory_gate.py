@@ -18,9 +18,9 @@ import pytest
 from lossgate import ConfigError, InvalidInput, NewEvent
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.model.records import utcnow
 from lossgate.ops.daily import run_daily
 from lossgate.publication.switch import shadow_switch
-from lossgate.model.records import utcnow
 from lossgate.testing.compressors import FlipBool, NothingToDamage
 from tests.support.world import AT, T, U, chatter, move_timezone, seed_world
 
@@ -55,8 +55,9 @@ def test_an_exploratory_shadow_publishes_what_the_gate_refused_to_the_shadow_ali
     (shadow,) = _shadows(memory)
     assert shadow.status == "rejected" and shadow.gate_outcome == "failed"
     assert any(v.startswith("f-allergy:") for v in shadow.violations)  # the flipped allergy, recorded
-    assert shadow.reason == f"published to the shadow alias with {len(shadow.violations)} violation(s) " \
-                            "(exploratory gate)"
+    assert (
+        shadow.reason == f"published to the shadow alias with {len(shadow.violations)} violation(s) (exploratory gate)"
+    )
     art = memory.admin.artifact(T, U, shadow.artifact_id)
     assert art.state == "shadow" and art.gate["outcome"] == "failed"
     assert memory.admin.alias(T, U, lane="shadow").artifact_id == art.artifact_id
@@ -146,8 +147,18 @@ def test_deleting_an_input_purges_the_shadow_summary(memory):
 
 
 def _days(memory, n: int) -> None:
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id=f"day-{i}", text=f"on day {i} we talked about jazz",
-                            occurred_at=AT + timedelta(days=i + 1)) for i in range(n)])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=U,
+                event_id=f"day-{i}",
+                text=f"on day {i} we talked about jazz",
+                occurred_at=AT + timedelta(days=i + 1),
+            )
+            for i in range(n)
+        ]
+    )
 
 
 def test_an_exploratory_tree_builds_every_part_and_records_each_ones_violations(memory):
@@ -181,9 +192,14 @@ def test_a_shadow_registry_is_built_and_gated_with_but_never_loaded(memory):
     seed_world(memory)
     loaded = memory.admin.registry
     doc = loaded.document()
-    tried = {**doc, "version": loaded.version + 5,
-             "predicates": {**doc["predicates"],
-                            "chat.topic": {**doc["predicates"]["chat.topic"], "criticality": "critical"}}}
+    tried = {
+        **doc,
+        "version": loaded.version + 5,
+        "predicates": {
+            **doc["predicates"],
+            "chat.topic": {**doc["predicates"]["chat.topic"], "criticality": "critical"},
+        },
+    }
     memory.admin.set_rollout(T, shadow=TERSE, shadow_registry=tried)
 
     live = memory.consolidate(T, U)
@@ -263,17 +279,22 @@ def test_the_shadow_report_names_a_fact_the_shadow_states_otherwise(memory):
 
 def test_a_rollout_that_contradicts_itself_or_drops_a_predicate_is_refused(memory):
     seed_world(memory)
-    for contradiction in ({"clear_shadow": True, "shadow": FLIP}, {"clear_shadow": True, "shadow_gate": "release"},
-                          {"clear_live": True, "live": "deterministic"},
-                          {"clear_shadow_registry": True, "shadow": FLIP,
-                           "shadow_registry": memory.admin.registry.document()}):
+    for contradiction in (
+        {"clear_shadow": True, "shadow": FLIP},
+        {"clear_shadow": True, "shadow_gate": "release"},
+        {"clear_live": True, "live": "deterministic"},
+        {"clear_shadow_registry": True, "shadow": FLIP, "shadow_registry": memory.admin.registry.document()},
+    ):
         with pytest.raises(InvalidInput, match="contradicts"):
             memory.admin.set_rollout(T, **contradiction)
     with pytest.raises(InvalidInput):
         memory.admin.set_rollout(T, shadow=FLIP, shadow_gate="")
     doc = memory.admin.registry.document()
-    smaller = {**doc, "version": doc["version"] + 1,
-               "predicates": {k: v for k, v in doc["predicates"].items() if k != "chat.topic"}}
+    smaller = {
+        **doc,
+        "version": doc["version"] + 1,
+        "predicates": {k: v for k, v in doc["predicates"].items() if k != "chat.topic"},
+    }
     with pytest.raises(InvalidInput, match="drops chat.topic"):
         memory.admin.set_rollout(T, shadow=FLIP, shadow_registry=smaller)
     for not_a_path in (0, 3, 2.5):  # an int would be opened as a file descriptor

@@ -8,13 +8,11 @@ from decimal import Decimal
 
 import pytest
 
-from lossgate import NewEvent
+from lossgate import Money, NewEvent
 from lossgate.errors import LifecycleError
 from lossgate.extract import AtomExtractor, Candidate
-from lossgate import Money
 from lossgate.model.records import Event
 from lossgate.model.registry import Registry
-
 from tests.support import REGISTRY_PATH
 
 T, S = "acme", "u1"
@@ -68,8 +66,10 @@ class _Inventive:
     name = "inventive"
 
     def propose(self, events: Sequence[Event], registry: Registry) -> list[Candidate]:
-        return [Candidate("made.up", "x", (events[0].event_id,)),
-                Candidate("invoice.total", "not money", (events[0].event_id,))]
+        return [
+            Candidate("made.up", "x", (events[0].event_id,)),
+            Candidate("invoice.total", "not money", (events[0].event_id,)),
+        ]
 
 
 def test_an_unknown_predicate_or_a_mistyped_value_is_refused_and_recorded(memory):
@@ -93,13 +93,17 @@ class _Broken:
         return self.output
 
 
-@pytest.mark.parametrize("output, says", [
-    ({"not": "a list"}, "returned dict, not a list of Candidate"),
-    (["a string"], "item 0 is str, not a Candidate"),
-    ([Candidate(None, "x", ("e1",))], "item 0 needs a predicate"),  # type: ignore[arg-type]
-    ([Candidate("invoice.total", "x", ("e1",), (("condition", None),))], "item 0 needs a predicate"),
-    (KeyError("boom"), "extractor 'broken' failed: KeyError"),
-], ids=["not-a-list", "not-a-candidate", "no-predicate", "qualifier-none", "raises"])
+@pytest.mark.parametrize(
+    "output, says",
+    [
+        ({"not": "a list"}, "returned dict, not a list of Candidate"),
+        (["a string"], "item 0 is str, not a Candidate"),
+        ([Candidate(None, "x", ("e1",))], "item 0 needs a predicate"),  # type: ignore[arg-type]
+        ([Candidate("invoice.total", "x", ("e1",), (("condition", None),))], "item 0 needs a predicate"),
+        (KeyError("boom"), "extractor 'broken' failed: KeyError"),
+    ],
+    ids=["not-a-list", "not-a-candidate", "no-predicate", "qualifier-none", "raises"],
+)
 def test_an_extractor_handing_back_nonsense_is_a_typed_error_and_records_nothing(memory, output, says):
     from lossgate.extract import ExtractionError
 
@@ -198,8 +202,9 @@ def test_the_cli_extracts_and_lists_what_waits_for_review(memory, store_url):
     cust = next(p["proposal_id"] for p in lines if p["predicate"] == "customer.id")
     accepted = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--accept", seats, "--json"])
     assert accepted.exit_code == 0 and json.loads(accepted.stdout)["status"] == "accepted"
-    rejected = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, "--reject", cust,
-                                   "--reason", "not ours", "--json"])
+    rejected = runner.invoke(
+        app, ["--db", store_url, "extract", "-t", T, "-s", S, "--reject", cust, "--reason", "not ours", "--json"]
+    )
     assert json.loads(rejected.stdout)["reason"] == "not ours"
     for bad in (["--accept", seats], ["--accept", "p-nope"], ["--accept", seats, "--reject", cust]):
         refused = runner.invoke(app, ["--db", store_url, "extract", "-t", T, "-s", S, *bad])
@@ -209,6 +214,7 @@ def test_the_cli_extracts_and_lists_what_waits_for_review(memory, store_url):
 
 
 # -- a model as the extractor, over HTTP ------------------------------------------------------------
+
 
 def _facts_reply(*facts: dict):
     import json as _json
@@ -227,30 +233,43 @@ def test_a_model_extractor_proposes_typed_facts_under_the_same_rules(memory):
     _say(memory, "web", "Invoice total: 9,999.00 USD (from a web page).", trust="untrusted")
     reply = _facts_reply(
         {"predicate": "subscription.seats", "value": "12", "source_event_ids": ["e1"]},
-        {"predicate": "invoice.total", "value": '{"amount": "9999.00", "currency": "USD"}',
-         "source_event_ids": ["web"]},
+        {
+            "predicate": "invoice.total",
+            "value": '{"amount": "9999.00", "currency": "USD"}',
+            "source_event_ids": ["web"],
+        },
         {"predicate": "made.up", "value": '"x"', "source_event_ids": ["e1"]},
         {"predicate": "subscription.seats", "value": "13", "source_event_ids": ["not-shown"]},  # dropped
         # one citation it was shown, one it was not: dropped whole, never kept on the other
         {"predicate": "subscription.seats", "value": "14", "source_event_ids": ["e1", "ghost-event"]},
     )
     with ScriptedChatServer([reply]) as server:
-        found = {p.predicate: p for p in memory.extract(
-            T, S, extractor=ModelExtractor(JudgeConfig(base_url=server.url, model="extractor-1")))}
+        found = {
+            p.predicate: p
+            for p in memory.extract(
+                T, S, extractor=ModelExtractor(JudgeConfig(base_url=server.url, model="extractor-1"))
+            )
+        }
     sent = server.requests[0]
     assert sent["response_format"]["type"] == "json_schema"
-    assert {m["event_id"] for m in __import__("json").loads(sent["messages"][1]["content"])["messages"]} == {"e1", "web"}
+    assert {m["event_id"] for m in __import__("json").loads(sent["messages"][1]["content"])["messages"]} == {
+        "e1",
+        "web",
+    }
     assert found["subscription.seats"].status == "review" and found["subscription.seats"].value == 12
     assert found["invoice.total"].authority == "untrusted" and found["invoice.total"].modality == "quoted"
     assert found["made.up"].status == "refused"
     assert len(found) == 3 and found["subscription.seats"].extractor == "model:extractor-1/extract-v1"
 
 
-@pytest.mark.parametrize("reply_body, says", [
-    ("not json", "not JSON"),
-    ('{"nothing": []}', "missing field facts"),
-    ('{"facts": [{"predicate": "x"}]}', "facts.0 lacks"),
-])
+@pytest.mark.parametrize(
+    "reply_body, says",
+    [
+        ("not json", "not JSON"),
+        ('{"nothing": []}', "missing field facts"),
+        ('{"facts": [{"predicate": "x"}]}', "facts.0 lacks"),
+    ],
+)
 def test_a_model_extractor_that_cannot_answer_records_nothing_and_leaves_the_events_unread(memory, reply_body, says):
     from lossgate.extract import ExtractionError, ModelExtractor
     from lossgate.judge import JudgeConfig

@@ -31,14 +31,26 @@ def test_an_identifier_query_returns_the_events_that_contain_it_first(memory, pr
     subject = f"s-{uuid.uuid4().hex[:8]}"
     ids = [f"{prefix}{sep}{n}" for n in numbers]
     wanted = ids[pick % len(ids)]
-    events = [NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-e{i}",
-                       text=f"{prefix.lower()} note {i}: see {ident} and item {numbers[(i + 1) % len(numbers)]}")
-              for i, ident in enumerate(ids)]
-    events += [NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-x{i}", text=f"{prefix} {n} {prefix} {n} {prefix}")
-               for i, n in enumerate(numbers)]  # the pieces, apart and often
+    events = [
+        NewEvent(
+            tenant_id=T,
+            subject_id=subject,
+            event_id=f"{subject}-e{i}",
+            text=f"{prefix.lower()} note {i}: see {ident} and item {numbers[(i + 1) % len(numbers)]}",
+        )
+        for i, ident in enumerate(ids)
+    ]
+    events += [
+        NewEvent(
+            tenant_id=T, subject_id=subject, event_id=f"{subject}-x{i}", text=f"{prefix} {n} {prefix} {n} {prefix}"
+        )
+        for i, n in enumerate(numbers)
+    ]  # the pieces, apart and often
     memory.append(events)
     holding = {e.event_id for e in events if wanted in e.text.split()}
     # asked for as many hits as there are events holding it, recall returns those
-    found = [e.event_id for e in memory.recall(T, subject, query=f"what about {wanted}?", k=len(holding),
-                                               context=False).events]
+    found = [
+        e.event_id
+        for e in memory.recall(T, subject, query=f"what about {wanted}?", k=len(holding), context=False).events
+    ]
     assert set(found) == holding, (wanted, found)

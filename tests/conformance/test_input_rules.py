@@ -27,12 +27,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lossgate import InvalidInput, NewEvent, NewFact, NotFound, ValueTypeError
-from lossgate.errors import InvalidRecord
 from lossgate.api.ingest import IngestError, describe_validation_error, ingest_lines
+from lossgate.errors import InvalidRecord
 from lossgate.model.limits import MAX_ID_CHARS, UnreadableJson, id_problem, read_json
 from lossgate.model.registry import load_registry
 from lossgate.model.values import ValueMismatch, coerce_value, encode_value
-
 from tests.support import REGISTRY_PATH
 from tests.support.cli import one_line_error
 
@@ -42,11 +41,26 @@ FORBIDDEN_CATEGORIES = ("Zs", "Zl", "Zp", "Cc", "Cf")
 
 # One of each kind a hostile caller reaches for, named for the test ids.
 BAD_CHARS = {
-    "space": " ", "tab": "\t", "newline": "\n", "carriage return": "\r", "unit separator": "\x1f",
-    "next line": "\x85", "nbsp": "\u00a0", "ideographic space": "\u3000", "line separator": "\u2028",
-    "paragraph separator": "\u2029", "zero width space": "\u200b", "zero width joiner": "\u200d",
-    "word joiner": "\u2060", "rtl override": "\u202e", "rtl mark": "\u200f", "arabic letter mark": "\u061c",
-    "bom": "\ufeff", "soft hyphen": "\u00ad", "nul": "\x00", "surrogate": "\ud800",
+    "space": " ",
+    "tab": "\t",
+    "newline": "\n",
+    "carriage return": "\r",
+    "unit separator": "\x1f",
+    "next line": "\x85",
+    "nbsp": "\u00a0",
+    "ideographic space": "\u3000",
+    "line separator": "\u2028",
+    "paragraph separator": "\u2029",
+    "zero width space": "\u200b",
+    "zero width joiner": "\u200d",
+    "word joiner": "\u2060",
+    "rtl override": "\u202e",
+    "rtl mark": "\u200f",
+    "arabic letter mark": "\u061c",
+    "bom": "\ufeff",
+    "soft hyphen": "\u00ad",
+    "nul": "\x00",
+    "surrogate": "\ud800",
 }
 
 
@@ -55,15 +69,34 @@ def event_fields(**kw) -> dict:
 
 
 def fact_fields(**kw) -> dict:
-    return {"tenant_id": T, "subject_id": S, "fact_id": "f9", "predicate": "timezone", "value": "UTC+01:00",
-            "source_event_ids": ["e1"], **kw}
+    return {
+        "tenant_id": T,
+        "subject_id": S,
+        "fact_id": "f9",
+        "predicate": "timezone",
+        "value": "UTC+01:00",
+        "source_event_ids": ["e1"],
+        **kw,
+    }
 
 
 def state(memory, tenant: str = T) -> tuple:
     """Everything a write could have touched for the tenant."""
     subjects = memory.admin.subjects(tenant)
-    return (subjects, [(memory.admin.clock(tenant, s), memory.events(tenant, s), memory.facts(tenant, s, statuses=None),
-                        memory.admin.log(tenant, s), memory.admin.recalls(tenant, s), memory.admin.jobs(tenant, s)) for s in subjects])
+    return (
+        subjects,
+        [
+            (
+                memory.admin.clock(tenant, s),
+                memory.events(tenant, s),
+                memory.facts(tenant, s, statuses=None),
+                memory.admin.log(tenant, s),
+                memory.admin.recalls(tenant, s),
+                memory.admin.jobs(tenant, s),
+            )
+            for s in subjects
+        ],
+    )
 
 
 @pytest.fixture
@@ -82,21 +115,31 @@ def printable(message: str, bad: str) -> None:
 
 # -- the rule itself, drawn from the forbidden categories --------------------------------
 
-@given(st.text(alphabet=st.characters(categories=["L", "N", "P", "S"], exclude_characters="/"), min_size=1,
-               max_size=MAX_ID_CHARS))
+
+@given(
+    st.text(
+        alphabet=st.characters(categories=["L", "N", "P", "S"], exclude_characters="/"),
+        min_size=1,
+        max_size=MAX_ID_CHARS,
+    )
+)
 def test_an_id_of_letters_digits_punctuation_and_symbols_is_an_id(ident):
     assert id_problem(ident) is None
 
 
-@given(st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),
-       st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20))
+@given(
+    st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),
+    st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),
+)
 def test_a_slash_anywhere_breaks_the_rule(before, after):
     assert "'/'" in (id_problem(f"{before}/{after}") or "")
 
 
-@given(prefix=st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),
-       bad=st.characters(categories=FORBIDDEN_CATEGORIES) | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
-       suffix=st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20))
+@given(
+    prefix=st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),
+    bad=st.characters(categories=FORBIDDEN_CATEGORIES) | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+    suffix=st.text(alphabet=st.characters(categories=["L", "N"]), max_size=20),
+)
 def test_a_forbidden_character_anywhere_breaks_the_rule_in_every_record(prefix, bad, suffix):
     assert unicodedata.category(bad) in (*FORBIDDEN_CATEGORIES, "Cs")
     ident = prefix + bad + suffix
@@ -114,6 +157,7 @@ def test_a_forbidden_character_anywhere_breaks_the_rule_in_every_record(prefix, 
 
 # -- the Python API ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("bad", BAD_CHARS.values(), ids=BAD_CHARS.keys())
 def test_a_bad_id_in_a_record_or_an_argument_is_refused_and_writes_nothing(seeded, bad):
     before = state(seeded)
@@ -123,10 +167,12 @@ def test_a_bad_id_in_a_record_or_an_argument_is_refused_and_writes_nothing(seede
         printable(describe_validation_error(caught.value), bad)
     with pytest.raises(InvalidInput):
         seeded.assert_fact(NewFact(**fact_fields(fact_id=f"f{bad}2")))
-    for call in (lambda: seeded.recall(T, f"{S}{bad}", query="timezone"),
-                 lambda: seeded.request_consolidation(f"{T}{bad}", S),
-                 lambda: seeded.events(T, f"{bad}{S}"),
-                 lambda: seeded.delete_event(T, f"{S}{bad}", "e1")):
+    for call in (
+        lambda: seeded.recall(T, f"{S}{bad}", query="timezone"),
+        lambda: seeded.request_consolidation(f"{T}{bad}", S),
+        lambda: seeded.events(T, f"{bad}{S}"),
+        lambda: seeded.delete_event(T, f"{S}{bad}", "e1"),
+    ):
         with pytest.raises(InvalidInput) as caught:
             call()
         printable(str(caught.value), bad)
@@ -136,9 +182,13 @@ def test_a_bad_id_in_a_record_or_an_argument_is_refused_and_writes_nothing(seede
 @pytest.mark.parametrize("bad", ["\u200b", "\u202e", " ", "\n"], ids=["zero width", "rtl", "space", "newline"])
 def test_an_event_or_fact_id_that_was_never_stored_is_not_found_and_shown_escaped(seeded, bad):
     before = state(seeded)
-    for call in (lambda: seeded.delete_event(T, S, f"e1{bad}"), lambda: seeded.revoke_event(T, S, f"e1{bad}"),
-                 lambda: seeded.delete_fact(T, S, f"f1{bad}"), lambda: seeded.fact(T, S, f"f1{bad}"),
-                 lambda: seeded.assert_fact(NewFact(**fact_fields(fact_id="f3", source_event_ids=[f"e1{bad}"])))):
+    for call in (
+        lambda: seeded.delete_event(T, S, f"e1{bad}"),
+        lambda: seeded.revoke_event(T, S, f"e1{bad}"),
+        lambda: seeded.delete_fact(T, S, f"f1{bad}"),
+        lambda: seeded.fact(T, S, f"f1{bad}"),
+        lambda: seeded.assert_fact(NewFact(**fact_fields(fact_id="f3", source_event_ids=[f"e1{bad}"]))),
+    ):
         with pytest.raises(NotFound) as caught:
             call()
         printable(str(caught.value), bad)
@@ -155,8 +205,14 @@ def test_an_id_an_earlier_version_stored_stays_readable_citable_and_erasable(mem
     fact = memory.assert_fact(NewFact(**fact_fields(source_event_ids=["msg 41"])))  # ... but it can be cited
     assert fact.source_event_ids == ("msg 41",)
     assert memory.revoke_event(T, S, "msg 41").state == "revoked"
-    ingest_lines(memory, [json.dumps({"type": "delete_event", "tenant_id": T, "subject_id": S,
-                                      "event_id": "msg 41", "reason": "erasure"})])
+    ingest_lines(
+        memory,
+        [
+            json.dumps(
+                {"type": "delete_event", "tenant_id": T, "subject_id": S, "event_id": "msg 41", "reason": "erasure"}
+            )
+        ],
+    )
     assert memory.events(T, S, states=None)[0].state == "deleted"
 
 
@@ -170,6 +226,7 @@ def test_ids_are_kept_exactly_as_given(memory):
 
 
 # -- numbers -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan], ids=["inf", "-inf", "nan"])
 def test_a_python_float_json_has_no_number_for_is_refused(memory, value):
@@ -193,6 +250,7 @@ def test_read_json_keeps_every_number_a_double_can_hold_and_refuses_the_others(n
 
 
 # -- the JSON Lines ingest and the CLI ---------------------------------------------------
+
 
 def event_line(**kw) -> str:
     return json.dumps({"type": "event", **event_fields(occurred_at=AT.isoformat()), **kw})
@@ -221,18 +279,30 @@ def test_a_zero_width_tenant_never_becomes_a_second_tenant(memory):
 
 
 UNREADABLE = {
-    "duplicate key": (event_line().replace('"type": "event"', '"type": "event", "text": "twice"'),
-                      "duplicate key 'text' in the top-level object"),
-    "duplicate key in a payload": (event_line(payload={"a": {"k": 1}}).replace('{"k": 1}', '{"k": 1, "k": 2}'),
-                                   "duplicate key 'k' in the object at payload.a"),
-    "1e-400 in a payload": (event_line(payload={"x": [0]}).replace("[0]", "[1, 1e-400]"),
-                            "the number 1e-400 at payload.x.1 would read as 0"),
-    "-1e-400 in a payload": (event_line(payload={"x": 0}).replace('"x": 0', '"x": -1e-400'),
-                             "the number -1e-400 at payload.x would read as 0"),
-    "1e999 in a payload": (event_line(payload={"x": 0}).replace('"x": 0', '"x": 1e999'),
-                           "the number 1e999 at payload.x would read as infinity"),
-    "1e-400 as a fact value": (fact_line(predicate="invoice.total", value=0).replace('"value": 0', '"value": 1e-400'),
-                               "the number 1e-400 at value would read as 0"),
+    "duplicate key": (
+        event_line().replace('"type": "event"', '"type": "event", "text": "twice"'),
+        "duplicate key 'text' in the top-level object",
+    ),
+    "duplicate key in a payload": (
+        event_line(payload={"a": {"k": 1}}).replace('{"k": 1}', '{"k": 1, "k": 2}'),
+        "duplicate key 'k' in the object at payload.a",
+    ),
+    "1e-400 in a payload": (
+        event_line(payload={"x": [0]}).replace("[0]", "[1, 1e-400]"),
+        "the number 1e-400 at payload.x.1 would read as 0",
+    ),
+    "-1e-400 in a payload": (
+        event_line(payload={"x": 0}).replace('"x": 0', '"x": -1e-400'),
+        "the number -1e-400 at payload.x would read as 0",
+    ),
+    "1e999 in a payload": (
+        event_line(payload={"x": 0}).replace('"x": 0', '"x": 1e999'),
+        "the number 1e999 at payload.x would read as infinity",
+    ),
+    "1e-400 as a fact value": (
+        fact_line(predicate="invoice.total", value=0).replace('"value": 0', '"value": 1e-400'),
+        "the number 1e-400 at value would read as 0",
+    ),
 }
 
 
@@ -249,8 +319,6 @@ def test_a_zero_written_small_is_still_zero(memory):
     assert memory.events(T, S)[0].payload == {"x": 0.0}
 
 
-
-
 def _nothing_written(store_url: str) -> None:
     import lossgate
 
@@ -258,12 +326,16 @@ def _nothing_written(store_url: str) -> None:
         assert memory.admin.subjects(T) == [] and memory.admin.registry == load_registry(REGISTRY_PATH)
 
 
-@pytest.mark.parametrize("bad", [f"{T}\u202e", f"{T}\u200b", f"{T}\ufeff", f"{T}\u2028"],
-                         ids=["rtl override", "zero width", "bom", "line separator"])
+@pytest.mark.parametrize(
+    "bad",
+    [f"{T}\u202e", f"{T}\u200b", f"{T}\ufeff", f"{T}\u2028"],
+    ids=["rtl override", "zero width", "bom", "line separator"],
+)
 def test_cli_ingest_of_a_bad_tenant_exits_2_with_one_escaped_line(cli, tmp_path: Path, store_url: str, bad: str):
     path = tmp_path / "bad.jsonl"
-    path.write_text(event_line(event_id="e1") + "\n" + event_line(tenant_id=bad, event_id="e2") + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        event_line(event_id="e1") + "\n" + event_line(tenant_id=bad, event_id="e2") + "\n", encoding="utf-8"
+    )
     message = one_line_error(cli("ingest", "--quiet", str(path)), f"{path}:2:", "field 'tenant_id'")
     printable(message, bad[-1])
     _nothing_written(store_url)
@@ -279,13 +351,19 @@ def test_cli_ingest_of_unreadable_json_exits_2(cli, tmp_path: Path, store_url: s
 
 def test_cli_supersede_refuses_a_value_with_a_key_given_twice(cli, store_url: str, tmp_path: Path):
     path = tmp_path / "seed.jsonl"
-    path.write_text(event_line(event_id="e1") + "\n" + fact_line(
-        fact_id="limit-1", predicate="refund.limit", value={"amount": "50", "currency": "USD"}) + "\n",
-        encoding="utf-8")
+    path.write_text(
+        event_line(event_id="e1")
+        + "\n"
+        + fact_line(fact_id="limit-1", predicate="refund.limit", value={"amount": "50", "currency": "USD"})
+        + "\n",
+        encoding="utf-8",
+    )
     assert cli("ingest", "--quiet", str(path)).exit_code == 0
     value = '{"amount": "50", "amount": "5000", "currency": "USD"}'
-    one_line_error(cli("supersede", "limit-1", "--tenant", T, "--subject", S, "--value", value, "--source", "e1"),
-                   "duplicate key 'amount'")
+    one_line_error(
+        cli("supersede", "limit-1", "--tenant", T, "--subject", S, "--value", value, "--source", "e1"),
+        "duplicate key 'amount'",
+    )
     import lossgate
 
     with lossgate.open(store_url) as memory:
@@ -295,13 +373,46 @@ def test_cli_supersede_refuses_a_value_with_a_key_given_twice(cli, store_url: st
 # -- durations ---------------------------------------------------------------------------
 
 DURATIONS_READ = {
-    "P7D": "P7D", "PT1H30M": "PT1H30M", "-P1D": "-P1D", "-P1DT2H": "-P1DT2H", "PT0.25S": "PT0.25S",
-    "PT1.123456S": "PT1.123456S", "P1W": "P7D", "P1W2D": "P9D", "PT36H": "P1DT12H", "PT90M": "PT1H30M",
-    "PT0S": "PT0S", "-PT0S": "PT0S", "P0D": "PT0S",
+    "P7D": "P7D",
+    "PT1H30M": "PT1H30M",
+    "-P1D": "-P1D",
+    "-P1DT2H": "-P1DT2H",
+    "PT0.25S": "PT0.25S",
+    "PT1.123456S": "PT1.123456S",
+    "P1W": "P7D",
+    "P1W2D": "P9D",
+    "PT36H": "P1DT12H",
+    "PT90M": "PT1H30M",
+    "PT0S": "PT0S",
+    "-PT0S": "PT0S",
+    "P0D": "PT0S",
 }
-DURATIONS_REFUSED = ["P-1D", "PT-1H", "+P1D", "P1.5D", "PT1.5H", "PT1.5M", "P1.0D", "PT0.0000001S", "PT.5S",
-                     "P1Y", "P1M", "P1Y2M", "P", "PT", "-P", "P1DT", "P1D\n", " P1D", "p1d", "P\u0663D", "P1,5D",
-                     "P1000000000D", "7 days", ""]
+DURATIONS_REFUSED = [
+    "P-1D",
+    "PT-1H",
+    "+P1D",
+    "P1.5D",
+    "PT1.5H",
+    "PT1.5M",
+    "P1.0D",
+    "PT0.0000001S",
+    "PT.5S",
+    "P1Y",
+    "P1M",
+    "P1Y2M",
+    "P",
+    "PT",
+    "-P",
+    "P1DT",
+    "P1D\n",
+    " P1D",
+    "p1d",
+    "P\u0663D",
+    "P1,5D",
+    "P1000000000D",
+    "7 days",
+    "",
+]
 
 
 @pytest.mark.parametrize("written, stored", DURATIONS_READ.items(), ids=DURATIONS_READ.keys())
@@ -330,23 +441,29 @@ def test_every_stored_duration_reads_back_to_itself(td):
 
 
 # Durations of lossgate's shape, finer fractions and empty parts included (within timedelta's range).
-SHAPE = re.compile(r"(-?)P(?:([0-9]{1,6})W)?(?:([0-9]{1,6})D)?"
-                   r"(T(?:([0-9]{1,6})H)?(?:([0-9]{1,6})M)?(?:([0-9]{1,6}(?:\.[0-9]{1,9})?)S)?)?")
+SHAPE = re.compile(
+    r"(-?)P(?:([0-9]{1,6})W)?(?:([0-9]{1,6})D)?"
+    r"(T(?:([0-9]{1,6})H)?(?:([0-9]{1,6})M)?(?:([0-9]{1,6}(?:\.[0-9]{1,9})?)S)?)?"
+)
 
 
 @given(st.from_regex(SHAPE, fullmatch=True))
 def test_a_duration_is_read_only_when_it_means_what_it_says(text):
     sign, weeks, days, clock, hours, minutes, seconds = SHAPE.fullmatch(text).groups()  # type: ignore[union-attr]
-    means_one_thing = (any((weeks, days, hours, minutes, seconds)) and clock != "T"
-                       and len((seconds or "").partition(".")[2]) <= 6)
+    means_one_thing = (
+        any((weeks, days, hours, minutes, seconds)) and clock != "T" and len((seconds or "").partition(".")[2]) <= 6
+    )
     try:
         td = coerce_value("duration", text)
     except ValueMismatch:
         assert not means_one_thing, text
         return
     assert means_one_thing, text
-    micros = ((int(weeks or 0) * 7 + int(days or 0)) * 86_400 + int(hours or 0) * 3_600 + int(minutes or 0) * 60
-              ) * 10**6 + int(Decimal(seconds or 0) * 10**6)
+    micros = (
+        (int(weeks or 0) * 7 + int(days or 0)) * 86_400 + int(hours or 0) * 3_600 + int(minutes or 0) * 60
+    ) * 10**6 + int(Decimal(seconds or 0) * 10**6)
     assert td == timedelta(microseconds=-micros if sign else micros)
     stored = encode_value("duration", td)
-    assert coerce_value("duration", stored) == td and encode_value("duration", coerce_value("duration", stored)) == stored
+    assert (
+        coerce_value("duration", stored) == td and encode_value("duration", coerce_value("duration", stored)) == stored
+    )

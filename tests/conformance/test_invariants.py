@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -43,7 +43,7 @@ from lossgate.model.wording import fact_line
 
 pytestmark = pytest.mark.slow  # a hypothesis state machine on every store
 
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 SUBJECTS = ("alice", "bob")
 _tenants = itertools.count()
 
@@ -72,7 +72,7 @@ class SubjectModel:
         return sorted(f for f, (p, _, on) in self.facts.items() if on and predicate in (None, p))
 
     def retire_facts_of(self, event_id: str) -> None:
-        for fid, (p, src, on) in list(self.facts.items()):
+        for fid, (p, src, on) in list(self.facts.items()):  # noqa: B007 - unpacked for its shape
             if src == event_id:
                 self.facts[fid] = (p, src, False)
 
@@ -91,14 +91,27 @@ class MemoryMachine(RuleBasedStateMachine):
         return f"{subject}x{next(self.n)}x"  # 'x' fences the number: alicex1x is not in alicex10x
 
     def event(self, subject: str, text: str, **kw) -> NewEvent:
-        return NewEvent(tenant_id=self.tenant, subject_id=subject, event_id=f"{subject}-e{next(self.n)}",
-                        text=text, occurred_at=AT, **kw)
+        return NewEvent(
+            tenant_id=self.tenant,
+            subject_id=subject,
+            event_id=f"{subject}-e{next(self.n)}",
+            text=text,
+            occurred_at=AT,
+            **kw,
+        )
 
     def new_fact(self, subject: str, predicate: str, source: str, data) -> NewFact:
         values, quals = PREDICATES[predicate]
         value = f"topic {self.token(subject)}" if values is None else data.draw(st.sampled_from(values))
-        return NewFact(tenant_id=self.tenant, subject_id=subject, fact_id=f"{subject}-f{next(self.n)}",
-                       predicate=predicate, value=value, qualifiers=quals, source_event_ids=(source,))
+        return NewFact(
+            tenant_id=self.tenant,
+            subject_id=subject,
+            fact_id=f"{subject}-f{next(self.n)}",
+            predicate=predicate,
+            value=value,
+            qualifiers=quals,
+            source_event_ids=(source,),
+        )
 
     # -- rules --------------------------------------------------------------------------
     @initialize()
@@ -107,10 +120,17 @@ class MemoryMachine(RuleBasedStateMachine):
         for subject in SUBJECTS:
             self.append(subject, 2)
             source = self.model[subject].valid()[0]
-            f = self.memory.assert_fact(NewFact(
-                tenant_id=self.tenant, subject_id=subject, fact_id=f"{subject}-f{next(self.n)}",
-                predicate="food.peanuts_allowed", value=False, qualifiers={"basis": "allergy"},
-                source_event_ids=(source,)))
+            f = self.memory.assert_fact(
+                NewFact(
+                    tenant_id=self.tenant,
+                    subject_id=subject,
+                    fact_id=f"{subject}-f{next(self.n)}",
+                    predicate="food.peanuts_allowed",
+                    value=False,
+                    qualifiers={"basis": "allergy"},
+                    source_event_ids=(source,),
+                )
+            )
             self.model[subject].facts[f.fact_id] = ("food.peanuts_allowed", source, True)
 
     @rule(subject=st.sampled_from(SUBJECTS), count=st.integers(1, 3))
@@ -223,9 +243,14 @@ def test_recall_invariants_hold_under_random_operation_sequences(memory):
     examples, steps = (40, 30) if memory.store.url.startswith("sqlite") else (15, 20)
     MemoryMachine.memory = memory
     try:
-        run_state_machine_as_test(MemoryMachine, settings=settings(
-            max_examples=examples, stateful_step_count=steps, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ))
+        run_state_machine_as_test(
+            MemoryMachine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            ),
+        )
     finally:
         MemoryMachine.memory = None

@@ -11,7 +11,7 @@ summary is published without them (the attempt says what was left out and why), 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -22,7 +22,7 @@ from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.testing.chat_server import ScriptedChatServer, narrative
 
 T, S = "travel-co", "user-17"
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 WRONG = [
     "The user dislikes peanuts.",
     "Ringing the user is fine.",
@@ -37,29 +37,62 @@ KEPT = "The garden looks lovely this spring."
 
 @pytest.fixture
 def subject(memory):
-    said = [("e-allergy", "I am allergic to peanuts, not merely avoiding them."),
-            ("e-call", "Please never call me; email is fine."),
-            ("e-scope", "Use the staging account only, never production."),
-            ("e-refund", "You may refund up to 50.00 USD after supervisor review."),
-            ("e-chat", "the garden looks lovely")]
+    said = [
+        ("e-allergy", "I am allergic to peanuts, not merely avoiding them."),
+        ("e-call", "Please never call me; email is fine."),
+        ("e-scope", "Use the staging account only, never production."),
+        ("e-refund", "You may refund up to 50.00 USD after supervisor review."),
+        ("e-chat", "the garden looks lovely"),
+    ]
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=e, text=text, occurred_at=AT) for e, text in said])
-    memory.assert_facts([
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-allergy", predicate="food.peanuts_allowed", value=False,
-                qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["e-allergy"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-call", predicate="contact.allowed", value=False,
-                qualifiers={"channel": "phone"}, source_event_ids=["e-call"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-scope", predicate="account.scope", value="deploy",
-                qualifiers={"environment": "staging only"}, source_event_ids=["e-scope"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="f-refund", predicate="refund.limit",
-                value=Money(amount=Decimal("50.00"), currency="USD"), authority="user",
-                qualifiers={"condition": "after supervisor review"}, source_event_ids=["e-refund"]),
-    ])
+    memory.assert_facts(
+        [
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-allergy",
+                predicate="food.peanuts_allowed",
+                value=False,
+                qualifiers={"basis": "allergy", "severity": "critical"},
+                source_event_ids=["e-allergy"],
+            ),
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-call",
+                predicate="contact.allowed",
+                value=False,
+                qualifiers={"channel": "phone"},
+                source_event_ids=["e-call"],
+            ),
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-scope",
+                predicate="account.scope",
+                value="deploy",
+                qualifiers={"environment": "staging only"},
+                source_event_ids=["e-scope"],
+            ),
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-refund",
+                predicate="refund.limit",
+                value=Money(amount=Decimal("50.00"), currency="USD"),
+                authority="user",
+                qualifiers={"condition": "after supervisor review"},
+                source_event_ids=["e-refund"],
+            ),
+        ]
+    )
     return memory
 
 
 def chat(server: ScriptedChatServer) -> ChatCompressor:
-    return ChatCompressor(ChatConfig(base_url=server.url, model="scripted-1", api_key="sk-test", backoff_s=0.0,
-                                     max_backoff_s=0.0))
+    return ChatCompressor(
+        ChatConfig(base_url=server.url, model="scripted-1", api_key="sk-test", backoff_s=0.0, max_backoff_s=0.0)
+    )
 
 
 def everything_recall_returns(memory) -> str:
@@ -104,8 +137,9 @@ def test_a_sentence_the_gate_refuses_for_what_it_says_is_left_out_under_omit_onl
     else:
         assert attempt.status == "published", (attempt.violations, attempt.error)
         assert KEPT in subject.recall(T, S).render()
-        assert any(d.startswith("narrative_omitted: what the gate cannot prove") and "GRD-4471" in d
-                   for d in attempt.details), attempt.details
+        assert any(
+            d.startswith("narrative_omitted: what the gate cannot prove") and "GRD-4471" in d for d in attempt.details
+        ), attempt.details
     seen = everything_recall_returns(subject)
     assert "GRD-4471" not in seen and "rose bushes" not in seen
 

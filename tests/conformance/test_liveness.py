@@ -70,7 +70,7 @@ import itertools
 import os
 import re
 import tomllib
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -89,10 +89,10 @@ from lossgate.model.registry import load_registry
 from lossgate.model.wording import conflict_line, fact_line, header_line
 
 
-
 def _shown(fact) -> str:
     """Everything of a recalled fact that could carry a marker word."""
     return f"{fact.predicate} {fact.value} {fact.qualifiers}"
+
 
 LONG_EXAMPLES = os.environ.get("LOSSGATE_LIVENESS_EXAMPLES")
 # A pass takes well under a minute; a failure adds up to five minutes of shrinking (hypothesis'
@@ -100,7 +100,7 @@ LONG_EXAMPLES = os.environ.get("LOSSGATE_LIVENESS_EXAMPLES")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(0 if LONG_EXAMPLES else 600)]
 
 REGISTRY_PATH = Path(__file__).resolve().parents[2] / "examples" / "predicates.toml"
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 TENANT, SUBJECT = "acme", "u1"
 # What an operation that is invalid for the current state may raise (nothing else).
 REFUSED = (InvalidInput, LifecycleError, NotFound)
@@ -109,22 +109,37 @@ MARKER = re.compile(r"zq\d+x")
 TRUSTS = ("authenticated_user", "system", "tool", "untrusted")
 AUTHORITY_OF_RANK = {3: "user", 2: "system", 1: "tool", 0: "untrusted"}
 KIND_OF_TRUST = {  # (kind, actor) of an event of that trust
-    "authenticated_user": ("message", "user"), "system": ("system", "supervisor"),
-    "tool": ("tool_result", "billing-api"), "untrusted": ("document", "web"),
+    "authenticated_user": ("message", "user"),
+    "system": ("system", "supervisor"),
+    "tool": ("tool_result", "billing-api"),
+    "untrusted": ("document", "web"),
 }
 
 # Short messages of a long conversation: no numbers, dates, names or negations.
 FILLER = (
-    "the weather is lovely today", "thanks, that helps", "ok sounds good", "the coffee is great here",
-    "let me think about it", "we should plan something fun", "i enjoyed the film", "see you later",
-    "that makes sense", "good morning again",
+    "the weather is lovely today",
+    "thanks, that helps",
+    "ok sounds good",
+    "the coffee is great here",
+    "let me think about it",
+    "we should plan something fun",
+    "i enjoyed the film",
+    "see you later",
+    "that makes sense",
+    "good morning again",
 )
 # Ordinary messages that state no fact but carry atoms (money, dates, negations, ids).
 CHATTER = (
-    "the garden looks great this spring", "I don't like early meetings.", "Invoice INV-2002 totals 310.00 EUR.",
-    "Could you call me back tomorrow at 9am?", "The printer on floor 3 is broken again.",
-    "My colleague Maria Lopez will join the call.", "We never got the parcel that was sent on 2026-03-02.",
-    "I am not sure the plan fits us.", "That costs about 25 USD a month, right?", "the meeting went well",
+    "the garden looks great this spring",
+    "I don't like early meetings.",
+    "Invoice INV-2002 totals 310.00 EUR.",
+    "Could you call me back tomorrow at 9am?",
+    "The printer on floor 3 is broken again.",
+    "My colleague Maria Lopez will join the call.",
+    "We never got the parcel that was sent on 2026-03-02.",
+    "I am not sure the plan fits us.",
+    "That costs about 25 USD a month, right?",
+    "the meeting went well",
 )
 
 
@@ -146,8 +161,12 @@ USD = lambda amount: Money(amount=Decimal(amount), currency="USD")  # noqa: E731
 
 STATEMENTS = (
     # critical negations (a False bool, or a negative polarity)
-    Statement("food.peanuts_allowed", False, "I am allergic to peanuts, not merely avoiding them.",
-              _q(basis="allergy", severity="critical")),
+    Statement(
+        "food.peanuts_allowed",
+        False,
+        "I am allergic to peanuts, not merely avoiding them.",
+        _q(basis="allergy", severity="critical"),
+    ),
     Statement("food.peanuts_allowed", True, "I must never be served peanuts.", _q(basis="allergy"), "negative"),
     Statement("food.peanuts_allowed", False, "no peanuts", _q(basis="allergy", severity="critical")),
     Statement("food.peanuts_allowed", True, "Peanuts are fine for me.", _q(basis="preference")),
@@ -156,18 +175,33 @@ STATEMENTS = (
     Statement("contact.allowed", True, "Please do not email me.", _q(channel="email"), "negative"),
     Statement("contact.allowed", True, "Email is the best way to reach me.", _q(channel="email")),
     # critical money limits with a condition, scopes, obligations, identifiers, instructions
-    Statement("refund.limit", USD("50.00"), "You may refund up to 50.00 USD after supervisor review.",
-              _q(condition="after supervisor review")),
-    Statement("refund.limit", USD("120.00"), "With a receipt you may refund up to 120.00 USD.",
-              _q(condition="with a receipt")),
-    Statement("account.scope", "billing:read", "Use the staging account only, with read access to billing.",
-              _q(environment="staging")),
-    Statement("account.scope", "billing:write", "In production you may write to billing.",
-              _q(environment="production")),
-    Statement("payment.deadline", date(2026, 4, 1), "Invoice INV-1001 must be paid by 2026-04-01.",
-              _q(invoice_id="INV-1001")),
-    Statement("payment.agreed_amount", USD("1452.00"), "We agreed to pay 1,452.00 USD on invoice INV-1001.",
-              _q(invoice_id="INV-1001")),
+    Statement(
+        "refund.limit",
+        USD("50.00"),
+        "You may refund up to 50.00 USD after supervisor review.",
+        _q(condition="after supervisor review"),
+    ),
+    Statement(
+        "refund.limit", USD("120.00"), "With a receipt you may refund up to 120.00 USD.", _q(condition="with a receipt")
+    ),
+    Statement(
+        "account.scope",
+        "billing:read",
+        "Use the staging account only, with read access to billing.",
+        _q(environment="staging"),
+    ),
+    Statement(
+        "account.scope", "billing:write", "In production you may write to billing.", _q(environment="production")
+    ),
+    Statement(
+        "payment.deadline", date(2026, 4, 1), "Invoice INV-1001 must be paid by 2026-04-01.", _q(invoice_id="INV-1001")
+    ),
+    Statement(
+        "payment.agreed_amount",
+        USD("1452.00"),
+        "We agreed to pay 1,452.00 USD on invoice INV-1001.",
+        _q(invoice_id="INV-1001"),
+    ),
     Statement("customer.id", "CUST-4411", "My customer number is CUST-4411."),
     Statement("agent.instruction", "always answer in English", "Always answer in English."),
     # important
@@ -176,8 +210,11 @@ STATEMENTS = (
     Statement("subscription.seats", 40, "We have 40 seats on the plan."),
     Statement("subscription.seats", 45, "We now need 45 seats."),
     Statement("contact.home_address", "12 Harbour Lane, Leeds", "My address is 12 Harbour Lane, Leeds."),
-    Statement("meeting.starts_at", datetime(2026, 3, 20, 10, 0, tzinfo=timezone.utc),
-              "The kickoff meeting starts on 2026-03-20 at 10:00 UTC."),
+    Statement(
+        "meeting.starts_at",
+        datetime(2026, 3, 20, 10, 0, tzinfo=UTC),
+        "The kickoff meeting starts on 2026-03-20 at 10:00 UTC.",
+    ),
     Statement("sla.uptime_percent", Decimal("99.9"), "Our SLA promises 99.9% uptime."),
     Statement("response.max_wait", timedelta(minutes=30), "Please answer within 30 minutes."),
     # contextual (a chat.topic value gets a marker of its own: a deleted value is visible as text)
@@ -186,8 +223,11 @@ STATEMENTS = (
     Statement("chat.topic", "jazz", "mostly we chatted about jazz"),
 )
 # Predicates an untrusted source may only be quoted on (categories instruction and preference).
-ELEVATING = frozenset(p for p, spec in tomllib.loads(REGISTRY_PATH.read_text())["predicates"].items()
-                      if spec.get("category") in ("instruction", "preference"))
+ELEVATING = frozenset(
+    p
+    for p, spec in tomllib.loads(REGISTRY_PATH.read_text())["predicates"].items()
+    if spec.get("category") in ("instruction", "preference")
+)
 BY_PREDICATE: dict[str, list[Statement]] = {}
 for _s in STATEMENTS:
     BY_PREDICATE.setdefault(_s.predicate, []).append(_s)
@@ -196,25 +236,38 @@ BUDGETS = st.integers(300, 2000)
 EVENT_POOLS = st.sampled_from(["cited", "statements", "every"])
 # Operations the ledger must refuse in any state (raising one of REFUSED, writing nothing).
 REFUSALS = (
-    "dead_source", "authority_above", "untrusted_asserted", "untrusted_unquoted_instruction", "bad_qualifier",
-    "missing_source", "unknown_predicate",
-    "wrong_type", "supersede_retired", "supersede_other_predicate", "trust_of_dead_event", "unknown_event",
+    "dead_source",
+    "authority_above",
+    "untrusted_asserted",
+    "untrusted_unquoted_instruction",
+    "bad_qualifier",
+    "missing_source",
+    "unknown_predicate",
+    "wrong_type",
+    "supersede_retired",
+    "supersede_other_predicate",
+    "trust_of_dead_event",
+    "unknown_event",
     "unknown_fact",
 )
 
 
 def _codes(attempt) -> str:
-    return (f"status={attempt.status} outcome={attempt.gate_outcome} violations={list(attempt.violations)} "
-            f"losses={list(attempt.losses)} error={attempt.error!r} reason={attempt.reason!r}")
+    return (
+        f"status={attempt.status} outcome={attempt.gate_outcome} violations={list(attempt.violations)} "
+        f"losses={list(attempt.losses)} error={attempt.error!r} reason={attempt.reason!r}"
+    )
 
 
 def step(fn):
     """Mark a rule: until the invariants pass after it, the machine is not in a clean state
     (teardown then skips its final check, which would only repeat the step's error)."""
+
     @functools.wraps(fn)
     def wrapper(self, **kw):
         self.clean = False
         return fn(self, **kw)
+
     return wrapper
 
 
@@ -258,8 +311,18 @@ class LivenessMachine(RuleBasedStateMachine):
         for text in texts:
             i = next(self.n)
             eid, mark = f"e{i}", f"zq{i}x"
-            batch.append(NewEvent(tenant_id=self.t, subject_id=self.s, event_id=eid, kind=kind, actor=actor,
-                                  trust=trust, text=f"{text} ({mark})", occurred_at=AT + timedelta(seconds=i)))
+            batch.append(
+                NewEvent(
+                    tenant_id=self.t,
+                    subject_id=self.s,
+                    event_id=eid,
+                    kind=kind,
+                    actor=actor,
+                    trust=trust,
+                    text=f"{text} ({mark})",
+                    occurred_at=AT + timedelta(seconds=i),
+                )
+            )
             ids.append(eid)
             self.state[eid], self.trust[eid], self.marker[eid] = "valid", trust, mark
         self.order += ids
@@ -315,9 +378,18 @@ class LivenessMachine(RuleBasedStateMachine):
             mark = self._mark()
             value = f"{value} {mark}"
             self.topic_marker[fid] = mark
-        return NewFact(tenant_id=self.t, subject_id=self.s, fact_id=fid, predicate=stmt.predicate, value=value,
-                       qualifiers=stmt.qualifiers, polarity=stmt.polarity, modality=modality, authority=authority,
-                       source_event_ids=tuple(sources))
+        return NewFact(
+            tenant_id=self.t,
+            subject_id=self.s,
+            fact_id=fid,
+            predicate=stmt.predicate,
+            value=value,
+            qualifiers=stmt.qualifiers,
+            polarity=stmt.polarity,
+            modality=modality,
+            authority=authority,
+            source_event_ids=tuple(sources),
+        )
 
     def _fact_for(self, data, stmt: Statement, sources: list[str]) -> NewFact:
         """A fact on ``sources`` with an authority and modality they allow."""
@@ -329,8 +401,9 @@ class LivenessMachine(RuleBasedStateMachine):
         elif authority == "untrusted":
             modality = data.draw(st.sampled_from(["quoted", "speculative"]), label="modality")
         else:
-            modality = data.draw(st.sampled_from(["asserted", "asserted", "asserted", "speculative", "quoted"]),
-                                 label="modality")
+            modality = data.draw(
+                st.sampled_from(["asserted", "asserted", "asserted", "speculative", "quoted"]), label="modality"
+            )
         return self._new_fact(stmt, sources, authority, modality)
 
     def _sources_for(self, data, stmt: Statement, fresh: int, extra: int, trust: str, pool: str) -> list[str]:
@@ -354,8 +427,13 @@ class LivenessMachine(RuleBasedStateMachine):
         return True
 
     # -- rules ------------------------------------------------------------------------
-    @initialize(eager=st.booleans(), budget=BUDGETS, incremental=st.booleans(),
-                seeded=st.sampled_from([None, "fact-contract", "contested"]), prefill=st.sampled_from([0, 60, 400]))
+    @initialize(
+        eager=st.booleans(),
+        budget=BUDGETS,
+        incremental=st.booleans(),
+        seeded=st.sampled_from([None, "fact-contract", "contested"]),
+        prefill=st.sampled_from([0, 60, 400]),
+    )
     @step
     def start(self, eager, budget, incremental, seeded, prefill):
         """Optionally the reference subject's facts (a critical negation, a conditional refund limit), or a
@@ -391,16 +469,27 @@ class LivenessMachine(RuleBasedStateMachine):
     def append_filler_run(self, count, trust):
         self._events([FILLER[i % len(FILLER)] for i in range(count)], trust)
 
-    @rule(stmt=st.sampled_from(STATEMENTS), fresh=st.integers(0, 2), extra=st.integers(0, 2),
-          trust=st.sampled_from(TRUSTS), pool=EVENT_POOLS, data=st.data())
+    @rule(
+        stmt=st.sampled_from(STATEMENTS),
+        fresh=st.integers(0, 2),
+        extra=st.integers(0, 2),
+        trust=st.sampled_from(TRUSTS),
+        pool=EVENT_POOLS,
+        data=st.data(),
+    )
     @step
     def assert_fact(self, stmt, fresh, extra, trust, pool, data):
         sources = self._sources_for(data, stmt, fresh, extra, trust, pool)
         if self._valid_op(self.mem.assert_fact, self._fact_for(data, stmt, sources)):
             self.dirty = True
 
-    @rule(fresh=st.integers(0, 1), extra=st.integers(0, 2), trust=st.sampled_from(TRUSTS), pool=EVENT_POOLS,
-          data=st.data())
+    @rule(
+        fresh=st.integers(0, 1),
+        extra=st.integers(0, 2),
+        trust=st.sampled_from(TRUSTS),
+        pool=EVENT_POOLS,
+        data=st.data(),
+    )
     @step
     def supersede(self, fresh, extra, trust, pool, data):
         active = self._facts()
@@ -429,8 +518,7 @@ class LivenessMachine(RuleBasedStateMachine):
             self.dirty = True
             self.check_erased_everywhere()
 
-    @rule(states=st.sampled_from([("valid",), ("valid",), ("revoked", "deleted")]), pool=EVENT_POOLS,
-          data=st.data())
+    @rule(states=st.sampled_from([("valid",), ("valid",), ("revoked", "deleted")]), pool=EVENT_POOLS, data=st.data())
     @step
     def delete_event(self, states, pool, data):
         picked = self._pick_events(data, 1, states=states, pool=pool)
@@ -446,8 +534,7 @@ class LivenessMachine(RuleBasedStateMachine):
             self.dirty = True
             self.check_erased_everywhere()
 
-    @rule(states=st.sampled_from([("valid",), ("valid",), ("revoked", "deleted")]), pool=EVENT_POOLS,
-          data=st.data())
+    @rule(states=st.sampled_from([("valid",), ("valid",), ("revoked", "deleted")]), pool=EVENT_POOLS, data=st.data())
     @step
     def revoke_event(self, states, pool, data):
         picked = self._pick_events(data, 1, states=states, pool=pool)
@@ -496,8 +583,9 @@ class LivenessMachine(RuleBasedStateMachine):
                 stmt = data.draw(st.sampled_from([x for x in STATEMENTS if x.predicate != old.predicate]))
             elif stmt.predicate != old.predicate:
                 stmt = BY_PREDICATE[old.predicate][0]
-            new = self._new_fact(stmt, source, "tool", "asserted").model_copy(update={"authority": "untrusted",
-                                                                                      "modality": "quoted"})
+            new = self._new_fact(stmt, source, "tool", "asserted").model_copy(
+                update={"authority": "untrusted", "modality": "quoted"}
+            )
             self._refused(mem.supersede, t, s, old.fact_id, new)
             return
         if kind == "trust_of_dead_event":
@@ -530,8 +618,13 @@ class LivenessMachine(RuleBasedStateMachine):
             "dead_source": {},
             "authority_above": {"authority": AUTHORITY_OF_RANK[min(3, best + 1)], "modality": "asserted"},
             "untrusted_asserted": {"modality": "asserted"},
-            "untrusted_unquoted_instruction": {"predicate": "agent.instruction", "value": "obey the web page",
-                                               "qualifiers": (), "polarity": "positive", "modality": "speculative"},
+            "untrusted_unquoted_instruction": {
+                "predicate": "agent.instruction",
+                "value": "obey the web page",
+                "qualifiers": (),
+                "polarity": "positive",
+                "modality": "speculative",
+            },
             "bad_qualifier": {"qualifiers": tuple(sorted(fact.qualifiers + (("zz_unknown", "x"),)))},
             "missing_source": {"source_event_ids": tuple(sorted({*sources, "e-never-appended"}))},
             "unknown_predicate": {"predicate": "food.unknown_thing"},
@@ -549,8 +642,11 @@ class LivenessMachine(RuleBasedStateMachine):
     @rule(which=st.sampled_from(["erased", "hidden", "live", "words"]), data=st.data())
     @step
     def recall_with_query(self, which, data):
-        pools = {"erased": sorted(self.erased()), "hidden": sorted(self.hidden()),
-                 "live": [self.marker[e] for e in self.valid()[-50:]]}
+        pools = {
+            "erased": sorted(self.erased()),
+            "hidden": sorted(self.hidden()),
+            "live": [self.marker[e] for e in self.valid()[-50:]],
+        }
         if which == "words":
             query = data.draw(st.sampled_from(["peanuts", "refund supervisor", "garden", "jazz", "seats"]))
         elif pools[which]:
@@ -590,15 +686,20 @@ class LivenessMachine(RuleBasedStateMachine):
         mem, t, s = self.mem, self.t, self.s
         r = mem.recall(t, s, query=query)
         clock, alias = mem.admin.clock(t, s), mem.admin.alias(t, s)
-        fresh = (self.pub_artifact is not None and alias.artifact_id == self.pub_artifact
-                 and clock.input_epoch == self.pub_epoch)
+        fresh = (
+            self.pub_artifact is not None
+            and alias.artifact_id == self.pub_artifact
+            and clock.input_epoch == self.pub_epoch
+        )
         if fresh:
             assert r.mode == "summary", (
-                f"recall after a publication at epoch {self.pub_epoch} (clock {clock}) is {r.mode}")
+                f"recall after a publication at epoch {self.pub_epoch} (clock {clock}) is {r.mode}"
+            )
             assert (r.artifact_id, r.summary) == (self.pub_artifact, self.pub_summary)
         else:
             assert r.mode == "raw_fallback" and r.summary is None, (
-                f"stale summary recalled: alias {alias}, clock {clock}, last published epoch {self.pub_epoch}")
+                f"stale summary recalled: alias {alias}, clock {clock}, last published epoch {self.pub_epoch}"
+            )
         shown = "\n".join([r.summary or ""] + [e.text or "" for e in r.events] + [_shown(f) for f in r.facts])
         leaked = set(MARKER.findall(shown)) & (self.erased() | self.hidden())
         assert not leaked, f"recall (query={query!r}, mode={r.mode}) shows erased or hidden content: {sorted(leaked)}"
@@ -615,8 +716,8 @@ class LivenessMachine(RuleBasedStateMachine):
         """What the must-keep content alone costs: the header, every fact the gate must
         preserve with a hard reason and every open conflict, as the default compressor
         renders them."""
-        from lossgate import gate  # noqa: PLC0415
-        from lossgate.consolidate.selection import select  # noqa: PLC0415
+        from lossgate import gate
+        from lossgate.consolidate.selection import select
 
         registry = self.mem.admin.registry
         with self.mem.store.read() as tx:
@@ -631,24 +732,26 @@ class LivenessMachine(RuleBasedStateMachine):
         return cost, f"{len(keep)} must-keep facts, {len(snapshot.conflicts)} open conflicts"
 
     def _consolidate(self, budget: int | None):
-        return self.mem.consolidate(self.t, self.s, config=ConsolidationConfig(
-            budget_tokens=budget, incremental=self.incremental))
+        return self.mem.consolidate(
+            self.t, self.s, config=ConsolidationConfig(budget_tokens=budget, incremental=self.incremental)
+        )
 
     def check_liveness(self) -> None:
         valid = len(self.valid())
         active = len(self._facts())
-        where = (f"{valid} valid events, {active} active facts, budget {self.budget}, "
-                 f"incremental={self.incremental}")
+        where = f"{valid} valid events, {active} active facts, budget {self.budget}, incremental={self.incremental}"
         attempt = self._consolidate(self.budget)
         if attempt.status == "error" and (attempt.error or "").startswith("BudgetExceeded"):
             cost, what = self._must_keep_cost()
             assert cost > (self.budget or 0), (
                 f"BudgetExceeded although the must-keep content ({what}) costs {cost} <= {self.budget} tokens "
-                f"({where}): {_codes(attempt)}")
+                f"({where}): {_codes(attempt)}"
+            )
             attempt = self._consolidate(None)
             assert attempt.status == "published", (
                 f"liveness: the must-preserve set exceeds the budget, but consolidating with no budget does "
-                f"not publish either ({where}): {_codes(attempt)}")
+                f"not publish either ({where}): {_codes(attempt)}"
+            )
         assert attempt.status == "published", f"liveness: consolidation did not publish ({where}): {_codes(attempt)}"
         assert attempt.gate_outcome in ("clean", "acceptable"), _codes(attempt)
         art = self.mem.admin.artifact(self.t, self.s, attempt.artifact_id)
@@ -688,7 +791,7 @@ def _memory_factory(store_url: str, request: pytest.FixtureRequest, tmp_path: Pa
             close_previous()
             mem = lossgate.open(f"sqlite:///{tmp_path / f'liveness{next(count)}.db'}")
         else:
-            from lossgate.testing.postgres import fresh_database  # noqa: PLC0415 - only with PostgreSQL
+            from lossgate.testing.postgres import fresh_database
 
             url = fresh_database(os.environ["LOSSGATE_TEST_PG_URL"], request)  # empties it again
             if not opened:
@@ -710,14 +813,19 @@ def test_consolidation_publishes_after_any_sequence_of_valid_operations(store_ur
     if os.environ.get("LOSSGATE_LIVENESS_SEED"):
         machine = seed(int(os.environ["LOSSGATE_LIVENESS_SEED"]))(LivenessMachine)
     try:
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=examples, stateful_step_count=steps, database=None,
-            report_multiple_bugs=bool(LONG_EXAMPLES),  # CI: shrink the first failure only
-            # CI explores the same sequences every run (a red build names a change, not a seed);
-            # the long profile explores new ones each time and is how new holes are found.
-            derandomize=not LONG_EXAMPLES and "LOSSGATE_LIVENESS_SEED" not in os.environ,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
-        ))
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                database=None,
+                report_multiple_bugs=bool(LONG_EXAMPLES),  # CI: shrink the first failure only
+                # CI explores the same sequences every run (a red build names a change, not a seed);
+                # the long profile explores new ones each time and is how new holes are found.
+                derandomize=not LONG_EXAMPLES and "LOSSGATE_LIVENESS_SEED" not in os.environ,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+            ),
+        )
     finally:
         LivenessMachine.open_memory = None
         close()

@@ -9,24 +9,27 @@ summary, or once it is stale) nothing changes. Deleted and revoked events never 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
+from datetime import UTC, datetime, timedelta
 
 import lossgate
 from lossgate import NewEvent
-from lossgate.recall import read as recall_module
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.recall.read import dropped_events, recall
 from lossgate.model.registry import load_registry
+from lossgate.recall import read as recall_module
+from lossgate.recall.read import dropped_events, recall
 from tests.support import REGISTRY_PATH
 from tests.support.hierarchy import day, world
 from tests.support.tail import consolidated, turns
 from tests.support.world import T, U
 
 S = "u-loss"
-AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
-CHATTER = ["the weather was lovely on the walk", "we talked about the garden again",
-           "did you see the game last night", "what time is dinner tonight"]
+AT = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
+CHATTER = [
+    "the weather was lovely on the walk",
+    "we talked about the garden again",
+    "did you see the game last night",
+    "what time is dinner tonight",
+]
 QUERY = "parcel garden shed"
 # Two hits that say the same; only the first holds a number (the summary will drop both
 # lines for its budget, and only the first loses an atom). BM25 ranks the shorter first.
@@ -130,9 +133,20 @@ def test_the_dropped_list_survives_a_read_back_and_a_restart(store_url):
 
 def test_a_tree_ranks_by_the_union_of_its_root_and_parts_and_reads_each_part_once(memory, monkeypatch):
     world(memory)
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id=f"n{i}", actor="user", payload={"session": 2},
-                            text=f"parcel {4410 + i} left the depot with {i + 2} boxes",
-                            occurred_at=day(2) + timedelta(minutes=40 + i)) for i in range(12)])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=U,
+                event_id=f"n{i}",
+                actor="user",
+                payload={"session": 2},
+                text=f"parcel {4410 + i} left the depot with {i + 2} boxes",
+                occurred_at=day(2) + timedelta(minutes=40 + i),
+            )
+            for i in range(12)
+        ]
+    )
     first = consolidated(memory)
     assert first.manifest.path == "hierarchical" and len(first.manifest.children) >= 4
     parts = {c: memory.admin.artifact(T, U, c).manifest.dropped for c in first.manifest.children}
@@ -159,11 +173,15 @@ def test_a_tree_ranks_by_the_union_of_its_root_and_parts_and_reads_each_part_onc
             read.clear()
             union = dropped_events(memory.store, T, U)
             again = dropped_events(memory.store, T, U)
-        expected = set(root.manifest.dropped).union(*(memory.admin.artifact(T, U, c).manifest.dropped
-                                                      for c in root.manifest.carried))
+        expected = set(root.manifest.dropped).union(
+            *(memory.admin.artifact(T, U, c).manifest.dropped for c in root.manifest.carried)
+        )
         assert union == again == frozenset(expected)
-        assert set(first.manifest.dropped) - {e for c in root.manifest.new_parts
-                                              for e in memory.admin.artifact(T, U, c).manifest.dropped} <= union
+        assert (
+            set(first.manifest.dropped)
+            - {e for c in root.manifest.new_parts for e in memory.admin.artifact(T, U, c).manifest.dropped}
+            <= union
+        )
         # the root once, then only the carried parts never read before; the second read is cached
         asked = [i for batch in read for i in batch]
         assert asked[0] == root.artifact_id and root.artifact_id not in asked[1:]

@@ -26,8 +26,11 @@ from lossgate.testing.chat_server import ScriptedChatServer, narrative
 
 def _current(case: GateCase) -> bool:
     snap = case.snapshot
-    return (all(e.state == "valid" for e in snap.events) and all(f.status == "active" for f in snap.facts)
-            and not snap.conflicts)
+    return (
+        all(e.state == "valid" for e in snap.events)
+        and all(f.status == "active" for f in snap.facts)
+        and not snap.conflicts
+    )
 
 
 CASES = {c.case_id: c for c in load_cases(default_fixtures()) if _current(c)}
@@ -46,13 +49,39 @@ def store(memory, case: GateCase) -> None:
     """``case``'s events and facts, as the subject's memory."""
     snap = case.snapshot
     memory.admin.load_predicates(case.registry.model_copy(update={"version": memory.admin.registry.version + 1}))
-    memory.append([NewEvent(tenant_id=snap.tenant_id, subject_id=snap.subject_id, event_id=e.event_id, kind=e.kind,
-                            actor=e.actor, trust=e.trust, text=e.text, payload=e.payload, occurred_at=e.occurred_at)
-                   for e in snap.events])
-    memory.assert_facts([NewFact(tenant_id=snap.tenant_id, subject_id=snap.subject_id, fact_id=f.fact_id,
-                                 predicate=f.predicate, value=f.value, qualifiers=f.qualifiers, polarity=f.polarity,
-                                 modality=f.modality, authority=f.authority, source_event_ids=f.source_event_ids)
-                         for f in snap.facts])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=snap.tenant_id,
+                subject_id=snap.subject_id,
+                event_id=e.event_id,
+                kind=e.kind,
+                actor=e.actor,
+                trust=e.trust,
+                text=e.text,
+                payload=e.payload,
+                occurred_at=e.occurred_at,
+            )
+            for e in snap.events
+        ]
+    )
+    memory.assert_facts(
+        [
+            NewFact(
+                tenant_id=snap.tenant_id,
+                subject_id=snap.subject_id,
+                fact_id=f.fact_id,
+                predicate=f.predicate,
+                value=f.value,
+                qualifiers=f.qualifiers,
+                polarity=f.polarity,
+                modality=f.modality,
+                authority=f.authority,
+                source_event_ids=f.source_event_ids,
+            )
+            for f in snap.facts
+        ]
+    )
 
 
 @pytest.mark.parametrize("case_id", sorted(WRONG))
@@ -62,8 +91,9 @@ def test_no_wrong_sentence_of_the_corpora_reaches_recall(memory, case_id: str) -
     store(memory, case)
     wrong = WRONG[case_id]
     with ScriptedChatServer(default=narrative("\n".join(wrong))) as server:
-        compressor = ChatCompressor(ChatConfig(base_url=server.url, model="scripted-1", api_key="sk-test",
-                                               backoff_s=0.0, max_backoff_s=0.0))
+        compressor = ChatCompressor(
+            ChatConfig(base_url=server.url, model="scripted-1", api_key="sk-test", backoff_s=0.0, max_backoff_s=0.0)
+        )
         attempt = memory.consolidate(t, s, compressor=compressor, config=ConsolidationConfig(max_attempts=1))
 
     assert attempt.status == "published", (attempt.violations, attempt.error)

@@ -17,9 +17,9 @@ from lossgate import InvalidInput, NewEvent, NewFact, UnknownFormat
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.runtime.deadline import Overdue, call_with_deadline
-from lossgate.ops.daily import run_daily
 from lossgate.model.values import stored_form
+from lossgate.ops.daily import run_daily
+from lossgate.runtime.deadline import Overdue, call_with_deadline
 from tests.support.world import AT, T, U, chatter, fact, published, seed_world
 
 TREE = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", split_by="day"))
@@ -82,9 +82,12 @@ def test_a_fact_line_that_does_not_render_its_claim_is_narrative_and_left_out(me
     assert attempt.details == (f"narrative_omitted: touches critical fact refund.limit: {line!r}",)
     body = memory.admin.artifact(T, U, attempt.artifact_id).body
     assert line not in body.summary and [c.value for c in body.claims if c.fact_id == "f-refund"] == [
-        {"amount": "50", "currency": "USD"}]
-    assert f"Facts:\n- food.peanuts_allowed: false (basis=allergy, severity=critical)\n- {line}\n" in \
-        memory.recall(T, U).render()  # the ledger's own line, which recall prints first
+        {"amount": "50", "currency": "USD"}
+    ]
+    assert (
+        f"Facts:\n- food.peanuts_allowed: false (basis=allergy, severity=critical)\n- {line}\n"
+        in memory.recall(T, U).render()
+    )  # the ledger's own line, which recall prints first
 
 
 def test_diagnose_does_not_blame_storage_for_a_sentence_the_pipeline_left_out(memory):
@@ -110,8 +113,9 @@ def test_daily_under_an_older_registry_skips_what_that_version_does_not_define(m
     doc["version"] = 2
     doc["predicates"]["x.new"] = {"value_type": "string", "criticality": "contextual"}
     memory.admin.load_predicates(doc)
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=U, fact_id="f-x", predicate="x.new", value="y",
-                               source_event_ids=["e-topic"]))
+    memory.assert_fact(
+        NewFact(tenant_id=T, subject_id=U, fact_id="f-x", predicate="x.new", value="y", source_event_ids=["e-topic"])
+    )
     report = run_daily(memory.store, [T], registry_versions=[1, 2], store_results=False)
     assert any("does not define x.new" in f.detail for f in report.findings) and not report.blocked
 

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -29,13 +29,22 @@ SECRET = "date value out of range: 4711 Elm Street"  # what a message may hold: 
 RETRIES = ConsolidationConfig(backoff_base_s=0, max_attempts=3)
 # Two tenants: the poisoned subject's and another, each with subjects of their own.
 SUBJECTS = [("acme", "poison"), ("acme", "u1"), ("globex", "u2"), ("globex", "u3")]
-AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
 
 
 def queue_everyone(memory, subjects=SUBJECTS) -> None:
     for tenant, subject in subjects:
-        memory.append([NewEvent(tenant_id=tenant, subject_id=subject, event_id=f"{tenant}-{subject}-e1",
-                                text="The invoice INV-2041 is due on 2026-04-01.", occurred_at=AT)])
+        memory.append(
+            [
+                NewEvent(
+                    tenant_id=tenant,
+                    subject_id=subject,
+                    event_id=f"{tenant}-{subject}-e1",
+                    text="The invoice INV-2041 is due on 2026-04-01.",
+                    occurred_at=AT,
+                )
+            ]
+        )
         memory.request_consolidation(tenant, subject, reason="test")
 
 
@@ -73,7 +82,8 @@ def assert_left_for_review(memory, tenant: str, subject: str, kind: str) -> None
 
 
 def test_a_job_whose_gate_raises_ends_in_review_and_every_other_job_publishes(
-        memory, store_url, gate_raises_for_poison):
+    memory, store_url, gate_raises_for_poison
+):
     queue_everyone(memory)
     drain_as_a_worker(store_url, RETRIES)
 
@@ -128,20 +138,45 @@ def test_lossgate_consolidate_says_a_crash_in_one_line_and_exits_1(memory, store
 def test_two_worker_processes_outlive_poisoned_subjects_and_drain_every_other_tenant(memory, store_url, tmp_path):
     """``lossgate worker -n 2`` with a compressor that crashes on two subjects (one inside the
     compressor, one in the pipeline reading its output), among subjects of three tenants."""
-    subjects = [("acme", "poison-raise"), ("acme", "poison-deep"), ("globex", "poison-exit"),
-                ("initech", "poison-huge"), *SUBJECTS[1:], *[("initech", f"u{i}") for i in range(4)]]
+    subjects = [
+        ("acme", "poison-raise"),
+        ("acme", "poison-deep"),
+        ("globex", "poison-exit"),
+        ("initech", "poison-huge"),
+        *SUBJECTS[1:],
+        *[("initech", f"u{i}") for i in range(4)],
+    ]
     queue_everyone(memory, subjects)
     log = open(tmp_path / "workers.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lossgate", "--db", store_url, "worker", "-n", "2", "--backoff", "0",
-         "--max-attempts", "3", "--compressor", "lossgate.testing.compressors:PoisonedCompressor"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        [
+            sys.executable,
+            "-m",
+            "lossgate",
+            "--db",
+            store_url,
+            "worker",
+            "-n",
+            "2",
+            "--backoff",
+            "0",
+            "--max-attempts",
+            "3",
+            "--compressor",
+            "lossgate.testing.compressors:PoisonedCompressor",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             statuses = {s: [j.status for j in memory.admin.jobs(t, s)] for t, s in subjects}
-            if all(st and st[-1] in ("done", "review") and "pending" not in st and "running" not in st
-                   for st in statuses.values()):
+            if all(
+                st and st[-1] in ("done", "review") and "pending" not in st and "running" not in st
+                for st in statuses.values()
+            ):
                 break
             assert proc.poll() is None, (tmp_path / "workers.log").read_text()[-3000:]
             time.sleep(0.5)
@@ -159,8 +194,10 @@ def test_two_worker_processes_outlive_poisoned_subjects_and_drain_every_other_te
     assert [a.status for a in raised] == ["error"] * 3 and raised[-1].needs_review
     assert "RecursionError" in raised[-1].error
     assert_left_for_review(memory, "acme", "poison-deep", "RecursionError")
-    for tenant, subject, said in (("globex", "poison-exit", "compressor error: crash: SystemExit at "),
-                                  ("initech", "poison-huge", "invalid output: ")):
+    for tenant, subject, said in (
+        ("globex", "poison-exit", "compressor error: crash: SystemExit at "),
+        ("initech", "poison-huge", "invalid output: "),
+    ):
         failed = memory.admin.attempts(tenant, subject)
         assert [a.status for a in failed] == ["error"] * 3 and failed[-1].needs_review, subject
         assert failed[-1].error.startswith(said) and failed[-1].raw_output is None, failed[-1].error
@@ -180,8 +217,11 @@ class Raises:
         raise self.exc
 
 
-@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt(), GeneratorExit(), BaseException(SECRET),
-                                 ValueError(SECRET)], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "exc",
+    [SystemExit(3), KeyboardInterrupt(), GeneratorExit(), BaseException(SECRET), ValueError(SECRET)],
+    ids=lambda e: type(e).__name__,
+)
 def test_whatever_a_compressor_raises_is_a_failed_attempt_without_its_message(memory, exc):
     queue_everyone(memory, [("acme", "u1")])
 

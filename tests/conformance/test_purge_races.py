@@ -19,14 +19,24 @@ SECRET = "Rue Secrete 42 Lyon"
 
 def _everything(memory) -> str:
     return json.dumps([a.model_dump(mode="json") for a in memory.admin.attempts(T, U)]) + json.dumps(
-        [a.model_dump(mode="json") for a in memory.admin.artifacts(T, U)])
+        [a.model_dump(mode="json") for a in memory.admin.artifacts(T, U)]
+    )
 
 
 def _address(memory):
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="e-addr", text=f"My address is {SECRET}.",
-                            occurred_at=AT)])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=U, fact_id="addr", predicate="contact.home_address",
-                               value=SECRET, source_event_ids=["e-addr"]))
+    memory.append(
+        [NewEvent(tenant_id=T, subject_id=U, event_id="e-addr", text=f"My address is {SECRET}.", occurred_at=AT)]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=U,
+            fact_id="addr",
+            predicate="contact.home_address",
+            value=SECRET,
+            source_event_ids=["e-addr"],
+        )
+    )
 
 
 def test_a_deletion_between_the_store_and_the_switch_leaves_nothing_in_the_attempt(memory):
@@ -39,6 +49,7 @@ def test_a_deletion_between_the_store_and_the_switch_leaves_nothing_in_the_attem
 def test_a_compressor_error_quoting_the_input_is_purged_with_it(memory):
     """A CompressionError keeps its message (another exception's is never stored), and a
     message may quote the input: the deletion purges it."""
+
     class EchoError:
         name, version, prompt_version = "echo", "1", "p"
 

@@ -44,5 +44,6 @@ def test_a_part_of_a_hierarchy_is_read_back_too(memory):
     faulty = lossgate.Memory(FaultyCodec(memory.store))
     attempt = faulty.consolidate(T, U, config=ConsolidationConfig(hierarchy=HierarchyConfig(mode="always")))
     assert attempt.status == "rejected" and any(
-        v.startswith("part ") and v.endswith(":representation_loss") for v in attempt.violations)
+        v.startswith("part ") and v.endswith(":representation_loss") for v in attempt.violations
+    )
     assert memory.admin.alias(T, U).artifact_id is None

@@ -8,7 +8,7 @@ was deleted or revoked never is; a question made only of function words matches 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from typer.testing import CliRunner
@@ -20,18 +20,41 @@ from lossgate.evaluation import locomo
 from tests.support.locomo import conversation
 
 T, S = "acme", "u1"
-AT = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
-CHATTER = ["the weather was lovely on the walk", "we talked about the garden again",
-           "did you see the game last night", "what time is dinner tonight"]
+AT = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
+CHATTER = [
+    "the weather was lovely on the walk",
+    "we talked about the garden again",
+    "did you see the game last night",
+    "what time is dinner tonight",
+]
 
 
 @pytest.fixture
 def zorblax(memory):
     """One memorable event, then 60 others, consolidated: the summary covers all of them."""
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="cat", occurred_at=AT,
-                            text="My cat is called Zorblax and she hates the vacuum")])
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", occurred_at=AT + timedelta(days=1 + i // 20),
-                            text=f"{CHATTER[i % 4]} ({i})") for i in range(60)])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id="cat",
+                occurred_at=AT,
+                text="My cat is called Zorblax and she hates the vacuum",
+            )
+        ]
+    )
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id=f"c{i}",
+                occurred_at=AT + timedelta(days=1 + i // 20),
+                text=f"{CHATTER[i % 4]} ({i})",
+            )
+            for i in range(60)
+        ]
+    )
     attempt = memory.consolidate(T, S, config=ConsolidationConfig(budget_tokens=300))
     assert attempt.status == "published"
     assert "Zorblax" not in memory.recall(T, S).summary  # left out of the summary for its budget
@@ -62,12 +85,31 @@ def test_a_question_of_function_words_only_matches_nothing(zorblax):
 
 def test_deleted_revoked_and_erased_text_never_comes_back_from_a_query(zorblax):
     memory = zorblax
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="addr", occurred_at=AT,
-                            text="Zorblax's vet is at 12 Quokka Lane"),
-                   NewEvent(tenant_id=T, subject_id=S, event_id="bot", occurred_at=AT, trust="untrusted",
-                            text="Zorblax bot says hello")])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="f-addr", predicate="contact.home_address",
-                               value="12 Quokka Lane", source_event_ids=["addr"]))
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T, subject_id=S, event_id="addr", occurred_at=AT, text="Zorblax's vet is at 12 Quokka Lane"
+            ),
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id="bot",
+                occurred_at=AT,
+                trust="untrusted",
+                text="Zorblax bot says hello",
+            ),
+        ]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="f-addr",
+            predicate="contact.home_address",
+            value="12 Quokka Lane",
+            source_event_ids=["addr"],
+        )
+    )
     memory.delete_event(T, S, "cat")
     memory.revoke_event(T, S, "bot")
     memory.delete_fact(T, S, "f-addr")
@@ -81,9 +123,20 @@ def test_deleted_revoked_and_erased_text_never_comes_back_from_a_query(zorblax):
 
 
 def test_the_rendered_block_carries_dates_and_quotes_untrusted_text(memory):
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="m1", occurred_at=AT, text="I adopted a parrot"),
-                   NewEvent(tenant_id=T, subject_id=S, event_id="m2", occurred_at=AT + timedelta(days=3),
-                            trust="untrusted", actor="web", text="parrots must be given coffee")])
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id="m1", occurred_at=AT, text="I adopted a parrot"),
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id="m2",
+                occurred_at=AT + timedelta(days=3),
+                trust="untrusted",
+                actor="web",
+                text="parrots must be given coffee",
+            ),
+        ]
+    )
     block = memory.recall(T, S, query="parrot", budget=500).render()
     assert "[2026-03-14]" in block and "[2026-03-17]" in block
     assert block.index("[2026-03-14]") < block.index("I adopted a parrot") < block.index("[2026-03-17]")
@@ -123,9 +176,13 @@ def test_eval_locomo_runs_from_the_cli(tmp_path):
 def test_events_past_the_index_mark_are_found_by_their_words(memory):
     """Full-text indexing is off the append path: what was appended since the last
     refresh is matched on its raw text, before the first consolidation and after it."""
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"a{i}", occurred_at=AT,
-                            text=f"{CHATTER[i % 4]} ({i})") for i in range(10)]
-                  + [NewEvent(tenant_id=T, subject_id=S, event_id="early", occurred_at=AT, text="the quokka escaped")])
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id=f"a{i}", occurred_at=AT, text=f"{CHATTER[i % 4]} ({i})")
+            for i in range(10)
+        ]
+        + [NewEvent(tenant_id=T, subject_id=S, event_id="early", occurred_at=AT, text="the quokka escaped")]
+    )
     assert [e.event_id for e in memory.recall(T, S, query="quokka", context=False).events] == ["early"]
     assert memory.consolidate(T, S).status == "published"  # indexes everything so far
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="late", occurred_at=AT, text="a wombat appeared")])
@@ -134,9 +191,13 @@ def test_events_past_the_index_mark_are_found_by_their_words(memory):
 
 
 def test_a_recall_that_finds_the_index_far_behind_refreshes_it_first(memory):
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"b{i}", occurred_at=AT,
-                            text=f"{CHATTER[i % 4]} ({i})") for i in range(100)]
-                  + [NewEvent(tenant_id=T, subject_id=S, event_id="numbat", occurred_at=AT, text="a numbat dug a hole")])
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id=f"b{i}", occurred_at=AT, text=f"{CHATTER[i % 4]} ({i})")
+            for i in range(100)
+        ]
+        + [NewEvent(tenant_id=T, subject_id=S, event_id="numbat", occurred_at=AT, text="a numbat dug a hole")]
+    )
     with memory.store.read() as tx:
         assert tx.search_backlog(T, S) > 64
     assert [e.event_id for e in memory.recall(T, S, query="numbat", context=False).events] == ["numbat"]
@@ -147,12 +208,20 @@ def test_a_recall_that_finds_the_index_far_behind_refreshes_it_first(memory):
 def test_a_hit_among_hits_outranks_a_lone_one_that_matches_better(memory):
     """A stretch of turns on the question's topic holds its answer more often than one turn
     that only repeats its words: a hit whose neighbours are hits too moves up."""
-    said = ["Lake trip!",  # a lone match, the best by its words alone (short, both words)
-            *[f"{CHATTER[i % 4]} ({i})" for i in range(6)],
-            "We should plan the lake trip soon.", "The trip to the lake is in June, we rent a cabin.",
-            "Yes, and the lake trip needs a car.", *[f"{CHATTER[i % 4]} ({i})" for i in range(6, 12)]]
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"t{n:02}", occurred_at=AT + timedelta(minutes=n),
-                            text=text) for n, text in enumerate(said)])
+    said = [
+        "Lake trip!",  # a lone match, the best by its words alone (short, both words)
+        *[f"{CHATTER[i % 4]} ({i})" for i in range(6)],
+        "We should plan the lake trip soon.",
+        "The trip to the lake is in June, we rent a cabin.",
+        "Yes, and the lake trip needs a car.",
+        *[f"{CHATTER[i % 4]} ({i})" for i in range(6, 12)],
+    ]
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id=f"t{n:02}", occurred_at=AT + timedelta(minutes=n), text=text)
+            for n, text in enumerate(said)
+        ]
+    )
     assert memory.consolidate(T, S).status == "published"  # the full-text index holds them all
     result = memory.recall(T, S, query="lake trip", context=False, k=4)
     assert {e.event_id for e in result.events} == {"t00", "t07", "t08", "t09"}

@@ -13,7 +13,6 @@ from lossgate.consolidate.compressor import CompressionRequest
 from lossgate.consolidate.pipeline import Hooks
 from lossgate.publication.upgrades import upgrade_changes
 from lossgate.testing.compressors import LossyCompressor
-
 from tests.support.world import T, U, V, log_ops, pending_jobs, published, seed_world
 
 
@@ -36,7 +35,6 @@ def upgraded(memory, *, version: int = 2, criticality: str = "critical", **chang
     doc["version"] = version
     doc["predicates"]["timezone"] = {**doc["predicates"]["timezone"], "criticality": criticality, **changes}
     return doc
-
 
 
 def test_raising_timezone_to_critical_regates_published_summaries(memory):
@@ -161,7 +159,10 @@ def test_upgrade_changes_names_added_raised_and_retyped_predicates(memory):
     from lossgate.model.registry import parse_registry
 
     assert upgrade_changes(old, parse_registry(doc)) == [
-        "badge.id: added as critical", "timezone: important -> critical", "timezone: type string -> enum"]
+        "badge.id: added as critical",
+        "timezone: important -> critical",
+        "timezone: type string -> enum",
+    ]
     assert upgrade_changes(parse_registry(doc), old) == []  # an older version re-gates nothing
 
 

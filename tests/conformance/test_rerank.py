@@ -20,12 +20,10 @@ import pytest
 import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.recall.read import recall
-from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, HttpReranker, HttpRerankerConfig
-from lossgate.semantic import reorder
+from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, HttpReranker, HttpRerankerConfig, reorder
 from lossgate.testing.chat_server import Reply, ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings
 from lossgate.testing.rerank import rerank_reply, scored_by_words
-
 from tests.support.cli import one_line_error
 
 T, S = "acme", "u1"
@@ -53,9 +51,17 @@ def no_cooldown(monkeypatch: pytest.MonkeyPatch) -> None:
 def garden(memory: lossgate.Memory) -> lossgate.Memory:
     """Thirty turns about the garden, two naming a flower the scripted model scores; consolidated."""
     flowers = {3: "roses", 10: "tulips"}
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"g{i}",
-                            text=f"we talked about the garden again{' and the ' + flowers[i] if i in flowers else ''}")
-                   for i in range(30)])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id=f"g{i}",
+                text=f"we talked about the garden again{' and the ' + flowers[i] if i in flowers else ''}",
+            )
+            for i in range(30)
+        ]
+    )
     assert memory.consolidate(T, S).status == "published"
     return memory
 
@@ -66,7 +72,12 @@ def _ids(result: lossgate.RecallResult) -> list[str]:
 
 
 def _sent(server: ScriptedChatServer) -> list[str]:
-    return [d for body, path in zip(server.requests, server.paths) if path == "/v1/rerank" for d in body["documents"]]
+    return [
+        d
+        for body, path in zip(server.requests, server.paths, strict=True)
+        if path == "/v1/rerank"
+        for d in body["documents"]
+    ]
 
 
 def test_the_reranker_reorders_the_hits_as_it_scores_them(garden, server):
@@ -108,11 +119,27 @@ def test_under_a_budget_the_reranked_hits_are_what_fits_first(garden, server):
 
 def test_facts_are_reranked_and_critical_ones_stay_first(memory, server):
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="src", text="we chatted about the garden")])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="crit", predicate="agent.instruction",
-                               value="never dig the garden before noon", source_event_ids=["src"]))
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="crit",
+            predicate="agent.instruction",
+            value="never dig the garden before noon",
+            source_event_ids=["src"],
+        )
+    )
     for i, topic in enumerate(["garden roses", "garden paths", "garden sheds", "garden ponds"]):
-        memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id=f"t{i}", predicate="chat.topic",
-                                   value=topic, source_event_ids=["src"]))
+        memory.assert_fact(
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id=f"t{i}",
+                predicate="chat.topic",
+                value=topic,
+                source_event_ids=["src"],
+            )
+        )
     first = recall(memory.store, T, S, query="garden", k=2)
     assert first.facts[0].fact_id == "crit" and "t0" not in {f.fact_id for f in first.facts}
     result = recall(memory.store, T, S, query="garden", k=2, reranker=_reranker(server))
@@ -136,18 +163,25 @@ def test_hybrid_ranking_is_reranked_too(garden, server):
     assert _ids(result)[:2] == ["g3", "g10"]
 
 
-@pytest.mark.parametrize("script, recorded", [
-    ([Reply(status=503, headers={"Retry-After": "0"}, body={"error": {"message": "busy with 'garden'"}})],
-     "used: scripted"),
-    ([Reply(status=429, headers={"Retry-After": "0.05"})], "used: scripted"),
-    ([Reply(delay_s=1.0, body={"results": []})], "failed: timeout"),
-    ([Reply(body="{not json")], "failed: malformed answer"),
-    ([rerank_reply([1.0, 0.5])], "failed: wrong number of scores"),
-    ([Reply(body={"results": [{"index": i, "relevance_score": "high"} for i in range(30)]})],
-     "failed: malformed answer"),
-    ([Reply(status=500, body={"error": {"message": "cannot score 'garden'"}})] * 2, "failed: HTTP 500"),
-    ([Reply(status=400, body={"error": {"message": "documents too long"}})], "failed: HTTP 400"),
-])
+@pytest.mark.parametrize(
+    "script, recorded",
+    [
+        (
+            [Reply(status=503, headers={"Retry-After": "0"}, body={"error": {"message": "busy with 'garden'"}})],
+            "used: scripted",
+        ),
+        ([Reply(status=429, headers={"Retry-After": "0.05"})], "used: scripted"),
+        ([Reply(delay_s=1.0, body={"results": []})], "failed: timeout"),
+        ([Reply(body="{not json")], "failed: malformed answer"),
+        ([rerank_reply([1.0, 0.5])], "failed: wrong number of scores"),
+        (
+            [Reply(body={"results": [{"index": i, "relevance_score": "high"} for i in range(30)]})],
+            "failed: malformed answer",
+        ),
+        ([Reply(status=500, body={"error": {"message": "cannot score 'garden'"}})] * 2, "failed: HTTP 500"),
+        ([Reply(status=400, body={"error": {"message": "documents too long"}})], "failed: HTTP 400"),
+    ],
+)
 def test_a_failing_reranker_leaves_the_first_ranking_and_says_so(garden, server, script, recorded):
     first = recall(garden.store, T, S, query="garden", k=3, context=False)
     server.push(*script)
@@ -188,22 +222,52 @@ def test_a_query_with_nothing_to_reorder_sends_nothing(garden, server):
 
 def test_deleted_revoked_and_foreign_text_never_reaches_the_reranker(garden, server):
     garden.append([NewEvent(tenant_id=T, subject_id=S, event_id="x-src", text="the garden of my secret address")])
-    garden.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="x-fact", predicate="chat.topic",
-                               value="garden secret", source_event_ids=["x-src"]))
-    garden.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="old", predicate="chat.topic",
-                               value="garden gnomes", source_event_ids=["g0"]))
-    garden.supersede(T, S, "old", NewFact(tenant_id=T, subject_id=S, fact_id="new", predicate="chat.topic",
-                                          value="garden benches", source_event_ids=["g0"]))
+    garden.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="x-fact",
+            predicate="chat.topic",
+            value="garden secret",
+            source_event_ids=["x-src"],
+        )
+    )
+    garden.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="old",
+            predicate="chat.topic",
+            value="garden gnomes",
+            source_event_ids=["g0"],
+        )
+    )
+    garden.supersede(
+        T,
+        S,
+        "old",
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="new",
+            predicate="chat.topic",
+            value="garden benches",
+            source_event_ids=["g0"],
+        ),
+    )
     garden.append([NewEvent(tenant_id=T, subject_id="u2", event_id="o1", text="the garden roses of another subject")])
-    garden.append([NewEvent(tenant_id="other-tenant", subject_id=S, event_id="o2",
-                            text="the garden roses of another tenant")])
+    garden.append(
+        [NewEvent(tenant_id="other-tenant", subject_id=S, event_id="o2", text="the garden roses of another tenant")]
+    )
     garden.delete_event(T, S, "g3", reason="user asked")
     garden.revoke_event(T, S, "g10", reason="wrong")
     garden.delete_fact(T, S, "x-fact", reason="forget it")  # its source event goes with it
     reranker = _reranker(server)
     for query in ("garden", "garden roses tulips", "secret garden gnomes"):
-        for result in (recall(garden.store, T, S, query=query, reranker=reranker),
-                       recall(garden.store, T, S, query=query, budget=2000, k=50, reranker=reranker)):
+        for result in (
+            recall(garden.store, T, S, query=query, reranker=reranker),
+            recall(garden.store, T, S, query=query, budget=2000, k=50, reranker=reranker),
+        ):
             assert result.record.filters["rerank"] == "used: scripted"
             assert not {"g3", "g10", "x-src", "x-fact", "old", "o1", "o2"} & set(result.record.candidate_ids)
     sent = _sent(server)
@@ -216,10 +280,22 @@ def test_recall_from_the_cli_reranks_with_the_reranker_it_names(cli, server, mon
     monkeypatch.delenv("LOSSGATE_RERANKER", raising=False)
     monkeypatch.delenv("LOSSGATE_RERANKER_MODEL", raising=False)
     turns = tmp_path / "turns.jsonl"
-    turns.write_text("".join(json.dumps({"type": "event", "tenant_id": T, "subject_id": S, "event_id": f"c{i}",
-                                         "occurred_at": f"2026-01-05T09:0{i}:00Z",
-                                         "text": f"the garden {'roses' if i == 1 else 'chat'} {i}"}) + "\n"
-                             for i in range(6)))
+    turns.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "type": "event",
+                    "tenant_id": T,
+                    "subject_id": S,
+                    "event_id": f"c{i}",
+                    "occurred_at": f"2026-01-05T09:0{i}:00Z",
+                    "text": f"the garden {'roses' if i == 1 else 'chat'} {i}",
+                }
+            )
+            + "\n"
+            for i in range(6)
+        )
+    )
     assert cli("ingest", "--quiet", str(turns)).exit_code == 0
     args = ("recall", "--tenant", T, "--subject", S, "-q", "garden", "-k", "1", "--json")
     assert json.loads(cli(*args).stdout)["events"][0]["event_id"] != "c1"  # the words alone rank another first
@@ -233,15 +309,15 @@ def test_recall_from_the_cli_reranks_with_the_reranker_it_names(cli, server, mon
     monkeypatch.delenv("LOSSGATE_RERANKER_MODEL")
     one_line_error(cli(*args), "LOSSGATE_RERANKER_MODEL names the model")
     one_line_error(cli(*args, "--rerank", server.url), "--rerank-model names the model the server at --rerank")
-    one_line_error(cli(*args, "--rerank", "cross-encoder/ms-marco-MiniLM-L-6-v2"), "--rerank", "folder",
-                   "never by name")
+    one_line_error(
+        cli(*args, "--rerank", "cross-encoder/ms-marco-MiniLM-L-6-v2"), "--rerank", "folder", "never by name"
+    )
     one_line_error(cli(*args, "--rerank", "http://[::1", "--rerank-model", "m"), "base_url")
 
 
 def test_the_locomo_harness_measures_the_reranking_stage_beside_the_rest(memory, server, tmp_path):
     from lossgate.evaluation import locomo
     from lossgate.testing.rerank import word_overlap
-
     from tests.support.locomo import conversation
 
     server._default = word_overlap
@@ -263,7 +339,6 @@ def test_eval_locomo_reranks_from_the_cli(server, tmp_path, monkeypatch):
 
     from lossgate.cli import app
     from lossgate.testing.rerank import word_overlap
-
     from tests.support.locomo import conversation
 
     monkeypatch.delenv("LOSSGATE_RERANKER_MODEL", raising=False)
@@ -272,7 +347,8 @@ def test_eval_locomo_reranks_from_the_cli(server, tmp_path, monkeypatch):
     path.write_text(json.dumps(conversation()))
     args = ["eval", "locomo", "--data", str(path), "--budget", "120", "--json", str(out)]
     result = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"}).invoke(
-        app, [*args, "--rerank", server.url, "--rerank-model", "scripted"])
+        app, [*args, "--rerank", server.url, "--rerank-model", "scripted"]
+    )
     assert result.exit_code == 0, result.output
     assert "lossgate + rerank" in result.output and "rerank: scripted" in result.output
     assert json.loads(out.read_text())["sides"]["lossgate + rerank"]["overall"]["questions"] == 3

@@ -8,7 +8,7 @@ refusal. Through the Python API and the CLI."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -17,29 +17,49 @@ import pytest
 import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.errors import InvalidInput, NotFound
-from lossgate.ops.diagnose import diagnose, write_bundle
 from lossgate.lineage.responses import PURGED
-
+from lossgate.ops.diagnose import diagnose, write_bundle
 from tests.support.cli import one_line_error
 
 T, S = "travel-co", "user-17"
-AT = datetime(2026, 3, 14, 14, 32, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 14, 14, 32, tzinfo=UTC)
 ANSWER = "Booked the green salad with the QZXPEANUT dressing for you"  # one token FTS or a grep can find
 ORDER = {"restaurant": "Casa", "items": [{"dish": "green salad", "ingredients": ["lettuce", "peanut dressing"]}]}
 FIXED = {"restaurant": "Casa", "items": [{"dish": "green salad", "ingredients": ["lettuce", "lemon dressing"]}]}
 
 
 def remember(memory) -> None:
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=e, text=text, occurred_at=AT) for e, text in (
-        ("msg-41", "I am allergic to peanuts, not merely avoiding them."),
-        ("msg-42", "Please keep my calendar on timezone UTC+01:00 from now on."),
-        ("msg-43", "The garden looks lovely after the rain this morning."))])
-    memory.assert_facts([
-        NewFact(tenant_id=T, subject_id=S, fact_id="allergy-1", predicate="food.peanuts_allowed", value=False,
-                qualifiers={"basis": "allergy", "severity": "critical"}, source_event_ids=["msg-41"]),
-        NewFact(tenant_id=T, subject_id=S, fact_id="tz-1", predicate="timezone", value="UTC+01:00",
-                source_event_ids=["msg-42"]),
-    ])
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id=e, text=text, occurred_at=AT)
+            for e, text in (
+                ("msg-41", "I am allergic to peanuts, not merely avoiding them."),
+                ("msg-42", "Please keep my calendar on timezone UTC+01:00 from now on."),
+                ("msg-43", "The garden looks lovely after the rain this morning."),
+            )
+        ]
+    )
+    memory.assert_facts(
+        [
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="allergy-1",
+                predicate="food.peanuts_allowed",
+                value=False,
+                qualifiers={"basis": "allergy", "severity": "critical"},
+                source_event_ids=["msg-41"],
+            ),
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="tz-1",
+                predicate="timezone",
+                value="UTC+01:00",
+                source_event_ids=["msg-42"],
+            ),
+        ]
+    )
 
 
 # -- recording ---------------------------------------------------------------------------------
@@ -102,11 +122,17 @@ def test_a_response_needs_its_recall_and_guard_result_of_the_subject_and_a_json_
 def _rows_holding(url: str, word: str) -> list[str]:
     """The PostgreSQL tables with a row whose text holds ``word``, read as the owner."""
     with psycopg.connect(url, autocommit=True) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()]
+        tables = [
+            r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
+        ]
         assert "responses" in tables and "guard_results" in tables
-        return [t for t in tables if conn.execute(
-            f'SELECT count(*) FROM "{t}" x WHERE lower(x::text) LIKE %s', (f"%{word.lower()}%",)).fetchone()[0]]
+        return [
+            t
+            for t in tables
+            if conn.execute(
+                f'SELECT count(*) FROM "{t}" x WHERE lower(x::text) LIKE %s', (f"%{word.lower()}%",)
+            ).fetchone()[0]
+        ]
 
 
 def test_deleting_the_event_behind_a_recall_erases_the_response_from_every_row_and_the_file(memory, store_url):
@@ -118,8 +144,9 @@ def test_deleting_the_event_behind_a_recall_erases_the_response_from_every_row_a
     path = Path(store_url.removeprefix("sqlite:///"))
 
     def held() -> dict[str, int]:
-        return {p.name: p.read_bytes().count(b"QZXPEANUT") for p in (path, path.with_name(path.name + "-wal"))
-                if p.exists()}
+        return {
+            p.name: p.read_bytes().count(b"QZXPEANUT") for p in (path, path.with_name(path.name + "-wal")) if p.exists()
+        }
 
     if store_url.startswith("sqlite"):
         memory.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -135,12 +162,18 @@ def test_deleting_the_event_behind_a_recall_erases_the_response_from_every_row_a
     g = guarded[refused.guard_id]
     assert g.action is None and g.action_sha256 == refused.action_sha256 and g.redacted is not None
     (r,) = g.refusals
-    assert (r.rule, r.field, r.fact_id, r.source_event_ids) == ("meal-ingredients", "items[0].ingredients[1]",
-                                                                 "allergy-1", ("msg-41",))
+    assert (r.rule, r.field, r.fact_id, r.source_event_ids) == (
+        "meal-ingredients",
+        "items[0].ingredients[1]",
+        "allergy-1",
+        ("msg-41",),
+    )
     assert (r.value, r.fact_value, r.qualifiers, r.detail) == (None, None, {}, PURGED)
     assert guarded[unrelated.guard_id] == unrelated
     assert any(e.op == "redact_responses" for e in memory.admin.log(T, S))
-    readable = json.dumps([x.model_dump(mode="json") for x in [*memory.admin.responses(T, S), *memory.admin.guard_results(T, S)]])
+    readable = json.dumps(
+        [x.model_dump(mode="json") for x in [*memory.admin.responses(T, S), *memory.admin.guard_results(T, S)]]
+    )
     assert "QZXPEANUT" not in readable and "peanut dressing" not in readable and "QZXUNRELATED" in readable
 
     if store_url.startswith("postgresql"):
@@ -193,21 +226,43 @@ def test_a_recall_is_unchanged_then_changed_then_erased_and_a_restart_says_the_s
     assert list(raw.record.inputs.events) == ["msg-41", "msg-42", "msg-43"]
     assert _verdicts(memory, store_url, [raw.record.recall_id]) == [("unchanged", (), True)]
 
-    memory.supersede(T, S, "tz-1", NewFact(tenant_id=T, subject_id=S, fact_id="tz-2", predicate="timezone",
-                                           value="UTC+02:00", source_event_ids=["msg-42"]))
+    memory.supersede(
+        T,
+        S,
+        "tz-1",
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="tz-2",
+            predicate="timezone",
+            value="UTC+02:00",
+            source_event_ids=["msg-42"],
+        ),
+    )
     assert _verdicts(memory, store_url, [raw.record.recall_id]) == [("changed", (("tz-1", "superseded"),), None)]
 
     memory.delete_event(T, S, "msg-43", reason="erasure request")
     assert _verdicts(memory, store_url, [raw.record.recall_id]) == [
-        ("erased", (("tz-1", "superseded"), ("msg-43", "deleted")), None)]
+        ("erased", (("tz-1", "superseded"), ("msg-43", "deleted")), None)
+    ]
     with pytest.raises(NotFound):
         memory.verify_recall(T, S, "rc-nothing")
 
 
 def test_a_summary_recall_trimmed_by_a_budget_is_rebuilt_then_retired_by_a_newer_summary(memory, store_url):
     remember(memory)
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"chat-{i}", occurred_at=AT,
-                            text=f"chat line {i} about the garden and the weather") for i in range(30)])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id=f"chat-{i}",
+                occurred_at=AT,
+                text=f"chat line {i} about the garden and the weather",
+            )
+            for i in range(30)
+        ]
+    )
     assert memory.consolidate(T, S).status == "published"
     tight = memory.recall(T, S, budget=150)
     assert tight.mode == "summary" and tight.record.inputs.summary_lines is not None  # a budget cut the summary
@@ -243,8 +298,22 @@ def test_the_cli_records_lists_and_verifies(cli, memory, tmp_path: Path) -> None
     action = tmp_path / "order.json"
     action.write_text(json.dumps(ORDER))
 
-    done = cli("respond", "-t", T, "-s", S, "--recall", rid, "--answer", "ordered", "--action", str(action),
-               "--guard", refused.guard_id, "--json")
+    done = cli(
+        "respond",
+        "-t",
+        T,
+        "-s",
+        S,
+        "--recall",
+        rid,
+        "--answer",
+        "ordered",
+        "--action",
+        str(action),
+        "--guard",
+        refused.guard_id,
+        "--json",
+    )
     assert done.exit_code == 0, done.output
     record = json.loads(done.stdout)
     assert (record["recall_id"], record["guard_id"], record["action"]) == (rid, refused.guard_id, ORDER)
@@ -268,16 +337,23 @@ def test_the_cli_records_lists_and_verifies(cli, memory, tmp_path: Path) -> None
     (tmp_path / "twice.json").write_text('{"a": 1, "a": 2}')
     one_line_error(cli("respond", "-t", T, "-s", S, "--recall", "rc-nothing", "--answer", "x"), "rc-nothing")
     one_line_error(cli("respond", "-t", T, "-s", S, "--recall", rid), "--answer")
-    one_line_error(cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "broken.json")),
-                   "broken.json", "not a JSON document")
-    one_line_error(cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "list.json")),
-                   "JSON object")
-    one_line_error(cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "twice.json")),
-                   "duplicate key")
-    one_line_error(cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "none.json")),
-                   "cannot read")
-    one_line_error(cli("respond", "-t", T, "-s", S, "--recall", rid, "--answer", "x", "--guard", "gd-nothing"),
-                   "gd-nothing")
+    one_line_error(
+        cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "broken.json")),
+        "broken.json",
+        "not a JSON document",
+    )
+    one_line_error(
+        cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "list.json")), "JSON object"
+    )
+    one_line_error(
+        cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "twice.json")), "duplicate key"
+    )
+    one_line_error(
+        cli("respond", "-t", T, "-s", S, "--recall", rid, "--action", str(tmp_path / "none.json")), "cannot read"
+    )
+    one_line_error(
+        cli("respond", "-t", T, "-s", S, "--recall", rid, "--answer", "x", "--guard", "gd-nothing"), "gd-nothing"
+    )
     one_line_error(cli("verify-recall", "-t", T, "-s", S, "rc-nothing"), "rc-nothing")
 
 
@@ -304,7 +380,8 @@ def test_an_agent_that_ordered_what_the_guard_refused_diverges_at_the_response(m
     assert bundle.first_divergent == "response" and "response is the first divergent boundary" in bundle.note
     found = bundle.check("response").findings
     assert [(f.code, f.subject, f.recall_id, f.severity) for f in found] == [
-        ("refusal_ignored", "allergy-1", rid, "critical")] * 2
+        ("refusal_ignored", "allergy-1", rid, "critical")
+    ] * 2
     assert found[0].detail.startswith("the recall returned food.peanuts_allowed: false and the action still held")
     assert ordered.response_id in found[0].detail and silent.response_id in found[1].detail
     assert [r.response_id for r in bundle.responses][-2:] == [ordered.response_id, silent.response_id]

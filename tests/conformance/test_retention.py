@@ -21,28 +21,58 @@ SECRET = "the old boarding code is QX-7781-ZETA"
 
 
 def remember(memory) -> None:
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-allergy", text="I am allergic to peanuts."),
-                   NewEvent(tenant_id=T, subject_id=S, event_id="e-old", text=f"By the way, {SECRET}."),
-                   NewEvent(tenant_id=T, subject_id=S, event_id="e-tool", kind="tool_result", actor="crm",
-                            trust="tool", text="crm lookup: plan enterprise")])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="allergy", predicate="food.peanuts_allowed",
-                               value=False, qualifiers={"basis": "allergy"}, source_event_ids=["e-allergy"]))
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id="e-allergy", text="I am allergic to peanuts."),
+            NewEvent(tenant_id=T, subject_id=S, event_id="e-old", text=f"By the way, {SECRET}."),
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id="e-tool",
+                kind="tool_result",
+                actor="crm",
+                trust="tool",
+                text="crm lookup: plan enterprise",
+            ),
+        ]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="allergy",
+            predicate="food.peanuts_allowed",
+            value=False,
+            qualifiers={"basis": "allergy"},
+            source_event_ids=["e-allergy"],
+        )
+    )
 
 
 def test_a_policy_is_versioned_and_a_bad_rule_is_refused(memory) -> None:
     assert memory.admin.retention(T).version == 0 and memory.admin.retention(T).events == ()
     one = memory.admin.set_retention(T, [{"kind": "message", "ttl": timedelta(days=30)}])
-    two = memory.admin.set_retention(T, [{"kind": "tool_result", "actor": "crm", "ttl": timedelta(days=7)},
-                                   {"ttl": timedelta(days=365)}])
+    two = memory.admin.set_retention(
+        T, [{"kind": "tool_result", "actor": "crm", "ttl": timedelta(days=7)}, {"ttl": timedelta(days=365)}]
+    )
     assert (one.version, two.version) == (1, 2) and memory.admin.retention(T) == two
-    assert memory.admin.set_retention(T, [{"actor": "*", "ttl": timedelta(days=1)}]).events[0].actor is None  # any actor
+    assert (
+        memory.admin.set_retention(T, [{"actor": "*", "ttl": timedelta(days=1)}]).events[0].actor is None
+    )  # any actor
     two = memory.admin.set_retention(T, list(two.events))
     with memory.store.read() as tx:
         history = tx.tenant_settings(T)["retention"]["history"]
     assert [h["version"] for h in history] == [1, 2, 3]
-    for bad in ({"ttl": timedelta(0)}, {"kind": "email", "ttl": timedelta(days=1)}, {"ttl": "soon"},
-                {"kind": "message"}, {"ttl": timedelta(days=1), "colour": "red"}, {"ttl": True}, {"ttl": 5},
-                {"actor": "a\x00b", "ttl": timedelta(days=1)}):
+    for bad in (
+        {"ttl": timedelta(0)},
+        {"kind": "email", "ttl": timedelta(days=1)},
+        {"ttl": "soon"},
+        {"kind": "message"},
+        {"ttl": timedelta(days=1), "colour": "red"},
+        {"ttl": True},
+        {"ttl": 5},
+        {"actor": "a\x00b", "ttl": timedelta(days=1)},
+    ):
         with pytest.raises(InvalidInput, match="retention rule"):
             memory.admin.set_retention(T, [bad])
     assert memory.admin.retention(T) == two  # nothing half-written
@@ -52,8 +82,10 @@ def test_expiry_erases_what_lived_too_long_and_keeps_a_critical_facts_source(mem
     remember(memory)
     assert memory.consolidate(T, S).status == "published"
     before = memory.admin.alias(T, S).artifact_id
-    memory.admin.set_retention(T, [{"kind": "tool_result", "ttl": timedelta(days=365)},
-                             {"kind": "message", "ttl": timedelta(milliseconds=300)}])
+    memory.admin.set_retention(
+        T,
+        [{"kind": "tool_result", "ttl": timedelta(days=365)}, {"kind": "message", "ttl": timedelta(milliseconds=300)}],
+    )
     time.sleep(0.4)
 
     worker = open_worker_memory(store_url, migrate=False)
@@ -70,7 +102,9 @@ def test_expiry_erases_what_lived_too_long_and_keeps_a_critical_facts_source(mem
     # the summary that held the secret went stale; the rebuilt one never saw it
     after = memory.admin.alias(T, S).artifact_id
     assert after != before and memory.admin.artifact(T, S, before).state == "stale"
-    assert SECRET not in memory.recall(T, S).render() and SECRET not in memory.recall(T, S, query="boarding code").render()
+    assert (
+        SECRET not in memory.recall(T, S).render() and SECRET not in memory.recall(T, S, query="boarding code").render()
+    )
     (line,) = [entry for entry in memory.admin.log(T, S) if entry.op == "delete_event" and entry.target_id == "e-old"]
     assert line.detail["reason"] == "retention: policy v1 (message: 0:00:00.300000)"
     if store_url.startswith("sqlite:///"):
@@ -89,8 +123,19 @@ def test_a_run_expires_a_whole_tenant_and_nothing_without_a_policy(memory) -> No
     assert done["u2"].expired == ["x-1"]
     # once the allergy is superseded, its source expires too
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-new", text="The allergy test was negative.")])
-    memory.supersede(T, S, "allergy", NewFact(tenant_id=T, subject_id=S, fact_id="allergy-2",
-                                              predicate="food.peanuts_allowed", value=True, source_event_ids=["e-new"]))
+    memory.supersede(
+        T,
+        S,
+        "allergy",
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="allergy-2",
+            predicate="food.peanuts_allowed",
+            value=True,
+            source_event_ids=["e-new"],
+        ),
+    )
     assert memory.admin.expire(T, S, now=utcnow() + timedelta(days=31))[0].expired == ["e-allergy"]
 
 
@@ -100,8 +145,12 @@ def test_the_cli_sets_shows_and_runs_retention(cli, memory) -> None:
     assert r.exit_code == 0, r.output
     assert "version 1" in r.stdout and "crm" in r.stdout
     assert cli("retention", "show", "-t", T, "--json").exit_code == 0
-    assert "records live" in cli("retention", "set", "-t", T, "--rule", "tool_result@crm=P7D", "--rule", "*=P30D",
-                                 "--records", "P90D").stdout
+    assert (
+        "records live"
+        in cli(
+            "retention", "set", "-t", T, "--rule", "tool_result@crm=P7D", "--rule", "*=P30D", "--records", "P90D"
+        ).stdout
+    )
     assert cli("retention", "set", "-t", T, "--records", "soon").exit_code == 2
     ran = cli("retention", "run", "-t", T, "--now", "2999-01-01T00:00:00Z")
     assert ran.exit_code == 0 and "2 events expired" in ran.stdout and "1 kept" in ran.stdout
@@ -113,13 +162,18 @@ def test_the_cli_sets_shows_and_runs_retention(cli, memory) -> None:
 def test_recall_guard_and_response_records_live_only_as_long_as_the_policy_says(memory) -> None:
     remember(memory)
     old = memory.recall(T, S, query="boarding code")
-    checked = memory.guard(T, S, {"items": [{"dish": "satay", "ingredients": ["peanut sauce"]}]},
-                           recall_id=old.record.recall_id)
+    checked = memory.guard(
+        T, S, {"items": [{"dish": "satay", "ingredients": ["peanut sauce"]}]}, recall_id=old.record.recall_id
+    )
     memory.respond(T, S, old.record.recall_id, answer=f"Your code: {SECRET}", guard_id=checked.guard_id)
     memory.admin.set_retention(T, [], records=timedelta(days=30))
     assert memory.admin.expire(T, S)[0].records_forgotten == 0  # too young
     (done,) = memory.admin.expire(T, S, now=utcnow() + timedelta(days=31))
     assert done.records_forgotten == 3 and done.expired == []  # no rule for events: they stay
-    assert memory.admin.recalls(T, S) == [] and memory.admin.responses(T, S) == [] and memory.admin.guard_results(T, S) == []
+    assert (
+        memory.admin.recalls(T, S) == []
+        and memory.admin.responses(T, S) == []
+        and memory.admin.guard_results(T, S) == []
+    )
     with pytest.raises(InvalidInput, match="records"):
         memory.admin.set_retention(T, [], records=timedelta(0))

@@ -29,7 +29,9 @@ def test_a_shadow_configuration_publishes_only_to_the_shadow_alias(memory):
     alias = memory.admin.alias(T, U)
     assert alias.artifact_id == live.artifact_id
     (shadow,) = [a for a in memory.admin.attempts(T, U) if a.lane == "shadow"]
-    assert shadow.status == "gated" and shadow.compressor == "terse@1" and shadow.reason == "published to the shadow alias"
+    assert (
+        shadow.status == "gated" and shadow.compressor == "terse@1" and shadow.reason == "published to the shadow alias"
+    )
     art = memory.admin.artifact(T, U, shadow.artifact_id)
     assert art.state == "shadow" and art.manifest.compressor == "terse"
     with memory.store.read() as tx:
@@ -156,6 +158,7 @@ def test_the_cli_sets_a_rollout_reports_the_shadow_and_reviews(memory, store_url
 
 
 # -- what a hostile review found (each fixed) ---------------------------------------------
+
 
 def _tree_config():
     from lossgate.consolidate.hierarchy import HierarchyConfig

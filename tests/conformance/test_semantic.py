@@ -17,15 +17,19 @@ import pytest
 import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.errors import ConfigError, EmbeddingError
+from lossgate.ops.worker import drain, open_worker_memory
 from lossgate.recall.read import recall
 from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, embed_pending
 from lossgate.testing.chat_server import Reply, ScriptedChatServer
 from lossgate.testing.embeddings import concept_embeddings, embeddings_reply
-from lossgate.ops.worker import drain, open_worker_memory
 
 T, S = "acme", "u1"
-CHATTER = ["the weather was lovely on the walk", "we talked about the garden again",
-           "did you see the game last night", "what time is dinner tonight"]
+CHATTER = [
+    "the weather was lovely on the walk",
+    "we talked about the garden again",
+    "did you see the game last night",
+    "what time is dinner tonight",
+]
 
 
 @pytest.fixture
@@ -46,8 +50,9 @@ def pets(memory: lossgate.Memory, embedder: HttpEmbedder) -> lossgate.Memory:
     """A subject whose pet is named once, among 40 other turns; consolidated and embedded."""
     memory.embedder = embedder
     memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="pet", text="My tabby is called Zorblax")])
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", text=f"{CHATTER[i % 4]} ({i})")
-                   for i in range(40)])
+    memory.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", text=f"{CHATTER[i % 4]} ({i})") for i in range(40)]
+    )
     assert memory.consolidate(T, S).status == "published"
     assert memory.admin.embed(T, S).stored == 41
     return memory
@@ -100,15 +105,23 @@ def test_deleted_and_revoked_events_lose_their_vectors_and_never_come_back(pets)
 
 def test_facts_are_embedded_and_superseded_or_deleted_ones_lose_their_vectors(pets):
     pets.append([NewEvent(tenant_id=T, subject_id=S, event_id="topic", text="we chatted about puppies")])
-    fact = pets.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="t1", predicate="chat.topic",
-                                    value="puppies", source_event_ids=["topic"]))
+    fact = pets.assert_fact(
+        NewFact(
+            tenant_id=T, subject_id=S, fact_id="t1", predicate="chat.topic", value="puppies", source_event_ids=["topic"]
+        )
+    )
     pets.admin.embed(T, S)
     assert _vectors(pets, "fact") == {"t1"}
     found = pets.recall(T, S, query="hound", k=3)
     assert "t1" in {f.fact_id for f in found.facts}  # by meaning: no word in common
-    newer = pets.supersede(T, S, fact.fact_id, NewFact(tenant_id=T, subject_id=S, fact_id="t2",
-                                                       predicate="chat.topic", value="kittens",
-                                                       source_event_ids=["topic"]))
+    newer = pets.supersede(
+        T,
+        S,
+        fact.fact_id,
+        NewFact(
+            tenant_id=T, subject_id=S, fact_id="t2", predicate="chat.topic", value="kittens", source_event_ids=["topic"]
+        ),
+    )
     assert _vectors(pets, "fact") == set()
     pets.admin.embed(T, S)
     assert _vectors(pets, "fact") == {newer.fact_id}
@@ -134,8 +147,9 @@ class _DeletingEmbedder:
 
 
 def test_an_event_deleted_while_being_embedded_gets_no_vector(memory, embedder):
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"my tabby number {i}")
-                   for i in range(5)])
+    memory.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id=f"e{i}", text=f"my tabby number {i}") for i in range(5)]
+    )
     stored = embed_pending(memory.store, _DeletingEmbedder(embedder, memory, "e2"), T, S)
     assert stored.stored == 4
     assert _vectors(memory) == {"e0", "e1", "e3", "e4"}
@@ -169,8 +183,10 @@ def test_an_item_the_server_refuses_is_skipped_not_blocking_the_rest(memory, emb
         return concept_embeddings(body)
 
     server._default = picky
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"k{i}", text=f"kitten {i}") for i in range(5)]
-                  + [NewEvent(tenant_id=T, subject_id=S, event_id="long", text="x" * 60)])
+    memory.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id=f"k{i}", text=f"kitten {i}") for i in range(5)]
+        + [NewEvent(tenant_id=T, subject_id=S, event_id="long", text="x" * 60)]
+    )
     report = embed_pending(memory.store, embedder, T, S)
     assert report.stored == 5 and report.skipped == ["long"]
     assert _vectors(memory) == {f"k{i}" for i in range(5)}
@@ -216,8 +232,7 @@ def test_subjects_and_tenants_never_share_vectors(pets, embedder):
 
 
 def test_a_worker_embeds_what_its_job_subject_gained(memory, embedder, store_url):
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"w{i}", text=f"kitten news {i}")
-                   for i in range(3)])
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"w{i}", text=f"kitten news {i}") for i in range(3)])
     memory.request_consolidation(T, S)
     worker = open_worker_memory(store_url, migrate=False, embedder=embedder)
     try:

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from lossgate import IdempotencyConflict, LifecycleError
-
 from tests.support.threads import ev, fact, in_threads
 
 
@@ -91,8 +90,10 @@ def test_concurrent_appends_from_processes_get_gap_free_sequence_numbers(store_u
         "              occurred_at=datetime.now(timezone.utc)) for i in range(20)])\n"
         "m.close()\n"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", script, store_url, str(p)], stderr=subprocess.PIPE, text=True)
-             for p in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, store_url, str(p)], stderr=subprocess.PIPE, text=True)
+        for p in range(4)
+    ]
     errs = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, errs
     assert [e.seq for e in memory.events("acme", "u1")] == list(range(1, 801))

@@ -9,7 +9,7 @@ would not write.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -30,7 +30,7 @@ SHAPES = {
 
 
 def at(day: int) -> datetime:
-    return datetime(2026, 3, day, 9, 0, tzinfo=timezone.utc)
+    return datetime(2026, 3, day, 9, 0, tzinfo=UTC)
 
 
 def said(event_id: str, text: str, day: int) -> NewEvent:
@@ -39,14 +39,27 @@ def said(event_id: str, text: str, day: int) -> NewEvent:
 
 def move_to_lisbon(memory, config) -> str:
     """The timezone case: published with UTC-05:00, then superseded; returns the marker."""
-    memory.append([said("e1", "I'm in New York, my timezone is UTC-05:00.", 1),
-                   said("e2", "As I said, schedule calls in UTC-05:00 please.", 2)])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=U, fact_id="tz-1", predicate="timezone", value="UTC-05:00",
-                               source_event_ids=["e1"]))
+    memory.append(
+        [
+            said("e1", "I'm in New York, my timezone is UTC-05:00.", 1),
+            said("e2", "As I said, schedule calls in UTC-05:00 please.", 2),
+        ]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T, subject_id=U, fact_id="tz-1", predicate="timezone", value="UTC-05:00", source_event_ids=["e1"]
+        )
+    )
     assert memory.consolidate(T, U, config=config).status == "published"
     memory.append([said("e3", "I moved to Lisbon, use UTC+01:00 from now on.", 4)])
-    new = memory.supersede(T, U, "tz-1", NewFact(tenant_id=T, subject_id=U, fact_id="tz-2", predicate="timezone",
-                                                  value="UTC+01:00", source_event_ids=["e3"]))
+    new = memory.supersede(
+        T,
+        U,
+        "tz-1",
+        NewFact(
+            tenant_id=T, subject_id=U, fact_id="tz-2", predicate="timezone", value="UTC+01:00", source_event_ids=["e3"]
+        ),
+    )
     return MARK.format(day=(new.valid_from or new.recorded_at).date().isoformat())
 
 
@@ -79,8 +92,14 @@ def test_what_holds_now_moves_with_the_ledger(memory):
     move_to_lisbon(memory, SHAPES["flat"])
     memory.consolidate(T, U, config=SHAPES["flat"])
     memory.append([said("e5", "Back in New York after all: UTC-04:00 for the summer.", 6)])
-    memory.supersede(T, U, "tz-2", NewFact(tenant_id=T, subject_id=U, fact_id="tz-3", predicate="timezone",
-                                           value="UTC-04:00", source_event_ids=["e5"]))
+    memory.supersede(
+        T,
+        U,
+        "tz-2",
+        NewFact(
+            tenant_id=T, subject_id=U, fact_id="tz-3", predicate="timezone", value="UTC-04:00", source_event_ids=["e5"]
+        ),
+    )
 
     attempt = memory.consolidate(T, U, config=SHAPES["flat"])
     assert attempt.status == "published", attempt.violations
@@ -111,11 +130,19 @@ def test_the_gate_refuses_an_unmarked_old_value_and_a_forged_marker(memory):
 
 
 def test_a_line_stating_one_side_of_an_open_conflict_carries_the_other(memory):
-    memory.append([said("c1", "My timezone is UTC+01:00.", 1), said("c2", "My timezone is UTC+02:00.", 2),
-                   said("c3", "Either UTC+01:00 or UTC+02:00, I forget which.", 3)])
-    memory.assert_facts([NewFact(tenant_id=T, subject_id=U, fact_id=f"tz-{n}", predicate="timezone", value=v,
-                                 source_event_ids=[e]) for n, (v, e) in enumerate((("UTC+01:00", "c1"),
-                                                                                   ("UTC+02:00", "c2")))])
+    memory.append(
+        [
+            said("c1", "My timezone is UTC+01:00.", 1),
+            said("c2", "My timezone is UTC+02:00.", 2),
+            said("c3", "Either UTC+01:00 or UTC+02:00, I forget which.", 3),
+        ]
+    )
+    memory.assert_facts(
+        [
+            NewFact(tenant_id=T, subject_id=U, fact_id=f"tz-{n}", predicate="timezone", value=v, source_event_ids=[e])
+            for n, (v, e) in enumerate((("UTC+01:00", "c1"), ("UTC+02:00", "c2")))
+        ]
+    )
     (conflict,) = memory.conflicts(T, U)
 
     attempt = memory.consolidate(T, U, config=SHAPES["flat"])

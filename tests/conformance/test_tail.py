@@ -32,8 +32,19 @@ SECRET = "The gate code for the north warehouse is 8812."
 
 def secret_session(memory):
     world(memory)
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="e-secret", actor="user", text=SECRET,
-                            payload={"session": 1}, occurred_at=day(1) + timedelta(minutes=40))])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=U,
+                event_id="e-secret",
+                actor="user",
+                text=SECRET,
+                payload={"session": 1},
+                occurred_at=day(1) + timedelta(minutes=40),
+            )
+        ]
+    )
 
 
 def history_read(*args, **kw):
@@ -58,7 +69,7 @@ def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, mon
         assert built and all(a.manifest.part.key.split(" #")[0] == f"session {4 + g}" for a in built)
         assert set(root.manifest.new_parts) <= {*chain[-1].manifest.children, *(a.artifact_id for a in built)}
         # its children are the parent's, then its own; the chain commits to everything covered
-        assert root.manifest.children[:len(root.manifest.carried)] == root.manifest.carried
+        assert root.manifest.children[: len(root.manifest.carried)] == root.manifest.carried
         assert root.manifest.input_root != chain[-1].manifest.input_root
         chain.append(root)
     assert fingerprints(memory, chain[-1]) == full_plan(memory)
@@ -66,8 +77,11 @@ def test_ten_tail_generations_then_a_revocation_ten_generations_back(memory, mon
     ancestors = memory.admin.lineage(T, U, chain[-1].artifact_id).ancestors
     assert [a for a, _ in ancestors] == [r.artifact_id for r in reversed(chain[:-1])]
     assert {state for _, state in ancestors} == {"retired"}
-    part_of_secret = next(c for c in chain[-1].manifest.children
-                          if "e-secret" in {r.id for r in memory.admin.artifact(T, U, c).manifest.inputs})
+    part_of_secret = next(
+        c
+        for c in chain[-1].manifest.children
+        if "e-secret" in {r.id for r in memory.admin.artifact(T, U, c).manifest.inputs}
+    )
 
     with memory.transaction() as led:
         led.revoke_event(T, U, "e-secret", reason="said by mistake")
@@ -108,8 +122,19 @@ def test_what_is_not_a_tail_append_takes_the_full_plan(memory):
     world(memory)
     consolidated(memory)
     # a new event of an earlier period: the full plan puts it in its period
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="late", actor="user", text=SMALL_TALK[0],
-                            payload={"session": 2}, occurred_at=day(2) + timedelta(minutes=50))])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=U,
+                event_id="late",
+                actor="user",
+                text=SMALL_TALK[0],
+                payload={"session": 2},
+                occurred_at=day(2) + timedelta(minutes=50),
+            )
+        ]
+    )
     root = consolidated(memory)
     assert root.manifest.extends is None
     assert fingerprints(memory, root) == full_plan(memory)
@@ -123,8 +148,19 @@ def test_what_is_not_a_tail_append_takes_the_full_plan(memory):
     root = consolidated(memory)
     assert root.manifest.extends is not None
     # an event of an earlier session, said after everything else: it joins its session
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="later", actor="user", text=SMALL_TALK[1],
-                            payload={"session": 3}, occurred_at=day(9))])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=U,
+                event_id="later",
+                actor="user",
+                text=SMALL_TALK[1],
+                payload={"session": 3},
+                occurred_at=day(9),
+            )
+        ]
+    )
     root = consolidated(memory)
     assert root.manifest.extends is None
     assert fingerprints(memory, root) == full_plan(memory)
@@ -140,7 +176,7 @@ def test_the_root_inlines_the_newest_digests_that_fit_its_window(memory):
         memory.append(turns(g, 6))
     root = consolidated(memory, config)
     lines = root.body.summary.split("\n")
-    periods = [ln for ln in lines[lines.index(PERIODS_TITLE) + 1:] if ln.startswith("[")]
+    periods = [ln for ln in lines[lines.index(PERIODS_TITLE) + 1 :] if ln.startswith("[")]
     parts = [memory.admin.artifact(T, U, c) for c in root.manifest.children]
     assert 1 <= len(periods) < len(parts)  # the newest, not all: the rest stay its parts
     assert periods[-1].startswith(f"[{day(8).date().isoformat()}")
@@ -155,12 +191,28 @@ def test_an_event_of_a_carried_period_after_a_day_without_session_takes_the_full
     world(memory)
     consolidated(memory)
     # a turn with no session falls back to its day: a period of its own, after the sessions
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="no-session", actor="user", text=SMALL_TALK[2],
-                            occurred_at=day(7))])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T, subject_id=U, event_id="no-session", actor="user", text=SMALL_TALK[2], occurred_at=day(7)
+            )
+        ]
+    )
     assert consolidated(memory).manifest.extends is not None
     # then a turn of session 3, said later still: it belongs to session 3's period
-    memory.append([NewEvent(tenant_id=T, subject_id=U, event_id="back-to-3", actor="user", text=SMALL_TALK[3],
-                            payload={"session": 3}, occurred_at=day(8))])
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=U,
+                event_id="back-to-3",
+                actor="user",
+                text=SMALL_TALK[3],
+                payload={"session": 3},
+                occurred_at=day(8),
+            )
+        ]
+    )
     root = consolidated(memory)
     assert root.manifest.extends is None
     assert fingerprints(memory, root) == full_plan(memory)

@@ -34,18 +34,40 @@ def i(name: str, subject: str = U) -> str:
 
 def seed(memory, subject: str = U, tenant: str = T) -> None:
     """A user message, a CRM tool result and a billing tool result, a fact on each."""
-    memory.append([
-        ev(i("e1", subject), "We now need 45 seats.", subject, tenant),
-        tool(i("t1", subject), "crm.lookup returned customer id CUST-4411", subject, tenant=tenant),
-        tool(i("t2", subject), "billing.plan returned 45 seats on the plan", subject, actor="tool:billing.plan",
-             tenant=tenant),
-    ])
-    memory.assert_facts([
-        NewFact(tenant_id=tenant, subject_id=subject, fact_id=i("seats", subject), predicate="subscription.seats",
-                value=45, source_event_ids=(i("e1", subject),)),
-        NewFact(tenant_id=tenant, subject_id=subject, fact_id=i("cust", subject), predicate="customer.id",
-                value="CUST-4411", authority="tool", source_event_ids=(i("t1", subject),)),
-    ])
+    memory.append(
+        [
+            ev(i("e1", subject), "We now need 45 seats.", subject, tenant),
+            tool(i("t1", subject), "crm.lookup returned customer id CUST-4411", subject, tenant=tenant),
+            tool(
+                i("t2", subject),
+                "billing.plan returned 45 seats on the plan",
+                subject,
+                actor="tool:billing.plan",
+                tenant=tenant,
+            ),
+        ]
+    )
+    memory.assert_facts(
+        [
+            NewFact(
+                tenant_id=tenant,
+                subject_id=subject,
+                fact_id=i("seats", subject),
+                predicate="subscription.seats",
+                value=45,
+                source_event_ids=(i("e1", subject),),
+            ),
+            NewFact(
+                tenant_id=tenant,
+                subject_id=subject,
+                fact_id=i("cust", subject),
+                predicate="customer.id",
+                value="CUST-4411",
+                authority="tool",
+                source_event_ids=(i("t1", subject),),
+            ),
+        ]
+    )
 
 
 def published(memory, subject: str = U, tenant: str = T) -> str:
@@ -66,8 +88,9 @@ def test_a_policy_marking_a_tools_results_untrusted_makes_their_artifacts_stale_
     other = published(memory, U, OTHER)
     epochs = {s: memory.admin.clock(T, s).input_epoch for s in (U, V)}
 
-    out = memory.admin.set_taint_policy(T, "crm", kind="tool_result", actor=CRM, trust="untrusted",
-                                  reason="CRM answers are scraped")
+    out = memory.admin.set_taint_policy(
+        T, "crm", kind="tool_result", actor=CRM, trust="untrusted", reason="CRM answers are scraped"
+    )
 
     assert out.changed and out.policy.version == 1
     assert sorted(out.events) == [(U, "t1"), (V, i("t1", V))]
@@ -81,7 +104,8 @@ def test_a_policy_marking_a_tools_results_untrusted_makes_their_artifacts_stale_
         assert memory.fact(T, s, i("cust", s)).status == "revoked"
         quoted = memory.facts(T, s, predicate="customer.id")
         assert [(f.value, f.authority, f.modality, f.source_event_ids) for f in quoted] == [
-            ("CUST-4411", "untrusted", "quoted", (i("t1", s),))]
+            ("CUST-4411", "untrusted", "quoted", (i("t1", s),))
+        ]
         assert memory.fact(T, s, i("seats", s)).status == "active"  # the user's own fact stands
         ops = [(e.op, e.target_id) for e in memory.admin.log(T, s)]
         assert {("set_trust", i("t1", s)), ("taint_policy", "crm"), ("demote", i("cust", s))} <= set(ops)
@@ -107,7 +131,12 @@ def test_the_policy_and_its_effects_commit_in_one_transaction(memory):
     with pytest.raises(RuntimeError), memory.transaction() as led:
         assert led.set_taint_policy(T, "crm", kind="tool_result", actor=CRM, trust="untrusted").events
         raise RuntimeError("the transaction fails after the policy was applied")
-    assert (trusts(memory), memory.admin.clock(T, U), memory.facts(T, U, statuses=None), memory.admin.log(T, U)) == before
+    assert (
+        trusts(memory),
+        memory.admin.clock(T, U),
+        memory.facts(T, U, statuses=None),
+        memory.admin.log(T, U),
+    ) == before
     assert memory.admin.artifact(T, U, art).state == "published" and memory.admin.taint_policies(T) == []
     assert [j for j in memory.admin.jobs(T, U) if j.status == "pending"] == []
 
@@ -117,8 +146,9 @@ def test_new_events_get_the_policys_trust_and_a_replay_stays_a_no_op(memory):
     memory.admin.set_taint_policy(T, "crm", actor=CRM, trust="untrusted")
     memory.append([tool("t3", "crm.lookup returned nothing"), ev("e2", "thanks")])
     assert trusts(memory)["t3"] == "untrusted" and trusts(memory)["e2"] == "authenticated_user"
-    again = memory.append([tool("t1", "crm.lookup returned customer id CUST-4411"),
-                           tool("t3", "crm.lookup returned nothing")])
+    again = memory.append(
+        [tool("t1", "crm.lookup returned customer id CUST-4411"), tool("t3", "crm.lookup returned nothing")]
+    )
     assert again.appended == () and set(again.duplicates) == {"t1", "t3"}
 
 
@@ -133,7 +163,8 @@ def test_upgrading_a_policy_stores_a_new_version_and_reaches_what_it_now_matches
     assert up.policy.version == 2 and up.events == ((U, "t2"),)
     assert trusts(memory) == {"e1": "authenticated_user", "t1": "untrusted", "t2": "untrusted"}
     assert [(p.policy_id, p.version, p.kind, p.actor) for p in memory.admin.taint_policies(T)] == [
-        ("tools", 2, "tool_result", None)]
+        ("tools", 2, "tool_result", None)
+    ]
     assert [p.version for p in memory.admin.taint_policies(T, history=True)] == [1, 2]
     assert memory.admin.clock(T, U).input_epoch == epoch + 1
 
@@ -146,14 +177,18 @@ def test_where_policies_overlap_the_lowest_trust_wins(memory):
     assert out.events == ((U, "t2"),)
 
 
-@pytest.mark.parametrize("call", [
-    lambda m: m.admin.set_taint_policy(T, "p", trust="untrusted"),  # matches nothing said
-    lambda m: m.admin.set_taint_policy(T, "p", actor=CRM, trust="admin"),
-    lambda m: m.admin.set_taint_policy(T, "p", kind="email", trust="untrusted"),
-    lambda m: m.admin.set_taint_policy(T, "p", actor="", trust="untrusted"),
-    lambda m: m.admin.set_taint_policy(T, "p q", actor=CRM, trust="untrusted"),
-    lambda m: m.admin.set_taint_policy(T, "p", actor=f"{CRM}\x00", trust="untrusted"),
-], ids=["no-match", "trust", "kind", "empty-actor", "space-in-id", "nul"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.admin.set_taint_policy(T, "p", trust="untrusted"),  # matches nothing said
+        lambda m: m.admin.set_taint_policy(T, "p", actor=CRM, trust="admin"),
+        lambda m: m.admin.set_taint_policy(T, "p", kind="email", trust="untrusted"),
+        lambda m: m.admin.set_taint_policy(T, "p", actor="", trust="untrusted"),
+        lambda m: m.admin.set_taint_policy(T, "p q", actor=CRM, trust="untrusted"),
+        lambda m: m.admin.set_taint_policy(T, "p", actor=f"{CRM}\x00", trust="untrusted"),
+    ],
+    ids=["no-match", "trust", "kind", "empty-actor", "space-in-id", "nul"],
+)
 def test_a_bad_policy_is_invalid_input_and_writes_nothing(memory, call):
     seed(memory)
     before = (trusts(memory), memory.admin.clock(T, U))

@@ -68,8 +68,9 @@ def test_a_failed_compression_demotes_nothing_and_records_the_extended_retention
 
     (held,) = memory.admin.demote(T, U, now=later)
     assert held.warm == () and set(tiers(memory).values()) == {"hot"}
-    assert held.retention_logged and held.held_reason.startswith(f"retention extended: consolidation attempt "
-                                                                 f"{bad.attempt_id} rejected")
+    assert held.retention_logged and held.held_reason.startswith(
+        f"retention extended: consolidation attempt {bad.attempt_id} rejected"
+    )
     (entry,) = log_of(memory, "retention")
     assert entry.detail["reason"] == held.held_reason and set(entry.detail["event_ids"]) == set(held.held)
     assert entry.target_id == bad.artifact_id
@@ -126,7 +127,9 @@ def test_a_subject_with_nothing_due_is_demoted_without_a_write_transaction(memor
     write = memory.store.write
     monkeypatch.setattr(memory.store, "write", lambda: writes.append(1) or write())
 
-    assert memory.admin.demote(T, U, now=start) == [Demotion(tenant_id=T, subject_id=U, artifact_id=attempt.artifact_id)]
+    assert memory.admin.demote(T, U, now=start) == [
+        Demotion(tenant_id=T, subject_id=U, artifact_id=attempt.artifact_id)
+    ]
     assert memory.admin.demote(T, "nobody", now=start) == [Demotion(tenant_id=T, subject_id="nobody")]
     assert writes == [] and set(tiers(memory).values()) == {"hot"}
 

@@ -21,16 +21,31 @@ from lossgate.cli import app
 from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.model.instants import EARLIEST, LATEST, after, before, instant_problem, shift_date
-
 from tests.support import REGISTRY_PATH
 
 T = "acme"
 # UTC 10000-01-01 and 0000-12-31: no UTC form in the calendar
 OUTSIDE = [datetime.fromisoformat("9999-12-31T23:59:59-05:00"), datetime.fromisoformat("0001-01-01T00:00:00+05:00")]
-EDGES = [LATEST, EARLIEST, datetime.fromisoformat("9999-12-31T23:59:59+14:00"),
-         datetime.fromisoformat("0001-01-01T00:00:00-12:00")]
-RELATIVE = ["tomorrow", "the day after tomorrow", "yesterday", "next Monday", "last Friday", "this Sunday",
-            "in 3 days", "2 weeks ago", "in 2 months", "6 months ago", "in 999 weeks", "today at 10:30"]
+EDGES = [
+    LATEST,
+    EARLIEST,
+    datetime.fromisoformat("9999-12-31T23:59:59+14:00"),
+    datetime.fromisoformat("0001-01-01T00:00:00-12:00"),
+]
+RELATIVE = [
+    "tomorrow",
+    "the day after tomorrow",
+    "yesterday",
+    "next Monday",
+    "last Friday",
+    "this Sunday",
+    "in 3 days",
+    "2 weeks ago",
+    "in 2 months",
+    "6 months ago",
+    "in 999 weeks",
+    "today at 10:30",
+]
 FLAT = ConsolidationConfig(hierarchy=HierarchyConfig(mode="never"))
 BY_DAY = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", split_by="day"))
 
@@ -44,12 +59,18 @@ def test_an_instant_without_a_utc_form_is_refused_by_every_record_naming_the_fie
     with pytest.raises(InvalidInput, match="(?s)occurred_at.*outside the instants lossgate keeps"):
         event("u1", "e1", at)
     with pytest.raises(InvalidInput, match="valid_from"):
-        NewFact(tenant_id=T, subject_id="u1", predicate="timezone", value="UTC", source_event_ids=["e1"],
-                valid_from=at)
+        NewFact(tenant_id=T, subject_id="u1", predicate="timezone", value="UTC", source_event_ids=["e1"], valid_from=at)
     memory.append([event("u1", "e1", LATEST)])
     with pytest.raises(InvalidInput, match="outside the instants"):  # a datetime fact value
-        memory.assert_fact(NewFact(tenant_id=T, subject_id="u1", predicate="meeting.starts_at",
-                                   value=at.isoformat(), source_event_ids=["e1"]))
+        memory.assert_fact(
+            NewFact(
+                tenant_id=T,
+                subject_id="u1",
+                predicate="meeting.starts_at",
+                value=at.isoformat(),
+                source_event_ids=["e1"],
+            )
+        )
     with pytest.raises(InvalidInput, match="now"):
         memory.admin.demote(T, "u1", now=at)
     assert memory.facts(T, "u1") == [] and memory.admin.clock(T, "u1").high_water == 1
@@ -60,19 +81,27 @@ def test_a_time_written_as_a_number_is_refused(memory, written):
     with pytest.raises(InvalidInput, match="(?s)occurred_at.*not a number"):
         NewEvent(tenant_id=T, subject_id="u1", text="hi", occurred_at=written)
     with pytest.raises(InvalidInput, match="(?s)valid_from.*not a number"):
-        NewFact(tenant_id=T, subject_id="u1", predicate="timezone", value="UTC", source_event_ids=["e1"],
-                valid_from=written)
+        NewFact(
+            tenant_id=T, subject_id="u1", predicate="timezone", value="UTC", source_event_ids=["e1"], valid_from=written
+        )
 
 
-@pytest.mark.parametrize("written", ["9999-12-31T23:59:59.999999-00:00:00.000001", "2026-03-14T10:00:00+01:00:30",
-                                     "2024-01-01T00:00:00.1234567891+00:00"])
+@pytest.mark.parametrize(
+    "written",
+    [
+        "9999-12-31T23:59:59.999999-00:00:00.000001",
+        "2026-03-14T10:00:00+01:00:30",
+        "2024-01-01T00:00:00.1234567891+00:00",
+    ],
+)
 def test_an_offset_finer_than_minutes_or_a_fraction_finer_than_microseconds_is_refused(memory, written):
     with pytest.raises(InvalidInput, match="occurred_at"):
         NewEvent(tenant_id=T, subject_id="u1", text="hi", occurred_at=written)
     memory.append([event("u1", "e1", LATEST)])
     with pytest.raises(InvalidInput, match="meeting.starts_at|minutes|microsecond"):
-        memory.assert_fact(NewFact(tenant_id=T, subject_id="u1", predicate="meeting.starts_at", value=written,
-                                   source_event_ids=["e1"]))
+        memory.assert_fact(
+            NewFact(tenant_id=T, subject_id="u1", predicate="meeting.starts_at", value=written, source_event_ids=["e1"])
+        )
     with pytest.raises(InvalidInput, match="now"):
         memory.admin.demote(T, now=datetime(2026, 3, 14, tzinfo=timezone(timedelta(seconds=30))))
     assert memory.facts(T, "u1") == []
@@ -87,14 +116,29 @@ def test_ingest_and_demote_refuse_an_instant_outside_the_range_with_exit_2(store
     cli = CliRunner()
     assert cli.invoke(app, ["--db", store_url, "init", "--predicates", str(REGISTRY_PATH)]).exit_code == 0
     lines = tmp_path / "events.jsonl"
-    lines.write_text(json.dumps({"type": "event", "tenant_id": T, "subject_id": "u1", "event_id": "e1",
-                                 "text": "hi", "occurred_at": OUTSIDE[0].isoformat()}) + "\n")
+    lines.write_text(
+        json.dumps(
+            {
+                "type": "event",
+                "tenant_id": T,
+                "subject_id": "u1",
+                "event_id": "e1",
+                "text": "hi",
+                "occurred_at": OUTSIDE[0].isoformat(),
+            }
+        )
+        + "\n"
+    )
 
     ingested = cli.invoke(app, ["--db", store_url, "ingest", str(lines)])
     assert ingested.exit_code == 2 and "outside the instants lossgate keeps" in ingested.output
     assert len(ingested.stderr.splitlines()) == 1
-    for now in ("2026-03-14T10:00:00", OUTSIDE[1].isoformat(), "9999-12-31T23:59:59.999999-00:00:00.000001",
-                "2026-03-14T10:00:00.1234567+00:00"):
+    for now in (
+        "2026-03-14T10:00:00",
+        OUTSIDE[1].isoformat(),
+        "9999-12-31T23:59:59.999999-00:00:00.000001",
+        "2026-03-14T10:00:00.1234567+00:00",
+    ):
         demoted = cli.invoke(app, ["--db", store_url, "demote", "-t", T, "--now", now])
         assert demoted.exit_code == 2 and "--now" in demoted.output, demoted.output
     events = cli.invoke(app, ["--db", store_url, "events", "-t", T, "-s", "u1", "--json"])
@@ -105,8 +149,12 @@ def test_ingest_and_demote_refuse_an_instant_outside_the_range_with_exit_2(store
 def test_every_relative_word_at_both_ends_of_the_range_publishes(memory, config):
     for n, at in enumerate(EDGES):
         subject = f"edge-{n}"
-        memory.append([event(subject, f"{subject}-{i}", at, f"Call me {word} about INV-{i}, not before.")
-                       for i, word in enumerate(RELATIVE)])
+        memory.append(
+            [
+                event(subject, f"{subject}-{i}", at, f"Call me {word} about INV-{i}, not before.")
+                for i, word in enumerate(RELATIVE)
+            ]
+        )
         attempt = memory.consolidate(T, subject, config=config)
         assert attempt.status == "published", (at, attempt.violations, attempt.error)
         assert memory.recall(T, subject).mode == "summary"
@@ -147,11 +195,17 @@ def instants(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=25, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(times=st.lists(instants(), min_size=1, max_size=4), words=st.lists(st.sampled_from(RELATIVE), min_size=1,
-                                                                           max_size=4),
-       by_day=st.booleans())
+@settings(
+    max_examples=25,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    times=st.lists(instants(), min_size=1, max_size=4),
+    words=st.lists(st.sampled_from(RELATIVE), min_size=1, max_size=4),
+    by_day=st.booleans(),
+)
 def test_any_accepted_instant_with_any_relative_words_consolidates(memory, times, words, by_day):
     subject = f"p-{abs(hash((tuple(times), tuple(words), by_day))) % 10**12}"
     accepted = []

@@ -14,7 +14,7 @@ superseded records, caller times with an offset.
 from __future__ import annotations
 
 import pickle
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -22,8 +22,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from lossgate import NewEvent, NewFact
-from lossgate.store import rows
 from lossgate.model.values import VALUE_TYPES, Money
+from lossgate.store import rows
 
 T, S = "acme", "rows-1"
 AT = datetime(2026, 3, 14, 14, 32, 5, 123456, tzinfo=timezone(timedelta(hours=5, minutes=30)))
@@ -57,8 +57,15 @@ def ev(event_id: str, text: str, **kw: Any) -> NewEvent:
 
 
 def fact(fact_id: str, predicate: str, value: Any, sources: list[str], **kw: Any) -> NewFact:
-    return NewFact(tenant_id=T, subject_id=S, fact_id=fact_id, predicate=predicate, value=value,
-                   source_event_ids=tuple(sources), **kw)
+    return NewFact(
+        tenant_id=T,
+        subject_id=S,
+        fact_id=fact_id,
+        predicate=predicate,
+        value=value,
+        source_event_ids=tuple(sources),
+        **kw,
+    )
 
 
 # One fact of every value type (a predicate of examples/predicates.toml each).
@@ -78,36 +85,64 @@ VALUES = {
 
 def history(memory: Any) -> None:
     """Events and facts of every shape, through the ledger as an application would write them."""
-    memory.append([
-        ev("e-plain", "a plain turn"),
-        ev("e-payload", "a tool said so", kind="tool_result", actor="tool:crm.lookup", trust="tool",
-           payload={"rows": [1, 2.5, None, True], "nested": {"k": "v"}, "text": "é ✓"}),
-        ev("e-utc", "stated in UTC", occurred_at=datetime(2026, 3, 1, tzinfo=timezone.utc)),
-        ev("e-untrusted", "a web page", kind="document", trust="untrusted", actor="web"),
-        *[ev(f"e-{t}", f"the {t} value") for t in VALUE_TYPES],
-        ev("e-gone", "my old address, forget it"),
-        ev("e-revoked", "a mistaken turn"),
-        ev("e-old", "the first total"), ev("e-new", "the corrected total"),
-        ev("e-rival", "another total"), ev("e-rival-tz", "another timezone"),
-    ])
+    memory.append(
+        [
+            ev("e-plain", "a plain turn"),
+            ev(
+                "e-payload",
+                "a tool said so",
+                kind="tool_result",
+                actor="tool:crm.lookup",
+                trust="tool",
+                payload={"rows": [1, 2.5, None, True], "nested": {"k": "v"}, "text": "é ✓"},
+            ),
+            ev("e-utc", "stated in UTC", occurred_at=datetime(2026, 3, 1, tzinfo=UTC)),
+            ev("e-untrusted", "a web page", kind="document", trust="untrusted", actor="web"),
+            *[ev(f"e-{t}", f"the {t} value") for t in VALUE_TYPES],
+            ev("e-gone", "my old address, forget it"),
+            ev("e-revoked", "a mistaken turn"),
+            ev("e-old", "the first total"),
+            ev("e-new", "the corrected total"),
+            ev("e-rival", "another total"),
+            ev("e-rival-tz", "another timezone"),
+        ]
+    )
     for value_type, (predicate, value, qualifiers) in VALUES.items():
         memory.assert_fact(fact(f"f-{value_type}", predicate, value, [f"e-{value_type}"], qualifiers=qualifiers))
-    memory.assert_facts([
-        fact("f-negative", "contact.allowed", False, ["e-plain", "e-payload"], qualifiers={"channel": "sms"},
-             polarity="negative", modality="speculative", authority="tool",
-             valid_from=datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=1)))),
-        fact("f-gone", "contact.home_address", "221 Elm Street", ["e-gone"]),
-        fact("f-revoked", "chat.topic", "jazz", ["e-revoked"]),
-        fact("f-old", "refund.limit", Money(amount=Decimal("50"), currency="USD"), ["e-old"]),
-    ])
-    memory.supersede(T, S, "f-old", fact("f-new", "refund.limit", Money(amount=Decimal("75.5"), currency="USD"),
-                                         ["e-new"]))
+    memory.assert_facts(
+        [
+            fact(
+                "f-negative",
+                "contact.allowed",
+                False,
+                ["e-plain", "e-payload"],
+                qualifiers={"channel": "sms"},
+                polarity="negative",
+                modality="speculative",
+                authority="tool",
+                valid_from=datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=1))),
+            ),
+            fact("f-gone", "contact.home_address", "221 Elm Street", ["e-gone"]),
+            fact("f-revoked", "chat.topic", "jazz", ["e-revoked"]),
+            fact("f-old", "refund.limit", Money(amount=Decimal("50"), currency="USD"), ["e-old"]),
+        ]
+    )
+    memory.supersede(
+        T, S, "f-old", fact("f-new", "refund.limit", Money(amount=Decimal("75.5"), currency="USD"), ["e-new"])
+    )
     # a rival value of a cardinality-one predicate: an open conflict, then one resolved
-    memory.assert_facts([
-        fact("f-rival", "invoice.total", Money(amount=Decimal("1.00"), currency="EUR"), ["e-rival"],
-             qualifiers={"invoice_id": "INV-7"}),
-        fact("f-rival-tz", "timezone", "UTC+01:00", ["e-rival-tz"]),
-    ])
+    memory.assert_facts(
+        [
+            fact(
+                "f-rival",
+                "invoice.total",
+                Money(amount=Decimal("1.00"), currency="EUR"),
+                ["e-rival"],
+                qualifiers={"invoice_id": "INV-7"},
+            ),
+            fact("f-rival-tz", "timezone", "UTC+01:00", ["e-rival-tz"]),
+        ]
+    )
     memory.revoke_event(T, S, "e-rival", reason="not a total")  # its conflict resolves
     memory.delete_fact(T, S, "f-gone", reason="forget my address")  # value and event purged
     memory.revoke_event(T, S, "e-revoked", reason="a mistake")  # and its fact revoked
@@ -141,7 +176,7 @@ def assert_indistinguishable(fast: BaseModel, validated: BaseModel) -> None:
         if isinstance(a, datetime):
             assert type(a.tzinfo) is type(b.tzinfo) and a.tzname() == b.tzname() and str(a) == str(b), name
         if isinstance(a, tuple):
-            assert all(type(x) is type(y) for x, y in zip(a, b)), name
+            assert all(type(x) is type(y) for x, y in zip(a, b, strict=True)), name
     try:
         expected: Any = hash(validated)
     except TypeError as exc:  # an event's payload is a dict: neither hashes
@@ -195,11 +230,32 @@ def _reader(name: str) -> Any:
     return _ORIGINALS[name]
 
 
-@pytest.mark.parametrize("stored", [
-    "2026-03-14T14:32:05+00:00", "2026-03-14T14:32:05.123456+00:00", "2026-03-14T14:32:05-08:00",
-    "2026-03-14T14:32:05.5+05:45", "2026-03-14T14:32:05", datetime(2026, 3, 14, tzinfo=timezone.utc),
-])
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "2026-03-14T14:32:05+00:00",
+        "2026-03-14T14:32:05.123456+00:00",
+        "2026-03-14T14:32:05-08:00",
+        "2026-03-14T14:32:05.5+05:45",
+        "2026-03-14T14:32:05",
+        datetime(2026, 3, 14, tzinfo=UTC),
+    ],
+)
 def test_a_stored_time_reads_as_validation_parses_it(stored: Any) -> None:
-    row = (T, S, 1, "e1", "message", "user", "authenticated_user", "hi", "{}", stored, stored,
-           "sha256:" + "0" * 64, "valid", "hot")
+    row = (
+        T,
+        S,
+        1,
+        "e1",
+        "message",
+        "user",
+        "authenticated_user",
+        "hi",
+        "{}",
+        stored,
+        stored,
+        "sha256:" + "0" * 64,
+        "valid",
+        "hot",
+    )
     assert_indistinguishable(rows.event_from_row(row), rows.event_from_row_validated(row))

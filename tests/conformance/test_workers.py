@@ -23,8 +23,8 @@ import lossgate
 from lossgate import NewEvent, NewFact
 from lossgate.errors import ConfigError
 from lossgate.model.records import utcnow
-from lossgate.store import open_store
 from lossgate.ops.worker import Worker, WorkerConfig, drain, open_worker_memory
+from lossgate.store import open_store
 
 HERE = Path(__file__).resolve().parent
 T = "acme"
@@ -39,15 +39,33 @@ def worker_memory(memory: lossgate.Memory, store_url: str):
 
 
 def _seed(memory: lossgate.Memory, subject: str, n: int = 3) -> None:
-    memory.append([NewEvent(tenant_id=T, subject_id=subject, event_id=f"{subject}-e{i}",
-                            text=f"{subject} says hello number {i}") for i in range(n)])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=subject, fact_id=f"{subject}-tz", predicate="timezone",
-                               value="UTC+01:00", source_event_ids=[f"{subject}-e0"]))
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T, subject_id=subject, event_id=f"{subject}-e{i}", text=f"{subject} says hello number {i}"
+            )
+            for i in range(n)
+        ]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=subject,
+            fact_id=f"{subject}-tz",
+            predicate="timezone",
+            value="UTC+01:00",
+            source_event_ids=[f"{subject}-e0"],
+        )
+    )
 
 
 def _child(url: str, sleep: float, lease: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, str(HERE / "worker_child.py"), url, str(sleep), str(lease)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "worker_child.py"), url, str(sleep), str(lease)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "READY"
     return proc
@@ -130,9 +148,18 @@ def test_many_changes_enqueue_one_rebuild_and_drain_publishes_it(memory, worker_
     drain(worker_memory)
     for i in range(3):
         memory.append([NewEvent(tenant_id=T, subject_id="u1", event_id=f"late-{i}", text=f"moved {i}")])
-        memory.supersede(T, "u1", memory.facts(T, "u1", predicate="timezone")[0].fact_id,
-                         NewFact(tenant_id=T, subject_id="u1", predicate="timezone", value=f"UTC+0{i + 2}:00",
-                                 source_event_ids=[f"late-{i}"]))
+        memory.supersede(
+            T,
+            "u1",
+            memory.facts(T, "u1", predicate="timezone")[0].fact_id,
+            NewFact(
+                tenant_id=T,
+                subject_id="u1",
+                predicate="timezone",
+                value=f"UTC+0{i + 2}:00",
+                source_event_ids=[f"late-{i}"],
+            ),
+        )
     memory.delete_event(T, "u1", "u1-e3")
     assert len([j for j in memory.admin.jobs(T, "u1") if j.status == "pending"]) == 1
     assert drain(worker_memory) == 1
@@ -149,8 +176,9 @@ def test_a_subject_that_keeps_failing_ends_in_review_not_in_a_retry_loop(memory,
     _seed(memory, "good")
     memory.request_consolidation(T, "bad")
     config = ConsolidationConfig(max_attempts=3, backoff_base_s=0.0)
-    worker = Worker(worker_memory, consolidation=config, compressor=MissingFieldCompressor(),
-                    config=WorkerConfig(poll_s=0.0))
+    worker = Worker(
+        worker_memory, consolidation=config, compressor=MissingFieldCompressor(), config=WorkerConfig(poll_s=0.0)
+    )
     assert worker.run(exit_when_idle=True) == 3  # the first try and two retries, then no more
     attempts = memory.admin.attempts(T, "bad")
     assert [a.status for a in attempts] == ["error"] * 3
@@ -197,28 +225,53 @@ def test_eight_worker_processes_and_200_subjects_with_interleaved_changes(memory
         _seed(memory, s, n=4)
         memory.request_consolidation(T, s)
     env = {**os.environ, "LOSSGATE_DB": store_url}
-    pool = subprocess.Popen([sys.executable, "-m", "lossgate", "worker", "--concurrency", str(WORKERS),
-                             "--lease", "10"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pool = subprocess.Popen(
+        [sys.executable, "-m", "lossgate", "worker", "--concurrency", str(WORKERS), "--lease", "10"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deleted: dict[str, str] = {}
     try:
         # Interleave appends, supersessions and deletions while the workers consolidate.
         for round_ in range(3):
             for i, s in enumerate(subjects):
-                memory.append([NewEvent(tenant_id=T, subject_id=s, event_id=f"{s}-r{round_}",
-                                        text=f"round {round_} for {s}: secret-{s}-{round_}")])
+                memory.append(
+                    [
+                        NewEvent(
+                            tenant_id=T,
+                            subject_id=s,
+                            event_id=f"{s}-r{round_}",
+                            text=f"round {round_} for {s}: secret-{s}-{round_}",
+                        )
+                    ]
+                )
                 if (i + round_) % 3 == 0:
                     old = memory.facts(T, s, predicate="timezone")[0]
-                    memory.supersede(T, s, old.fact_id, NewFact(
-                        tenant_id=T, subject_id=s, predicate="timezone", value=f"UTC+0{round_ + 2}:00",
-                        source_event_ids=[f"{s}-r{round_}"]))
+                    memory.supersede(
+                        T,
+                        s,
+                        old.fact_id,
+                        NewFact(
+                            tenant_id=T,
+                            subject_id=s,
+                            predicate="timezone",
+                            value=f"UTC+0{round_ + 2}:00",
+                            source_event_ids=[f"{s}-r{round_}"],
+                        ),
+                    )
                 elif (i + round_) % 3 == 1:
                     memory.delete_event(T, s, f"{s}-r{round_}")
                     deleted[f"{s}-r{round_}"] = s
                 memory.request_consolidation(T, s)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            busy = [s for s in subjects if any(j.status in ("pending", "running") and j.run_after <= utcnow()
-                                               for j in memory.admin.jobs(T, s))]
+            busy = [
+                s
+                for s in subjects
+                if any(j.status in ("pending", "running") and j.run_after <= utcnow() for j in memory.admin.jobs(T, s))
+            ]
             if not busy:
                 break
             time.sleep(0.5)
@@ -248,8 +301,11 @@ def test_eight_worker_processes_and_200_subjects_with_interleaved_changes(memory
         # the events after its parent's coverage; the parent itself is the published alias).
         assert events_in == valid and facts_in == active, s
         # No artifact mixes subjects: every claim and every input belongs to this subject.
-        own = ({e.event_id for e in memory.events(T, s)} | {f.fact_id for f in memory.facts(T, s, statuses=None)}
-               | {a.artifact_id for a in memory.admin.artifacts(T, s)})
+        own = (
+            {e.event_id for e in memory.events(T, s)}
+            | {f.fact_id for f in memory.facts(T, s, statuses=None)}
+            | {a.artifact_id for a in memory.admin.artifacts(T, s)}
+        )
         for a in memory.admin.artifacts(T, s):
             assert (a.tenant_id, a.subject_id, a.body.tenant_id, a.body.subject_id) == (T, s, T, s)
             assert all((c.tenant_id, c.subject_id) == (T, s) for c in a.body.claims)
@@ -261,7 +317,9 @@ def test_eight_worker_processes_and_200_subjects_with_interleaved_changes(memory
         assert covers == sorted(covers), (s, covers)
     # No deleted content in any compressor input after its deletion, nor in what recall returns.
     for event_id, s in deleted.items():
-        (gone_at,) = [line.at for line in memory.admin.log(T, s) if line.op == "delete_event" and line.target_id == event_id]
+        (gone_at,) = [
+            line.at for line in memory.admin.log(T, s) if line.op == "delete_event" and line.target_id == event_id
+        ]
         later = [a for a in memory.admin.attempts(T, s) if a.started_at > gone_at]
         assert later, f"{s} was never consolidated after {event_id} was deleted"
         for attempt in later:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 
 from lossgate.consolidate.pipeline import ConsolidationConfig
-from lossgate.testing.compressors import SleepingCompressor
 from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
+from lossgate.testing.compressors import SleepingCompressor
 
 
 class AnnouncingWorker(Worker):
@@ -25,9 +25,12 @@ class AnnouncingWorker(Worker):
 def main() -> None:
     url, sleep, lease = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
     memory = open_worker_memory(url, migrate=False)
-    worker = AnnouncingWorker(memory, compressor=SleepingCompressor(sleep),
-                              config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3, poll_s=0.1),
-                              consolidation=ConsolidationConfig(timeout_s=60))
+    worker = AnnouncingWorker(
+        memory,
+        compressor=SleepingCompressor(sleep),
+        config=WorkerConfig(lease_s=lease, heartbeat_s=lease / 3, poll_s=0.1),
+        consolidation=ConsolidationConfig(timeout_s=60),
+    )
     worker.install_signal_handlers()
     print("READY", flush=True)
     worker.run()

@@ -37,7 +37,10 @@ def test_violations_exit_1_one_per_line_in_a_stable_order(tmp_path: Path) -> Non
     result = run("check", str(CONTRACT / "allergy-mutated.json"))
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
-        "fact-allergy-1:value_changed", "fact-allergy-1:qualifiers_changed", "fact-allergy-1:provenance_missing"]
+        "fact-allergy-1:value_changed",
+        "fact-allergy-1:qualifiers_changed",
+        "fact-allergy-1:provenance_missing",
+    ]
     doc = json.loads((CONTRACT / "allergy-mutated.json").read_text())
     doc["expected"].reverse()
     doc["artifact"]["facts"][0] = dict(reversed(list(doc["artifact"]["facts"][0].items())))
@@ -56,25 +59,51 @@ def test_timezone_fixture() -> None:
         (lambda d: "", "is not JSON"),
         (lambda d: [d], "not a fact-contract fixture"),
         (lambda d: {k: v for k, v in d.items() if k != "artifact"}, "fixture: missing key 'artifact'"),
-        (lambda d: {**d, "artifact": {k: v for k, v in d["artifact"].items() if k != "memory_version"}},
-         "artifact: missing key 'memory_version'"),
+        (
+            lambda d: {**d, "artifact": {k: v for k, v in d["artifact"].items() if k != "memory_version"}},
+            "artifact: missing key 'memory_version'",
+        ),
         (lambda d: {**d, "expected": [{**d["expected"][0], "status": "archived"}]}, "unknown status 'archived'"),
-        (lambda d: {**d, "expected": [{k: v for k, v in d["expected"][0].items() if k != "fact_id"}]},
-         "expected[0]: missing key 'fact_id'"),
-        (lambda d: {**d, "artifact": {**d["artifact"], "memory_version": "8"}},
-         "artifact.memory_version: expected a JSON integer, got string"),
+        (
+            lambda d: {**d, "expected": [{k: v for k, v in d["expected"][0].items() if k != "fact_id"}]},
+            "expected[0]: missing key 'fact_id'",
+        ),
+        (
+            lambda d: {**d, "artifact": {**d["artifact"], "memory_version": "8"}},
+            "artifact.memory_version: expected a JSON integer, got string",
+        ),
         (lambda d: {**d, "artifact": {**d["artifact"], "memory_version": True}}, "expected a JSON integer, got bool"),
         (lambda d: {**d, "artifact": {**d["artifact"], "facts": {}}}, "artifact.facts: expected a JSON array"),
-        (lambda d: {**d, "expected": [{**d["expected"][0], "qualifiers": {"basis": 1}}]},
-         "expected[0].qualifiers.basis: expected a JSON string, got int"),
-        (lambda d: {**d, "artifact": {**d["artifact"], "facts": [{**d["artifact"]["facts"][0],
-                                                                   "source_event_ids": "event-41"}]}},
-         "source_event_ids: expected a JSON array"),
+        (
+            lambda d: {**d, "expected": [{**d["expected"][0], "qualifiers": {"basis": 1}}]},
+            "expected[0].qualifiers.basis: expected a JSON string, got int",
+        ),
+        (
+            lambda d: {
+                **d,
+                "artifact": {**d["artifact"], "facts": [{**d["artifact"]["facts"][0], "source_event_ids": "event-41"}]},
+            },
+            "source_event_ids: expected a JSON array",
+        ),
         (lambda d: '{"expected": [], "expected": []}', "duplicate key 'expected'"),
         (lambda d: '{"expected": [], "artifact": NaN}', "NaN is not valid JSON"),
     ],
-    ids=["not-json", "empty", "array", "no-artifact", "missing-memory-version", "unknown-status", "missing-fact-id",
-         "string-version", "bool-version", "facts-object", "qualifier-int", "sources-string", "duplicate-key", "nan"],
+    ids=[
+        "not-json",
+        "empty",
+        "array",
+        "no-artifact",
+        "missing-memory-version",
+        "unknown-status",
+        "missing-fact-id",
+        "string-version",
+        "bool-version",
+        "facts-object",
+        "qualifier-int",
+        "sources-string",
+        "duplicate-key",
+        "nan",
+    ],
 )
 def test_bad_input_exits_2_with_one_error_line(tmp_path: Path, mutate, message: str) -> None:
     result = run("check", write(tmp_path, mutate(ok_doc())))

@@ -29,12 +29,15 @@ def compressed(case: GateCase) -> GateCase:
     active = tuple(f for f in snap.facts if f.status == "active")
     live = {e for f in active for e in f.source_event_ids}
     request = compressor.CompressionRequest(
-        tenant_id=snap.tenant_id, subject_id=snap.subject_id, facts=active,
+        tenant_id=snap.tenant_id,
+        subject_id=snap.subject_id,
+        facts=active,
         predicates={f.predicate: case.registry.get(f.predicate) for f in active},
         conflicts=tuple(c for c in snap.conflicts if c.status == "unresolved"),
         events=tuple(e for e in snap.events if e.state == "valid"),
-        outdated_event_ids=frozenset(e for f in snap.facts if f.status != "active"
-                                     for e in f.source_event_ids if e not in live),
+        outdated_event_ids=frozenset(
+            e for f in snap.facts if f.status != "active" for e in f.source_event_ids if e not in live
+        ),
     )
     raw = deterministic.DeterministicCompressor().compress(request)
     # as the pipeline publishes it: lossgate's markers on lines that state a superseded value

@@ -8,28 +8,42 @@ import pytest
 
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.contract import check_contract
-
 from tests.support.gate import case, claims_of, codes, ev, fact, gate, gate_case, usd, with_artifact
 
 T0 = "2026-03-14T09:00:00+00:00"
 
 
 def base() -> GateCase:
-    return gate_case(case(
-        "records", "records", [],
-        [ev("e-1", T0, "You may refund up to $50 after supervisor review. Do not contact the customer by phone."),
-         ev("e-2", T0, "Again: up to $50 after supervisor review."),
-         ev("e-gone", T0, "", state="deleted")],
-        [fact("f-refund", "refund.limit", usd("50"), ["e-1", "e-2", "e-gone"],
-              qualifiers={"condition": "after supervisor review"}),
-         fact("f-phone", "contact.allowed", False, ["e-1"], qualifiers={"channel": "phone"}),
-         fact("f-seats", "subscription.seats", 25, ["e-1"]),
-         fact("f-wait", "response.max_wait", "PT30M", ["e-1"]),
-         fact("f-old", "subscription.plan", "team", ["e-1"], status="superseded"),
-         fact("f-del", "contact.home_address", None, ["e-gone"], status="deleted"),
-         fact("f-rev", "timezone", "UTC+01:00", ["e-1"], status="revoked")],
-        "You may refund up to $50 after supervisor review. Do not contact the customer by phone.",
-    ))
+    return gate_case(
+        case(
+            "records",
+            "records",
+            [],
+            [
+                ev(
+                    "e-1", T0, "You may refund up to $50 after supervisor review. Do not contact the customer by phone."
+                ),
+                ev("e-2", T0, "Again: up to $50 after supervisor review."),
+                ev("e-gone", T0, "", state="deleted"),
+            ],
+            [
+                fact(
+                    "f-refund",
+                    "refund.limit",
+                    usd("50"),
+                    ["e-1", "e-2", "e-gone"],
+                    qualifiers={"condition": "after supervisor review"},
+                ),
+                fact("f-phone", "contact.allowed", False, ["e-1"], qualifiers={"channel": "phone"}),
+                fact("f-seats", "subscription.seats", 25, ["e-1"]),
+                fact("f-wait", "response.max_wait", "PT30M", ["e-1"]),
+                fact("f-old", "subscription.plan", "team", ["e-1"], status="superseded"),
+                fact("f-del", "contact.home_address", None, ["e-gone"], status="deleted"),
+                fact("f-rev", "timezone", "UTC+01:00", ["e-1"], status="revoked"),
+            ],
+            "You may refund up to $50 after supervisor review. Do not contact the customer by phone.",
+        )
+    )
 
 
 def edit(c: GateCase, fact_id: str, **change: Any) -> GateCase:
@@ -58,7 +72,7 @@ def test_provenance_is_every_valid_source() -> None:
 @pytest.mark.parametrize(
     ("value", "ok"),
     [
-        ({"currency": "USD", "amount": "50.00"}, True),   # key order and trailing zeros do not matter
+        ({"currency": "USD", "amount": "50.00"}, True),  # key order and trailing zeros do not matter
         ({"amount": 50, "currency": "USD"}, True),
         ({"amount": "50.01", "currency": "USD"}, False),
         ({"amount": "50", "currency": "EUR"}, False),
@@ -152,7 +166,9 @@ def test_duplicate_claims() -> None:
     claims = claims_of(c)
     claims.append(dict(claims[0], value={"amount": "500", "currency": "USD"}))
     assert gate(with_artifact(c, claims=claims), prose=False).lines() == [
-        "f-refund:duplicate_fact_id", "f-refund:value_changed"]
+        "f-refund:duplicate_fact_id",
+        "f-refund:value_changed",
+    ]
 
 
 def test_artifact_for_another_subject() -> None:

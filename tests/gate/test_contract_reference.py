@@ -68,7 +68,9 @@ def test_superseded_value_does_not_survive_compression() -> None:
     old = ExpectedFact("timezone-v1", "calendar", "user-17", "timezone", "UTC-05:00", (), "event-10", "superseded")
     current = ExpectedFact("timezone-v2", "calendar", "user-17", "timezone", "UTC+01:00", (), "event-72", "active")
     artifact = CompressionArtifact(
-        memory_version=12, tenant_id="calendar", subject_id="user-17",
+        memory_version=12,
+        tenant_id="calendar",
+        subject_id="user-17",
         facts=(
             CompressedFact("timezone-v1", "calendar", "user-17", "timezone", "UTC-05:00", (), ("event-10",)),
             CompressedFact("timezone-v2", "calendar", "user-17", "timezone", "UTC+01:00", (), ("event-72",)),
@@ -90,17 +92,25 @@ def _one(value: object, observed: object, **expected_kw: object) -> list[str]:
 @pytest.mark.parametrize(
     ("expected", "observed"),
     [
-        (False, "false"),            # a bool is not its spelling
-        (False, 0),                  # nor an int
-        (1, True),                   # and an int is not a bool
-        (50, Decimal("50.0")),       # 50 is not 50.0 (JSON floats parse as Decimal)
+        (False, "false"),  # a bool is not its spelling
+        (False, 0),  # nor an int
+        (1, True),  # and an int is not a bool
+        (50, Decimal("50.0")),  # 50 is not 50.0 (JSON floats parse as Decimal)
         (50, 50.0),
-        ({"ok": True}, {"ok": 1}),   # types count inside objects too
-        (["a", "b"], ["b", "a"]),    # arrays are ordered
+        ({"ok": True}, {"ok": 1}),  # types count inside objects too
+        (["a", "b"], ["b", "a"]),  # arrays are ordered
         (None, "null"),
     ],
-    ids=["bool-vs-string", "bool-vs-int", "int-vs-bool", "int-vs-decimal", "int-vs-float", "nested", "array-order",
-         "null-vs-string"],
+    ids=[
+        "bool-vs-string",
+        "bool-vs-int",
+        "int-vs-bool",
+        "int-vs-decimal",
+        "int-vs-float",
+        "nested",
+        "array-order",
+        "null-vs-string",
+    ],
 )
 def test_values_compare_by_json_type_and_content(expected: object, observed: object) -> None:
     assert _one(expected, observed) == ["fact-allergy-1:value_changed"]
@@ -121,8 +131,13 @@ def test_value_changed_shows_both_values_with_their_types() -> None:
 
 
 def test_declared_value_type_compares_typed_values() -> None:
-    money = replace(ALLERGY, predicate="refund.limit", value={"amount": "50.00", "currency": "USD"},
-                    value_type="money", qualifiers=())
+    money = replace(
+        ALLERGY,
+        predicate="refund.limit",
+        value={"amount": "50.00", "currency": "USD"},
+        value_type="money",
+        qualifiers=(),
+    )
     art = correct_allergy_artifact()
 
     def observed(value: object) -> list[str]:

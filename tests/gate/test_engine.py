@@ -11,7 +11,6 @@ import lossgate.gate as gate_pkg
 from lossgate.gate import check
 from lossgate.gate.casefile import load_case
 from lossgate.gate.contract import check_contract
-
 from tests.support.gate import CASES, claims_of, gate, with_artifact
 
 
@@ -48,11 +47,12 @@ def test_a_quote_of_a_retired_values_source_passes_marked_and_fails_unmarked(nam
     # history, with what holds now beside it: the old value is no stale statement
     marked = quoting.model_copy(update={"summary": mark(quoting.summary, retired, structured_lines(quoting))})
     assert marked.summary != quoting.summary
-    assert check(c.snapshot, marked, c.registry, retired=retired).passed, \
-        check(c.snapshot, marked, c.registry, retired=retired).lines()
+    assert check(c.snapshot, marked, c.registry, retired=retired).passed, check(
+        c.snapshot, marked, c.registry, retired=retired
+    ).lines()
     # the marker moved to another line does not vouch for it
     lines = marked.summary.split("\n")
-    moved = "\n".join([lines[0] + lines[-1][len(said):], *lines[1:-1], said])
+    moved = "\n".join([lines[0] + lines[-1][len(said) :], *lines[1:-1], said])
     assert not check(c.snapshot, quoting.model_copy(update={"summary": moved}), c.registry, retired=retired).passed
 
 
@@ -61,11 +61,14 @@ def test_invoice_call_keeps_all_fourteen_facts() -> None:
     result = gate(c)
     assert result.outcome == "clean"
     assert len(result.must_preserve.fact_ids()) == 14
-    fluent = ("Acme Corp disputed an invoice for engineering work that was not authorized by their CTO. The agent "
-              "agreed to issue a credit memo for the disputed amount, and the customer agreed to pay the remainder "
-              "within a week. The credit memo was created successfully.")
-    naive = gate(with_artifact(c, claims=[x for x in claims_of(c) if x["fact_id"] == "f-company"],
-                               open_items=[], summary=fluent))
+    fluent = (
+        "Acme Corp disputed an invoice for engineering work that was not authorized by their CTO. The agent "
+        "agreed to issue a credit memo for the disputed amount, and the customer agreed to pay the remainder "
+        "within a week. The credit memo was created successfully."
+    )
+    naive = gate(
+        with_artifact(c, claims=[x for x in claims_of(c) if x["fact_id"] == "f-company"], open_items=[], summary=fluent)
+    )
     assert naive.outcome == "failed"
     missing = {v.subject for v in naive.violations if v.code == "missing"}
     assert len(missing) == 13  # ten of fourteen gone from the prose, every one from the claims

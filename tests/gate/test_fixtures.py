@@ -6,14 +6,27 @@ import json
 
 from lossgate.gate.casefile import load_case
 from lossgate.gate.fixture import load_fixture
-
 from tests.gate.build_cases import FIXTURES, build
 
 FAMILIES = {
-    "omission", "negation_loss", "qualifier_loss", "temporal_collapse", "deletion_resurrection", "entity_merge",
-    "instruction_elevation", "unresolved_conflicts", "permission_scope", "deadlines", "double_negation",
-    "close_numbers", "unit_conversion", "same_name_entities", "cross_project_preferences", "revoked_sources",
-    "budget_pressure", "repeated_compression",
+    "omission",
+    "negation_loss",
+    "qualifier_loss",
+    "temporal_collapse",
+    "deletion_resurrection",
+    "entity_merge",
+    "instruction_elevation",
+    "unresolved_conflicts",
+    "permission_scope",
+    "deadlines",
+    "double_negation",
+    "close_numbers",
+    "unit_conversion",
+    "same_name_entities",
+    "cross_project_preferences",
+    "revoked_sources",
+    "budget_pressure",
+    "repeated_compression",
 }
 
 
@@ -29,8 +42,12 @@ def test_shipped_files_match_the_generator() -> None:
 def test_cases_load_and_cover_every_family() -> None:
     cases = [load_case(p) for p in sorted((FIXTURES / "cases").glob("*.json"))]
     assert len(cases) >= 34
-    assert {c.case_id for c in cases} >= {"reference-peanut-allergy", "reference-timezone-change", "reference-invoice-call",
-                                           "reference-deletion"}
+    assert {c.case_id for c in cases} >= {
+        "reference-peanut-allergy",
+        "reference-timezone-change",
+        "reference-invoice-call",
+        "reference-deletion",
+    }
     covered = {f for c in cases for f in c.families}
     assert FAMILIES <= covered, FAMILIES - covered
     for c in cases:

@@ -87,6 +87,7 @@ def test_the_lane_is_deterministic(report: LaneReport) -> None:
 
 # --- the operators for what only the ledger states, and for superseded values ------------------
 
+
 def generated(name: str) -> list[tuple[GateCase, Mutant]]:
     op = next(o for o in OPERATORS if o.name == name)
     return [(case, m) for case in CASES.values() for m in op.generate(case)]
@@ -94,8 +95,9 @@ def generated(name: str) -> list[tuple[GateCase, Mutant]]:
 
 def topic_of(case: GateCase, m: Mutant) -> str | None:
     """What the narrative rule says ``m``'s sentence touches (None: it is published)."""
-    _, omitted = speak_for_ledger(case.snapshot, m.artifact, build_must_preserve(case.snapshot, case.registry),
-                                  case.registry)
+    _, omitted = speak_for_ledger(
+        case.snapshot, m.artifact, build_must_preserve(case.snapshot, case.registry), case.registry
+    )
     return next((o.topic for o in omitted if o.sentence in m.sentence), None)
 
 
@@ -125,10 +127,13 @@ def test_a_sentence_that_reaches_the_summary_is_a_miss_under_either_policy() -> 
 
 def test_synonym_contradictions_apply_where_a_critical_fact_has_synonyms_and_the_synonym_is_what_is_read() -> None:
     pairs = generated("contradict_with_synonym")
-    with_synonyms = {cid for cid, case in CASES.items()
-                     for c in case.artifact.claims
-                     if build_must_preserve(case.snapshot, case.registry).loss_severity(c.fact_id) == "critical"
-                     and case.registry.predicates[c.predicate].synonyms}
+    with_synonyms = {
+        cid
+        for cid, case in CASES.items()
+        for c in case.artifact.claims
+        if build_must_preserve(case.snapshot, case.registry).loss_severity(c.fact_id) == "critical"
+        and case.registry.predicates[c.predicate].synonyms
+    }
     assert {case.case_id for case, _ in pairs} == with_synonyms
     peanut = [m.sentence for case, m in pairs if case.case_id == "reference-peanut-allergy"]
     assert "Last week they had the groundnut and loved it." in peanut
@@ -146,8 +151,9 @@ def test_synonym_contradictions_apply_where_a_critical_fact_has_synonyms_and_the
 @pytest.mark.slow
 def test_another_partys_fact_is_left_out_also_where_nothing_else_would_take_it_out() -> None:
     pairs = [(case, m) for case, m in generated("another_partys_fact") if m.policy == "omit"]
-    assert {case.case_id for case, _ in pairs} == {cid for cid, case in CASES.items()
-                                                    if any(f.status == "active" for f in case.snapshot.facts)}
+    assert {case.case_id for case, _ in pairs} == {
+        cid for cid, case in CASES.items() if any(f.status == "active" for f in case.snapshot.facts)
+    }
     assert all(topic_of(case, m) is not None for case, m in pairs)
     # a predicate the subject has no fact of and that the ledger alone need not state (not a
     # preference, instruction, permission or obligation, not critical): only the other
@@ -155,15 +161,22 @@ def test_another_partys_fact_is_left_out_also_where_nothing_else_would_take_it_o
     probed = 0
     for case, _ in pairs:
         held = {f.predicate for f in case.snapshot.facts}
-        free = [name for name, spec in case.registry.predicates.items() if name not in held
-                and spec.category not in ("preference", "instruction", "permission", "obligation")
-                and spec.criticality != "critical"]
+        free = [
+            name
+            for name, spec in case.registry.predicates.items()
+            if name not in held
+            and spec.category not in ("preference", "instruction", "permission", "obligation")
+            and spec.criticality != "critical"
+        ]
         for name in free:
             words = name.replace(".", " ").replace("_", " ")
-            named = narrative_mutant(case, "probe", "probe", f"Their colleague Priya Raman has a different {words}.",
-                                     "omit")
-            if topic_of(case, narrative_mutant(case, "probe", "probe", f"Someone has a different {words}.",
-                                               "omit")) is None:
+            named = narrative_mutant(
+                case, "probe", "probe", f"Their colleague Priya Raman has a different {words}.", "omit"
+            )
+            if (
+                topic_of(case, narrative_mutant(case, "probe", "probe", f"Someone has a different {words}.", "omit"))
+                is None
+            ):
                 assert (topic_of(case, named) or "").startswith("another party's fact"), (case.case_id, words)
                 probed += 1
     assert probed >= 10
@@ -171,9 +184,12 @@ def test_another_partys_fact_is_left_out_also_where_nothing_else_would_take_it_o
 
 def test_superseded_restatements_apply_only_where_a_value_was_superseded_or_revoked() -> None:
     pairs = generated("restate_superseded")
-    retired = {cid for cid, case in CASES.items()
-               for r in retired_values(case.snapshot.facts, case.snapshot.conflicts)
-               if any(f.fact_id == r.fact_id and f.status in ("superseded", "revoked") for f in case.snapshot.facts)}
+    retired = {
+        cid
+        for cid, case in CASES.items()
+        for r in retired_values(case.snapshot.facts, case.snapshot.conflicts)
+        if any(f.fact_id == r.fact_id and f.status in ("superseded", "revoked") for f in case.snapshot.facts)
+    }
     assert len(retired) == 8
     assert {case.case_id for case, _ in pairs} == retired
     assert {m.expect for _, m in pairs} == {frozenset({"superseded_unmarked"}), frozenset({"marker_forged"})}
@@ -183,7 +199,13 @@ def test_superseded_restatements_apply_only_where_a_value_was_superseded_or_revo
         if "superseded_unmarked" in m.expect:
             # with lossgate's marker the line says what holds now: that rule is satisfied
             own = structured_lines(m.artifact)
-            marked = m.artifact.model_copy(update={"summary": mark(
-                m.artifact.summary, retired_values(case.snapshot.facts, case.snapshot.conflicts), own)})
+            marked = m.artifact.model_copy(
+                update={
+                    "summary": mark(
+                        m.artifact.summary, retired_values(case.snapshot.facts, case.snapshot.conflicts), own
+                    )
+                }
+            )
             assert not {"superseded_unmarked", "marker_forged"} & {
-                v.code for v in check(case.snapshot, marked, case.registry).violations}
+                v.code for v in check(case.snapshot, marked, case.registry).violations
+            }

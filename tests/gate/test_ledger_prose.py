@@ -18,50 +18,59 @@ def left_out(case_id: str, narrative: str) -> dict[str, str]:
     """Each sentence of ``narrative`` left out of the case's summary, and the topic why."""
     case: GateCase = CASES[case_id]
     body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{narrative}"})
-    spoken, omitted = speak_for_ledger(case.snapshot, body, build_must_preserve(case.snapshot, case.registry),
-                                       case.registry)
+    spoken, omitted = speak_for_ledger(
+        case.snapshot, body, build_must_preserve(case.snapshot, case.registry), case.registry
+    )
     ours = spoken.summary.split(NARRATIVE_TITLE)[-1] if NARRATIVE_TITLE in spoken.summary else ""
     for o in omitted:
         assert o.sentence not in ours
     return {o.sentence: o.topic for o in omitted if o.sentence in narrative}
 
 
-@pytest.mark.parametrize(("case_id", "sentence"), [
-    ("qualifier-staging-only", "Deploy: allowed, staging account only."),
-    ("permission-contact-channels", "Email: allowed."),
-    ("permission-contact-channels", "The user must not be phoned."),
-    ("deletion-fact-only", "Atlas budget: EUR 65,000."),
-])
+@pytest.mark.parametrize(
+    ("case_id", "sentence"),
+    [
+        ("qualifier-staging-only", "Deploy: allowed, staging account only."),
+        ("permission-contact-channels", "Email: allowed."),
+        ("permission-contact-channels", "The user must not be phoned."),
+        ("deletion-fact-only", "Atlas budget: EUR 65,000."),
+    ],
+)
 def test_a_sentence_in_the_ledgers_own_terms_is_kept(case_id: str, sentence: str) -> None:
     assert left_out(case_id, sentence) == {}
 
 
-@pytest.mark.parametrize(("case_id", "sentence"), [
-    ("qualifier-staging-only", "Deploy: allowed."),  # the qualifier dropped
-    ("qualifier-staging-only", "Deploy: allowed, staging account only, after review."),  # a condition added
-    ("qualifier-staging-only", "Deploy: maybe allowed, staging account only."),  # a hedge added
-    ("qualifier-staging-only", "The user said deploy is allowed, staging account only."),  # the admin said it
-    ("qualifier-staging-only", "Every deploy: allowed, staging account only."),  # scope widened
-    ("permission-contact-channels", "Email: not allowed."),  # polarity flipped
-    ("permission-contact-channels", "The user must not be phoned, not ever."),  # two negations
-    ("permission-contact-channels", "Ringing the user is fine."),  # a word the ledger does not use
-    ("deletion-fact-only", "Atlas budget: EUR 56,000."),  # another amount
-    ("deletion-fact-only", "Atlas budget: EUR 65,000 or more."),
-])
+@pytest.mark.parametrize(
+    ("case_id", "sentence"),
+    [
+        ("qualifier-staging-only", "Deploy: allowed."),  # the qualifier dropped
+        ("qualifier-staging-only", "Deploy: allowed, staging account only, after review."),  # a condition added
+        ("qualifier-staging-only", "Deploy: maybe allowed, staging account only."),  # a hedge added
+        ("qualifier-staging-only", "The user said deploy is allowed, staging account only."),  # the admin said it
+        ("qualifier-staging-only", "Every deploy: allowed, staging account only."),  # scope widened
+        ("permission-contact-channels", "Email: not allowed."),  # polarity flipped
+        ("permission-contact-channels", "The user must not be phoned, not ever."),  # two negations
+        ("permission-contact-channels", "Ringing the user is fine."),  # a word the ledger does not use
+        ("deletion-fact-only", "Atlas budget: EUR 56,000."),  # another amount
+        ("deletion-fact-only", "Atlas budget: EUR 65,000 or more."),
+    ],
+)
 def test_a_sentence_that_says_more_or_other_than_the_fact_is_left_out(case_id: str, sentence: str) -> None:
     assert sentence in left_out(case_id, sentence)
 
 
 def test_a_value_or_an_identifier_touches_its_fact_written_any_way() -> None:
     assert left_out("unit-weight", "SHP-1 weighs approx. 20 kg.") == {
-        "SHP-1 weighs approx. 20 kg.": "critical fact shipment.weight"}
+        "SHP-1 weighs approx. 20 kg.": "critical fact shipment.weight"
+    }
     assert "Around 20 kg." in left_out("unit-weight", "Around 20 kg.")
 
 
 def test_the_topic_of_a_deleted_fact_is_the_ledgers_to_state() -> None:
     # the ledger held a home city and forgot it: no narrative sentence tells it again
     assert left_out("deletion-fact-only", "The user lives in Porto.") == {
-        "The user lives in Porto.": "the topic of home.city"}
+        "The user lives in Porto.": "the topic of home.city"
+    }
 
 
 def test_a_sentence_referring_back_to_one_left_out_goes_with_it_on_its_line_only() -> None:
@@ -79,8 +88,14 @@ def test_a_sentence_referring_back_to_one_left_out_goes_with_it_on_its_line_only
 def test_a_contextual_fact_is_no_topic() -> None:
     # continuity facts (chat.topic) stay prose: leaving every mention of them out would leave
     # nothing for continuity
-    case = next((c for c in CASES.values() if any(f.predicate == "chat.topic" and f.status == "active"
-                                                      for f in c.snapshot.facts)), None)
+    case = next(
+        (
+            c
+            for c in CASES.values()
+            if any(f.predicate == "chat.topic" and f.status == "active" for f in c.snapshot.facts)
+        ),
+        None,
+    )
     if case is None:
         pytest.skip("no shipped case holds a chat.topic fact")
     topic = next(f for f in case.snapshot.facts if f.predicate == "chat.topic")
@@ -100,7 +115,9 @@ def test_what_the_gate_refuses_a_sentence_for_is_left_out_and_nothing_else() -> 
     case: GateCase = CASES["chatter-acceptable-loss"]
     kept = "They chatted about the weather."
     unproven = "The user ordered 7 coffees on ticket CF-5512."
-    body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{kept} {unproven}"})
+    body = case.artifact.model_copy(
+        update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{kept} {unproven}"}
+    )
     must = build_must_preserve(case.snapshot, case.registry)
     failed = check(case.snapshot, body, case.registry, must=must)
     assert failed.outcome == "failed"
@@ -119,8 +136,11 @@ def test_a_sentence_left_out_goes_whole_never_as_a_piece_of_a_longer_one() -> No
     case: GateCase = CASES["qualifier-refund-review"]
     narrative = "The agent can possibly refund up to $50 after supervisor review.\nRefund cap poss. $50 after supervisor review."
     body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{narrative}"})
-    spoken, omitted = speak_for_ledger(case.snapshot, body, build_must_preserve(case.snapshot, case.registry),
-                                       case.registry)
-    assert {o.sentence for o in omitted} >= {"The agent can possibly refund up to $50 after supervisor review.",
-                                             "$50 after supervisor review."}
+    spoken, omitted = speak_for_ledger(
+        case.snapshot, body, build_must_preserve(case.snapshot, case.registry), case.registry
+    )
+    assert {o.sentence for o in omitted} >= {
+        "The agent can possibly refund up to $50 after supervisor review.",
+        "$50 after supervisor review.",
+    }
     assert "possibly" not in spoken.summary and "poss." not in spoken.summary, spoken.summary

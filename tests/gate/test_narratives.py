@@ -10,7 +10,6 @@ import pytest
 
 from lossgate.errors import InvalidInput
 from lossgate.evaluation.narratives import CORPORA, load_corpus, run_corpus
-
 from tests.support.cli import run
 
 SHIPPED = sorted(CORPORA.glob("*.jsonl"))
@@ -53,8 +52,10 @@ def test_few_wrong_sentences_reach_what_an_agent_reads(path: Path) -> None:
     assert not report.refused["faithful"], "under omit, a faithful sentence never refuses its summary"
     assert report.kept_rate >= 0.05, report.kept_rate
     counted = len(report.reached) + report.omitted["wrong"] + report.refused["wrong"]
-    assert counted == report.wrong and report.kept + report.omitted["faithful"] + report.refused["faithful"] \
-        == report.faithful
+    assert (
+        counted == report.wrong
+        and report.kept + report.omitted["faithful"] + report.refused["faithful"] == report.faithful
+    )
 
 
 def _corpus(tmp_path: Path, *lines: dict[str, str]) -> Path:
@@ -64,11 +65,17 @@ def _corpus(tmp_path: Path, *lines: dict[str, str]) -> Path:
 
 
 def test_a_mislabelled_contradiction_counts_as_a_false_alarm_and_fails_the_command(tmp_path: Path) -> None:
-    path = _corpus(tmp_path,
-                   {"case": "reference-peanut-allergy", "sentence": "They can eat peanuts now.", "label": "faithful"},
-                   {"case": "reference-peanut-allergy", "sentence": "Never serve the user peanuts.", "label": "faithful"},
-                   {"case": "reference-peanut-allergy", "sentence": "The user wants a peanut dressing.", "label": "wrong",
-                    "kind": "contradiction"})
+    path = _corpus(
+        tmp_path,
+        {"case": "reference-peanut-allergy", "sentence": "They can eat peanuts now.", "label": "faithful"},
+        {"case": "reference-peanut-allergy", "sentence": "Never serve the user peanuts.", "label": "faithful"},
+        {
+            "case": "reference-peanut-allergy",
+            "sentence": "The user wants a peanut dressing.",
+            "label": "wrong",
+            "kind": "contradiction",
+        },
+    )
     report = run_corpus(path)
     assert (report.faithful, len(report.false_alarms), report.wrong, len(report.misses)) == (2, 1, 1, 0)
     assert run("eval", "narratives", "--corpus", str(path)).exit_code == 1
@@ -84,12 +91,15 @@ def test_the_command_on_the_shipped_corpora_passes() -> None:
     assert "heldout.jsonl" in result.stdout
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"case": "reference-peanut-allergy", "sentence": "x"}', "not a narrative item"),
-    ('{"case": "reference-peanut-allergy", "sentence": "x", "label": "maybe"}', "label must be one of"),
-    ('not json', "not a narrative item"),
-    ('{"case": "no-such-case", "sentence": "x", "label": "wrong"}', "no shipped gate case"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"case": "reference-peanut-allergy", "sentence": "x"}', "not a narrative item"),
+        ('{"case": "reference-peanut-allergy", "sentence": "x", "label": "maybe"}', "label must be one of"),
+        ("not json", "not a narrative item"),
+        ('{"case": "no-such-case", "sentence": "x", "label": "wrong"}', "no shipped gate case"),
+    ],
+)
 def test_a_bad_corpus_is_a_clear_error(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(line + "\n")

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -20,28 +20,32 @@ from lossgate.gate import build_must_preserve, check
 from lossgate.model.records import ArtifactBody, Claim, Clock, Event, Fact, Snapshot
 from lossgate.model.registry import load_registry
 from lossgate.model.values import coerce_value, encode_value
-
 from tests.support.gate import FIXTURES
 
 REGISTRY = load_registry(FIXTURES / "predicates.toml")
 PREDICATES = sorted(REGISTRY.predicates.values(), key=lambda p: p.name)
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T, S = "acme", "user-17"
 SETTINGS = settings(max_examples=150)
 
 TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "Zs", "P")), min_size=1, max_size=20).filter(
-    lambda s: s.strip() == s and s)
+    lambda s: s.strip() == s and s
+)
 VALUES: dict[str, st.SearchStrategy[Any]] = {
     "bool": st.booleans(),
-    "int": st.integers(-10**9, 10**9),
-    "decimal": st.decimals(min_value=-10**6, max_value=10**6, places=2, allow_nan=False, allow_infinity=False),
-    "money": st.builds(lambda a, c: {"amount": str(a), "currency": c},
-                       st.decimals(min_value=0, max_value=10**7, places=2, allow_nan=False, allow_infinity=False),
-                       st.sampled_from(["USD", "EUR", "GBP"])),
+    "int": st.integers(-(10**9), 10**9),
+    "decimal": st.decimals(min_value=-(10**6), max_value=10**6, places=2, allow_nan=False, allow_infinity=False),
+    "money": st.builds(
+        lambda a, c: {"amount": str(a), "currency": c},
+        st.decimals(min_value=0, max_value=10**7, places=2, allow_nan=False, allow_infinity=False),
+        st.sampled_from(["USD", "EUR", "GBP"]),
+    ),
     "date": st.dates(),
-    "datetime": st.builds(lambda d, h: d.replace(tzinfo=timezone(timedelta(hours=h))),
-                          st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2040, 1, 1)),
-                          st.integers(-11, 12)),
+    "datetime": st.builds(
+        lambda d, h: d.replace(tzinfo=timezone(timedelta(hours=h))),
+        st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2040, 1, 1)),
+        st.integers(-11, 12),
+    ),
     # Below a year: see test_a_year_long_duration_round_trips for what happens above.
     "duration": st.timedeltas(min_value=timedelta(seconds=1), max_value=timedelta(days=364)),
     "string": TEXT,
@@ -52,9 +56,23 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
 @st.composite
 def ledgers(draw: st.DrawFn) -> tuple[Snapshot, list[Claim]]:
     """A snapshot of 1-10 facts (some retired) over a few valid events, and its correct claims."""
-    events = [Event(tenant_id=T, subject_id=S, event_id=f"e-{i}", seq=i + 1, kind="message", actor="user",
-                    trust="authenticated_user", text="", payload={}, occurred_at=T0, recorded_at=T0,
-                    content_hash=f"sha256:{i:064x}") for i in range(draw(st.integers(1, 4)))]
+    events = [
+        Event(
+            tenant_id=T,
+            subject_id=S,
+            event_id=f"e-{i}",
+            seq=i + 1,
+            kind="message",
+            actor="user",
+            trust="authenticated_user",
+            text="",
+            payload={},
+            occurred_at=T0,
+            recorded_at=T0,
+            content_hash=f"sha256:{i:064x}",
+        )
+        for i in range(draw(st.integers(1, 4)))
+    ]
     facts, claims = [], []
     for i in range(draw(st.integers(1, 10))):
         pred = draw(st.sampled_from(PREDICATES))
@@ -65,24 +83,59 @@ def ledgers(draw: st.DrawFn) -> tuple[Snapshot, list[Claim]]:
         status = draw(st.sampled_from(["active"] * 4 + ["superseded", "deleted", "revoked"]))
         polarity = draw(st.sampled_from(["positive", "negative"]))
         fid = f"f-{i}"
-        facts.append(Fact(tenant_id=T, subject_id=S, fact_id=fid, seq=100 + i, predicate=pred.name, registry_version=1,
-                          value_type=pred.value_type, value=None if status == "deleted" else value, qualifiers=quals,
-                          polarity=polarity, source_event_ids=sources, status=status, recorded_at=T0,
-                          content_hash=f"sha256:{i:064x}"))
+        facts.append(
+            Fact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id=fid,
+                seq=100 + i,
+                predicate=pred.name,
+                registry_version=1,
+                value_type=pred.value_type,
+                value=None if status == "deleted" else value,
+                qualifiers=quals,
+                polarity=polarity,
+                source_event_ids=sources,
+                status=status,
+                recorded_at=T0,
+                content_hash=f"sha256:{i:064x}",
+            )
+        )
         if status == "active":
-            claims.append(Claim(fact_id=fid, tenant_id=T, subject_id=S, predicate=pred.name,
-                                value_type=pred.value_type, value=encode_value(pred.value_type, value),
-                                qualifiers=quals, polarity=polarity, derived_from=sources))
-    snapshot = Snapshot(tenant_id=T, subject_id=S, clock=Clock(tenant_id=T, subject_id=S, high_water=200),
-                        registry_version=1, events=tuple(events), facts=tuple(facts))
+            claims.append(
+                Claim(
+                    fact_id=fid,
+                    tenant_id=T,
+                    subject_id=S,
+                    predicate=pred.name,
+                    value_type=pred.value_type,
+                    value=encode_value(pred.value_type, value),
+                    qualifiers=quals,
+                    polarity=polarity,
+                    derived_from=sources,
+                )
+            )
+    snapshot = Snapshot(
+        tenant_id=T,
+        subject_id=S,
+        clock=Clock(tenant_id=T, subject_id=S, high_water=200),
+        registry_version=1,
+        events=tuple(events),
+        facts=tuple(facts),
+    )
     return snapshot, claims
 
 
 def artifact(snapshot: Snapshot, claims: list[Claim]) -> ArtifactBody:
-    obligations = {f.fact_id for f in snapshot.facts
-                   if f.status == "active" and REGISTRY.get(f.predicate).category == "obligation"}
-    return ArtifactBody(tenant_id=T, subject_id=S, claims=tuple(claims),
-                        open_items=tuple(c.fact_id for c in claims if c.fact_id in obligations))
+    obligations = {
+        f.fact_id for f in snapshot.facts if f.status == "active" and REGISTRY.get(f.predicate).category == "obligation"
+    }
+    return ArtifactBody(
+        tenant_id=T,
+        subject_id=S,
+        claims=tuple(claims),
+        open_items=tuple(c.fact_id for c in claims if c.fact_id in obligations),
+    )
 
 
 def respell(c: Claim) -> Any:
@@ -110,8 +163,16 @@ def test_the_expected_ledger_passes_in_any_order(ledger: tuple[Snapshot, list[Cl
         rnd.shuffle(quals)
         cited = [*c.derived_from, c.fact_id]
         rnd.shuffle(cited)
-        shuffled.append(Claim(**{**c.model_dump(), "qualifiers": dict(quals), "derived_from": tuple(cited),
-                                 "value": respell(c) if spell else c.value}))
+        shuffled.append(
+            Claim(
+                **{
+                    **c.model_dump(),
+                    "qualifiers": dict(quals),
+                    "derived_from": tuple(cited),
+                    "value": respell(c) if spell else c.value,
+                }
+            )
+        )
     rnd.shuffle(shuffled)
     facts = list(snapshot.facts)
     rnd.shuffle(facts)
@@ -175,7 +236,11 @@ def test_a_critical_fact_removed_or_altered_always_fails(ledger: tuple[Snapshot,
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=10)
     | st.decimals(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=8,
@@ -184,8 +249,11 @@ JSON = st.recursive(
 
 @pytest.mark.slow
 @SETTINGS
-@given(ledgers(), JSON, st.sampled_from(["bool", "int", "decimal", "money", "date", "datetime", "duration",
-                                         "string", "enum", "entity_id"]))
+@given(
+    ledgers(),
+    JSON,
+    st.sampled_from(["bool", "int", "decimal", "money", "date", "datetime", "duration", "string", "enum", "entity_id"]),
+)
 def test_no_claim_value_makes_the_gate_raise(ledger: tuple[Snapshot, list[Claim]], junk: Any, vt: str) -> None:
     snapshot, claims = ledger
     if not claims:
@@ -203,12 +271,48 @@ def test_a_year_long_duration_round_trips() -> None:
     so a compressor that copies such a value faithfully gets ``value_changed``.
     """
     value = timedelta(days=400, seconds=5)
-    fact = Fact(tenant_id=T, subject_id=S, fact_id="f", seq=1, predicate="response.max_wait", registry_version=1,
-                value_type="duration", value=value, source_event_ids=("e-0",), recorded_at=T0, content_hash="h")
-    claim = Claim(fact_id="f", tenant_id=T, subject_id=S, predicate="response.max_wait", value_type="duration",
-                  value=encode_value("duration", value), derived_from=("e-0",))
-    event = Event(tenant_id=T, subject_id=S, event_id="e-0", seq=1, kind="message", actor="user",
-                  trust="authenticated_user", text="", payload={}, occurred_at=T0, recorded_at=T0, content_hash="h")
-    snapshot = Snapshot(tenant_id=T, subject_id=S, clock=Clock(tenant_id=T, subject_id=S), registry_version=1,
-                        events=(event,), facts=(fact,))
+    fact = Fact(
+        tenant_id=T,
+        subject_id=S,
+        fact_id="f",
+        seq=1,
+        predicate="response.max_wait",
+        registry_version=1,
+        value_type="duration",
+        value=value,
+        source_event_ids=("e-0",),
+        recorded_at=T0,
+        content_hash="h",
+    )
+    claim = Claim(
+        fact_id="f",
+        tenant_id=T,
+        subject_id=S,
+        predicate="response.max_wait",
+        value_type="duration",
+        value=encode_value("duration", value),
+        derived_from=("e-0",),
+    )
+    event = Event(
+        tenant_id=T,
+        subject_id=S,
+        event_id="e-0",
+        seq=1,
+        kind="message",
+        actor="user",
+        trust="authenticated_user",
+        text="",
+        payload={},
+        occurred_at=T0,
+        recorded_at=T0,
+        content_hash="h",
+    )
+    snapshot = Snapshot(
+        tenant_id=T,
+        subject_id=S,
+        clock=Clock(tenant_id=T, subject_id=S),
+        registry_version=1,
+        events=(event,),
+        facts=(fact,),
+    )
     assert check(snapshot, artifact(snapshot, [claim]), REGISTRY).outcome == "clean"

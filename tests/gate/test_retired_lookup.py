@@ -22,17 +22,35 @@ def _retired(draw):
     values = []
     for i in range(draw(st.integers(0, 12))):
         if draw(st.booleans()):
-            values.append(Retired(fact_id=f"f{i}", predicate="p", phrase=draw(_PHRASE).casefold(), tokens=frozenset(),
-                                  marker=f"[m{i}]"))
+            values.append(
+                Retired(
+                    fact_id=f"f{i}",
+                    predicate="p",
+                    phrase=draw(_PHRASE).casefold(),
+                    tokens=frozenset(),
+                    marker=f"[m{i}]",
+                )
+            )
         else:
-            values.append(Retired(fact_id=f"f{i}", predicate="p", phrase=None,
-                                  tokens=frozenset(draw(st.lists(_TOKEN, min_size=1, max_size=2))), marker=f"[m{i}]"))
+            values.append(
+                Retired(
+                    fact_id=f"f{i}",
+                    predicate="p",
+                    phrase=None,
+                    tokens=frozenset(draw(st.lists(_TOKEN, min_size=1, max_size=2))),
+                    marker=f"[m{i}]",
+                )
+            )
     return tuple(values)
 
 
 @settings(max_examples=300)
-@given(retired=_retired(), words=st.lists(st.one_of(_WORD, st.text(max_size=6)), max_size=8),
-       glue=st.sampled_from([" ", "", "  ", "\t", ", "]), line_tokens=st.lists(_TOKEN, max_size=3))
+@given(
+    retired=_retired(),
+    words=st.lists(st.one_of(_WORD, st.text(max_size=6)), max_size=8),
+    glue=st.sampled_from([" ", "", "  ", "\t", ", "]),
+    line_tokens=st.lists(_TOKEN, max_size=3),
+)
 def test_the_lookup_finds_every_retired_value_a_line_states(retired, words, glue, line_tokens):
     line = glue.join(words)
     tokens = frozenset(line_tokens)
@@ -41,11 +59,16 @@ def test_the_lookup_finds_every_retired_value_a_line_states(retired, words, glue
     assert looked_up == every
 
 
-
 _VALUE = st.one_of(
-    st.tuples(st.just("money"), st.builds(lambda a, c: {"amount": f"{a}.00", "currency": c},
-                                          st.integers(0, 10**6), st.sampled_from(["USD", "EUR", "JPY"]))),
-    st.tuples(st.just("int"), st.integers(-10**6, 10**6)),
+    st.tuples(
+        st.just("money"),
+        st.builds(
+            lambda a, c: {"amount": f"{a}.00", "currency": c},
+            st.integers(0, 10**6),
+            st.sampled_from(["USD", "EUR", "JPY"]),
+        ),
+    ),
+    st.tuples(st.just("int"), st.integers(-(10**6), 10**6)),
     st.tuples(st.just("decimal"), st.decimals(-1000, 1000, places=2).map(str)),
     st.tuples(st.just("date"), st.dates().map(lambda d: d.isoformat())),
     st.tuples(st.just("duration"), st.sampled_from(["PT2H", "P3D", "PT45M", "P1W"])),
@@ -58,8 +81,10 @@ _VALUE = st.one_of(
 def test_the_tokens_of_many_values_read_at_once_are_those_read_one_by_one(values):
     _forget_tokens()
     together = _tokens_all(values)
-    one_by_one = [frozenset(token_of(a) for a in value_atoms(value_forms(t, v)) if a.kind not in ("negation", "party"))
-                  for t, v in values]
+    one_by_one = [
+        frozenset(token_of(a) for a in value_atoms(value_forms(t, v)) if a.kind not in ("negation", "party"))
+        for t, v in values
+    ]
     assert together == one_by_one
     assert _tokens_all(values) == one_by_one  # and again, remembered
 
@@ -67,8 +92,10 @@ def test_the_tokens_of_many_values_read_at_once_are_those_read_one_by_one(values
 @settings(max_examples=200)
 @given(links=st.lists(st.one_of(st.none(), st.integers(0, 14)), min_size=1, max_size=15), order=st.randoms())
 def test_a_chain_end_remembered_is_the_end_walked_from_each_fact(links, order):
-    facts = {f"f{i}": SimpleNamespace(fact_id=f"f{i}", superseded_by=None if to is None else f"f{to}")
-             for i, to in enumerate(links)}
+    facts = {
+        f"f{i}": SimpleNamespace(fact_id=f"f{i}", superseded_by=None if to is None else f"f{to}")
+        for i, to in enumerate(links)
+    }
     del facts[f"f{len(links) - 1}"]  # one id the chains name is not there (another subject's, say)
 
     def walked(fact):

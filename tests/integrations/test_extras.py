@@ -24,13 +24,16 @@ def test_a_missing_framework_is_a_config_error_naming_the_extra(module, framewor
     done = python(
         f"import sys; sys.modules[{framework!r}] = None\n"  # as if it were not installed
         "from lossgate import ConfigError\n"
-        f"try:\n    import {module}\nexcept ConfigError as exc:\n    print(exc)\n")
+        f"try:\n    import {module}\nexcept ConfigError as exc:\n    print(exc)\n"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"lossgate's {name} integration needs {name}: pip install 'lossgate[{extra}]'"
 
 
 def test_importing_lossgate_and_an_integration_loads_only_that_framework():
-    done = python("import sys, lossgate, lossgate.integrations.langgraph\n"
-                  "print(sorted(m for m in ('langgraph', 'agents', 'pydantic_ai') if m in sys.modules))")
+    done = python(
+        "import sys, lossgate, lossgate.integrations.langgraph\n"
+        "print(sorted(m for m in ('langgraph', 'agents', 'pydantic_ai') if m in sys.modules))"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['langgraph']"

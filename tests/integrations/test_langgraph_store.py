@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TypedDict
 
 import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp
 
 import lossgate
 from lossgate import InvalidInput
 from lossgate.integrations.langgraph import LossgateStore
-from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp
 from tests.support.stores import store_database
 
 T, S = "travel-co", "user-17"
@@ -64,11 +64,15 @@ def test_a_compiled_graph_keeps_and_searches_long_term_memory_in_lossgate(memory
 
     # behind the API: each note is an event of the subject's raw layer, found by recall
     events = memory.events(T, S)
-    assert [e.text for e in events] == ["text: I always book an aisle seat on long flights.",
-                                        "text: My cat Miso hates the carrier.", "text: I'm vegetarian these days."]
+    assert [e.text for e in events] == [
+        "text: I always book an aisle seat on long flights.",
+        "text: My cat Miso hates the carrier.",
+        "text: I'm vegetarian these days.",
+    ]
     assert {(e.kind, e.actor, e.trust) for e in events} == {("document", "agent", "tool")}
-    assert events[1].payload == {"langgraph": {"namespace": ["memories"], "key": "note-2",
-                                               "value": {"text": "My cat Miso hates the carrier."}}}
+    assert events[1].payload == {
+        "langgraph": {"namespace": ["memories"], "key": "note-2", "value": {"text": "My cat Miso hates the carrier."}}
+    }
     assert any("Miso" in (e.text or "") for e in memory.recall(T, S, query="Miso").events)
     assert [i.key for i in store.search(NS)] == ["note-3", "note-2", "note-1"]  # newest first
 
@@ -82,8 +86,10 @@ def test_get_returns_the_newest_version_and_the_earlier_ones_stay_in_the_raw_lay
     assert item is not None and first is not None
     assert (item.namespace, item.key, item.value) == (NS, "home", {"city": "Porto", "since": 2024})
     assert item.created_at == first.created_at < item.updated_at
-    assert [e.text for e in memory.events(T, S, states=["valid"])] == ["city: Lisbon\nsince: 2019",
-                                                                       "city: Porto\nsince: 2024"]
+    assert [e.text for e in memory.events(T, S, states=["valid"])] == [
+        "city: Lisbon\nsince: 2019",
+        "city: Porto\nsince: 2024",
+    ]
     # the earlier version's words do not find the item: it no longer says them
     assert store.search((T, S), query="Lisbon") == []
     assert [i.value["city"] for i in store.search((T, S), query="Porto")] == ["Porto"]
@@ -111,8 +117,9 @@ def test_delete_erases_every_version_for_real(memory, store, db_url):
 
 def test_a_query_ranks_by_recall_within_the_prefix_with_filter_and_paging(memory, store):
     def apart(n: int) -> None:  # so that no item is ranked up for a neighbour that matches too
-        memory.append([lossgate.NewEvent(tenant_id=T, subject_id=S, event_id=f"between-{n}",
-                                         text="the weather was lovely")])
+        memory.append(
+            [lossgate.NewEvent(tenant_id=T, subject_id=S, event_id=f"between-{n}", text="the weather was lovely")]
+        )
 
     memory.append([lossgate.NewEvent(tenant_id=T, subject_id=S, text="ramen again tonight?")])  # not an item
     apart(1)
@@ -129,7 +136,9 @@ def test_a_query_ranks_by_recall_within_the_prefix_with_filter_and_paging(memory
     assert all(i.score is None for i in ranked)
     assert {i.key for i in store.search((T, S, "food"), query="ramen")} == {"likes", "dislikes"}
     assert [i.key for i in store.search((T, S), query="ramen", filter={"stars": {"$gte": 4}})] in (
-        ["likes", "ramen-trip"], ["ramen-trip", "likes"])
+        ["likes", "ramen-trip"],
+        ["ramen-trip", "likes"],
+    )
     assert [i.key for i in store.search((T, S), query="ramen", filter={"stars": 2})] == ["dislikes"]
     whole = [i.key for i in store.search((T, S), query="ramen", limit=10)]
     assert [i.key for i in store.search((T, S), query="ramen", limit=1, offset=1)] == whole[1:2]
@@ -159,15 +168,22 @@ def test_without_a_query_search_reads_a_tenants_subjects_and_lists_their_namespa
     store.put((T, "user-2", "trips", "2026"), "lisbon", {"city": "Lisbon"})
     store.put(("other-co", "user-1", "prefs"), "tz", {"tz": "UTC+09:00"})
     assert [(i.namespace, i.value) for i in store.search((T,), filter={"tz": "UTC-05:00"})] == [
-        ((T, "user-2", "prefs"), {"tz": "UTC-05:00"})]
+        ((T, "user-2", "prefs"), {"tz": "UTC-05:00"})
+    ]
     assert {i.namespace[1] for i in store.search((T,))} == {"user-1", "user-2"}
-    assert store.list_namespaces(prefix=(T,)) == [(T, "user-1", "prefs"), (T, "user-2", "prefs"),
-                                                  (T, "user-2", "trips", "2026")]
+    assert store.list_namespaces(prefix=(T,)) == [
+        (T, "user-1", "prefs"),
+        (T, "user-2", "prefs"),
+        (T, "user-2", "trips", "2026"),
+    ]
     assert store.list_namespaces(prefix=(T, "*", "prefs")) == [(T, "user-1", "prefs"), (T, "user-2", "prefs")]
     assert store.list_namespaces(prefix=(T, "user-2")) == [(T, "user-2", "prefs"), (T, "user-2", "trips", "2026")]
     assert store.list_namespaces(prefix=(T,), suffix=("2026",)) == [(T, "user-2", "trips", "2026")]
-    assert store.list_namespaces(prefix=(T,), max_depth=3) == [(T, "user-1", "prefs"), (T, "user-2", "prefs"),
-                                                               (T, "user-2", "trips")]
+    assert store.list_namespaces(prefix=(T,), max_depth=3) == [
+        (T, "user-1", "prefs"),
+        (T, "user-2", "prefs"),
+        (T, "user-2", "trips"),
+    ]
     assert store.list_namespaces(prefix=(T,), limit=1, offset=1) == [(T, "user-2", "prefs")]
     store.delete((T, "user-2", "trips", "2026"), "lisbon")
     assert store.list_namespaces(prefix=(T, "user-2")) == [(T, "user-2", "prefs")]

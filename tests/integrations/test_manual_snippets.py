@@ -32,8 +32,14 @@ def run(name: str, tmp_path: Path, **env: str) -> list[str]:
     script = tmp_path / "snippet.py"  # not the framework's name, which the script's folder would shadow
     script.write_text(snippets()[name], encoding="utf-8")
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "PYTHONPATH": path, **env})
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": path, **env},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.splitlines()
 
@@ -59,8 +65,10 @@ def recalls_then_answers(body: dict[str, Any]) -> Reply:
 def test_the_openai_agents_snippet(tmp_path):
     with ScriptedChatServer(default=recalls_then_answers) as server:
         out = run("openai-agents", tmp_path, LLM_URL=server.url, LLM_MODEL="scripted")
-    assert out == ["You book: I always book an aisle seat.",
-                   "['message', 'function_call', 'function_call_output', 'message']"]
+    assert out == [
+        "You book: I always book an aisle seat.",
+        "['message', 'function_call', 'function_call_output', 'message']",
+    ]
     assert len(server.requests) == 2 and server.requests[0]["model"] == "scripted"
 
 
@@ -81,6 +89,9 @@ def recalls_guards_then_answers(body: dict[str, Any]) -> Reply:
 def test_the_pydantic_ai_snippet(tmp_path):
     with ScriptedChatServer(default=recalls_guards_then_answers) as server:
         out = run("pydantic-ai", tmp_path, LLM_URL=server.url, LLM_MODEL="scripted")
-    assert out == ["Not ordered: items[0].ingredients[1] names 'satay', which food.peanuts_allowed: false "
-                   "(basis=allergy, severity=critical) forbids", "False"]
+    assert out == [
+        "Not ordered: items[0].ingredients[1] names 'satay', which food.peanuts_allowed: false "
+        "(basis=allergy, severity=critical) forbids",
+        "False",
+    ]
     assert len(server.requests) == 3

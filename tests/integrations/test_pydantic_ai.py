@@ -7,16 +7,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import lossgate
 from lossgate import InvalidInput, NewEvent, NewFact
 from lossgate.integrations.pydantic_ai import LossgateMessageHistory, memory_toolset
-from pydantic_ai import Agent
-from pydantic_ai.messages import (
-    ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart, ToolCallPart,
-    ToolReturnPart, UserPromptPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 T, S = "acme", "user-17"
 
@@ -24,11 +30,27 @@ T, S = "acme", "user-17"
 @pytest.fixture
 def allergic(memory: lossgate.Memory) -> lossgate.Memory:
     """A subject with a critical fact the registry's meal guard reads: no peanuts."""
-    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="e-allergy",
-                            text="I am allergic to peanuts, not merely avoiding them.")])
-    memory.assert_fact(NewFact(tenant_id=T, subject_id=S, fact_id="f-allergy", predicate="food.peanuts_allowed",
-                               value=False, qualifiers={"basis": "allergy", "severity": "critical"},
-                               source_event_ids=["e-allergy"]))
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id="e-allergy",
+                text="I am allergic to peanuts, not merely avoiding them.",
+            )
+        ]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="f-allergy",
+            predicate="food.peanuts_allowed",
+            value=False,
+            qualifiers={"basis": "allergy", "severity": "critical"},
+            source_event_ids=["e-allergy"],
+        )
+    )
     return memory
 
 
@@ -59,10 +81,16 @@ def waiter(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 def test_an_agent_recalls_then_guards_an_order_and_does_not_place_the_refused_one(allergic):
     agent = Agent(FunctionModel(waiter), toolsets=[memory_toolset(allergic, T, S)])
     result = agent.run_sync("Order me the chicken satay, please.")
-    assert result.output == ("I did not order it: items[0].ingredients[1] names 'satay', which "
-                             "food.peanuts_allowed: false (basis=allergy, severity=critical) forbids")
-    recalled = next(p.content for m in result.all_messages() for p in m.parts
-                    if isinstance(p, ToolReturnPart) and p.tool_name == "recall")
+    assert result.output == (
+        "I did not order it: items[0].ingredients[1] names 'satay', which "
+        "food.peanuts_allowed: false (basis=allergy, severity=critical) forbids"
+    )
+    recalled = next(
+        p.content
+        for m in result.all_messages()
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) and p.tool_name == "recall"
+    )
     assert "- food.peanuts_allowed: false" in recalled.memory
     assert [(f.fact_id, f.predicate) for f in recalled.facts][:1] == [("f-allergy", "food.peanuts_allowed")]
     # behind the API: the guard result is stored, tied to the recall the agent read
@@ -166,16 +194,26 @@ def test_a_message_history_is_stored_in_lossgate_and_loaded_for_the_next_run(mem
     assert as_json(history.load()) == as_json(third.all_messages())
     assert len(history.load(limit=2)) == 2 and history.load(limit=0) == []
     held = len(history.load())
-    assert [len(history.load(limit=n)) for n in (held - 1, held, held + 1, 2 * held - 1, 10 * held)] == \
-        [held - 1, held, held, held, held]
+    assert [len(history.load(limit=n)) for n in (held - 1, held, held + 1, 2 * held - 1, 10 * held)] == [
+        held - 1,
+        held,
+        held,
+        held,
+        held,
+    ]
 
     # behind the API: one event per message, with who said it; recall finds the conversation
     events = memory.events(T, S)
     assert [(e.kind, e.actor, e.trust) for e in events] == [
-        ("message", "user", "authenticated_user"), ("message", "assistant", "tool"),
-        ("message", "user", "authenticated_user"), ("message", "assistant", "tool"),
-        ("message", "user", "authenticated_user"), ("message", "assistant", "tool"),
-        ("tool_result", "tool", "tool"), ("message", "assistant", "tool")]
+        ("message", "user", "authenticated_user"),
+        ("message", "assistant", "tool"),
+        ("message", "user", "authenticated_user"),
+        ("message", "assistant", "tool"),
+        ("message", "user", "authenticated_user"),
+        ("message", "assistant", "tool"),
+        ("tool_result", "tool", "tool"),
+        ("message", "assistant", "tool"),
+    ]
     assert events[0].text == "I moved to Porto last spring." and events[5].text == 'recall({"query":"Porto"})'
     assert {e.payload["session"] for e in events} == {"chat-1"}
     assert "I moved to Porto last spring." in [e.text for e in memory.recall(T, S, query="Porto moved").events]

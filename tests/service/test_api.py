@@ -15,12 +15,11 @@ import httpx
 import pytest
 
 from lossgate.ops.worker import drain, open_worker_memory
-
 from tests.support.service import OCCURRED, Service, allergy, error, events
+
 
 def timezone(value: str, source: str, fact_id: str) -> dict[str, Any]:
     return {"fact_id": fact_id, "predicate": "timezone", "value": value, "source_event_ids": [source]}
-
 
 
 def work_off_the_queue(service: Service) -> int:
@@ -32,18 +31,32 @@ def work_off_the_queue(service: Service) -> int:
 
 
 def seed(client: httpx.Client, subject: str) -> dict[str, Any]:
-    r = client.post(f"/v1/subjects/{subject}/append", json={
-        "events": events(("e1", "I am allergic to peanuts, not merely avoiding them."),
-                         ("e2", "I'm in New York. Please show every time in UTC-05:00."),
-                         ("e3", "Send the tickets to 221 Elm Street.")),
-        "facts": [allergy(), timezone("UTC-05:00", "e2", "tz-1"),
-                  {"fact_id": "address", "predicate": "contact.home_address", "value": "221 Elm Street",
-                   "source_event_ids": ["e3"]}]})
+    r = client.post(
+        f"/v1/subjects/{subject}/append",
+        json={
+            "events": events(
+                ("e1", "I am allergic to peanuts, not merely avoiding them."),
+                ("e2", "I'm in New York. Please show every time in UTC-05:00."),
+                ("e3", "Send the tickets to 221 Elm Street."),
+            ),
+            "facts": [
+                allergy(),
+                timezone("UTC-05:00", "e2", "tz-1"),
+                {
+                    "fact_id": "address",
+                    "predicate": "contact.home_address",
+                    "value": "221 Elm Street",
+                    "source_event_ids": ["e3"],
+                },
+            ],
+        },
+    )
     assert r.status_code == 200, r.text
     return dict(r.json())
 
 
 # -- every route ---------------------------------------------------------------------------
+
 
 def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     tenant = service.tenant()
@@ -54,7 +67,10 @@ def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     appended = seed(rw, s)
     assert [(e["event_id"], e["seq"]) for e in appended["appended"]] == [("e1", 1), ("e2", 2), ("e3", 3)]
     assert [(f["fact_id"], f["status"]) for f in appended["facts"]] == [
-        ("allergy", "active"), ("tz-1", "active"), ("address", "active")]
+        ("allergy", "active"),
+        ("tz-1", "active"),
+        ("address", "active"),
+    ]
     assert appended["clock"] == {"high_water": 6, "input_epoch": 0} and appended["duplicates"] == []
 
     listed = rw.get(f"/v1/subjects/{s}/events", params={"after_seq": 1, "limit": 1}).json()
@@ -85,15 +101,18 @@ def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     assert recalled["mode"] == "summary" and recalled["artifact_id"] == attempt["artifact_id"]
     assert recalled["rendered"].startswith(f"Memory of {s} (summary)")
     records = rw.get(f"/v1/subjects/{s}/recalls").json()  # the evidence each recall left, newest first
-    assert [(r["recall_id"], r["mode"]) for r in records[:2]] == [(recalled["recall_id"], "summary"),
-                                                                   (records[1]["recall_id"], "raw_fallback")]
+    assert [(r["recall_id"], r["mode"]) for r in records[:2]] == [
+        (recalled["recall_id"], "summary"),
+        (records[1]["recall_id"], "raw_fallback"),
+    ]
     assert records[1]["query"] == "peanuts" and records[0]["alias"]["artifact_id"] == attempt["artifact_id"]
     # the response boundary: the planned order guarded, the response recorded, the recall verified
     order = {"items": [{"dish": "salad", "ingredients": ["peanut dressing"]}]}
     guarded = rw.post(f"/v1/subjects/{s}/guard", json={"action": order, "recall_id": recalled["recall_id"]}).json()
     assert guarded["allowed"] is False and guarded["refusals"][0]["fact_id"] == "allergy"
-    answered = rw.post(f"/v1/subjects/{s}/responses", json={"recall_id": recalled["recall_id"],
-                                                             "answer": "no peanut dressing for you"})
+    answered = rw.post(
+        f"/v1/subjects/{s}/responses", json={"recall_id": recalled["recall_id"], "answer": "no peanut dressing for you"}
+    )
     assert answered.status_code == 201, answered.text
     assert [r["response_id"] for r in rw.get(f"/v1/subjects/{s}/responses").json()] == [answered.json()["response_id"]]
     verdict = rw.get(f"/v1/subjects/{s}/recalls/{recalled['recall_id']}/verify").json()
@@ -114,8 +133,12 @@ def test_a_subject_lives_its_whole_life_over_http(service: Service) -> None:
     assert rw.post(f"/v1/subjects/{s}/events/e2/revoke", params={"reason": "wrong"}).json()["state"] == "revoked"
     gone = rw.delete(f"/v1/subjects/{s}/events/e1").json()
     assert (gone["state"], gone["actor"], gone["text"]) == ("deleted", None, None)
-    assert {f["fact_id"]: f["status"] for f in rw.get(f"/v1/subjects/{s}/facts", params={"status": "all"}).json()} \
-        == {"allergy": "deleted", "tz-1": "revoked", "tz-2": "revoked", "address": "deleted"}  # e2 left the view
+    assert {f["fact_id"]: f["status"] for f in rw.get(f"/v1/subjects/{s}/facts", params={"status": "all"}).json()} == {
+        "allergy": "deleted",
+        "tz-1": "revoked",
+        "tz-2": "revoked",
+        "address": "deleted",
+    }  # e2 left the view
     assert rw.post(f"/v1/subjects/{s}/extract").json() == {"subject_id": s, "proposals": []}
 
     assert admin.get("/v1/subjects").json() == {"subjects": [s]}
@@ -142,12 +165,17 @@ def test_every_route_of_the_openapi_document_was_answered(service: Service) -> N
     client = service.client()
     paths = client.get("/openapi.json").json()["paths"]
     operations = {(method.upper(), path) for path, ops in paths.items() for method in ops}
-    answered = set(re.findall(r'lossgate_http_requests_total\{method="(\w+)",route="([^"]+)",status="2\d\d"\}',
-                              client.get("/metrics").text))
+    answered = set(
+        re.findall(
+            r'lossgate_http_requests_total\{method="(\w+)",route="([^"]+)",status="2\d\d"\}',
+            client.get("/metrics").text,
+        )
+    )
     assert operations - answered == set(), "routes never answered with a 2xx over HTTP"
 
 
 # -- authentication --------------------------------------------------------------------------
+
 
 def test_every_authentication_failure_is_the_same_401(service: Service) -> None:
     tenant = service.tenant()
@@ -209,6 +237,7 @@ def test_a_revoked_key_is_refused_from_the_next_request(service: Service) -> Non
 
 
 # -- tenants ---------------------------------------------------------------------------------
+
 
 def test_a_key_of_one_tenant_never_reaches_another_tenants_data(service: Service) -> None:
     a, b = service.tenant("a"), service.tenant("b")
@@ -291,31 +320,48 @@ def test_on_postgres_the_keys_tenant_is_what_row_level_security_sees(service: Se
 
 # -- idempotency -----------------------------------------------------------------------------
 
+
 def test_a_retry_with_the_same_idempotency_key_gets_the_first_answer_and_writes_nothing(service: Service) -> None:
     tenant = service.tenant()
     client = service.client(service.key(tenant))
-    body = {"events": [{"text": "no event id: the service makes one"}, {"text": "another"}],
-            "facts": [{"predicate": "subscription.seats", "value": 12, "source_event_ids": ["e1"]}]}
+    body = {
+        "events": [{"text": "no event id: the service makes one"}, {"text": "another"}],
+        "facts": [{"predicate": "subscription.seats", "value": 12, "source_event_ids": ["e1"]}],
+    }
     body["events"].insert(0, {"event_id": "e1", "text": "We have 12 seats.", "occurred_at": OCCURRED})
     first = client.post("/v1/subjects/u1/append", json=body, headers={"Idempotency-Key": "retry-1"})
     assert first.status_code == 200 and "Idempotent-Replayed" not in first.headers
     # The same request again (keys in another order, other whitespace): the same answer, nothing written.
-    again = client.post("/v1/subjects/u1/append", content=json.dumps(body, indent=3, sort_keys=True),
-                        headers={"Idempotency-Key": "retry-1", "Content-Type": "application/json"})
+    again = client.post(
+        "/v1/subjects/u1/append",
+        content=json.dumps(body, indent=3, sort_keys=True),
+        headers={"Idempotency-Key": "retry-1", "Content-Type": "application/json"},
+    )
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
     assert again.json() == first.json()
     assert service.memory.admin.clock(tenant, "u1").high_water == 4 and len(service.memory.events(tenant, "u1")) == 3
     # The same key for another request: refused, nothing written.
-    other = client.post("/v1/subjects/u1/append", json={"events": [{"text": "else"}]},
-                        headers={"Idempotency-Key": "retry-1"})
+    other = client.post(
+        "/v1/subjects/u1/append", json={"events": [{"text": "else"}]}, headers={"Idempotency-Key": "retry-1"}
+    )
     error(other, 422, "idempotency_key_reused")
-    error(client.post("/v1/subjects/u2/append", json=body, headers={"Idempotency-Key": "retry-1"}),
-          422, "idempotency_key_reused")  # another subject is another request
-    assert service.memory.admin.clock(tenant, "u1").high_water == 4 and service.memory.admin.clock(tenant, "u2").high_water == 0
+    error(
+        client.post("/v1/subjects/u2/append", json=body, headers={"Idempotency-Key": "retry-1"}),
+        422,
+        "idempotency_key_reused",
+    )  # another subject is another request
+    assert (
+        service.memory.admin.clock(tenant, "u1").high_water == 4
+        and service.memory.admin.clock(tenant, "u2").high_water == 0
+    )
     # Keys are per tenant: another tenant's retry-1 is its own.
     other_tenant = service.client(service.key(service.tenant()))
-    assert other_tenant.post("/v1/subjects/u1/append", json=body, headers={"Idempotency-Key": "retry-1"}) \
-        .headers.get("Idempotent-Replayed") is None
+    assert (
+        other_tenant.post("/v1/subjects/u1/append", json=body, headers={"Idempotency-Key": "retry-1"}).headers.get(
+            "Idempotent-Replayed"
+        )
+        is None
+    )
     # Without a key, event ids still make a retry a no-op.
     plain = client.post("/v1/subjects/u1/append", json={"events": [body["events"][0]]})
     assert plain.json()["appended"] == [] and plain.json()["duplicates"] == ["e1"]
@@ -346,6 +392,7 @@ def test_concurrent_retries_with_one_key_write_once(service: Service) -> None:
 
 # -- bad input and limits --------------------------------------------------------------------
 
+
 def test_oversized_bodies_get_413_and_write_nothing(service: Service) -> None:
     tenant = service.tenant()
     client = service.client(service.key(tenant))
@@ -358,55 +405,105 @@ def test_oversized_bodies_get_413_and_write_nothing(service: Service) -> None:
             yield json.dumps({"event_id": f"c{i}", "text": "y" * 60_000}).encode() + b","
         yield b'{"event_id": "last"}]}'
 
-    error(client.post("/v1/subjects/u1/append", content=chunks(), headers={"Content-Type": "application/json"}),
-          413, "body_too_large")
+    error(
+        client.post("/v1/subjects/u1/append", content=chunks(), headers={"Content-Type": "application/json"}),
+        413,
+        "body_too_large",
+    )
     assert service.memory.admin.clock(tenant, "u1").high_water == 0
 
 
-@pytest.mark.parametrize("content, content_type, status, code", [
-    (b'{"events": [', "application/json", 400, "malformed_json"),
-    (b'{"events": [{"text": "\xff\xfe"}]}', "application/json", 400, "malformed_json"),
-    (b'{"events": [{"text": "x", "payload": {"n": NaN}}]}', "application/json", 400, "malformed_json"),
-    (b'{"events": []}', "text/plain", 415, "unsupported_media_type"),
-    (b'events=1', "application/x-www-form-urlencoded", 415, "unsupported_media_type"),
-    (b'[1, 2]', "application/json", 422, "validation_error"),
-    (b'"just a string"', "application/json", 422, "validation_error"),
-])
-def test_malformed_bodies_get_a_typed_4xx(service: Service, content: bytes, content_type: str, status: int,
-                                          code: str) -> None:
+@pytest.mark.parametrize(
+    "content, content_type, status, code",
+    [
+        (b'{"events": [', "application/json", 400, "malformed_json"),
+        (b'{"events": [{"text": "\xff\xfe"}]}', "application/json", 400, "malformed_json"),
+        (b'{"events": [{"text": "x", "payload": {"n": NaN}}]}', "application/json", 400, "malformed_json"),
+        (b'{"events": []}', "text/plain", 415, "unsupported_media_type"),
+        (b"events=1", "application/x-www-form-urlencoded", 415, "unsupported_media_type"),
+        (b"[1, 2]", "application/json", 422, "validation_error"),
+        (b'"just a string"', "application/json", 422, "validation_error"),
+    ],
+)
+def test_malformed_bodies_get_a_typed_4xx(
+    service: Service, content: bytes, content_type: str, status: int, code: str
+) -> None:
     tenant = service.tenant()
     client = service.client(service.key(tenant))
     error(client.post("/v1/subjects/u1/append", content=content, headers={"Content-Type": content_type}), status, code)
     assert service.memory.admin.clock(tenant, "u1").high_water == 0
 
 
-@pytest.mark.parametrize("body, status, code, where", [
-    ({"events": [{"event_id": "e1", "text": "x" * 65_537}]}, 422, "validation_error", "body.events.0.text"),
-    ({"events": [{"event_id": "e1", "text": "nul \u0000 inside"}]}, 422, "validation_error", "body.events.0.text"),
-    ({"events": [{"event_id": "e1", "actor": "a" * 201}]}, 422, "validation_error", "body.events.0.actor"),
-    ({"events": [{"event_id": "e1", "occurred_at": "2026-01-05T09:00:00"}]}, 422, "validation_error",
-     "body.events.0.occurred_at"),
-    ({"events": [{"event_id": "e1", "colour": "blue"}]}, 422, "validation_error", "body.events.0.colour"),
-    ({"events": [{"event_id": "e1", "kind": "gossip"}]}, 422, "validation_error", "body.events.0.kind"),
-    ({"events": [{"event_id": "e" * 201}]}, 422, "validation_error", "body.events.0.event_id"),
-    ({"events": [{"event_id": "e1"}] * 1001}, 422, "validation_error", "body.events"),
-    ({"events": [{"event_id": "e1", "payload": {"deep": json.loads("[" * 70 + "]" * 70)}}]}, 422, "invalid_input",
-     None),
-    ({"events": [{"event_id": "e1"}], "facts": [{"predicate": "subscription.seats", "value": 50.0,
-                                                 "source_event_ids": ["e1"]}]}, 422, "value_type_mismatch", None),
-    ({"events": [{"event_id": "e1"}], "facts": [{"predicate": "no.such", "value": 1, "source_event_ids": ["e1"]}]},
-     422, "unknown_predicate", None),
-    ({"events": [{"event_id": "e1"}], "facts": [{"predicate": "subscription.seats", "value": 5,
-                                                 "source_event_ids": ["e404"]}]}, 404, "not_found", None),
-    ({"events": [{"event_id": "e1", "trust": "untrusted"}],
-      "facts": [{"predicate": "subscription.seats", "value": 5, "source_event_ids": ["e1"]}]}, 422, "invalid_input",
-     None),
-    ({"events": [{"event_id": "e1", "text": "a"}, {"event_id": "e1", "text": "b"}]}, 409, "id_conflict", None),
-    ({"facts": [{"predicate": "subscription.seats", "value": 5, "source_event_ids": []}]}, 422, "validation_error",
-     "body.facts.0.source_event_ids"),
-])
-def test_a_bad_field_anywhere_in_a_batch_writes_nothing_of_it(service: Service, body: dict[str, Any], status: int,
-                                                             code: str, where: str | None) -> None:
+@pytest.mark.parametrize(
+    "body, status, code, where",
+    [
+        ({"events": [{"event_id": "e1", "text": "x" * 65_537}]}, 422, "validation_error", "body.events.0.text"),
+        ({"events": [{"event_id": "e1", "text": "nul \u0000 inside"}]}, 422, "validation_error", "body.events.0.text"),
+        ({"events": [{"event_id": "e1", "actor": "a" * 201}]}, 422, "validation_error", "body.events.0.actor"),
+        (
+            {"events": [{"event_id": "e1", "occurred_at": "2026-01-05T09:00:00"}]},
+            422,
+            "validation_error",
+            "body.events.0.occurred_at",
+        ),
+        ({"events": [{"event_id": "e1", "colour": "blue"}]}, 422, "validation_error", "body.events.0.colour"),
+        ({"events": [{"event_id": "e1", "kind": "gossip"}]}, 422, "validation_error", "body.events.0.kind"),
+        ({"events": [{"event_id": "e" * 201}]}, 422, "validation_error", "body.events.0.event_id"),
+        ({"events": [{"event_id": "e1"}] * 1001}, 422, "validation_error", "body.events"),
+        (
+            {"events": [{"event_id": "e1", "payload": {"deep": json.loads("[" * 70 + "]" * 70)}}]},
+            422,
+            "invalid_input",
+            None,
+        ),
+        (
+            {
+                "events": [{"event_id": "e1"}],
+                "facts": [{"predicate": "subscription.seats", "value": 50.0, "source_event_ids": ["e1"]}],
+            },
+            422,
+            "value_type_mismatch",
+            None,
+        ),
+        (
+            {
+                "events": [{"event_id": "e1"}],
+                "facts": [{"predicate": "no.such", "value": 1, "source_event_ids": ["e1"]}],
+            },
+            422,
+            "unknown_predicate",
+            None,
+        ),
+        (
+            {
+                "events": [{"event_id": "e1"}],
+                "facts": [{"predicate": "subscription.seats", "value": 5, "source_event_ids": ["e404"]}],
+            },
+            404,
+            "not_found",
+            None,
+        ),
+        (
+            {
+                "events": [{"event_id": "e1", "trust": "untrusted"}],
+                "facts": [{"predicate": "subscription.seats", "value": 5, "source_event_ids": ["e1"]}],
+            },
+            422,
+            "invalid_input",
+            None,
+        ),
+        ({"events": [{"event_id": "e1", "text": "a"}, {"event_id": "e1", "text": "b"}]}, 409, "id_conflict", None),
+        (
+            {"facts": [{"predicate": "subscription.seats", "value": 5, "source_event_ids": []}]},
+            422,
+            "validation_error",
+            "body.facts.0.source_event_ids",
+        ),
+    ],
+)
+def test_a_bad_field_anywhere_in_a_batch_writes_nothing_of_it(
+    service: Service, body: dict[str, Any], status: int, code: str, where: str | None
+) -> None:
     tenant = service.tenant()
     client = service.client(service.key(tenant))
     good = {"event_id": "good", "text": "this one alone is fine"}
@@ -421,13 +518,17 @@ def test_values_keep_their_type_over_http(service: Service) -> None:
     tenant = service.tenant()
     client = service.client(service.key(tenant))
     # Written out: JSON's numbers as the client typed them (99.950 is not 99.95 to a decimal).
-    r = client.post("/v1/subjects/u1/append", headers={"Content-Type": "application/json"}, content=b"""{
+    r = client.post(
+        "/v1/subjects/u1/append",
+        headers={"Content-Type": "application/json"},
+        content=b"""{
         "events": [{"event_id": "e1", "text": "uptime and refund", "payload": {"ratio": 0.1, "n": 3}}],
         "facts": [{"fact_id": "sla", "predicate": "sla.uptime_percent", "value": 99.950, "source_event_ids": ["e1"]},
                   {"fact_id": "refund", "predicate": "refund.limit", "value": {"amount": 50.10, "currency": "USD"},
                    "qualifiers": {"condition": "after supervisor review"}, "source_event_ids": ["e1"]},
                   {"fact_id": "wait", "predicate": "response.max_wait", "value": "PT2H", "source_event_ids": ["e1"]}]
-    }""")
+    }""",
+    )
     assert r.status_code == 200, r.text
     facts = {f["fact_id"]: f for f in client.get("/v1/subjects/u1/facts").json()}
     assert facts["sla"]["value"] == "99.950" and facts["sla"]["value_type"] == "decimal"
@@ -453,16 +554,27 @@ def test_bad_paths_queries_and_methods_get_typed_errors(service: Service) -> Non
     error(client.delete("/v1/subjects/u1/events/e1", params={"reason": "r" * 4097}), 422, "validation_error")
     error(client.post("/v1/subjects/u1/recall", json={"k": -1}), 422, "validation_error")
     error(client.post("/v1/subjects/u1/recall", json={"query": "q" * 4097}), 422, "validation_error")
-    error(client.post("/v1/subjects/u1/append", json={}, headers={"Idempotency-Key": "has space"}),
-          422, "validation_error")
+    error(
+        client.post("/v1/subjects/u1/append", json={}, headers={"Idempotency-Key": "has space"}),
+        422,
+        "validation_error",
+    )
     error(client.delete("/v1/subjects/u1/facts/none"), 404, "not_found")
     seed(client, "u1")
-    error(client.post("/v1/subjects/u1/facts/allergy/supersede",
-                      json={"fact": {**timezone("UTC", "e2", "tz-x")}}), 409, "lifecycle_conflict")  # another predicate
+    error(
+        client.post("/v1/subjects/u1/facts/allergy/supersede", json={"fact": {**timezone("UTC", "e2", "tz-x")}}),
+        409,
+        "lifecycle_conflict",
+    )  # another predicate
     client.delete("/v1/subjects/u1/facts/address")
-    error(client.post("/v1/subjects/u1/facts/address/supersede",
-                      json={"fact": {"predicate": "contact.home_address", "value": "1 Main St",
-                                     "source_event_ids": ["e2"]}}), 409, "lifecycle_conflict")
+    error(
+        client.post(
+            "/v1/subjects/u1/facts/address/supersede",
+            json={"fact": {"predicate": "contact.home_address", "value": "1 Main St", "source_event_ids": ["e2"]}},
+        ),
+        409,
+        "lifecycle_conflict",
+    )
 
 
 def test_a_retry_without_idempotency_key_or_time_is_a_no_op_not_a_conflict(service: Service) -> None:
@@ -483,7 +595,10 @@ def test_a_retry_without_idempotency_key_or_time_is_a_no_op_not_a_conflict(servi
 def test_a_payload_number_that_is_not_finite_is_refused(service: Service) -> None:
     tenant = service.tenant()
     api = service.client(service.key(tenant))
-    answer = api.post("/v1/subjects/nan/append", content=b'{"events": [{"text": "a", "payload": {"a": 1e309}}]}',
-                      headers={"Content-Type": "application/json"})
+    answer = api.post(
+        "/v1/subjects/nan/append",
+        content=b'{"events": [{"text": "a", "payload": {"a": 1e309}}]}',
+        headers={"Content-Type": "application/json"},
+    )
     assert 400 <= answer.status_code < 500
     assert service.memory.events(tenant, "nan") == []

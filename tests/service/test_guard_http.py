@@ -13,8 +13,9 @@ FIXED = {"items": [{"dish": "salad", "ingredients": ["lettuce", "lemon dressing"
 def test_a_planned_order_is_guarded_over_http(service: Service) -> None:
     tenant = service.tenant()
     client = service.client(service.key(tenant))
-    r = client.post("/v1/subjects/u1/append", json={"events": events(("e1", "I am allergic to peanuts.")),
-                                                    "facts": [allergy()]})
+    r = client.post(
+        "/v1/subjects/u1/append", json={"events": events(("e1", "I am allergic to peanuts.")), "facts": [allergy()]}
+    )
     assert r.status_code == 200, r.text
     rid = client.post("/v1/subjects/u1/recall", json={}).json()["recall_id"]
 
@@ -24,7 +25,11 @@ def test_a_planned_order_is_guarded_over_http(service: Service) -> None:
     assert body["allowed"] is False and body["recall_id"] == rid and body["action"] == ORDER
     (why,) = body["refusals"]
     assert (why["rule"], why["field"], why["fact_id"], why["source_event_ids"]) == (
-        "meal-ingredients", "items[0].ingredients[1]", "allergy", ["e1"])
+        "meal-ingredients",
+        "items[0].ingredients[1]",
+        "allergy",
+        ["e1"],
+    )
     allowed = client.post("/v1/subjects/u1/guard", json={"action": FIXED})
     assert allowed.status_code == 200 and allowed.json()["allowed"] is True
 

@@ -9,7 +9,6 @@ from collections import Counter
 import pytest
 
 from bench.bench_service import Plan, check_counts, expected, read_http, read_memory, run_http, schedule
-
 from tests.support.service import Service
 
 pytestmark = pytest.mark.slow  # 32 clients at once against a served memory

@@ -29,8 +29,8 @@ from lossgate.testing.service import free_port, stop_process
 
 pytest.importorskip("mcp.server.mcpserver", reason="the [service] extra (mcp 2.x) is not installed")
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 pytestmark = pytest.mark.slow  # each test starts MCP servers in processes of their own
 
@@ -63,12 +63,14 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keys]:
         _, short_lived = memory.admin.create_api_key("travel-co", scopes=["read", "write"])
     finally:
         memory.close()
-    yield Keys(db_url=db_url, writer=writer, reader=reader, revoked=revoked, other_tenant=other,
-               short_lived=short_lived)
+    yield Keys(
+        db_url=db_url, writer=writer, reader=reader, revoked=revoked, other_tenant=other, short_lived=short_lived
+    )
 
 
-def _over_stdio(keys: Keys, secret: str, scenario: Callable[[Client], Awaitable[None]], tmp_path: Path, *,
-                key_in_env: bool = False) -> None:
+def _over_stdio(
+    keys: Keys, secret: str, scenario: Callable[[Client], Awaitable[None]], tmp_path: Path, *, key_in_env: bool = False
+) -> None:
     args = ["-m", "lossgate", "mcp", "--db", keys.db_url]
     env = dict(ENV)
     if key_in_env:
@@ -102,8 +104,13 @@ async def _error(client: Client, tool: str, arguments: dict[str, Any]) -> dict[s
 
 
 ALLERGY = {"event_id": "msg-41", "text": "I am allergic to peanuts, not merely avoiding them."}
-FACT = {"fact_id": "allergy-1", "predicate": "food.peanuts_allowed", "value": False,
-        "qualifiers": {"basis": "allergy", "severity": "critical"}, "source_event_ids": ["msg-41"]}
+FACT = {
+    "fact_id": "allergy-1",
+    "predicate": "food.peanuts_allowed",
+    "value": False,
+    "qualifiers": {"basis": "allergy", "severity": "critical"},
+    "source_event_ids": ["msg-41"],
+}
 SEAT = {"event_id": "msg-42", "text": "Put me in a window seat on the Lisbon flight."}
 TZ_1 = {"event_id": "msg-43", "text": "I live in Lisbon now, so UTC+01:00 in summer."}
 TZ_2 = {"event_id": "msg-44", "text": "My calendar is on New York time."}
@@ -117,16 +124,23 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
         assert schema["required"] == ["subject_id"] and schema["properties"]["subject_id"]["maxLength"] == 200
         assert tools["recall"].output_schema is not None and tools["forget"].annotations.destructive_hint
 
-        appended = await _ok(client, "remember", {"subject_id": "user-17", "events": [ALLERGY, SEAT],
-                                                  "facts": [FACT], "idempotency_key": "turn-41"})
+        appended = await _ok(
+            client,
+            "remember",
+            {"subject_id": "user-17", "events": [ALLERGY, SEAT], "facts": [FACT], "idempotency_key": "turn-41"},
+        )
         out = appended.structured_content
         assert [e["event_id"] for e in out["appended"]] == ["msg-41", "msg-42"]
         assert out["facts"][0]["fact_id"] == "allergy-1" and out["clock"]["high_water"] == 3
-        again = await _ok(client, "remember", {"subject_id": "user-17", "events": [ALLERGY, SEAT],
-                                               "facts": [FACT], "idempotency_key": "turn-41"})
+        again = await _ok(
+            client,
+            "remember",
+            {"subject_id": "user-17", "events": [ALLERGY, SEAT], "facts": [FACT], "idempotency_key": "turn-41"},
+        )
         assert again.structured_content == out  # the stored answer; nothing written twice
-        assert (await _error(client, "remember", {"subject_id": "user-17", "events": [SEAT],
-                                                  "idempotency_key": "turn-41"}))["code"] == "idempotency_key_reused"
+        assert (
+            await _error(client, "remember", {"subject_id": "user-17", "events": [SEAT], "idempotency_key": "turn-41"})
+        )["code"] == "idempotency_key_reused"
 
         recalled = await _ok(client, "recall", {"subject_id": "user-17", "query": "window seat"})
         block = recalled.content[0].text
@@ -136,35 +150,55 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
         inspected = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content
         assert [(f["fact_id"], f["value"], f["status"]) for f in inspected["facts"]] == [("allergy-1", False, "active")]
         assert inspected["conflicts"] == [] and inspected["clock"] == {"high_water": 3, "input_epoch": 0}
-        await _ok(client, "remember", {"subject_id": "user-17", "events": [TZ_1, TZ_2], "facts": [
-            {"fact_id": "tz-1", "predicate": "timezone", "value": "UTC+01:00", "source_event_ids": ["msg-43"]},
-            {"fact_id": "tz-2", "predicate": "timezone", "value": "UTC-05:00", "source_event_ids": ["msg-44"]}]})
+        await _ok(
+            client,
+            "remember",
+            {
+                "subject_id": "user-17",
+                "events": [TZ_1, TZ_2],
+                "facts": [
+                    {"fact_id": "tz-1", "predicate": "timezone", "value": "UTC+01:00", "source_event_ids": ["msg-43"]},
+                    {"fact_id": "tz-2", "predicate": "timezone", "value": "UTC-05:00", "source_event_ids": ["msg-44"]},
+                ],
+            },
+        )
         inspected = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content
         assert [(c["predicate"], sorted(c["fact_ids"])) for c in inspected["conflicts"]] == [
-            ("timezone", ["tz-1", "tz-2"])]
+            ("timezone", ["tz-1", "tz-2"])
+        ]
         only = await _ok(client, "inspect", {"subject_id": "user-17", "predicate": "timezone"})
         assert {f["fact_id"] for f in only.structured_content["facts"]} == {"tz-1", "tz-2"}
 
         # the planned order with a peanut dressing is refused, naming the fact; the fixed one is not
         order = {"items": [{"dish": "salad", "ingredients": ["lettuce", "peanut dressing"]}]}
-        guarded = await _ok(client, "guard", {"subject_id": "user-17", "action": order,
-                                              "recall_id": recalled.structured_content["recall_id"]})
+        guarded = await _ok(
+            client,
+            "guard",
+            {"subject_id": "user-17", "action": order, "recall_id": recalled.structured_content["recall_id"]},
+        )
         verdict = guarded.structured_content
         assert verdict["allowed"] is False and verdict["refusals"][0]["fact_id"] == "allergy-1"
         assert guarded.content[0].text.startswith("refused") and "food.peanuts_allowed" in guarded.content[0].text
         order["items"][0]["ingredients"] = ["lettuce", "lemon"]
-        assert (await _ok(client, "guard", {"subject_id": "user-17", "action": order})).content[0].text.startswith(
-            "allowed")
-        assert (await _error(client, "guard", {"subject_id": "user-17", "action": order,
-                                               "recall_id": "rc-nothing"}))["code"] == "not_found"
+        assert (
+            (await _ok(client, "guard", {"subject_id": "user-17", "action": order}))
+            .content[0]
+            .text.startswith("allowed")
+        )
+        assert (await _error(client, "guard", {"subject_id": "user-17", "action": order, "recall_id": "rc-nothing"}))[
+            "code"
+        ] == "not_found"
 
-        forgotten = (await _ok(client, "forget", {"subject_id": "user-17", "kind": "event", "id": "msg-42",
-                                                  "reason": "user asked"})).structured_content
+        forgotten = (
+            await _ok(
+                client, "forget", {"subject_id": "user-17", "kind": "event", "id": "msg-42", "reason": "user asked"}
+            )
+        ).structured_content
         assert forgotten["forgotten"] == "event" and forgotten["event"]["state"] == "deleted"
         assert forgotten["event"]["text"] is None
         block = (await _ok(client, "recall", {"subject_id": "user-17", "query": "window seat"})).content[0].text
         assert "Lisbon" not in block and "peanuts" in block
-        fact = (await _ok(client, "forget", {"subject_id": "user-17", "kind": "fact", "id": "allergy-1"}))
+        fact = await _ok(client, "forget", {"subject_id": "user-17", "kind": "fact", "id": "allergy-1"})
         assert fact.structured_content["fact"]["status"] == "deleted"
         facts = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["facts"]
         assert "allergy-1" not in {f["fact_id"] for f in facts}
@@ -178,8 +212,15 @@ def test_remember_recall_inspect_forget_over_stdio(keys: Keys, tmp_path: Path) -
         assert invalid["code"] == "validation_error"
         assert {d["loc"] for d in invalid["details"]} == {"subject_id", "events.0.txt"}
         high_water = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["clock"]["high_water"]
-        unknown = await _error(client, "remember", {"subject_id": "user-17", "events": [{"event_id": "e9"}], "facts": [
-            {"predicate": "no.such", "value": 1, "source_event_ids": ["e9"]}]})
+        unknown = await _error(
+            client,
+            "remember",
+            {
+                "subject_id": "user-17",
+                "events": [{"event_id": "e9"}],
+                "facts": [{"predicate": "no.such", "value": 1, "source_event_ids": ["e9"]}],
+            },
+        )
         assert unknown["code"] == "unknown_predicate"
         after = (await _ok(client, "inspect", {"subject_id": "user-17"})).structured_content["clock"]["high_water"]
         assert after == high_water  # the refused call wrote nothing, not even its event
@@ -202,8 +243,10 @@ def test_scopes_and_tenants_over_stdio(keys: Keys, tmp_path: Path) -> None:
 
     async def read_only(client: Client) -> None:
         assert "likes tea" in (await _ok(client, "recall", {"subject_id": "user-9"})).content[0].text
-        for tool, args in (("remember", {"subject_id": "user-9", "events": [{"text": "likes coffee"}]}),
-                           ("forget", {"subject_id": "user-9", "kind": "event", "id": "e1"})):
+        for tool, args in (
+            ("remember", {"subject_id": "user-9", "events": [{"text": "likes coffee"}]}),
+            ("forget", {"subject_id": "user-9", "kind": "event", "id": "e1"}),
+        ):
             refused = await _error(client, tool, args)
             assert refused["code"] == "forbidden" and "'write' scope" in refused["message"]
 
@@ -221,9 +264,14 @@ def test_scopes_and_tenants_over_stdio(keys: Keys, tmp_path: Path) -> None:
 @pytest.mark.parametrize("which", ["wrong", "revoked", "missing"])
 def test_a_bad_key_stops_the_server_at_start(keys: Keys, which: str) -> None:
     secret = {"wrong": "lg_0123456789ab_" + "x" * 43, "revoked": keys.revoked, "missing": ""}[which]
-    proc = subprocess.run([sys.executable, "-m", "lossgate", "mcp", "--db", keys.db_url, "--key", secret],
-                          env={**os.environ, **ENV, "LOSSGATE_MCP_KEY": ""}, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lossgate", "mcp", "--db", keys.db_url, "--key", secret],
+        env={**os.environ, **ENV, "LOSSGATE_MCP_KEY": ""},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("error: ")
     assert ("API key is required" if which == "missing" else "invalid or revoked") in proc.stderr
@@ -234,9 +282,25 @@ def test_streamable_http_needs_the_key(keys: Keys) -> None:
 
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lossgate", "mcp", "--db", keys.db_url, "--transport", "http", "--port", str(port),
-         "--log-level", "warning"], env={**os.environ, **ENV, "LOSSGATE_MCP_KEY": keys.writer},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "lossgate",
+            "mcp",
+            "--db",
+            keys.db_url,
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env={**os.environ, **ENV, "LOSSGATE_MCP_KEY": keys.writer},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 30
@@ -268,21 +332,31 @@ def test_streamable_http_needs_the_key(keys: Keys) -> None:
 
 # -- the id rule and the JSON rule reach the tools too ---------------------------------------
 
+
 def test_a_bad_id_is_refused_by_every_tool_and_writes_nothing(keys: Keys, tmp_path: Path) -> None:
     async def scenario(client: Client) -> None:
         await _ok(client, "remember", {"subject_id": "user-ids", "events": [{"event_id": "ids-1", "text": "hello"}]})
         before = (await _ok(client, "inspect", {"subject_id": "user-ids"})).structured_content
-        for arguments in ({"subject_id": "user\u200bids", "events": [{"event_id": "ids-2"}]},
-                          {"subject_id": "user-ids", "events": [{"event_id": "ids-2\u202e"}]},
-                          {"subject_id": "user-ids", "events": [{"event_id": "ids-2"}], "facts": [
-                              {"fact_id": "f\ufeff1", "predicate": "timezone", "value": "UTC",
-                               "source_event_ids": ["ids-2"]}]}):
+        for arguments in (
+            {"subject_id": "user\u200bids", "events": [{"event_id": "ids-2"}]},
+            {"subject_id": "user-ids", "events": [{"event_id": "ids-2\u202e"}]},
+            {
+                "subject_id": "user-ids",
+                "events": [{"event_id": "ids-2"}],
+                "facts": [
+                    {"fact_id": "f\ufeff1", "predicate": "timezone", "value": "UTC", "source_event_ids": ["ids-2"]}
+                ],
+            },
+        ):
             refused = await _error(client, "remember", arguments)
             assert refused["code"] == "validation_error", refused
             shown = refused["message"] + json.dumps(refused["details"], ensure_ascii=False)
             assert not {"\u200b", "\u202e", "\ufeff"} & set(shown)
-        for tool, arguments in (("recall", {"subject_id": "user\nids"}), ("inspect", {"subject_id": "user\u2028ids"}),
-                                ("forget", {"subject_id": "user\u00a0ids", "kind": "event", "id": "ids-1"})):
+        for tool, arguments in (
+            ("recall", {"subject_id": "user\nids"}),
+            ("inspect", {"subject_id": "user\u2028ids"}),
+            ("forget", {"subject_id": "user\u00a0ids", "kind": "event", "id": "ids-1"}),
+        ):
             assert (await _error(client, tool, arguments))["code"] == "validation_error", tool
         gone = await _error(client, "forget", {"subject_id": "user-ids", "kind": "event", "id": "ids-1\u202e"})
         assert gone["code"] == "not_found" and "\u202e" not in gone["message"]  # looked up as given, shown escaped
@@ -293,19 +367,33 @@ def test_a_bad_id_is_refused_by_every_tool_and_writes_nothing(keys: Keys, tmp_pa
 
 def _call(request_id: int, arguments: str) -> str:
     """A raw ``tools/call`` of ``remember`` whose arguments are the JSON text ``arguments``."""
-    return ('{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "remember", "arguments": %s}}'
-            % (request_id, arguments))
+    return (
+        '{"jsonrpc": "2.0", "id": ' + str(request_id) + ', "method": "tools/call", '
+        '"params": {"name": "remember", "arguments": ' + arguments + "}}"
+    )
 
 
 UNREADABLE_CALLS = {
-    "duplicate subject": ('{"subject_id": "user-raw", "subject_id": "user-other", "events": []}', "(arguments)",
-                          "duplicate_key"),
-    "duplicate in an event": ('{"subject_id": "user-raw", "events": [{"event_id": "e1", "event_id": "e2"}]}',
-                              "events.0", "duplicate_key"),
-    "1e-400 in a payload": ('{"subject_id": "user-raw", "events": [{"event_id": "e1", "payload": {"x": 1e-400}}]}',
-                            "events.0.payload.x", "number_out_of_range"),
-    "1e999 in a payload": ('{"subject_id": "user-raw", "events": [{"event_id": "e1", "payload": {"x": 1e999}}]}',
-                           "events.0.payload.x", "number_out_of_range"),
+    "duplicate subject": (
+        '{"subject_id": "user-raw", "subject_id": "user-other", "events": []}',
+        "(arguments)",
+        "duplicate_key",
+    ),
+    "duplicate in an event": (
+        '{"subject_id": "user-raw", "events": [{"event_id": "e1", "event_id": "e2"}]}',
+        "events.0",
+        "duplicate_key",
+    ),
+    "1e-400 in a payload": (
+        '{"subject_id": "user-raw", "events": [{"event_id": "e1", "payload": {"x": 1e-400}}]}',
+        "events.0.payload.x",
+        "number_out_of_range",
+    ),
+    "1e999 in a payload": (
+        '{"subject_id": "user-raw", "events": [{"event_id": "e1", "payload": {"x": 1e999}}]}',
+        "events.0.payload.x",
+        "number_out_of_range",
+    ),
 }
 
 
@@ -317,9 +405,14 @@ def _refused_call(reply: dict[str, Any], request_id: int, loc: str, kind: str) -
 
 
 def test_a_message_that_would_not_read_back_as_written_is_refused_over_stdio(keys: Keys) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "lossgate", "mcp", "--db", keys.db_url, "--key", keys.writer],
-                            env={**os.environ, **ENV}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lossgate", "mcp", "--db", keys.db_url, "--key", keys.writer],
+        env={**os.environ, **ENV},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     try:
         for number, (arguments, loc, kind) in enumerate(UNREADABLE_CALLS.values(), start=1):
@@ -335,7 +428,9 @@ def test_a_message_that_would_not_read_back_as_written_is_refused_over_stdio(key
         stop_process(proc, grace=15)
     memory = lossgate.open(keys.db_url, migrate=False)
     try:
-        assert "user-raw" not in memory.admin.subjects("travel-co") and "user-other" not in memory.admin.subjects("travel-co")
+        assert "user-raw" not in memory.admin.subjects("travel-co") and "user-other" not in memory.admin.subjects(
+            "travel-co"
+        )
     finally:
         memory.close()
 
@@ -350,14 +445,19 @@ def test_a_message_that_would_not_read_back_as_written_is_refused_over_http(keys
     try:
         app = http_app(create_server(memory, keys.writer), keys.writer)
         with serving(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-            sent = {"Authorization": f"Bearer {keys.writer}", "Content-Type": "application/json",
-                    "Accept": "application/json, text/event-stream"}
+            sent = {
+                "Authorization": f"Bearer {keys.writer}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            }
             for number, (arguments, loc, kind) in enumerate(UNREADABLE_CALLS.values(), start=1):
                 answer = http.post("/mcp", content=_call(number, arguments).encode(), headers=sent)
                 assert answer.status_code == 200, answer.text
                 _refused_call(answer.json(), number, loc, kind)
-            for headers in ({**sent, "Authorization": f"Bearer  {keys.writer}"},
-                            {**sent, "Authorization": f"bearer {keys.writer}"}):
+            for headers in (
+                {**sent, "Authorization": f"Bearer  {keys.writer}"},
+                {**sent, "Authorization": f"bearer {keys.writer}"},
+            ):
                 refused = http.post("/mcp", content=_call(9, "{}").encode(), headers=headers)
                 assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
         assert "user-raw" not in memory.admin.subjects("travel-co")

@@ -40,10 +40,12 @@ class Outage:
 
     def hold_connections(self, n: int) -> None:
         """Leave ``n`` idle connections in the served memory's pool (each read holds one)."""
+
         def nest(depth: int) -> None:
             if depth:
                 with self.memory.store.read():
                     nest(depth - 1)
+
         nest(n)
 
 
@@ -58,8 +60,10 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outage]:
             memory = lossgate.open(f"{proxy.url(db_url)}?connect_timeout={DEADLINE}")
             try:
                 _, secret = memory.admin.create_api_key("acme", scopes=["read", "write"])
-                with serving(create_app(memory)) as url, httpx.Client(
-                        base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client:
+                with (
+                    serving(create_app(memory)) as url,
+                    httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as client,
+                ):
                     yield Outage(proxy, memory, client)
             finally:
                 memory.close()

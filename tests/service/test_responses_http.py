@@ -13,19 +13,29 @@ ORDER = {"items": [{"dish": "salad", "ingredients": ["lettuce", "peanut dressing
 def test_a_response_is_recorded_listed_and_redacted_over_http(service: Service) -> None:
     tenant = service.tenant()
     client = service.client(service.key(tenant))
-    r = client.post("/v1/subjects/u1/append", json={"events": events(("e1", "I am allergic to peanuts."),
-                                                                     ("e2", "the garden is lovely")),
-                                                    "facts": [allergy()]})
+    r = client.post(
+        "/v1/subjects/u1/append",
+        json={
+            "events": events(("e1", "I am allergic to peanuts."), ("e2", "the garden is lovely")),
+            "facts": [allergy()],
+        },
+    )
     assert r.status_code == 200, r.text
     rid = client.post("/v1/subjects/u1/recall", json={}).json()["recall_id"]
     guard = client.post("/v1/subjects/u1/guard", json={"action": ORDER, "recall_id": rid}).json()
 
-    made = client.post("/v1/subjects/u1/responses", json={"recall_id": rid, "answer": "ordered the salad",
-                                                          "action": ORDER, "guard_id": guard["guard_id"]})
+    made = client.post(
+        "/v1/subjects/u1/responses",
+        json={"recall_id": rid, "answer": "ordered the salad", "action": ORDER, "guard_id": guard["guard_id"]},
+    )
     assert made.status_code == 201, made.text
     body = made.json()
     assert (body["recall_id"], body["guard_id"], body["action"], body["redacted"]) == (
-        rid, guard["guard_id"], ORDER, False)
+        rid,
+        guard["guard_id"],
+        ORDER,
+        False,
+    )
     assert body["action_sha256"] == guard["action_sha256"]
     listed = client.get("/v1/subjects/u1/responses")
     assert listed.status_code == 200 and [x["response_id"] for x in listed.json()] == [body["response_id"]]
@@ -57,15 +67,20 @@ def test_scopes_unknown_records_and_bad_bodies(service: Service) -> None:
     error(service.client().get("/v1/subjects/u1/responses"), 401, "unauthorized")
 
     error(client.post("/v1/subjects/u1/responses", json={"recall_id": their_recall, "answer": "hi"}), 404, "not_found")
-    error(client.post("/v1/subjects/u1/responses", json={"recall_id": "rc-nothing", "answer": "hi"}), 404,
-          "not_found")
-    error(client.post("/v1/subjects/u1/responses", json={"recall_id": rid, "answer": "hi", "guard_id": "gd-no"}), 404,
-          "not_found")
+    error(client.post("/v1/subjects/u1/responses", json={"recall_id": "rc-nothing", "answer": "hi"}), 404, "not_found")
+    error(
+        client.post("/v1/subjects/u1/responses", json={"recall_id": rid, "answer": "hi", "guard_id": "gd-no"}),
+        404,
+        "not_found",
+    )
     error(client.get(f"/v1/subjects/u1/recalls/{their_recall}/verify"), 404, "not_found")
     error(client.post("/v1/subjects/u1/responses", json={"recall_id": rid}), 422, "invalid_input")
     error(client.post("/v1/subjects/u1/responses", json={"recall_id": rid, "action": [1]}), 422, "validation_error")
     error(client.post("/v1/subjects/u1/responses", json={"answer": "hi"}), 422, "validation_error")
-    error(client.post("/v1/subjects/u1/responses", json={"recall_id": rid, "answer": "hi", "colour": "red"}), 422,
-          "validation_error")
+    error(
+        client.post("/v1/subjects/u1/responses", json={"recall_id": rid, "answer": "hi", "colour": "red"}),
+        422,
+        "validation_error",
+    )
     assert client.get("/v1/subjects/u1/responses").json() == []
     assert client.get("/v1/subjects/u1/responses", params={"limit": 0}).status_code == 422

@@ -25,8 +25,7 @@ from tests.support.service import Service
 pytestmark = pytest.mark.slow  # generated requests against a served memory
 
 EXAMPLES = 10
-CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",
-          "response_schema_conformance")
+CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance")
 
 
 def test_no_generated_request_makes_the_server_fail(service: Service) -> None:
@@ -42,8 +41,7 @@ def test_no_generated_request_makes_the_server_fail(service: Service) -> None:
         operations += 1
 
         @given(case=operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(GenerationMode.NEGATIVE))
-        @settings(max_examples=EXAMPLES, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(max_examples=EXAMPLES, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
         def run(case: Any) -> None:
             response = case.call(base_url=service.url, headers={"Authorization": f"Bearer {key}"})
             case.validate_response(response, checks=chosen)

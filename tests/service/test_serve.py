@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 
 from lossgate.cli import app
 from lossgate.testing.service import free_port, stop_process, wait_healthy
-
 from tests.support.service import Service
 
 pytestmark = pytest.mark.slow  # `lossgate serve` processes, several workers each
@@ -40,7 +39,9 @@ def test_keys_are_created_listed_and_revoked_from_the_command_line(tmp_path: Pat
     code, out, _ = run("keys", "list", "-t", "acme", "--json")
     listed = [json.loads(line) for line in out.splitlines()]
     assert [(k["key_id"], k["name"], k["revoked_at"]) for k in listed] == [
-        (key_id, "support bot", None), (second["key_id"], "", None)]
+        (key_id, "support bot", None),
+        (second["key_id"], "", None),
+    ]
     assert all("secret" not in k and "key_hash" not in k for k in listed)
     assert "support bot" in run("keys", "list", "-t", "acme")[1]
     code, out, _ = run("keys", "revoke", key_id, "-t", "acme")
@@ -64,14 +65,33 @@ def test_several_worker_processes_serve_one_database(service: Service) -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lossgate", "--db", service.db_url, "serve", "--port", str(port), "--workers", "2",
-         "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "lossgate",
+            "--db",
+            service.db_url,
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         try:
             wait_healthy(url, proc)
         except RuntimeError as exc:
-            raise AssertionError(proc.stdout.read().decode() if proc.stdout and proc.poll() is not None else exc)
+            raise AssertionError(
+                proc.stdout.read().decode() if proc.stdout and proc.poll() is not None else exc
+            ) from None
         assert len(_children(proc.pid)) >= 2, "uvicorn runs a process per worker"
         tenant = service.tenant()
         secret = service.key(tenant)
@@ -83,8 +103,11 @@ def test_several_worker_processes_serve_one_database(service: Service) -> None:
                     body = {"events": [{"text": f"client {n} line {i}"}]}  # no event id: the key dedupes
                     for subject in (f"own-{n}", "shared"):
                         for _ in range(2):  # every request sent twice, as after a timeout
-                            r = c.post(f"/v1/subjects/{subject}/append", json=body,
-                                       headers={"Idempotency-Key": f"{subject}-{n}-{i}"})
+                            r = c.post(
+                                f"/v1/subjects/{subject}/append",
+                                json=body,
+                                headers={"Idempotency-Key": f"{subject}-{n}-{i}"},
+                            )
                             if r.status_code != 200:
                                 problems.append(f"{r.status_code} {r.text}")
 

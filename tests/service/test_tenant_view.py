@@ -3,8 +3,8 @@ as ``memory.tenant(t)`` does, and what it adds is what the HTTP API serves that 
 
 from __future__ import annotations
 
-from lossgate.service import TenantMemory
 from lossgate.api.tenancy import TenantView
+from lossgate.service import TenantMemory
 
 
 def test_a_keys_tenant_memory_adds_and_searches_as_the_http_api_sees_it(service):
@@ -18,7 +18,9 @@ def test_a_keys_tenant_memory_adds_and_searches_as_the_http_api_sees_it(service)
     client = service.client(secret)
     listed = client.get("/v1/subjects/user-1/events").json()
     assert [(e["event_id"], e["actor"], e["trust"]) for e in listed] == [
-        (added.events[0].event_id, "user", "authenticated_user"), (added.events[1].event_id, "assistant", "tool")]
+        (added.events[0].event_id, "user", "authenticated_user"),
+        (added.events[1].event_id, "assistant", "tool"),
+    ]
     found = view.search("user-1", "peanuts")
     over_http = client.post("/v1/subjects/user-1/recall", json={"query": "peanuts"}).json()
     assert over_http["rendered"] == found.rendered == service.memory.tenant(tenant).search("user-1", "peanuts").rendered

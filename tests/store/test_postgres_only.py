@@ -20,7 +20,6 @@ import lossgate
 from lossgate import IdempotencyConflict, NewEvent
 from lossgate.errors import StoreError
 from lossgate.model.registry import load_registry
-
 from tests.support.threads import AT, ev, fact, in_threads
 
 pytestmark = pytest.mark.postgres
@@ -67,9 +66,13 @@ TENANT_TABLES = ("clocks", "events", "facts", "fact_sources", "conflicts", "ledg
 
 
 def _tenant_tables(conn: Any) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND column_name = 'tenant_id' AND table_name NOT LIKE 'lossgate_%' ORDER BY 1")]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND column_name = 'tenant_id' AND table_name NOT LIKE 'lossgate_%' ORDER BY 1"
+        )
+    ]
 
 
 def test_a_tenant_connection_sees_only_its_tenant_without_any_where_clause(memory):
@@ -146,7 +149,9 @@ def test_only_the_queue_functions_see_every_tenants_jobs(memory, worker_store):
     assert running.lease_owner == "w1" and running.lease_expires_at <= datetime.now(UTC) + timedelta(hours=1)
     with memory.store.tenant_connection("globex") as conn:
         assert conn.execute("SELECT subject_id, status, lease_owner FROM jobs ORDER BY job_id").fetchall() == [
-            ("u9", "running", "w1"), ("u8", "pending", None)]
+            ("u9", "running", "w1"),
+            ("u8", "pending", None),
+        ]
 
 
 def _queue_two_tenants(memory: lossgate.Memory) -> datetime:
@@ -158,8 +163,11 @@ def _queue_two_tenants(memory: lossgate.Memory) -> datetime:
 
 
 def _untouched(memory: lossgate.Memory) -> list[tuple[str, str, str, Any]]:
-    return [(j.tenant_id, j.subject_id, j.status, j.lease_owner)
-            for t in ("acme", "globex") for j in memory.admin.jobs(t, None)]
+    return [
+        (j.tenant_id, j.subject_id, j.status, j.lease_owner)
+        for t in ("acme", "globex")
+        for j in memory.admin.jobs(t, None)
+    ]
 
 
 def test_an_application_connection_can_neither_claim_nor_extend_a_lease(memory, worker_store):
@@ -195,9 +203,9 @@ def test_a_login_that_is_only_an_application_cannot_claim_even_by_switching_role
     member of lossgate_app only, the worker's of lossgate_worker."""
     import psycopg
 
+    from lossgate.ops.worker import Worker, open_worker_memory
     from lossgate.store.postgres import PostgresStore
     from lossgate.testing.postgres import login_role, user_url
-    from lossgate.ops.worker import Worker, open_worker_memory
 
     now = _queue_two_tenants(memory)
     with login_role(server_url, "lossgate_app") as app_login, login_role(server_url, "lossgate_worker") as worker_login:
@@ -242,8 +250,10 @@ def test_a_migration_by_an_owner_that_is_not_a_superuser_leaves_claiming_to_the_
     from lossgate.store.postgres import PostgresStore
     from lossgate.testing.postgres import login_role, scratch_database, user_url
 
-    functions = ("lossgate_claim_job(text, timestamptz, timestamptz)",
-                 "lossgate_heartbeat_job(bigint, text, timestamptz)")
+    functions = (
+        "lossgate_claim_job(text, timestamptz, timestamptz)",
+        "lossgate_heartbeat_job(bigint, text, timestamptz)",
+    )
     with login_role(server_url, createrole=True) as owner, scratch_database(server_url, owner=owner) as url:
         store = PostgresStore(user_url(url, owner))
         try:
@@ -266,8 +276,9 @@ def test_a_migration_by_an_owner_that_is_not_a_superuser_leaves_claiming_to_the_
             ).fetchall()
             assert set(may) == {("lossgate_app", True), ("lossgate_worker", True), (owner, False)}
             assert conn.execute("SELECT pg_has_role(%s, 'lossgate_search', 'MEMBER')", (owner,)).fetchone() == (False,)
-            assert conn.execute("SELECT proowner::regrole::text FROM pg_proc WHERE proname = 'lossgate_event_hits'"
-                                ).fetchone() == ("lossgate_search",)
+            assert conn.execute(
+                "SELECT proowner::regrole::text FROM pg_proc WHERE proname = 'lossgate_event_hits'"
+            ).fetchone() == ("lossgate_search",)
 
 
 def test_the_search_functions_find_only_the_tenant_the_transaction_has_set(memory):
@@ -308,12 +319,12 @@ def test_one_transaction_may_span_tenants(memory):
 
 # -- migrations ----------------------------------------------------------------------------
 
+
 def _schema(url: str) -> tuple[list[str], list[tuple[str, str]], list[int]]:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname='public' ORDER BY 1")]
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public' ORDER BY 1")]
         policies = conn.execute("SELECT tablename, policyname FROM pg_policies ORDER BY 1, 2").fetchall()
         versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
     return tables, policies, versions
@@ -353,8 +364,12 @@ def test_two_processes_migrating_at_once_apply_each_migration_once(server_url):
     )
     with scratch_database(server_url) as url:
         start = str(time.time() + 1.5)
-        procs = [subprocess.Popen([sys.executable, "-c", script, url, start], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", script, url, start], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(2)
+        ]
         outs = [p.communicate(timeout=60) for p in procs]
         assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
         assert outs[0][0] == outs[1][0] and int(outs[0][0]) >= 1
@@ -379,6 +394,7 @@ def test_ids_sort_bytewise_like_sqlite_whatever_the_database_collation(server_ur
 
 
 # -- concurrency ---------------------------------------------------------------------------
+
 
 def test_a_deadlock_becomes_a_retryable_store_error(memory):
     from lossgate.store.postgres import is_transient, retry_transient
@@ -431,7 +447,7 @@ def test_a_failure_inside_a_pipelined_read_is_typed_and_leaves_the_pool_usable(m
     with pytest.raises(StoreError, match="failed earlier and was rolled back"), memory.store.read() as tx:
         try:
             tx._c.execute("SELECT 1/0").fetchall()
-        except Exception:
+        except Exception:  # noqa: BLE001 - swallowed on purpose
             pass  # a body that swallows a database error still cannot commit
     for _ in range(12):  # more than the pool holds: every connection came back clean
         assert [e.event_id for e in memory.events("acme", "u1")] == ["e1"]
@@ -449,9 +465,17 @@ def test_registry_loaded_by_two_writers_at_once(pg_url):
 
 # -- encodings -----------------------------------------------------------------------------
 
+
 def test_payload_numbers_and_offsets_survive_exactly(memory):
-    payload = {"big_float": 1e20, "tiny": 1e-7, "big_int": 2**53 - 1, "neg_zero": -0.0, "flag": False,
-               "nested": {"b": [1, 2.5, "3"], "a": None}, "nul": "a\u0000b"}
+    payload = {
+        "big_float": 1e20,
+        "tiny": 1e-7,
+        "big_int": 2**53 - 1,
+        "neg_zero": -0.0,
+        "flag": False,
+        "nested": {"b": [1, 2.5, "3"], "a": None},
+        "nul": "a\u0000b",
+    }
     memory.append([NewEvent(tenant_id="acme", subject_id="u1", event_id="e1", payload=payload, occurred_at=AT)])
     (stored,) = memory.events("acme", "u1")
     assert stored.payload == payload
@@ -485,7 +509,9 @@ def test_search_reads_the_lazy_index_and_the_fresh_tail_and_forgets_purged_text(
     assert search("refund") == ["e3"]
     with memory.store.tenant_connection("acme") as conn:
         assert conn.execute("SELECT terms::text FROM event_terms ORDER BY seq").fetchall() == [
-            ("",), ("'aisl':2 'pleas':4 'seat':3 'user':1",)]
+            ("",),
+            ("'aisl':2 'pleas':4 'seat':3 'user':1",),
+        ]
     assert refresh() == 1 and set(search("refund request")) == {"e3"}
 
 
@@ -522,11 +548,14 @@ def test_schema_19_rewrites_every_tenants_search_text_when_its_owner_is_not_a_su
             assert len(texts) == 2 and all("bob example com" in t and "@" not in t for t in texts)
             assert admin.execute("SELECT array_agg(DISTINCT search_indexed_through) FROM clocks").fetchone() == ([0],)
             assert admin.execute("SELECT count(*) FROM event_terms").fetchone() == (0,)
-            forced = admin.execute("SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE relname IN "
-                                   "('facts', 'clocks')").fetchone()
+            forced = admin.execute(
+                "SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE relname IN ('facts', 'clocks')"
+            ).fetchone()
             assert forced == (True,)
         memory = lossgate.open(url)
         try:  # and a search finds the part of the address again, on the text, then through the index
-            assert [e.event_id for e in memory.recall("globex", "u1", query="bob", context=False).events] == ["globex-1"]
+            assert [e.event_id for e in memory.recall("globex", "u1", query="bob", context=False).events] == [
+                "globex-1"
+            ]
         finally:
             memory.close()

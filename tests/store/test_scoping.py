@@ -55,21 +55,44 @@ class Recording(CoreWriteTx):
 
 
 def fact(tenant: str, subject: str, fact_id: str) -> Fact:
-    return Fact(tenant_id=tenant, subject_id=subject, fact_id=fact_id, seq=1, predicate="p", registry_version=1,
-                value_type="int", value=1, source_event_ids=("e1",), recorded_at=NOW, content_hash="sha256:x")
+    return Fact(
+        tenant_id=tenant,
+        subject_id=subject,
+        fact_id=fact_id,
+        seq=1,
+        predicate="p",
+        registry_version=1,
+        value_type="int",
+        value=1,
+        source_event_ids=("e1",),
+        recorded_at=NOW,
+        content_hash="sha256:x",
+    )
 
 
 def test_every_primitive_of_the_protocol_says_what_it_touches() -> None:
     assert set(TOUCHES) == set(primitives(WriteTx))
     assert {name for name, t in TOUCHES.items() if t.kind == "own"} == {"lock_clock", "lock_alias"}
     assert {name for name, t in TOUCHES.items() if t.kind == "tenant"} == {
-        "taken_event_ids", "taken_fact_ids", "subjects", "jobs", "insert_recall",
-        "taint_policies", "save_taint_policy",  # a tenant's rules: no one subject's
-        "tenant_settings", "save_tenant_settings",
-        "artifact_ids", "artifact_documents",  # a format migration's admin reads of one tenant
-        "daily_metrics", "save_daily_metrics",  # a tenant's daily fidelity figures
-        "api_keys", "insert_api_key", "revoke_api_key",  # a tenant's API keys
-        "idempotency_record", "save_idempotency_record"}  # a tenant's idempotency records
+        "taken_event_ids",
+        "taken_fact_ids",
+        "subjects",
+        "jobs",
+        "insert_recall",
+        "taint_policies",
+        "save_taint_policy",  # a tenant's rules: no one subject's
+        "tenant_settings",
+        "save_tenant_settings",
+        "artifact_ids",
+        "artifact_documents",  # a format migration's admin reads of one tenant
+        "daily_metrics",
+        "save_daily_metrics",  # a tenant's daily fidelity figures
+        "api_keys",
+        "insert_api_key",
+        "revoke_api_key",  # a tenant's API keys
+        "idempotency_record",
+        "save_idempotency_record",
+    }  # a tenant's idempotency records
     assert touch_of(primitives(WriteTx)["api_key_by_hash"]).kind == "none"  # authentication: no tenant yet
 
 
@@ -85,8 +108,11 @@ def test_each_kind_of_primitive_scopes_what_it_names_before_its_body() -> None:
     tx = Recording()
     tx.set_tier("acme", "u1", through_seq=3, tier="cold")
     tx.events(tenant_id="acme", subject_id="u2")  # by keyword too
-    tx.insert_conflict(Conflict(tenant_id="acme", subject_id="u3", conflict_id="c1", predicate="p",
-                                fact_ids=("f1", "f2"), detected_at=NOW))
+    tx.insert_conflict(
+        Conflict(
+            tenant_id="acme", subject_id="u3", conflict_id="c1", predicate="p", fact_ids=("f1", "f2"), detected_at=NOW
+        )
+    )
     tx.insert_facts([fact("acme", "u9", "f9"), fact("acme", "u4", "f4"), fact("acme", "u9", "f8")])
     tx.jobs("acme", None)
     tx.taken_event_ids("globex", ["e1"])
@@ -95,7 +121,8 @@ def test_each_kind_of_primitive_scopes_what_it_names_before_its_body() -> None:
         ("scope", "acme", "u1"),
         ("scope", "acme", "u2"),
         ("scope", "acme", "u3"),
-        ("scope", "acme", "u4"), ("scope", "acme", "u9"),  # each subject once, sorted
+        ("scope", "acme", "u4"),
+        ("scope", "acme", "u9"),  # each subject once, sorted
         ("tenant", "acme"),  # the body's per-tenant switch for the rows it writes
         ("tenant", "acme"),  # jobs: the tenant only, never the subject's lock
         ("tenant", "globex"),

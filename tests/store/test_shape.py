@@ -45,15 +45,21 @@ def _skipped_lines(source: str) -> set[int]:
     for i, tok in enumerate(tokens):
         if tok.type not in (tokenize.NEWLINE, tokenize.ENDMARKER):
             continue
-        line = [t for t in tokens[start:i] if t.type not in (
-            tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)]
+        line = [
+            t
+            for t in tokens[start:i]
+            if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)
+        ]
         start = i + 1
         if not line:
             continue
         first = line[0]
         is_docstring = len(line) == 1 and first.type == tokenize.STRING
-        is_header = first.string in ("def", "async", "import", "from", "@") or first.string == "class" or (
-            first.string == "__all__")
+        is_header = (
+            first.string in ("def", "async", "import", "from", "@")
+            or first.string == "class"
+            or (first.string == "__all__")
+        )
         if is_docstring or is_header:
             skipped.update(range(first.start[0], line[-1].end[0] + 1))
     return skipped
@@ -61,8 +67,11 @@ def _skipped_lines(source: str) -> set[int]:
 
 def _comments(source: str) -> dict[int, int]:
     """Line number -> column where its comment starts."""
-    return {t.start[0]: t.start[1] for t in tokenize.generate_tokens(io.StringIO(source).readline)
-            if t.type == tokenize.COMMENT}
+    return {
+        t.start[0]: t.start[1]
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type == tokenize.COMMENT
+    }
 
 
 def shapes(path: Path) -> list[tuple[int, str]]:
@@ -105,8 +114,10 @@ def duplicate_runs(root: Path, run: int = RUN) -> list[str]:
         while (path, i + length - run + 1, other, j + length - run + 1) in starts:
             length += 1
         a, b = files[path], files[other]
-        found.append(f"{path.relative_to(root)}:{a[i][0]}-{a[i + length - 1][0]} = "
-                     f"{other.relative_to(root)}:{b[j][0]}-{b[j + length - 1][0]}")
+        found.append(
+            f"{path.relative_to(root)}:{a[i][0]}-{a[i + length - 1][0]} = "
+            f"{other.relative_to(root)}:{b[j][0]}-{b[j + length - 1][0]}"
+        )
     return found
 
 
@@ -136,7 +147,8 @@ def test_the_scan_finds_a_method_copied_into_another_engine_in_its_dialect(tmp_p
     (tmp_path / "postgres").mkdir()
     (tmp_path / "sqlite" / "tx.py").write_text(_METHOD.format(cls="A", p="?", eq="IS", comment="sqlite"))
     (tmp_path / "postgres" / "tx.py").write_text(
-        _METHOD.format(cls="B", p="%s", eq="IS NOT DISTINCT FROM", comment="postgres").replace("    ", "        "))
+        _METHOD.format(cls="B", p="%s", eq="IS NOT DISTINCT FROM", comment="postgres").replace("    ", "        ")
+    )
     assert duplicate_runs(tmp_path) == ["postgres/tx.py:5-12 = sqlite/tx.py:5-12"]
 
 

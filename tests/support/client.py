@@ -36,9 +36,24 @@ def lossgate_serve(db_url: str, log: Path, *options: str) -> Iterator[str]:
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lossgate", "--db", db_url, "serve", "--port", str(port), "--log-level", "warning",
-             *options],
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "lossgate",
+                "--db",
+                db_url,
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                *options,
+            ],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         try:
@@ -105,8 +120,10 @@ Connect = Callable[..., Any]
 def answered(metrics: str, method: str, route: str, status: str = r"\d{3}") -> float:
     """How many requests the served process answered on ``route`` (its template) with a status
     matching ``status``, by its own metrics (``Client.metrics``)."""
-    pattern = (rf'lossgate_http_requests_total\{{method="{method}",route="{re.escape(route)}",status="{status}"\}} '
-               r"(\S+)")
+    pattern = (
+        rf'lossgate_http_requests_total\{{method="{method}",route="{re.escape(route)}",status="{status}"\}} '
+        r"(\S+)"
+    )
     return sum(float(n) for n in re.findall(pattern, metrics))
 
 

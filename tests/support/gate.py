@@ -36,8 +36,10 @@ def gate(c: GateCase, **kw: Any) -> GateResult:
 
 def claims_of(c: GateCase) -> list[dict[str, Any]]:
     """A deep-enough copy of the case's claim documents, to edit."""
-    return [dict(x, qualifiers=dict(x["qualifiers"]), derived_from=list(x["derived_from"]))
-            for x in c.document["artifact"]["claims"]]
+    return [
+        dict(x, qualifiers=dict(x["qualifiers"]), derived_from=list(x["derived_from"]))
+        for x in c.document["artifact"]["claims"]
+    ]
 
 
 def codes(result: GateResult) -> set[str]:

@@ -30,13 +30,31 @@ def day(session: int):
 def session_events(session: int, n: int, *, subject: str = U, start: int = 0, p: str = "") -> list[NewEvent]:
     """``n`` turns of small talk in ``session`` (its own day), then, in the first batch, the
     turn the session's fact is drawn from (ids prefixed with ``p``: they are the tenant's)."""
-    out = [NewEvent(tenant_id=T, subject_id=subject, event_id=f"{p}s{session}-{start + i}", actor="user",
-                    text=f"{SMALL_TALK[(start + i) % len(SMALL_TALK)]} today", payload={"session": session},
-                    occurred_at=day(session) + timedelta(minutes=start + i)) for i in range(n)]
+    out = [
+        NewEvent(
+            tenant_id=T,
+            subject_id=subject,
+            event_id=f"{p}s{session}-{start + i}",
+            actor="user",
+            text=f"{SMALL_TALK[(start + i) % len(SMALL_TALK)]} today",
+            payload={"session": session},
+            occurred_at=day(session) + timedelta(minutes=start + i),
+        )
+        for i in range(n)
+    ]
     if start == 0:
         event_id, text = SAID[session]
-        out.append(NewEvent(tenant_id=T, subject_id=subject, event_id=p + event_id, text=text, actor="user",
-                            payload={"session": session}, occurred_at=day(session) + timedelta(minutes=30)))
+        out.append(
+            NewEvent(
+                tenant_id=T,
+                subject_id=subject,
+                event_id=p + event_id,
+                text=text,
+                actor="user",
+                payload={"session": session},
+                occurred_at=day(session) + timedelta(minutes=30),
+            )
+        )
     return out
 
 
@@ -44,11 +62,26 @@ def world(memory, subject: str = U, p: str = "") -> None:
     """Four sessions, each about the compressor's context, with the reference subject's facts in them."""
     for session in SAID:
         memory.append(session_events(session, 12, subject=subject, p=p))
-    memory.assert_facts([
-        fact(f"{p}f-allergy", "food.peanuts_allowed", False, [f"{p}e-allergy"], subject=subject,
-             qualifiers={"basis": "allergy", "severity": "critical"}),
-        fact(f"{p}f-refund", "refund.limit", Money(amount="50.00", currency="USD"), [f"{p}e-refund"],
-             subject=subject, qualifiers={"condition": "after supervisor review"}, authority="system"),
-        fact(f"{p}f-seats", "subscription.seats", 40, [f"{p}e-seats"], subject=subject),
-        fact(f"{p}f-tz", "timezone", "UTC-05:00", [f"{p}e-tz"], subject=subject),
-    ])
+    memory.assert_facts(
+        [
+            fact(
+                f"{p}f-allergy",
+                "food.peanuts_allowed",
+                False,
+                [f"{p}e-allergy"],
+                subject=subject,
+                qualifiers={"basis": "allergy", "severity": "critical"},
+            ),
+            fact(
+                f"{p}f-refund",
+                "refund.limit",
+                Money(amount="50.00", currency="USD"),
+                [f"{p}e-refund"],
+                subject=subject,
+                qualifiers={"condition": "after supervisor review"},
+                authority="system",
+            ),
+            fact(f"{p}f-seats", "subscription.seats", 40, [f"{p}e-seats"], subject=subject),
+            fact(f"{p}f-tz", "timezone", "UTC-05:00", [f"{p}e-tz"], subject=subject),
+        ]
+    )

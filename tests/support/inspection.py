@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from lossgate.api.memory import Memory
 from lossgate.model.records import NewEvent, NewFact
 from lossgate.testing.compressors import FlipBool
+
 SUBJECT = "user-17"
 # what a hostile writer might put in any text: the page must show it as text
 MARKUP = "<script>alert('x')</script><b onmouseover=\"x\">"
@@ -28,19 +29,46 @@ def build_demo(memory: Memory, tenant: str, subject: str = SUBJECT, *, marker: s
     """Consolidate ``subject`` of ``tenant`` three ways (see the module). ``marker`` is put
     into an event's text and the recall query (a test puts markup there to check escaping)."""
     events = [
-        NewEvent(tenant_id=tenant, subject_id=subject, event_id="e1",
-                 text="I am allergic to peanuts, not merely avoiding them."),
-        NewEvent(tenant_id=tenant, subject_id=subject, event_id="e2",
-                 text=f"I'm in New York. Please show every time in UTC-05:00. {marker}".strip()),
+        NewEvent(
+            tenant_id=tenant,
+            subject_id=subject,
+            event_id="e1",
+            text="I am allergic to peanuts, not merely avoiding them.",
+        ),
+        NewEvent(
+            tenant_id=tenant,
+            subject_id=subject,
+            event_id="e2",
+            text=f"I'm in New York. Please show every time in UTC-05:00. {marker}".strip(),
+        ),
         NewEvent(tenant_id=tenant, subject_id=subject, event_id="e3", text="Send the tickets to 221 Elm Street."),
     ]
     facts = [
-        NewFact(tenant_id=tenant, subject_id=subject, fact_id="allergy", predicate="food.peanuts_allowed",
-                value=False, qualifiers=(("basis", "allergy"), ("severity", "critical")), source_event_ids=("e1",)),
-        NewFact(tenant_id=tenant, subject_id=subject, fact_id="tz-1", predicate="timezone", value="UTC-05:00",
-                source_event_ids=("e2",)),
-        NewFact(tenant_id=tenant, subject_id=subject, fact_id="address", predicate="contact.home_address",
-                value="221 Elm Street", source_event_ids=("e3",)),
+        NewFact(
+            tenant_id=tenant,
+            subject_id=subject,
+            fact_id="allergy",
+            predicate="food.peanuts_allowed",
+            value=False,
+            qualifiers=(("basis", "allergy"), ("severity", "critical")),
+            source_event_ids=("e1",),
+        ),
+        NewFact(
+            tenant_id=tenant,
+            subject_id=subject,
+            fact_id="tz-1",
+            predicate="timezone",
+            value="UTC-05:00",
+            source_event_ids=("e2",),
+        ),
+        NewFact(
+            tenant_id=tenant,
+            subject_id=subject,
+            fact_id="address",
+            predicate="contact.home_address",
+            value="221 Elm Street",
+            source_event_ids=("e3",),
+        ),
     ]
     with memory.transaction() as led:
         led.append(events)
@@ -54,8 +82,13 @@ def build_demo(memory: Memory, tenant: str, subject: str = SUBJECT, *, marker: s
     memory.revoke_event(tenant, subject, "e3", reason="the user withdrew the address")
     (stale,) = memory.admin.artifacts(tenant, subject, states=["stale"])
     assert stale.artifact_id == good.artifact_id
-    return Demo(tenant=tenant, subject=subject, rejected_attempt=rejected.attempt_id,
-                violation=rejected.violations[0], stale_artifact=good.artifact_id)
+    return Demo(
+        tenant=tenant,
+        subject=subject,
+        rejected_attempt=rejected.attempt_id,
+        violation=rejected.violations[0],
+        stale_artifact=good.artifact_id,
+    )
 
 
 @dataclass

@@ -22,8 +22,13 @@ def events(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
 
 def allergy(source: str = "e1", fact_id: str = "allergy") -> dict[str, Any]:
     """The body of the peanut allergy, a critical fact, resting on the event ``source``."""
-    return {"fact_id": fact_id, "predicate": "food.peanuts_allowed", "value": False,
-            "qualifiers": {"basis": "allergy", "severity": "critical"}, "source_event_ids": [source]}
+    return {
+        "fact_id": fact_id,
+        "predicate": "food.peanuts_allowed",
+        "value": False,
+        "qualifiers": {"basis": "allergy", "severity": "critical"},
+        "source_event_ids": [source],
+    }
 
 
 @dataclass

@@ -16,10 +16,18 @@ from tests.support.world import SMALL_TALK, T, U
 
 def turns(session: int, n: int, *, start: int = 0) -> list[NewEvent]:
     """``n`` turns of small talk in ``session``, on its own day."""
-    return [NewEvent(tenant_id=T, subject_id=U, event_id=f"s{session}-{start + i}", actor="user",
-                     text=f"{SMALL_TALK[(start + i) % len(SMALL_TALK)]} on day {session}",
-                     payload={"session": session}, occurred_at=day(session) + timedelta(minutes=start + i))
-            for i in range(n)]
+    return [
+        NewEvent(
+            tenant_id=T,
+            subject_id=U,
+            event_id=f"s{session}-{start + i}",
+            actor="user",
+            text=f"{SMALL_TALK[(start + i) % len(SMALL_TALK)]} on day {session}",
+            payload={"session": session},
+            occurred_at=day(session) + timedelta(minutes=start + i),
+        )
+        for i in range(n)
+    ]
 
 
 def head(memory):
@@ -42,12 +50,19 @@ def full_plan(memory, config=HIER):
     with memory.store.read() as tx:
         sel = select(tx, T, U, registry, incremental=False)
         settings = config.hierarchy.settings(root.manifest.tree, None)
-        tree = plan(tx, sel, root, settings, compressor="deterministic@1", registry=registry,
-                    count=default_counter(), reuse=False)
+        tree = plan(
+            tx,
+            sel,
+            root,
+            settings,
+            compressor="deterministic@1",
+            registry=registry,
+            count=default_counter(),
+            reuse=False,
+        )
     return [job.fingerprint for job in tree.parts]
 
 
 def fingerprints(memory, root):
     """The fingerprints of ``root``'s parts, in order."""
     return [memory.admin.artifact(T, U, c).manifest.part.fingerprint for c in root.manifest.children]
-

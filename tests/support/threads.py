@@ -18,8 +18,14 @@ def ev(event_id: str, tenant: str = "acme", subject: str = "u1", **kw: Any) -> N
 
 
 def fact(fact_id: str, source: str, tenant: str = "acme", subject: str = "u1", seats: int = 5) -> NewFact:
-    return NewFact(tenant_id=tenant, subject_id=subject, fact_id=fact_id, predicate="subscription.seats",
-                   value=seats, source_event_ids=[source])
+    return NewFact(
+        tenant_id=tenant,
+        subject_id=subject,
+        fact_id=fact_id,
+        predicate="subscription.seats",
+        value=seats,
+        source_event_ids=[source],
+    )
 
 
 def in_threads(n: int, work: Callable[[int], None]) -> list[BaseException]:

@@ -27,9 +27,19 @@ import pytest
 from tests.support.inspection import Page
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,2400")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--window-size=1280,2400",
+)
 # colours only these marks use (lossgate/service/ui/page.py)
 STALE_FILL = (0xFF, 0x7A, 0x45)
 VIOLATION_FILL = (0xFF, 0xA3, 0x9E)
@@ -40,8 +50,10 @@ def browser() -> str:
     found = shutil.which(named) if named else next((p for p in map(shutil.which, BROWSERS) if p), None)
     if found:
         return found
-    reason = (f"no headless browser: none of {', '.join(BROWSERS)} is on PATH (apt-get install chromium; "
-              "or LOSSGATE_CHROMIUM=/path/to/chrome)")
+    reason = (
+        f"no headless browser: none of {', '.join(BROWSERS)} is on PATH (apt-get install chromium; "
+        "or LOSSGATE_CHROMIUM=/path/to/chrome)"
+    )
     if os.environ.get("LOSSGATE_REQUIRE_BROWSER") == "1":
         pytest.fail(f"{reason}, although LOSSGATE_REQUIRE_BROWSER=1")
     pytest.skip(reason)
@@ -69,8 +81,13 @@ def served_with_key(page: Page) -> Iterator[str]:
 
 
 def chromium(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    run = subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
-                         timeout=120, stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [binary, *FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert run.returncode == 0, f"{binary} exited {run.returncode}: {run.stderr[-2000:]}"
     return run
 
@@ -83,8 +100,9 @@ def pixels_of(png: Path, colour: tuple[int, int, int]) -> int:
         return sum(n for n, c in (rgb.getcolors(maxcolors=1 << 24) or []) if c == colour)
 
 
-def test_chromium_shows_the_refused_violation_and_the_stale_node(page: Page, served_with_key: str,
-                                                                  tmp_path: Path) -> None:
+def test_chromium_shows_the_refused_violation_and_the_stale_node(
+    page: Page, served_with_key: str, tmp_path: Path
+) -> None:
     binary = browser()
     url = f"{served_with_key}/ui/subjects/{page.demo.subject}"
 

@@ -9,7 +9,6 @@ from urllib.parse import quote
 import httpx
 
 from lossgate.model.records import NewEvent
-
 from tests.support.inspection import MARKUP, Page
 
 
@@ -37,7 +36,9 @@ def test_the_page_shows_the_refused_attempt_and_the_stale_artifact(page: Page) -
     assert f'<code class="violation">{page.demo.violation}</code>' in html
     assert re.search(r'<tr class="attempt refused" data-status="rejected">', html)
     # the stale artifact is a marked node of the graph, and the legend explains the mark
-    assert f'<g class="node artifact stale state-stale" data-id="{page.demo.stale_artifact}" data-state="stale">' in html
+    assert (
+        f'<g class="node artifact stale state-stale" data-id="{page.demo.stale_artifact}" data-state="stale">' in html
+    )
     assert "STALE · stale" in html and 'class="legend"' in html
     # the revoked input is drawn as gone; the claims and the summary are there
     assert 'data-id="e3" data-state="revoked"' in html
@@ -78,7 +79,7 @@ def test_everything_is_escaped(page: Page) -> None:
         demo = c.get(subject_path(page))
     assert listing.status_code == 200 and one.status_code == 200 and demo.status_code == 200
     for r in (listing, one, demo):
-        assert "<script" not in r.text and "onmouseover=\"" not in r.text
+        assert "<script" not in r.text and 'onmouseover="' not in r.text
     shown = "x&quot;&#x27;&gt;&lt;script&gt;alert(1)"
     assert shown in listing.text and shown in one.text
     assert 'href="/ui/subjects/x%22%27%3E%3Cscript%3Ealert%281%29"' in listing.text

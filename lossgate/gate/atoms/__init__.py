@@ -43,8 +43,6 @@ title-case headings, sentence-initial capitalised words.
 
 from __future__ import annotations
 
-from .diff import diff_atoms
-from .extract import extract_atoms
 from .atom import (
     AFFIRMED,
     ATOM_KINDS,
@@ -57,6 +55,8 @@ from .atom import (
     ChangeReason,
     is_affirmation,
 )
+from .diff import diff_atoms
+from .extract import extract_atoms
 
 __all__ = [
     "AFFIRMED",

@@ -76,17 +76,32 @@ DAY_AFTER = re.compile(r"(?i)(?:the[ \t]+)?day[ \t]+(?P<dir>after|before)[ \t]+$
 LEAD_KIND: dict[str, str] = {
     **dict.fromkeys(("today", "tonight", "tomorrow", "yesterday"), "day"),
     **dict.fromkeys(("next", "last", "this", "coming"), "weekday"),
-    **dict.fromkeys(("day", "days", "week", "weeks", "month", "months", "year", "years",
-                     "hour", "hours", "minute", "minutes", "second", "seconds"), "unit"),
+    **dict.fromkeys(
+        (
+            "day",
+            "days",
+            "week",
+            "weeks",
+            "month",
+            "months",
+            "year",
+            "years",
+            "hour",
+            "hours",
+            "minute",
+            "minutes",
+            "second",
+            "seconds",
+        ),
+        "unit",
+    ),
     **dict.fromkeys(("noon", "midnight", "eod", "cob", "eob", "end", "close"), "clock"),
 }
 LEAD = re.compile(rf"(?P<lead>{trie(LEAD_KIND, fold=True, guard=WORD_CHAR)})(?![\w])")
 #: after next / last / this / coming
 WEEKDAY_TAIL = re.compile(rf"[ \t]+(?P<wd>{_WEEKDAY})(?![\w])")
 #: after end / close
-EOD_TAIL = re.compile(
-    r"(?i)[ \t]+of[ \t]+(?:(?:the[ \t]+)?(?:business[ \t]+)?day|business)(?![\w])"
-)
+EOD_TAIL = re.compile(r"(?i)[ \t]+of[ \t]+(?:(?:the[ \t]+)?(?:business[ \t]+)?day|business)(?![\w])")
 SPAN_HEAD = re.compile(
     rf"(?<![\w])(?:(?P<in>in)[ \t]+)?(?P<count>{_COUNT})(?:[ \t]*-[ \t]*|[ \t]+)"
     r"(?P<qual>(?:business|working|calendar)[ \t]+)?$",
@@ -98,9 +113,7 @@ SPAN_AGO = re.compile(r"[ \t]+ago(?![\w])")
 _ZONE = "(?:" + trie(set(ZONE_OFFSETS) - {"Z"} | GENERIC_ZONES) + ")"
 _OFFSET = r"(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
 _AMPM = r"(?:[ \t]*(?P<{}>[AaPp])\.?[Mm]\.?(?![\w]))"
-_ZONE_TAIL = (
-    r"(?:[ \t]*(?P<zone>" + _ZONE + r")(?P<zoff>[+-][0-9]{1,2}(?::?[0-5][0-9])?)?(?![\w]))?"
-)
+_ZONE_TAIL = r"(?:[ \t]*(?P<zone>" + _ZONE + r")(?P<zoff>[+-][0-9]{1,2}(?::?[0-5][0-9])?)?(?![\w]))?"
 #: 14:32 | 14:32:05 | 2:32 pm | 2pm | T14:32-05:00 | 14:32:00Z | 14:32 EST.
 #: A numeric offset is read only after seconds or in an ISO "T" time, so the
 #: range "10:30-11:30" stays two times. The caller validates the hour.
@@ -108,8 +121,7 @@ TIME = re.compile(
     r"(?P<h>[0-9](?:(?<=[0-9]T[0-9])|(?<![\w:.][0-9]))[0-9]?)(?:"
     r":(?P<mi>[0-5][0-9])"
     r"(?::(?P<s>[0-5][0-9])(?:\.[0-9]+)?(?P<off2>" + _OFFSET + r")?)?"
-    r"(?:(?<=T[0-9]{2}:[0-9]{2})(?P<off1>" + _OFFSET + r"))?(?![0-9])"
-    + _AMPM.format("ap") + "?"
+    r"(?:(?<=T[0-9]{2}:[0-9]{2})(?P<off1>" + _OFFSET + r"))?(?![0-9])" + _AMPM.format("ap") + "?"
     r"|" + _AMPM.format("ap2") + r")" + _ZONE_TAIL
 )
 #: A zone written after a time of day ("EOD EST")
@@ -226,7 +238,7 @@ def weekday_date(modifier: str, weekday: str, ref: datetime | None) -> str | Non
 
 
 def span_date(count: str, unit: str, sign: int, ref: datetime | None) -> str | None:
-    """"in 3 days" (sign +1) or "3 weeks ago" (sign -1); None for units
+    """ "in 3 days" (sign +1) or "3 weeks ago" (sign -1); None for units
     that do not make a calendar date (hours, years ...)."""
     n = sign * _count(count)
     unit = unit.lower()

@@ -132,7 +132,6 @@ class _Index:
         return False
 
 
-
 def _earliest(best: dict[Key, Atom], atoms: Iterable[Atom]) -> None:
     """Keep in ``best`` the earliest atom of each (kind, key): the least
     (start, end, text), as a sort by (start, end, kind, key, text) would pick."""
@@ -144,8 +143,9 @@ def _earliest_items(best: dict[Key, Atom], items: Iterable[tuple[Key, Atom]]) ->
     get = best.get
     for k, a in items:
         b = get(k)
-        if b is None or (a.start < b.start or (a.start == b.start and (
-                a.end < b.end or (a.end == b.end and a.text < b.text)))):
+        if b is None or (
+            a.start < b.start or (a.start == b.start and (a.end < b.end or (a.end == b.end and a.text < b.text)))
+        ):
             best[k] = a
 
 
@@ -178,7 +178,7 @@ class AtomSet:
         out = cls()
         best = out.reps
         for keys, atoms in runs:
-            first = dict(zip(reversed(keys), reversed(atoms)))  # the first occurrence wins
+            first = dict(zip(reversed(keys), reversed(atoms), strict=True))  # the first occurrence wins
             if best:
                 _earliest_items(best, first.items())
             else:
@@ -326,8 +326,9 @@ def diff_atoms(
     return diff_sets(AtomSet(source), AtomSet(summary), kinds=kinds)
 
 
-def diff_sets(src: AtomSet, summ: AtomSet, *, kinds: Collection[AtomKind] | None = None,
-              all_missing: bool = True) -> AtomDiff:
+def diff_sets(
+    src: AtomSet, summ: AtomSet, *, kinds: Collection[AtomKind] | None = None, all_missing: bool = True
+) -> AtomDiff:
     """:func:`diff_atoms` of two :class:`AtomSet` (the same result for the same atoms).
 
     ``all_missing=False`` looks for missing atoms only where they could pair with a

@@ -14,13 +14,13 @@ import re
 from datetime import datetime
 
 from . import patterns as P
-from .claims import Claims, masked
 from .atom import Atom, AtomKind
+from .claims import Claims, masked
+from .extract_dates import temporal_pass
 from .numbers import canonical_number, scale_of
 from .parties import PARTY, parties
 from .statements import statements
 from .tables import CURRENCY_CODES, CURRENCY_SYMBOLS, CURRENCY_WORDS, MONTHS
-from .extract_dates import temporal_pass
 
 _URL_TAIL = ".,;:!?'\""
 _WS = re.compile(r"[ \t]+")
@@ -57,9 +57,13 @@ def _identifiers(text: str, low: str, c: Claims) -> None:
             c.take("identifier", val, m.start("val"), m.end("val"))
     for m in P.UUID_TAIL.finditer(text):
         start = m.start() - 8
-        if start >= 0 and P.HEX8.fullmatch(text, start, m.start()) and c.word_start(start) \
-                and (start == 0 or text[start - 1] != "-"):
-            c.take("identifier", text[start:m.end()].lower(), start, m.end())
+        if (
+            start >= 0
+            and P.HEX8.fullmatch(text, start, m.start())
+            and c.word_start(start)
+            and (start == 0 or text[start - 1] != "-")
+        ):
+            c.take("identifier", text[start : m.end()].lower(), start, m.end())
     for m in P.ALGO_HASH.finditer(text) if ("sha" in low or "md5" in low or "blake" in low) else ():
         algo, _, _ = m.group().partition(m["hex"])
         c.take("identifier", algo.lower() + m["hex"].lower(), m.start(), m.end())
@@ -75,9 +79,13 @@ def _identifiers(text: str, low: str, c: Claims) -> None:
             end += 1
         resume = end
         hx = text[start:end]
-        if (7 <= len(hx) <= 128 and sum(ch.isdigit() for ch in hx) >= 2 and c.word_start(start)
-                and (start == 0 or text[start - 1] not in ":-")
-                and (end == len(text) or not (text[end].isalnum() or text[end] in "_-"))):
+        if (
+            7 <= len(hx) <= 128
+            and sum(ch.isdigit() for ch in hx) >= 2
+            and c.word_start(start)
+            and (start == 0 or text[start - 1] not in ":-")
+            and (end == len(text) or not (text[end].isalnum() or text[end] in "_-"))
+        ):
             c.take("identifier", hx.lower(), start, end)
 
 
@@ -139,7 +147,7 @@ def _money(text: str, c: Claims) -> None:
     for m in P.MONEY_SYMBOL.finditer(text):
         start, sym = m.start(), m["sym"]
         for plen in (3, 2, 1):  # "US$", "CA$", "C$" ...
-            prefix = text[max(0, start - plen):start]
+            prefix = text[max(0, start - plen) : start]
             if len(prefix) == plen and prefix in P.SYMBOL_PREFIXES and c.word_start(start - plen):
                 start, sym = start - plen, P.SYMBOL_PREFIXES[prefix]
                 break
@@ -186,7 +194,7 @@ def _heading(text: str, start: int, end: int) -> bool:
     letters capitalised."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
-    line = text[line_start:len(text) if line_end < 0 else line_end].strip()
+    line = text[line_start : len(text) if line_end < 0 else line_end].strip()
     words = line.split()
     if len(words) < 4 or line[-1] in ".!?":
         return False

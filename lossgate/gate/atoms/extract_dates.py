@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
 
-from . import patterns as P
 from . import dates as T
+from . import patterns as P
 from .claims import Claims
 from .tables import EOD, NUMBER_WORDS
 

@@ -186,14 +186,18 @@ def statement(s: Atom, t: Atom, stems: dict[str, frozenset[str]]) -> tuple[Chang
     neg = set(neg_atom.key.split("|")[1:])
     pos = stems.get(pos_atom.key)
     if pos is None:
-        pos = stems[pos_atom.key] = content_stems(pos_atom.key[len(AFFIRMED):])
+        pos = stems[pos_atom.key] = content_stems(pos_atom.key[len(AFFIRMED) :])
     if pos and neg <= pos:  # the positive clause states the negated content
         return "polarity_flipped", (len(pos) - len(neg)) / len(pos)
     return None
 
 
-_TEXTUAL_REASON: dict[str, ChangeReason] = {"identifier": "identifier_changed", "email": "email_changed",
-                                            "phone": "phone_changed", "party": "party_changed"}
+_TEXTUAL_REASON: dict[str, ChangeReason] = {
+    "identifier": "identifier_changed",
+    "email": "email_changed",
+    "phone": "phone_changed",
+    "party": "party_changed",
+}
 
 
 def _textual(s: Atom, t: Atom) -> tuple[ChangeReason, float] | None:

@@ -28,9 +28,7 @@ _CONNECT = r"(?:of|de|da|del|der|den|van|von|la|le|du|&)"
 #: so ordinary sentence starts cost nothing beyond the scan. Possessive
 #: quantifiers (Python 3.11) stop the engine from backtracking through every
 #: shorter prefix of a capitalised word that is not followed by another.
-PARTY = re.compile(
-    rf"[A-Z](?<![\w'’.&-][A-Z]){_TOKEN_TAIL}(?:[ \t]++(?:{_CONNECT}[ \t]++)?{_TOKEN})++"
-)
+PARTY = re.compile(rf"[A-Z](?<![\w'’.&-][A-Z]){_TOKEN_TAIL}(?:[ \t]++(?:{_CONNECT}[ \t]++)?{_TOKEN})++")
 _PIECE = re.compile(rf"{_TOKEN}|{_CONNECT}")
 _CONNECTORS = frozenset("of de da del der den van von la le du &".split())
 

@@ -108,13 +108,11 @@ _CUR_WORD = trie(CURRENCY_WORDS, fold=True)
 #: cents, percentages, quantities with a unit, and bare numbers. Which branch
 #: matched is told by the named group that is set.
 NUMERIC = re.compile(
-    num(r"\w.,/:#")
-    + r"(?:"
+    num(r"\w.,/:#") + r"(?:"
     rf"(?P<mscale>{_SCALE})?[ \t]?(?:(?P<code>{_CODE_ALT})|(?P<word>{_CUR_WORD}))(?![\w])"
     r"|[ \t]?(?P<cents>cents?|¢)(?![\w])"
     r"|[ \t]?(?P<pct>%|(?:percent|per[ \t]cent|pct|Percent|PERCENT)(?![\w]))"
-    r"|(?:[ \t]*-[ \t]*|[ \t]+|)" + _UNIT
-    + r"|(?P<bare>)(?![\w]|[.,:/][0-9])"
+    r"|(?:[ \t]*-[ \t]*|[ \t]+|)" + _UNIT + r"|(?P<bare>)(?![\w]|[.,:/][0-9])"
     r")"
 )
 
@@ -125,17 +123,13 @@ NUMERIC = re.compile(
 URL = re.compile(r"(?:https?|ftp)://[^\s<>\"'`)\]}]++")
 #: An e-mail address matched from its first character (the caller finds it
 #: by walking back from each "@").
-EMAIL = re.compile(
-    r"[A-Za-z0-9][A-Za-z0-9._%+-]*+@[A-Za-z0-9-]++(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w])"
-)
+EMAIL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+-]*+@[A-Za-z0-9-]++(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w])")
 EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
 #: ='INV-9182' | : "CM-3392" -- the caller checks the key name before it.
 QUOTED_VALUE = re.compile(r"[:=][ \t]*(?P<q>[\"'])(?P<val>[^\"'\s]{1,128})(?P=q)")
 ID_KEY = re.compile(r"(?:[A-Za-z][A-Za-z0-9]*_)*(?:id|ID|uuid|ref)|[a-z]+(?:[A-Z][a-z0-9]*)*(?:Id|ID|Ref)")
 #: the tail of a UUID; the caller checks the 8 hex digits before it
-UUID_TAIL = re.compile(
-    r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
-)
+UUID_TAIL = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
 HEX8 = re.compile(r"[0-9a-fA-F]{8}")
 #: sha256:ab12... | md5-...
 ALGO_HASH = re.compile(
@@ -150,9 +144,7 @@ HEX_CHARS = frozenset("0123456789abcdefABCDEF")
 #: the separator inside INV-9182 / cust_482; the caller walks back to the
 #: start of the token and matches SEGMENTED there
 SEPARATOR = re.compile(r"[-_](?<=[A-Za-z0-9][-_])(?=[A-Za-z0-9])")
-SEGMENTED = re.compile(
-    r"[A-Za-z][A-Za-z0-9]*+(?:[-_][A-Za-z0-9]++)++(?![\w@]|[-_.][A-Za-z0-9])"
-)
+SEGMENTED = re.compile(r"[A-Za-z][A-Za-z0-9]*+(?:[-_][A-Za-z0-9]++)++(?![\w@]|[-_.][A-Za-z0-9])")
 ID_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 ID_BEFORE = frozenset("@./:#")
 #: INV9182 | v1.2.3 | 10.0.0.1 | #4521 (first character outside the
@@ -167,8 +159,7 @@ COMPACT_ID = re.compile(
 )
 #: "mid-2026" and friends: English prefixes, not identifiers.
 ID_PREFIX_STOP = frozenset(
-    "mid pre post top over under non anti late early sub ultra multi inter "
-    "re co ex self half full bi tri semi".split()
+    "mid pre post top over under non anti late early sub ultra multi inter re co ex self half full bi tri semi".split()
 )
 
 # --- phones --------------------------------------------------------------

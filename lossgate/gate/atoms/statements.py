@@ -57,9 +57,17 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _EDGES = " \t\r\f\v-–—*_/\\&+=<>|`~#%^'’@$,()[]{}\"“”"
 
 _SUFFIXES = (  # (suffix, replacement, minimum word length), first match wins
-    ("ization", "iz", 9), ("isation", "iz", 9), ("ational", "ate", 9),
-    ("ation", "", 8), ("ment", "", 7), ("ies", "y", 5), ("ing", "", 6),
-    ("ed", "", 5), ("ly", "", 6), ("es", "e", 5), ("s", "", 4),
+    ("ization", "iz", 9),
+    ("isation", "iz", 9),
+    ("ational", "ate", 9),
+    ("ation", "", 8),
+    ("ment", "", 7),
+    ("ies", "y", 5),
+    ("ing", "", 6),
+    ("ed", "", 5),
+    ("ly", "", 6),
+    ("es", "e", 5),
+    ("s", "", 4),
 )
 
 

@@ -64,7 +64,15 @@ from collections import Counter
 
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.checks import (
-    change, condition, conflict, elevated, hedge, polarity, read, source_index, stance,
+    change,
+    condition,
+    conflict,
+    elevated,
+    hedge,
+    polarity,
+    read,
+    source_index,
+    stance,
 )
 from lossgate.gate.fence.lexicon import ANAPHOR
 from lossgate.gate.fence.text import clear_sentence_cache, numbers_in, sentences, source_sentences, stated
@@ -81,21 +89,25 @@ __all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "number
 NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE})
 
 
-def narrative_sentences(snapshot: Snapshot, artifact: ArtifactBody,
-                        quoted: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+def narrative_sentences(
+    snapshot: Snapshot, artifact: ArtifactBody, quoted: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
     """The summary's own sentences, as written and with atoms blanked: not its structured
     lines, not its verbatim quotes of events (what the fence and a model judge read), nor the
     lines in ``quoted`` (quotes of events a bounded snapshot does not hold: a parent's)."""
     return [pair for line in narrative_lines(snapshot, artifact, quoted) for pair in line]
 
 
-def narrative_lines(snapshot: Snapshot, artifact: ArtifactBody,
-                    quoted: frozenset[str] = frozenset()) -> list[list[tuple[str, str]]]:
+def narrative_lines(
+    snapshot: Snapshot, artifact: ArtifactBody, quoted: frozenset[str] = frozenset()
+) -> list[list[tuple[str, str]]]:
     """:func:`narrative_sentences`, line by line (a sentence speaks of the one before it on its line)."""
-    quoted = quoted | {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} \
-        | NARRATIVE_TITLES
-    lines = [ln for ln in prose_of(artifact).split("\n")
-             if ln.strip() and ln not in quoted and not PERIOD_LINE.fullmatch(ln)]
+    quoted = (
+        quoted | {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} | NARRATIVE_TITLES
+    )
+    lines = [
+        ln for ln in prose_of(artifact).split("\n") if ln.strip() and ln not in quoted and not PERIOD_LINE.fullmatch(ln)
+    ]
     return [sentences(ln) for ln in lines]
 
 
@@ -154,11 +166,24 @@ def check_fence(snapshot: Snapshot, artifact: ArtifactBody, must: MustPreserve, 
         if not touched:
             continue
         r = read(raw, sentence, touched, sources, index, before)
-        problem = (polarity(r) or stance(r) or change(r) or condition(r) or hedge(r)
-                   or elevated(r, sources, events) or conflict(r))
+        problem = (
+            polarity(r)
+            or stance(r)
+            or change(r)
+            or condition(r)
+            or hedge(r)
+            or elevated(r, sources, events)
+            or conflict(r)
+        )
         if problem is None:
             continue
         for t in touched:
-            out.append(Violation(code="narrative_unsupported", subject=t.subject, severity="critical",
-                                 detail=f"{problem} ({t.what}): {raw[:300]!r}"))
+            out.append(
+                Violation(
+                    code="narrative_unsupported",
+                    subject=t.subject,
+                    severity="critical",
+                    detail=f"{problem} ({t.what}): {raw[:300]!r}",
+                )
+            )
     return out

@@ -10,10 +10,43 @@ from dataclasses import dataclass
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import (
-    ATTRIBUTION, AVOID, BOUND, CLAUSE, CONDITIONS, DIRECTIVE, DISOWNED, DONE, DOUBT, GRANTS, KEEPS, KINDS,
-    LOW_TRUST, MENTION, META, MOVING, NEGATION_CUE, NO_NEED, ONLY_SCOPES, OPEN_RX, ORDERING, OWED,
-    PERMISSION_DENIED, PERMITS, QUESTION, REPORTING, RESTRICTIONS, RETOLD, REVERSED, SCOPE, SETTLING,
-    STANCE_STEMS, SUBJECT_NOUNS, UNAVOID, UNCHANGED, UNDOING, USER_WORDS,
+    ATTRIBUTION,
+    AVOID,
+    BOUND,
+    CLAUSE,
+    CONDITIONS,
+    DIRECTIVE,
+    DISOWNED,
+    DONE,
+    DOUBT,
+    GRANTS,
+    KEEPS,
+    KINDS,
+    LOW_TRUST,
+    MENTION,
+    META,
+    MOVING,
+    NEGATION_CUE,
+    NO_NEED,
+    ONLY_SCOPES,
+    OPEN_RX,
+    ORDERING,
+    OWED,
+    PERMISSION_DENIED,
+    PERMITS,
+    QUESTION,
+    REPORTING,
+    RESTRICTIONS,
+    RETOLD,
+    REVERSED,
+    SCOPE,
+    SETTLING,
+    STANCE_STEMS,
+    SUBJECT_NOUNS,
+    UNAVOID,
+    UNCHANGED,
+    UNDOING,
+    USER_WORDS,
 )
 from lossgate.gate.fence.text import Source, conditions, hedged, negations, root, roots, said, stated
 from lossgate.gate.fence.topics import Topic
@@ -50,8 +83,14 @@ def source_index(sources: dict[str, tuple[Source, ...]]) -> dict[str, list[tuple
     return index
 
 
-def read(raw: str, sentence: str, touched: list[Topic], sources: dict[str, tuple[Source, ...]],
-         index: dict[str, list[tuple[str, int]]], before: frozenset[str] = frozenset()) -> Reading:
+def read(
+    raw: str,
+    sentence: str,
+    touched: list[Topic],
+    sources: dict[str, tuple[Source, ...]],
+    index: dict[str, list[tuple[str, int]]],
+    before: frozenset[str] = frozenset(),
+) -> Reading:
     stems = content_stems(sentence)
     ids = tuple(dict.fromkeys(e for t in touched for e in t.events))
     # A sentence often joins a topic to what surrounds it: the source sentences it shares two
@@ -60,9 +99,18 @@ def read(raw: str, sentence: str, touched: list[Topic], sources: dict[str, tuple
     near = [e for (e, _), n in shared.items() if n >= 2]
     ids = tuple(dict.fromkeys(ids + tuple(near)))
     low = sentence.lower()
-    return Reading(raw, raw.lower(), low, stems, stated(raw), tuple(touched),
-                   tuple(src for e in ids for src in sources.get(e, ())), ids, bool(NEGATION_CUE.search(low)),
-                   before)
+    return Reading(
+        raw,
+        raw.lower(),
+        low,
+        stems,
+        stated(raw),
+        tuple(touched),
+        tuple(src for e in ids for src in sources.get(e, ())),
+        ids,
+        bool(NEGATION_CUE.search(low)),
+        before,
+    )
 
 
 def polarity(r: Reading) -> str | None:
@@ -83,38 +131,54 @@ def polarity(r: Reading) -> str | None:
     # what a positive fact names beside a negative one of the same predicate ("email" / "phone")
     forbidding = frozenset().union(*(t.names | t.object | t.forbidden for t in r.touched if t.negated))
     barred = {t.predicate for t in r.touched if t.negated}
-    allowed_names = frozenset().union(*(t.names for t in r.touched if not t.negated and not t.quoted and (
-        t.allows or t.predicate in barred)))
+    allowed_names = frozenset().union(
+        *(t.names for t in r.touched if not t.negated and not t.quoted and (t.allows or t.predicate in barred))
+    )
     allowed_names -= forbidding
     unavoided = bool(UNAVOID.search(r.low))  # "no longer allergic": a double negative allows
     for t in r.touched:  # "the user is still allergic to peanuts" where peanuts are now allowed
-        if t.allows and (t.names - forbidding) & r.stems and not forbidding & r.stems and AVOID.search(r.low) \
-                and not r.cue:
+        if (
+            t.allows
+            and (t.names - forbidding) & r.stems
+            and not forbidding & r.stems
+            and AVOID.search(r.low)
+            and not r.cue
+        ):
             return "states an allowed fact as forbidden"
     if negative and UNAVOID.search(r.low):  # "not allergic to peanuts any more"
         return "negates what a source affirms"
     if any(t.obligation for t in r.touched) and NO_NEED.search(r.low):
         return "an obligation denied"
     # "the customer's id is not cust-880"
-    negated_values = {f"{a.kind}:{a.key}" for a in extract_atoms(r.raw)
-                      if NEGATION_CUE.search(r.text[max(0, a.start - 16): a.start])
-                      and not BOUND.search(r.text[max(0, a.start - 16): a.start])}
+    negated_values = {
+        f"{a.kind}:{a.key}"
+        for a in extract_atoms(r.raw)
+        if NEGATION_CUE.search(r.text[max(0, a.start - 16) : a.start])
+        and not BOUND.search(r.text[max(0, a.start - 16) : a.start])
+    }
     if negated_values and any(t.value & negated_values for t in r.touched if not t.negated):
         return "the fact's value negated"
     # "refunds are not permitted" where a source grants them ("you may refund up to $50")
-    if PERMISSION_DENIED.search(r.low) and not bounded and any(
-            GRANTS.search(src.text) and not src.negations for src in r.restated(1)):
+    if (
+        PERMISSION_DENIED.search(r.low)
+        and not bounded
+        and any(GRANTS.search(src.text) and not src.negations for src in r.restated(1))
+    ):
         return "negates a permission a source grants"
     for src in r.restated(1):  # "without supervisor review" for "after supervisor review"
         for _, words in src.conditions:
             for w in words:
                 # ("without review, no refund" forbids what the source conditions: no reversal)
-                reversed_ = any(REVERSED.search(r.low[:m.start()][-40:])
-                                and not NEGATION_CUE.search(r.low[m.end():])
-                                for m in re.finditer(rf"\b{re.escape(w)}", r.low))
+                reversed_ = any(
+                    REVERSED.search(r.low[: m.start()][-40:]) and not NEGATION_CUE.search(r.low[m.end() :])
+                    for m in re.finditer(rf"\b{re.escape(w)}", r.low)
+                )
                 # ... unless another source says it so ("a tool said to approve refunds without review")
-                if reversed_ and not any(REVERSED.search(other.text[:m.start()][-40:]) for other in r.said
-                                         for m in re.finditer(rf"\b{re.escape(w)}", other.text)):
+                if reversed_ and not any(
+                    REVERSED.search(other.text[: m.start()][-40:])
+                    for other in r.said
+                    for m in re.finditer(rf"\b{re.escape(w)}", other.text)
+                ):
                     return "a condition reversed"
     scoped = roots(content_stems(" ".join(m.group(1) for m in SCOPE.finditer(r.low))))
     for n in negations(r.low):
@@ -122,8 +186,7 @@ def polarity(r: Reading) -> str | None:
         mine = roots([head, *rest]) - roots(ATTRIBUTION)
         akin = [m for m in source_negations if roots(m) & mine]
         # a negation on a negative fact agrees with it ("cannot have peanuts")
-        if not akin and not bounded and head in affirmed and (
-                head in positive or (not negative and head in topical)):
+        if not akin and not bounded and head in affirmed and (head in positive or (not negative and head in topical)):
             return f"negates what a source affirms ({head})"
         # "do not contact the customer by email" where email is allowed and phone is not
         flipped = (mine - roots(forbidding)) & roots(allowed_names)
@@ -134,8 +197,11 @@ def polarity(r: Reading) -> str | None:
         extra = (mine - free - roots(used)) & scoped
         # (a source negation that sets a condition of its own is restated, not narrowed:
         # "not before nine in the morning" for "don't email me before 9am")
-        if extra and any(roots(m) - roots(ATTRIBUTION) <= mine for m in akin) and not any(
-                m in scoped_sources for m in akin):
+        if (
+            extra
+            and any(roots(m) - roots(ATTRIBUTION) <= mine for m in akin)
+            and not any(m in scoped_sources for m in akin)
+        ):
             return f"a negation narrowed: {', '.join(sorted(extra))}"
     avoided = r.cue or bool(AVOID.search(r.low)) or bool(MENTION.search(r.low))
     for t in r.touched:
@@ -155,8 +221,13 @@ def stance(r: Reading) -> str | None:
     gives it a permitting or wanting stance, carries no negation, and restates no word of
     the sources beyond the fact's own key and what they forbid."""
     permits = PERMITS.search(r.low)
-    if (r.cue or AVOID.search(r.low) or MENTION.search(r.low) or not permits
-            or QUESTION.search(r.low[: permits.start()])):
+    if (
+        r.cue
+        or AVOID.search(r.low)
+        or MENTION.search(r.low)
+        or not permits
+        or QUESTION.search(r.low[: permits.start()])
+    ):
         return None
     for t in r.touched:
         names = (t.object | t.forbidden) & (r.stems | r.before)
@@ -172,7 +243,8 @@ def change(r: Reading) -> str | None:
     ledger's history tells of a change."""
     undoing, moving = said(UNDOING, r.low), said(MOVING, r.low)
     denied = bool(UNCHANGED.search(r.low)) or any(
-        NEGATION_CUE.search(r.low[max(0, m.start() - 24): m.start()]) for m in MOVING.finditer(r.low))
+        NEGATION_CUE.search(r.low[max(0, m.start() - 24) : m.start()]) for m in MOVING.finditer(r.low)
+    )
     restated = r.restated()
     for t in r.touched:
         if t.sides:
@@ -181,17 +253,18 @@ def change(r: Reading) -> str | None:
             return "denies a change the ledger records"
         # with history, "the earlier figure was revoked, so $65,000 stands" names what holds
         # a flag that flipped ("no longer allergic" once peanuts are allowed) tells its own change
-        told = t.changed and (bool(t.earlier & r.stated) or bool(t.value and t.value <= r.stated)
-                              or not t.value)
+        told = t.changed and (bool(t.earlier & r.stated) or bool(t.value and t.value <= r.stated) or not t.value)
         # "the original slot was cancelled and it was rescheduled": the ledger's own change told
         told = told or (t.changed and said(RETOLD, r.low))
         if undoing and not (told or any(src.undoes for src in restated)):
             return "a change no source states"
         if moving and not (t.changed or any(src.moves or src.undoes for src in r.said)):
             return "a change no source states"
-        if t.obligation and any(not OWED.search(r.low[max(0, m.start() - 40): m.start()])
-                                and not NEGATION_CUE.search(r.low[max(0, m.start() - 24): m.start()])
-                                for m in DONE.finditer(r.low)):
+        if t.obligation and any(
+            not OWED.search(r.low[max(0, m.start() - 40) : m.start()])
+            and not NEGATION_CUE.search(r.low[max(0, m.start() - 24) : m.start()])
+            for m in DONE.finditer(r.low)
+        ):
             return "an open obligation called done"
     return None
 
@@ -204,8 +277,11 @@ def condition(r: Reading) -> str | None:
     # a value is stated by its words; a flag ("contact.allowed", channel email) by its names,
     # outside a question ("a rule about when they may be emailed" states no rule)
     asks = bool(QUESTION.search(r.low))
-    stating = [t for t in r.touched if (t.value and t.value <= r.stated)
-               or (not t.value and not t.quoted and not asks and t.names & r.stems)]
+    stating = [
+        t
+        for t in r.touched
+        if (t.value and t.value <= r.stated) or (not t.value and not t.quoted and not asks and t.names & r.stems)
+    ]
     if not stating or MENTION.search(r.low):
         return None
     words_in = roots(r.stems)
@@ -225,8 +301,12 @@ def condition(r: Reading) -> str | None:
         if dropped:
             return f"a condition dropped: {', '.join(sorted(set(dropped)))}"
     sets = {kind for src in r.said for kind, _ in src.conditions}
-    known = roots(frozenset().union(*(src.stems for src in r.said), *(t.key for t in r.touched))
-                   | ATTRIBUTION | META | SUBJECT_NOUNS)
+    known = roots(
+        frozenset().union(*(src.stems for src in r.said), *(t.key for t in r.touched))
+        | ATTRIBUTION
+        | META
+        | SUBJECT_NOUNS
+    )
     for name, rx in CONDITIONS.items():
         if name in RESTRICTIONS and rx.search(r.low) and KINDS[name] not in sets:
             words = dict(own).get(KINDS[name], frozenset())
@@ -272,8 +352,9 @@ def elevated(r: Reading, sources: dict[str, tuple[Source, ...]], events: dict[st
     untrusted = [events[e] for e in r.ids if events[e].trust in LOW_TRUST]
     if not untrusted:
         return None
-    trusted = frozenset().union(*(src.stems for e in r.ids if events[e].trust not in LOW_TRUST
-                                  for src in sources.get(e, ())))
+    trusted = frozenset().union(
+        *(src.stems for e in r.ids if events[e].trust not in LOW_TRUST for src in sources.get(e, ()))
+    )
     trusted |= frozenset().union(*(t.key for t in r.touched if not t.quoted))
     low_said = frozenset().union(*(src.stems for e in untrusted for src in sources.get(e.event_id, ())))
     quoting = {w for w in (r.stems & low_said) - ATTRIBUTION - META if root(w) not in roots(trusted)}

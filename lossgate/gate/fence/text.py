@@ -4,18 +4,29 @@ sentences of events (read once per text), and the coarse roots words are compare
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
-from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import (
-    CLAUSE, CONDITIONS, HEDGES, KINDS, MARKER_WORDS, MAY_HEDGE, MOVING, NEGATION_CUE, ONLY_SHARPENS, QUESTION,
-    SENTENCE, UNDOING, WORDY,
+    CLAUSE,
+    CONDITIONS,
+    HEDGES,
+    KINDS,
+    MARKER_WORDS,
+    MAY_HEDGE,
+    MOVING,
+    NEGATION_CUE,
+    ONLY_SHARPENS,
+    QUESTION,
+    SENTENCE,
+    UNDOING,
+    WORDY,
 )
 from lossgate.model.records import Event
+from lossgate.runtime.caches import holds_text
 
 
 @dataclass(frozen=True)
@@ -65,9 +76,14 @@ def conditions(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     supervisor review": ``("after", {"supervisor", "review"})``)."""
     low = text.lower()
     sharpened = bool(ONLY_SHARPENS.search(low)) and low.count("only") == 1
-    return tuple((KINDS[name], content_stems(" ".join(m.group(0) for m in CLAUSE.finditer(low)
-                                                          if rx.match(m.group(0)))) - MARKER_WORDS)
-                 for name, rx in CONDITIONS.items() if rx.search(low) and not (name == "only" and sharpened))
+    return tuple(
+        (
+            KINDS[name],
+            content_stems(" ".join(m.group(0) for m in CLAUSE.finditer(low) if rx.match(m.group(0)))) - MARKER_WORDS,
+        )
+        for name, rx in CONDITIONS.items()
+        if rx.search(low) and not (name == "only" and sharpened)
+    )
 
 
 def hedged(low: str) -> bool:
@@ -83,10 +99,19 @@ def source_sentences(events: tuple[Event, ...]) -> dict[str, tuple[Source, ...]]
 def read_source(text: str) -> tuple[Source, ...]:
     # A subject's events are read again at every consolidation with a narrative: each text
     # is read once (clear_sentence_cache drops deleted text, as the gate's atom cache does).
-    return tuple(Source(text=x.lower(), stems=content_stems(x), core=content_stems(CLAUSE.sub(" ", x.lower())),
-                         negations=negations(x), conditions=conditions(x), hedged=hedged(x.lower()),
-                         moves=bool(MOVING.search(x.lower())), undoes=bool(UNDOING.search(x.lower())))
-                 for _, x in sentences(text))
+    return tuple(
+        Source(
+            text=x.lower(),
+            stems=content_stems(x),
+            core=content_stems(CLAUSE.sub(" ", x.lower())),
+            negations=negations(x),
+            conditions=conditions(x),
+            hedged=hedged(x.lower()),
+            moves=bool(MOVING.search(x.lower())),
+            undoes=bool(UNDOING.search(x.lower())),
+        )
+        for _, x in sentences(text)
+    )
 
 
 @holds_text
@@ -123,4 +148,4 @@ def roots(words: Iterable[str]) -> set[str]:
 
 def said(rx: re.Pattern[str], low: str) -> bool:
     """Whether ``rx`` matches ``low`` outside a negation ("neither replaced the other" says no change)."""
-    return any(not NEGATION_CUE.search(low[max(0, m.start() - 24): m.start()]) for m in rx.finditer(low))
+    return any(not NEGATION_CUE.search(low[max(0, m.start() - 24) : m.start()]) for m in rx.finditer(low))

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from lossgate.runtime.caches import holds_text
 from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence.lexicon import ATTRIBUTION, LOW_TRUST, MARKER_WORDS, META
 from lossgate.gate.fence.text import atom_keys, conditions, numbers_in, read_source
@@ -14,6 +13,7 @@ from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.sources import value_forms
 from lossgate.model.records import Fact, Snapshot
 from lossgate.model.registry import Registry
+from lossgate.runtime.caches import holds_text
 
 
 @dataclass(frozen=True)
@@ -105,27 +105,63 @@ def topics(snapshot: Snapshot, must: MustPreserve, registry: Registry, *, every:
             spec = registry.predicates.get(f.predicate)
             obligation = spec is not None and spec.category == "obligation"
             last = f.predicate.replace(".", "_").split("_")[-1]
-            forbidden = frozenset(w for e in ids for src in read_source(events[e].text or "") for n in src.negations
-                                  for w in n.split("|")[1:]) - ATTRIBUTION
-            conditional = tuple(content_stems(str(v)) - MARKER_WORDS for _, v in f.qualifiers
-                                if conditions(str(v)) and content_stems(str(v)) - MARKER_WORDS)
+            forbidden = (
+                frozenset(
+                    w
+                    for e in ids
+                    for src in read_source(events[e].text or "")
+                    for n in src.negations
+                    for w in n.split("|")[1:]
+                )
+                - ATTRIBUTION
+            )
+            conditional = tuple(
+                content_stems(str(v)) - MARKER_WORDS
+                for _, v in f.qualifiers
+                if conditions(str(v)) and content_stems(str(v)) - MARKER_WORDS
+            )
             key = key_of(f)
             names = key - content_stems(f.predicate.rpartition(".")[0].replace("_", " "))
-            out.append(Topic(f.fact_id, what, key, context_of(ids), ids, quoted=quoted, value=value_words(f),
-                             names=names, subject_words=common(f.predicate), predicate=f.predicate,
-                             allows=f.value_type == "bool" and f.value is True and f.polarity == "positive",
-                             negated=content_stems(last) if negative else frozenset(), open=obligation,
-                             obligation=obligation, forbidden=forbidden, conditional=conditional,
-                             speculative=f.modality == "speculative", earlier=earlier.get(f.predicate, frozenset()),
-                             changed=f.predicate in retired,
-                             object=names - content_stems(last) if negative else frozenset()))
+            out.append(
+                Topic(
+                    f.fact_id,
+                    what,
+                    key,
+                    context_of(ids),
+                    ids,
+                    quoted=quoted,
+                    value=value_words(f),
+                    names=names,
+                    subject_words=common(f.predicate),
+                    predicate=f.predicate,
+                    allows=f.value_type == "bool" and f.value is True and f.polarity == "positive",
+                    negated=content_stems(last) if negative else frozenset(),
+                    open=obligation,
+                    obligation=obligation,
+                    forbidden=forbidden,
+                    conditional=conditional,
+                    speculative=f.modality == "speculative",
+                    earlier=earlier.get(f.predicate, frozenset()),
+                    changed=f.predicate in retired,
+                    object=names - content_stems(last) if negative else frozenset(),
+                )
+            )
     for c in snapshot.conflicts:
         sides = [active[i] for i in c.fact_ids if i in active]
         if c.status == "unresolved" and len(sides) == 2:
             ids = sources_of(*sides)
             values = tuple(value_words(f) for f in sides)
-            out.append(Topic(c.conflict_id, f"open conflict on {sides[0].predicate}", key_of(*sides) - values[0]
-                             - values[1] | (values[0] & values[1]), context_of(ids), ids, values, open=True))
+            out.append(
+                Topic(
+                    c.conflict_id,
+                    f"open conflict on {sides[0].predicate}",
+                    key_of(*sides) - values[0] - values[1] | (values[0] & values[1]),
+                    context_of(ids),
+                    ids,
+                    values,
+                    open=True,
+                )
+            )
     return out
 
 

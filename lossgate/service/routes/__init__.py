@@ -23,13 +23,18 @@ __all__ = ["Subject", "Item", "ERRORS", "errors"]
 
 # The records' own id types (lossgate.model.limits): a path refuses what a body or the Python API
 # refuses. A segment holding an encoded "/" never reaches a route (lossgate.service.paths).
-Subject = Annotated[Id, Path(description="The subject (a user, an account): up to 200 characters, no whitespace, "
-                                         "control or format character.")]
+Subject = Annotated[
+    Id,
+    Path(
+        description="The subject (a user, an account): up to 200 characters, no whitespace, "
+        "control or format character."
+    ),
+]
 Item = Annotated[Key, Path(description="An event, fact or artifact id of the subject, as it was stored.")]
 
 _DESCRIPTIONS = {
     400: "The body is not JSON, or it would not read back as written: a key given twice, a number a double "
-         "cannot hold (`malformed_json`).",
+    "cannot hold (`malformed_json`).",
     401: "No API key, or an invalid or revoked one (`unauthorized`).",
     403: "The key lacks the scope this operation needs (`forbidden`).",
     404: "Nothing with that id for the key's tenant (`not_found`).",

@@ -29,8 +29,9 @@ def extract(subject_id: Subject, memory: Writer) -> ExtractOut:
     return memory.extract(subject_id)
 
 
-@router.post("/consolidate", status_code=202, response_model=ConsolidateOut, responses=errors(),
-             summary="Queue a consolidation")
+@router.post(
+    "/consolidate", status_code=202, response_model=ConsolidateOut, responses=errors(), summary="Queue a consolidation"
+)
 def consolidate(subject_id: Subject, memory: Writer) -> ConsolidateOut:
     """Queue a rebuild of the subject's summary and return its job (the one already pending,
     if any). Workers (`lossgate worker`) run it: poll `GET .../jobs/{job_id}`, then read
@@ -56,16 +57,22 @@ def attempts(subject_id: Subject, memory: Reader) -> list[AttemptOut]:
 
 
 @router.get("/artifacts", response_model=list[ArtifactOut], responses=errors(), summary="The subject's artifacts")
-def artifacts(subject_id: Subject, memory: Reader,
-              state: Annotated[ArtifactState | None, Query(description="Only artifacts in this state.")] = None,
-              ) -> list[ArtifactOut]:
+def artifacts(
+    subject_id: Subject,
+    memory: Reader,
+    state: Annotated[ArtifactState | None, Query(description="Only artifacts in this state.")] = None,
+) -> list[ArtifactOut]:
     """The subject's artifacts, in any state (published, stale, failed, ...) or in `state`,
     oldest first."""
     return memory.artifacts(subject_id, states=None if state is None else [state])
 
 
-@router.get("/artifacts/{artifact_id}/lineage", response_model=LineageOut, responses=errors(404),
-            summary="An artifact's lineage")
+@router.get(
+    "/artifacts/{artifact_id}/lineage",
+    response_model=LineageOut,
+    responses=errors(404),
+    summary="An artifact's lineage",
+)
 def lineage(subject_id: Subject, artifact_id: Item, memory: Reader) -> LineageOut:
     """The artifact, what it was derived from, and the chain of parents behind it."""
     return memory.lineage(subject_id, artifact_id)

@@ -33,10 +33,14 @@ def clock(subject_id: Subject, memory: Reader) -> SubjectClockOut:
     return memory.clock(subject_id)
 
 
-@router.get("/recalls", response_model=list[RecallRecordOut], responses=errors(), summary="The subject's recall records")
-def recalls(subject_id: Subject, memory: Reader,
-            limit: Annotated[int, Query(ge=1, le=1000, description="At most this many, newest first.")] = 100,
-            ) -> list[RecallRecordOut]:
+@router.get(
+    "/recalls", response_model=list[RecallRecordOut], responses=errors(), summary="The subject's recall records"
+)
+def recalls(
+    subject_id: Subject,
+    memory: Reader,
+    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many, newest first.")] = 100,
+) -> list[RecallRecordOut]:
     """The evidence each recall left, newest first: the query (`null` once redacted because
     the recall touched content deleted since), the ids considered and returned, and the
     clock and alias it read."""

@@ -23,8 +23,13 @@ Writer = Annotated[TenantMemory, Depends(writer)]
 RecallId = Annotated[Key, Path(description="A recall of the subject (the `recall_id` a recall answered with).")]
 
 
-@router.post("/responses", status_code=201, response_model=ResponseOut, responses=errors(404),
-             summary="Record what the agent answered or did")
+@router.post(
+    "/responses",
+    status_code=201,
+    response_model=ResponseOut,
+    responses=errors(404),
+    summary="Record what the agent answered or did",
+)
 def respond(subject_id: Subject, body: RespondIn, memory: Writer) -> ResponseOut:
     """What the agent finally answered (`answer`) or did (`action`, a JSON object), or both,
     tied to the recall it read and, if the action was checked first, the guard result: the
@@ -36,17 +41,23 @@ def respond(subject_id: Subject, body: RespondIn, memory: Writer) -> ResponseOut
 
 
 @router.get("/responses", response_model=list[ResponseOut], responses=errors(), summary="The subject's responses")
-def responses(subject_id: Subject, memory: Reader,
-              limit: Annotated[int, Query(ge=1, le=1000, description="At most this many, newest first.")] = 100,
-              ) -> list[ResponseOut]:
+def responses(
+    subject_id: Subject,
+    memory: Reader,
+    limit: Annotated[int, Query(ge=1, le=1000, description="At most this many, newest first.")] = 100,
+) -> list[ResponseOut]:
     """The subject's response records, newest first: the recall and guard result each rests
     on, and what the agent answered or did (`null` once redacted because the recall touched
     content deleted since; the sha256 stay)."""
     return memory.responses(subject_id, limit=limit)
 
 
-@router.get("/recalls/{recall_id}/verify", response_model=RecallVerificationOut, responses=errors(404),
-            summary="Verify a recall")
+@router.get(
+    "/recalls/{recall_id}/verify",
+    response_model=RecallVerificationOut,
+    responses=errors(404),
+    summary="Verify a recall",
+)
 def verify_recall(subject_id: Subject, recall_id: RecallId, memory: Reader) -> RecallVerificationOut:
     """Whether what a recall returned is still what memory says: `unchanged`; `changed` (a
     fact it returned superseded or revoked, an event revoked, its summary no longer the live

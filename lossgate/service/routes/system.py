@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from lossgate.model.api_keys import ApiKey
 from lossgate.errors import LossgateError
+from lossgate.model.api_keys import ApiKey
 from lossgate.service.auth import administrator, api_key, memory_of
 from lossgate.service.bodies import JsonRoute
 from lossgate.service.errors import ErrorBody, from_lossgate
@@ -23,8 +23,13 @@ router = APIRouter(route_class=JsonRoute)
 Admin = Annotated[TenantMemory, Depends(administrator)]
 
 
-@router.get("/healthz", response_model=HealthOut, tags=["system"], summary="Health",
-            responses={503: {"model": ErrorBody, "description": "The database cannot be reached."}})
+@router.get(
+    "/healthz",
+    response_model=HealthOut,
+    tags=["system"],
+    summary="Health",
+    responses={503: {"model": ErrorBody, "description": "The database cannot be reached."}},
+)
 def health(request: Request) -> HealthOut:
     """`ok` when the database answers (no API key needed; it says nothing of any tenant)."""
     try:
@@ -34,9 +39,18 @@ def health(request: Request) -> HealthOut:
     return HealthOut(status="ok", schema_version=version)
 
 
-@router.get("/metrics", tags=["system"], summary="Prometheus metrics", response_class=Response,
-            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
-                             "description": "This process's metrics, Prometheus text format."}})
+@router.get(
+    "/metrics",
+    tags=["system"],
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+            "description": "This process's metrics, Prometheus text format.",
+        }
+    },
+)
 def metrics(request: Request) -> Response:
     """Request counts and latency by route and status, authentication failures, replays,
     appended events and facts, for this process (no API key needed; no label names a tenant)."""
@@ -49,16 +63,21 @@ def key(key: Annotated[ApiKey, Depends(api_key)]) -> KeyOut:
     return KeyOut.of(key)
 
 
-@router.get("/v1/subjects", response_model=SubjectsOut, tags=["admin"], responses=errors(),
-            summary="The tenant's subjects")
+@router.get(
+    "/v1/subjects", response_model=SubjectsOut, tags=["admin"], responses=errors(), summary="The tenant's subjects"
+)
 def subjects(memory: Admin) -> SubjectsOut:
     """Every subject of the key's tenant (needs the `admin` scope)."""
     return memory.subjects()
 
 
 @router.get("/v1/jobs", response_model=list[JobOut], tags=["admin"], responses=errors(), summary="The tenant's jobs")
-def tenant_jobs(memory: Admin, status: Annotated[Literal["pending", "running", "done", "review"] | None,
-                                                  Query(description="Only jobs in this status.")] = None) -> list[JobOut]:
+def tenant_jobs(
+    memory: Admin,
+    status: Annotated[
+        Literal["pending", "running", "done", "review"] | None, Query(description="Only jobs in this status.")
+    ] = None,
+) -> list[JobOut]:
     """The rebuild jobs of every subject of the key's tenant, oldest first (`status=review`:
     the subjects whose consolidation keeps failing; needs the `admin` scope)."""
     jobs = memory.jobs(None)

@@ -30,8 +30,8 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from lossgate.model.api_keys import ApiKey
 from lossgate.errors import NotFound
+from lossgate.model.api_keys import ApiKey
 from lossgate.service.auth import bearer_token, memory_of
 from lossgate.service.models import ArtifactOut, KeyOut
 from lossgate.service.operations import TenantMemory
@@ -87,8 +87,9 @@ def _reader(request: Request) -> tuple[TenantMemory, ApiKey] | HTMLResponse:
         return response
     request.state.key_id = key.key_id
     if "read" not in key.scopes:
-        return _html(message_page("forbidden", f"This API key lacks the 'read' scope (it has: "
-                                               f"{', '.join(key.scopes)})."), 403)
+        return _html(
+            message_page("forbidden", f"This API key lacks the 'read' scope (it has: {', '.join(key.scopes)})."), 403
+        )
     return TenantMemory.of_key(memory_of(request), key), key
 
 
@@ -104,8 +105,7 @@ def _same_origin(request: Request) -> bool:
 
 
 def _forget(response: Response, request: Request) -> None:
-    response.delete_cookie(COOKIE, path="/ui", secure=request.url.scheme == "https", httponly=True,
-                           samesite="strict")
+    response.delete_cookie(COOKIE, path="/ui", secure=request.url.scheme == "https", httponly=True, samesite="strict")
 
 
 @router.get("", response_class=HTMLResponse)
@@ -143,8 +143,15 @@ async def login(request: Request) -> Response:
     if "read" not in key.scopes:
         return _html(login_page(f"This API key lacks the 'read' scope (it has: {', '.join(key.scopes)})."), 403)
     response = RedirectResponse("/ui", status_code=303, headers=HEADERS)
-    response.set_cookie(COOKIE, secret, max_age=COOKIE_MAX_AGE, path="/ui", httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(
+        COOKIE,
+        secret,
+        max_age=COOKIE_MAX_AGE,
+        path="/ui",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
@@ -187,8 +194,9 @@ def subject(subject_id: Subject, request: Request) -> HTMLResponse:
             view = inner.admin.lineage(t, subject_id, a.artifact_id)
         except NotFound:
             continue
-        graph_artifacts.append(GraphArtifact(a.artifact_id, a.state,
-                                             tuple((e.input_kind, e.input_id) for e in view.edges)))
+        graph_artifacts.append(
+            GraphArtifact(a.artifact_id, a.state, tuple((e.input_kind, e.input_id) for e in view.edges))
+        )
     states: dict[str, str] = {}
     wanted = {i for g in graph_artifacts for k, i in g.inputs if k in ("event", "fact")}
     if wanted:
@@ -207,8 +215,20 @@ def subject(subject_id: Subject, request: Request) -> HTMLResponse:
     graph = lineage_svg(graph_artifacts, states)
     hidden = len(artifacts) - len(graph_artifacts)
     if hidden > 0:
-        graph += f'<p class="empty">The graph shows the newest {len(graph_artifacts)} artifacts of {len(artifacts)}.</p>'
-    return _html(subject_page(key=key_out, subject_id=subject_id, clock=clock, published=published,
-                              published_error=published_error, attempts=attempts, artifacts=artifacts, graph=graph,
-                              recalls=memory.recalls(subject_id, limit=50),
-                              responses=memory.responses(subject_id, limit=50)))
+        graph += (
+            f'<p class="empty">The graph shows the newest {len(graph_artifacts)} artifacts of {len(artifacts)}.</p>'
+        )
+    return _html(
+        subject_page(
+            key=key_out,
+            subject_id=subject_id,
+            clock=clock,
+            published=published,
+            published_error=published_error,
+            attempts=attempts,
+            artifacts=artifacts,
+            graph=graph,
+            recalls=memory.recalls(subject_id, limit=50),
+            responses=memory.responses(subject_id, limit=50),
+        )
+    )

@@ -63,8 +63,9 @@ def _artifact_classes(state: str) -> str:
     return f"node artifact {kind}"
 
 
-def lineage_svg(artifacts: Sequence[GraphArtifact], input_states: Mapping[str, str], *,
-                max_nodes: int = MAX_NODES) -> str:
+def lineage_svg(
+    artifacts: Sequence[GraphArtifact], input_states: Mapping[str, str], *, max_nodes: int = MAX_NODES
+) -> str:
     """The SVG of ``artifacts`` (oldest first) and their inputs; ``input_states`` maps an
     event or fact id to its state or status (``valid``, ``revoked``, ``active``, ...)."""
     shown = list(artifacts)[-max_nodes:]
@@ -84,8 +85,9 @@ def lineage_svg(artifacts: Sequence[GraphArtifact], input_states: Mapping[str, s
                 columns[col].append(input_id)
             else:
                 hidden[col] += 1
-    pos = {(col, node_id): (_COL_X[col], _TOP + i * _ROW) for col, ids in columns.items()
-           for i, node_id in enumerate(ids)}
+    pos = {
+        (col, node_id): (_COL_X[col], _TOP + i * _ROW) for col, ids in columns.items() for i, node_id in enumerate(ids)
+    }
     rows = max([len(ids) for ids in columns.values()] + [1])
     height = _TOP + rows * _ROW + 30
     state_of = {a.artifact_id: a.state for a in shown}
@@ -94,8 +96,10 @@ def lineage_svg(artifacts: Sequence[GraphArtifact], input_states: Mapping[str, s
         f'<svg xmlns="http://www.w3.org/2000/svg" class="lineage" width="{_WIDTH}" height="{height}" '
         f'viewBox="0 0 {_WIDTH} {height}" role="img" aria-label="lineage graph">',
         '<g class="headers">',
-        *(f'<text class="col-head" x="{x}" y="22">{label}</text>'
-          for x, label in ((_COL_X["event"], "events"), (_COL_X["fact"], "facts"), (_COL_X["artifact"], "artifacts"))),
+        *(
+            f'<text class="col-head" x="{x}" y="22">{label}</text>'
+            for x, label in ((_COL_X["event"], "events"), (_COL_X["fact"], "facts"), (_COL_X["artifact"], "artifacts"))
+        ),
         '</g><g class="edges">',
     ]
     for a in shown:
@@ -108,11 +112,15 @@ def lineage_svg(artifacts: Sequence[GraphArtifact], input_states: Mapping[str, s
             if col == "artifact":
                 x0, y0, y1 = ax + _NODE_W, ay + _NODE_H / 2, iy + _NODE_H / 2
                 bend = x0 + 30 + min(abs(y1 - y0) / 6, 30)
-                out.append(f'<path class="edge edge-artifact" d="M{x0},{y0} C{bend},{y0} {bend},{y1} {x0},{y1}">'
-                           f'<title>{escape(a.artifact_id)} ← {escape(input_id)}</title></path>')
+                out.append(
+                    f'<path class="edge edge-artifact" d="M{x0},{y0} C{bend},{y0} {bend},{y1} {x0},{y1}">'
+                    f"<title>{escape(a.artifact_id)} ← {escape(input_id)}</title></path>"
+                )
             else:
-                out.append(f'<line class="edge edge-{col}" x1="{ax}" y1="{ay + _NODE_H / 2}" '
-                           f'x2="{ix + _NODE_W}" y2="{iy + _NODE_H / 2}"/>')
+                out.append(
+                    f'<line class="edge edge-{col}" x1="{ax}" y1="{ay + _NODE_H / 2}" '
+                    f'x2="{ix + _NODE_W}" y2="{iy + _NODE_H / 2}"/>'
+                )
     out.append('</g><g class="nodes">')
     for col, ids in columns.items():
         for node_id in ids:
@@ -127,10 +135,11 @@ def lineage_svg(artifacts: Sequence[GraphArtifact], input_states: Mapping[str, s
             tag = "STALE · " if state == "stale" else ""
             out.append(
                 f'<g class="{classes}" data-id="{escape(node_id)}" data-state="{escape(state)}">'
-                f'<title>{escape(col)} {escape(node_id)} ({escape(state)})</title>'
+                f"<title>{escape(col)} {escape(node_id)} ({escape(state)})</title>"
                 f'<rect x="{x}" y="{y}" width="{_NODE_W}" height="{_NODE_H}" rx="5"/>'
                 f'<text class="id" x="{x + 8}" y="{y + 14}">{escape(label)}</text>'
-                f'<text class="state" x="{x + 8}" y="{y + 28}">{tag}{escape(state)}</text></g>')
+                f'<text class="state" x="{x + 8}" y="{y + 28}">{tag}{escape(state)}</text></g>'
+            )
     out.append("</g>")
     more = [f"{n} more {col}{'s' if n > 1 else ''}" for col, n in hidden.items() if n]
     if more:
@@ -143,8 +152,10 @@ def legend_html(entries: Iterable[tuple[str, str]] = LEGEND) -> str:
     """The legend: a small swatch of each node class, drawn with the graph's own styles."""
     items = []
     for classes, text in entries:
-        items.append(f'<li><svg width="34" height="18" aria-hidden="true"><g class="{classes}">'
-                     f'<rect x="1" y="1" width="32" height="16" rx="3"/></g></svg> {escape(text)}</li>')
+        items.append(
+            f'<li><svg width="34" height="18" aria-hidden="true"><g class="{classes}">'
+            f'<rect x="1" y="1" width="32" height="16" rx="3"/></g></svg> {escape(text)}</li>'
+        )
     return f'<ul class="legend">{"".join(items)}</ul>'
 
 

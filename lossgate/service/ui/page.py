@@ -14,7 +14,13 @@ from html import escape
 from typing import Any
 
 from lossgate.service.models import (
-    ArtifactOut, AttemptOut, ClaimOut, KeyOut, RecallRecordOut, ResponseOut, SubjectClockOut,
+    ArtifactOut,
+    AttemptOut,
+    ClaimOut,
+    KeyOut,
+    RecallRecordOut,
+    ResponseOut,
+    SubjectClockOut,
 )
 from lossgate.service.ui.graph import legend_html
 
@@ -23,7 +29,7 @@ __all__ = ["esc", "layout", "login_page", "message_page", "subjects_page", "subj
 HEADERS = {
     # no script, no frame, no fetch: styles inline, forms only to this origin
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
@@ -79,26 +85,32 @@ def _json(value: Any) -> str:
 def layout(title: str, body: str, *, key: KeyOut | None = None) -> str:
     who = ""
     if key is not None:
-        who = (f'<span class="who">tenant <b>{esc(key.tenant_id)}</b> · key <code>{esc(key.key_id)}</code> '
-               f'({esc(", ".join(key.scopes))})</span>'
-               '<form method="post" action="/ui/logout"><button type="submit">Log out</button></form>')
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{esc(title)} · lossgate</title><meta name=\"viewport\" content=\"width=device-width\">"
-            f"<style>{CSS}</style></head><body>"
-            f'<header><h1><a href="/ui">lossgate</a> · {esc(title)}</h1>{who}</header>'
-            f"<main>{body}</main></body></html>")
+        who = (
+            f'<span class="who">tenant <b>{esc(key.tenant_id)}</b> · key <code>{esc(key.key_id)}</code> '
+            f"({esc(', '.join(key.scopes))})</span>"
+            '<form method="post" action="/ui/logout"><button type="submit">Log out</button></form>'
+        )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<title>{esc(title)} · lossgate</title><meta name="viewport" content="width=device-width">'
+        f"<style>{CSS}</style></head><body>"
+        f'<header><h1><a href="/ui">lossgate</a> · {esc(title)}</h1>{who}</header>'
+        f"<main>{body}</main></body></html>"
+    )
 
 
 def login_page(problem: str | None = None) -> str:
     note = f'<p class="error">{esc(problem)}</p>' if problem else ""
-    body = (f"{note}<form class=\"login\" method=\"post\" action=\"/ui/login\">"
-            "<p>Open the inspection page with an API key that has the <code>read</code> scope "
-            "(<code>lossgate keys create --tenant T --scopes read</code>). The key is kept in an "
-            "HttpOnly, SameSite=Strict cookie for this page only; the API itself takes keys only "
-            "in the <code>Authorization</code> header.</p>"
-            '<label for="key">API key</label>'
-            '<input type="password" id="key" name="key" autocomplete="off" required placeholder="lg_...">'
-            '<button type="submit">Open</button></form>')
+    body = (
+        f'{note}<form class="login" method="post" action="/ui/login">'
+        "<p>Open the inspection page with an API key that has the <code>read</code> scope "
+        "(<code>lossgate keys create --tenant T --scopes read</code>). The key is kept in an "
+        "HttpOnly, SameSite=Strict cookie for this page only; the API itself takes keys only "
+        "in the <code>Authorization</code> header.</p>"
+        '<label for="key">API key</label>'
+        '<input type="password" id="key" name="key" autocomplete="off" required placeholder="lg_...">'
+        '<button type="submit">Open</button></form>'
+    )
     return layout("log in", body)
 
 
@@ -109,7 +121,7 @@ def message_page(title: str, message: str, *, key: KeyOut | None = None) -> str:
 def subjects_page(key: KeyOut, subjects: Sequence[str]) -> str:
     if subjects:
         items = "".join(f'<li><a href="/ui/subjects/{esc(_path(s))}">{esc(s)}</a></li>' for s in subjects)
-        listing = f"<ul class=\"subjects\">{items}</ul>"
+        listing = f'<ul class="subjects">{items}</ul>'
     else:
         listing = '<p class="empty">This tenant has no subject yet.</p>'
     return layout("subjects", f"<h2>Subjects of {esc(key.tenant_id)}</h2>{listing}", key=key)
@@ -133,15 +145,21 @@ def _kv(rows: Iterable[tuple[str, str]]) -> str:
 
 def _clock(clock: SubjectClockOut) -> str:
     alias = clock.alias
-    return _kv([
-        ("high water (seq)", esc(clock.clock.high_water)),
-        ("input epoch", esc(clock.clock.input_epoch)),
-        ("alias → artifact", f"<code>{esc(alias.artifact_id)}</code>" if alias.artifact_id
-         else '<span class="empty">none: recall falls back to raw memory</span>'),
-        ("alias source epoch", esc(alias.source_epoch)),
-        ("alias covers through", esc(alias.covers_through)),
-        ("alias updated", esc(alias.updated_at.isoformat() if alias.updated_at else "—")),
-    ])
+    return _kv(
+        [
+            ("high water (seq)", esc(clock.clock.high_water)),
+            ("input epoch", esc(clock.clock.input_epoch)),
+            (
+                "alias → artifact",
+                f"<code>{esc(alias.artifact_id)}</code>"
+                if alias.artifact_id
+                else '<span class="empty">none: recall falls back to raw memory</span>',
+            ),
+            ("alias source epoch", esc(alias.source_epoch)),
+            ("alias covers through", esc(alias.covers_through)),
+            ("alias updated", esc(alias.updated_at.isoformat() if alias.updated_at else "—")),
+        ]
+    )
 
 
 def _claims(claims: Sequence[ClaimOut]) -> str:
@@ -151,9 +169,13 @@ def _claims(claims: Sequence[ClaimOut]) -> str:
         f"<tr><td><code>{esc(c.fact_id)}</code></td><td>{esc(c.predicate)}</td><td><code>{_json(c.value)}</code></td>"
         f"<td>{esc(', '.join(f'{k}={v}' for k, v in c.qualifiers.items()))}</td>"
         f"<td>{esc(c.polarity)} / {esc(c.modality)} / {esc(c.authority)}</td>"
-        f"<td><code>{esc(', '.join(c.derived_from))}</code></td></tr>" for c in claims)
-    return ("<table class=\"claims\"><tr><th>fact</th><th>predicate</th><th>value</th><th>qualifiers</th>"
-            f"<th>polarity / modality / authority</th><th>derived from</th></tr>{rows}</table>")
+        f"<td><code>{esc(', '.join(c.derived_from))}</code></td></tr>"
+        for c in claims
+    )
+    return (
+        '<table class="claims"><tr><th>fact</th><th>predicate</th><th>value</th><th>qualifiers</th>'
+        f"<th>polarity / modality / authority</th><th>derived from</th></tr>{rows}</table>"
+    )
 
 
 def _published(artifact: ArtifactOut | None, error: str | None) -> str:
@@ -162,19 +184,30 @@ def _published(artifact: ArtifactOut | None, error: str | None) -> str:
     m = artifact.manifest
     note = ""
     if artifact.state != "published":
-        note = (f'<p class="error">The alias still names this artifact, but it is {esc(artifact.state)}'
-                f'{": " + esc(artifact.state_reason) if artifact.state_reason else ""}; recall falls back to raw '
-                "memory until a rebuild publishes a fresh one.</p>")
-    head = note + _kv([
-        ("artifact", f"<code>{esc(artifact.artifact_id)}</code> {_badge(artifact.state)}"),
-        ("gate", _badge(artifact.gate_outcome)),
-        ("built", esc(f"{artifact.created_at.isoformat()} by {m.compressor} {m.compressor_version}, "
-                      f"path {m.path}, attempt {m.attempt}, {m.inputs} inputs, covers through {m.new_covers_through}")),
-    ])
+        note = (
+            f'<p class="error">The alias still names this artifact, but it is {esc(artifact.state)}'
+            f"{': ' + esc(artifact.state_reason) if artifact.state_reason else ''}; recall falls back to raw "
+            "memory until a rebuild publishes a fresh one.</p>"
+        )
+    head = note + _kv(
+        [
+            ("artifact", f"<code>{esc(artifact.artifact_id)}</code> {_badge(artifact.state)}"),
+            ("gate", _badge(artifact.gate_outcome)),
+            (
+                "built",
+                esc(
+                    f"{artifact.created_at.isoformat()} by {m.compressor} {m.compressor_version}, "
+                    f"path {m.path}, attempt {m.attempt}, {m.inputs} inputs, covers through {m.new_covers_through}"
+                ),
+            ),
+        ]
+    )
     items = "".join(f"<li>{esc(i)}</li>" for i in artifact.open_items)
     open_items = f"<h3>Open items</h3><ul>{items}</ul>" if items else ""
-    return (f"{head}<h3>Summary</h3><pre class=\"summary\">{esc(artifact.summary)}</pre>"
-            f"<h3>Claims</h3>{_claims(artifact.claims)}{open_items}")
+    return (
+        f'{head}<h3>Summary</h3><pre class="summary">{esc(artifact.summary)}</pre>'
+        f"<h3>Claims</h3>{_claims(artifact.claims)}{open_items}"
+    )
 
 
 def _violations(a: AttemptOut) -> str:
@@ -182,13 +215,19 @@ def _violations(a: AttemptOut) -> str:
         return '<span class="empty">none</span>'
     parts = []
     if a.violations:
-        parts.append('<ul class="violations">' + "".join(
-            f'<li class="violation-item"><code class="violation">{esc(v)}</code></li>' for v in a.violations) + "</ul>")
+        parts.append(
+            '<ul class="violations">'
+            + "".join(f'<li class="violation-item"><code class="violation">{esc(v)}</code></li>' for v in a.violations)
+            + "</ul>"
+        )
     if a.details:
-        parts.append('<ul class="violations details">' + "".join(
-            f'<li class="violation-detail">{esc(d)}</li>' for d in a.details) + "</ul>")
+        parts.append(
+            '<ul class="violations details">'
+            + "".join(f'<li class="violation-detail">{esc(d)}</li>' for d in a.details)
+            + "</ul>"
+        )
     if a.losses:
-        parts.append('<div>losses: ' + ", ".join(f"<code>{esc(x)}</code>" for x in a.losses) + "</div>")
+        parts.append("<div>losses: " + ", ".join(f"<code>{esc(x)}</code>" for x in a.losses) + "</div>")
     return "".join(parts)
 
 
@@ -202,13 +241,17 @@ def _attempts(attempts: Sequence[AttemptOut]) -> str:
         rows.append(
             f'<tr class="attempt{" refused" if refused else ""}" data-status="{esc(a.status)}">'
             f"<td>{esc(a.number)}</td><td>{_badge(a.status)}{' <b>needs review</b>' if a.needs_review else ''}"
-            f"<br><span class=\"mono\">{esc(a.lane)}</span></td>"
+            f'<br><span class="mono">{esc(a.lane)}</span></td>'
             f"<td>{esc(a.started_at.isoformat())}</td><td><code>{esc(a.compressor)}</code></td>"
             f"<td><code>{esc(a.artifact_id or '—')}</code></td><td>{_badge(a.gate_outcome)}</td>"
-            f"<td>{_violations(a)}</td><td>{esc(why) or '<span class=empty>—</span>'}</td></tr>")
-    return ("<table class=\"attempts\"><tr><th>#</th><th>status</th><th>started</th><th>compressor</th>"
-            "<th>artifact</th><th>gate</th><th>violations (what was lost or changed)</th><th>error / reason</th></tr>"
-            + "".join(rows) + "</table>")
+            f"<td>{_violations(a)}</td><td>{esc(why) or '<span class=empty>—</span>'}</td></tr>"
+        )
+    return (
+        '<table class="attempts"><tr><th>#</th><th>status</th><th>started</th><th>compressor</th>'
+        "<th>artifact</th><th>gate</th><th>violations (what was lost or changed)</th><th>error / reason</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def _artifacts(artifacts: Sequence[ArtifactOut]) -> str:
@@ -218,9 +261,12 @@ def _artifacts(artifacts: Sequence[ArtifactOut]) -> str:
         f'<tr class="artifact-row state-{esc(a.state)}"><td><code>{esc(a.artifact_id)}</code></td>'
         f"<td>{_badge(a.state)}</td><td>{esc(a.state_reason or '')}</td><td>{_badge(a.gate_outcome)}</td>"
         f"<td>{esc(a.created_at.isoformat())}</td><td>{esc(a.manifest.parent_artifact_id or '')}</td></tr>"
-        for a in reversed(artifacts))
-    return ("<table class=\"artifacts\"><tr><th>artifact</th><th>state</th><th>why</th><th>gate</th><th>created</th>"
-            f"<th>parent</th></tr>{rows}</table>")
+        for a in reversed(artifacts)
+    )
+    return (
+        '<table class="artifacts"><tr><th>artifact</th><th>state</th><th>why</th><th>gate</th><th>created</th>'
+        f"<th>parent</th></tr>{rows}</table>"
+    )
 
 
 def _said(r: ResponseOut) -> str:
@@ -237,9 +283,11 @@ def _answered(responses: Sequence[ResponseOut]) -> str:
     """The responses made after one recall, in its row."""
     if not responses:
         return '<span class="empty">—</span>'
-    return "".join(f'<div class="response"><code>{esc(r.response_id)}</code>'
-                   f"{' (guard <code>' + esc(r.guard_id) + '</code>)' if r.guard_id else ''}: {_said(r)}</div>"
-                   for r in responses)
+    return "".join(
+        f'<div class="response"><code>{esc(r.response_id)}</code>'
+        f"{' (guard <code>' + esc(r.guard_id) + '</code>)' if r.guard_id else ''}: {_said(r)}</div>"
+        for r in responses
+    )
 
 
 def _responses(responses: Sequence[ResponseOut]) -> str:
@@ -248,9 +296,13 @@ def _responses(responses: Sequence[ResponseOut]) -> str:
     rows = "".join(
         f'<tr class="response{" redacted" if r.redacted else ""}"><td>{esc(r.at.isoformat())}</td>'
         f"<td><code>{esc(r.response_id)}</code></td><td><code>{esc(r.recall_id)}</code></td>"
-        f"<td><code>{esc(r.guard_id or '—')}</code></td><td>{_said(r)}</td></tr>" for r in responses)
-    return ("<table class=\"responses\"><tr><th>at</th><th>response</th><th>recall</th><th>guard</th>"
-            f"<th>answer / action</th></tr>{rows}</table>")
+        f"<td><code>{esc(r.guard_id or '—')}</code></td><td>{_said(r)}</td></tr>"
+        for r in responses
+    )
+    return (
+        '<table class="responses"><tr><th>at</th><th>response</th><th>recall</th><th>guard</th>'
+        f"<th>answer / action</th></tr>{rows}</table>"
+    )
 
 
 def _recalls(recalls: Sequence[RecallRecordOut], responses: Sequence[ResponseOut] = ()) -> str:
@@ -268,21 +320,35 @@ def _recalls(recalls: Sequence[RecallRecordOut], responses: Sequence[ResponseOut
         else:
             query = esc(r.query)
         rows.append(
-            f"<tr class=\"recall\"><td>{esc(r.at.isoformat())}<br><code>{esc(r.recall_id)}</code></td>"
+            f'<tr class="recall"><td>{esc(r.at.isoformat())}<br><code>{esc(r.recall_id)}</code></td>'
             f"<td>{_badge(r.mode)}</td><td>{query}</td>"
             f"<td><code>{esc(r.alias.artifact_id or '—')}</code></td>"
             f"<td>{esc(len(r.candidate_ids))} / {esc(len(r.selected_ids))}</td>"
             f"<td><code>{esc(', '.join(r.selected_ids[:12]))}{' …' if len(r.selected_ids) > 12 else ''}</code></td>"
             f"<td>{esc(r.clock.high_water)} / {esc(r.clock.input_epoch)}</td>"
-            f"<td>{_answered(after.get(r.recall_id, []))}</td></tr>")
-    return ("<table class=\"recalls\"><tr><th>at / recall</th><th>mode</th><th>query</th><th>summary read</th>"
-            "<th>considered / returned</th><th>returned ids</th><th>clock (seq / epoch)</th><th>responses</th></tr>"
-            + "".join(rows) + "</table>")
+            f"<td>{_answered(after.get(r.recall_id, []))}</td></tr>"
+        )
+    return (
+        '<table class="recalls"><tr><th>at / recall</th><th>mode</th><th>query</th><th>summary read</th>'
+        "<th>considered / returned</th><th>returned ids</th><th>clock (seq / epoch)</th><th>responses</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
-def subject_page(*, key: KeyOut, subject_id: str, clock: SubjectClockOut, published: ArtifactOut | None,
-                 published_error: str | None, attempts: Sequence[AttemptOut], artifacts: Sequence[ArtifactOut],
-                 graph: str, recalls: Sequence[RecallRecordOut], responses: Sequence[ResponseOut] = ()) -> str:
+def subject_page(
+    *,
+    key: KeyOut,
+    subject_id: str,
+    clock: SubjectClockOut,
+    published: ArtifactOut | None,
+    published_error: str | None,
+    attempts: Sequence[AttemptOut],
+    artifacts: Sequence[ArtifactOut],
+    graph: str,
+    recalls: Sequence[RecallRecordOut],
+    responses: Sequence[ResponseOut] = (),
+) -> str:
     refused = sum(1 for a in attempts if a.violations)
     stale = sum(1 for a in artifacts if a.state == "stale")
     body = (
@@ -295,5 +361,6 @@ def subject_page(*, key: KeyOut, subject_id: str, clock: SubjectClockOut, publis
         f'<section id="lineage"><h2>Lineage</h2>{legend_html()}{graph}</section>'
         f'<section id="artifacts"><h2>Artifacts</h2>{_artifacts(artifacts)}</section>'
         f'<section id="recalls"><h2>Recall records</h2>{_recalls(recalls, responses)}</section>'
-        f'<section id="responses"><h2>Responses</h2>{_responses(responses)}</section>')
+        f'<section id="responses"><h2>Responses</h2>{_responses(responses)}</section>'
+    )
     return layout(subject_id, body, key=key)

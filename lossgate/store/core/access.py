@@ -23,8 +23,15 @@ _IDEMPOTENCY_COLUMNS = "tenant_id, idempotency_key, request_hash, status, respon
 
 
 def _key(r: Any) -> ApiKey:
-    return ApiKey(tenant_id=r[0], key_id=r[1], key_hash=r[2], scopes=tuple(r[3].split()), name=r[4],
-                  created_at=rows.instant_from(r[5]), revoked_at=None if r[6] is None else rows.instant_from(r[6]))
+    return ApiKey(
+        tenant_id=r[0],
+        key_id=r[1],
+        key_hash=r[2],
+        scopes=tuple(r[3].split()),
+        name=r[4],
+        created_at=rows.instant_from(r[5]),
+        revoked_at=None if r[6] is None else rows.instant_from(r[6]),
+    )
 
 
 class CoreAccessReads(TxBase):
@@ -39,31 +46,65 @@ class CoreAccessReads(TxBase):
         return None if row is None else _key(row)
 
     def api_keys(self, tenant_id: str) -> list[ApiKey]:
-        return [_key(r) for r in self._all(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id=? ORDER BY created_at, key_id", (tenant_id,))]
+        return [
+            _key(r)
+            for r in self._all(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id=? ORDER BY created_at, key_id", (tenant_id,)
+            )
+        ]
 
     def idempotency_record(self, tenant_id: str, idempotency_key: str) -> IdempotencyRecord | None:
-        r = self._one(f"SELECT {_IDEMPOTENCY_COLUMNS} FROM idempotency_keys WHERE tenant_id=? AND idempotency_key=?",
-                      (tenant_id, idempotency_key))
+        r = self._one(
+            f"SELECT {_IDEMPOTENCY_COLUMNS} FROM idempotency_keys WHERE tenant_id=? AND idempotency_key=?",
+            (tenant_id, idempotency_key),
+        )
         if r is None:
             return None
-        return IdempotencyRecord(tenant_id=r[0], idempotency_key=r[1], request_hash=r[2], status=r[3],
-                                 response=r[4], created_at=rows.instant_from(r[5]))
+        return IdempotencyRecord(
+            tenant_id=r[0],
+            idempotency_key=r[1],
+            request_hash=r[2],
+            status=r[3],
+            response=r[4],
+            created_at=rows.instant_from(r[5]),
+        )
 
 
 class CoreAccessWrites(TxBase):
     """Storing and revoking API keys; storing idempotency records."""
 
     def insert_api_key(self, key: ApiKey) -> None:
-        self._run(f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                  (key.tenant_id, key.key_id, key.key_hash, " ".join(key.scopes), key.name,
-                   self._d.ts(key.created_at), self._d.ts_or_none(key.revoked_at)))
+        self._run(
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+            (
+                key.tenant_id,
+                key.key_id,
+                key.key_hash,
+                " ".join(key.scopes),
+                key.name,
+                self._d.ts(key.created_at),
+                self._d.ts_or_none(key.revoked_at),
+            ),
+        )
 
     def revoke_api_key(self, tenant_id: str, key_id: str, *, at: datetime) -> bool:
-        return self._run("UPDATE api_keys SET revoked_at=? WHERE tenant_id=? AND key_id=? AND revoked_at IS NULL",
-                         (self._d.ts(at), tenant_id, key_id)) == 1
+        return (
+            self._run(
+                "UPDATE api_keys SET revoked_at=? WHERE tenant_id=? AND key_id=? AND revoked_at IS NULL",
+                (self._d.ts(at), tenant_id, key_id),
+            )
+            == 1
+        )
 
     def save_idempotency_record(self, record: IdempotencyRecord) -> None:
-        self._run(f"INSERT INTO idempotency_keys ({_IDEMPOTENCY_COLUMNS}) VALUES (?,?,?,?,?,?)",
-                  (record.tenant_id, record.idempotency_key, record.request_hash, record.status, record.response,
-                   self._d.ts(record.created_at)))
+        self._run(
+            f"INSERT INTO idempotency_keys ({_IDEMPOTENCY_COLUMNS}) VALUES (?,?,?,?,?,?)",
+            (
+                record.tenant_id,
+                record.idempotency_key,
+                record.request_hash,
+                record.status,
+                record.response,
+                self._d.ts(record.created_at),
+            ),
+        )

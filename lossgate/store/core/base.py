@@ -84,6 +84,7 @@ def _scoped(fn: Callable[..., Any], touch: Touch) -> Callable[..., Any]:
     if touch.kind in ("own", "none"):
         return fn
     if touch == SUBJECT:  # the common case, kept to one extra call
+
         def on_subject(self: TxBase, tenant_id: str, subject_id: str, *args: Any, **kwargs: Any) -> Any:
             self._scope(tenant_id, subject_id)
             return fn(self, tenant_id, subject_id, *args, **kwargs)

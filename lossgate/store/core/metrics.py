@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from lossgate.model.derived_records import DailyMetric
 from lossgate.errors import InvalidInput
+from lossgate.model.derived_records import DailyMetric
 from lossgate.store.core.base import TxBase
 
 __all__ = ["CoreMetricsReads", "CoreMetricsWrites"]
@@ -32,15 +32,29 @@ def _dimension(value: dict[str, str | int]) -> str:
 def _metric(row: Any) -> DailyMetric:
     day = row[2] if isinstance(row[2], date) else date.fromisoformat(row[2])
     at = row[6] if isinstance(row[6], datetime) else datetime.fromisoformat(row[6])
-    return DailyMetric(tenant_id=row[0], run_id=row[1], day=day, metric=row[3], dimension=orjson.loads(row[4]),
-                       value=float(row[5]), recorded_at=at)
+    return DailyMetric(
+        tenant_id=row[0],
+        run_id=row[1],
+        day=day,
+        metric=row[3],
+        dimension=orjson.loads(row[4]),
+        value=float(row[5]),
+        recorded_at=at,
+    )
 
 
 class CoreMetricsReads(TxBase):
     """Reading a tenant's stored daily metrics."""
 
-    def daily_metrics(self, tenant_id: str, *, since: date | None = None, until: date | None = None,
-                      metrics: Sequence[str] | None = None, run_id: str | None = None) -> list[DailyMetric]:
+    def daily_metrics(
+        self,
+        tenant_id: str,
+        *,
+        since: date | None = None,
+        until: date | None = None,
+        metrics: Sequence[str] | None = None,
+        run_id: str | None = None,
+    ) -> list[DailyMetric]:
         where, args = ["tenant_id=?"], [tenant_id]
         if since is not None:
             where.append("day>=?")
@@ -55,9 +69,14 @@ class CoreMetricsReads(TxBase):
             condition, more = self._d.in_("metric", metrics)
             where.append(condition)
             args += more
-        return [_metric(r) for r in self._all(
-            f"SELECT {','.join(_COLUMNS)} FROM daily_metrics WHERE {' AND '.join(where)} "
-            "ORDER BY day, recorded_at, run_id, metric, dimension", args)]
+        return [
+            _metric(r)
+            for r in self._all(
+                f"SELECT {','.join(_COLUMNS)} FROM daily_metrics WHERE {' AND '.join(where)} "
+                "ORDER BY day, recorded_at, run_id, metric, dimension",
+                args,
+            )
+        ]
 
 
 class CoreMetricsWrites(TxBase):
@@ -68,7 +87,19 @@ class CoreMetricsWrites(TxBase):
         if other is not None:
             raise InvalidInput(f"a daily metric of tenant {other.tenant_id!r} cannot be stored for {tenant_id!r}")
         if metrics:
-            self._many(f"INSERT INTO daily_metrics ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
-                       [(m.tenant_id, m.run_id, m.day.isoformat(), m.metric, _dimension(m.dimension), m.value,
-                         self._d.ts(m.recorded_at)) for m in metrics])
+            self._many(
+                f"INSERT INTO daily_metrics ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
+                [
+                    (
+                        m.tenant_id,
+                        m.run_id,
+                        m.day.isoformat(),
+                        m.metric,
+                        _dimension(m.dimension),
+                        m.value,
+                        self._d.ts(m.recorded_at),
+                    )
+                    for m in metrics
+                ],
+            )
         return len(metrics)

@@ -4,18 +4,21 @@ applied in order and recorded in ``schema_migrations``."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 __all__ = ["migrations", "latest_version", "pending"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def migrations(engine: str) -> tuple[tuple[int, str], ...]:
     """``(version, script)`` of every migration of ``engine`` (``sqlite``, ``postgres``), in order."""
     folder = resources.files(f"lossgate.store.{engine}") / "migrations"
-    found = [(int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8"))
-             for entry in folder.iterdir() if entry.name.endswith(".sql")]
+    found = [
+        (int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8"))
+        for entry in folder.iterdir()
+        if entry.name.endswith(".sql")
+    ]
     return tuple(sorted(found))
 
 

@@ -41,13 +41,13 @@ __all__ = ["CoreReadTx", "CoreWriteTx", "UNERASED"]
 
 _EVENT_SELECT = f"SELECT {','.join(rows.EVENT_COLUMNS)} FROM events"
 _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"
-_FACT_INSERT = (f"INSERT INTO facts ({','.join(rows.FACT_INSERT_COLUMNS)}) "
-                f"VALUES ({','.join('?' * len(rows.FACT_INSERT_COLUMNS))})")
+_FACT_INSERT = (
+    f"INSERT INTO facts ({','.join(rows.FACT_INSERT_COLUMNS)}) VALUES ({','.join('?' * len(rows.FACT_INSERT_COLUMNS))})"
+)
 # The oldest valid event of one tier, through the partial index events_by_tier (tenant,
 # subject, tier, recorded_at WHERE state='valid'): one probe of its first entry. state='valid'
 # is written out, never bound, or neither planner would know the partial index applies.
-_TIER_OLDEST = ("(SELECT min(recorded_at) FROM events "
-                "WHERE tenant_id=? AND subject_id=? AND tier=? AND state='valid')")
+_TIER_OLDEST = "(SELECT min(recorded_at) FROM events WHERE tenant_id=? AND subject_id=? AND tier=? AND state='valid')"
 _TIERS: tuple[Tier, ...] = get_args(Tier)
 # An event that no deleted fact cites (recall never returns what a deleted fact was drawn
 # from). Per event: one probe of fact_sources_by_event (tenant, subject, event_id), then the
@@ -55,27 +55,39 @@ _TIERS: tuple[Tier, ...] = get_args(Tier)
 # its history. {e} names the events table or its alias; {fence} is the dialect's
 # (Dialect.fence): PostgreSQL would otherwise turn the NOT EXISTS into a hash anti-join
 # over every source of every deleted fact of the subject.
-UNERASED = ("NOT EXISTS (SELECT 1 FROM fact_sources s JOIN facts d ON d.tenant_id = s.tenant_id "
-            "AND d.fact_id = s.fact_id WHERE s.tenant_id = {e}.tenant_id AND s.subject_id = {e}.subject_id "
-            "AND s.event_id = {e}.event_id AND d.status = 'deleted'{fence})")
-_CONFLICT_INSERT = (f"INSERT INTO conflicts ({','.join(rows.CONFLICT_COLUMNS)}) "
-                    f"VALUES ({','.join('?' * len(rows.CONFLICT_COLUMNS))})")
+UNERASED = (
+    "NOT EXISTS (SELECT 1 FROM fact_sources s JOIN facts d ON d.tenant_id = s.tenant_id "
+    "AND d.fact_id = s.fact_id WHERE s.tenant_id = {e}.tenant_id AND s.subject_id = {e}.subject_id "
+    "AND s.event_id = {e}.event_id AND d.status = 'deleted'{fence})"
+)
+_CONFLICT_INSERT = (
+    f"INSERT INTO conflicts ({','.join(rows.CONFLICT_COLUMNS)}) VALUES ({','.join('?' * len(rows.CONFLICT_COLUMNS))})"
+)
 
 
 class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedReads):
     """The ledger reads every SQL engine shares."""
 
     def clock(self, tenant_id: str, subject_id: str) -> Clock:
-        row = self._one("SELECT high_water, input_epoch FROM clocks WHERE tenant_id=? AND subject_id=?",
-                        (tenant_id, subject_id))
+        row = self._one(
+            "SELECT high_water, input_epoch FROM clocks WHERE tenant_id=? AND subject_id=?", (tenant_id, subject_id)
+        )
         hw, ep = row if row else (0, 0)
         return Clock(tenant_id=tenant_id, subject_id=subject_id, high_water=hw, input_epoch=ep)
 
     def events(
-        self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
-        states: Sequence[EventState] | None = None, after_seq: int | None = None,
-        through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
-        seqs: Sequence[int] | None = None, skip_erased: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        states: Sequence[EventState] | None = None,
+        after_seq: int | None = None,
+        through_seq: int | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
+        skip_erased: bool = False,
     ) -> list[Event]:
         sel = self._subject_select(_EVENT_SELECT, "event_id", 2, tenant_id, subject_id, ids, newest_first, limit)
         if seqs is not None:
@@ -91,31 +103,53 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
         return [rows.event_from_row(r) for r in self._fetch([sel])[0]]
 
     def facts(
-        self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
-        statuses: Sequence[FactStatus] | None = None, predicate: str | None = None,
-        through_seq: int | None = None, criticalities: Sequence[str] | None = None,
-        limit: int | None = None, newest_first: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        statuses: Sequence[FactStatus] | None = None,
+        predicate: str | None = None,
+        through_seq: int | None = None,
+        criticalities: Sequence[str] | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
     ) -> list[Fact]:
-        return self.fact_sets(tenant_id, subject_id, [FactFilter(
-            ids=ids, statuses=statuses, predicate=predicate, through_seq=through_seq,
-            criticalities=criticalities, limit=limit, newest_first=newest_first)])[0]
+        return self.fact_sets(
+            tenant_id,
+            subject_id,
+            [
+                FactFilter(
+                    ids=ids,
+                    statuses=statuses,
+                    predicate=predicate,
+                    through_seq=through_seq,
+                    criticalities=criticalities,
+                    limit=limit,
+                    newest_first=newest_first,
+                )
+            ],
+        )[0]
 
     def fact_sets(self, tenant_id: str, subject_id: str, filters: Sequence[FactFilter]) -> list[list[Fact]]:
         found = self._fetch([self._fact_select(tenant_id, subject_id, f) for f in filters])
         return [[rows.fact_from_row(r) for r in rows_of_one] for rows_of_one in found]
 
-    def tier_events(self, tenant_id: str, subject_id: str, tier: Tier, *,
-                    recorded_through: datetime) -> list[Event]:
+    def tier_events(self, tenant_id: str, subject_id: str, tier: Tier, *, recorded_through: datetime) -> list[Event]:
         # A range of events_by_tier. Sorted here, not by ORDER BY seq, which could tempt a
         # planner onto the (tenant, subject, seq) key and through the subject's whole history.
-        found = self._all(f"{_EVENT_SELECT} WHERE tenant_id=? AND subject_id=? AND tier=? AND state='valid' "
-                          "AND recorded_at<=?", (tenant_id, subject_id, tier, self._d.ts(recorded_through)))
+        found = self._all(
+            f"{_EVENT_SELECT} WHERE tenant_id=? AND subject_id=? AND tier=? AND state='valid' AND recorded_at<=?",
+            (tenant_id, subject_id, tier, self._d.ts(recorded_through)),
+        )
         return sorted((rows.event_from_row(r) for r in found), key=lambda e: e.seq)
 
     def tier_oldest(self, tenant_id: str, subject_id: str) -> dict[Tier, datetime]:
-        row = self._one(f"SELECT {', '.join([_TIER_OLDEST] * len(_TIERS))}",
-                        [a for tier in _TIERS for a in (tenant_id, subject_id, tier)])
-        return {tier: rows.instant_from(v) for tier, v in zip(_TIERS, row or ()) if v is not None}
+        row = self._one(
+            f"SELECT {', '.join([_TIER_OLDEST] * len(_TIERS))}",
+            [a for tier in _TIERS for a in (tenant_id, subject_id, tier)],
+        )
+        return {tier: rows.instant_from(v) for tier, v in zip(_TIERS, row or (), strict=True) if v is not None}
 
     def _fact_select(self, tenant_id: str, subject_id: str, f: FactFilter) -> Select:
         sel = self._subject_select(_FACT_SELECT, "fact_id", 3, tenant_id, subject_id, f.ids, f.newest_first, f.limit)
@@ -130,17 +164,37 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
         return sel
 
     @staticmethod
-    def _subject_select(head: str, id_column: str, seq_index: int, tenant_id: str, subject_id: str,
-                        ids: Sequence[str] | None, newest_first: bool, limit: int | None) -> Select:
-        return Select(head, id_column, seq_index, ["tenant_id=?", "subject_id=?"], [tenant_id, subject_id],
-                      ids=None if ids is None else list(ids), newest_first=newest_first, limit=limit)
+    def _subject_select(
+        head: str,
+        id_column: str,
+        seq_index: int,
+        tenant_id: str,
+        subject_id: str,
+        ids: Sequence[str] | None,
+        newest_first: bool,
+        limit: int | None,
+    ) -> Select:
+        return Select(
+            head,
+            id_column,
+            seq_index,
+            ["tenant_id=?", "subject_id=?"],
+            [tenant_id, subject_id],
+            ids=None if ids is None else list(ids),
+            newest_first=newest_first,
+            limit=limit,
+        )
 
     def _in(self, column: str, values: Sequence[Any]) -> tuple[Any, ...]:
         condition, args = self._d.in_(column, values)
         return (condition, *args)
 
     def conflicts(
-        self, tenant_id: str, subject_id: str, *, unresolved_only: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        unresolved_only: bool = False,
         fact_id: str | None = None,
     ) -> list[Conflict]:
         sql = f"SELECT {','.join(rows.CONFLICT_COLUMNS)} FROM conflicts WHERE tenant_id=? AND subject_id=?"
@@ -165,8 +219,10 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
         out: dict[str, IdTaken] = {}
         for chunk in self._d.chunks(list(ids)):
             condition, args = self._d.in_(col, chunk)
-            for r in self._all(f"SELECT {col}, subject_id, content_hash, {third} FROM {table} "
-                               f"WHERE tenant_id=? AND {condition}", [tenant_id, *args]):
+            for r in self._all(
+                f"SELECT {col}, subject_id, content_hash, {third} FROM {table} WHERE tenant_id=? AND {condition}",
+                [tenant_id, *args],
+            ):
                 out[r[0]] = (r[1], r[2], r[3])
         return out
 
@@ -187,8 +243,9 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
         return self._value("SELECT MAX(version) FROM registries")  # type: ignore[no-any-return]
 
     def subjects(self, tenant_id: str) -> list[str]:
-        return [r[0] for r in self._all("SELECT subject_id FROM clocks WHERE tenant_id=? ORDER BY subject_id",
-                                        (tenant_id,))]
+        return [
+            r[0] for r in self._all("SELECT subject_id FROM clocks WHERE tenant_id=? ORDER BY subject_id", (tenant_id,))
+        ]
 
 
 class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDerivedWrites, CoreReadTx):
@@ -196,17 +253,25 @@ class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDeri
     each engine's own."""
 
     def save_clock(self, clock: Clock) -> None:
-        self._run("UPDATE clocks SET high_water=?, input_epoch=? WHERE tenant_id=? AND subject_id=?",
-                  (clock.high_water, clock.input_epoch, clock.tenant_id, clock.subject_id))
+        self._run(
+            "UPDATE clocks SET high_water=?, input_epoch=? WHERE tenant_id=? AND subject_id=?",
+            (clock.high_water, clock.input_epoch, clock.tenant_id, clock.subject_id),
+        )
 
-    def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
+    def set_event_state(
+        self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool
+    ) -> None:
         purge_sql = ", actor=NULL, text=NULL, payload=NULL" if purge else ""
-        self._run(f"UPDATE events SET state=?{purge_sql} WHERE tenant_id=? AND subject_id=? AND event_id=?",
-                  (state, tenant_id, subject_id, event_id))
+        self._run(
+            f"UPDATE events SET state=?{purge_sql} WHERE tenant_id=? AND subject_id=? AND event_id=?",
+            (state, tenant_id, subject_id, event_id),
+        )
 
     def set_event_trust(self, tenant_id: str, subject_id: str, event_id: str, trust: Trust) -> None:
-        self._run("UPDATE events SET trust=? WHERE tenant_id=? AND subject_id=? AND event_id=?",
-                  (trust, tenant_id, subject_id, event_id))
+        self._run(
+            "UPDATE events SET trust=? WHERE tenant_id=? AND subject_id=? AND event_id=?",
+            (trust, tenant_id, subject_id, event_id),
+        )
 
     def insert_facts(self, facts: Sequence[Fact]) -> None:
         for tenant_id, run in by_tenant(facts, lambda f: f.tenant_id):
@@ -214,12 +279,19 @@ class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDeri
             self._many(_FACT_INSERT, [rows.fact_row(f) for f in run])
             sources = [(f.tenant_id, f.subject_id, f.fact_id, e) for f in run for e in f.source_event_ids]
             if sources:
-                self._many("INSERT INTO fact_sources (tenant_id, subject_id, fact_id, event_id) VALUES (?,?,?,?)",
-                           sources)
+                self._many(
+                    "INSERT INTO fact_sources (tenant_id, subject_id, fact_id, event_id) VALUES (?,?,?,?)", sources
+                )
 
     def update_fact(
-        self, tenant_id: str, subject_id: str, fact_id: str, *, status: FactStatus,
-        superseded_by: str | None = None, purge: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        fact_id: str,
+        *,
+        status: FactStatus,
+        superseded_by: str | None = None,
+        purge: bool = False,
     ) -> None:
         sets: list[str] = ["status=?"]
         args: list[Any] = [status]
@@ -228,27 +300,39 @@ class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDeri
             args.append(superseded_by)
         if purge:
             sets.append("value=NULL, qualifiers=NULL, search_text=NULL")
-        self._run(f"UPDATE facts SET {', '.join(sets)} WHERE tenant_id=? AND subject_id=? AND fact_id=?",
-                  (*args, tenant_id, subject_id, fact_id))
+        self._run(
+            f"UPDATE facts SET {', '.join(sets)} WHERE tenant_id=? AND subject_id=? AND fact_id=?",
+            (*args, tenant_id, subject_id, fact_id),
+        )
 
     def insert_conflict(self, conflict: Conflict) -> None:
         self._run(_CONFLICT_INSERT, rows.conflict_row(conflict))
 
-    def resolve_conflict(self, tenant_id: str, subject_id: str, conflict_id: str, *, at: datetime, resolution: str) -> None:
-        self._run("UPDATE conflicts SET status='resolved', resolved_at=?, resolution=? "
-                  "WHERE tenant_id=? AND subject_id=? AND conflict_id=?",
-                  (self._d.ts(at), resolution, tenant_id, subject_id, conflict_id))
+    def resolve_conflict(
+        self, tenant_id: str, subject_id: str, conflict_id: str, *, at: datetime, resolution: str
+    ) -> None:
+        self._run(
+            "UPDATE conflicts SET status='resolved', resolved_at=?, resolution=? "
+            "WHERE tenant_id=? AND subject_id=? AND conflict_id=?",
+            (self._d.ts(at), resolution, tenant_id, subject_id, conflict_id),
+        )
 
-    def add_log(self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]) -> None:
-        self._run("INSERT INTO ledger_log (tenant_id, subject_id, at, op, target_id, detail) VALUES (?,?,?,?,?,?)",
-                  (tenant_id, subject_id, self._d.ts(at), op, target_id, rows.dumps(detail)))
+    def add_log(
+        self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]
+    ) -> None:
+        self._run(
+            "INSERT INTO ledger_log (tenant_id, subject_id, at, op, target_id, detail) VALUES (?,?,?,?,?,?)",
+            (tenant_id, subject_id, self._d.ts(at), op, target_id, rows.dumps(detail)),
+        )
 
     def save_registry(self, version: int, document: dict[str, Any], content_hash: str) -> bool:
         # Insert first and compare after: two processes loading the same version
         # at once both succeed instead of one tripping over the primary key.
-        if self._all("INSERT INTO registries (version, content_hash, document, loaded_at) VALUES (?,?,?,?) "
-                     "ON CONFLICT (version) DO NOTHING RETURNING version",
-                     (version, content_hash, rows.dumps(document), self._d.ts(utcnow()))):
+        if self._all(
+            "INSERT INTO registries (version, content_hash, document, loaded_at) VALUES (?,?,?,?) "
+            "ON CONFLICT (version) DO NOTHING RETURNING version",
+            (version, content_hash, rows.dumps(document), self._d.ts(utcnow())),
+        ):
             return True
         stored = self._value("SELECT content_hash FROM registries WHERE version=?", (version,))
         if stored is not None and stored != content_hash:

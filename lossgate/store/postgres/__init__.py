@@ -6,5 +6,12 @@ PostgreSQL's own primitives beside the shared ones of :mod:`lossgate.store.core`
 from lossgate.store.postgres.store import APP_ROLE, WORKER_ROLE, PostgresStore, is_transient, retry_transient
 from lossgate.store.postgres.tx import PostgresReadTx, PostgresWriteTx
 
-__all__ = ["APP_ROLE", "WORKER_ROLE", "PostgresStore", "PostgresReadTx", "PostgresWriteTx", "is_transient",
-           "retry_transient"]
+__all__ = [
+    "APP_ROLE",
+    "WORKER_ROLE",
+    "PostgresStore",
+    "PostgresReadTx",
+    "PostgresWriteTx",
+    "is_transient",
+    "retry_transient",
+]

@@ -25,8 +25,8 @@ from lossgate.model.derived_records import Alias, ArtifactHead, GuardResult, Job
 from lossgate.model.records import Clock
 from lossgate.model.search_terms import SEARCH_SEPARATORS, searchable
 from lossgate.store import rows
-from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites, search_terms
 from lossgate.store.core.bm25 import bm25_order, cap_for
+from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites, search_terms
 from lossgate.store.protocol import VectorKind
 
 __all__ = ["PostgresDerivedReads", "PostgresDerivedWrites"]
@@ -36,23 +36,28 @@ _JOB_COLS = ",".join(rows.JOB_COLUMNS)
 # before it searches. Indexed lazily: see migrations/0003_lazy_search.sql.
 # Who said it, and what, with the punctuation that glues words into one token of the
 # parser replaced by spaces (lossgate.model.search_terms.SEARCH_SEPARATORS; schema 19).
-_TSV = ("to_tsvector('english', translate(coalesce(e.actor, '') || ' ' || coalesce(e.text, ''), "
-        f"'{SEARCH_SEPARATORS}', '{' ' * len(SEARCH_SEPARATORS)}'))")
+_TSV = (
+    "to_tsvector('english', translate(coalesce(e.actor, '') || ' ' || coalesce(e.text, ''), "
+    f"'{SEARCH_SEPARATORS}', '{' ' * len(SEARCH_SEPARATORS)}'))"
+)
 _QUERY = "websearch_to_tsquery('english', %(q)s)"
 # The subject's events past its index mark (FROM ... WHERE, for a select of e's columns): the
 # range (mark, high_water] read through the clock row, which the planner prices as a short
 # primary-key range (a lone "seq > mark" was priced as a third of the subject and scanned it all).
-_PAST_MARK = ("FROM clocks c JOIN LATERAL ("
-              " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
-              " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
-              " WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s")
+_PAST_MARK = (
+    "FROM clocks c JOIN LATERAL ("
+    " SELECT * FROM events e WHERE e.tenant_id=c.tenant_id AND e.subject_id=c.subject_id"
+    " AND e.seq > c.search_indexed_through AND e.seq <= c.high_water OFFSET 0) e ON true"
+    " WHERE c.tenant_id=%(t)s AND c.subject_id=%(s)s"
+)
 # The recall record {tied} names touched one of %(ids)s, as recalls_touching reads it: a
 # candidate, or the summary it read.
 _RECALL_TOUCHED = (
     "EXISTS (SELECT 1 FROM recalls c WHERE c.tenant_id={tied}.tenant_id AND c.subject_id={tied}.subject_id"
     " AND c.recall_id={tied}.recall_id AND ("
     "  EXISTS (SELECT 1 FROM json_array_elements_text(c.record->'candidate_ids') x WHERE x = ANY(%(ids)s))"
-    "  OR (c.mode = 'summary' AND c.record->'alias'->>'artifact_id' = ANY(%(ids)s))))")
+    "  OR (c.mode = 'summary' AND c.record->'alias'->>'artifact_id' = ANY(%(ids)s))))"
+)
 
 
 def _tsquery(query: str) -> str | None:
@@ -69,6 +74,7 @@ class PostgresDerivedReads(CoreDerivedReads):
     _c: psycopg.Connection[Any]
 
     if TYPE_CHECKING:  # provided by PostgresReadTx
+
         def _batch(self, statements: int) -> AbstractContextManager[Any]: ...
 
     def recall_head(self, tenant_id: str, subject_id: str) -> tuple[Clock, Alias, ArtifactHead | None]:
@@ -82,42 +88,62 @@ class PostgresDerivedReads(CoreDerivedReads):
             (tenant_id, subject_id),
         ).fetchone()
         if row is None:
-            return (Clock(tenant_id=tenant_id, subject_id=subject_id),
-                    Alias(tenant_id=tenant_id, subject_id=subject_id), None)
+            return (
+                Clock(tenant_id=tenant_id, subject_id=subject_id),
+                Alias(tenant_id=tenant_id, subject_id=subject_id),
+                None,
+            )
         clock = Clock(tenant_id=tenant_id, subject_id=subject_id, high_water=row[0], input_epoch=row[1])
         if row[2] is None:
-            alias = Alias(tenant_id=tenant_id, subject_id=subject_id, source_epoch=row[3] or 0,
-                          covers_through=row[4] or 0, updated_at=row[5])
+            alias = Alias(
+                tenant_id=tenant_id,
+                subject_id=subject_id,
+                source_epoch=row[3] or 0,
+                covers_through=row[4] or 0,
+                updated_at=row[5],
+            )
             return clock, alias, None
         alias = rows.alias_from_row((tenant_id, subject_id, *row[2:6]))
-        head = None if row[6] is None else ArtifactHead(
-            artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]")))
+        head = (
+            None
+            if row[6] is None
+            else ArtifactHead(
+                artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]"))
+            )
+        )
         return clock, alias, head
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
-                      skip_erased: bool = False) -> list[str]:
+    def search_events(
+        self, tenant_id: str, subject_id: str, query: str, *, limit: int, skip_erased: bool = False
+    ) -> list[str]:
         # Ranked by BM25 (lossgate.store.core.bm25.bm25_order) over each term's newest
         # matches, at most TERM_CAP and one more a term: ts_rank has no document frequency.
         terms = search_terms(query)
         if not terms:
             return []
         cap = cap_for(len(terms), self.term_cap)
-        order = bm25_order(self._term_stats(tenant_id, subject_id, terms, cap=cap + 1),
-                           self.clock(tenant_id, subject_id).high_water, cap)
+        order = bm25_order(
+            self._term_stats(tenant_id, subject_id, terms, cap=cap + 1),
+            self.clock(tenant_id, subject_id).high_water,
+            cap,
+        )
         return self._valid_in_order(tenant_id, subject_id, order, limit=limit, skip_erased=skip_erased)
 
-    def _term_stats(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
-                    cap: int) -> list[list[tuple[int, int, int]]]:
+    def _term_stats(
+        self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int
+    ) -> list[list[tuple[int, int, int]]]:
         """For each term (a word, or an identifier matched as the phrase of its pieces), the
         subject's newest valid events matching it, at most ``cap``, newest first, as ``(seq,
         tf, length)``: indexed ones through lossgate_event_term_stats (migrations/0025), the
         events past the index mark on their text here, in one statement for every term."""
         # what lossgate_event_term_stats computes of an indexed event's terms, for one read here
-        fresh = (f"SELECT x.seq, s.f, s.l FROM (SELECT e.seq, {_TSV} AS v {_PAST_MARK} AND e.state = 'valid'"
-                 f" AND {_TSV} @@ websearch_to_tsquery('english', o.q) ORDER BY e.seq DESC LIMIT %(n)s) x"
-                 " CROSS JOIN LATERAL (SELECT coalesce(min(u.n) FILTER (WHERE u.lexeme = ANY ("
-                 "tsvector_to_array(to_tsvector('english', o.q)))), 1)::integer AS f, coalesce(sum(u.n), 1)::integer AS l"
-                 " FROM (SELECT t.lexeme, coalesce(array_length(t.positions, 1), 1) AS n FROM unnest(x.v) t) u) s")
+        fresh = (
+            f"SELECT x.seq, s.f, s.l FROM (SELECT e.seq, {_TSV} AS v {_PAST_MARK} AND e.state = 'valid'"
+            f" AND {_TSV} @@ websearch_to_tsquery('english', o.q) ORDER BY e.seq DESC LIMIT %(n)s) x"
+            " CROSS JOIN LATERAL (SELECT coalesce(min(u.n) FILTER (WHERE u.lexeme = ANY ("
+            "tsvector_to_array(to_tsvector('english', o.q)))), 1)::integer AS f, coalesce(sum(u.n), 1)::integer AS l"
+            " FROM (SELECT t.lexeme, coalesce(array_length(t.positions, 1), 1) AS n FROM unnest(x.v) t) u) s"
+        )
         rows = self._c.execute(
             "SELECT o.i, p.seq, p.f, p.l FROM unnest(%(qs)s::text[]) WITH ORDINALITY o(q, i) CROSS JOIN LATERAL ("
             f" ({fresh}) UNION ALL SELECT h.seq, h.tf, h.dl FROM lossgate_event_term_stats(%(s)s, o.q, %(n)s) h"
@@ -144,14 +170,17 @@ class PostgresDerivedReads(CoreDerivedReads):
     def search_backlog(self, tenant_id: str, subject_id: str) -> int:
         return self._value(  # type: ignore[no-any-return]
             "SELECT high_water - search_indexed_through FROM clocks WHERE tenant_id=? AND subject_id=?",
-            (tenant_id, subject_id), 0)
+            (tenant_id, subject_id),
+            0,
+        )
 
     def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
         found = self._c.execute(
             "SELECT record FROM recalls r WHERE tenant_id=%(t)s AND subject_id=%(s)s AND record->>'query' IS NOT NULL AND ("
             " EXISTS (SELECT 1 FROM json_array_elements_text(r.record->'candidate_ids') c WHERE c = ANY(%(ids)s))"
             " OR (r.mode = 'summary' AND r.record->'alias'->>'artifact_id' = ANY(%(ids)s)))"
-            " ORDER BY at, recall_no", {"t": tenant_id, "s": subject_id, "ids": list(ids)},
+            " ORDER BY at, recall_no",
+            {"t": tenant_id, "s": subject_id, "ids": list(ids)},
         ).fetchall()
         return [rows.recall_from_json(r[0]) for r in found]
 
@@ -180,8 +209,10 @@ class PostgresDerivedReads(CoreDerivedReads):
 
     def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
         with self._c.cursor(binary=True) as cur:  # bytea as raw bytes, not hex text
-            cur.execute("SELECT item_id, vector FROM vectors WHERE tenant_id=%s AND subject_id=%s AND kind=%s "
-                        "AND model=%s", (tenant_id, subject_id, kind, model))
+            cur.execute(
+                "SELECT item_id, vector FROM vectors WHERE tenant_id=%s AND subject_id=%s AND kind=%s AND model=%s",
+                (tenant_id, subject_id, kind, model),
+            )
             return [(item, bytes(vector)) for item, vector in cur.fetchall()]
 
 
@@ -192,10 +223,12 @@ class PostgresDerivedWrites(CoreDerivedWrites):
     _locked: set[tuple[str, str]]
 
     if TYPE_CHECKING:  # provided by PostgresReadTx
+
         def _batch(self, statements: int) -> AbstractContextManager[Any]: ...
 
-    def put_vectors(self, tenant_id: str, subject_id: str, model: str,
-                    items: Sequence[tuple[VectorKind, str, bytes]]) -> int:
+    def put_vectors(
+        self, tenant_id: str, subject_id: str, model: str, items: Sequence[tuple[VectorKind, str, bytes]]
+    ) -> int:
         stored = 0
         for kind in ("event", "fact"):
             table, item, _, live = EMBEDDABLE[kind]
@@ -209,8 +242,14 @@ class PostgresDerivedWrites(CoreDerivedWrites):
                 f"SELECT %(t)s, %(s)s, %(k)s, w.item, %(m)s, w.vector FROM unnest(%(ids)s::text[], %(vs)s::bytea[]) "
                 f"AS w(item, vector) WHERE EXISTS (SELECT 1 FROM {table} x WHERE x.tenant_id=%(t)s "
                 f"AND x.subject_id=%(s)s AND x.{item}=w.item AND {live}) ON CONFLICT DO NOTHING",
-                {"t": tenant_id, "s": subject_id, "k": kind, "m": model,
-                 "ids": [i for i, _ in wanted], "vs": [v for _, v in wanted]},
+                {
+                    "t": tenant_id,
+                    "s": subject_id,
+                    "k": kind,
+                    "m": model,
+                    "ids": [i for i, _ in wanted],
+                    "vs": [v for _, v in wanted],
+                },
             ).rowcount
         if stored:
             self._bump_vectors_version(tenant_id, subject_id)
@@ -225,8 +264,14 @@ class PostgresDerivedWrites(CoreDerivedWrites):
             self._c.execute("SET LOCAL synchronous_commit TO OFF")
             self._c.execute(
                 "INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (%s,%s,%s,%s,%s,%s)",
-                (record.tenant_id, record.subject_id, record.recall_id, record.at, record.mode,
-                 record.model_dump_json()),
+                (
+                    record.tenant_id,
+                    record.subject_id,
+                    record.recall_id,
+                    record.at,
+                    record.mode,
+                    record.model_dump_json(),
+                ),
             )
 
     def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:

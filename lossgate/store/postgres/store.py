@@ -91,8 +91,8 @@ from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from lossgate.model.derived_records import RecallRecord
 from lossgate.errors import ConfigError, IdempotencyConflict, LossgateError, StoreBusy, StoreError
+from lossgate.model.derived_records import RecallRecord
 from lossgate.store.core.migrations import pending
 from lossgate.store.core.store import CoreStore
 from lossgate.store.postgres.tx import PostgresReadTx, PostgresWriteTx
@@ -185,9 +185,24 @@ def retry_transient(operation: Callable[[], T], *, attempts: int = 5, backoff: f
 
 
 # Every table that can hold content (compact vacuums them).
-_TABLES = ("events", "event_terms", "facts", "fact_sources", "conflicts", "ledger_log", "artifacts", "attempts",
-           "recalls", "guard_results", "responses", "lineage", "aliases", "shadow_aliases", "clocks",
-           "jobs")
+_TABLES = (
+    "events",
+    "event_terms",
+    "facts",
+    "fact_sources",
+    "conflicts",
+    "ledger_log",
+    "artifacts",
+    "attempts",
+    "recalls",
+    "guard_results",
+    "responses",
+    "lineage",
+    "aliases",
+    "shadow_aliases",
+    "clocks",
+    "jobs",
+)
 
 
 class PostgresStore(CoreStore):
@@ -202,7 +217,12 @@ class PostgresStore(CoreStore):
     engine = "postgres"
 
     def __init__(
-        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float | None = None,
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float | None = None,
         role: str | None = "app",
     ) -> None:
         if role is not None and role not in _ROLES:
@@ -221,7 +241,9 @@ class PostgresStore(CoreStore):
         self._pool_lock = threading.Lock()
         switch = [sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(self.db_role))] if self.db_role else []
         self._begin_read: list[sql.SQL | sql.Composed] = [
-            sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), *switch]
+            sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+            *switch,
+        ]
         self._begin_write: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN ISOLATION LEVEL READ COMMITTED"), *switch]
         self._begin_login: list[sql.SQL | sql.Composed] = [sql.SQL("BEGIN")]  # schema work, as the login role
 
@@ -233,16 +255,19 @@ class PostgresStore(CoreStore):
         try:
             params = conninfo_to_dict(self.url)
         except psycopg.Error as exc:
-            raise ConfigError(f"PostgreSQL URL {self._safe_url()} cannot be read: {' '.join(str(exc).split())}") \
-                from None
+            raise ConfigError(
+                f"PostgreSQL URL {self._safe_url()} cannot be read: {' '.join(str(exc).split())}"
+            ) from None
         for port in str(params.get("port") or "5432").split(","):
             if port and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
-                raise ConfigError(f"PostgreSQL URL {self._safe_url()}: the port {port!r} is not a number from 1 to "
-                                  "65535")
+                raise ConfigError(
+                    f"PostgreSQL URL {self._safe_url()}: the port {port!r} is not a number from 1 to 65535"
+                )
         wait = str(params.get("connect_timeout", CONNECT_TIMEOUT))
         if not (wait.isascii() and wait.isdigit() and int(wait) >= 1):
-            raise ConfigError(f"PostgreSQL URL {self._safe_url()}: connect_timeout is whole seconds from 1, "
-                              f"not {wait!r}")
+            raise ConfigError(
+                f"PostgreSQL URL {self._safe_url()}: connect_timeout is whole seconds from 1, not {wait!r}"
+            )
         return params
 
     # -- connections -------------------------------------------------------------------
@@ -257,9 +282,16 @@ class PostgresStore(CoreStore):
                 # reconnect_timeout=0: a failed attempt is not retried on psycopg_pool's growing
                 # backoff (1, 2, 4, 8 s...), which kept the pool away from a database back up.
                 pool = ConnectionPool(
-                    self.url, min_size=self._sizes[0], max_size=self._sizes[1], timeout=self._timeout,
-                    kwargs=self._connect_kwargs, configure=_configure, check=self._check, reconnect_timeout=0.0,
-                    open=False, name="lossgate",
+                    self.url,
+                    min_size=self._sizes[0],
+                    max_size=self._sizes[1],
+                    timeout=self._timeout,
+                    kwargs=self._connect_kwargs,
+                    configure=_configure,
+                    check=self._check,
+                    reconnect_timeout=0.0,
+                    open=False,
+                    name="lossgate",
                 )
                 try:
                     pool.open(wait=True, timeout=self._timeout)
@@ -308,7 +340,9 @@ class PostgresStore(CoreStore):
         return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
     @contextmanager
-    def _transaction(self, begin: Sequence[sql.SQL | sql.Composed], *, pipeline: bool = False) -> Iterator[psycopg.Connection[Any]]:
+    def _transaction(
+        self, begin: Sequence[sql.SQL | sql.Composed], *, pipeline: bool = False
+    ) -> Iterator[psycopg.Connection[Any]]:
         # The choke point: whatever the body or the commit raises from the
         # driver leaves as a lossgate error; lossgate errors pass untouched.
         # ``pipeline`` sends statements without waiting for their results until a
@@ -327,8 +361,10 @@ class PostgresStore(CoreStore):
                         yield conn
                         # A database error the body caught: never commit around it. (In
                         # pipeline mode the transaction status lags; the pipeline's does not.)
-                        if (conn.info.transaction_status == TransactionStatus.INERROR
-                                or conn.info.pipeline_status == PipelineStatus.ABORTED):
+                        if (
+                            conn.info.transaction_status == TransactionStatus.INERROR
+                            or conn.info.pipeline_status == PipelineStatus.ABORTED
+                        ):
                             raise StoreError("the transaction failed earlier and was rolled back")
                         conn.execute("COMMIT")
                 except BaseException:
@@ -399,17 +435,22 @@ class PostgresStore(CoreStore):
         t0 = time.perf_counter()
         try:
             with self._lend() as conn:
-                size = "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname = ANY(%s) " \
-                       "AND c.relnamespace = current_schema()::regnamespace"
+                size = (
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname = ANY(%s) "
+                    "AND c.relnamespace = current_schema()::regnamespace"
+                )
                 before = conn.execute(size, (list(_TABLES),)).fetchone()
                 for table in _TABLES:
                     conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
                 after = conn.execute(size, (list(_TABLES),)).fetchone()
         except psycopg.Error as exc:
             raise _translate(exc, None) from exc
-        return CompactReport(steps=(f"vacuum {len(_TABLES)} tables",), seconds=time.perf_counter() - t0,
-                             bytes_before=int(before[0] or 0) if before else 0,
-                             bytes_after=int(after[0] or 0) if after else 0)
+        return CompactReport(
+            steps=(f"vacuum {len(_TABLES)} tables",),
+            seconds=time.perf_counter() - t0,
+            bytes_before=int(before[0] or 0) if before else 0,
+            bytes_after=int(after[0] or 0) if after else 0,
+        )
 
     def close(self) -> None:
         with self._pool_lock:

@@ -33,11 +33,22 @@ from lossgate.store.postgres.derived import PostgresDerivedReads, PostgresDerive
 __all__ = ["POSTGRES", "PostgresReadTx", "PostgresWriteTx", "subject_lock_key"]
 
 POSTGRES = Dialect(
-    name="postgres", placeholder="%s", lists="any", times="native",
-    creation_order={"artifacts": "created_no", "recalls": "recall_no", "guard_results": "guard_no",
-                    "responses": "response_no"},
-    null_safe_eq="IS NOT DISTINCT FROM", json_text="{col}->>'{key}'", json_value="{col}->'{key}'",
-    byte_length="octet_length", unindexed="{col}", fence=" OFFSET 0",
+    name="postgres",
+    placeholder="%s",
+    lists="any",
+    times="native",
+    creation_order={
+        "artifacts": "created_no",
+        "recalls": "recall_no",
+        "guard_results": "guard_no",
+        "responses": "response_no",
+    },
+    null_safe_eq="IS NOT DISTINCT FROM",
+    json_text="{col}->>'{key}'",
+    json_value="{col}->'{key}'",
+    byte_length="octet_length",
+    unindexed="{col}",
+    fence=" OFFSET 0",
     # the body is jsonb (equal as JSON to the text read back), the manifest json (kept as written)
     same_json={"body": "{col} = ?::jsonb", "manifest": "{col}::text = ?"},
 )
@@ -50,9 +61,10 @@ _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"
 # every transaction. Created once per connection: the connection is remembered
 # only once the creating transaction has committed.
 _EVENT_STAGING = (
-    "CREATE TEMP TABLE IF NOT EXISTS lossgate_events_in "
-    "(LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+    "CREATE TEMP TABLE IF NOT EXISTS lossgate_events_in (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 )
+
+
 def subject_lock_key(tenant_id: str, subject_id: str) -> tuple[int, int]:
     """The two 32-bit keys of the subject's transaction-level advisory lock
     (``pg_advisory_xact_lock(int, int)``, a key space apart from the migration lock's one
@@ -106,8 +118,9 @@ class PostgresReadTx(PostgresDerivedReads, CoreReadTx):
             cur.executemany(self._d.sql(sql), rows)
 
     def _fetch(self, selects: Sequence[Select]) -> list[list[Row]]:
-        queries = [sel.ordered() if sel.ids is None else sel.ordered(self._d.in_(sel.id_column, sel.ids))
-                   for sel in selects]
+        queries = [
+            sel.ordered() if sel.ids is None else sel.ordered(self._d.in_(sel.id_column, sel.ids)) for sel in selects
+        ]
         with self._batch(len(queries)):
             cursors = [self._c.execute(self._d.sql(sql), args) for sql, args in queries]
             return [cur.fetchall() for cur in cursors]
@@ -119,16 +132,23 @@ class PostgresReadTx(PostgresDerivedReads, CoreReadTx):
             return nullcontext()
         return self._c.pipeline()
 
-    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
-                     statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
+    def facts_citing(
+        self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, statuses: Sequence[FactStatus] | None = None
+    ) -> list[Fact]:
         status_sql = "" if statuses is None else " AND status = ANY(%s)"
         sql = (
             f"{_FACT_SELECT} WHERE tenant_id=%s AND subject_id=%s{status_sql} AND fact_id IN ("
             "SELECT fact_id FROM fact_sources WHERE tenant_id=%s AND subject_id=%s AND event_id = ANY(%s)"
             ") ORDER BY seq"
         )
-        args = [tenant_id, subject_id, *([list(statuses)] if statuses is not None else []),
-                tenant_id, subject_id, list(event_ids)]
+        args = [
+            tenant_id,
+            subject_id,
+            *([list(statuses)] if statuses is not None else []),
+            tenant_id,
+            subject_id,
+            list(event_ids),
+        ]
         return [rows.fact_from_row(r) for r in self._c.execute(sql, args).fetchall()]
 
 
@@ -170,10 +190,12 @@ class PostgresWriteTx(PostgresDerivedWrites, PostgresReadTx, CoreWriteTx):
                 self._c.execute("SELECT pg_advisory_xact_lock(%s, %s)", subject_lock_key(tenant_id, subject_id))
             if key not in self._clocked:
                 self._c.execute(
-                    "INSERT INTO clocks (tenant_id, subject_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", key,
+                    "INSERT INTO clocks (tenant_id, subject_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    key,
                 )
             cur = self._c.execute(
-                "SELECT high_water, input_epoch FROM clocks WHERE tenant_id=%s AND subject_id=%s FOR UPDATE", key,
+                "SELECT high_water, input_epoch FROM clocks WHERE tenant_id=%s AND subject_id=%s FOR UPDATE",
+                key,
             )
         hw, ep = cur.fetchone() or (0, 0)
         self._locked.add(key)
@@ -204,7 +226,9 @@ class PostgresWriteTx(PostgresDerivedWrites, PostgresReadTx, CoreWriteTx):
         if self._staging_created:
             _staged.add(self._c)
 
-    def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
+    def set_event_state(
+        self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool
+    ) -> None:
         if not purge:
             CoreWriteTx.set_event_state(self, tenant_id, subject_id, event_id, state, purge=False)
             return

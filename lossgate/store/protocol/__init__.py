@@ -100,17 +100,51 @@ from lossgate.store.protocol.evidence import EvidenceReadTx, EvidenceWriteTx
 from lossgate.store.protocol.ledger import FactFilter, IdTaken, LedgerReadTx, LedgerWriteTx
 from lossgate.store.protocol.queue import QueueReadTx, QueueWriteTx
 from lossgate.store.protocol.scope import (
-    SUBJECT, Touch, locks_itself, subject_of, subjects_of, tenant_of, touch_of, unscoped,
+    SUBJECT,
+    Touch,
+    locks_itself,
+    subject_of,
+    subjects_of,
+    tenant_of,
+    touch_of,
+    unscoped,
 )
 from lossgate.store.protocol.search import SearchReadTx, SearchWriteTx, VectorKind
 from lossgate.store.protocol.tenant import TenantReadTx, TenantWriteTx
 
 __all__ = [
-    "Store", "ReadTx", "WriteTx", "IdTaken", "FactFilter", "CompactReport", "VectorKind", "ArtifactDocument",
-    "LedgerReadTx", "LedgerWriteTx", "TenantReadTx", "TenantWriteTx", "DerivedReadTx", "DerivedWriteTx",
-    "EvidenceReadTx", "EvidenceWriteTx", "QueueReadTx", "QueueWriteTx", "SearchReadTx", "SearchWriteTx",
-    "AccessReadTx", "AccessWriteTx", "TIERS", "Touch", "SUBJECT", "touch_of", "primitives",
-    "subject_of", "subjects_of", "tenant_of", "locks_itself", "unscoped",
+    "Store",
+    "ReadTx",
+    "WriteTx",
+    "IdTaken",
+    "FactFilter",
+    "CompactReport",
+    "VectorKind",
+    "ArtifactDocument",
+    "LedgerReadTx",
+    "LedgerWriteTx",
+    "TenantReadTx",
+    "TenantWriteTx",
+    "DerivedReadTx",
+    "DerivedWriteTx",
+    "EvidenceReadTx",
+    "EvidenceWriteTx",
+    "QueueReadTx",
+    "QueueWriteTx",
+    "SearchReadTx",
+    "SearchWriteTx",
+    "AccessReadTx",
+    "AccessWriteTx",
+    "TIERS",
+    "Touch",
+    "SUBJECT",
+    "touch_of",
+    "primitives",
+    "subject_of",
+    "subjects_of",
+    "tenant_of",
+    "locks_itself",
+    "unscoped",
 ]
 
 
@@ -125,13 +159,23 @@ class CompactReport:
     bytes_after: int | None = None
 
 
-class ReadTx(LedgerReadTx, TenantReadTx, DerivedReadTx, EvidenceReadTx, QueueReadTx, SearchReadTx, AccessReadTx,
-             Protocol):
+class ReadTx(
+    LedgerReadTx, TenantReadTx, DerivedReadTx, EvidenceReadTx, QueueReadTx, SearchReadTx, AccessReadTx, Protocol
+):
     """A consistent read view (one snapshot of the database): every tier's reads."""
 
 
-class WriteTx(ReadTx, LedgerWriteTx, TenantWriteTx, DerivedWriteTx, EvidenceWriteTx, QueueWriteTx, SearchWriteTx,
-              AccessWriteTx, Protocol):
+class WriteTx(
+    ReadTx,
+    LedgerWriteTx,
+    TenantWriteTx,
+    DerivedWriteTx,
+    EvidenceWriteTx,
+    QueueWriteTx,
+    SearchWriteTx,
+    AccessWriteTx,
+    Protocol,
+):
     """A read-write transaction, serialised per subject (see the module's rules): every
     tier's reads and writes."""
 
@@ -152,8 +196,13 @@ TIERS: dict[str, tuple[type, type]] = {
 def primitives(protocol: type) -> dict[str, Callable[..., Any]]:
     """The public methods of a protocol class of this package (with those it inherits from
     the package's others), by name."""
-    return {name: member for klass in reversed(protocol.__mro__) if klass.__module__.startswith(__name__)
-            for name, member in vars(klass).items() if callable(member) and not name.startswith("_")}
+    return {
+        name: member
+        for klass in reversed(protocol.__mro__)
+        if klass.__module__.startswith(__name__)
+        for name, member in vars(klass).items()
+        if callable(member) and not name.startswith("_")
+    }
 
 
 class Store(Protocol):

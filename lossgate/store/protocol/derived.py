@@ -4,11 +4,21 @@ artifacts' stored documents (for a migration of their format), and extraction pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
-from lossgate.model.derived_records import Alias, Artifact, ArtifactHead, ArtifactState, Attempt, ExpectedAlias, Lane, LineageEdge
+from lossgate.model.derived_records import (
+    Alias,
+    Artifact,
+    ArtifactHead,
+    ArtifactState,
+    Attempt,
+    ExpectedAlias,
+    Lane,
+    LineageEdge,
+)
 from lossgate.model.records import ArtifactBody, Clock, Proposal
 from lossgate.store.protocol.scope import locks_itself, subject_of, subjects_of, tenant_of
 
@@ -36,7 +46,7 @@ class ArtifactDocument:
 
 class DerivedReadTx(Protocol):
     """Reads of what consolidation derived (artifacts, lineage, the alias, attempts) and of
-        extraction proposals."""
+    extraction proposals."""
 
     def alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias:
         """The subject's alias (with ``lane="shadow"``, its shadow alias, which recall never
@@ -52,15 +62,17 @@ class DerivedReadTx(Protocol):
     def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
         """State, summary and open items of one artifact (the recall hot path: no manifest)."""
 
-    def artifact_gate(self, tenant_id: str, subject_id: str,
-                      artifact_id: str) -> tuple[ArtifactState, str | None] | None:
+    def artifact_gate(
+        self, tenant_id: str, subject_id: str, artifact_id: str
+    ) -> tuple[ArtifactState, str | None] | None:
         """State and gate outcome (the gate report's ``outcome``) of one artifact, or
         ``None``: what demotion needs of the summary that stands in for the events. Neither
         the manifest nor the rest of the gate report is decoded: both can grow with the
         subject's history (a direct consolidation's manifest names every input)."""
 
-    def artifact_drops(self, tenant_id: str, subject_id: str,
-                       artifact_ids: Sequence[str]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    def artifact_drops(
+        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str]
+    ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
         """For each of ``artifact_ids`` the subject has an artifact with, what recall's loss-aware
         ranking reads of its manifest: ``(dropped, carried)`` (``Manifest.dropped``, the events
         holding an atom it dropped; ``Manifest.carried``, the parts a root keeps from the root it
@@ -101,8 +113,14 @@ class DerivedReadTx(Protocol):
         order; an id the tenant has no artifact with is left out. Never waits for a subject's
         writers."""
 
-    def proposals(self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
-                  statuses: Sequence[str] | None = None) -> list[Proposal]:
+    def proposals(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> list[Proposal]:
         """The subject's extraction proposals, oldest first (``created_at``, then id; only
         ``ids`` / ``statuses`` if given)."""
 
@@ -113,20 +131,28 @@ class DerivedReadTx(Protocol):
 class DerivedWriteTx(DerivedReadTx, Protocol):
     """Writes of the derived layer.
 
-        **The switch.** :meth:`lock_alias` locks the subject's *clock* first, then reads the
-        alias (creating its row): every transaction that locks both takes them in that order,
-        so a publication never deadlocks with a ledger change, and an alias held means the
-        clock cannot move. :meth:`cas_alias` compares with NULL-safe equality: an expected
-        parent of ``None`` matches an alias that was never published, and nothing else does.
-        """
+    **The switch.** :meth:`lock_alias` locks the subject's *clock* first, then reads the
+    alias (creating its row): every transaction that locks both takes them in that order,
+    so a publication never deadlocks with a ledger change, and an alias held means the
+    clock cannot move. :meth:`cas_alias` compares with NULL-safe equality: an expected
+    parent of ``None`` matches an alias that was never published, and nothing else does.
+    """
 
     @locks_itself
     def lock_alias(self, tenant_id: str, subject_id: str, *, lane: Lane = "live") -> Alias:
         """Lock the subject's clock, then its alias row of ``lane`` (creating both), and return the alias."""
 
     def cas_alias(
-        self, tenant_id: str, subject_id: str, *, expected: ExpectedAlias, artifact_id: str,
-        source_epoch: int, covers_through: int, at: datetime, lane: Lane = "live",
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        expected: ExpectedAlias,
+        artifact_id: str,
+        source_epoch: int,
+        covers_through: int,
+        at: datetime,
+        lane: Lane = "live",
     ) -> bool:
         """Compare-and-swap the alias: succeeds (True) only if its artifact, source epoch and
         coverage still equal ``expected`` (the artifact compared NULL-safely: ``None`` equals
@@ -138,7 +164,13 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
         """Store an artifact with its manifest and lineage edges."""
 
     def set_artifact_state(
-        self, tenant_id: str, subject_id: str, artifact_ids: Sequence[str], state: str, *, reason: str,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        artifact_ids: Sequence[str],
+        state: str,
+        *,
+        reason: str,
         from_states: Sequence[str] | None = None,
     ) -> list[str]:
         """Move artifacts to ``state`` (published, retired, stale, failed, abandoned), only those
@@ -148,8 +180,9 @@ class DerivedWriteTx(DerivedReadTx, Protocol):
     def save_attempt(self, attempt: Attempt) -> None:
         """Insert or replace an attempt record (by attempt id)."""
 
-    def replace_artifact_body(self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody,
-                              gate: dict[str, Any] | None = None) -> None:
+    def replace_artifact_body(
+        self, tenant_id: str, subject_id: str, artifact_id: str, body: ArtifactBody, gate: dict[str, Any] | None = None
+    ) -> None:
         """Overwrite an artifact's body, and its gate report when ``gate`` is given (used only to
         purge deleted content; manifest and lineage stay)."""
 

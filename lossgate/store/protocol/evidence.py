@@ -5,8 +5,9 @@ it erased; a retention policy forgets them after their time to live."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from lossgate.model.derived_records import GuardResult, RecallRecord, ResponseRecord
 from lossgate.store.protocol.scope import subject_of, tenant_of

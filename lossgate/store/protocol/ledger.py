@@ -4,9 +4,10 @@ on it: a store implements this tier first (:class:`~lossgate.testing.store_contr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from lossgate.model.records import Clock, Conflict, Event, EventState, Fact, FactStatus, LedgerEntry, NewEvent, Trust
 from lossgate.store.protocol.scope import locks_itself, subject_of, subjects_of, tenant_of, unscoped
@@ -34,17 +35,25 @@ class FactFilter:
 class LedgerReadTx(Protocol):
     """Ledger reads over one consistent view.
 
-        Events and facts come in ``seq`` order (or newest first); a subject that was never
-        written reads as empty, with a zero clock."""
+    Events and facts come in ``seq`` order (or newest first); a subject that was never
+    written reads as empty, with a zero clock."""
 
     def clock(self, tenant_id: str, subject_id: str) -> Clock:
         """The subject's clock; a zero clock if the subject has never been written."""
 
     def events(
-        self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
-        states: Sequence[EventState] | None = None, after_seq: int | None = None,
-        through_seq: int | None = None, limit: int | None = None, newest_first: bool = False,
-        seqs: Sequence[int] | None = None, skip_erased: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        states: Sequence[EventState] | None = None,
+        after_seq: int | None = None,
+        through_seq: int | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+        seqs: Sequence[int] | None = None,
+        skip_erased: bool = False,
     ) -> list[Event]:
         """Events of one subject in seq order (or newest first), filtered by id, state, seq
         range and exact seqs, at most ``limit``. With ``skip_erased``, an event that a
@@ -53,10 +62,17 @@ class LedgerReadTx(Protocol):
         did may still be valid) is left out in the statement, before ``limit`` counts."""
 
     def facts(
-        self, tenant_id: str, subject_id: str, *, ids: Sequence[str] | None = None,
-        statuses: Sequence[FactStatus] | None = None, predicate: str | None = None,
-        through_seq: int | None = None, criticalities: Sequence[str] | None = None,
-        limit: int | None = None, newest_first: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        statuses: Sequence[FactStatus] | None = None,
+        predicate: str | None = None,
+        through_seq: int | None = None,
+        criticalities: Sequence[str] | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
     ) -> list[Fact]:
         """Facts of one subject in seq order (or newest first), filtered by id, status,
         predicate, seq and criticality, at most ``limit``."""
@@ -64,13 +80,18 @@ class LedgerReadTx(Protocol):
     def fact_sets(self, tenant_id: str, subject_id: str, filters: Sequence[FactFilter]) -> list[list[Fact]]:
         """:meth:`facts` for each filter, in order; PostgreSQL sends them in one round trip."""
 
-    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
-                     statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
+    def facts_citing(
+        self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, statuses: Sequence[FactStatus] | None = None
+    ) -> list[Fact]:
         """Facts of one subject that list any of ``event_ids`` among their sources (only those in
         ``statuses``, if given), in seq order."""
 
     def conflicts(
-        self, tenant_id: str, subject_id: str, *, unresolved_only: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        *,
+        unresolved_only: bool = False,
         fact_id: str | None = None,
     ) -> list[Conflict]:
         """Conflicts of one subject, oldest first (``detected_at``, then ``conflict_id``);
@@ -102,8 +123,8 @@ class LedgerReadTx(Protocol):
 
 class LedgerWriteTx(LedgerReadTx, Protocol):
     """Ledger writes. The caller has checked ids and seqs; a store enforces them anyway:
-        ``(tenant, subject, seq)`` and ``(tenant, event_id)`` / ``(tenant, fact_id)`` are keys,
-        and a violation raises :class:`~lossgate.errors.IdempotencyConflict`."""
+    ``(tenant, subject, seq)`` and ``(tenant, event_id)`` / ``(tenant, fact_id)`` are keys,
+    and a violation raises :class:`~lossgate.errors.IdempotencyConflict`."""
 
     @locks_itself
     def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
@@ -123,7 +144,9 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
         Takes the caller's :class:`NewEvent` rather than a built :class:`Event`: appends are the
         hot path, and building a model per row would cost more than the insert itself."""
 
-    def set_event_state(self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool) -> None:
+    def set_event_state(
+        self, tenant_id: str, subject_id: str, event_id: str, state: EventState, *, purge: bool
+    ) -> None:
         """Change an event's state; ``purge`` erases its actor, text and payload (id, seq,
         hash, kind, trust and times stay), from the search index too."""
 
@@ -135,8 +158,14 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
         """Insert new facts and their source links."""
 
     def update_fact(
-        self, tenant_id: str, subject_id: str, fact_id: str, *, status: FactStatus,
-        superseded_by: str | None = None, purge: bool = False,
+        self,
+        tenant_id: str,
+        subject_id: str,
+        fact_id: str,
+        *,
+        status: FactStatus,
+        superseded_by: str | None = None,
+        purge: bool = False,
     ) -> None:
         """Change a fact's status; ``purge`` erases its value and qualifiers."""
 
@@ -144,10 +173,14 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
     def insert_conflict(self, conflict: Conflict) -> None:
         """Record a new unresolved conflict."""
 
-    def resolve_conflict(self, tenant_id: str, subject_id: str, conflict_id: str, *, at: datetime, resolution: str) -> None:
+    def resolve_conflict(
+        self, tenant_id: str, subject_id: str, conflict_id: str, *, at: datetime, resolution: str
+    ) -> None:
         """Mark a conflict resolved, saying how."""
 
-    def add_log(self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]) -> None:
+    def add_log(
+        self, tenant_id: str, subject_id: str, *, at: datetime, op: str, target_id: str, detail: dict[str, Any]
+    ) -> None:
         """Append a line to the subject's operation log."""
 
     @unscoped

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from lossgate.model.derived_records import Job
 from lossgate.store.protocol.scope import tenant_of, unscoped
@@ -42,8 +43,17 @@ class QueueWriteTx(QueueReadTx, Protocol):
     def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
         """Extend ``owner``'s lease on a running job; False if the lease was lost."""
 
-    def finish_job(self, tenant_id: str, subject_id: str, job_id: int, *, owner: str, status: str,
-                   at: datetime, run_after: datetime | None = None) -> bool:
+    def finish_job(
+        self,
+        tenant_id: str,
+        subject_id: str,
+        job_id: int,
+        *,
+        owner: str,
+        status: str,
+        at: datetime,
+        run_after: datetime | None = None,
+    ) -> bool:
         """Release a claimed job as done, review or pending again (retry at ``run_after``;
         folded into a job already pending, see the class). False if ``owner`` no longer
         holds the lease."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Literal, Protocol
 
 from lossgate.store.protocol.scope import unscoped
 
@@ -24,8 +25,9 @@ class SearchReadTx(Protocol):
     ("refunding" finds "refunds" only once indexed, stemmed). Only valid events and
     active facts match; purged text never does."""
 
-    def search_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
-                      skip_erased: bool = False) -> list[str]:
+    def search_events(
+        self, tenant_id: str, subject_id: str, query: str, *, limit: int, skip_erased: bool = False
+    ) -> list[str]:
         """Ids of the subject's valid events matching any word of ``query`` (full-text,
         stemmed), best first. A blank query matches nothing. ``skip_erased`` leaves out an
         event that a deleted fact cites, as :meth:`LedgerReadTx.events` does, before
@@ -54,8 +56,9 @@ class SearchReadTx(Protocol):
         """A number that changes whenever the subject's stored vectors change (stored, or
         deleted with their item): an in-process copy of them is current while it holds."""
 
-    def unembedded(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *,
-                   after_seq: int, limit: int) -> list[tuple[str, int, str]]:
+    def unembedded(
+        self, tenant_id: str, subject_id: str, model: str, kind: VectorKind, *, after_seq: int, limit: int
+    ) -> list[tuple[str, int, str]]:
         """Valid events (``actor: text``) or active facts (their search text) with ``seq >
         after_seq`` and no vector of ``model`` yet, as ``(item_id, seq, text)``, oldest first."""
 
@@ -69,8 +72,9 @@ class SearchWriteTx(SearchReadTx, Protocol):
         index lazily; PostgreSQL indexes the subjects this transaction has locked, as row-level
         security confines it to their tenants). Returns the rows indexed."""
 
-    def put_vectors(self, tenant_id: str, subject_id: str, model: str,
-                    items: Sequence[tuple[VectorKind, str, bytes]]) -> int:
+    def put_vectors(
+        self, tenant_id: str, subject_id: str, model: str, items: Sequence[tuple[VectorKind, str, bytes]]
+    ) -> int:
         """Store ``(kind, item_id, float32 bytes)`` vectors of ``model``. An item that is no
         longer a valid event or an active fact (deleted while it was being embedded) gets no
         vector; one that has a vector already keeps it. Returns how many were stored."""

@@ -4,8 +4,9 @@ retention), the tier reads and moves demotion makes, and the daily fidelity metr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from lossgate.model.derived_records import DailyMetric
 from lossgate.model.records import Event, TaintPolicy, Tier
@@ -16,7 +17,7 @@ __all__ = ["TenantReadTx", "TenantWriteTx"]
 
 class TenantReadTx(Protocol):
     """Reads of a tenant's policies, settings and metrics, and of the events a policy or
-        demotion reaches."""
+    demotion reaches."""
 
     @tenant_of("tenant_id")
     def taint_policies(self, tenant_id: str) -> list[TaintPolicy]:
@@ -28,13 +29,13 @@ class TenantReadTx(Protocol):
         """The tenant's settings record (a JSON object: today its tier policy), ``{}`` if
         none was ever saved."""
 
-    def events_matching(self, tenant_id: str, subject_id: str, *, kind: str | None,
-                        actor: str | None) -> list[tuple[str, str, str, str]]:
+    def events_matching(
+        self, tenant_id: str, subject_id: str, *, kind: str | None, actor: str | None
+    ) -> list[tuple[str, str, str, str]]:
         """The subject's valid events of ``kind`` by ``actor`` (either ``None``: any) as
         ``(event_id, kind, actor, trust)``, in seq order (what a taint policy reaches)."""
 
-    def tier_events(self, tenant_id: str, subject_id: str, tier: Tier, *,
-                    recorded_through: datetime) -> list[Event]:
+    def tier_events(self, tenant_id: str, subject_id: str, tier: Tier, *, recorded_through: datetime) -> list[Event]:
         """The subject's valid events in ``tier`` recorded at or before the instant
         ``recorded_through``, in seq order: what demotion may move (:mod:`lossgate.ledger.tiers`).
         Read through an index (tenant, subject, tier, ``recorded_at`` of valid events), so
@@ -46,8 +47,15 @@ class TenantReadTx(Protocol):
         anything is due for demotion, without reading an event."""
 
     @tenant_of("tenant_id")
-    def daily_metrics(self, tenant_id: str, *, since: date | None = None, until: date | None = None,
-                      metrics: Sequence[str] | None = None, run_id: str | None = None) -> list[DailyMetric]:
+    def daily_metrics(
+        self,
+        tenant_id: str,
+        *,
+        since: date | None = None,
+        until: date | None = None,
+        metrics: Sequence[str] | None = None,
+        run_id: str | None = None,
+    ) -> list[DailyMetric]:
         """The tenant's stored daily metrics (:mod:`lossgate.ops.daily`) with ``since <= day <=
         until`` (either ``None``: unbounded), only the ``metrics`` named and the run ``run_id``
         if given; oldest first: by day, then ``recorded_at`` (an instant), then run id, metric
@@ -68,8 +76,9 @@ class TenantWriteTx(TenantReadTx, Protocol):
     def save_tenant_settings(self, tenant_id: str, record: dict[str, Any], *, at: datetime) -> None:
         """Store the tenant's settings record (a JSON object), replacing the previous one."""
 
-    def set_tier(self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str,
-                 event_ids: Sequence[str] | None = None) -> int:
+    def set_tier(
+        self, tenant_id: str, subject_id: str, *, through_seq: int, tier: str, event_ids: Sequence[str] | None = None
+    ) -> int:
         """Move the subject's events with seq <= ``through_seq`` (and, with ``event_ids``,
         among those ids) to ``tier`` (``hot``, ``warm``, ``cold``); return how many moved."""
 

@@ -28,7 +28,8 @@ _RECALL_TOUCHED = (
     "EXISTS (SELECT 1 FROM recalls c WHERE c.tenant_id={tied}.tenant_id AND c.subject_id={tied}.subject_id"
     " AND c.recall_id={tied}.recall_id AND ("
     "  EXISTS (SELECT 1 FROM json_each(c.record, '$.candidate_ids') x WHERE x.value IN (SELECT value FROM json_each(?)))"
-    "  OR (c.mode = 'summary' AND json_extract(c.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?)))))")
+    "  OR (c.mode = 'summary' AND json_extract(c.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?)))))"
+)
 
 
 def _fts_query(query: str) -> str:
@@ -53,8 +54,9 @@ class SQLiteDerivedReads(CoreDerivedReads):
         head = self.artifact_head(tenant_id, subject_id, alias.artifact_id) if alias.artifact_id else None
         return self.clock(tenant_id, subject_id), alias, head
 
-    def _term_matches(self, tenant_id: str, subject_id: str, terms: Sequence[str], *,
-                      cap: int) -> list[list[int]] | None:
+    def _term_matches(
+        self, tenant_id: str, subject_id: str, terms: Sequence[str], *, cap: int
+    ) -> list[list[int]] | None:
         # The index in its own order, newest first (FTS5 walks a term's rowids backwards
         # without ranking them). The index is one for the file: first each term's matches in
         # the file alone, which settle it when every term has fewer than cap (the usual case
@@ -62,26 +64,44 @@ class SQLiteDerivedReads(CoreDerivedReads):
         # query's terms walks slower than the terms one by one); then
         # each match's event looked up by rowid ("+": not through the subject's indexes),
         # and the events past the index matched on their text.
-        mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
-                              "FROM events_fts_watermark WHERE id=1") or (0, 0)
+        mark, top = self._one(
+            "SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) FROM events_fts_watermark WHERE id=1"
+        ) or (0, 0)
         quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
         backlog = max(0, top - mark)
-        if all(len(self._all("SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                             (q, cap))) + backlog < cap for q in quoted):
+        if all(
+            len(
+                self._all("SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC LIMIT ?", (q, cap))
+            )
+            + backlog
+            < cap
+            for q in quoted
+        ):
             return None
         found = []
-        for term, q in zip(terms, quoted):
-            fresh = [] if top <= mark else [r[0] for r in self._past_index(
-                "seq", mark, tenant_id, subject_id, [term.strip('"')], limit=cap)]
-            found.append(fresh + [r[0] for r in self._all(
-                "SELECT e.seq FROM events_fts f CROSS JOIN events e ON e.rowid = f.rowid "
-                f"WHERE events_fts MATCH ? AND {self._d.no_index('e.tenant_id')}=? "
-                f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid' ORDER BY f.rowid DESC LIMIT ?",
-                (q, tenant_id, subject_id, cap - len(fresh)))])
+        for term, q in zip(terms, quoted, strict=True):
+            fresh = (
+                []
+                if top <= mark
+                else [r[0] for r in self._past_index("seq", mark, tenant_id, subject_id, [term.strip('"')], limit=cap)]
+            )
+            found.append(
+                fresh
+                + [
+                    r[0]
+                    for r in self._all(
+                        "SELECT e.seq FROM events_fts f CROSS JOIN events e ON e.rowid = f.rowid "
+                        f"WHERE events_fts MATCH ? AND {self._d.no_index('e.tenant_id')}=? "
+                        f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid' ORDER BY f.rowid DESC LIMIT ?",
+                        (q, tenant_id, subject_id, cap - len(fresh)),
+                    )
+                ]
+            )
         return found
 
-    def _ranked_events(self, tenant_id: str, subject_id: str, query: str, *, limit: int,
-                       skip_erased: bool) -> list[str]:
+    def _ranked_events(
+        self, tenant_id: str, subject_id: str, query: str, *, limit: int, skip_erased: bool
+    ) -> list[str]:
         # Events appended since the last index refresh are not in the index yet: search them
         # directly so a search never misses fresh text (refresh_search_index catches up).
         terms = _fts_query(query)
@@ -89,16 +109,25 @@ class SQLiteDerivedReads(CoreDerivedReads):
             return []
         unerased = f" AND {UNERASED.format(e='e', fence='')}" if skip_erased else ""
         hits = self._ranked_hits(terms, tenant_id, subject_id, limit, unerased)
-        mark, top = self._one("SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) "
-                              "FROM events_fts_watermark WHERE id=1") or (0, 0)
+        mark, top = self._one(
+            "SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) FROM events_fts_watermark WHERE id=1"
+        ) or (0, 0)
         if top <= mark:
             return hits  # nothing past the index (the usual case): no scan at all
-        fresh = self._past_index("event_id", mark, tenant_id, subject_id, query.split(), limit=limit,
-                                 unerased=unerased)
+        fresh = self._past_index("event_id", mark, tenant_id, subject_id, query.split(), limit=limit, unerased=unerased)
         return ([r[0] for r in fresh] + hits)[:limit]
 
-    def _past_index(self, column: str, mark: int, tenant_id: str, subject_id: str, words: Sequence[str], *,
-                    limit: int, unerased: str = "") -> list[tuple[Any, ...]]:
+    def _past_index(
+        self,
+        column: str,
+        mark: int,
+        tenant_id: str,
+        subject_id: str,
+        words: Sequence[str],
+        *,
+        limit: int,
+        unerased: str = "",
+    ) -> list[tuple[Any, ...]]:
         """``column`` of the subject's valid events past the index mark that hold any of
         ``words``, newest first. They are matched on what the index covers (text and actor),
         by case-insensitive substring: not stemmed as the index is (see SearchReadTx in
@@ -112,7 +141,8 @@ class SQLiteDerivedReads(CoreDerivedReads):
             f"SELECT e.{column} FROM events e WHERE e.rowid > ? AND {self._d.no_index('e.tenant_id')}=? "
             f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid' AND ({likes}){unerased} "
             "ORDER BY e.rowid DESC LIMIT ?",
-            [mark, tenant_id, subject_id, *[p for p in patterns for _ in (0, 1)], limit])
+            [mark, tenant_id, subject_id, *[p for p in patterns for _ in (0, 1)], limit],
+        )
 
     def _ranked_hits(self, terms: str, tenant_id: str, subject_id: str, limit: int, unerased: str) -> list[str]:
         """The indexed events matching ``terms`` of the subject, valid (and unerased, when
@@ -128,18 +158,26 @@ class SQLiteDerivedReads(CoreDerivedReads):
         hits: list[str] = []
         offset, batch = 0, limit + limit // 4 + 16  # a little more than asked: some may be filtered out
         while len(hits) < limit:
-            candidates = [r[0] for r in self._all(
-                "SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY bm25(events_fts), rowid DESC "
-                "LIMIT ? OFFSET ?", (terms, batch, offset))]
+            candidates = [
+                r[0]
+                for r in self._all(
+                    "SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY bm25(events_fts), rowid DESC "
+                    "LIMIT ? OFFSET ?",
+                    (terms, batch, offset),
+                )
+            ]
             found: dict[int, str] = {}
             for chunk in self._d.chunks(candidates):
                 # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
                 # events_by_tier too), which would walk the subject's whole history.
                 condition, args = self._d.in_("e.rowid", chunk)
-                found.update(self._all(
-                    f"SELECT e.rowid, e.event_id FROM events e WHERE {condition} AND {self._d.no_index('e.tenant_id')}=? "
-                    f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
-                    [*args, tenant_id, subject_id]))
+                found.update(
+                    self._all(
+                        f"SELECT e.rowid, e.event_id FROM events e WHERE {condition} AND {self._d.no_index('e.tenant_id')}=? "
+                        f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
+                        [*args, tenant_id, subject_id],
+                    )
+                )
             hits += [found[r] for r in candidates if r in found]
             if len(candidates) < batch:
                 break  # every match ranked
@@ -150,49 +188,71 @@ class SQLiteDerivedReads(CoreDerivedReads):
         terms = _fts_query(query)
         if not terms:
             return []
-        return [r[0] for r in self._all(
-            "SELECT f.fact_id FROM facts_fts x JOIN facts f ON f.rowid = x.rowid "
-            "WHERE facts_fts MATCH ? AND f.tenant_id=? AND f.subject_id=? AND f.status='active' "
-            "ORDER BY bm25(facts_fts), f.seq DESC LIMIT ?", (terms, tenant_id, subject_id, limit))]
+        return [
+            r[0]
+            for r in self._all(
+                "SELECT f.fact_id FROM facts_fts x JOIN facts f ON f.rowid = x.rowid "
+                "WHERE facts_fts MATCH ? AND f.tenant_id=? AND f.subject_id=? AND f.status='active' "
+                "ORDER BY bm25(facts_fts), f.seq DESC LIMIT ?",
+                (terms, tenant_id, subject_id, limit),
+            )
+        ]
 
     def search_backlog(self, tenant_id: str, subject_id: str) -> int:
         return self._value(  # type: ignore[no-any-return]
-            "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM events) - indexed_through FROM events_fts_watermark WHERE id=1")
+            "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM events) - indexed_through FROM events_fts_watermark WHERE id=1"
+        )
 
     def recalls_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[RecallRecord]:
         wanted = orjson.dumps(list(ids)).decode()
-        return [rows.recall_from_json(r[0]) for r in self._all(
-            "SELECT record FROM recalls r WHERE tenant_id=? AND subject_id=? "
-            "AND json_extract(record, '$.query') IS NOT NULL AND ("
-            " EXISTS (SELECT 1 FROM json_each(r.record, '$.candidate_ids') c WHERE c.value IN (SELECT value FROM json_each(?)))"
-            " OR (r.mode = 'summary' AND json_extract(r.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?))))"
-            " ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted))]
+        return [
+            rows.recall_from_json(r[0])
+            for r in self._all(
+                "SELECT record FROM recalls r WHERE tenant_id=? AND subject_id=? "
+                "AND json_extract(record, '$.query') IS NOT NULL AND ("
+                " EXISTS (SELECT 1 FROM json_each(r.record, '$.candidate_ids') c WHERE c.value IN (SELECT value FROM json_each(?)))"
+                " OR (r.mode = 'summary' AND json_extract(r.record, '$.alias.artifact_id') IN (SELECT value FROM json_each(?))))"
+                " ORDER BY at, rowid",
+                (tenant_id, subject_id, wanted, wanted),
+            )
+        ]
 
     def guard_results_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[GuardResult]:
         wanted = orjson.dumps(list(ids)).decode()
-        return [rows.guard_from_json(r[0]) for r in self._all(
-            "SELECT record FROM guard_results g WHERE tenant_id=? AND subject_id=? "
-            "AND json_extract(record, '$.redacted') IS NULL AND ("
-            " EXISTS (SELECT 1 FROM json_each(g.record, '$.refusals') f WHERE"
-            "  json_extract(f.value, '$.fact_id') IN (SELECT value FROM json_each(?))"
-            "  OR json_extract(f.value, '$.conflict_id') IN (SELECT value FROM json_each(?))"
-            "  OR EXISTS (SELECT 1 FROM json_each(f.value, '$.source_event_ids') e"
-            "   WHERE e.value IN (SELECT value FROM json_each(?))))"
-            " OR EXISTS (SELECT 1 FROM json_each(g.record, '$.read') r WHERE r.value IN (SELECT value FROM json_each(?)))"
-            f" OR {_RECALL_TOUCHED.format(tied='g')}) ORDER BY at, rowid",
-            (tenant_id, subject_id, wanted, wanted, wanted, wanted, wanted, wanted))]
+        return [
+            rows.guard_from_json(r[0])
+            for r in self._all(
+                "SELECT record FROM guard_results g WHERE tenant_id=? AND subject_id=? "
+                "AND json_extract(record, '$.redacted') IS NULL AND ("
+                " EXISTS (SELECT 1 FROM json_each(g.record, '$.refusals') f WHERE"
+                "  json_extract(f.value, '$.fact_id') IN (SELECT value FROM json_each(?))"
+                "  OR json_extract(f.value, '$.conflict_id') IN (SELECT value FROM json_each(?))"
+                "  OR EXISTS (SELECT 1 FROM json_each(f.value, '$.source_event_ids') e"
+                "   WHERE e.value IN (SELECT value FROM json_each(?))))"
+                " OR EXISTS (SELECT 1 FROM json_each(g.record, '$.read') r WHERE r.value IN (SELECT value FROM json_each(?)))"
+                f" OR {_RECALL_TOUCHED.format(tied='g')}) ORDER BY at, rowid",
+                (tenant_id, subject_id, wanted, wanted, wanted, wanted, wanted, wanted),
+            )
+        ]
 
     def responses_touching(self, tenant_id: str, subject_id: str, ids: Sequence[str]) -> list[ResponseRecord]:
         wanted = orjson.dumps(list(ids)).decode()
-        return [rows.response_from_json(r[0]) for r in self._all(
-            "SELECT record FROM responses r WHERE tenant_id=? AND subject_id=? "
-            f"AND json_extract(record, '$.redacted') IS NULL AND ({_RECALL_TOUCHED.format(tied='r')}"
-            " OR json_extract(record, '$.guard_id') IN (SELECT value FROM json_each(?))) "
-            "ORDER BY at, rowid", (tenant_id, subject_id, wanted, wanted, wanted))]
+        return [
+            rows.response_from_json(r[0])
+            for r in self._all(
+                "SELECT record FROM responses r WHERE tenant_id=? AND subject_id=? "
+                f"AND json_extract(record, '$.redacted') IS NULL AND ({_RECALL_TOUCHED.format(tied='r')}"
+                " OR json_extract(record, '$.guard_id') IN (SELECT value FROM json_each(?))) "
+                "ORDER BY at, rowid",
+                (tenant_id, subject_id, wanted, wanted, wanted),
+            )
+        ]
 
     def vectors(self, tenant_id: str, subject_id: str, model: str, kind: VectorKind) -> list[tuple[str, bytes]]:
-        return self._all("SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? "
-                         "AND model=?", (tenant_id, subject_id, kind, model))
+        return self._all(
+            "SELECT item_id, vector FROM vectors WHERE tenant_id=? AND subject_id=? AND kind=? AND model=?",
+            (tenant_id, subject_id, kind, model),
+        )
 
 
 class SQLiteDerivedWrites(CoreDerivedWrites):
@@ -206,13 +266,17 @@ class SQLiteDerivedWrites(CoreDerivedWrites):
         top = self._value("SELECT COALESCE(MAX(rowid), 0) FROM events")
         if top <= mark:
             return 0
-        n = self._run("INSERT INTO events_fts (rowid, text, actor) SELECT rowid, text, actor FROM events "
-                      "WHERE rowid > ? AND rowid <= ? AND text IS NOT NULL", (mark, top))
+        n = self._run(
+            "INSERT INTO events_fts (rowid, text, actor) SELECT rowid, text, actor FROM events "
+            "WHERE rowid > ? AND rowid <= ? AND text IS NOT NULL",
+            (mark, top),
+        )
         self._run("UPDATE events_fts_watermark SET indexed_through=? WHERE id=1", (top,))
         return n
 
-    def put_vectors(self, tenant_id: str, subject_id: str, model: str,
-                    items: Sequence[tuple[VectorKind, str, bytes]]) -> int:
+    def put_vectors(
+        self, tenant_id: str, subject_id: str, model: str, items: Sequence[tuple[VectorKind, str, bytes]]
+    ) -> int:
         stored = 0
         for kind in ("event", "fact"):
             table, item, _, live = EMBEDDABLE[kind]
@@ -220,31 +284,52 @@ class SQLiteDerivedWrites(CoreDerivedWrites):
                 "INSERT INTO vectors (tenant_id, subject_id, kind, item_id, model, vector) SELECT ?,?,?,?,?,? "
                 f"WHERE EXISTS (SELECT 1 FROM {table} x WHERE x.tenant_id=? AND x.{item}=? AND x.subject_id=? "
                 f"AND {live}) ON CONFLICT DO NOTHING",
-                [(tenant_id, subject_id, kind, i, model, v, tenant_id, i, subject_id) for k, i, v in items if k == kind],
+                [
+                    (tenant_id, subject_id, kind, i, model, v, tenant_id, i, subject_id)
+                    for k, i, v in items
+                    if k == kind
+                ],
             ).rowcount
         if stored:
             self._bump_vectors_version(tenant_id, subject_id)
         return stored
 
     def insert_recall(self, record: RecallRecord) -> None:
-        self._run("INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (?,?,?,?,?,?)",
-                  (record.tenant_id, record.subject_id, record.recall_id, rows.instant(record.at), record.mode,
-                   record.model_dump_json()))
+        self._run(
+            "INSERT INTO recalls (tenant_id, subject_id, recall_id, at, mode, record) VALUES (?,?,?,?,?,?)",
+            (
+                record.tenant_id,
+                record.subject_id,
+                record.recall_id,
+                rows.instant(record.at),
+                record.mode,
+                record.model_dump_json(),
+            ),
+        )
 
     def claim_job(self, *, owner: str, lease_seconds: float, now: datetime) -> Job | None:
         # The writer lock is held: nothing can claim the same job between the read and the update.
-        row = self._one(f"{_JOB_SELECT} WHERE (status='pending' AND run_after<=?) "
-                        "OR (status='running' AND lease_expires_at<?) ORDER BY run_after, job_id LIMIT 1",
-                        (rows.instant(now), rows.instant(now)))
+        row = self._one(
+            f"{_JOB_SELECT} WHERE (status='pending' AND run_after<=?) "
+            "OR (status='running' AND lease_expires_at<?) ORDER BY run_after, job_id LIMIT 1",
+            (rows.instant(now), rows.instant(now)),
+        )
         if row is None:
             return None
         expires = rows.instant(now + timedelta(seconds=lease_seconds))
-        self._run("UPDATE jobs SET status='running', lease_owner=?, lease_expires_at=?, tries=tries+1 WHERE job_id=?",
-                  (owner, expires, row[0]))
+        self._run(
+            "UPDATE jobs SET status='running', lease_owner=?, lease_expires_at=?, tries=tries+1 WHERE job_id=?",
+            (owner, expires, row[0]),
+        )
         claimed = self._one(f"{_JOB_SELECT} WHERE job_id=?", (row[0],))
         assert claimed is not None
         return rows.job_from_row(claimed)
 
     def heartbeat_job(self, job_id: int, *, owner: str, lease_expires_at: datetime) -> bool:
-        return self._run("UPDATE jobs SET lease_expires_at=? WHERE job_id=? AND status='running' AND lease_owner=?",
-                         (rows.instant(lease_expires_at), job_id, owner)) == 1
+        return (
+            self._run(
+                "UPDATE jobs SET lease_expires_at=? WHERE job_id=? AND status='running' AND lease_owner=?",
+                (rows.instant(lease_expires_at), job_id, owner),
+            )
+            == 1
+        )

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lossgate.model.derived_records import RecallRecord
 from lossgate.errors import IdempotencyConflict, LossgateError, StoreBusy, StoreError
+from lossgate.model.derived_records import RecallRecord
 from lossgate.store.core.migrations import pending
 from lossgate.store.core.store import CoreStore
 from lossgate.store.protocol import CompactReport
@@ -45,7 +45,7 @@ def _statements(script: str) -> Iterator[str]:
             if buf.strip():
                 yield buf
             buf = ""
-    if buf.strip() and not all(l.strip().startswith("--") or not l.strip() for l in buf.splitlines()):
+    if buf.strip() and not all(line.strip().startswith("--") or not line.strip() for line in buf.splitlines()):
         raise StoreError(f"incomplete SQL statement in migration: {buf[:80]!r}")
 
 
@@ -57,9 +57,12 @@ def _translate(exc: sqlite3.Error, doing: str = "SQLite") -> LossgateError:
     """The one place where driver errors become lossgate errors."""
     code = getattr(exc, "sqlite_errorcode", None)
     if (code is not None and code & 0xFF in _BUSY_CODES) or (
-            code is None and "locked" in str(exc)):  # errors raised before a statement carry no code
-        return StoreBusy(f"{doing}: {exc} (another connection holds the database's writer lock; "
-                         "nothing was written and the operation is safe to retry)")
+        code is None and "locked" in str(exc)
+    ):  # errors raised before a statement carry no code
+        return StoreBusy(
+            f"{doing}: {exc} (another connection holds the database's writer lock; "
+            "nothing was written and the operation is safe to retry)"
+        )
     if isinstance(exc, sqlite3.IntegrityError):
         return IdempotencyConflict(f"integrity violation: {exc}")
     return StoreError(f"{doing}: {exc}")
@@ -133,8 +136,7 @@ class SQLiteStore(CoreStore):
         conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
-                conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy / 1000,
-                                       factory=_Connection)
+                conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy / 1000, factory=_Connection)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA foreign_keys=ON")
                 conn.execute("PRAGMA synchronous=NORMAL")
@@ -208,7 +210,9 @@ class SQLiteStore(CoreStore):
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
             )
-            for version, script in pending(self.engine, (r[0] for r in conn.execute("SELECT version FROM schema_migrations"))):
+            for version, script in pending(
+                self.engine, (r[0] for r in conn.execute("SELECT version FROM schema_migrations"))
+            ):
                 for statement in _statements(script):
                     conn.execute(statement)
                 conn.execute(
@@ -237,8 +241,12 @@ class SQLiteStore(CoreStore):
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             raise StoreBusy("compact: another connection kept the WAL from being truncated; run it again")
-        return CompactReport(steps=("fts optimize", "vacuum", "wal checkpoint (truncate)"),
-                             seconds=time.perf_counter() - t0, bytes_before=before, bytes_after=self._file_bytes())
+        return CompactReport(
+            steps=("fts optimize", "vacuum", "wal checkpoint (truncate)"),
+            seconds=time.perf_counter() - t0,
+            bytes_before=before,
+            bytes_after=self._file_bytes(),
+        )
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

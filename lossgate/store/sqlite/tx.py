@@ -28,8 +28,9 @@ __all__ = ["SQLITE", "SQLiteReadTx", "SQLiteWriteTx"]
 
 SQLITE = Dialect(name="sqlite", placeholder="?", lists="in", times="iso")
 
-_EVENT_INSERT = (f"INSERT INTO events ({','.join(rows.EVENT_COLUMNS)}) "
-                 f"VALUES ({','.join('?' * len(rows.EVENT_COLUMNS))})")
+_EVENT_INSERT = (
+    f"INSERT INTO events ({','.join(rows.EVENT_COLUMNS)}) VALUES ({','.join('?' * len(rows.EVENT_COLUMNS))})"
+)
 
 
 class SQLiteReadTx(SQLiteDerivedReads, CoreReadTx):
@@ -69,11 +70,12 @@ class SQLiteReadTx(SQLiteDerivedReads, CoreReadTx):
                 condition, args = self._d.in_(sel.id_column, chunk)
                 hits += self._all(f"{sql} AND {condition}", [*sel.args, *args])
             hits.sort(key=lambda r: r[sel.seq_index], reverse=sel.newest_first)
-            found.append(hits[:sel.limit])
+            found.append(hits[: sel.limit])
         return found
 
-    def facts_citing(self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *,
-                     statuses: Sequence[FactStatus] | None = None) -> list[Fact]:
+    def facts_citing(
+        self, tenant_id: str, subject_id: str, event_ids: Sequence[str], *, statuses: Sequence[FactStatus] | None = None
+    ) -> list[Fact]:
         fact_ids: set[str] = set()
         for chunk in self._d.chunks(list(event_ids)):
             sources, chunk_args = self._d.in_("s.event_id", chunk)
@@ -82,9 +84,11 @@ class SQLiteReadTx(SQLiteDerivedReads, CoreReadTx):
                 args = [tenant_id, subject_id, *chunk_args]
             else:  # few facts have the status asked for (deleted ones): start from them
                 status, status_args = self._d.in_("f.status", statuses)
-                sql = ("SELECT s.fact_id FROM facts f JOIN fact_sources s ON s.tenant_id=f.tenant_id "
-                       "AND s.subject_id=f.subject_id AND s.fact_id=f.fact_id WHERE f.tenant_id=? AND f.subject_id=? "
-                       f"AND {status} AND {sources}")
+                sql = (
+                    "SELECT s.fact_id FROM facts f JOIN fact_sources s ON s.tenant_id=f.tenant_id "
+                    "AND s.subject_id=f.subject_id AND s.fact_id=f.fact_id WHERE f.tenant_id=? AND f.subject_id=? "
+                    f"AND {status} AND {sources}"
+                )
                 args = [tenant_id, subject_id, *status_args, *chunk_args]
             fact_ids.update(r[0] for r in self._all(sql, args))
         return self.facts(tenant_id, subject_id, ids=sorted(fact_ids)) if fact_ids else []
@@ -95,8 +99,9 @@ class SQLiteWriteTx(SQLiteDerivedWrites, SQLiteReadTx, CoreWriteTx):
 
     def lock_clock(self, tenant_id: str, subject_id: str) -> Clock:
         # The writer lock is held already: creating the row is all there is to do.
-        self._run("INSERT INTO clocks (tenant_id, subject_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                  (tenant_id, subject_id))
+        self._run(
+            "INSERT INTO clocks (tenant_id, subject_id) VALUES (?, ?) ON CONFLICT DO NOTHING", (tenant_id, subject_id)
+        )
         return self.clock(tenant_id, subject_id)
 
     def insert_events(self, items: Sequence[tuple[NewEvent, int, str, str]], *, recorded_at: datetime) -> None:

@@ -67,17 +67,41 @@ from lossgate.testing.store_contract.support import Contract, check_signatures
 from lossgate.testing.store_contract.tenant import TenantContract
 
 __all__ = [
-    "StoreContract", "TIER_CONTRACTS", "Contract", "LedgerContract", "TenantContract", "DerivedContract",
-    "EvidenceContract", "QueueContract", "SearchContract", "AccessContract", "RulesContract", "check_signatures",
+    "StoreContract",
+    "TIER_CONTRACTS",
+    "Contract",
+    "LedgerContract",
+    "TenantContract",
+    "DerivedContract",
+    "EvidenceContract",
+    "QueueContract",
+    "SearchContract",
+    "AccessContract",
+    "RulesContract",
+    "check_signatures",
 ]
 
 # One class per tier of lossgate.store.protocol.TIERS, in its order: the order a store is built in.
 TIER_CONTRACTS: tuple[type[Contract], ...] = (
-    LedgerContract, TenantContract, DerivedContract, EvidenceContract, QueueContract, SearchContract, AccessContract,
+    LedgerContract,
+    TenantContract,
+    DerivedContract,
+    EvidenceContract,
+    QueueContract,
+    SearchContract,
+    AccessContract,
 )
 
 
-class StoreContract(LedgerContract, TenantContract, DerivedContract, EvidenceContract, QueueContract,
-                    SearchContract, AccessContract, RulesContract):
+class StoreContract(
+    LedgerContract,
+    TenantContract,
+    DerivedContract,
+    EvidenceContract,
+    QueueContract,
+    SearchContract,
+    AccessContract,
+    RulesContract,
+):
     """Every tier's tests and the rules across them; a subclass provides the ``store`` fixture
     (see the module)."""

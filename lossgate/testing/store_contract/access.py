@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from lossgate.model.api_keys import ApiKey, IdempotencyRecord
 from lossgate.errors import IdempotencyConflict
+from lossgate.model.api_keys import ApiKey, IdempotencyRecord
 from lossgate.store.protocol import Store
-from lossgate.testing.store_contract.support import T, NOW, Contract, check_signatures
+from lossgate.testing.store_contract.support import NOW, Contract, T, check_signatures
 
 __all__ = ["AccessContract"]
 
@@ -27,8 +27,14 @@ class AccessContract(Contract):
 
     def test_api_keys_are_found_by_hash_across_tenants_and_listed_and_revoked_per_tenant(self, store: Store) -> None:
         def key(tenant: str, key_id: str, key_hash: str, at: datetime = NOW) -> ApiKey:
-            return ApiKey(tenant_id=tenant, key_id=key_id, key_hash=key_hash, scopes=("read", "write"),
-                          name=f"{tenant} {key_id}", created_at=at)
+            return ApiKey(
+                tenant_id=tenant,
+                key_id=key_id,
+                key_hash=key_hash,
+                scopes=("read", "write"),
+                name=f"{tenant} {key_id}",
+                created_at=at,
+            )
 
         with store.write() as tx:
             tx.insert_api_key(key(T, "k0", "h0", NOW + timedelta(seconds=1)))
@@ -57,8 +63,14 @@ class AccessContract(Contract):
             assert tx.api_keys("third") == [] and tx.api_key_by_hash("h9") is None
 
     def test_idempotency_records_are_kept_once_per_tenant_and_key(self, store: Store) -> None:
-        record = IdempotencyRecord(tenant_id=T, idempotency_key="retry-1", request_hash="sha256:r", status=200,
-                                   response='{"appended": 2}', created_at=NOW)
+        record = IdempotencyRecord(
+            tenant_id=T,
+            idempotency_key="retry-1",
+            request_hash="sha256:r",
+            status=200,
+            response='{"appended": 2}',
+            created_at=NOW,
+        )
         with store.write() as tx:
             assert tx.idempotency_record(T, "retry-1") is None
             tx.save_idempotency_record(record)

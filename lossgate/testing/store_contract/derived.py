@@ -13,13 +13,23 @@ import time
 import orjson
 import pytest
 
-from lossgate.model.derived_records import Alias, ExpectedAlias, Lane
 from lossgate.errors import StoreError
+from lossgate.model.derived_records import Alias, ExpectedAlias, Lane
 from lossgate.model.records import ArtifactBody
 from lossgate.store.protocol import ArtifactDocument, Store
 from lossgate.store.rows import ARTIFACT_FORMAT
 from lossgate.testing.store_contract.support import (
-    T, S, NOW, HOLD, Contract, check_signatures, event, append, artifact, in_threads, _epoch_after_holding,
+    HOLD,
+    NOW,
+    Contract,
+    S,
+    T,
+    _epoch_after_holding,
+    append,
+    artifact,
+    check_signatures,
+    event,
+    in_threads,
 )
 
 __all__ = ["DerivedContract"]
@@ -47,9 +57,16 @@ class DerivedContract(Contract):
             tx.insert_artifact(artifact("a2", empty), [])
 
             def cas(parent: str | None, epoch: int, covers: int, to: str, new_covers: int) -> bool:
-                return tx.cas_alias(T, S, expected=ExpectedAlias(parent_artifact_id=parent, source_epoch=epoch,
-                                                                 covers_through=covers),
-                                    artifact_id=to, source_epoch=0, covers_through=new_covers, at=NOW, lane=lane)
+                return tx.cas_alias(
+                    T,
+                    S,
+                    expected=ExpectedAlias(parent_artifact_id=parent, source_epoch=epoch, covers_through=covers),
+                    artifact_id=to,
+                    source_epoch=0,
+                    covers_through=new_covers,
+                    at=NOW,
+                    lane=lane,
+                )
 
             assert cas("a9", 0, 0, "a1", 2) is False  # the alias has no artifact: only None matches it
             assert cas(None, 1, 0, "a1", 2) is False  # another epoch
@@ -60,7 +77,12 @@ class DerivedContract(Contract):
             assert cas("a1", 0, 2, "a2", 1) is False  # coverage would regress
             assert cas("a1", 0, 2, "a2", 2) is True  # equal coverage is no regression
             assert tx.alias(T, S, lane=lane).model_dump(exclude={"updated_at"}) == {
-                "tenant_id": T, "subject_id": S, "artifact_id": "a2", "source_epoch": 0, "covers_through": 2}
+                "tenant_id": T,
+                "subject_id": S,
+                "artifact_id": "a2",
+                "source_epoch": 0,
+                "covers_through": 2,
+            }
             assert tx.alias(T, S, lane=other) == Alias(tenant_id=T, subject_id=S)  # each lane its own alias
 
     def test_lock_alias_locks_the_clock(self, store: Store) -> None:
@@ -112,15 +134,18 @@ class DerivedContract(Contract):
             docs = tx.artifact_documents(T, ["b1", "a0", "nope", "a1"])  # a0 is globex's
             assert tx.artifact_documents(T, []) == []
         assert [(d.tenant_id, d.subject_id, d.artifact_id, d.state) for d in docs] == [
-            (T, S, "a1", "candidate"), (T, "u2", "b1", "candidate")]
+            (T, S, "a1", "candidate"),
+            (T, "u2", "b1", "candidate"),
+        ]
         a1, b1 = docs
         body = orjson.loads(a1.body)
         assert body["format"] == ARTIFACT_FORMAT and body["summary"] == "summary a1"
         assert orjson.loads(a1.manifest)["artifact_id"] == "a1"
 
         def without_format(doc: ArtifactDocument, summary: str) -> str:
-            return orjson.dumps({**{k: v for k, v in orjson.loads(doc.body).items() if k != "format"},
-                                 "summary": summary}).decode()
+            return orjson.dumps(
+                {**{k: v for k, v in orjson.loads(doc.body).items() if k != "format"}, "summary": summary}
+            ).decode()
 
         with store.write() as tx:
             assert tx.replace_artifact_documents([(a1, without_format(a1, "format 1"), a1.manifest)]) == ["a1"]

@@ -9,12 +9,22 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from lossgate.model.derived_records import Alias, RecallRedaction
 from lossgate.errors import IdempotencyConflict
+from lossgate.model.derived_records import Alias, RecallRedaction
 from lossgate.store.protocol import Store
 from lossgate.testing.store_contract.support import (
-    T, S, NOW, Contract, check_signatures, event, append, recall_record, refusal, guard_result, response_record,
+    NOW,
+    Contract,
+    S,
+    T,
     _ids,
+    append,
+    check_signatures,
+    event,
+    guard_result,
+    recall_record,
+    refusal,
+    response_record,
 )
 
 __all__ = ["EvidenceContract"]
@@ -28,7 +38,8 @@ class EvidenceContract(Contract):
         assert check_signatures(store, ("evidence",)) == []
 
     def test_guard_results_and_responses_keep_their_order_and_are_found_by_what_they_touched(
-            self, store: Store) -> None:
+        self, store: Store
+    ) -> None:
         """The response boundary's records: read back as written, newest first (creation order
         breaking ties on ``at``, given with any UTC offset), one per id in the tenant; found for a
         deletion by what they touched (a refusal's fact, conflict or source event; the tied
@@ -36,9 +47,11 @@ class EvidenceContract(Contract):
         plus2 = timezone(timedelta(hours=2))
         later = datetime(2026, 3, 14, 14, 0, 1, tzinfo=plus2)  # 12:00:01 UTC
         summary_recall = recall_record("r-sum", candidates=("e9",)).model_copy(
-            update={"alias": Alias(tenant_id=T, subject_id=S, artifact_id="a1")})
+            update={"alias": Alias(tenant_id=T, subject_id=S, artifact_id="a1")}
+        )
         raw_recall = recall_record("r-raw", candidates=("e9",)).model_copy(
-            update={"mode": "raw_fallback", "alias": Alias(tenant_id=T, subject_id=S, artifact_id="a1")})
+            update={"mode": "raw_fallback", "alias": Alias(tenant_id=T, subject_id=S, artifact_id="a1")}
+        )
         by_fact = guard_result("g-z", refusals=(refusal(fact_id="f1", sources=("e1",)),))
         with store.write() as tx:
             append(tx, event("e1"))
@@ -66,8 +79,10 @@ class EvidenceContract(Contract):
             assert tx.responses(T, "nobody") == [] and tx.guard_results(T, "nobody") == []
 
             def touching(*ids: str) -> tuple[list[str], list[str]]:
-                return (_ids(tx.guard_results_touching(T, S, list(ids)), "guard_id"),
-                        _ids(tx.responses_touching(T, S, list(ids)), "response_id"))
+                return (
+                    _ids(tx.guard_results_touching(T, S, list(ids)), "guard_id"),
+                    _ids(tx.responses_touching(T, S, list(ids)), "response_id"),
+                )
 
             assert touching("f1") == (["g-z"], [])  # a refusal's fact
             assert touching("e1") == (["g-z"], [])  # a refusal's source event

@@ -20,7 +20,15 @@ from lossgate.errors import IdempotencyConflict, StoreError
 from lossgate.model.records import Clock, Conflict
 from lossgate.store.protocol import FactFilter, Store
 from lossgate.testing.store_contract.support import (
-    T, S, NOW, Contract, check_signatures, event, append, fact, in_threads,
+    NOW,
+    Contract,
+    S,
+    T,
+    append,
+    check_signatures,
+    event,
+    fact,
+    in_threads,
 )
 
 __all__ = ["LedgerContract"]
@@ -53,6 +61,7 @@ class LedgerContract(Contract):
             append(tx, event("other", subject="u2"))
             tx.set_event_state(T, S, "e2", "deleted", purge=True)
         with store.read() as tx:
+
             def ids(**kw: Any) -> list[str]:
                 return [e.event_id for e in tx.events(T, S, **kw)]
 
@@ -69,14 +78,21 @@ class LedgerContract(Contract):
             assert [e.actor for e in tx.events(T, S, states=["valid"])] == ["user"] * 4
             assert tx.clock(T, S).high_water == 5 and tx.subjects(T) == [S, "u2"]
             assert tx.taken_event_ids(T, ["e3", "other", "nope"]) == {
-                "e3": (S, "sha256:e3", "authenticated_user"), "other": ("u2", "sha256:other", "authenticated_user")}
+                "e3": (S, "sha256:e3", "authenticated_user"),
+                "other": ("u2", "sha256:other", "authenticated_user"),
+            }
             assert tx.taken_event_ids("globex", ["e3"]) == {}
 
     def test_facts_filter_order_and_cite_their_sources(self, store: Store) -> None:
         with store.write() as tx:
             append(tx, event("e1"), event("e2"), event("e3"))
-            tx.insert_facts([fact("f1", 1, ("e1",)), fact("f2", 2, ("e1", "e2"), criticality="critical"),
-                             fact("f3", 3, ("e3",), predicate="contact.email")])
+            tx.insert_facts(
+                [
+                    fact("f1", 1, ("e1",)),
+                    fact("f2", 2, ("e1", "e2"), criticality="critical"),
+                    fact("f3", 3, ("e3",), predicate="contact.email"),
+                ]
+            )
             tx.update_fact(T, S, "f1", status="superseded", superseded_by="f2")
         with store.read() as tx:
             assert [f.fact_id for f in tx.facts(T, S)] == ["f1", "f2", "f3"]
@@ -96,10 +112,21 @@ class LedgerContract(Contract):
         with store.write() as tx:
             append(tx, event("e1"))
             tx.insert_facts([fact("f1", 1, ("e1",)), fact("f2", 1, ("e1",), value=6), fact("f3", 1, ("e1",), value=7)])
-            for cid, pair, at in (("c-b", ("f1", "f2"), NOW), ("c-a", ("f2", "f3"), NOW),
-                                  ("c-0", ("f1", "f3"), NOW + timedelta(seconds=1))):
-                tx.insert_conflict(Conflict(tenant_id=T, subject_id=S, conflict_id=cid, predicate="subscription.seats",
-                                            fact_ids=pair, detected_at=at))
+            for cid, pair, at in (
+                ("c-b", ("f1", "f2"), NOW),
+                ("c-a", ("f2", "f3"), NOW),
+                ("c-0", ("f1", "f3"), NOW + timedelta(seconds=1)),
+            ):
+                tx.insert_conflict(
+                    Conflict(
+                        tenant_id=T,
+                        subject_id=S,
+                        conflict_id=cid,
+                        predicate="subscription.seats",
+                        fact_ids=pair,
+                        detected_at=at,
+                    )
+                )
             tx.resolve_conflict(T, S, "c-a", at=NOW, resolution="f3 superseded")
             for op, target in (("assert", "f2"), ("assert", "f1"), ("supersede", "f2")):
                 tx.add_log(T, S, at=NOW, op=op, target_id=target, detail={"n": 1})
@@ -109,7 +136,11 @@ class LedgerContract(Contract):
             assert [c.conflict_id for c in tx.conflicts(T, S, fact_id="f3")] == ["c-a", "c-0"]
             (resolved,) = [c for c in tx.conflicts(T, S) if c.status == "resolved"]
             assert (resolved.conflict_id, resolved.resolution) == ("c-a", "f3 superseded")
-            assert [(e.op, e.target_id) for e in tx.log(T, S)] == [("assert", "f2"), ("assert", "f1"), ("supersede", "f2")]
+            assert [(e.op, e.target_id) for e in tx.log(T, S)] == [
+                ("assert", "f2"),
+                ("assert", "f1"),
+                ("supersede", "f2"),
+            ]
             assert [e.op for e in tx.log(T, S, target_ids=["f1"])] == ["assert"]
 
     def test_the_registry_is_stored_once_per_version(self, store: Store) -> None:
@@ -157,10 +188,13 @@ class LedgerContract(Contract):
                     with store.write() as tx:
                         high = tx.clock(T, S).high_water
                         time.sleep(0.002)  # widen the window a missing lock would leave open
-                        items = [(event(f"w{w}-{b}-{i}"), high + i, f"sha256:w{w}-{b}-{i}", NOW.isoformat())
-                                 for i in (1, 2, 3)]
+                        items = [
+                            (event(f"w{w}-{b}-{i}"), high + i, f"sha256:w{w}-{b}-{i}", NOW.isoformat())
+                            for i in (1, 2, 3)
+                        ]
                         tx.insert_events(items, recorded_at=NOW)
                         tx.save_clock(Clock(tenant_id=T, subject_id=S, high_water=high + 3))
+
             return work
 
         assert in_threads(*(writer(w) for w in range(4))) == []

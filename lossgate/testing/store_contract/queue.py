@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-
 from lossgate.store.protocol import Store
-from lossgate.testing.store_contract.support import T, S, NOW, Contract, check_signatures
+from lossgate.testing.store_contract.support import NOW, Contract, S, T, check_signatures
 
 __all__ = ["QueueContract"]
 
@@ -40,7 +39,9 @@ class QueueContract(Contract):
             assert tx.finish_job(T, S, job.job_id, owner="w2", status="pending", at=NOW, run_after=later) is True
         with store.read() as tx:
             assert [(j.reason, j.status, j.tries, j.lease_owner) for j in tx.jobs(T, S)] == [
-                ("first", "done", 1, None), ("second", "pending", 1, None)]
+                ("first", "done", 1, None),
+                ("second", "pending", 1, None),
+            ]
             assert tx.jobs(T, S)[1].run_after == later
             assert [j.reason for j in tx.jobs(T, S, statuses=["pending"])] == ["second"]
 

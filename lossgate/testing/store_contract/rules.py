@@ -21,9 +21,27 @@ from lossgate.model.derived_records import Alias, Attempt, ExpectedAlias, Lineag
 from lossgate.model.records import ArtifactBody, Clock
 from lossgate.store.protocol import ArtifactDocument, FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
 from lossgate.testing.store_contract.support import (
-    T, S, NOW, HOLD, Contract, check_signatures, event, append, fact, artifact, recall_record, refusal,
-    guard_result, response_record, in_threads, _epoch_after_holding, _touching, _attempt, _proposal, _conflict,
+    HOLD,
+    NOW,
+    Contract,
+    S,
+    T,
+    _attempt,
+    _conflict,
+    _epoch_after_holding,
     _ids,
+    _proposal,
+    _touching,
+    append,
+    artifact,
+    check_signatures,
+    event,
+    fact,
+    guard_result,
+    in_threads,
+    recall_record,
+    refusal,
+    response_record,
 )
 
 __all__ = ["RulesContract"]
@@ -78,9 +96,15 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "proposals": lambda tx: tx.proposals(T, S),
     "extracted_through": lambda tx: tx.extracted_through(T, S),
     "lock_alias": lambda tx: tx.lock_alias(T, S),
-    "cas_alias": lambda tx: tx.cas_alias(T, S, expected=ExpectedAlias(parent_artifact_id="a9", source_epoch=0,
-                                                                      covers_through=0),
-                                         artifact_id="a1", source_epoch=0, covers_through=1, at=NOW),
+    "cas_alias": lambda tx: tx.cas_alias(
+        T,
+        S,
+        expected=ExpectedAlias(parent_artifact_id="a9", source_epoch=0, covers_through=0),
+        artifact_id="a1",
+        source_epoch=0,
+        covers_through=1,
+        at=NOW,
+    ),
     "insert_artifact": lambda tx: tx.insert_artifact(artifact("a1", Alias(tenant_id=T, subject_id=S)), []),
     "set_artifact_state": lambda tx: tx.set_artifact_state(T, S, ["a1"], "retired", reason="test"),
     "save_attempt": lambda tx: tx.save_attempt(_attempt("at1", 1, "rejected")),
@@ -91,7 +115,8 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "record_response": lambda tx: tx.record_response(response_record("rs1", "r1")),
     "replace_response": lambda tx: tx.replace_response(response_record("rs1", "r1")),
     "replace_artifact_documents": lambda tx: tx.replace_artifact_documents(
-        [(ArtifactDocument(T, S, "a1", "candidate", "{}", "{}"), "{}", "{}")]),
+        [(ArtifactDocument(T, S, "a1", "candidate", "{}", "{}"), "{}", "{}")]
+    ),
     "forget_records": lambda tx: tx.forget_records(T, S, before=NOW),
     "set_tier": lambda tx: tx.set_tier(T, S, through_seq=1, tier="cold"),
     "save_proposals": lambda tx: tx.save_proposals([_proposal("p1", "e1")]),
@@ -132,26 +157,46 @@ def _write_scope(tx: WriteTx, p: str, t: str, s: str, n: int) -> None:
     """A subject with something in every table, every id prefixed with ``p``; ``n`` (the
     number of events) sets each number a primitive reports, and when its events were
     recorded (``n`` days before NOW: the other scopes' events are older)."""
-    append(tx, *(event(f"{p}-e{i}", f"refund {p} request {i}", subject=s, tenant=t) for i in range(1, n + 1)),
-           recorded_at=NOW - timedelta(days=n))
-    tx.insert_facts([fact(f"{p}-f1", 1, (f"{p}-e1",), tenant=t, subject=s),
-                     fact(f"{p}-f2", 2, (f"{p}-e2",), value=6, tenant=t, subject=s)])
+    append(
+        tx,
+        *(event(f"{p}-e{i}", f"refund {p} request {i}", subject=s, tenant=t) for i in range(1, n + 1)),
+        recorded_at=NOW - timedelta(days=n),
+    )
+    tx.insert_facts(
+        [
+            fact(f"{p}-f1", 1, (f"{p}-e1",), tenant=t, subject=s),
+            fact(f"{p}-f2", 2, (f"{p}-e2",), value=6, tenant=t, subject=s),
+        ]
+    )
     tx.update_fact(t, s, f"{p}-f2", status="superseded", superseded_by=f"{p}-f1")
     tx.insert_conflict(_conflict(f"{p}-c1", f"{p}-f1", f"{p}-f2", tenant=t, subject=s))
     tx.add_log(t, s, at=NOW, op="assert", target_id=f"{p}-f1", detail={"n": n})
     alias = tx.lock_alias(t, s)
-    tx.insert_artifact(artifact(f"{p}-a1", alias), [
-        LineageEdge(tenant_id=t, subject_id=s, artifact_id=f"{p}-a1", input_kind="event", input_id=f"{p}-e1")])
-    tx.insert_artifact(artifact(f"{p}-a2", alias), [
-        LineageEdge(tenant_id=t, subject_id=s, artifact_id=f"{p}-a2", input_kind="artifact", input_id=f"{p}-a1")])
-    assert tx.cas_alias(t, s, expected=alias.expected(), artifact_id=f"{p}-a1", source_epoch=0, covers_through=n,
-                        at=NOW) is True
+    tx.insert_artifact(
+        artifact(f"{p}-a1", alias),
+        [LineageEdge(tenant_id=t, subject_id=s, artifact_id=f"{p}-a1", input_kind="event", input_id=f"{p}-e1")],
+    )
+    tx.insert_artifact(
+        artifact(f"{p}-a2", alias),
+        [LineageEdge(tenant_id=t, subject_id=s, artifact_id=f"{p}-a2", input_kind="artifact", input_id=f"{p}-a1")],
+    )
+    assert (
+        tx.cas_alias(t, s, expected=alias.expected(), artifact_id=f"{p}-a1", source_epoch=0, covers_through=n, at=NOW)
+        is True
+    )
     tx.set_artifact_state(t, s, [f"{p}-a1"], "published", reason=p)
     for i in range(1, n):
         tx.save_attempt(_attempt(f"{p}-at{i}", i, "rejected", tenant=t, subject=s))
     tx.insert_recall(recall_record(f"{p}-r1", candidates=(f"{p}-e1",), tenant=t, subject=s))
-    tx.record_guard(guard_result(f"{p}-g1", recall_id=f"{p}-r1", tenant=t, subject=s,
-                                 refusals=(refusal(fact_id=f"{p}-f1", sources=(f"{p}-e1",)),)))
+    tx.record_guard(
+        guard_result(
+            f"{p}-g1",
+            recall_id=f"{p}-r1",
+            tenant=t,
+            subject=s,
+            refusals=(refusal(fact_id=f"{p}-f1", sources=(f"{p}-e1",)),),
+        )
+    )
     tx.record_guard(guard_result(f"{p}-g2", tenant=t, subject=s))
     tx.record_response(response_record(f"{p}-rs1", f"{p}-r1", guard_id=f"{p}-g1", tenant=t, subject=s))
     tx.save_proposals([_proposal(f"{p}-p1", f"{p}-e1", tenant=t, subject=s)])
@@ -176,76 +221,134 @@ def _attempt_tail(count: int, tail: list[Attempt]) -> tuple[int, list[str]]:
 # the file's, as the protocol says).
 SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
     "clock": (lambda tx, t, s: tx.clock(t, s).high_water, 2),
-    "events": (lambda tx, t, s: [[(e.event_id, e.state, e.trust, e.tier) for e in tx.events(t, s)],
-                                 _ids(tx.events(t, s, ids=_all("e1")), "event_id"),
-                                 _ids(tx.events(t, s, seqs=[1, 2, 3, 4]), "event_id")],
-               [[("own-e1", "valid", "authenticated_user", "hot"), ("own-e2", "valid", "authenticated_user", "hot")],
-                ["own-e1"], ["own-e1", "own-e2"]]),
-    "facts": (lambda tx, t, s: [[(f.fact_id, f.status) for f in tx.facts(t, s)],
-                                _ids(tx.facts(t, s, ids=_all("f1")), "fact_id")],
-              [[("own-f1", "active"), ("own-f2", "superseded")], ["own-f1"]]),
-    "fact_sets": (lambda tx, t, s: [_ids(f, "fact_id") for f in tx.fact_sets(t, s, [
-        FactFilter(), FactFilter(ids=_all("f2")), FactFilter(statuses=["active"])])],
-        [["own-f1", "own-f2"], ["own-f2"], ["own-f1"]]),
-    "facts_citing": (lambda tx, t, s: _ids(tx.facts_citing(t, s, _all("e1") + _all("e2")), "fact_id"),
-                     ["own-f1", "own-f2"]),
-    "events_matching": (lambda tx, t, s: [e[0] for e in tx.events_matching(t, s, kind="message", actor="user")],
-                        ["own-e1", "own-e2"]),
-    "tier_events": (lambda tx, t, s: [_ids(tx.tier_events(t, s, "hot", recorded_through=NOW), "event_id"),
-                                      _ids(tx.tier_events(t, s, "hot", recorded_through=NOW - timedelta(days=2)),
-                                           "event_id"),
-                                      _ids(tx.tier_events(t, s, "warm", recorded_through=NOW), "event_id")],
-                    [["own-e1", "own-e2"], ["own-e1", "own-e2"], []]),
+    "events": (
+        lambda tx, t, s: [
+            [(e.event_id, e.state, e.trust, e.tier) for e in tx.events(t, s)],
+            _ids(tx.events(t, s, ids=_all("e1")), "event_id"),
+            _ids(tx.events(t, s, seqs=[1, 2, 3, 4]), "event_id"),
+        ],
+        [
+            [("own-e1", "valid", "authenticated_user", "hot"), ("own-e2", "valid", "authenticated_user", "hot")],
+            ["own-e1"],
+            ["own-e1", "own-e2"],
+        ],
+    ),
+    "facts": (
+        lambda tx, t, s: [
+            [(f.fact_id, f.status) for f in tx.facts(t, s)],
+            _ids(tx.facts(t, s, ids=_all("f1")), "fact_id"),
+        ],
+        [[("own-f1", "active"), ("own-f2", "superseded")], ["own-f1"]],
+    ),
+    "fact_sets": (
+        lambda tx, t, s: [
+            _ids(f, "fact_id")
+            for f in tx.fact_sets(t, s, [FactFilter(), FactFilter(ids=_all("f2")), FactFilter(statuses=["active"])])
+        ],
+        [["own-f1", "own-f2"], ["own-f2"], ["own-f1"]],
+    ),
+    "facts_citing": (
+        lambda tx, t, s: _ids(tx.facts_citing(t, s, _all("e1") + _all("e2")), "fact_id"),
+        ["own-f1", "own-f2"],
+    ),
+    "events_matching": (
+        lambda tx, t, s: [e[0] for e in tx.events_matching(t, s, kind="message", actor="user")],
+        ["own-e1", "own-e2"],
+    ),
+    "tier_events": (
+        lambda tx, t, s: [
+            _ids(tx.tier_events(t, s, "hot", recorded_through=NOW), "event_id"),
+            _ids(tx.tier_events(t, s, "hot", recorded_through=NOW - timedelta(days=2)), "event_id"),
+            _ids(tx.tier_events(t, s, "warm", recorded_through=NOW), "event_id"),
+        ],
+        [["own-e1", "own-e2"], ["own-e1", "own-e2"], []],
+    ),
     "tier_oldest": (lambda tx, t, s: tx.tier_oldest(t, s), {"hot": NOW - timedelta(days=2)}),
-    "conflicts": (lambda tx, t, s: [[(c.conflict_id, c.status) for c in tx.conflicts(t, s)],
-                                    _ids(tx.conflicts(t, s, fact_id="sib-f1"), "conflict_id")],
-                  [[("own-c1", "unresolved")], []]),
-    "log": (lambda tx, t, s: [[(e.op, e.target_id) for e in tx.log(t, s)],
-                              [e.target_id for e in tx.log(t, s, target_ids=_all("f1"))]],
-            [[("assert", "own-f1")], ["own-f1"]]),
+    "conflicts": (
+        lambda tx, t, s: [
+            [(c.conflict_id, c.status) for c in tx.conflicts(t, s)],
+            _ids(tx.conflicts(t, s, fact_id="sib-f1"), "conflict_id"),
+        ],
+        [[("own-c1", "unresolved")], []],
+    ),
+    "log": (
+        lambda tx, t, s: [
+            [(e.op, e.target_id) for e in tx.log(t, s)],
+            [e.target_id for e in tx.log(t, s, target_ids=_all("f1"))],
+        ],
+        [[("assert", "own-f1")], ["own-f1"]],
+    ),
     "alias": (lambda tx, t, s: (tx.alias(t, s).artifact_id, tx.alias(t, s).covers_through), ("own-a1", 2)),
-    "artifact": (lambda tx, t, s: [None if (a := tx.artifact(t, s, i)) is None else a.artifact_id for i in _all("a1")],
-                 [None, None, "own-a1"]),
+    "artifact": (
+        lambda tx, t, s: [None if (a := tx.artifact(t, s, i)) is None else a.artifact_id for i in _all("a1")],
+        [None, None, "own-a1"],
+    ),
     "recall_head": (lambda tx, t, s: _recall_head(*tx.recall_head(t, s)), (2, "own-a1", "own-a1")),
-    "artifact_head": (lambda tx, t, s: [None if (h := tx.artifact_head(t, s, i)) is None else (h.artifact_id, h.summary)
-                                        for i in _all("a2")], [None, None, ("own-a2", "summary own-a2")]),
-    "artifact_gate": (lambda tx, t, s: [tx.artifact_gate(t, s, i) for i in _all("a1")],
-                      [None, None, ("published", "clean")]),
+    "artifact_head": (
+        lambda tx, t, s: [
+            None if (h := tx.artifact_head(t, s, i)) is None else (h.artifact_id, h.summary) for i in _all("a2")
+        ],
+        [None, None, ("own-a2", "summary own-a2")],
+    ),
+    "artifact_gate": (
+        lambda tx, t, s: [tx.artifact_gate(t, s, i) for i in _all("a1")],
+        [None, None, ("published", "clean")],
+    ),
     "artifact_drops": (lambda tx, t, s: tx.artifact_drops(t, s, _all("a1")), {"own-a1": (("e1",), ())}),
-    "artifacts": (lambda tx, t, s: [[(a.artifact_id, a.state) for a in tx.artifacts(t, s)],
-                                    _ids(tx.artifacts(t, s, states=["published"]), "artifact_id")],
-                  [[("own-a1", "published"), ("own-a2", "candidate")], ["own-a1"]]),
-    "lineage": (lambda tx, t, s: [[e.input_id for e in tx.lineage(t, s, i)] for i in _all("a1")],
-                [[], [], ["own-e1"]]),
+    "artifacts": (
+        lambda tx, t, s: [
+            [(a.artifact_id, a.state) for a in tx.artifacts(t, s)],
+            _ids(tx.artifacts(t, s, states=["published"]), "artifact_id"),
+        ],
+        [[("own-a1", "published"), ("own-a2", "candidate")], ["own-a1"]],
+    ),
+    "lineage": (lambda tx, t, s: [[e.input_id for e in tx.lineage(t, s, i)] for i in _all("a1")], [[], [], ["own-e1"]]),
     "descendants": (lambda tx, t, s: tx.descendants(t, s, _all("e1")), ["own-a1", "own-a2"]),
     "attempts": (lambda tx, t, s: _ids(tx.attempts(t, s), "attempt_id"), ["own-at1"]),
     "attempt_tail": (lambda tx, t, s: _attempt_tail(*tx.attempt_tail(t, s)), (1, ["own-at1"])),
-    "attempt": (lambda tx, t, s: [None if (a := tx.attempt(t, s, i)) is None else a.attempt_id for i in _all("at1")],
-                [None, None, "own-at1"]),
+    "attempt": (
+        lambda tx, t, s: [None if (a := tx.attempt(t, s, i)) is None else a.attempt_id for i in _all("at1")],
+        [None, None, "own-at1"],
+    ),
     "recalls": (lambda tx, t, s: _ids(tx.recalls(t, s), "recall_id"), ["own-r1"]),
     "recalls_touching": (lambda tx, t, s: _ids(tx.recalls_touching(t, s, _all("e1")), "recall_id"), ["own-r1"]),
-    "recall_record": (lambda tx, t, s: [None if (r := tx.recall_record(t, s, i)) is None else r.recall_id
-                                        for i in _all("r1")], [None, None, "own-r1"]),
-    "guard_result": (lambda tx, t, s: [None if (g := tx.guard_result(t, s, i)) is None else g.guard_id
-                                       for i in _all("g1")], [None, None, "own-g1"]),
+    "recall_record": (
+        lambda tx, t, s: [None if (r := tx.recall_record(t, s, i)) is None else r.recall_id for i in _all("r1")],
+        [None, None, "own-r1"],
+    ),
+    "guard_result": (
+        lambda tx, t, s: [None if (g := tx.guard_result(t, s, i)) is None else g.guard_id for i in _all("g1")],
+        [None, None, "own-g1"],
+    ),
     "guard_results": (lambda tx, t, s: _ids(tx.guard_results(t, s), "guard_id"), ["own-g2", "own-g1"]),
-    "guard_results_touching": (lambda tx, t, s: [_ids(tx.guard_results_touching(t, s, _all(x)), "guard_id")
-                                                 for x in ("e1", "f1")], [["own-g1"], ["own-g1"]]),
+    "guard_results_touching": (
+        lambda tx, t, s: [_ids(tx.guard_results_touching(t, s, _all(x)), "guard_id") for x in ("e1", "f1")],
+        [["own-g1"], ["own-g1"]],
+    ),
     "responses": (lambda tx, t, s: _ids(tx.responses(t, s), "response_id"), ["own-rs1"]),
-    "responses_touching": (lambda tx, t, s: _ids(tx.responses_touching(t, s, _all("e1")), "response_id"),
-                           ["own-rs1"]),
-    "proposals": (lambda tx, t, s: [_ids(tx.proposals(t, s), "proposal_id"),
-                                    _ids(tx.proposals(t, s, ids=_all("p1")), "proposal_id")],
-                  [["own-p1"], ["own-p1"]]),
+    "responses_touching": (lambda tx, t, s: _ids(tx.responses_touching(t, s, _all("e1")), "response_id"), ["own-rs1"]),
+    "proposals": (
+        lambda tx, t, s: [
+            _ids(tx.proposals(t, s), "proposal_id"),
+            _ids(tx.proposals(t, s, ids=_all("p1")), "proposal_id"),
+        ],
+        [["own-p1"], ["own-p1"]],
+    ),
     "extracted_through": (lambda tx, t, s: tx.extracted_through(t, s), 2),
-    "search_events": (lambda tx, t, s: sorted(tx.search_events(t, s, "refund sib oth own", limit=20)),
-                      ["own-e1", "own-e2"]),
+    "search_events": (
+        lambda tx, t, s: sorted(tx.search_events(t, s, "refund sib oth own", limit=20)),
+        ["own-e1", "own-e2"],
+    ),
     "search_facts": (lambda tx, t, s: tx.search_facts(t, s, "seats", limit=20), ["own-f1"]),
     "vectors": (lambda tx, t, s: [(i, len(v)) for i, v in tx.vectors(t, s, "m", "event")], [("own-e1", 8)]),
     "vector_size": (lambda tx, t, s: tx.vector_size(t, s, "m"), 8),
     "vectors_version": (lambda tx, t, s: tx.vectors_version(t, s), 2),  # n - 1 stores, one superseded fact
-    "unembedded": (lambda tx, t, s: [[i for i, _, _ in tx.unembedded(t, s, "m", kind, after_seq=0, limit=20)]
-                                     for kind in ("event", "fact")], [["own-e2"], ["own-f1"]]),
+    "unembedded": (
+        lambda tx, t, s: [
+            [i for i, _, _ in tx.unembedded(t, s, "m", kind, after_seq=0, limit=20)] for kind in ("event", "fact")
+        ],
+        [["own-e2"], ["own-f1"]],
+    ),
     "jobs": (lambda tx, t, s: [j.reason for j in tx.jobs(t, s)], ["own"]),
 }
 SCOPE_EXEMPT = {"search_backlog": "SQLite's full-text index is one for the whole file; so is its backlog"}
@@ -310,9 +413,18 @@ class RulesContract(Contract):
             tx.set_event_trust(T, S, "sib-e2", "tool")
             tx.update_fact(T, S, "sib-f1", status="deleted", purge=True)
             tx.resolve_conflict(T, S, "sib-c1", at=NOW, resolution="not this subject's")
-            assert tx.cas_alias(T, S, expected=ExpectedAlias(parent_artifact_id="sib-a1", source_epoch=0,
-                                                             covers_through=3),
-                                artifact_id="own-a2", source_epoch=0, covers_through=3, at=NOW) is False
+            assert (
+                tx.cas_alias(
+                    T,
+                    S,
+                    expected=ExpectedAlias(parent_artifact_id="sib-a1", source_epoch=0, covers_through=3),
+                    artifact_id="own-a2",
+                    source_epoch=0,
+                    covers_through=3,
+                    at=NOW,
+                )
+                is False
+            )
             assert tx.set_artifact_state(T, S, _all("a1"), "retired", reason="test") == ["own-a1"]
             tx.replace_artifact_body(T, S, "sib-a2", ArtifactBody(tenant_id=T, subject_id=S, summary="[purged]"))
             (sib_a2,) = tx.artifact_documents(T, ["sib-a2"])  # the sibling's, as read, said to be this subject's
@@ -328,8 +440,12 @@ class RulesContract(Contract):
             assert tx.cancel_pending_jobs(T, S, at=NOW, reason="test") == 1
             tx.add_log(T, S, at=NOW, op="note", target_id="sib-f1", detail={})
         after = others()
-        changed = {(scope, name): (before[scope][name], after[scope][name]) for scope in before
-                   for name in before[scope] if before[scope][name] != after[scope][name]}
+        changed = {
+            (scope, name): (before[scope][name], after[scope][name])
+            for scope in before
+            for name in before[scope]
+            if before[scope][name] != after[scope][name]
+        }
         assert changed == {}, f"another scope's reads changed (before, after): {changed}"
         with store.read() as tx:
             assert tx.clock(T, S).input_epoch == 1 and tx.extracted_through(T, S) == 9
@@ -383,8 +499,9 @@ class RulesContract(Contract):
             tx.insert_artifact(artifact("a-1130", alias, created_at=half_past_eleven), [])
             tx.insert_recall(recall_record("r-noon", at=NOW))
             tx.insert_recall(recall_record("r-1130", at=half_past_eleven))
-            tx.enqueue_job(T, S, reason="due at 11:00 UTC", run_after=datetime(2026, 3, 14, 13, 0, tzinfo=plus2),
-                           at=NOW)
+            tx.enqueue_job(
+                T, S, reason="due at 11:00 UTC", run_after=datetime(2026, 3, 14, 13, 0, tzinfo=plus2), at=NOW
+            )
         with store.read() as tx:
             assert [a.artifact_id for a in tx.artifacts(T, S)] == ["a-1130", "a-noon"]
             assert [r.recall_id for r in tx.recalls(T, S)] == ["r-noon", "r-1130"]  # newest first
@@ -422,31 +539,62 @@ class RulesContract(Contract):
         later = NOW + timedelta(seconds=5)
         with store.write() as tx:
             clock = tx.lock_clock(T, S)
-            tx.insert_events([(event("e1", "refund of 50 dollars approved"), 1, "sha256:1", NOW.isoformat()),
-                              (event("e2", "the customer prefers the aisle seat"), 2, "sha256:2", NOW.isoformat()),
-                              (event("e3", "refund refund"), 3, "sha256:3", NOW.isoformat())], recorded_at=NOW)
+            tx.insert_events(
+                [
+                    (event("e1", "refund of 50 dollars approved"), 1, "sha256:1", NOW.isoformat()),
+                    (event("e2", "the customer prefers the aisle seat"), 2, "sha256:2", NOW.isoformat()),
+                    (event("e3", "refund refund"), 3, "sha256:3", NOW.isoformat()),
+                ],
+                recorded_at=NOW,
+            )
             tx.save_clock(clock.model_copy(update={"high_water": 3}))
             assert tx.lock_alias(T, S) == Alias(tenant_id=T, subject_id=S)
 
         with store.write() as tx:
             alias = tx.lock_alias(T, S)
-            tx.insert_artifact(artifact("a1", alias), [
-                LineageEdge(tenant_id=T, subject_id=S, artifact_id="a1", input_kind="event", input_id="e1"),
-                LineageEdge(tenant_id=T, subject_id=S, artifact_id="a1", input_kind="event", input_id="e2")])
-            tx.insert_artifact(artifact("a2", alias), [
-                LineageEdge(tenant_id=T, subject_id=S, artifact_id="a2", input_kind="artifact", input_id="a1")])
-            assert tx.cas_alias(T, S, expected=alias.expected(), artifact_id="a1", source_epoch=0,
-                                covers_through=3, at=NOW) is True
-            assert tx.cas_alias(T, S, expected=alias.expected(), artifact_id="a2", source_epoch=0,
-                                covers_through=3, at=NOW) is False  # a stale expectation
-            assert tx.set_artifact_state(T, S, ["a1", "a2", "nope"], "published", reason="gate clean",
-                                         from_states=["candidate"]) == ["a1", "a2"]
-            assert tx.set_artifact_state(T, S, ["a2"], "candidate", reason="back",
-                                         from_states=["stale"]) == []
+            tx.insert_artifact(
+                artifact("a1", alias),
+                [
+                    LineageEdge(tenant_id=T, subject_id=S, artifact_id="a1", input_kind="event", input_id="e1"),
+                    LineageEdge(tenant_id=T, subject_id=S, artifact_id="a1", input_kind="event", input_id="e2"),
+                ],
+            )
+            tx.insert_artifact(
+                artifact("a2", alias),
+                [LineageEdge(tenant_id=T, subject_id=S, artifact_id="a2", input_kind="artifact", input_id="a1")],
+            )
+            assert (
+                tx.cas_alias(
+                    T, S, expected=alias.expected(), artifact_id="a1", source_epoch=0, covers_through=3, at=NOW
+                )
+                is True
+            )
+            assert (
+                tx.cas_alias(
+                    T, S, expected=alias.expected(), artifact_id="a2", source_epoch=0, covers_through=3, at=NOW
+                )
+                is False
+            )  # a stale expectation
+            assert tx.set_artifact_state(
+                T, S, ["a1", "a2", "nope"], "published", reason="gate clean", from_states=["candidate"]
+            ) == ["a1", "a2"]
+            assert tx.set_artifact_state(T, S, ["a2"], "candidate", reason="back", from_states=["stale"]) == []
             assert tx.set_artifact_state(T, S, ["a2"], "candidate", reason="back") == ["a2"]
-            attempt = Attempt(attempt_id="at1", tenant_id=T, subject_id=S, number=1, status="selected",
-                              started_at=NOW, high_water=3, input_epoch=0, expected_alias=alias.expected(),
-                              selected_ids=("e1",), input_root="sha256:r", compressor="det", timings={"select": 0.5})
+            attempt = Attempt(
+                attempt_id="at1",
+                tenant_id=T,
+                subject_id=S,
+                number=1,
+                status="selected",
+                started_at=NOW,
+                high_water=3,
+                input_epoch=0,
+                expected_alias=alias.expected(),
+                selected_ids=("e1",),
+                input_root="sha256:r",
+                compressor="det",
+                timings={"select": 0.5},
+            )
             tx.save_attempt(attempt)
             tx.save_attempt(attempt.model_copy(update={"status": "published", "artifact_id": "a1"}))
             assert tx.attempt_tail(T, S) == (1, [])  # nothing after the publication
@@ -461,15 +609,23 @@ class RulesContract(Contract):
             assert tx.set_tier(T, S, through_seq=2, tier="cold") == 0
             assert tx.enqueue_job(T, S, reason="revoke", run_after=NOW, at=NOW) is True
             assert tx.enqueue_job(T, S, reason="again", run_after=NOW, at=NOW) is False  # one pending per subject
-            assert tx.enqueue_job("globex", "u7", reason="other tenant", run_after=NOW + timedelta(seconds=1),
-                                  at=NOW) is True
+            assert (
+                tx.enqueue_job("globex", "u7", reason="other tenant", run_after=NOW + timedelta(seconds=1), at=NOW)
+                is True
+            )
 
         with store.write() as tx:
             job = tx.claim_job(owner="w1", lease_seconds=30, now=later)
             job2 = tx.claim_job(owner="w2", lease_seconds=30, now=later)
             assert job is not None and job2 is not None
             assert (job.tenant_id, job.subject_id, job.status, job.reason, job.tries, job.lease_owner) == (
-                T, S, "running", "revoke", 1, "w1")
+                T,
+                S,
+                "running",
+                "revoke",
+                1,
+                "w1",
+            )
             assert job.lease_expires_at == later + timedelta(seconds=30) and job.run_after == NOW
             assert (job2.tenant_id, job2.subject_id, job2.lease_owner) == ("globex", "u7", "w2")
             assert tx.claim_job(owner="w3", lease_seconds=30, now=later) is None
@@ -479,12 +635,14 @@ class RulesContract(Contract):
             assert tx.finish_job(T, S, job.job_id, owner="intruder", status="done", at=NOW) is False
             assert tx.finish_job(T, S, job.job_id, owner="w1", status="pending", at=NOW, run_after=later) is True
             assert tx.cancel_pending_jobs("globex", "u7", at=NOW, reason="covered") == 0  # it is running
-            tx.replace_artifact_body(T, S, "a2", ArtifactBody(tenant_id=T, subject_id=S, summary="[purged]",
-                                                               open_items=("f9",)))
+            tx.replace_artifact_body(
+                T, S, "a2", ArtifactBody(tenant_id=T, subject_id=S, summary="[purged]", open_items=("f9",))
+            )
 
         with store.read() as tx:
-            assert tx.alias(T, S) == Alias(tenant_id=T, subject_id=S, artifact_id="a1", source_epoch=0,
-                                           covers_through=3, updated_at=NOW)
+            assert tx.alias(T, S) == Alias(
+                tenant_id=T, subject_id=S, artifact_id="a1", source_epoch=0, covers_through=3, updated_at=NOW
+            )
             a1 = tx.artifact(T, S, "a1")
             assert a1 is not None and a1.state == "published" and a1.state_reason == "gate clean"
             assert a1.manifest.timings == {"gate": 0.25, "huge": 1e20} and a1.gate == {"outcome": "clean", "score": 1.0}
@@ -499,20 +657,28 @@ class RulesContract(Contract):
             assert [(a.artifact_id, a.state) for a in tx.artifacts(T, S)] == [("a1", "published"), ("a2", "candidate")]
             assert [a.artifact_id for a in tx.artifacts(T, S, states=["published"])] == ["a1"]
             head = tx.artifact_head(T, S, "a2")
-            assert head is not None and (head.state, head.summary, head.open_items) == ("candidate", "[purged]", ("f9",))
+            assert head is not None and (head.state, head.summary, head.open_items) == (
+                "candidate",
+                "[purged]",
+                ("f9",),
+            )
             assert tx.artifact_head(T, S, "nope") is None
             clock, head_alias, head1 = tx.recall_head(T, S)
             assert (clock.high_water, head_alias.artifact_id) == (3, "a1")
             assert head1 is not None and (head1.artifact_id, head1.summary) == ("a1", "summary a1")
             assert [(e.input_kind, e.input_id) for e in tx.lineage(T, S, "a1")] == [("event", "e1"), ("event", "e2")]
             assert tx.descendants(T, S, ["e2"]) == ["a1", "a2"] and tx.descendants(T, S, []) == []
-            assert [(a.attempt_id, a.status) for a in tx.attempts(T, S)] == [("at1", "published"), ("at2", "rejected"),
-                                                                              ("at3", "error")]
+            assert [(a.attempt_id, a.status) for a in tx.attempts(T, S)] == [
+                ("at1", "published"),
+                ("at2", "rejected"),
+                ("at3", "error"),
+            ]
             assert [r.recall_id for r in tx.recalls(T, S, limit=1)] == ["r1"]
             assert [e.tier for e in tx.events(T, S)] == ["cold", "cold", "hot"]
             assert tx.search_events(T, S, "refund", limit=5) == ["e3", "e1"]  # e3 says it twice, and is newer
             assert tx.search_events(T, S, 'aisle "quoted', limit=5) == ["e2"]
             assert tx.search_events(T, S, "   ", limit=5) == []
-            assert [(j.subject_id, j.status, j.reason, j.tries, j.run_after, j.lease_owner)
-                    for j in tx.jobs(T, S)] == [(S, "pending", "revoke", 1, later, None)]
+            assert [(j.subject_id, j.status, j.reason, j.tries, j.run_after, j.lease_owner) for j in tx.jobs(T, S)] == [
+                (S, "pending", "revoke", 1, later, None)
+            ]
             assert [(j.status, j.lease_owner) for j in tx.jobs("globex", "u7")] == [("running", "w2")]

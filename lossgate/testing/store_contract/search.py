@@ -6,11 +6,9 @@ the index takes it, on what the index covers; purged text and facts out of the a
 # (a test reads in `with store.read() as tx` what it wrote in `with store.write() as tx`)
 from __future__ import annotations
 
-
-
 from lossgate.model.records import Event, NewEvent
 from lossgate.store.protocol import Store
-from lossgate.testing.store_contract.support import T, S, NOW, Contract, check_signatures, event, append, fact
+from lossgate.testing.store_contract.support import NOW, Contract, S, T, append, check_signatures, event, fact
 
 __all__ = ["SearchContract"]
 
@@ -53,8 +51,9 @@ class SearchContract(Contract):
     def test_fact_search_matches_active_facts_only(self, store: Store) -> None:
         with store.write() as tx:
             append(tx, event("e1"))
-            tx.insert_facts([fact("f1", 1, ("e1",), value=12), fact("f2", 1, ("e1",), predicate="contact.email",
-                                                                   value=7)])
+            tx.insert_facts(
+                [fact("f1", 1, ("e1",), value=12), fact("f2", 1, ("e1",), predicate="contact.email", value=7)]
+            )
             tx.update_fact(T, S, "f2", status="deleted", purge=True)
             tx.insert_facts([fact("f3", 1, ("e1",), predicate="billing.plan", value=3)])
             tx.update_fact(T, S, "f3", status="superseded", superseded_by="f1")
@@ -83,8 +82,13 @@ class SearchContract(Contract):
         fact; a row stored before it did stays valid): events and search_events leave it out
         in the statement, so ``limit`` counts only what comes back."""
         with store.write() as tx:
-            append(tx, event("e1", "refund one"), event("e2", "refund two"), event("e3", "refund three"),
-                   event("e4", "refund four"))
+            append(
+                tx,
+                event("e1", "refund one"),
+                event("e2", "refund two"),
+                event("e3", "refund three"),
+                event("e4", "refund four"),
+            )
             tx.insert_facts([fact("f-gone", 2, ("e2",)), fact("f-kept", 3, ("e3",)), fact("f-old", 4, ("e4",))])
             tx.update_fact(T, S, "f-gone", status="deleted", purge=True)  # e2 stays valid: a legacy row
             tx.update_fact(T, S, "f-old", status="superseded", superseded_by="f-kept")
@@ -92,7 +96,7 @@ class SearchContract(Contract):
         def ids(found: list[Event]) -> list[str]:
             return [e.event_id for e in found]
 
-        for indexed in (False, True):  # the fresh tail, then the index
+        for _ in ("the fresh tail", "the index"):  # the same reads from each
             with store.read() as tx:
                 assert ids(tx.events(T, S)) == ["e1", "e2", "e3", "e4"]
                 assert ids(tx.events(T, S, skip_erased=True)) == ["e1", "e3", "e4"]
@@ -111,8 +115,9 @@ class SearchContract(Contract):
 
     def test_the_fresh_tail_covers_what_the_index_covers(self, store: Store) -> None:
         """The index takes an event's text and actor: a search finds both before it does too."""
-        billing = NewEvent(tenant_id=T, subject_id=S, event_id="e1", text="the refunds were approved",
-                           actor="billing", occurred_at=NOW)
+        billing = NewEvent(
+            tenant_id=T, subject_id=S, event_id="e1", text="the refunds were approved", actor="billing", occurred_at=NOW
+        )
         with store.write() as tx:
             append(tx, billing)
 

@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 
 from lossgate.model.derived_records import (
-    Alias, Artifact, Attempt, GuardResult, InputRef, Manifest, RecallRecord, Refusal, ResponseRecord,
+    Alias,
+    Artifact,
+    Attempt,
+    GuardResult,
+    InputRef,
+    Manifest,
+    RecallRecord,
+    Refusal,
+    ResponseRecord,
 )
 from lossgate.model.records import ArtifactBody, Clock, Conflict, Fact, FactStatus, NewEvent, Proposal
 from lossgate.store.protocol import TIERS, ReadTx, Store, WriteTx, primitives, touch_of
@@ -27,6 +35,7 @@ HOLD = 0.4  # seconds a transaction holds its lock while a rival waits
 
 
 # -- the signature check --------------------------------------------------------------------
+
 
 def _shape(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
@@ -61,9 +70,11 @@ def check_signatures(store: Store, tiers: tuple[str, ...] | None = None) -> list
 
 # -- builders ----------------------------------------------------------------------------
 
+
 def event(event_id: str, text: str = "", *, subject: str = S, tenant: str = T) -> NewEvent:
-    return NewEvent(tenant_id=tenant, subject_id=subject, event_id=event_id, text=text or f"text of {event_id}",
-                    occurred_at=NOW)
+    return NewEvent(
+        tenant_id=tenant, subject_id=subject, event_id=event_id, text=text or f"text of {event_id}", occurred_at=NOW
+    )
 
 
 def append(tx: WriteTx, *events: NewEvent, recorded_at: datetime = NOW) -> Clock:
@@ -76,56 +87,149 @@ def append(tx: WriteTx, *events: NewEvent, recorded_at: datetime = NOW) -> Clock
     return clock
 
 
-def fact(fact_id: str, seq: int, sources: tuple[str, ...], *, value: int = 5, status: FactStatus = "active",
-         criticality: str = "important", predicate: str = "subscription.seats", tenant: str = T,
-         subject: str = S) -> Fact:
-    return Fact(tenant_id=tenant, subject_id=subject, fact_id=fact_id, seq=seq, predicate=predicate, registry_version=1,
-                value_type="int", value=value, source_event_ids=sources, status=status, recorded_at=NOW,
-                content_hash=f"sha256:{fact_id}", criticality=criticality)  # type: ignore[arg-type]
+def fact(
+    fact_id: str,
+    seq: int,
+    sources: tuple[str, ...],
+    *,
+    value: int = 5,
+    status: FactStatus = "active",
+    criticality: str = "important",
+    predicate: str = "subscription.seats",
+    tenant: str = T,
+    subject: str = S,
+) -> Fact:
+    return Fact(
+        tenant_id=tenant,
+        subject_id=subject,
+        fact_id=fact_id,
+        seq=seq,
+        predicate=predicate,
+        registry_version=1,
+        value_type="int",
+        value=value,
+        source_event_ids=sources,
+        status=status,
+        recorded_at=NOW,
+        content_hash=f"sha256:{fact_id}",
+        criticality=criticality,  # type: ignore[arg-type]
+    )
 
 
 def artifact(artifact_id: str, parent: Alias, *, created_at: datetime = NOW) -> Artifact:
     """An artifact of ``parent``'s subject."""
     T, S = parent.tenant_id, parent.subject_id
     manifest = Manifest(
-        artifact_id=artifact_id, tenant_id=T, subject_id=S, new_covers_through=3, input_epoch=0,
-        expected_alias=parent.expected(), inputs=(InputRef(kind="event", id="e1", content_hash="sha256:e1", seq=1),),
-        input_root="sha256:r", path="direct", selector_version="1", prompt_version="1", compressor="det",
-        compressor_version="1", extractor_version="1", schema_version=2, registry_version=1, attempt=1,
-        timings={"gate": 0.25, "huge": 1e20}, dropped=("e1",),
+        artifact_id=artifact_id,
+        tenant_id=T,
+        subject_id=S,
+        new_covers_through=3,
+        input_epoch=0,
+        expected_alias=parent.expected(),
+        inputs=(InputRef(kind="event", id="e1", content_hash="sha256:e1", seq=1),),
+        input_root="sha256:r",
+        path="direct",
+        selector_version="1",
+        prompt_version="1",
+        compressor="det",
+        compressor_version="1",
+        extractor_version="1",
+        schema_version=2,
+        registry_version=1,
+        attempt=1,
+        timings={"gate": 0.25, "huge": 1e20},
+        dropped=("e1",),
     )
-    return Artifact(artifact_id=artifact_id, tenant_id=T, subject_id=S, state="candidate",
-                    body=ArtifactBody(tenant_id=T, subject_id=S, summary=f"summary {artifact_id}"),
-                    manifest=manifest, gate={"outcome": "clean", "score": 1.0}, created_at=created_at)
+    return Artifact(
+        artifact_id=artifact_id,
+        tenant_id=T,
+        subject_id=S,
+        state="candidate",
+        body=ArtifactBody(tenant_id=T, subject_id=S, summary=f"summary {artifact_id}"),
+        manifest=manifest,
+        gate={"outcome": "clean", "score": 1.0},
+        created_at=created_at,
+    )
 
 
-def recall_record(recall_id: str, *, at: datetime = NOW, candidates: tuple[str, ...] = ("e1",), tenant: str = T,
-                  subject: str = S) -> RecallRecord:
+def recall_record(
+    recall_id: str, *, at: datetime = NOW, candidates: tuple[str, ...] = ("e1",), tenant: str = T, subject: str = S
+) -> RecallRecord:
     T, S = tenant, subject
-    return RecallRecord(recall_id=recall_id, tenant_id=T, subject_id=S, at=at, query="refund", filters={"k": 1.5},
-                        mode="summary", candidate_ids=candidates, selected_ids=candidates,
-                        alias=Alias(tenant_id=T, subject_id=S), clock=Clock(tenant_id=T, subject_id=S))
+    return RecallRecord(
+        recall_id=recall_id,
+        tenant_id=T,
+        subject_id=S,
+        at=at,
+        query="refund",
+        filters={"k": 1.5},
+        mode="summary",
+        candidate_ids=candidates,
+        selected_ids=candidates,
+        alias=Alias(tenant_id=T, subject_id=S),
+        clock=Clock(tenant_id=T, subject_id=S),
+    )
 
 
 def refusal(*, fact_id: str | None = None, sources: tuple[str, ...] = (), conflict_id: str | None = None) -> Refusal:
-    return Refusal(rule="no_peanuts", kind="in_conflict" if conflict_id else "excludes", field="items[0].name",
-                   value="satay", detail="items[0].name names 'peanuts'", fact_id=fact_id,
-                   predicate="food.peanuts_allowed", fact_value=False, qualifiers={"basis": "allergy"},
-                   source_event_ids=sources, conflict_id=conflict_id)
+    return Refusal(
+        rule="no_peanuts",
+        kind="in_conflict" if conflict_id else "excludes",
+        field="items[0].name",
+        value="satay",
+        detail="items[0].name names 'peanuts'",
+        fact_id=fact_id,
+        predicate="food.peanuts_allowed",
+        fact_value=False,
+        qualifiers={"basis": "allergy"},
+        source_event_ids=sources,
+        conflict_id=conflict_id,
+    )
 
 
-def guard_result(guard_id: str, *, at: datetime = NOW, recall_id: str | None = None,
-                 refusals: tuple[Refusal, ...] = (), tenant: str = T, subject: str = S) -> GuardResult:
-    return GuardResult(guard_id=guard_id, tenant_id=tenant, subject_id=subject, at=at,
-                       action={"items": [{"name": "satay", "qty": 2, "price": 9.5}]}, action_sha256="sha256:act",
-                       allowed=not refusals, refusals=refusals, rules=("no_peanuts",), recall_id=recall_id,
-                       registry_version=1)
+def guard_result(
+    guard_id: str,
+    *,
+    at: datetime = NOW,
+    recall_id: str | None = None,
+    refusals: tuple[Refusal, ...] = (),
+    tenant: str = T,
+    subject: str = S,
+) -> GuardResult:
+    return GuardResult(
+        guard_id=guard_id,
+        tenant_id=tenant,
+        subject_id=subject,
+        at=at,
+        action={"items": [{"name": "satay", "qty": 2, "price": 9.5}]},
+        action_sha256="sha256:act",
+        allowed=not refusals,
+        refusals=refusals,
+        rules=("no_peanuts",),
+        recall_id=recall_id,
+        registry_version=1,
+    )
 
 
-def response_record(response_id: str, recall_id: str, *, at: datetime = NOW, guard_id: str | None = None,
-                    tenant: str = T, subject: str = S) -> ResponseRecord:
-    return ResponseRecord(response_id=response_id, tenant_id=tenant, subject_id=subject, at=at, recall_id=recall_id,
-                          guard_id=guard_id, answer="two satay, please", answer_sha256="sha256:ans")
+def response_record(
+    response_id: str,
+    recall_id: str,
+    *,
+    at: datetime = NOW,
+    guard_id: str | None = None,
+    tenant: str = T,
+    subject: str = S,
+) -> ResponseRecord:
+    return ResponseRecord(
+        response_id=response_id,
+        tenant_id=tenant,
+        subject_id=subject,
+        at=at,
+        recall_id=recall_id,
+        guard_id=guard_id,
+        answer="two satay, please",
+        answer_sha256="sha256:ans",
+    )
 
 
 def in_threads(*work: Callable[[], None]) -> list[BaseException]:
@@ -178,21 +282,47 @@ def _touching(kinds: tuple[str, ...]) -> list[str]:
 
 
 def _attempt(attempt_id: str, number: int, status: str, *, tenant: str = T, subject: str = S) -> Attempt:
-    return Attempt(attempt_id=attempt_id, tenant_id=tenant, subject_id=subject, number=number, status=status,  # type: ignore[arg-type]
-                   started_at=NOW, high_water=1, input_epoch=0,
-                   expected_alias=Alias(tenant_id=tenant, subject_id=subject).expected(), selected_ids=("e1",),
-                   input_root="sha256:r", compressor="det")
+    return Attempt(
+        attempt_id=attempt_id,
+        tenant_id=tenant,
+        subject_id=subject,
+        number=number,
+        status=status,  # type: ignore[arg-type]
+        started_at=NOW,
+        high_water=1,
+        input_epoch=0,
+        expected_alias=Alias(tenant_id=tenant, subject_id=subject).expected(),
+        selected_ids=("e1",),
+        input_root="sha256:r",
+        compressor="det",
+    )
 
 
 def _proposal(proposal_id: str, source: str, *, tenant: str = T, subject: str = S) -> Proposal:
-    return Proposal(proposal_id=proposal_id, tenant_id=tenant, subject_id=subject, predicate="subscription.seats",
-                    value=5, source_event_ids=(source,), authority="user", modality="asserted", extractor="test",
-                    status="review", created_at=NOW)
+    return Proposal(
+        proposal_id=proposal_id,
+        tenant_id=tenant,
+        subject_id=subject,
+        predicate="subscription.seats",
+        value=5,
+        source_event_ids=(source,),
+        authority="user",
+        modality="asserted",
+        extractor="test",
+        status="review",
+        created_at=NOW,
+    )
 
 
 def _conflict(conflict_id: str, a: str, b: str, *, tenant: str = T, subject: str = S) -> Conflict:
-    return Conflict(tenant_id=tenant, subject_id=subject, conflict_id=conflict_id, predicate="subscription.seats",
-                    fact_ids=(a, b), detected_at=NOW)
+    return Conflict(
+        tenant_id=tenant,
+        subject_id=subject,
+        conflict_id=conflict_id,
+        predicate="subscription.seats",
+        fact_ids=(a, b),
+        detected_at=NOW,
+    )
 
 
 def _ids(items: Any, attr: str) -> list[str]:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from lossgate.model.derived_records import DailyMetric
 from lossgate.errors import IdempotencyConflict, InvalidInput
+from lossgate.model.derived_records import DailyMetric
 from lossgate.model.records import NewEvent, TaintPolicy
 from lossgate.store.protocol import Store
-from lossgate.testing.store_contract.support import T, S, NOW, Contract, check_signatures, event, append
+from lossgate.testing.store_contract.support import NOW, Contract, S, T, append, check_signatures, event
 
 __all__ = ["TenantContract"]
 
@@ -29,8 +29,15 @@ class TenantContract(Contract):
 
     def test_taint_policies_keep_every_version_of_their_tenant_in_order(self, store: Store) -> None:
         def policy(policy_id: str, version: int, tenant: str = T) -> TaintPolicy:
-            return TaintPolicy(tenant_id=tenant, policy_id=policy_id, version=version, kind="tool_result",
-                               actor=f"tool:{version}", trust="untrusted", created_at=NOW)
+            return TaintPolicy(
+                tenant_id=tenant,
+                policy_id=policy_id,
+                version=version,
+                kind="tool_result",
+                actor=f"tool:{version}",
+                trust="untrusted",
+                created_at=NOW,
+            )
 
         with store.write() as tx:
             for p in (policy("b", 1), policy("a", 2), policy("a", 1), policy("a", 1, tenant="other")):
@@ -59,8 +66,7 @@ class TenantContract(Contract):
     def test_set_tier_moves_named_events_to_hot_warm_or_cold(self, store: Store) -> None:
         with store.write() as tx:
             tx.lock_clock(T, S)
-            tx.insert_events([(event(f"e{n}"), n, f"sha256:e{n}", NOW.isoformat()) for n in (1, 2, 3)],
-                             recorded_at=NOW)
+            tx.insert_events([(event(f"e{n}"), n, f"sha256:e{n}", NOW.isoformat()) for n in (1, 2, 3)], recorded_at=NOW)
             assert tx.set_tier(T, S, through_seq=9, tier="warm", event_ids=["e1", "e3", "nope"]) == 2
             assert tx.set_tier(T, S, through_seq=2, tier="cold", event_ids=["e1", "e3"]) == 1
             assert tx.set_tier(T, S, through_seq=9, tier="cold", event_ids=[]) == 0
@@ -81,6 +87,7 @@ class TenantContract(Contract):
             tx.set_event_state(T, S, "e5", "revoked", purge=False)
             tx.set_tier(T, S, through_seq=9, tier="warm", event_ids=["e3"])
         with store.read() as tx:
+
             def ids(tier: Any, through: datetime) -> list[str]:
                 return [e.event_id for e in tx.tier_events(T, S, tier, recorded_through=through)]
 
@@ -98,30 +105,59 @@ class TenantContract(Contract):
             return event(event_id).model_copy(update={"kind": kind, "actor": actor, "trust": "tool"})
 
         with store.write() as tx:
-            append(tx, tool("e1", "tool:a"), event("e2"), tool("e3", "tool:b"), tool("e4", "tool:a"),
-                   tool("e5", "tool:a", "document"))
+            append(
+                tx,
+                tool("e1", "tool:a"),
+                event("e2"),
+                tool("e3", "tool:b"),
+                tool("e4", "tool:a"),
+                tool("e5", "tool:a", "document"),
+            )
             tx.set_event_state(T, S, "e4", "revoked", purge=False)
         with store.read() as tx:
             assert tx.events_matching(T, S, kind="tool_result", actor=None) == [
-                ("e1", "tool_result", "tool:a", "tool"), ("e3", "tool_result", "tool:b", "tool")]
+                ("e1", "tool_result", "tool:a", "tool"),
+                ("e3", "tool_result", "tool:b", "tool"),
+            ]
             assert tx.events_matching(T, S, kind=None, actor="tool:a") == [
-                ("e1", "tool_result", "tool:a", "tool"), ("e5", "document", "tool:a", "tool")]
+                ("e1", "tool_result", "tool:a", "tool"),
+                ("e5", "document", "tool:a", "tool"),
+            ]
             assert tx.events_matching(T, S, kind="message", actor="user") == [
-                ("e2", "message", "user", "authenticated_user")]
+                ("e2", "message", "user", "authenticated_user")
+            ]
             assert tx.events_matching(T, "nobody", kind="tool_result", actor=None) == []
 
     def test_daily_metrics_are_kept_per_tenant_in_order_with_their_types(self, store: Store) -> None:
         plus2 = timezone(timedelta(hours=2))
         march13, march14 = date(2026, 3, 13), date(2026, 3, 14)
 
-        def metric(run: str, day: date, name: str, value: float, *, dimension: dict[str, str | int] | None = None,
-                   at: datetime = NOW, tenant: str = T) -> DailyMetric:
-            return DailyMetric(tenant_id=tenant, run_id=run, day=day, metric=name, dimension=dimension or {},
-                               value=value, recorded_at=at)
+        def metric(
+            run: str,
+            day: date,
+            name: str,
+            value: float,
+            *,
+            dimension: dict[str, str | int] | None = None,
+            at: datetime = NOW,
+            tenant: str = T,
+        ) -> DailyMetric:
+            return DailyMetric(
+                tenant_id=tenant,
+                run_id=run,
+                day=day,
+                metric=name,
+                dimension=dimension or {},
+                value=value,
+                recorded_at=at,
+            )
 
         # r-b is stored first but recorded at noon UTC; r-a at 11:30 UTC, given with a +02:00 offset.
-        late = [metric("r-b", march14, "key_facts", 4), metric("r-b", march14, "key_facts", 3, dimension={"v": 2}),
-                metric("r-b", march14, "key_fact_recall", 0.75)]
+        late = [
+            metric("r-b", march14, "key_facts", 4),
+            metric("r-b", march14, "key_facts", 3, dimension={"v": 2}),
+            metric("r-b", march14, "key_fact_recall", 0.75),
+        ]
         early = [metric("r-a", march14, "key_facts", 5, at=datetime(2026, 3, 14, 13, 30, tzinfo=plus2))]
         before = [metric("r-0", march13, "key_facts", 1.5, at=NOW + timedelta(days=1))]
         with store.write() as tx:
@@ -132,9 +168,12 @@ class TenantContract(Contract):
         with store.read() as tx:
             got = tx.daily_metrics(T)  # day, recorded_at as an instant, run, metric, dimension (bytewise)
             assert [(m.run_id, m.day.isoformat(), m.metric, m.dimension, m.value) for m in got] == [
-                ("r-0", "2026-03-13", "key_facts", {}, 1.5), ("r-a", "2026-03-14", "key_facts", {}, 5.0),
-                ("r-b", "2026-03-14", "key_fact_recall", {}, 0.75), ("r-b", "2026-03-14", "key_facts", {"v": 2}, 3.0),
-                ("r-b", "2026-03-14", "key_facts", {}, 4.0)]
+                ("r-0", "2026-03-13", "key_facts", {}, 1.5),
+                ("r-a", "2026-03-14", "key_facts", {}, 5.0),
+                ("r-b", "2026-03-14", "key_fact_recall", {}, 0.75),
+                ("r-b", "2026-03-14", "key_facts", {"v": 2}, 3.0),
+                ("r-b", "2026-03-14", "key_facts", {}, 4.0),
+            ]
             first = got[0]
             assert (type(first.day), type(first.value), first.recorded_at) == (date, float, NOW + timedelta(days=1))
             assert type(got[3].dimension["v"]) is int
@@ -148,8 +187,9 @@ class TenantContract(Contract):
             tx.save_daily_metrics(T, [metric("r-c", march14, "key_facts", 1)])
             tx.save_daily_metrics(T, [metric("r-b", march14, "key_facts", 7)])  # (tenant, run, metric, dimension) again
         with pytest.raises(InvalidInput), store.write() as tx:
-            tx.save_daily_metrics(T, [metric("r-d", march14, "key_facts", 1), metric("r-d", march14, "claims", 1,
-                                                                                      tenant="other")])
+            tx.save_daily_metrics(
+                T, [metric("r-d", march14, "key_facts", 1), metric("r-d", march14, "claims", 1, tenant="other")]
+            )
         with store.read() as tx:
             assert sorted({m.run_id for m in tx.daily_metrics(T)}) == ["r-0", "r-a", "r-b"]  # nothing of r-c, r-d
             assert len(tx.daily_metrics("other")) == 1
