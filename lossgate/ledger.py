@@ -24,6 +24,7 @@ from lossgate import lineage, queue
 from lossgate.caches import forget_text
 from lossgate.canonical import content_hash
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
+from lossgate.gate.superseded import value_terms
 from lossgate.limits import shown_id
 from lossgate.records import (
     AUTHORITY_FOR_TRUST, TRUST_RANK, AppendResult, Clock, Conflict, Event, EventKind, EventRef, Fact, NewEvent,
@@ -417,7 +418,8 @@ class Ledger:
 
     def _leave(self, fact: Fact, status: str, *, cause: str, purge: bool = False) -> None:
         self._touch(fact)
-        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)  # type: ignore[arg-type]
+        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge,  # type: ignore[arg-type]
+                            terms=value_terms(fact) if status in ("superseded", "revoked") and not purge else ())
         if purge:
             self._erasing()
         self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
@@ -553,7 +555,8 @@ class Ledger:
         self.tx.insert_facts([fact])
         self._log(t, s, "assert", fact_id, {"predicate": pred.name, "seq": fact.seq})
         if supersedes is not None:
-            self.tx.update_fact(t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id)
+            self.tx.update_fact(t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id,
+                                terms=value_terms(supersedes))
             self._touch(supersedes)
             self._log(t, s, "supersede", supersedes.fact_id, {"by": fact_id})
             self._resolve_conflicts(supersedes, f"superseded by {fact_id}")

@@ -36,7 +36,7 @@ from lossgate.records import ArtifactBody, Event, Snapshot
 from lossgate.values import coerce_value
 
 __all__ = ["ProseInputs", "Extractions", "prose_inputs", "value_forms", "value_atoms", "claim_atoms", "anchor_dates",
-           "key_of", "label_of", "token_of", "Key", "clear_atom_cache", "events_holding"]
+           "key_of", "label_of", "token_of", "Key", "clear_atom_cache", "events_holding", "event_tokens"]
 
 Key = tuple[str, str]
 
@@ -327,6 +327,12 @@ def events_holding(events: Iterable[Event], labels: Iterable[str], *, seen: Extr
     found = {ev.event_id for d in _extract_days(events, seen) for ev, keys in zip(d.events, d.keys)
              if not wanted.isdisjoint(keys)}
     return sorted(found)
+
+
+def event_tokens(events: Iterable[Event], *, seen: Extractions | None = None) -> set[Key]:
+    """The value tokens (:func:`token_of`) of the valid events' own atoms, as the gate's prose
+    diff extracts them: what the job's gate then reads from ``seen`` or the cache."""
+    return {token_of(a) for d in _extract_days(events, seen) for run in d.atoms for a in run}
 
 
 def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> ProseInputs:

@@ -274,6 +274,9 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "set_event_trust": lambda tx: tx.set_event_trust(T, S, "e1", "tool"),
     "insert_facts": lambda tx: tx.insert_facts([fact("f9", 1, ("e1",))]),
     "update_fact": lambda tx: tx.update_fact(T, S, "f1", status="superseded", superseded_by="f2"),
+    "retired_terms_kept": lambda tx: tx.retired_terms_kept(T, S),
+    "retired_facts_stating": lambda tx: tx.retired_facts_stating(T, S, ["num=5"], through_seq=9),
+    "keep_retired_terms": lambda tx: tx.keep_retired_terms(T, S, {"f1": ["num=5"]}),
     "insert_conflict": lambda tx: tx.insert_conflict(_conflict("c1", "f1", "f2")),
     "resolve_conflict": lambda tx: tx.resolve_conflict(T, S, "c9", at=NOW, resolution="none"),
     "add_log": lambda tx: tx.add_log(T, S, at=NOW, op="assert", target_id="f1", detail={}),
@@ -359,7 +362,7 @@ def _write_scope(tx: WriteTx, p: str, t: str, s: str, n: int) -> None:
            recorded_at=NOW - timedelta(days=n))
     tx.insert_facts([fact(f"{p}-f1", 1, (f"{p}-e1",), tenant=t, subject=s),
                      fact(f"{p}-f2", 2, (f"{p}-e2",), value=6, tenant=t, subject=s)])
-    tx.update_fact(t, s, f"{p}-f2", status="superseded", superseded_by=f"{p}-f1")
+    tx.update_fact(t, s, f"{p}-f2", status="superseded", superseded_by=f"{p}-f1", terms=("num=6", "@refund"))
     tx.insert_conflict(_conflict(f"{p}-c1", f"{p}-f1", f"{p}-f2", tenant=t, subject=s))
     tx.add_log(t, s, at=NOW, op="assert", target_id=f"{p}-f1", detail={"n": n})
     alias = tx.lock_alias(t, s)
@@ -416,6 +419,9 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
         [["own-f1", "own-f2"], ["own-f2"], ["own-f1"]]),
     "facts_citing": (lambda tx, t, s: _ids(tx.facts_citing(t, s, _all("e1") + _all("e2")), "fact_id"),
                      ["own-f1", "own-f2"]),
+    "retired_terms_kept": (lambda tx, t, s: tx.retired_terms_kept(t, s), True),
+    "retired_facts_stating": (lambda tx, t, s: _ids(tx.retired_facts_stating(t, s, ["num=6"], through_seq=9),
+                                                    "fact_id"), ["own-f1", "own-f2"]),
     "events_matching": (lambda tx, t, s: [e[0] for e in tx.events_matching(t, s, kind="message", actor="user")],
                         ["own-e1", "own-e2"]),
     "tier_events": (lambda tx, t, s: [_ids(tx.tier_events(t, s, "hot", recorded_through=NOW), "event_id"),
@@ -1200,6 +1206,43 @@ class StoreContract:
         with store.read() as tx:
             assert tx.search_facts(T, S, "seats", limit=10) == ["f4"]
             assert tx.search_facts(T, S, "4", limit=10) == ["f4"] and tx.search_facts(T, S, "2", limit=10) == []
+
+    def test_a_retired_fact_keeps_its_value_terms_until_it_leaves_the_retired_set(self, store: Store) -> None:
+        """The terms come with the retirement, in its transaction (a rolled-back retirement
+        keeps none); a lookup answers the retired facts holding a term and the facts their
+        supersession chains lead through; a fact deleted, purged or active again is found by
+        none of its terms (a deleted value's words are never looked up again)."""
+        with store.write() as tx:
+            append(tx, event("e1"))
+            tx.insert_facts([fact(f"f{i}", i, ("e1",), value=i) for i in range(1, 6)])
+
+        def stating(*terms: str, through: int = 9) -> list[str]:
+            with store.read() as tx:
+                return [f.fact_id for f in tx.retired_facts_stating(T, S, list(terms), through_seq=through)]
+
+        with pytest.raises(RuntimeError), store.write() as tx:
+            tx.update_fact(T, S, "f1", status="superseded", superseded_by="f2", terms=("num=1",))
+            raise RuntimeError("rolled back")
+        assert stating("num=1") == []
+        with store.write() as tx:
+            tx.update_fact(T, S, "f1", status="superseded", superseded_by="f2", terms=("num=1", "@one"))
+            tx.update_fact(T, S, "f2", status="superseded", superseded_by="f3", terms=("num=2",))
+            tx.update_fact(T, S, "f4", status="revoked", terms=("num=4", "@one"))
+        assert stating("num=1") == ["f1", "f2", "f3"]  # f1, and its chain to f3, which holds now
+        assert stating("@one", "num=9") == ["f1", "f2", "f3", "f4"]
+        assert stating("num=2") == ["f2", "f3"] and stating("num=3") == [] and stating() == []
+        assert stating("num=4", through=3) == []  # f4 (seq 4) is past the high-water
+        with store.write() as tx:
+            tx.update_fact(T, S, "f1", status="deleted", purge=True)
+            tx.update_fact(T, S, "f4", status="active")
+            tx.update_fact(T, S, "f2", status="revoked", purge=True)
+        assert stating("num=1", "@one", "num=2", "num=4") == []
+        with store.read() as tx:
+            assert tx.retired_terms_kept(T, S)
+        with store.write() as tx:
+            tx.update_fact(T, S, "f5", status="revoked")  # retired with no terms, as before the store kept them
+            tx.keep_retired_terms(T, S, {"f5": ["num=5"]})
+        assert stating("num=5") == ["f5"]
 
     def test_the_fresh_tail_covers_what_the_index_covers(self, store: Store) -> None:
         """The index takes an event's text and actor: a search finds both before it does too."""
