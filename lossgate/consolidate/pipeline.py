@@ -45,6 +45,7 @@ from lossgate.consolidate.compressor import CompressionError, CompressionRequest
 from lossgate.consolidate.deterministic import DeterministicCompressor
 from lossgate.consolidate.hierarchy import MAX_TOKENS, HierarchyConfig, digest_lines
 from lossgate.consolidate.narrative_policy import narrative_policy
+from lossgate.consolidate.retired import retired_facts
 from lossgate.consolidate.selection import SELECTOR_VERSION, Selection, input_root, select, select_delta, snapshot_at
 from lossgate.consolidate.tokens import default_counter
 from lossgate.errors import InvalidInput, LossgateError, NotFound, StoreError, crash_reason
@@ -444,20 +445,19 @@ class Consolidator:
                 delta = select_delta(tx, tenant_id, subject_id, registry) if self._flat_delta() else None
                 sel = delta or select(tx, tenant_id, subject_id, registry, incremental=self.config.incremental)
             epoch_seen(tenant_id, subject_id, sel.snapshot.clock.input_epoch)
-            retired = tx.facts(
-                tenant_id, subject_id, statuses=["superseded", "revoked"], through_seq=sel.snapshot.clock.high_water
-            )
-            sel = replace(
-                sel,
-                retired=retired_values([*sel.facts, *retired], sel.snapshot.conflicts),
-                narrative_policy=narrative_policy(tx, tenant_id),
-            )
             if sel.snapshot.clock.high_water == 0:
                 raise NotFound(f"nothing to consolidate for {tenant_id}/{subject_id}: no events or facts")
             count, since_published = tx.attempt_tail(tenant_id, subject_id)
             failures, refused_for = queue.consecutive_failures(since_published)
             if extended is None:
                 tree = self._plan_tree(tx, sel, registry, counter)
+            # what the job's lines may state of the retired values: looked up by what a tail job reads
+            retired = retired_facts(tx, sel, tree, bounded=extended is not None)
+            sel = replace(
+                sel,
+                retired=retired_values([*sel.facts, *retired], sel.snapshot.conflicts),
+                narrative_policy=narrative_policy(tx, tenant_id),
+            )
             attempt = Attempt(
                 attempt_id=f"att-{uuid.uuid4().hex[:16]}",
                 tenant_id=tenant_id,

@@ -50,6 +50,7 @@ __all__ = [
     "Key",
     "clear_atom_cache",
     "events_holding",
+    "event_tokens",
 ]
 
 Key = tuple[str, str]
@@ -347,6 +348,12 @@ def events_holding(events: Iterable[Event], labels: Iterable[str], *, seen: Extr
         if not wanted.isdisjoint(keys)
     }
     return sorted(found)
+
+
+def event_tokens(events: Iterable[Event], *, seen: Extractions | None = None) -> set[Key]:
+    """The value tokens (:func:`token_of`) of the valid events' own atoms, as the gate's prose
+    diff extracts them: what the job's gate then reads from ``seen`` or the cache."""
+    return {token_of(a) for d in _extract_days(events, seen) for run in d.atoms for a in run}
 
 
 def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> ProseInputs:

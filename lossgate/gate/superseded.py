@@ -54,7 +54,7 @@ from lossgate.model.wording import (
 )
 from lossgate.runtime.caches import holds_text
 
-__all__ = ["Retired", "retired_values", "mark", "strip_markers", "check_markers"]
+__all__ = ["Retired", "retired_values", "value_terms", "text_terms", "mark", "strip_markers", "check_markers"]
 
 _PHRASE_TYPES = ("string", "enum", "entity_id")
 _TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE})
@@ -186,6 +186,42 @@ def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) ->
             )
         )
     return tuple(out) + sides
+
+
+def value_terms(fact: Fact) -> tuple[str, ...]:
+    """What a line must hold to state ``fact``'s value, were it retired: the first word of a
+    phrase (``@word``; ``@`` alone for a phrase of no word, which any line may state), or each
+    of the value's atoms (``kind=key``), as :class:`_Candidates` looks them up. Nothing for a
+    value no line states in words (a bool, none). The ledger keeps these with a retired fact
+    (:meth:`~lossgate.store.protocol.LedgerWriteTx.update_fact`) so that a job looks up the
+    retired values its lines may state by :func:`text_terms` instead of reading them all."""
+    if fact.value is None or fact.value_type == "bool":
+        return ()
+    if fact.value_type in _PHRASE_TYPES:
+        phrase = " ".join(value_text(fact).casefold().split())
+        if not phrase:
+            return ()
+        first = _WORDS.search(phrase)
+        return ("@" + (first.group() if first else ""),)
+    return tuple(sorted(f"{kind}={key}" for kind, key in _tokens(fact.value_type, fact.value)))
+
+
+def text_terms(
+    texts: Iterable[str],
+    *,
+    words: Iterable[str] = (),
+    tokens: Iterable[tuple[str, str]] = (),
+) -> frozenset[str]:
+    """The terms (:func:`value_terms`) that lines hold: the words and value atoms of the lines
+    of ``texts``, read as :func:`mark` reads a summary's lines (one extraction of them
+    joined); the words of ``words``, whose atoms come as ``tokens`` (read already); and
+    ``@``, the term of a phrase any line may state."""
+    text = "\n".join(texts)
+    found = {"@" + w for w in _WORDS.findall(text.casefold())}
+    for said in words:
+        found.update("@" + w for w in _WORDS.findall(said.casefold()))
+    atoms = {token_of(a) for a in extract_atoms(text, affirmations=False)} if text else set()
+    return frozenset(found | {"=".join(t) for t in (*atoms, *tokens)} | {"@"})
 
 
 def _conflict_sides(by_id: dict[str, Fact], conflicts: Iterable[Conflict]) -> tuple[Retired, ...]:

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, get_args
 
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
+from lossgate.gate.superseded import value_terms
 from lossgate.lineage import propagation as lineage
 from lossgate.lineage import queue
 from lossgate.model.canonical import content_hash
@@ -549,7 +550,14 @@ class Ledger:
 
     def _leave(self, fact: Fact, status: FactStatus, *, cause: str, purge: bool = False) -> None:
         self._touch(fact)
-        self.tx.update_fact(fact.tenant_id, fact.subject_id, fact.fact_id, status=status, purge=purge)
+        self.tx.update_fact(
+            fact.tenant_id,
+            fact.subject_id,
+            fact.fact_id,
+            status=status,
+            purge=purge,
+            terms=value_terms(fact) if status in ("superseded", "revoked") and not purge else (),
+        )
         if purge:
             self._erasing()
         self._log(fact.tenant_id, fact.subject_id, status, fact.fact_id, {"cause": cause, "previous": fact.status})
@@ -714,7 +722,9 @@ class Ledger:
         self.tx.insert_facts([fact])
         self._log(t, s, "assert", fact_id, {"predicate": pred.name, "seq": fact.seq})
         if supersedes is not None:
-            self.tx.update_fact(t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id)
+            self.tx.update_fact(
+                t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id, terms=value_terms(supersedes)
+            )
             self._touch(supersedes)
             self._log(t, s, "supersede", supersedes.fact_id, {"by": fact_id})
             self._resolve_conflicts(supersedes, f"superseded by {fact_id}")

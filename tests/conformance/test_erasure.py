@@ -512,3 +512,61 @@ def test_the_migration_erases_the_actors_of_tombstones_stored_before_it(before_e
             assert _postgresql_tables_holding(admin_url, ACTOR_WORD) == []
     finally:
         memory.close()
+
+
+# -- the terms a retired value is looked up by ---------------------------------------------------
+
+RETIRED_WORD = "quokkaberry"  # a superseded topic's first word: the term its fact is looked up by
+
+
+@pytest.mark.parametrize("erase", ["the fact", "its source event"])
+def test_a_deleted_retired_value_leaves_no_term_to_look_it_up_by(memory, store_url, erase):
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id="w1", text="let us talk about the berries"),
+            NewEvent(tenant_id=T, subject_id=S, event_id="w2", text="now about the weather"),
+        ]
+    )
+    memory.assert_fact(
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="topic-1",
+            predicate="chat.topic",
+            value=f"{RETIRED_WORD} harvest",
+            source_event_ids=["w1"],
+        )
+    )
+    memory.supersede(
+        T,
+        S,
+        "topic-1",
+        NewFact(
+            tenant_id=T,
+            subject_id=S,
+            fact_id="topic-2",
+            predicate="chat.topic",
+            value="weather",
+            source_event_ids=["w2"],
+        ),
+    )
+
+    def stating() -> list[str]:
+        with memory.store.read() as tx:
+            return [f.fact_id for f in tx.retired_facts_stating(T, S, [f"@{RETIRED_WORD}"], through_seq=99)]
+
+    assert stating() == ["topic-1", "topic-2"]  # kept with the supersession: the fact, and what holds now
+    if erase == "the fact":
+        memory.delete_fact(T, S, "topic-1", reason="erasure request")
+    else:
+        memory.delete_event(T, S, "w1", reason="erasure request")
+    assert stating() == []
+    if store_url.startswith("postgresql"):
+        assert _postgresql_tables_holding(store_url, RETIRED_WORD) == []
+    else:
+        rows = (
+            sqlite3.connect(store_url.removeprefix("sqlite:///"))
+            .execute("SELECT count(*) FROM retired_terms WHERE term LIKE ?", (f"%{RETIRED_WORD}%",))
+            .fetchone()
+        )
+        assert rows == (0,)

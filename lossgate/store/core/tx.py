@@ -10,7 +10,7 @@ search index, looking up facts by source) it overrides or supplies in its own
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, get_args
 
@@ -185,6 +185,42 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
             limit=limit,
         )
 
+    def retired_terms_kept(self, tenant_id: str, subject_id: str) -> bool:
+        return (
+            self._one("SELECT 1 FROM retired_terms_pending WHERE tenant_id=? AND subject_id=?", (tenant_id, subject_id))
+            is None
+        )
+
+    def retired_facts_stating(
+        self, tenant_id: str, subject_id: str, terms: Sequence[str], *, through_seq: int
+    ) -> list[Fact]:
+        hits: set[str] = set()
+        for chunk in self._d.chunks(sorted(set(terms))):  # a probe of the primary key per term
+            condition, args = self._d.in_("term", chunk)
+            hits.update(
+                r[0]
+                for r in self._all(
+                    f"SELECT fact_id FROM retired_terms WHERE tenant_id=? AND subject_id=? AND {condition}",
+                    (tenant_id, subject_id, *args),
+                )
+            )
+        if not hits:
+            return []
+        # Each hit's supersession chain, walked by primary key to the fact that holds now.
+        condition, args = self._d.in_("fact_id", sorted(hits))
+        chain = (
+            "WITH RECURSIVE chain(fact_id) AS ("
+            f"SELECT fact_id FROM facts WHERE tenant_id=? AND subject_id=? AND {condition} "
+            "UNION SELECT f.superseded_by FROM facts f JOIN chain c ON f.tenant_id=? AND f.fact_id=c.fact_id "
+            "WHERE f.superseded_by IS NOT NULL) "
+            f"{_FACT_SELECT} WHERE tenant_id=? AND subject_id=? AND seq<=? "
+            "AND fact_id IN (SELECT fact_id FROM chain) ORDER BY seq"
+        )
+        found = self._all(chain, (tenant_id, subject_id, *args, tenant_id, tenant_id, subject_id, through_seq))
+        return [
+            f for f in map(rows.fact_from_row, found) if f.fact_id not in hits or f.status in ("superseded", "revoked")
+        ]
+
     def _in(self, column: str, values: Sequence[Any]) -> tuple[Any, ...]:
         condition, args = self._d.in_(column, values)
         return (condition, *args)
@@ -292,6 +328,7 @@ class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDeri
         status: FactStatus,
         superseded_by: str | None = None,
         purge: bool = False,
+        terms: Sequence[str] = (),
     ) -> None:
         sets: list[str] = ["status=?"]
         args: list[Any] = [status]
@@ -304,6 +341,24 @@ class CoreWriteTx(CoreTaintWrites, CoreMetricsWrites, CoreAccessWrites, CoreDeri
             f"UPDATE facts SET {', '.join(sets)} WHERE tenant_id=? AND subject_id=? AND fact_id=?",
             (*args, tenant_id, subject_id, fact_id),
         )
+        # The terms a retired value is looked up by leave with it (a deleted value's words are
+        # never looked up again), or come with a retirement.
+        self._run("DELETE FROM retired_terms WHERE tenant_id=? AND fact_id=?", (tenant_id, fact_id))
+        if status in ("superseded", "revoked") and not purge:
+            self._keep_terms(tenant_id, subject_id, {fact_id: terms})
+
+    def _keep_terms(self, tenant_id: str, subject_id: str, terms: Mapping[str, Sequence[str]]) -> None:
+        pairs = [(tenant_id, subject_id, term, fact_id) for fact_id, kept in terms.items() for term in set(kept)]
+        if pairs:
+            self._many(
+                "INSERT INTO retired_terms (tenant_id, subject_id, term, fact_id) VALUES (?,?,?,?) "
+                "ON CONFLICT DO NOTHING",
+                pairs,
+            )
+
+    def keep_retired_terms(self, tenant_id: str, subject_id: str, terms: Mapping[str, Sequence[str]]) -> None:
+        self._keep_terms(tenant_id, subject_id, terms)
+        self._run("DELETE FROM retired_terms_pending WHERE tenant_id=? AND subject_id=?", (tenant_id, subject_id))
 
     def insert_conflict(self, conflict: Conflict) -> None:
         self._run(_CONFLICT_INSERT, rows.conflict_row(conflict))

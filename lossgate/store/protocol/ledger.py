@@ -4,7 +4,7 @@ on it: a store implements this tier first (:class:`~lossgate.testing.store_contr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -86,6 +86,19 @@ class LedgerReadTx(Protocol):
         """Facts of one subject that list any of ``event_ids`` among their sources (only those in
         ``statuses``, if given), in seq order."""
 
+    def retired_terms_kept(self, tenant_id: str, subject_id: str) -> bool:
+        """Whether the subject's superseded and revoked facts all have their value terms kept
+        (:meth:`LedgerWriteTx.update_fact`); not for a subject that retired a value before
+        the store kept terms, until :meth:`LedgerWriteTx.keep_retired_terms`."""
+
+    def retired_facts_stating(
+        self, tenant_id: str, subject_id: str, terms: Sequence[str], *, through_seq: int
+    ) -> list[Fact]:
+        """The subject's superseded and revoked facts through ``through_seq`` whose kept value
+        terms include any of ``terms``, and every fact of the subject through ``through_seq``
+        that their supersession chains lead through (what a marker says holds now), in seq
+        order. Reads what the terms name, never the subject's whole retired history."""
+
     def conflicts(
         self,
         tenant_id: str,
@@ -166,8 +179,17 @@ class LedgerWriteTx(LedgerReadTx, Protocol):
         status: FactStatus,
         superseded_by: str | None = None,
         purge: bool = False,
+        terms: Sequence[str] = (),
     ) -> None:
-        """Change a fact's status; ``purge`` erases its value and qualifiers."""
+        """Change a fact's status; ``purge`` erases its value and qualifiers. The value terms
+        the fact had kept are removed; a fact that becomes superseded or revoked (unpurged)
+        keeps ``terms`` instead (:func:`lossgate.gate.superseded.value_terms`), in this
+        transaction."""
+
+    def keep_retired_terms(self, tenant_id: str, subject_id: str, terms: Mapping[str, Sequence[str]]) -> None:
+        """Keep the value terms of the subject's retired facts (fact id to terms) that retired
+        before the store kept them, and mark the subject's terms complete
+        (:meth:`LedgerReadTx.retired_terms_kept`)."""
 
     @subject_of("conflict")
     def insert_conflict(self, conflict: Conflict) -> None:

@@ -201,3 +201,40 @@ class LedgerContract(Contract):
         with store.read() as tx:
             assert [e.seq for e in tx.events(T, S)] == list(range(1, 97))
             assert tx.clock(T, S).high_water == 96
+
+    def test_a_retired_fact_keeps_its_value_terms_until_it_leaves_the_retired_set(self, store: Store) -> None:
+        """The terms come with the retirement, in its transaction (a rolled-back retirement
+        keeps none); a lookup answers the retired facts holding a term and the facts their
+        supersession chains lead through; a fact deleted, purged or active again is found by
+        none of its terms (a deleted value's words are never looked up again)."""
+        with store.write() as tx:
+            append(tx, event("e1"))
+            tx.insert_facts([fact(f"f{i}", i, ("e1",), value=i) for i in range(1, 6)])
+
+        def stating(*terms: str, through: int = 9) -> list[str]:
+            with store.read() as tx:
+                return [f.fact_id for f in tx.retired_facts_stating(T, S, list(terms), through_seq=through)]
+
+        with pytest.raises(RuntimeError), store.write() as tx:
+            tx.update_fact(T, S, "f1", status="superseded", superseded_by="f2", terms=("num=1",))
+            raise RuntimeError("rolled back")
+        assert stating("num=1") == []
+        with store.write() as tx:
+            tx.update_fact(T, S, "f1", status="superseded", superseded_by="f2", terms=("num=1", "@one"))
+            tx.update_fact(T, S, "f2", status="superseded", superseded_by="f3", terms=("num=2",))
+            tx.update_fact(T, S, "f4", status="revoked", terms=("num=4", "@one"))
+        assert stating("num=1") == ["f1", "f2", "f3"]  # f1, and its chain to f3, which holds now
+        assert stating("@one", "num=9") == ["f1", "f2", "f3", "f4"]
+        assert stating("num=2") == ["f2", "f3"] and stating("num=3") == [] and stating() == []
+        assert stating("num=4", through=3) == []  # f4 (seq 4) is past the high-water
+        with store.write() as tx:
+            tx.update_fact(T, S, "f1", status="deleted", purge=True)
+            tx.update_fact(T, S, "f4", status="active")
+            tx.update_fact(T, S, "f2", status="revoked", purge=True)
+        assert stating("num=1", "@one", "num=2", "num=4") == []
+        with store.read() as tx:
+            assert tx.retired_terms_kept(T, S)
+        with store.write() as tx:
+            tx.update_fact(T, S, "f5", status="revoked")  # retired with no terms, as before the store kept them
+            tx.keep_retired_terms(T, S, {"f5": ["num=5"]})
+        assert stating("num=5") == ["f5"]

@@ -69,6 +69,9 @@ FIRST_TOUCHES: dict[str, Callable[[WriteTx], object]] = {
     "set_event_trust": lambda tx: tx.set_event_trust(T, S, "e1", "tool"),
     "insert_facts": lambda tx: tx.insert_facts([fact("f9", 1, ("e1",))]),
     "update_fact": lambda tx: tx.update_fact(T, S, "f1", status="superseded", superseded_by="f2"),
+    "retired_terms_kept": lambda tx: tx.retired_terms_kept(T, S),
+    "retired_facts_stating": lambda tx: tx.retired_facts_stating(T, S, ["num=5"], through_seq=9),
+    "keep_retired_terms": lambda tx: tx.keep_retired_terms(T, S, {"f1": ["num=5"]}),
     "insert_conflict": lambda tx: tx.insert_conflict(_conflict("c1", "f1", "f2")),
     "resolve_conflict": lambda tx: tx.resolve_conflict(T, S, "c9", at=NOW, resolution="none"),
     "add_log": lambda tx: tx.add_log(T, S, at=NOW, op="assert", target_id="f1", detail={}),
@@ -168,7 +171,7 @@ def _write_scope(tx: WriteTx, p: str, t: str, s: str, n: int) -> None:
             fact(f"{p}-f2", 2, (f"{p}-e2",), value=6, tenant=t, subject=s),
         ]
     )
-    tx.update_fact(t, s, f"{p}-f2", status="superseded", superseded_by=f"{p}-f1")
+    tx.update_fact(t, s, f"{p}-f2", status="superseded", superseded_by=f"{p}-f1", terms=("num=6", "@refund"))
     tx.insert_conflict(_conflict(f"{p}-c1", f"{p}-f1", f"{p}-f2", tenant=t, subject=s))
     tx.add_log(t, s, at=NOW, op="assert", target_id=f"{p}-f1", detail={"n": n})
     alias = tx.lock_alias(t, s)
@@ -249,6 +252,11 @@ SCOPED_READS: dict[str, tuple[Callable[[Any, str, str], object], object]] = {
     ),
     "facts_citing": (
         lambda tx, t, s: _ids(tx.facts_citing(t, s, _all("e1") + _all("e2")), "fact_id"),
+        ["own-f1", "own-f2"],
+    ),
+    "retired_terms_kept": (lambda tx, t, s: tx.retired_terms_kept(t, s), True),
+    "retired_facts_stating": (
+        lambda tx, t, s: _ids(tx.retired_facts_stating(t, s, ["num=6"], through_seq=9), "fact_id"),
         ["own-f1", "own-f2"],
     ),
     "events_matching": (
