@@ -456,8 +456,8 @@ def test_a_failure_inside_a_pipelined_read_is_typed_and_leaves_the_pool_usable(m
 def test_registry_loaded_by_two_writers_at_once(pg_url):
     mems = [lossgate.open(pg_url) for _ in range(4)]
     try:
-        assert in_threads(4, lambda i: mems[i].load_predicates(REGISTRY)) == []
-        assert mems[0].registry == REGISTRY
+        assert in_threads(4, lambda i: mems[i].admin.load_predicates(REGISTRY)) == []
+        assert mems[0].admin.registry == REGISTRY
     finally:
         for m in mems:
             m.close()
