@@ -304,6 +304,7 @@ def _tiny_cross_encoder(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_the_local_cross_encoder_loads_from_its_folder_and_scores_each_pair(tmp_path, monkeypatch):
     folder = _tiny_cross_encoder(tmp_path / "tiny-ce")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a download attempt would fail, not hang
