@@ -41,14 +41,14 @@ def interleave(sides: Sequence[Callable[[], float]], runs: int) -> list[list[flo
     Returns one list of durations per side, in round order."""
     out: list[list[float]] = [[] for _ in sides]
     for _ in range(runs):
-        for times, side in zip(out, sides, strict=True):
+        for times, side in zip(out, sides, strict=False):
             times.append(side())
     return out
 
 
 def ratios(xs: Sequence[float], base: Sequence[float]) -> list[float]:
     """Per-round ratios ``x / base`` of two sides timed in the same rounds."""
-    return [x / b for x, b in zip(xs, base, strict=True)]
+    return [x / b for x, b in zip(xs, base, strict=False)]
 
 
 def median(xs: Sequence[float]) -> float:

@@ -703,7 +703,7 @@ def summarise(rec: Record, chaos: Chaos, memory: lossgate.Memory, subjects: list
         )
 
     def window(t: Try) -> str:
-        for w, o in zip(db, outages, strict=True):
+        for w, o in zip(db, outages, strict=False):
             if _overlaps(t, w.start, w.end):
                 return "db_down"
             if _overlaps(t, w.end, o["recovered_at"] or w.end):

@@ -317,7 +317,7 @@ def main() -> None:
                 ],
                 args.runs,
             ),
-            strict=True,
+            strict=False,
         )
     )
     base = times["base"]

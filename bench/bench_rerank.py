@@ -71,7 +71,7 @@ def measure(name: str, memory: lossgate.Memory, questions: list[tuple[str, str, 
         reranker.close()
         texts = [len(body["documents"]) for body in server.requests]
     ms = lambda xs, p: percentile(xs, p) * 1000  # noqa: E731
-    diff = statistics.median(b - a for a, b in zip(off, on, strict=True)) * 1000
+    diff = statistics.median(b - a for a, b in zip(off, on, strict=False)) * 1000
     print(
         f"{name:22} without p50 {ms(off, 50):6.2f} ms  p99 {ms(off, 99):6.2f} ms | with the stage p50 "
         f"{ms(on, 50):6.2f} ms  p99 {ms(on, 99):6.2f} ms | median difference {diff:+.2f} ms, ratio of medians "

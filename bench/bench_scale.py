@@ -453,12 +453,12 @@ def incremental(subjects: Sequence[Subject], rounds: int, tail: int) -> None:
     say(f"  [{subjects[0].tag}] incremental: {rounds} rounds of +{tail} events, sizes interleaved")
     runs: list[list[dict[str, Any]]] = [[] for _ in subjects]
     for r in range(rounds):
-        for sub, mine in zip(subjects, runs, strict=True):
+        for sub, mine in zip(subjects, runs, strict=False):
             sub.append(sub.events + tail, changes=False)
             mine.append(consolidate(sub))
             say(f"  [{sub.tag}] round {r + 1} {sub.size:>9,}: {describe(mine[-1])}")
     base_times = [c["s"] for c in runs[0]]
-    for sub, mine in zip(subjects, runs, strict=True):
+    for sub, mine in zip(subjects, runs, strict=False):
         times = [c["s"] for c in mine]
         sub.figures["incremental"] = {
             "median_s": median(times),
@@ -486,7 +486,7 @@ def recalls(subjects: Sequence[Subject], calls: int, budget: int | None) -> None
         sub.figures["recall_query"] = {}
     for kind in (*QUERY_KINDS, None):
         lat, returned = recall_latencies(subjects, calls, shape.queries[kind] if kind else None, budget)
-        for sub, times, last in zip(subjects, lat, returned, strict=True):
+        for sub, times, last in zip(subjects, lat, returned, strict=False):
             figure = latency(times, lat[0], last)
             if kind:
                 sub.figures["recall_query"][kind] = figure

@@ -60,7 +60,9 @@ from lossgate.model.derived_records import (
     RecallVerification,
     Refusal,
     ResponseRecord,
+    TreeSettings,
 )
+from lossgate.model.messages import ChatMessage
 from lossgate.model.records import (
     AppendResult,
     ArtifactBody,
@@ -68,6 +70,7 @@ from lossgate.model.records import (
     Clock,
     Conflict,
     Event,
+    EventRef,
     Fact,
     FactHistory,
     GuardRule,
@@ -89,10 +92,12 @@ from lossgate.store.protocol import CompactReport
 
 if TYPE_CHECKING:
     from lossgate.consolidate.chat import ChatCompressor, ChatConfig
+    from lossgate.consolidate.hierarchy import HierarchyConfig
     from lossgate.consolidate.pipeline import ConsolidationConfig, Consolidator, Hooks, Prepared
     from lossgate.consolidate.regate import RegateResult
     from lossgate.extract import Extractor
     from lossgate.extract.cues import Candidate
+    from lossgate.extract.llm import ModelExtractor
     from lossgate.judge import JudgeConfig, ModelJudge
     from lossgate.judge.llm import Statement
     from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
@@ -116,6 +121,8 @@ _ON_FIRST_USE = {
     "EmbedReport": "lossgate.semantic",
     "Reranker": "lossgate.semantic",
     "Extractor": "lossgate.extract",
+    "ModelExtractor": "lossgate.extract.llm",
+    "HierarchyConfig": "lossgate.consolidate.hierarchy",
     "Candidate": "lossgate.extract.cues",
     "Statement": "lossgate.judge.llm",
     "ModelJudge": "lossgate.judge",
@@ -138,6 +145,7 @@ __all__ = [
     "Clock",
     "Conflict",
     "AppendResult",
+    "EventRef",
     "LedgerEntry",
     "Proposal",
     "Snapshot",
@@ -149,6 +157,7 @@ __all__ = [
     "starter_registry",
     # the short path: one tenant's view, chat messages in, a prompt block out
     "TenantView",
+    "ChatMessage",
     "Added",
     "Found",
     # what consolidation and recall return
@@ -159,6 +168,7 @@ __all__ = [
     "Manifest",
     "Alias",
     "ExpectedAlias",
+    "TreeSettings",
     "LineageView",
     "LineageEdge",
     "RecallResult",
@@ -188,6 +198,7 @@ __all__ = [
     "ConsolidationConfig",
     "Consolidator",
     "Hooks",
+    "HierarchyConfig",
     "Prepared",
     "Compressor",
     "CompressionRequest",
@@ -201,6 +212,7 @@ __all__ = [
     "EmbedReport",
     "Reranker",
     "Extractor",
+    "ModelExtractor",
     "Candidate",
     "ModelJudge",
     "JudgeConfig",

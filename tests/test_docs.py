@@ -114,3 +114,14 @@ def test_the_getting_started_page_includes_the_readme_quick_start() -> None:
     assert '--8<-- "README.md:quick-start"' in page
     start, end = readme.index("--8<-- [start:quick-start]"), readme.index("--8<-- [end:quick-start]")
     assert "<!-- quick start" in readme[start:end] and "<!-- /quick start -->" in readme[start:end]
+
+
+def test_the_python_reference_documents_every_public_name():
+    """Each name of ``lossgate.__all__`` has its entry on the Python API page, and the page
+    names nothing else."""
+    import lossgate
+
+    page = (ROOT / "docs" / "reference" / "python.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: lossgate\.(\w+)$", page, flags=re.M))
+    assert sorted(set(lossgate.__all__) - documented) == []
+    assert sorted(documented - set(lossgate.__all__)) == []

@@ -9,9 +9,11 @@ import is still a dependency between layers. An edge goes to the module an impor
 (``from lossgate.gate import fence`` names ``lossgate.gate.fence``; ``from lossgate.gate
 import check`` names ``lossgate.gate``), not to the packages above it: Python runs a
 package's ``__init__`` first, but a package re-exporting its own modules is not a cycle.
-Imports computed at run time (``importlib.import_module(name)``) are not seen; the one
-place lossgate uses them for its own modules, the names :mod:`lossgate` exports on first
-use, repeats them under ``TYPE_CHECKING``, so the graph has them.
+Imports computed at run time (``importlib.import_module(name)``) are not seen. lossgate uses
+them in two places: the names :mod:`lossgate` exports on first use, which it repeats under
+``TYPE_CHECKING`` so that the graph has them; and a compressor a user names by its spec
+(``module:Class``, :func:`lossgate.consolidate.factory.load_compressor`), which loads that
+user's code, whatever module it is (``lossgate.testing.compressors`` holds the test doubles).
 """
 
 from __future__ import annotations

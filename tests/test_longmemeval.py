@@ -75,7 +75,7 @@ def _turns(inst: dict) -> list[dict]:
     count = default_counter()
     out = []
     for sid, date, session in zip(
-        inst["haystack_session_ids"], inst["haystack_dates"], inst["haystack_sessions"], strict=True
+        inst["haystack_session_ids"], inst["haystack_dates"], inst["haystack_sessions"], strict=False
     ):
         at = datetime.strptime(date, "%Y/%m/%d (%a) %H:%M")
         for m, turn in enumerate(session):

@@ -15,7 +15,7 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lossgate
@@ -24,7 +24,8 @@ from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.gate.prose import structured_lines
 from lossgate.gate.superseded import check_markers, mark, retired_values
-from tests.conftest import REGISTRY_PATH, SEED_AT
+from tests.support import REGISTRY_PATH
+from tests.support.world import REFERENCE_AT
 
 T, U = "acme", "user-3"
 ZONES = ["UTC-05:00", "UTC+01:00", "UTC+02:00", "UTC+09:00"]
@@ -39,13 +40,13 @@ change = st.sampled_from(["none", "none", "topic", "zone", "total", "revoke"])
 batches = st.lists(st.tuples(st.lists(turn, min_size=1, max_size=6), change), min_size=3, max_size=8)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10)
 @given(batches=batches, zone=st.integers(0, 3), total=st.integers(0, 3))
 def test_a_bounded_job_marks_what_a_job_reading_every_retired_fact_marks(batches, zone, total):
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=120, split_by="day"))
     with tempfile.TemporaryDirectory() as d:
         memory = lossgate.open(f"sqlite:///{Path(d) / 'm.db'}")
-        memory.load_predicates(REGISTRY_PATH)
+        memory.admin.load_predicates(REGISTRY_PATH)
         n, extended = 0, 0
         active: dict[str, str] = {}
         for step, (texts, what) in enumerate(batches):
@@ -56,7 +57,7 @@ def test_a_bounded_job_marks_what_a_job_reading_every_retired_fact_marks(batches
                     event_id=f"e{n + i}",
                     actor="user",
                     text=text,
-                    occurred_at=SEED_AT + timedelta(minutes=3 * (n + i)),
+                    occurred_at=REFERENCE_AT + timedelta(minutes=3 * (n + i)),
                 )
                 for i, text in enumerate(texts)
             ]
@@ -102,7 +103,7 @@ def test_a_bounded_job_marks_what_a_job_reading_every_retired_fact_marks(batches
                 active = {k: v for k, v in active.items() if memory.fact(T, U, v).status == "active"}
             attempt = memory.consolidate(T, U, config=config)
             assert attempt.status == "published", (attempt.violations, attempt.error)
-            root = memory.artifact(T, U, memory.alias(T, U).artifact_id)
+            root = memory.admin.artifact(T, U, memory.admin.alias(T, U).artifact_id)
             extended += root.manifest.extends is not None
             facts, conflicts = memory.facts(T, U, statuses=None), memory.conflicts(T, U, unresolved_only=True)
             every = retired_values(facts, conflicts)
@@ -119,7 +120,7 @@ def test_a_subject_that_retired_values_before_terms_were_kept_is_read_whole_once
     value its new turn quotes by them and marks it."""
     path = tmp_path / "m.db"
     memory = lossgate.open(f"sqlite:///{path}")
-    memory.load_predicates(REGISTRY_PATH)
+    memory.admin.load_predicates(REGISTRY_PATH)
     config = ConsolidationConfig(hierarchy=HierarchyConfig(mode="always", context_tokens=120, split_by="day"))
 
     def said(i: int, text: str) -> NewEvent:
@@ -129,7 +130,7 @@ def test_a_subject_that_retired_values_before_terms_were_kept_is_read_whole_once
             event_id=f"e{i}",
             actor="user",
             text=text,
-            occurred_at=SEED_AT + timedelta(minutes=3 * i),
+            occurred_at=REFERENCE_AT + timedelta(minutes=3 * i),
         )
 
     memory.append([said(0, "my timezone is UTC-05:00"), said(1, "I moved, it is UTC+01:00 now")])
@@ -167,7 +168,7 @@ def test_a_subject_that_retired_values_before_terms_were_kept_is_read_whole_once
         assert [f.fact_id for f in tx.retired_facts_stating(T, U, ["@utc"], through_seq=99)] == ["tz-1", "tz-2"]
     memory.append([said(2, "as I said, schedule calls in UTC-05:00 please")])
     assert memory.consolidate(T, U, config=config).status == "published"
-    root = memory.artifact(T, U, memory.alias(T, U).artifact_id)
+    root = memory.admin.artifact(T, U, memory.admin.alias(T, U).artifact_id)
     assert root.manifest.extends is not None  # the job read what is new
     (line,) = [line for line in root.body.summary.splitlines() if "schedule calls" in line]
     assert line.startswith("- user: as I said") and line.endswith(": timezone is now UTC+01:00]"), line

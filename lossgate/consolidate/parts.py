@@ -152,7 +152,7 @@ def _chunks(
     the period's first event (seq ``first_seq``), else ``name #<seq of its first event>``."""
     chunks: list[list[Event]] = [[]]
     used = 0
-    for event, cost in zip(events, costs, strict=True):
+    for event, cost in zip(events, costs, strict=False):
         anchor = m == 1 or int(hashlib.sha256(event.content_hash.encode()).hexdigest()[:8], 16) % m == 0
         if chunks[-1] and (used + cost > context_tokens or anchor):
             chunks.append([])

@@ -171,7 +171,7 @@ class Instance(BaseModel):
         """Every turn of the haystack, in the file's order, dated by its session."""
         return [
             HaystackTurn(self.question_id, n, m, t.role, t.content, at + timedelta(seconds=m), t.has_answer)
-            for n, (at, session) in enumerate(zip(self.haystack_dates, self.haystack_sessions, strict=True))
+            for n, (at, session) in enumerate(zip(self.haystack_dates, self.haystack_sessions, strict=False))
             for m, t in enumerate(session)
         ]
 

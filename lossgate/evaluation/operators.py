@@ -635,7 +635,7 @@ def contradict_with_synonym(case: GateCase) -> Iterator[Mutant]:
             templates = _ALLOWED_UNDONE if _states_allowed(c) else _FORBIDDEN_DONE
         else:
             templates = _VALUE_CHANGED
-        for syn, template in zip(_synonyms(c.predicate, spec.synonyms), templates, strict=True):
+        for syn, template in zip(_synonyms(c.predicate, spec.synonyms), templates, strict=False):
             sentence = template.format(syn=syn)
             sentence = sentence[:1].upper() + sentence[1:]
             if sentence in done:  # two facts of one predicate (two invoices' totals): said once

@@ -121,7 +121,7 @@ def session_digests(summary: str, parts: Iterable[tuple[str, datetime, datetime]
     misaligned: list[str] = []
     if len(blocks) != len(parts):
         misaligned.append(f"{len(blocks)} period digests in the summary, {len(parts)} parts in the manifest")
-    for (title, lines), (key, first, last) in zip(blocks, parts, strict=True):
+    for (title, lines), (key, first, last) in zip(blocks, parts, strict=False):
         if title != period_line(first, last):
             misaligned.append(f"part {key!r} ({period_line(first, last)}) is titled {title}")
             continue

@@ -41,7 +41,7 @@ def extract(
         ids = [_id(tenant_id, subject_id, c) for c in candidates]
         seen = {p.proposal_id for p in tx.proposals(tenant_id, subject_id, ids=ids)} if ids else set()
         out: list[Proposal] = []
-        for pid, c in zip(ids, candidates, strict=True):
+        for pid, c in zip(ids, candidates, strict=False):
             if pid in seen:
                 continue
             seen.add(pid)

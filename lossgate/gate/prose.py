@@ -426,7 +426,7 @@ def _marked_spans(artifact: ArtifactBody, said: list[str]) -> list[tuple[int, in
     lossgate's marker lie: such a line tells a retired value as history, with what holds now
     (:mod:`lossgate.gate.superseded`, whose markers the gate checks line by line)."""
     spans, at = [], 0
-    for line, text in zip(artifact.summary.split("\n"), said, strict=True):
+    for line, text in zip(artifact.summary.split("\n"), said, strict=False):
         if "[" in line and has_marker(line):
             spans.append((at, at + len(text)))
         at += len(text) + 1

@@ -234,7 +234,7 @@ def _split(found: list[Atom], starts: list[int]) -> list[tuple[Atom, ...]]:
     """Cut atoms ordered by offset into the runs that start in each text (``starts``)."""
     offsets = [a.start for a in found]
     cuts = [bisect_left(offsets, s) for s in starts[1:]]
-    return [tuple(found[lo:hi]) for lo, hi in zip([0, *cuts], [*cuts, len(found)], strict=True)]
+    return [tuple(found[lo:hi]) for lo, hi in zip([0, *cuts], [*cuts, len(found)], strict=False)]
 
 
 @dataclass
@@ -252,7 +252,7 @@ def _known(ids: list[tuple[str, date]], seen: Extractions | None) -> list[_Entry
     hits: list[_Entry | None] = [seen.get(k) for k in ids] if seen else [None] * len(ids)
     if any(hit is None for hit in hits):
         with _cache_lock:
-            hits = [_cache.get(k) if hit is None else hit for k, hit in zip(ids, hits, strict=True)]
+            hits = [_cache.get(k) if hit is None else hit for k, hit in zip(ids, hits, strict=False)]
     return hits
 
 
@@ -311,12 +311,12 @@ def _extract_days(events: Iterable[Event], seen: Extractions | None = None) -> l
         if missed:
             starts = [0, *accumulate(len(texts[i]) + step for i in missed[:-1])]
             found_all = extract_atoms(_JOIN.join(texts[i] for i in missed), reference_time=group[0].occurred_at)
-            for i, start, run in zip(missed, starts, _split(found_all, starts), strict=True):
+            for i, start, run in zip(missed, starts, _split(found_all, starts), strict=False):
                 atoms[i] = run if start == bases[i] else _shifted(run, bases[i] - start)
                 keys[i] = tuple([(a.kind, a.key) for a in run])
         with _cache_lock:
             touch = _cache.move_to_end
-            for k, hit in zip(ids, hits, strict=True):
+            for k, hit in zip(ids, hits, strict=False):
                 if hit is not None:
                     try:
                         touch(k)
@@ -328,7 +328,7 @@ def _extract_days(events: Iterable[Event], seen: Extractions | None = None) -> l
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
         if seen is not None:
-            seen.update(zip(ids, zip(bases, atoms, keys, strict=True), strict=False))
+            seen.update(zip(ids, zip(bases, atoms, keys, strict=False), strict=False))
         days.append(_Day(group, atoms, keys))
     return days
 
@@ -344,7 +344,7 @@ def events_holding(events: Iterable[Event], labels: Iterable[str], *, seen: Extr
     found = {
         ev.event_id
         for d in _extract_days(events, seen)
-        for ev, keys in zip(d.events, d.keys, strict=True)
+        for ev, keys in zip(d.events, d.keys, strict=False)
         if not wanted.isdisjoint(keys)
     }
     return sorted(found)
@@ -400,7 +400,7 @@ def prose_inputs(snapshot: Snapshot, *, seen: Extractions | None = None) -> Pros
     wanted = {token_of(a) for _, _, atoms in retired for a in atoms} - active_tokens
     if wanted:
         for d in days:
-            for ev, in_event in zip(d.events, d.atoms, strict=True):
+            for ev, in_event in zip(d.events, d.atoms, strict=False):
                 for a in in_event:
                     tok = token_of(a)
                     if tok in wanted:

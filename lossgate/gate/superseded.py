@@ -165,7 +165,7 @@ def retired_values(facts: Iterable[Fact], conflicts: Iterable[Conflict] = ()) ->
     active = [f for f in by_id.values() if f.status == "active" and f.value is not None]
     valued = [f for f in by_id.values() if f.value is not None and f.value_type != "bool"]
     tokens_of = dict(
-        zip((f.fact_id for f in valued), _tokens_all([(f.value_type, f.value) for f in valued]), strict=True)
+        zip((f.fact_id for f in valued), _tokens_all([(f.value_type, f.value) for f in valued]), strict=False)
     )
     active_tokens = (
         frozenset().union(*(tokens_of.get(f.fact_id, frozenset()) for f in active)) if active else frozenset()
@@ -377,7 +377,7 @@ def _read(summary: str, retired: tuple[Retired, ...], own: frozenset[str]) -> li
     tokens = _tokens_by_line(bare, retired)
     candidates = _Candidates(retired)
     out: list[tuple[str, str, set[str], set[str]]] = []
-    for line, plain, said in zip(lines, bare, tokens, strict=True):
+    for line, plain, said in zip(lines, bare, tokens, strict=False):
         if _lossgates_own(line, own):
             out.append((line, line, set(), set()))
             continue

@@ -1,6 +1,8 @@
 """lossgate as the memory of agent frameworks, one module each, through the public API
 (:func:`lossgate.open`, :meth:`~lossgate.Memory.append`, :meth:`~lossgate.Memory.recall`,
-:meth:`~lossgate.Memory.delete_event`, :meth:`~lossgate.Memory.guard`):
+:meth:`~lossgate.Memory.delete_event`, :meth:`~lossgate.Memory.guard`; and two reads from
+:attr:`~lossgate.Memory.admin`: the subject's clock, to see whether anything changed since the
+last read, and the tenant's subjects, for a search that names none):
 
 * :mod:`lossgate.integrations.langgraph`: ``LossgateStore``, a LangGraph ``BaseStore``
   (extra ``langgraph``);

@@ -380,7 +380,7 @@ def _compare(value: Any, wanted: Any) -> bool:
         return (
             isinstance(value, (list, tuple))
             and len(value) == len(wanted)
-            and all(_compare(a, b) for a, b in zip(value, wanted, strict=True))
+            and all(_compare(a, b) for a, b in zip(value, wanted, strict=False))
         )
     return bool(value == wanted)
 

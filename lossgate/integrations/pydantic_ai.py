@@ -275,7 +275,7 @@ class LossgateMessageHistory:
             return []
         stored = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
         events = []
-        for message, as_json in zip(messages, stored, strict=True):
+        for message, as_json in zip(messages, stored, strict=False):
             kind, actor, trust = _who(message)
             events.append(
                 NewEvent(

@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any, NamedTuple, get_args
 
 from lossgate.errors import IdempotencyConflict, InvalidInput, LifecycleError, NotFound
-from lossgate.gate.superseded import value_terms
 from lossgate.lineage import propagation as lineage
 from lossgate.lineage import queue
 from lossgate.model.canonical import content_hash
@@ -94,7 +93,7 @@ def transaction(
 
 def in_force(policies: Iterable[TaintPolicy]) -> list[TaintPolicy]:
     """The newest version of each policy of ``policies`` (stored versions, in the order
-    :meth:`~lossgate.store.protocol.LedgerReadTx.taint_policies` gives them: the last of a
+    :meth:`~lossgate.store.protocol.ReadTx.taint_policies` gives them: the last of a
     policy's versions is the one in force)."""
     return list({p.policy_id: p for p in policies}.values())
 
@@ -556,7 +555,7 @@ class Ledger:
             fact.fact_id,
             status=status,
             purge=purge,
-            terms=value_terms(fact) if status in ("superseded", "revoked") and not purge else (),
+            terms=_value_terms(fact) if status in ("superseded", "revoked") and not purge else (),
         )
         if purge:
             self._erasing()
@@ -723,7 +722,7 @@ class Ledger:
         self._log(t, s, "assert", fact_id, {"predicate": pred.name, "seq": fact.seq})
         if supersedes is not None:
             self.tx.update_fact(
-                t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id, terms=value_terms(supersedes)
+                t, s, supersedes.fact_id, status="superseded", superseded_by=fact_id, terms=_value_terms(supersedes)
             )
             self._touch(supersedes)
             self._log(t, s, "supersede", supersedes.fact_id, {"by": fact_id})
@@ -759,3 +758,11 @@ class Ledger:
             self._log(fact.tenant_id, fact.subject_id, "conflict", conflict.conflict_id, {"facts": list(pair)})
             found = True
         return found
+
+
+def _value_terms(fact: Fact) -> tuple[str, ...]:
+    """The terms a retired value is looked up by (:func:`lossgate.gate.superseded.value_terms`),
+    imported on first use: the gate is heavy, and ``import lossgate`` leaves it for consolidation."""
+    from lossgate.gate.superseded import value_terms
+
+    return value_terms(fact)

@@ -136,7 +136,7 @@ def _due(oldest: dict[Tier, datetime], tiers: TierPolicy, now: datetime) -> bool
 def demote_subject(tx: WriteTx, tenant_id: str, subject_id: str, *, tiers: TierPolicy, now: datetime) -> Demotion:
     """Move one subject's events between tiers at ``now``, in ``tx`` (see the module).
 
-    Reads only what may move (:meth:`~lossgate.store.protocol.LedgerReadTx.tier_events`):
+    Reads only what may move (:meth:`~lossgate.store.protocol.ReadTx.tier_events`):
     the dormant hot events and the warm ones past the cold horizon, never the history."""
     now = _utc(now)
     clock = tx.lock_clock(tenant_id, subject_id)

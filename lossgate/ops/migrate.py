@@ -495,7 +495,7 @@ def _self_contract(old: ArtifactBody, new: ArtifactBody) -> list[Finding]:
             fields = sorted(
                 {
                     n
-                    for a, b in zip(was[fid], now[fid], strict=True)
+                    for a, b in zip(was[fid], now[fid], strict=False)
                     for n, x, y in zip(names, a, b, strict=False)
                     if x != y
                 }

@@ -203,7 +203,7 @@ def daily_figure(days: list[DayFigures], tenants: Sequence[str]) -> bytes:
         series.append(("overall", [d.day for d in days], [d.overall for d in days]))
         top, low = 0.0, 0.0
         for name, xs, tallies in series:
-            points = [(x, y) for x, y in zip(xs, (_value(t, metric) for t in tallies), strict=True) if y is not None]
+            points = [(x, y) for x, y in zip(xs, (_value(t, metric) for t in tallies), strict=False) if y is not None]
             if not points:
                 continue
             overall = name == "overall"
@@ -291,7 +291,7 @@ def _stacked(ax: Any, by_day: dict[date, Counter[str]], keys: list[str], what: s
     for key in keys:
         heights = [by_day[d][key] for d in days]
         ax.bar(labels, heights, bottom=bottom, label=key, color=_COLORS.get(key), width=0.6)
-        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        bottom = [b + h for b, h in zip(bottom, heights, strict=False)]
     ax.set_xlim(-0.75, len(days) - 0.25)
     ax.yaxis.set_major_locator(_integers())
     ax.set_ylabel(what)
@@ -320,7 +320,7 @@ def recall_figure(recalls: dict[str, Counter[str]]) -> bytes:
             color="white",
             fontsize=8,
         )
-        left = [a + b for a, b in zip(left, shares, strict=True)]
+        left = [a + b for a, b in zip(left, shares, strict=False)]
     ax.set_xlim(0, 1)
     ax.xaxis.set_major_formatter(_percent())
     ax.invert_yaxis()
@@ -360,7 +360,7 @@ def locomo_figure(doc: dict[str, Any]) -> bytes:
         for key in ("digest", "question", "atom", "unreachable"):
             heights = [c["atoms"].get(key, 0) for c in convs]
             right.bar(ids, heights, bottom=bottom, label=key)
-            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+            bottom = [b + h for b, h in zip(bottom, heights, strict=False)]
         right.set_title("evidence atoms: where each is reached", fontsize=10)
         right.legend(fontsize=7)
     for ax in (left, right):

@@ -101,4 +101,4 @@ def _embed(embedder: Embedder, items: list[tuple[str, str]], report: EmbedReport
             return []
         half = len(items) // 2
         return _embed(embedder, items[:half], report) + _embed(embedder, items[half:], report)
-    return [(item_id, vector) for (item_id, _), vector in zip(items, vectors, strict=True)]
+    return [(item_id, vector) for (item_id, _), vector in zip(items, vectors, strict=False)]

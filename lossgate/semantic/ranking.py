@@ -163,7 +163,7 @@ def fuse(*rankings: Sequence[str], weights: Sequence[float] | None = None, k: in
     if len(weights) != len(rankings):
         raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
     score: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
+    for ranking, weight in zip(rankings, weights, strict=False):
         for rank, item in enumerate(ranking, start=1):
             score[item] = score.get(item, 0.0) + weight / (k + rank)
     order = {item: i for i, item in enumerate(score)}

@@ -64,7 +64,7 @@ def reranked(reranker: Reranker, query: str, rankings: Sequence[Ranking]) -> tup
             pass
         return f"failed: {getattr(exc, 'reason', None) or type(exc).__name__}", unchanged
     out, at = [], 0
-    for top, ids in zip(tops, unchanged, strict=True):
+    for top, ids in zip(tops, unchanged, strict=False):
         score = dict(zip(top, scores[at : at + len(top)], strict=False))
         at += len(top)
         first = {i: r for r, i in enumerate(top)}

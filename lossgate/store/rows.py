@@ -207,51 +207,37 @@ def new_event_row(ev: NewEvent, seq: int, content_hash: str, occurred_at: str, r
     )
 
 
+def _event_fields(r: Any) -> dict[str, Any]:
+    """The fields of a row of :data:`EVENT_COLUMNS`, its instants as the driver gave them."""
+    return {
+        "tenant_id": r[0],
+        "subject_id": r[1],
+        "event_id": r[3],
+        "seq": r[2],
+        "kind": r[4],
+        "actor": r[5],
+        "trust": r[6],
+        "text": r[7],
+        "payload": None if r[8] is None else _json(r[8]),
+        "occurred_at": r[9],
+        "recorded_at": r[10],
+        "content_hash": r[11],
+        "state": r[12],
+        "tier": r[13],
+    }
+
+
 def event_from_row(r: Any) -> Event:
     """An :class:`Event` from a row of :data:`EVENT_COLUMNS`, without validation (:func:`_construct`)."""
-    return _construct(
-        Event,
-        _EVENT_FIELDS,
-        {
-            "tenant_id": r[0],
-            "subject_id": r[1],
-            "event_id": r[3],
-            "seq": r[2],
-            "kind": r[4],
-            "actor": r[5],
-            "trust": r[6],
-            "text": r[7],
-            "payload": None if r[8] is None else _json(r[8]),
-            "occurred_at": _ts(r[9]),
-            "recorded_at": _ts(r[10]),
-            "content_hash": r[11],
-            "state": r[12],
-            "tier": r[13],
-        },
-    )
+    fields = _event_fields(r)
+    fields["occurred_at"], fields["recorded_at"] = _ts(r[9]), _ts(r[10])
+    return _construct(Event, _EVENT_FIELDS, fields)
 
 
 def event_from_row_validated(r: Any) -> Event:
     """The same record as :func:`event_from_row`, through full validation: what the fast path
     must equal (the conformance test and ``bench/bench_rows.py`` compare them)."""
-    return Event.model_validate(
-        {
-            "tenant_id": r[0],
-            "subject_id": r[1],
-            "event_id": r[3],
-            "seq": r[2],
-            "kind": r[4],
-            "actor": r[5],
-            "trust": r[6],
-            "text": r[7],
-            "payload": None if r[8] is None else _json(r[8]),
-            "occurred_at": r[9],
-            "recorded_at": r[10],
-            "content_hash": r[11],
-            "state": r[12],
-            "tier": r[13],
-        }
-    )
+    return Event.model_validate(_event_fields(r))
 
 
 def fact_row(f: Fact) -> tuple[Any, ...]:
@@ -280,67 +266,48 @@ def fact_row(f: Fact) -> tuple[Any, ...]:
     )
 
 
+def _fact_fields(r: Any) -> dict[str, Any]:
+    """The fields of a row of :data:`FACT_COLUMNS` as JSON gives them (lists, the instants as
+    the driver gave them); a purged fact's value and qualifiers are NULL."""
+    raw = _json(r[7])
+    return {
+        "tenant_id": r[0],
+        "subject_id": r[1],
+        "fact_id": r[2],
+        "seq": r[3],
+        "predicate": r[4],
+        "registry_version": r[5],
+        "value_type": r[6],
+        "value": None if raw is None else decode_value(r[6], raw),
+        "qualifiers": _json(r[8]) or [],
+        "polarity": r[9],
+        "modality": r[10],
+        "authority": r[11],
+        "source_event_ids": _json(r[12]),
+        "status": r[13],
+        "supersedes": r[14],
+        "superseded_by": r[15],
+        "valid_from": r[16],
+        "recorded_at": r[17],
+        "content_hash": r[18],
+        "criticality": r[19],
+    }
+
+
 def fact_from_row(r: Any) -> Fact:
     """A :class:`Fact` from a row of :data:`FACT_COLUMNS`, without validation (:func:`_construct`).
     A purged fact's value and qualifiers are NULL: ``None`` and ``()``."""
-    value_type = r[6]
-    raw = _json(r[7])
-    return _construct(
-        Fact,
-        _FACT_FIELDS,
-        {
-            "tenant_id": r[0],
-            "subject_id": r[1],
-            "fact_id": r[2],
-            "seq": r[3],
-            "predicate": r[4],
-            "registry_version": r[5],
-            "value_type": value_type,
-            "value": None if raw is None else decode_value(value_type, raw),
-            "qualifiers": tuple([(k, v) for k, v in _json(r[8]) or ()]),
-            "polarity": r[9],
-            "modality": r[10],
-            "authority": r[11],
-            "source_event_ids": tuple(_json(r[12])),
-            "status": r[13],
-            "supersedes": r[14],
-            "superseded_by": r[15],
-            "valid_from": _ts(r[16]),
-            "recorded_at": _ts(r[17]),
-            "content_hash": r[18],
-            "criticality": r[19],
-        },
-    )
+    fields = _fact_fields(r)
+    fields["qualifiers"] = tuple([(k, v) for k, v in fields["qualifiers"]])
+    fields["source_event_ids"] = tuple(fields["source_event_ids"])
+    fields["valid_from"], fields["recorded_at"] = _ts(r[16]), _ts(r[17])
+    return _construct(Fact, _FACT_FIELDS, fields)
 
 
 def fact_from_row_validated(r: Any) -> Fact:
     """The same record as :func:`fact_from_row`, through full validation (see
     :func:`event_from_row_validated`)."""
-    raw = _json(r[7])
-    return Fact.model_validate(
-        {
-            "tenant_id": r[0],
-            "subject_id": r[1],
-            "fact_id": r[2],
-            "seq": r[3],
-            "predicate": r[4],
-            "registry_version": r[5],
-            "value_type": r[6],
-            "value": None if raw is None else decode_value(r[6], raw),
-            "qualifiers": _json(r[8]) or [],
-            "polarity": r[9],
-            "modality": r[10],
-            "authority": r[11],
-            "source_event_ids": _json(r[12]),
-            "status": r[13],
-            "supersedes": r[14],
-            "superseded_by": r[15],
-            "valid_from": r[16],
-            "recorded_at": r[17],
-            "content_hash": r[18],
-            "criticality": r[19],
-        }
-    )
+    return Fact.model_validate(_fact_fields(r))
 
 
 def conflict_row(c: Conflict) -> tuple[Any, ...]:
@@ -358,39 +325,30 @@ def conflict_row(c: Conflict) -> tuple[Any, ...]:
     )
 
 
+def _conflict_fields(r: Any) -> dict[str, Any]:
+    """The fields of a row of :data:`CONFLICT_COLUMNS`, its instants as the driver gave them."""
+    return {
+        "tenant_id": r[0],
+        "subject_id": r[1],
+        "conflict_id": r[2],
+        "predicate": r[3],
+        "fact_ids": (r[4], r[5]),
+        "status": r[6],
+        "detected_at": r[7],
+        "resolved_at": r[8],
+        "resolution": r[9],
+    }
+
+
 def conflict_from_row(r: Any) -> Conflict:
     """A :class:`Conflict` from a row of :data:`CONFLICT_COLUMNS`, without validation."""
-    return _construct(
-        Conflict,
-        _CONFLICT_FIELDS,
-        {
-            "tenant_id": r[0],
-            "subject_id": r[1],
-            "conflict_id": r[2],
-            "predicate": r[3],
-            "fact_ids": (r[4], r[5]),
-            "status": r[6],
-            "detected_at": _ts(r[7]),
-            "resolved_at": _ts(r[8]),
-            "resolution": r[9],
-        },
-    )
+    fields = _conflict_fields(r)
+    fields["detected_at"], fields["resolved_at"] = _ts(r[7]), _ts(r[8])
+    return _construct(Conflict, _CONFLICT_FIELDS, fields)
 
 
 def conflict_from_row_validated(r: Any) -> Conflict:
-    return Conflict.model_validate(
-        {
-            "tenant_id": r[0],
-            "subject_id": r[1],
-            "conflict_id": r[2],
-            "predicate": r[3],
-            "fact_ids": (r[4], r[5]),
-            "status": r[6],
-            "detected_at": r[7],
-            "resolved_at": r[8],
-            "resolution": r[9],
-        }
-    )
+    return Conflict.model_validate(_conflict_fields(r))
 
 
 def log_from_row(r: Any) -> LedgerEntry:

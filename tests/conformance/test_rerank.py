@@ -74,7 +74,7 @@ def _ids(result: lossgate.RecallResult) -> list[str]:
 def _sent(server: ScriptedChatServer) -> list[str]:
     return [
         d
-        for body, path in zip(server.requests, server.paths, strict=True)
+        for body, path in zip(server.requests, server.paths, strict=False)
         if path == "/v1/rerank"
         for d in body["documents"]
     ]

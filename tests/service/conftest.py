@@ -27,7 +27,7 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
     with store_database(request.param, tmp_path_factory, "service") as db_url:
         served = lossgate.open(db_url)
-        served.load_predicates(load_registry(REGISTRY_PATH))
+        served.admin.load_predicates(load_registry(REGISTRY_PATH))
         behind = lossgate.open(db_url, migrate=False)
         service = Service(url="", db_url=db_url, store=request.param, memory=behind)
         try:

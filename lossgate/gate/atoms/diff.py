@@ -178,7 +178,7 @@ class AtomSet:
         out = cls()
         best = out.reps
         for keys, atoms in runs:
-            first = dict(zip(reversed(keys), reversed(atoms), strict=True))  # the first occurrence wins
+            first = dict(zip(reversed(keys), reversed(atoms), strict=False))  # the first occurrence wins
             if best:
                 _earliest_items(best, first.items())
             else:

@@ -79,7 +79,7 @@ def bm25_order(stats: Sequence[Sequence[tuple[int, int, int]]], newest: int, cap
         return []
     mean = sum(lengths.values()) / len(lengths)
     score: dict[int, float] = {}
-    for found, rows in zip(stats, read, strict=True):
+    for found, rows in zip(stats, read, strict=False):
         if not rows:
             continue
         df = _df([seq for seq, _, _ in rows], len(found) > cap, newest, total)

@@ -149,7 +149,7 @@ class CoreReadTx(CoreTaintReads, CoreMetricsReads, CoreAccessReads, CoreDerivedR
             f"SELECT {', '.join([_TIER_OLDEST] * len(_TIERS))}",
             [a for tier in _TIERS for a in (tenant_id, subject_id, tier)],
         )
-        return {tier: rows.instant_from(v) for tier, v in zip(_TIERS, row or (), strict=True) if v is not None}
+        return {tier: rows.instant_from(v) for tier, v in zip(_TIERS, row or (), strict=False) if v is not None}
 
     def _fact_select(self, tenant_id: str, subject_id: str, f: FactFilter) -> Select:
         sel = self._subject_select(_FACT_SELECT, "fact_id", 3, tenant_id, subject_id, f.ids, f.newest_first, f.limit)

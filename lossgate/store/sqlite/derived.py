@@ -79,7 +79,7 @@ class SQLiteDerivedReads(CoreDerivedReads):
         ):
             return None
         found = []
-        for term, q in zip(terms, quoted, strict=True):
+        for term, q in zip(terms, quoted, strict=False):
             fresh = (
                 []
                 if top <= mark
