@@ -7,9 +7,6 @@ since they were read, a newer format refused."""
 # (a test reads in `with store.read() as tx` what it wrote in `with store.write() as tx`)
 from __future__ import annotations
 
-import threading
-import time
-
 import orjson
 import pytest
 
@@ -19,9 +16,9 @@ from lossgate.model.records import ArtifactBody
 from lossgate.store.protocol import ArtifactDocument, Store
 from lossgate.store.rows import ARTIFACT_FORMAT
 from lossgate.testing.store_contract.support import (
-    HOLD,
     NOW,
     Contract,
+    Handoff,
     S,
     T,
     _epoch_after_holding,
@@ -96,18 +93,17 @@ class DerivedContract(Contract):
         with store.write() as tx:
             append(tx, event("e1"))
             tx.lock_alias(T, S)
-        held, done = threading.Event(), []
+        handoff, done = Handoff(), []
 
         def ledger_then_publish() -> None:
             with store.write() as tx:
                 tx.lock_clock(T, S)
-                held.set()
-                time.sleep(HOLD)
+                handoff.hold()
                 tx.lock_alias(T, S)
                 done.append("ledger")  # before the commit: the rival cannot have its alias yet
 
         def publish() -> None:
-            assert held.wait(30)
+            handoff.rival_starts()
             with store.write() as tx:
                 tx.lock_alias(T, S)
             done.append("publish")

@@ -9,8 +9,6 @@ with each answer stated. These need every tier: run them once the store has them
 from __future__ import annotations
 
 import dataclasses
-import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -21,9 +19,9 @@ from lossgate.model.derived_records import Alias, Attempt, ExpectedAlias, Lineag
 from lossgate.model.records import ArtifactBody, Clock
 from lossgate.store.protocol import ArtifactDocument, FactFilter, ReadTx, Store, WriteTx, primitives, touch_of
 from lossgate.testing.store_contract.support import (
-    HOLD,
     NOW,
     Contract,
+    Handoff,
     S,
     T,
     _attempt,
@@ -478,17 +476,16 @@ class RulesContract(Contract):
     def test_the_first_touch_locks_a_subject_never_written(self, store: Store, touch: str) -> None:
         """The subject has no row anywhere yet: a read of it still locks it, so a rival cannot
         append to it before this transaction ends."""
-        touched, seen = threading.Event(), []
+        handoff, seen = Handoff(), []
 
         def first() -> None:
             with store.write() as tx:
                 FIRST_TOUCHES[touch](tx)
-                touched.set()
-                time.sleep(HOLD)
+                handoff.hold()
                 seen.append([e.event_id for e in tx.events(T, S)])
 
         def second() -> None:
-            assert touched.wait(30)
+            handoff.rival_starts()
             with store.write() as tx:
                 append(tx, event("e1"))
 

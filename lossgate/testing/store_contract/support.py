@@ -27,11 +27,31 @@ from lossgate.model.derived_records import (
 from lossgate.model.records import ArtifactBody, Clock, Conflict, Fact, FactStatus, NewEvent, Proposal
 from lossgate.store.protocol import TIERS, ReadTx, Store, WriteTx, primitives, touch_of
 
-__all__ = ["Contract", "check_signatures", "T", "S", "NOW", "HOLD"]
+__all__ = ["Contract", "check_signatures", "T", "S", "NOW", "Handoff"]
 
 T, S = "acme", "u1"
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
-HOLD = 0.4  # seconds a transaction holds its lock while a rival waits
+HOLD = 0.15  # seconds a transaction goes on holding its lock once its rival is under way
+
+
+class Handoff:
+    """Two writers of one subject: the holder says when it holds its lock, the rival when it
+    starts its own transaction. The holder then holds ``HOLD`` seconds more, ample for a rival
+    that nothing keeps waiting to commit, so a lock that does not hold shows."""
+
+    def __init__(self) -> None:
+        self._held, self._started = threading.Event(), threading.Event()
+
+    def hold(self) -> None:
+        """In the holder's transaction, once it holds what the rival must wait for."""
+        self._held.set()
+        assert self._started.wait(30), "the rival never started"
+        time.sleep(HOLD)
+
+    def rival_starts(self) -> None:
+        """In the rival, right before it opens its transaction."""
+        assert self._held.wait(30), "the holder never held"
+        self._started.set()
 
 
 # -- the signature check --------------------------------------------------------------------
@@ -253,17 +273,16 @@ def in_threads(*work: Callable[[], None]) -> list[BaseException]:
 def _epoch_after_holding(store: Store, touch: Callable[[WriteTx], object]) -> list[int]:
     """A first writer runs ``touch``, holds its transaction, then moves the subject's epoch; a
     second writer that started meanwhile locks the clock. The epoch it saw: 1 if it waited."""
-    touched, seen = threading.Event(), []
+    handoff, seen = Handoff(), []
 
     def first() -> None:
         with store.write() as tx:
             touch(tx)
-            touched.set()
-            time.sleep(HOLD)
+            handoff.hold()
             _bump_epoch(tx)
 
     def second() -> None:
-        assert touched.wait(30)
+        handoff.rival_starts()
         with store.write() as tx:
             seen.append(tx.lock_clock(T, S).input_epoch)
 
