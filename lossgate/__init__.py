@@ -97,9 +97,9 @@ if TYPE_CHECKING:
     from lossgate.consolidate.regate import RegateResult
     from lossgate.extract import Extractor
     from lossgate.extract.cues import Candidate
-    from lossgate.extract.llm import ModelExtractor
+    from lossgate.extract.model_extractor import ModelExtractor
     from lossgate.judge import JudgeConfig, ModelJudge
-    from lossgate.judge.llm import Statement
+    from lossgate.judge.model_judge import Statement
     from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
     from lossgate.semantic import Embedder, EmbedReport, Reranker
 
@@ -121,10 +121,10 @@ _ON_FIRST_USE = {
     "EmbedReport": "lossgate.semantic",
     "Reranker": "lossgate.semantic",
     "Extractor": "lossgate.extract",
-    "ModelExtractor": "lossgate.extract.llm",
+    "ModelExtractor": "lossgate.extract.model_extractor",
     "HierarchyConfig": "lossgate.consolidate.hierarchy",
     "Candidate": "lossgate.extract.cues",
-    "Statement": "lossgate.judge.llm",
+    "Statement": "lossgate.judge.model_judge",
     "ModelJudge": "lossgate.judge",
     "JudgeConfig": "lossgate.judge",
 }

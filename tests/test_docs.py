@@ -125,3 +125,13 @@ def test_the_python_reference_documents_every_public_name():
     documented = set(re.findall(r"^::: lossgate\.(\w+)$", page, flags=re.M))
     assert sorted(set(lossgate.__all__) - documented) == []
     assert sorted(documented - set(lossgate.__all__)) == []
+
+
+def test_the_cli_reference_opening_names_every_top_level_command() -> None:
+    import typer.main
+
+    from lossgate.cli import app
+
+    opening = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8").split("\n\n", 2)[1]
+    missing = [name for name in typer.main.get_command(app).commands if f"`{name}" not in opening]
+    assert missing == [], f"the CLI reference's opening list leaves out {missing}"

@@ -72,4 +72,4 @@ def test_a_library_read_of_the_environment_is_caught():
     reads = environment_reads("lossgate.consolidate.chat", planted)
     assert reads == [("lossgate.consolidate.chat", "settings", 5)]
     assert not _allowed("lossgate.consolidate.chat", "settings")
-    assert not _allowed("lossgate.judge.llm", "settings") and _allowed("lossgate.cli.consolidate", "settings")
+    assert not _allowed("lossgate.judge.model_judge", "settings") and _allowed("lossgate.cli.consolidate", "settings")

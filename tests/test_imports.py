@@ -289,3 +289,26 @@ def test_an_upward_or_sideways_import_is_found(tmp_path):
         "pkg.gate -> pkg.store.core: sideways, gate (layer 1) to store (layer 1)",
         "pkg.model.records -> pkg.store.core: up, model (layer 0) to store (layer 1)",
     ]
+
+
+# Packages that mirror another part of lossgate, one module for each thing they serve: the
+# CLI's commands, the service's routes and the client, and the store's tiers (protocol,
+# shared code, each engine, the shipped contract). A module name repeats only across these.
+MIRRORS = ("cli", "service", "client", "store", "testing/store_contract")
+
+
+def test_a_module_name_repeats_only_where_a_package_mirrors_another():
+    """``extract/model_extractor.py`` and ``judge/model_judge.py``, not two ``llm.py``: outside
+    the mirrors, a module's file name says what it holds wherever it is read alone (a
+    traceback, a search result); ``cli/retention.py`` beside ``ledger/retention.py`` is the
+    command for that module, ``sqlite/derived.py`` the engine's derived tier."""
+    places: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "__init__.py":
+            places.setdefault(path.name, []).append(path.relative_to(PACKAGE).parent.as_posix())
+    repeated = {
+        name: sorted(folders)
+        for name, folders in places.items()
+        if sum(not any(f == m or f.startswith(f"{m}/") for m in MIRRORS) for f in folders) > 1
+    }
+    assert repeated == {}, f"the same module name in two packages that mirror nothing: {repeated}"

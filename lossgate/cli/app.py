@@ -98,7 +98,7 @@ def _root(
         metavar="URL",
         help="Database URL: sqlite:///PATH.db, or postgresql://USER@HOST/DB (it gives up connecting after 5 s "
         "unless ?connect_timeout=SECONDS says otherwise). A SQLite file that does not exist is created by the "
-        "commands that set one up (init, ingest, predicates load, keys create, serve, worker); "
+        "commands that set one up (init, ingest, predicates load, predicates extend, keys create, serve, worker); "
         "the others refuse it.",
     ),
 ) -> None:

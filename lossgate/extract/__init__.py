@@ -28,7 +28,7 @@ asks a model over chat completions (configured like the judge, apart from the co
 
 from lossgate.extract.cues import AtomExtractor, Candidate, Extractor
 from lossgate.extract.flow import accept_proposal, extract, reject_proposal
-from lossgate.extract.llm import ExtractionError, ModelExtractor
+from lossgate.extract.model_extractor import ExtractionError, ModelExtractor
 
 __all__ = [
     "AtomExtractor",

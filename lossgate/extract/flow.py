@@ -6,7 +6,7 @@ import hashlib
 
 from lossgate.errors import InvalidInput, LifecycleError, LossgateError, NotFound
 from lossgate.extract.cues import AtomExtractor, Candidate, Extractor
-from lossgate.extract.llm import ExtractionError
+from lossgate.extract.model_extractor import ExtractionError
 from lossgate.gate.typed import dump_json
 from lossgate.ledger.lifecycle import Ledger, transaction
 from lossgate.model.records import AUTHORITY_FOR_TRUST, TRUST_RANK, Event, NewFact, Proposal, utcnow

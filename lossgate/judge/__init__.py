@@ -11,6 +11,6 @@ nothing is published on a narrative a configured judge has not read.
 """
 
 from lossgate.judge.compare import judge_violations
-from lossgate.judge.llm import JUDGE_PROMPT_VERSION, JudgeConfig, JudgeError, ModelJudge, Statement
+from lossgate.judge.model_judge import JUDGE_PROMPT_VERSION, JudgeConfig, JudgeError, ModelJudge, Statement
 
 __all__ = ["JUDGE_PROMPT_VERSION", "JudgeConfig", "JudgeError", "ModelJudge", "Statement", "judge_violations"]

@@ -30,7 +30,7 @@ from lossgate.gate.atoms.statements import content_stems
 from lossgate.gate.fence import numbers_in
 from lossgate.gate.outcome import Code, Violation
 from lossgate.gate.sources import value_forms
-from lossgate.judge.llm import Statement
+from lossgate.judge.model_judge import Statement
 from lossgate.model.records import Fact, Snapshot
 
 __all__ = ["judge_violations"]

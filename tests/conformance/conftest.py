@@ -2,12 +2,16 @@
 
 ``memory`` is parametrized over the backends. PostgreSQL runs when
 ``LOSSGATE_TEST_PG_URL`` is set (CI always sets it) and is skipped with a
-reason otherwise.
+reason otherwise. A third store joins with ``LOSSGATE_TEST_STORE=module:function``:
+importing ``module`` registers the store's URL scheme, and ``function(tmp_path)`` returns a
+URL of a new, empty database of it (docs/writing-a-store.md).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,8 +27,28 @@ def _pg_url() -> str | None:
     return os.environ.get("LOSSGATE_TEST_PG_URL")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+def _third_store() -> tuple[str, Callable[[Path], str]] | None:
+    """The store ``LOSSGATE_TEST_STORE`` names (``module:function``), or ``None``."""
+    spec = os.environ.get("LOSSGATE_TEST_STORE", "").strip()
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise pytest.UsageError(f"LOSSGATE_TEST_STORE={spec!r}: expected module:function")
+    try:
+        url_of = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise pytest.UsageError(f"LOSSGATE_TEST_STORE={spec!r}: {exc}") from exc
+    return module.rpartition(".")[2], url_of
+
+
+THIRD = _third_store()
+
+
+@pytest.fixture(params=["sqlite", "postgres", *([THIRD[0]] if THIRD else [])])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if THIRD is not None and request.param == THIRD[0]:
+        return str(THIRD[1](tmp_path))
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'conformance.db'}"
     url = _pg_url()

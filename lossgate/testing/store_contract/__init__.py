@@ -56,6 +56,17 @@ The classes, by tier (:data:`lossgate.store.protocol.TIERS`):
 
 from __future__ import annotations
 
+import pytest
+
+# Before the tier modules are imported: pytest rewrites the asserts of test modules only, and
+# a failing contract test in a store author's own run should show the values it compared.
+pytest.register_assert_rewrite(
+    *(
+        f"lossgate.testing.store_contract.{tier}"
+        for tier in ("support", "ledger", "tenant", "derived", "evidence", "queue", "search", "access", "rules")
+    )
+)
+
 from lossgate.testing.store_contract.access import AccessContract
 from lossgate.testing.store_contract.derived import DerivedContract
 from lossgate.testing.store_contract.evidence import EvidenceContract

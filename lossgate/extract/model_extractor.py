@@ -1,6 +1,6 @@
 """A model that proposes facts from events, over OpenAI-compatible chat completions.
 
-It speaks the judge's protocol (:mod:`lossgate.judge.llm`: its own server, model and
+It speaks the judge's protocol (:mod:`lossgate.judge.model_judge`: its own server, model and
 key; temperature 0; an answer under a JSON schema) with its own versioned prompt file
 (``prompts/extract-v1.txt``). What it proposes goes through :func:`lossgate.extract.extract`
 like any extractor's: typed under the registry, refused and recorded when the predicate
@@ -20,7 +20,7 @@ import httpx
 
 from lossgate.errors import LossgateError
 from lossgate.extract.cues import Candidate
-from lossgate.judge.llm import JudgeConfig
+from lossgate.judge.model_judge import JudgeConfig
 from lossgate.model.records import Event
 from lossgate.model.registry import Registry
 from lossgate.runtime.http_json import RetryPolicy, chat_content, post_json, server_client
