@@ -72,6 +72,12 @@ class Memory:
     registry, API keys, rollout and review, policies, retention and tiers, workers' calls,
     quarantine and recovery, inspection (artifacts, lineage, attempts, jobs, logs), compaction.
 
+    ``store``, ``embedder``, ``reranker``, ``registries`` and ``compressors`` are what the
+    memory was opened with, for code built on lossgate (the workers, the service, a store's
+    own tests). They are not a second way in: a write through ``store`` skips what the methods
+    do around it (stale marking, the purge of derived copies, the log), so a summary can go on
+    stating what such a write removed. Change memory through the methods.
+
     Methods marked ``@checked_args`` refuse a NUL or a lone surrogate in any string
     argument, a ``tenant_id`` or ``subject_id`` that breaks the id rule, and a ``reason``
     or ``query`` over 4,096 characters, with :class:`~lossgate.errors.InvalidInput` before
