@@ -20,6 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from lossgate.api.admin import Admin
+from lossgate.api.ingest import IngestError, IngestReport, ingest_lines
 from lossgate.api.memory import Memory, open
 from lossgate.api.tenancy import Added, Found, TenantView
 from lossgate.consolidate.compressor import BudgetExceeded, CompressionError, CompressionRequest, Compressor
@@ -97,7 +98,7 @@ if TYPE_CHECKING:
     from lossgate.consolidate.regate import RegateResult
     from lossgate.extract import Extractor
     from lossgate.extract.cues import Candidate
-    from lossgate.extract.model_extractor import ModelExtractor
+    from lossgate.extract.model_extractor import ExtractionError, ModelExtractor
     from lossgate.judge import JudgeConfig, ModelJudge
     from lossgate.judge.model_judge import Statement
     from lossgate.ops.worker import Worker, WorkerConfig, open_worker_memory
@@ -122,6 +123,7 @@ _ON_FIRST_USE = {
     "Reranker": "lossgate.semantic",
     "Extractor": "lossgate.extract",
     "ModelExtractor": "lossgate.extract.model_extractor",
+    "ExtractionError": "lossgate.extract.model_extractor",
     "HierarchyConfig": "lossgate.consolidate.hierarchy",
     "Candidate": "lossgate.extract.cues",
     "Statement": "lossgate.judge.model_judge",
@@ -213,6 +215,10 @@ __all__ = [
     "Reranker",
     "Extractor",
     "ModelExtractor",
+    "ExtractionError",
+    "ingest_lines",
+    "IngestReport",
+    "IngestError",
     "Candidate",
     "ModelJudge",
     "JudgeConfig",
