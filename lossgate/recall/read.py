@@ -481,6 +481,7 @@ def _read(
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
         rivals = _rivals(tx, tenant_id, subject_id, open_, critical + others)
+        candidates += list(rivals)  # read too: a selected rival is among the candidates
     return _Read(
         clock=clock,
         alias=alias,

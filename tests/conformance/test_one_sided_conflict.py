@@ -58,6 +58,7 @@ def _says_both(memory, r, conflict) -> None:
     assert lines.count(line) == 1
     assert "- travel.seat_preference: window" in lines and "- travel.seat_preference: aisle" in lines
     assert {fact_line(f) for f in r.facts} <= set(lines)
+    assert set(r.record.selected_ids) <= set(r.record.candidate_ids)  # the record says what it read
     verified = memory.verify_recall(T, U, r.record.recall_id)
     assert (verified.state, verified.rendered_matches) == ("unchanged", True)
 
