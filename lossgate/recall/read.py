@@ -11,7 +11,12 @@ or response.
 
 Without a query, recall returns the summary, the critical facts, the newest
 other facts and the hot tail (the events after the summary's coverage, or the
-newest events in raw fallback). Under a budget it trims, oldest first, the summary's
+newest events in raw fallback). A summary with no prose at all (its narrative pruned
+to nothing: every sentence left out under the ``omit`` narrative policy) covers events
+it no longer says: the hot tail is then the newest events whatever the coverage, so
+the newest message is never reachable only by a query. They are read as the hot tail
+is (valid, deleted text left out), bounded by ``k`` and trimmed by the budget like it,
+and attested like any event. Under a budget it trims, oldest first, the summary's
 recent-conversation lines or a hierarchical root's period digest lines, then events, then
 non-critical facts.
 
@@ -29,6 +34,13 @@ critical facts and the summary's structured part (never trimmed), then the
 matching facts and events in relevance order, then, while room is left, the
 summary's own recent-conversation lines (a root's newest period lines, each under its title). Deleted and revoked events, and the
 text a deleted fact was drawn from, never come back on any path.
+
+In raw fallback, each open conflict between the facts returned is stated after them (the
+line a summary's structured part carries), and a returned fact on one side of an open
+conflict brings the other side (and, in turn, any fact an open conflict sets against that
+one), whatever the query matched and ``k`` or the budget kept: like the conflict's line,
+those facts are never trimmed, so a value of a contested predicate is never returned
+alone, printed as if settled. The recall's tokens count them.
 
 Loss-aware ranking: while the published summary is fresh, a query's event hits that it
 dropped move up. When an artifact is built, the events holding a source atom its gate found
@@ -209,14 +221,22 @@ def recall(
     summary, others, events, tokens = fit(tenant_id, subject_id, summary, critical, others, events, budget, count)
     events.sort(key=lambda e: e.seq)
     # raw memory states each open conflict between the facts it returns, never trimmed (as a
-    # summary's structured part does): two values of one predicate are not read as settled
-    conflicts = conflicts_between(read.open_conflicts, critical + others)
+    # summary's structured part does): two values of one predicate are not read as settled. A
+    # returned fact on one side of an open conflict brings the other side, whatever the query
+    # matched and the budget kept, so that the conflict is stated with both values.
+    rivals = _with_rivals(read.open_conflicts, critical + others, read.rivals)
+    conflicts = conflicts_between(read.open_conflicts, critical + others + rivals)
     if conflicts:
-        tokens = (
-            _block_tokens(tenant_id, subject_id, summary, critical + others, events, count, conflicts)
-            if budget is None
-            else tokens + sum(_line_tokens(conflict_line(c.predicate, c.fact_ids), count) for c in conflicts)
-        )
+        if budget is None:
+            tokens = _block_tokens(tenant_id, subject_id, summary, critical + others + rivals, events, count, conflicts)
+        else:
+            said = {fact_line(f) for f in critical + others}
+            added = [ln for ln in dict.fromkeys(fact_line(f) for f in rivals if f.value is not None) if ln not in said]
+            if added and not said:
+                tokens += _line_tokens(FACTS_TITLE, count)
+            tokens += sum(_line_tokens(ln, count) for ln in added)
+            tokens += sum(_line_tokens(conflict_line(c.predicate, c.fact_ids), count) for c in conflicts)
+    others = others + rivals
     record = RecallRecord(
         recall_id=f"rc-{uuid.uuid4().hex[:16]}",
         tenant_id=tenant_id,
@@ -316,6 +336,7 @@ class _Read:
     semantic: str | None  # how the vectors ranked, for the record's filters (None: not asked)
     rerank: str | None  # what the reranker did, for the record's filters (None: not asked)
     open_conflicts: list[Conflict]  # the subject's unresolved conflicts, read in raw fallback only
+    rivals: dict[str, Fact]  # the active facts on the other side of those conflicts from what was read, by id
 
 
 class _Fitted(NamedTuple):
@@ -453,12 +474,14 @@ def _read(
                 events = [read[i] for i in hit_ids][:hits_wanted]
         else:
             others = newest[0][:k]
-            after = alias.covers_through if fresh else None
+            after = alias.covers_through if fresh and _says_its_events(tenant_id, subject_id, artifact) else None
             events = tx.events(
                 tenant_id, subject_id, states=["valid"], after_seq=after, limit=k, newest_first=True, skip_erased=True
             )
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
+        rivals = _rivals(tx, tenant_id, subject_id, open_, critical + others)
+        candidates += list(rivals)  # read too: a selected rival is among the candidates
     return _Read(
         clock=clock,
         alias=alias,
@@ -472,7 +495,56 @@ def _read(
         semantic=semantic,
         rerank=rerank,
         open_conflicts=open_,
+        rivals=rivals,
     )
+
+
+def _says_its_events(tenant_id: str, subject_id: str, artifact: ArtifactHead | None) -> bool:
+    """Whether the summary says anything of the conversation it covers: it has prose (a
+    narrative, its recent-conversation lines, a root's period digests). A summary whose
+    narrative was pruned to nothing (every sentence left out under the ``omit`` policy) still
+    covers its events but no longer says them: recall without a query then shows the newest
+    events whatever the coverage, so that the newest message is never only in raw memory."""
+    return artifact is not None and bool(summary_structure(tenant_id, subject_id, artifact.summary)[1])
+
+
+def _rivals(
+    tx: ReadTx, tenant_id: str, subject_id: str, conflicts: list[Conflict], facts: list[Fact]
+) -> dict[str, Fact]:
+    """The active facts, not among ``facts``, on the other side of an open conflict from one of
+    them (and from those, in turn): what recall adds beside a returned side, so that it is
+    never printed as if settled (:func:`_with_rivals`)."""
+    held = {f.fact_id for f in facts}
+    found: dict[str, Fact] = {}
+    reached = set(held)
+    while True:
+        wanted = sorted({i for c in conflicts if reached & set(c.fact_ids) for i in c.fact_ids} - reached)
+        if not wanted:
+            return found
+        reached.update(wanted)
+        for f in tx.facts(tenant_id, subject_id, ids=wanted, statuses=["active"]):
+            found[f.fact_id] = f
+
+
+def _with_rivals(conflicts: list[Conflict], facts: list[Fact], rivals: dict[str, Fact]) -> list[Fact]:
+    """The facts of ``rivals`` that an open conflict sets against one of ``facts`` (or against
+    one added so), in the order reached: recall returns them after the others, never trimmed,
+    like the conflict line that states each (the query did not match them, or the budget left
+    them out: a value of a contested predicate is never returned alone)."""
+    held = {f.fact_id for f in facts}
+    added: list[Fact] = []
+    grew = True
+    while grew:
+        grew = False
+        for c in conflicts:
+            if c.status != "unresolved" or not held & set(c.fact_ids):
+                continue
+            for i in c.fact_ids:
+                if i not in held and i in rivals:
+                    held.add(i)
+                    added.append(rivals[i])
+                    grew = True
+    return added
 
 
 def _then(first: list[str], more: list[str]) -> list[str]:
