@@ -230,3 +230,30 @@ def test_a_hit_among_hits_outranks_a_lone_one_that_matches_better(memory):
         assert tx.search_events(T, S, "lake trip", limit=1) == ["t00"]
     assert ranked[0] == "t08", ranked  # the middle of the stretch: both its neighbours are hits
     assert set(ranked[:3]) == {"t07", "t08", "t09"} and ranked[3] == "t00", ranked
+
+
+def test_the_first_hits_bring_their_neighbours_and_the_hits_past_them_come_alone(memory):
+    """Each of the first CONTEXT_HITS hits brings the event before and after it; the hits
+    past them come without, so the room the neighbours would take holds more hits."""
+    from lossgate.recall.read import CONTEXT_HITS
+
+    hits = CONTEXT_HITS + 4
+    said: list[str] = []
+    for n in range(hits):  # a hit, then three turns of chatter: no two hits are neighbours
+        said.append("kayak " + " ".join(["river"] * n))  # longer, lower by BM25: a strict order
+        said.extend(f"{CHATTER[(n + j) % 4]} ({n}.{j})" for j in range(3))
+    memory.append(
+        [
+            NewEvent(tenant_id=T, subject_id=S, event_id=f"t{n:03}", occurred_at=AT + timedelta(minutes=n), text=text)
+            for n, text in enumerate(said)
+        ]
+    )
+    assert memory.consolidate(T, S).status == "published"
+    with memory.store.read() as tx:
+        ranked = tx.search_events(T, S, "kayak", limit=hits)
+    assert ranked == [f"t{4 * n:03}" for n in range(hits)]
+    result = memory.recall(T, S, query="kayak", k=3 * hits)  # room for every hit with both neighbours
+    returned = {e.event_id for e in result.events}
+    neighbours = {f"t{4 * n + d:03}" for n in range(CONTEXT_HITS) for d in (-1, 1) if 4 * n + d >= 0}
+    assert returned == set(ranked) | neighbours, sorted(returned)
+    assert len(result.events) == hits + len(neighbours)  # the hits past the first come alone
