@@ -346,7 +346,7 @@ class _Read:
     semantic: str | None  # how the vectors ranked, for the record's filters (None: not asked)
     rerank: str | None  # what the reranker did, for the record's filters (None: not asked)
     open_conflicts: list[Conflict]  # the subject's unresolved conflicts, read in raw fallback only
-    rivals: dict[str, Fact]  # the active facts on the other side of those conflicts from what was read, by id
+    rivals: dict[str, Fact]  # the active facts on either side of those conflicts with what was read, by id
 
 
 class _Fitted(NamedTuple):
@@ -491,7 +491,7 @@ def _read(
         candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
         rivals = _rivals(tx, tenant_id, subject_id, open_, critical + others)
-        candidates += list(rivals)  # read too: a selected rival is among the candidates
+        candidates += [i for i in rivals if i not in candidates]  # read too: a selected rival is a candidate
     return _Read(
         clock=clock,
         alias=alias,
@@ -521,11 +521,13 @@ def _says_its_events(tenant_id: str, subject_id: str, artifact: ArtifactHead | N
 def _rivals(
     tx: ReadTx, tenant_id: str, subject_id: str, conflicts: list[Conflict], facts: list[Fact]
 ) -> dict[str, Fact]:
-    """The active facts, not among ``facts``, on the other side of an open conflict from one of
-    them (and from those, in turn): what recall adds beside a returned side, so that it is
-    never printed as if settled (:func:`_with_rivals`)."""
+    """The active facts on either side of an open conflict with one of ``facts`` (and with
+    those, in turn), ``facts``' own among them: what recall may add beside a returned side,
+    so that it is never printed as if settled (:func:`_with_rivals`). The read ones are kept
+    too, since the budget may leave out the side that a returned one is set against."""
     held = {f.fact_id for f in facts}
-    found: dict[str, Fact] = {}
+    in_conflict = {i for c in conflicts for i in c.fact_ids}
+    found: dict[str, Fact] = {f.fact_id: f for f in facts if f.fact_id in in_conflict}
     reached = set(held)
     while True:
         wanted = sorted({i for c in conflicts if reached & set(c.fact_ids) for i in c.fact_ids} - reached)

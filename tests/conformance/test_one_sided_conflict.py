@@ -99,3 +99,14 @@ def test_once_the_conflict_resolves_neither_the_line_nor_the_loser_returns(conte
         assert "travel.seat_preference: window" not in block
         verified = memory.verify_recall(T, U, r.record.recall_id)
         assert (verified.state, verified.rendered_matches) == ("unchanged", True)
+
+
+def test_a_budget_that_trims_one_side_of_two_read_brings_it_back(contested):
+    memory, conflict = contested
+    whole = memory.recall(T, U, k=20)
+    lines = whole.render().split("\n")
+    assert {"f-window", "f-aisle"} <= set(whole.record.candidate_ids)  # both sides read
+    first = next(ln for ln in lines if ln.startswith("- travel.seat_preference"))
+    room = sum(default_counter()(ln) for ln in (lines[0], "Facts:", first))
+    r = memory.recall(T, U, k=20, budget=room)
+    _says_both(memory, r, conflict)
