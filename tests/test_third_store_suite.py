@@ -11,21 +11,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _pytest(tmp_path: Path, spec: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("LOSSGATE_TEST_PG_URL", "LOSSGATE_REQUIRE_PG")}
-    env.update(LOSSGATE_TEST_STORE=spec, THIRD_STORE_OPENED=str(tmp_path / "opened.log"))
+def _pytest(*args: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
+    """``pytest -q ARGS`` in a child process, in ``cwd``, with ``env`` on top of this process's
+    environment and no PostgreSQL (the SQLite half of each test is enough here)."""
+    child = {k: v for k, v in os.environ.items() if k not in ("LOSSGATE_TEST_PG_URL", "LOSSGATE_REQUIRE_PG")}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
-        cwd=ROOT,
-        env=env,
+        cwd=cwd,
+        env={**child, **env},
         capture_output=True,
         text=True,
         timeout=240,
     )
 
 
+def _on_store(tmp_path: Path, spec: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return _pytest(*args, LOSSGATE_TEST_STORE=spec, THIRD_STORE_OPENED=str(tmp_path / "opened.log"))
+
+
 def test_the_conformance_suite_runs_on_the_store_the_environment_names(tmp_path: Path) -> None:
-    done = _pytest(
+    done = _on_store(
         tmp_path, "tests.support.third_store:store_url", "tests/conformance/test_taint.py", "-k", "third_store"
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -41,7 +46,7 @@ def test_a_store_the_environment_cannot_name_stops_the_run_before_any_test(tmp_p
         "tests.support.no_such_module:store_url",
         "tests.support.third_store:nope",
     ):
-        done = _pytest(tmp_path, spec, "tests/conformance/test_taint.py")
+        done = _on_store(tmp_path, spec, "tests/conformance/test_taint.py")
         assert done.returncode == 4, (spec, done.stdout[-2000:], done.stderr[-2000:])  # pytest's usage error
         assert "LOSSGATE_TEST_STORE" in done.stdout + done.stderr
         assert " passed" not in done.stdout
@@ -71,24 +76,7 @@ class TestDrifting(LedgerContract):
 
 def test_a_failing_contract_test_in_a_store_authors_run_shows_what_it_compared(tmp_path: Path) -> None:
     (tmp_path / "test_drifting.py").write_text(DRIFTING)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:xdist",
-            "-k",
-            "migrate_is_idempotent",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _pytest("-k", "migrate_is_idempotent", cwd=tmp_path)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     # the values, not a bare AssertionError: the contract's modules are rewritten as tests are
     failure = [line for line in done.stdout.splitlines() if line.startswith("E ")]
