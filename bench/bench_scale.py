@@ -56,8 +56,10 @@ paths) out of the figures. For each store, shape and size:
    reuses its stored parts whose inputs did not change), then
    ``ConsolidationConfig(incremental=False, reuse_parts=False)`` (every part built again);
 5. recall p50 and p99: ``Memory.recall(query=q)`` for each kind of the shape's questions
-   (``Shape.queries``): ``rare``, content words that match a few events
-   (``bench.scale_data.questions()``); ``common``, words in most events ("talked morning" in
+   (``Shape.queries``): ``rare``, a word said in exactly three turns at every size
+   (``bench.scale_data.rare_questions()``: the same answer at every size); ``names``, two
+   counterparts' names (``bench.scale_data.questions()``: a few matches at 1,000 events, about
+   a hundred at 100,000, so the answer grows with the history); ``common``, words in most events ("talked morning" in
    the turns, "refund budget" in the import); ``identifier``, a reference alone or with
    common words ("ORD-5", "ORD-10 talked morning"; "INV-1", "INV-2 refund budget"); then
    ``Memory.recall()`` with no query; ``--calls`` calls each (no budget, as the default; or

@@ -36,8 +36,10 @@ times are those of the append). With ``changes`` off, a fill is a pure tail appe
 epoch does not move): ``spread``, ``session`` and ``undated`` then assert topics instead of
 their supersessions and conflicts, ``bulk`` no fact. Event ids (``e<i>``) are unique within a tenant: two histories
 in one database need two tenants. Each shape has three kinds of questions
-(:attr:`Shape.queries`): ``rare`` (content words matching a few events), ``common`` (words in
-most events) and ``identifier`` (a reference, alone or with common words).
+(:attr:`Shape.queries`): ``rare`` (a word said in exactly three turns at every size: :data:`RARE`),
+``names`` (two counterparts' names, each matching a few events at 1,000 and about a hundred at
+100,000), ``common`` (words in most events) and ``identifier`` (a reference, alone or with
+common words).
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ __all__ = [
     "fill_bulk",
     "fill_session",
     "fill_undated",
+    "RARE",
     "questions",
+    "rare_questions",
 ]
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
@@ -77,7 +81,13 @@ WORDS = [a + b + c + "n" for a in _SYL for b in _SYL for c in _SYL][:1728]
 VOCABULARY = (
     "refund budget invoice meeting travel lisbon hotel flight order payment review account manager team report plan"
 ).split()
-QUERY_KINDS = ("rare", "common", "identifier")
+QUERY_KINDS = ("rare", "names", "common", "identifier")
+# Words said in exactly three turns of every history, whatever its size: rare word ``k`` is in
+# turns ``3 + 5k``, ``323 + 5k`` and ``643 + 5k`` (all among the first 1,000, never a turn with
+# an order reference). A question about one of them asks for the same answer at 1,000 events
+# and at 100,000, which a question about a counterpart's name does not (:func:`questions`).
+RARE = [f"q{a}{b}x" for a in _SYL for b in _SYL][:64]
+_RARE_AT = {3 + 5 * (k + 64 * r): RARE[k] for k in range(len(RARE)) for r in range(3)}
 BULK_BATCH = 1000
 Fill = Callable[..., dict[str, str]]
 
@@ -89,7 +99,7 @@ def event_id(i: int) -> str:
 def event_text(i: int) -> str:
     """Turn ``i``'s text (``spread``, ``session``, ``undated``): 12 words, two content words,
     sometimes money or a negation; every 5th ends with an order reference."""
-    a, b = WORDS[i % 1728], WORDS[(i * 7 + 3) % 1728]
+    a, b = WORDS[i % 1728], _RARE_AT.get(i, WORDS[(i * 7 + 3) % 1728])
     if i % 37 == 5:
         text = f"turn {i}: please do not contact me about the {a} or {b} again"
     elif i % 23 == 7:
@@ -104,7 +114,7 @@ def bulk_text(i: int) -> str:
     moves with ``i``), a counterpart's name and an invoice reference."""
     start = i * 5 % len(VOCABULARY)
     words = " ".join(VOCABULARY[(start + j) % len(VOCABULARY)] for j in range(12))
-    return f"{words} for {WORDS[i % 1728]} ref INV-{i % 997}"
+    return f"{words} for {_RARE_AT.get(i, WORDS[i % 1728])} ref INV-{i % 997}"
 
 
 def _when(i: int) -> datetime:
@@ -351,8 +361,15 @@ def fill_undated(
     )
 
 
+def rare_questions() -> list[str]:
+    """Questions whose one content word is said in exactly three turns of any history of at
+    least 1,000 events (:data:`RARE`): the same answer at every size."""
+    return [f"What did the customer say about the {w}?" for w in RARE]
+
+
 def questions(n: int = 64) -> list[str]:
-    """Questions whose content words each match a few dozen events of a long history."""
+    """Questions naming two counterparts, each said about once in 1,728 turns: a few matches
+    at 1,000 events, about a hundred at 100,000 (the answer grows with the history)."""
     return [
         f"What did the customer say about the {WORDS[i * 37 % 1728]} and the {WORDS[i * 91 % 1728]}?" for i in range(n)
     ]
@@ -379,12 +396,14 @@ _COMMON_BULK = [
 # ORD-<n> is in turn n (a 5th turn when n is a multiple of 5) and every 4,985th after it;
 # INV-<n> in import n and every 997th after it: one or two events at 1,000, a hundred at 100,000.
 _TURN_QUERIES: Mapping[str, Sequence[str]] = {
-    "rare": questions(),
+    "rare": rare_questions(),
+    "names": questions(),
     "common": _COMMON_TURNS,
     "identifier": _identifiers("ORD", [5 * k for k in range(1, 33)], "talked morning"),
 }
 _BULK_QUERIES: Mapping[str, Sequence[str]] = {
-    "rare": questions(),
+    "rare": rare_questions(),
+    "names": questions(),
     "common": _COMMON_BULK,
     "identifier": _identifiers("INV", list(range(1, 33)), "refund budget"),
 }
