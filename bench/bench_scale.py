@@ -73,8 +73,8 @@ paths) out of the figures. For each store, shape and size:
 
 Acceptance (PASS/FAIL, per store and shape): incremental at the largest size <= 2x the
 smallest; recall p99 of the rare questions at the largest size < 20 ms (SQLite) / < 30 ms
-(PostgreSQL); for each kind of question, recall p50 and p99 at the largest size <= 2x the
-smallest (the check's value is the larger of the two ratios), and so for recall without a
+(PostgreSQL); for each kind of question but ``names`` (whose answer grows), recall p50 and p99 at the
+largest size <= 2x the smallest (the check's value is the larger of the two ratios), and so for recall without a
 query; every consolidation published. Exit status 0 whatever they say, unless ``--strict``.
 The printed tables (one per store and shape) and ``--json PATH`` hold every figure, per
 shape (``stores[i].shapes[name]``: its ``description``, ``sizes[size]`` and ``checks``).
@@ -112,6 +112,10 @@ T, S = "bench", "scale"
 STORES = ("sqlite", "postgresql")
 RECALL_P99_MS = {"sqlite": 20.0, "postgresql": 30.0}
 MAX_RATIO = 2.0
+# Questions whose answer grows with the history (a name said once in 1,728 turns matches two
+# events at 1,000 and about a hundred at 100,000, and the reply grows from 6 events to about
+# 46): their cost is reported, not held to MAX_RATIO, which is for the same answer at every size.
+ANSWER_GROWS = frozenset({"names"})
 Row = tuple[Any, ...]
 
 
@@ -592,7 +596,11 @@ def checks(store: str, subjects: Sequence[Subject]) -> list[dict[str, Any]]:
             limit_ms,
             below=True,
         ),
-        *(check(f"{kind} query recall p50 and p99 {vs}", worse(queried[kind]), MAX_RATIO) for kind in QUERY_KINDS),
+        *(
+            check(f"{kind} query recall p50 and p99 {vs}", worse(queried[kind]), MAX_RATIO)
+            for kind in QUERY_KINDS
+            if kind not in ANSWER_GROWS
+        ),
         check(f"recall without a query p50 and p99 {vs}", worse(large.figures["recall"]), MAX_RATIO),
         check(f"every consolidation published ({len(attempts)})", unpublished, 0),
     ]
