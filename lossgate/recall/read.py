@@ -11,10 +11,10 @@ or response.
 
 Without a query, recall returns the summary, the critical facts, the newest
 other facts and the hot tail (the events after the summary's coverage, or the
-newest events in raw fallback). A summary with no prose at all (its narrative pruned
-to nothing: every sentence left out under the ``omit`` narrative policy) covers events
-it no longer says: the hot tail is then the newest events whatever the coverage, so
-the newest message is never reachable only by a query. They are read as the hot tail
+newest events in raw fallback). A summary whose narrative was pruned (any sentence left
+out under the ``omit`` narrative policy: ``Manifest.narrative_omitted``) or that has no prose
+at all covers events it may no longer say: the hot tail is then the newest events whatever
+the coverage, so the newest message is never reachable only by a query. They are read as the hot tail
 is (valid, deleted text left out), bounded by ``k`` and trimmed by the budget like it,
 and attested like any event. Under a budget it trims, oldest first, the summary's
 recent-conversation lines or a hierarchical root's period digest lines, then events, then
@@ -510,12 +510,17 @@ def _read(
 
 
 def _says_its_events(tenant_id: str, subject_id: str, artifact: ArtifactHead | None) -> bool:
-    """Whether the summary says anything of the conversation it covers: it has prose (a
-    narrative, its recent-conversation lines, a root's period digests). A summary whose
-    narrative was pruned to nothing (every sentence left out under the ``omit`` policy) still
-    covers its events but no longer says them: recall without a query then shows the newest
+    """Whether the summary vouches for saying the conversation it covers: it has prose (a
+    narrative, its recent-conversation lines, a root's period digests) and its build left no
+    sentence of that prose out. A summary whose narrative was pruned (any sentence left out
+    under the ``omit`` policy, to nothing or part way) still covers its events but may no
+    longer say the one a left-out sentence told: recall without a query then shows the newest
     events whatever the coverage, so that the newest message is never only in raw memory."""
-    return artifact is not None and bool(summary_structure(tenant_id, subject_id, artifact.summary)[1])
+    return (
+        artifact is not None
+        and not artifact.narrative_pruned
+        and bool(summary_structure(tenant_id, subject_id, artifact.summary)[1])
+    )
 
 
 def _rivals(
