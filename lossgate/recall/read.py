@@ -114,7 +114,7 @@ from lossgate.model.wording import (
 )
 from lossgate.runtime.caches import holds_text
 from lossgate.semantic.embedders import Embedder, normalised
-from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, SEMANTIC_WEIGHT, VectorSet, fuse, nearest, vector_cache
+from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, VectorSet, hybrid, nearest_scored, vector_cache
 from lossgate.semantic.reorder import reranked
 from lossgate.semantic.rerankers import Reranker
 from lossgate.store import Store
@@ -415,7 +415,7 @@ def _read(
                 else []
             )
             hit_facts = word_facts[:fact_limit]
-            near: dict[str, list[str]] = {}
+            near: dict[str, list[tuple[str, float]]] = {}
             if query_vector is not None and embedder is not None:
                 semantic, near = _nearest(
                     store,
@@ -427,7 +427,7 @@ def _read(
                     {"fact": k + len(critical_ids), "event": hits_wanted},
                 )
             if near:
-                hit_facts = fuse(hit_facts, near["fact"], weights=(1.0, SEMANTIC_WEIGHT))
+                hit_facts = hybrid(hit_facts, near["fact"])
             hit_facts = [i for i in hit_facts if i not in critical_ids]
             # Every tier: an event the summary covers is still found by its words.
             # An identifier's phrase also matches its pieces written apart ("INV 5"): more
@@ -445,7 +445,7 @@ def _read(
             )
             hit_ids = word_events[:event_limit]
             if near:
-                hit_ids = fuse(hit_ids, near["event"], weights=(1.0, SEMANTIC_WEIGHT))[:event_limit]
+                hit_ids = hybrid(hit_ids, near["event"])[:event_limit]
             read = (
                 {
                     e.event_id: e
@@ -640,11 +640,11 @@ def _nearest(
     embedder: Embedder,
     query_vector: Any,
     limits: dict[VectorKind, int],
-) -> tuple[str, dict[str, list[str]]]:
-    """The nearest facts and events by vector, or none (and why) when the stored vectors
-    cannot be compared with the query's."""
+) -> tuple[str, dict[str, list[tuple[str, float]]]]:
+    """The nearest facts and events by vector, each with its similarity, or none (and why)
+    when the stored vectors cannot be compared with the query's."""
     version = tx.vectors_version(tenant_id, subject_id)
-    near: dict[str, list[str]] = {}
+    near: dict[str, list[tuple[str, float]]] = {}
     try:
         for kind, limit in limits.items():
             stored = vector_cache(store).get(
@@ -652,7 +652,7 @@ def _nearest(
                 version,
                 lambda: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)),  # noqa: B023 - read now, if at all
             )
-            near[kind] = nearest(stored, query_vector, limit, min_similarity=SEMANTIC_MIN_SIMILARITY)
+            near[kind] = nearest_scored(stored, query_vector, limit, min_similarity=SEMANTIC_MIN_SIMILARITY)
     except ConfigError as exc:  # another model's vectors under this name: words still answer
         log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
         return "unavailable: stored vectors of another size (embed again with rebuild)", {}

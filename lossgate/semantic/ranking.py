@@ -29,23 +29,34 @@ __all__ = [
     "vector_cache",
     "clear_vector_caches",
     "nearest",
+    "nearest_scored",
     "fuse",
+    "hybrid",
     "RRF_K",
     "SEMANTIC_WEIGHT",
     "SEMANTIC_MIN_SIMILARITY",
+    "SEMANTIC_CONFIDENT_SIMILARITY",
+    "CONFIDENT_LEAD",
 ]
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
-# How much the vector ranking counts against the full-text one in recall's fusion. At 0.3
-# the best vector hit scores like the 143rd word hit: vectors reorder the word hits (a hit
-# both rankings agree on rises) and add, after them, what no word of the query matches.
-# Measured on LoCoMo with all-MiniLM-L6-v2 (docs/evaluation.md): 0.2-0.3 gain on lexical recall, equal
-# weights lose 0.08, because that small model's ranking alone is much weaker than BM25's.
-SEMANTIC_WEIGHT = 0.3
+# How much the vector ranking counts against the full-text one in recall's fusion. At 0.5
+# the best vector hit scores like the 62nd word hit: vectors reorder the word hits (a hit
+# both rankings agree on rises) and add, after them, what no word of the query matches,
+# unless it is a confident hit (below). Equal weights lose on LoCoMo with all-MiniLM-L6-v2
+# (docs/evaluation.md), because that small model's ranking alone is much weaker than BM25's.
+SEMANTIC_WEIGHT = 0.5
 # Below this cosine similarity a vector hit is noise, not meaning (unrelated sentences score
 # about 0 to 0.15 with all-MiniLM-L6-v2, paraphrases 0.5 and up): a query about nothing the
 # subject said gets no semantic hits, as it gets no word hits.
 SEMANTIC_MIN_SIMILARITY = 0.2
+# At or above this similarity a vector hit says the query in other words (a paraphrase), which
+# a word ranking cannot see: such a hit that no word of the query matches enters the fused
+# ranking after CONFIDENT_LEAD times its vector rank of other hits (the best after two, the
+# second best after four, ...) instead of after every word hit. Fusion so weighs each vector hit by how sure the model is
+# of it, not by one weight for every query.
+SEMANTIC_CONFIDENT_SIMILARITY = 0.45
+CONFIDENT_LEAD = 2
 
 
 class VectorSet:
@@ -137,6 +148,13 @@ def clear_vector_caches() -> None:
 def nearest(vectors: VectorSet, query: np.ndarray, limit: int, *, min_similarity: float = -1.0) -> list[str]:
     """Ids of the ``limit`` vectors most similar to ``query`` (and at least ``min_similarity``
     by cosine), best first."""
+    return [i for i, _ in nearest_scored(vectors, query, limit, min_similarity=min_similarity)]
+
+
+def nearest_scored(
+    vectors: VectorSet, query: np.ndarray, limit: int, *, min_similarity: float = -1.0
+) -> list[tuple[str, float]]:
+    """:func:`nearest`, each id with its cosine similarity."""
     if not vectors.ids or limit <= 0:
         return []
     require_numpy()
@@ -152,7 +170,7 @@ def nearest(vectors: VectorSet, query: np.ndarray, limit: int, *, min_similarity
     k = min(limit, len(vectors.ids))
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top], kind="stable")]
-    return [vectors.ids[i] for i in top if scores[i] >= min_similarity]
+    return [(vectors.ids[i], float(scores[i])) for i in top if scores[i] >= min_similarity]
 
 
 def fuse(*rankings: Sequence[str], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:
@@ -168,3 +186,24 @@ def fuse(*rankings: Sequence[str], weights: Sequence[float] | None = None, k: in
             score[item] = score.get(item, 0.0) + weight / (k + rank)
     order = {item: i for i, item in enumerate(score)}
     return sorted(score, key=lambda item: (-score[item], order[item]))
+
+
+def hybrid(
+    words: Sequence[str],
+    vectors: Sequence[tuple[str, float]],
+    *,
+    weight: float = SEMANTIC_WEIGHT,
+    confident: float = SEMANTIC_CONFIDENT_SIMILARITY,
+    lead: int = CONFIDENT_LEAD,
+) -> list[str]:
+    """A word ranking and a vector ranking (ids with their similarity, best first) as one:
+    :func:`fuse` with the vectors at ``weight``, then each vector hit of similarity at least
+    ``confident`` that the word ranking lacks moved up to after ``lead`` times its vector
+    rank (from 1) of other hits, if it is further down; the others keep their fused order
+    around them."""
+    out = fuse(words, [i for i, _ in vectors], weights=(1.0, weight))
+    held = set(words)
+    for rank, (i, score) in enumerate(vectors, start=1):  # best first: each past those before it
+        if score >= confident and i not in held and (at := out.index(i)) > lead * rank:
+            out.insert(lead * rank, out.pop(at))  # moved up only, never down
+    return out

@@ -79,6 +79,20 @@ def test_fusion_keeps_what_the_words_find(pets):
     assert len(hybrid.events) == 5 and all("garden" in (e.text or "") for e in hybrid.events)
 
 
+def test_a_vector_hit_that_says_the_query_in_other_words_comes_before_most_word_hits(memory, embedder):
+    memory.embedder = embedder
+    # turns on a walk between others (no two word hits side by side), then the kitten
+    said = [f"{CHATTER[i % 2]} ({i})" for i in range(24)]
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"w{i}", text=t) for i, t in enumerate(said)])
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="pet", text="A kitten, a kitten!")])
+    assert memory.consolidate(T, S).status == "published" and memory.admin.embed(T, S).stored == 25
+    # "walk" matches twelve turns; "feline" none, but the kitten is the query's other half
+    lexical = recall(memory.store, T, S, query="feline walk", context=False, k=3)
+    assert [e.event_id for e in lexical.events] != [] and "pet" not in {e.event_id for e in lexical.events}
+    hybrid = memory.recall(T, S, query="feline walk", context=False, k=3)
+    assert "pet" in {e.event_id for e in hybrid.events} and len(hybrid.events) == 3
+
+
 def test_vectors_are_computed_once_and_only_for_what_is_new(pets, server):
     calls = len(server.requests)
     assert pets.admin.embed(T, S).stored == 0
