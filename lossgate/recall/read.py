@@ -241,7 +241,7 @@ def recall(
                 index_checked = True
 
     ranker = reranker if terms else None  # no content word: no ranking to reorder
-    depth = ranker.depth if ranker is not None and not cooling_down(ranker) else 0
+    depth = max(ranker.depth, 0) if ranker is not None and not cooling_down(ranker) else 0
     read = read_memory(depth, None)
     rerank: str | None = None
     scores: list[dict[str, float]] | None = None

@@ -388,7 +388,8 @@ def _snapshots_held(url: str) -> list[tuple[Any, ...]]:
 def test_no_transaction_is_open_while_the_reranker_works(garden, server, store_url):
     """On PostgreSQL no session of the database is in a transaction or holds a snapshot while
     the reranker answers; on SQLite a writer commits meanwhile without waiting and the WAL can
-    be checkpointed whole, which a reader's open snapshot would prevent."""
+    be checkpointed whole, which a reader's open snapshot would prevent. The append made
+    meanwhile takes nothing out of memory: what recall returns comes from its one read."""
     seen: list[Any] = []
     other = lossgate.open(store_url)
 
@@ -407,10 +408,13 @@ def test_no_transaction_is_open_while_the_reranker_works(garden, server, store_u
 
     _while_reranking(server, look)
     try:
-        result = recall(garden.store, T, S, query="garden", k=3, context=False, reranker=_reranker(server))
+        result = recall(
+            garden.store, T, S, query="garden", k=3, context=False, reranker=_reranker(server, timeout_s=10.0)
+        )
     finally:
         other.close()
     assert result.record.filters["rerank"] == "used: scripted" and _ids(result)[:2] == ["g3", "g10"]
+    assert result.record.clock.high_water == 30  # an append moves no input_epoch: chosen from the one read
     (_, took), (what, value) = seen
     assert took < 1.0
     assert value in ([], 0), f"{what}: {value}"
@@ -446,7 +450,7 @@ def test_a_deletion_while_the_reranker_works_never_reaches_the_result(garden, se
 
     _while_reranking(server, delete)
     try:
-        result = recall(garden.store, T, S, query="garden roses", k=3, reranker=_reranker(server))
+        result = recall(garden.store, T, S, query="garden roses", k=3, reranker=_reranker(server, timeout_s=10.0))
     finally:
         other.close()
     assert any("roses" in d for d in _sent(server))  # it was sent: it was memory when the read ran
