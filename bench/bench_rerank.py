@@ -5,8 +5,9 @@
 The reranker is :class:`~lossgate.semantic.HttpReranker` talking to the scripted
 ``/v1/rerank`` server on loopback (:func:`lossgate.testing.rerank.word_overlap`: it scores
 by shared words, in microseconds), so what is timed is lossgate's side of the stage: reading
-the candidates' texts, the HTTP exchange with its JSON both ways, checking the answer and
-reordering; a real model's own time comes on top. The server runs in this process's
+the candidates' texts (and the neighbours any order of them can bring), the HTTP exchange with
+its JSON both ways, checking the answer, the short read after it that checks nothing was
+deleted meanwhile, and reordering; a real model's own time comes on top. The server runs in this process's
 threads, so its parsing and answering are in the figure too.
 
 For each store, on the subject of ``bench_recall_query.py`` (``--events`` events, a

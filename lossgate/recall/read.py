@@ -55,6 +55,19 @@ In raw fallback (no summary, or a stale one) nothing changes; ``loss_aware=False
 off. The set is read once per published root and each carried part once (bounded caches:
 artifacts are immutable), so its cost does not grow with the history a recall reads.
 
+The reranker is asked after the read's transaction has closed: while it works (up to its
+timeout), recall holds no store connection in a transaction, no PostgreSQL snapshot, no SQLite
+read transaction. The read takes every candidate any order of the reranker can bring in (the
+fact ranking's facts, the text of the top it is sent, the neighbours of each hit that can end
+among the first :data:`CONTEXT_HITS` whatever the scores), and what recall
+returns is chosen from that read alone, the budget, neighbours, loss-aware and
+identifier-first ordering applied as without a reranker. Once the reranker was asked, one
+short read checks the subject's ``input_epoch``, which every deletion, revocation,
+supersession, trust change and new conflict moves (appends do not): if it moved, recall reads
+again in one transaction and orders that read by the scores it got, so what the deletion took
+is not returned; the record's candidates, selected ids and attestation are those of the read
+the result came from, and ``filters["rerank"]`` says what the reranker did.
+
 Every recall record is an attestation of what the agent was handed: the sha256 of the
 block :meth:`~lossgate.model.derived_records.RecallResult.render` prints, and the content hash of the
 summary's artifact and of each fact and event it returned
@@ -78,7 +91,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from threading import Lock
@@ -115,7 +128,7 @@ from lossgate.model.wording import (
 from lossgate.runtime.caches import holds_text
 from lossgate.semantic.embedders import Embedder, normalised
 from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, VectorSet, hybrid, nearest_scored, vector_cache
-from lossgate.semantic.reorder import reranked
+from lossgate.semantic.reorder import cooling_down, ordered, rerank_scores
 from lossgate.semantic.rerankers import Reranker
 from lossgate.store import Store
 from lossgate.store.protocol import FactFilter, ReadTx, VectorKind
@@ -189,42 +202,66 @@ def recall(
     another model's, recall ranks lexically and says so in the record's
     ``filters["semantic"]`` (and asks a failed embedder again only after
     :data:`EMBEDDER_COOLDOWN_S`). With a ``reranker``, the first ``reranker.depth`` fact and
-    event hits of that ranking are reordered by its scores; if it fails, recall keeps the first
-    ranking, and the record's ``filters["rerank"]`` says which happened
-    (:mod:`lossgate.semantic.reorder`). With ``loss_aware`` (the default), a query's hits that the
-    fresh published summary dropped move up by :data:`DROPPED_LEAD` places (module docstring)."""
+    event hits of that ranking are reordered by its scores, asked once the read's transaction
+    has closed (module docstring); if it fails, recall keeps the first ranking, and the
+    record's ``filters["rerank"]`` says which happened (:mod:`lossgate.semantic.reorder`).
+    With ``loss_aware`` (the default), a query's hits that the fresh published summary
+    dropped move up by :data:`DROPPED_LEAD` places (module docstring)."""
     searching = bool(query and query.strip())
     terms = query_terms(query) if searching else []
     semantic, query_vector = _query_vector(embedder, query) if terms else (None, None)
     hits_wanted = max(k, (budget or 0) // 16)  # a conversation turn is rarely under 16 tokens
     index_checked = not terms
-    while True:
-        try:
-            read = _read(
-                store,
-                tenant_id,
-                subject_id,
-                terms=terms,
-                searching=searching,
-                k=k,
-                hits_wanted=hits_wanted,
-                context=context,
-                embedder=embedder,
-                query_vector=query_vector,
-                semantic=semantic,
-                index_checked=index_checked,
-                loss_aware=loss_aware,
-                reranker=reranker,
-                query=query or "",
-            )
-            break
-        except _IndexBehind:  # rare: consolidation and earlier recalls keep the index warm
-            with store.write() as wtx:
-                wtx.lock_clock(tenant_id, subject_id)
-                wtx.refresh_search_index()
-            index_checked = True
+
+    def read_memory(depth: int, scores: list[dict[str, float]] | None) -> _Read:
+        nonlocal index_checked
+        while True:
+            try:
+                return _read(
+                    store,
+                    tenant_id,
+                    subject_id,
+                    terms=terms,
+                    searching=searching,
+                    k=k,
+                    hits_wanted=hits_wanted,
+                    context=context,
+                    embedder=embedder,
+                    query_vector=query_vector,
+                    semantic=semantic,
+                    index_checked=index_checked,
+                    loss_aware=loss_aware,
+                    depth=depth,
+                    scores=scores,
+                )
+            except _IndexBehind:  # rare: consolidation and earlier recalls keep the index warm
+                with store.write() as wtx:
+                    wtx.lock_clock(tenant_id, subject_id)
+                    wtx.refresh_search_index()
+                index_checked = True
+
+    ranker = reranker if terms else None  # no content word: no ranking to reorder
+    depth = max(ranker.depth, 0) if ranker is not None and not cooling_down(ranker) else 0
+    read = read_memory(depth, None)
+    rerank: str | None = None
+    scores: list[dict[str, float]] | None = None
+    if ranker is not None and read.hits is not None:
+        # Asked after the read's transaction has closed: no connection or snapshot is held
+        # while the reranker works (up to its timeout). What it is sent is what the read read.
+        hits = read.hits
+        rerank, scores, asked = rerank_scores(
+            ranker, query or "", [(hits.facts, hits.fact_texts), (hits.events, hits.event_texts)]
+        )
+        if asked and _inputs_changed(store, read.clock):
+            # A deletion, revocation, supersession, trust change or new conflict committed while
+            # the reranker worked (each moves input_epoch): what was read may hold text memory
+            # no longer says. Read again, in one transaction, and order it by the scores given;
+            # what the read no longer finds is never returned, a new candidate comes after the
+            # scored ones, as one past the reranker's depth does.
+            read = read_memory(depth if scores else 0, scores)
+    chosen = _selected(read, k=k, hits_wanted=hits_wanted, context=context, scores=scores)
     artifact = read.artifact if read.fresh else None  # the summary recall returns, if any
-    critical, others, events = read.critical, read.others, read.events
+    critical, others, events = read.critical, chosen.others, chosen.events
     summary = artifact.summary if artifact else None
     count = counter or default_counter()
     fit = _fit_relevant if searching else _fit_recent
@@ -234,7 +271,7 @@ def recall(
     # summary's structured part does): two values of one predicate are not read as settled. A
     # returned fact on one side of an open conflict brings the other side, whatever the query
     # matched and the budget kept, so that the conflict is stated with both values.
-    rivals = _with_rivals(read.open_conflicts, critical + others, read.rivals)
+    rivals = _with_rivals(read.open_conflicts, critical + others, chosen.rivals)
     conflicts = conflicts_between(read.open_conflicts, critical + others + rivals)
     if conflicts:
         if budget is None:
@@ -259,10 +296,10 @@ def recall(
             "k": k,
             "budget": budget,
             **({"semantic": read.semantic} if read.semantic else {}),
-            **({"rerank": read.rerank} if read.rerank else {}),
+            **({"rerank": rerank} if rerank else {}),
         },
         mode=read.mode,
-        candidate_ids=tuple(read.candidates),
+        candidate_ids=tuple(chosen.candidates),
         selected_ids=tuple([f.fact_id for f in critical + others] + [e.event_id for e in events]),
         alias=read.alias,
         clock=read.clock,
@@ -287,6 +324,13 @@ def recall(
         )
     store.record_recall(record)
     return result.model_copy(update={"record": record})
+
+
+def _inputs_changed(store: Store, seen: Clock) -> bool:
+    """Whether the subject's ``input_epoch`` has moved since ``seen`` was read: every change
+    that takes text out of memory or changes what a fact says moves it (appends do not)."""
+    with store.read() as tx:
+        return tx.clock(seen.tenant_id, seen.subject_id).input_epoch != seen.input_epoch
 
 
 def _inputs(artifact: ArtifactHead | None, result: RecallResult) -> RecallInputs:
@@ -331,6 +375,41 @@ def trimmed_summary(full: str, kept: int | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class _Hits:
+    """A query's candidates as :func:`_read` read them in its transaction: everything
+    :func:`_selected` needs to choose what recall returns, in the first ranking's order or
+    in the one a reranker gives afterwards, with no further read.
+
+    With a reranker (``depth``), the rankings go on past the first ranking with the word hits
+    up to its depth, and what is read covers every candidate that any order of the reranker
+    can bring in: the text of the top it is handed, the facts of the whole fact ranking, and
+    the neighbours of every hit that can end among the first :data:`CONTEXT_HITS` whatever the
+    scores (:func:`_may_lead`). Without one, exactly what the first ranking returns is read."""
+
+    facts: list[str]  # the fact ranking, best first (critical facts left out)
+    fact_rows: dict[str, Fact]  # the active ones among those recall may return, by id
+    events: list[str]  # the event ranking, best first (neighbour support applied)
+    read: dict[str, Event]  # the valid ones (deleted text left out) among those recall may return, by id
+    around: dict[int, Event]  # valid events by seq (deleted text left out): neighbours the first hits may bring
+    dropped: frozenset[str]  # what the fresh summary dropped (loss-aware; empty when off)
+    identifiers: list[str]  # the query's identifiers (their holders go first)
+    event_limit: int  # how many event hits the first ranking reads
+
+    def fact_texts(self, ids: list[str]) -> dict[str, str]:
+        """What a reranker reads of each of these facts that is active: its search text, as embedded."""
+        return {i: text for i in ids if (f := self.fact_rows.get(i)) is not None and (text := f.search_text())}
+
+    def event_texts(self, ids: list[str]) -> dict[str, str]:
+        """What a reranker reads of each of these events that is valid and not the source of
+        a deleted fact: ``actor: text``, as embedded."""
+        return {
+            i: f"{e.actor}: {e.text}" if e.actor else e.text
+            for i in ids
+            if (e := self.read.get(i)) is not None and e.text is not None
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class _Read:
     """What :func:`_read` read in its one transaction, before a budget trims it."""
 
@@ -340,13 +419,21 @@ class _Read:
     fresh: bool  # that artifact is published and the alias's epoch is the clock's: recall returns its summary
     mode: RecallMode
     critical: list[Fact]  # every active critical fact
+    others: list[Fact]  # without a query, the newest non-critical facts
+    events: list[Event]  # without a query, the newest events past the summary
+    hits: _Hits | None  # with a query, its candidates
+    semantic: str | None  # how the vectors ranked, for the record's filters (None: not asked)
+    open_conflicts: list[Conflict]  # the subject's unresolved conflicts, read in raw fallback only
+    rivals: dict[str, Fact]  # the active facts on either side of those conflicts with what may be returned
+
+
+class _Selected(NamedTuple):
+    """What recall returns of a :class:`_Read`, before a budget trims it."""
+
     others: list[Fact]  # the query's fact hits, or the newest non-critical facts
     events: list[Event]  # the query's event hits (with their context), or the newest events past the summary
-    candidates: list[str]  # the ids of all of those, in that order: the record's candidate_ids
-    semantic: str | None  # how the vectors ranked, for the record's filters (None: not asked)
-    rerank: str | None  # what the reranker did, for the record's filters (None: not asked)
-    open_conflicts: list[Conflict]  # the subject's unresolved conflicts, read in raw fallback only
-    rivals: dict[str, Fact]  # the active facts on either side of those conflicts with what was read, by id
+    candidates: list[str]  # the ids of the critical facts and all of those, in that order: the record's candidate_ids
+    rivals: dict[str, Fact]  # the active facts on either side of an open conflict with one returned, by id
 
 
 class _Fitted(NamedTuple):
@@ -379,13 +466,12 @@ def _read(
     semantic: str | None,
     index_checked: bool,
     loss_aware: bool = True,
-    reranker: Reranker | None = None,
-    query: str = "",
+    depth: int = 0,
+    scores: list[dict[str, float]] | None = None,
 ) -> _Read:
     """Everything recall returns, read in one transaction (the index's backlog checked in it).
-    A reranker is asked inside it, so that it reads the same rows recall returns (a server's
-    answer is bounded by its timeout, 2 s by default)."""
-    rerank: str | None = None
+    ``depth``: a reranker will reorder that many of each ranking (:class:`_Hits`); ``scores``:
+    it did already, on an earlier read (what it scored is what may lead)."""
     with store.read() as tx:
         if not index_checked and tx.search_backlog(tenant_id, subject_id) > SEARCH_BACKLOG:
             raise _IndexBehind
@@ -402,96 +488,38 @@ def _read(
                 FactFilter(statuses=["active"], criticalities=["important", "contextual"], limit=k, newest_first=True)
             )
         critical, *newest = tx.fact_sets(tenant_id, subject_id, wanted)
+        hits: _Hits | None = None
+        others: list[Fact] = []
+        events: list[Event] = []
         if searching:
-            text = " ".join(terms)
-            critical_ids = {f.fact_id for f in critical}
-            # A reranker may bring up a hit from past those recall returns: the first ranking
-            # reads its depth of word hits, the part past what it reads without one kept apart.
-            depth = reranker.depth if reranker is not None and terms else 0
-            fact_limit = k + len(critical_ids)
-            word_facts = (
-                tx.search_facts(tenant_id, subject_id, text, limit=max(fact_limit, depth + len(critical_ids)))
-                if terms
-                else []
+            semantic, hits = _read_hits(
+                store,
+                tx,
+                tenant_id,
+                subject_id,
+                critical,
+                terms=terms,
+                k=k,
+                hits_wanted=hits_wanted,
+                context=context,
+                embedder=embedder,
+                query_vector=query_vector,
+                semantic=semantic,
+                lead=DROPPED_LEAD if loss_aware and fresh else 0,
+                artifact=artifact,
+                depth=depth if terms else 0,
+                scores=scores,
             )
-            hit_facts = word_facts[:fact_limit]
-            near: dict[str, list[tuple[str, float]]] = {}
-            if query_vector is not None and embedder is not None:
-                semantic, near = _nearest(
-                    store,
-                    tx,
-                    tenant_id,
-                    subject_id,
-                    embedder,
-                    query_vector,
-                    {"fact": k + len(critical_ids), "event": hits_wanted},
-                )
-            if near:
-                hit_facts = hybrid(hit_facts, near["fact"])
-            hit_facts = [i for i in hit_facts if i not in critical_ids]
-            # Every tier: an event the summary covers is still found by its words.
-            # An identifier's phrase also matches its pieces written apart ("INV 5"): more
-            # candidates are read, and those holding it as written go first.
-            identifiers = [t for t in terms if is_phrase(t)]
-            # loss-aware: the hits just past those wanted are read too, so that a dropped one
-            # can move in
-            lead = DROPPED_LEAD if loss_aware and fresh else 0
-            # (and at least NEIGHBOUR_POOL, so that a small k still sees a hit's neighbours)
-            event_limit = max(hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead, NEIGHBOUR_POOL)
-            word_events = (
-                tx.search_events(tenant_id, subject_id, text, limit=max(event_limit, depth), skip_erased=True)
-                if terms
-                else []
-            )
-            hit_ids = word_events[:event_limit]
-            if near:
-                hit_ids = hybrid(hit_ids, near["event"])[:event_limit]
-            read = (
-                {
-                    e.event_id: e
-                    for e in tx.events(tenant_id, subject_id, ids=hit_ids, states=["valid"], skip_erased=True)
-                }
-                if hit_ids
-                else {}
-            )
-            hit_ids = _neighbour_supported([i for i in hit_ids if i in read], {i: e.seq for i, e in read.items()})
-            if reranker is not None and terms:
-                # the first ranking, then the word hits past it: failing, the reranker changes nothing
-                facts_pool = _then(hit_facts, [i for i in word_facts[fact_limit:] if i not in critical_ids])
-                events_pool = _then(hit_ids, word_events[event_limit:])
-                rerank, (hit_facts, events_pool) = reranked(
-                    reranker,
-                    query,
-                    [
-                        (facts_pool, lambda ids: _fact_texts(tx, tenant_id, subject_id, ids)),
-                        (events_pool, lambda ids: _event_texts(tx, tenant_id, subject_id, ids, read)),
-                    ],
-                )
-                hit_ids = [i for i in events_pool if i in read][
-                    :event_limit
-                ]  # a hit past the first ranking: read for it
-            hit_facts = hit_facts[:k]
-            rank_f = {fid: i for i, fid in enumerate(hit_facts)}
-            others = sorted(
-                tx.facts(tenant_id, subject_id, ids=hit_facts, statuses=["active"]), key=lambda f: rank_f[f.fact_id]
-            )
-            if lead and artifact is not None and hit_ids:
-                hit_ids = _dropped_first(hit_ids, _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id))
-            hit_ids = _holding_first(hit_ids, identifiers, read)[:hits_wanted]
-            if context:
-                events = _hits_in_context(tx, tenant_id, subject_id, hit_ids, hits_wanted, read)
-            else:
-                events = [read[i] for i in hit_ids][:hits_wanted]
+            may_return = list(hits.fact_rows.values())
         else:
             others = newest[0][:k]
             after = alias.covers_through if fresh and _says_its_events(tenant_id, subject_id, artifact) else None
             events = tx.events(
                 tenant_id, subject_id, states=["valid"], after_seq=after, limit=k, newest_first=True, skip_erased=True
             )
-        candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
+            may_return = others
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
-        rivals = _rivals(tx, tenant_id, subject_id, open_, critical + others)
-        candidates += [i for i in rivals if i not in candidates]  # read too: a selected rival is a candidate
+        rivals = _rivals(_active_facts(tx, tenant_id, subject_id), open_, critical + may_return)
     return _Read(
         clock=clock,
         alias=alias,
@@ -501,12 +529,163 @@ def _read(
         critical=critical,
         others=others,
         events=events,
-        candidates=candidates,
+        hits=hits,
         semantic=semantic,
-        rerank=rerank,
         open_conflicts=open_,
         rivals=rivals,
     )
+
+
+def _read_hits(
+    store: Store,
+    tx: ReadTx,
+    tenant_id: str,
+    subject_id: str,
+    critical: list[Fact],
+    *,
+    terms: list[str],
+    k: int,
+    hits_wanted: int,
+    context: bool,
+    embedder: Embedder | None,
+    query_vector: Any,
+    semantic: str | None,
+    lead: int,
+    artifact: ArtifactHead | None,
+    depth: int,
+    scores: list[dict[str, float]] | None,
+) -> tuple[str | None, _Hits]:
+    """A query's candidates (:class:`_Hits`) and how the vectors ranked, read in ``tx``."""
+    text = " ".join(terms)
+    critical_ids = {f.fact_id for f in critical}
+    # A reranker may bring up a hit from past those recall returns: the first ranking reads
+    # its depth of word hits, the part past what it reads without one kept apart.
+    fact_limit = k + len(critical_ids)
+    word_facts = (
+        tx.search_facts(tenant_id, subject_id, text, limit=max(fact_limit, depth + len(critical_ids))) if terms else []
+    )
+    hit_facts = word_facts[:fact_limit]
+    near: dict[str, list[tuple[str, float]]] = {}
+    if query_vector is not None and embedder is not None:
+        semantic, near = _nearest(
+            store,
+            tx,
+            tenant_id,
+            subject_id,
+            embedder,
+            query_vector,
+            {"fact": k + len(critical_ids), "event": hits_wanted},
+        )
+    if near:
+        hit_facts = hybrid(hit_facts, near["fact"])
+    hit_facts = [i for i in hit_facts if i not in critical_ids]
+    # Every tier: an event the summary covers is still found by its words.
+    # An identifier's phrase also matches its pieces written apart ("INV 5"): more
+    # candidates are read, and those holding it as written go first.
+    identifiers = [t for t in terms if is_phrase(t)]
+    # loss-aware: the hits just past those wanted are read too, so that a dropped one can
+    # move in (and at least NEIGHBOUR_POOL, so that a small k still sees a hit's neighbours)
+    event_limit = max(hits_wanted + (hits_wanted + 16 if identifiers else 0) + lead, NEIGHBOUR_POOL)
+    word_events = (
+        tx.search_events(tenant_id, subject_id, text, limit=max(event_limit, depth), skip_erased=True) if terms else []
+    )
+    hit_ids = word_events[:event_limit]
+    if near:
+        hit_ids = hybrid(hit_ids, near["event"])[:event_limit]
+    read = _valid_events(tx, tenant_id, subject_id, hit_ids)
+    hit_ids = _neighbour_supported([i for i in hit_ids if i in read], {i: e.seq for i, e in read.items()})
+    if depth:
+        # the first ranking, then the word hits past it: failing, the reranker changes nothing
+        facts = _then(hit_facts, [i for i in word_facts[fact_limit:] if i not in critical_ids])
+        events = _then(hit_ids, word_events[event_limit:])
+        top = events[:depth] if scores is None else [i for i in events if i in scores[1]]
+        read.update(_valid_events(tx, tenant_id, subject_id, [i for i in top if i not in read]))
+    else:
+        facts, events = hit_facts[:k], hit_ids
+    fact_rows = {f.fact_id: f for f in tx.facts(tenant_id, subject_id, ids=facts, statuses=["active"])} if facts else {}
+    dropped = (
+        _tree_dropped(tx, tenant_id, subject_id, artifact.artifact_id)
+        if lead and artifact is not None and read
+        else frozenset()
+    )
+    hits = _Hits(facts, fact_rows, events, read, {}, dropped, identifiers, event_limit)
+    if context:  # the neighbours, read last: which hits bring them depends on all of the above
+        if depth:
+            leaders = _may_lead(hits, events[:depth] if scores is None else scores[1], lead)
+        else:
+            leaders = _ordered_hits(hit_ids, hits, hits_wanted)[:CONTEXT_HITS]
+        hits.around.update(_neighbours(tx, tenant_id, subject_id, [read[i] for i in leaders], read))
+    return semantic, hits
+
+
+def _valid_events(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, Event]:
+    """The valid events of ``ids`` that are not the source of a deleted fact, by id."""
+    if not ids:
+        return {}
+    return {e.event_id: e for e in tx.events(tenant_id, subject_id, ids=ids, states=["valid"], skip_erased=True)}
+
+
+def _may_lead(hits: _Hits, top: Collection[str], lead: int) -> list[str]:
+    """Every read hit that can be among the first :data:`CONTEXT_HITS` once a reranker has
+    reordered ``top`` (the first of ``hits.events`` it is handed, or those it scored on an
+    earlier read), whatever its scores: that top; then, as
+    :func:`~lossgate.semantic.reorder.ordered` puts the rest after it in their order and the
+    loss-aware ranking moves a hit up at most ``lead`` places, the first
+    ``CONTEXT_HITS + lead`` of the rest; and every hit holding the query's identifiers (they go
+    first). A reranker that fails leaves the first ranking, whose first hits are among these."""
+    read = [i for i in hits.events if i in hits.read]
+    top = set(top) & set(read)
+    rest = [i for i in read if i not in top][: CONTEXT_HITS + lead]
+    holding = _holding(read, hits.identifiers, hits.read)
+    return list(dict.fromkeys([*(i for i in read if i in top), *rest, *holding]))
+
+
+def _neighbours(
+    tx: ReadTx, tenant_id: str, subject_id: str, leaders: list[Event], read: dict[str, Event]
+) -> dict[int, Event]:
+    """The valid events (deleted text left out) next to each of ``leaders``, by seq: those of
+    ``read`` (read in this transaction already), the others read now."""
+    seqs = {e.seq + d for e in leaders for d in (-1, 1)}
+    by_seq = {e.seq: e for e in read.values() if e.seq in seqs}
+    missing = sorted(seqs - by_seq.keys())
+    if missing:
+        by_seq.update(
+            (e.seq, e) for e in tx.events(tenant_id, subject_id, states=["valid"], skip_erased=True, seqs=missing)
+        )
+    return by_seq
+
+
+def _selected(
+    read: _Read, *, k: int, hits_wanted: int, context: bool, scores: list[dict[str, float]] | None
+) -> _Selected:
+    """What recall returns of ``read``, with no further read: the query's hits (in the order
+    ``scores``, a reranker's, gives the top of each ranking, when there are any), or the
+    newest facts and events; and the rivals of the facts returned."""
+    others, events = read.others, read.events
+    if read.hits is not None:
+        hits = read.hits
+        fact_ids = ordered(hits.facts, scores[0]) if scores else hits.facts
+        event_ids = ordered(hits.events, scores[1]) if scores else hits.events
+        others = [hits.fact_rows[i] for i in fact_ids[:k] if i in hits.fact_rows]
+        hit_ids = _ordered_hits([i for i in event_ids if i in hits.read][: hits.event_limit], hits, hits_wanted)
+        if context:
+            events = _hits_in_context(hit_ids, hits_wanted, hits.read, hits.around)
+        else:
+            events = [hits.read[i] for i in hit_ids][:hits_wanted]
+    critical = read.critical
+    candidates = [f.fact_id for f in critical] + [f.fact_id for f in others] + [e.event_id for e in events]
+    known = read.rivals  # read with every fact that may be returned: the rivals of those returned are among them
+    rivals = _rivals(lambda ids: [known[i] for i in ids if i in known], read.open_conflicts, critical + others)
+    candidates += [i for i in rivals if i not in candidates]  # read too: a selected rival is a candidate
+    return _Selected(others, events, candidates, rivals)
+
+
+def _ordered_hits(hit_ids: list[str], hits: _Hits, wanted: int) -> list[str]:
+    """The event hits in the order recall returns them: those the summary dropped moved up,
+    then those holding the query's identifiers first; the first ``wanted``."""
+    if hits.dropped and hit_ids:
+        hit_ids = _dropped_first(hit_ids, hits.dropped)
+    return _holding_first(hit_ids, hits.identifiers, hits.read)[:wanted]
 
 
 def _says_its_events(tenant_id: str, subject_id: str, artifact: ArtifactHead | None) -> bool:
@@ -523,13 +702,18 @@ def _says_its_events(tenant_id: str, subject_id: str, artifact: ArtifactHead | N
     )
 
 
+def _active_facts(tx: ReadTx, tenant_id: str, subject_id: str) -> Callable[[list[str]], list[Fact]]:
+    return lambda ids: tx.facts(tenant_id, subject_id, ids=ids, statuses=["active"])
+
+
 def _rivals(
-    tx: ReadTx, tenant_id: str, subject_id: str, conflicts: list[Conflict], facts: list[Fact]
+    active: Callable[[list[str]], Iterable[Fact]], conflicts: list[Conflict], facts: list[Fact]
 ) -> dict[str, Fact]:
     """The active facts on either side of an open conflict with one of ``facts`` (and with
     those, in turn), ``facts``' own among them: what recall may add beside a returned side,
     so that it is never printed as if settled (:func:`_with_rivals`). The read ones are kept
-    too, since the budget may leave out the side that a returned one is set against."""
+    too, since the budget may leave out the side that a returned one is set against.
+    ``active`` gives the active facts of given ids."""
     held = {f.fact_id for f in facts}
     in_conflict = {i for c in conflicts for i in c.fact_ids}
     found: dict[str, Fact] = {f.fact_id: f for f in facts if f.fact_id in in_conflict}
@@ -539,7 +723,7 @@ def _rivals(
         if not wanted:
             return found
         reached.update(wanted)
-        for f in tx.facts(tenant_id, subject_id, ids=wanted, statuses=["active"]):
+        for f in active(wanted):
             found[f.fact_id] = f
 
 
@@ -568,31 +752,6 @@ def _then(first: list[str], more: list[str]) -> list[str]:
     """``first``, then the ids of ``more`` it does not hold, in their order."""
     held = set(first)
     return first + [i for i in more if i not in held]
-
-
-def _fact_texts(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str]) -> dict[str, str]:
-    """What a reranker reads of each of these facts that is active: its search text, as embedded."""
-    return {
-        f.fact_id: text
-        for f in tx.facts(tenant_id, subject_id, ids=ids, statuses=["active"])
-        if (text := f.search_text())
-    }
-
-
-def _event_texts(tx: ReadTx, tenant_id: str, subject_id: str, ids: list[str], read: dict[str, Event]) -> dict[str, str]:
-    """What a reranker reads of each of these events that is valid and not the source of a
-    deleted fact: ``actor: text``, as embedded. ``read`` holds the hits read already; the
-    others are read into it."""
-    missing = [i for i in ids if i not in read]
-    if missing:
-        read.update(
-            {e.event_id: e for e in tx.events(tenant_id, subject_id, ids=missing, states=["valid"], skip_erased=True)}
-        )
-    return {
-        i: f"{e.actor}: {e.text}" if e.actor else e.text
-        for i in ids
-        if (e := read.get(i)) is not None and e.text is not None
-    }
 
 
 # After the embedder fails, recall ranks by words alone for this long before it asks the
@@ -741,15 +900,23 @@ def dropped_events(store: Store, tenant_id: str, subject_id: str) -> frozenset[s
 
 def _holding_first(hit_ids: list[str], identifiers: list[str], read: dict[str, Event]) -> list[str]:
     """``hit_ids`` (``read``: their events) with the events that hold every identifier of
-    the query as written first (in rank order), then the rest. The stores match an
-    identifier as the phrase of its pieces, and PostgreSQL's English dictionary drops a piece
-    that is a stop word ("A" of "A-12/3"): what is read here is the text itself."""
-    if not identifiers or not hit_ids:
+    the query as written first (in rank order), then the rest."""
+    holding = _holding(hit_ids, identifiers, read)
+    if not holding:
         return hit_ids
-    patterns = [re.compile(r"(?<![^\W_])" + re.escape(i) + r"(?![^\W_])", re.IGNORECASE) for i in identifiers]
-    holding = [i for i in hit_ids if all(p.search(read[i].text or "") for p in patterns)]
     held = set(holding)
     return holding + [i for i in hit_ids if i not in held]
+
+
+def _holding(hit_ids: list[str], identifiers: list[str], read: dict[str, Event]) -> list[str]:
+    """The events of ``hit_ids`` that hold every identifier of the query as written, in rank
+    order. The stores match an identifier as the phrase of its pieces, and PostgreSQL's
+    English dictionary drops a piece that is a stop word ("A" of "A-12/3"): what is read here
+    is the text itself."""
+    if not identifiers or not hit_ids:
+        return []
+    patterns = [re.compile(r"(?<![^\W_])" + re.escape(i) + r"(?![^\W_])", re.IGNORECASE) for i in identifiers]
+    return [i for i in hit_ids if all(p.search(read[i].text or "") for p in patterns)]
 
 
 def _neighbour_supported(hit_ids: list[str], seq_of: dict[str, int]) -> list[str]:
@@ -767,25 +934,19 @@ def _neighbour_supported(hit_ids: list[str], seq_of: dict[str, int]) -> list[str
     return sorted(hit_ids, key=lambda i: (-score(i), rank[i]))
 
 
-def _hits_in_context(
-    tx: ReadTx, tenant_id: str, subject_id: str, hit_ids: list[str], wanted: int, read: dict[str, Event]
-) -> list[Event]:
+def _hits_in_context(hit_ids: list[str], wanted: int, read: dict[str, Event], around: dict[int, Event]) -> list[Event]:
     """The hits in relevance order, each of the first :data:`CONTEXT_HITS` followed by its
     next and previous event (once each, and not when that event is a hit itself: it comes at
     its own rank), the hits past those alone; at most ``wanted`` events in all. ``read``: the
-    hits, read already."""
+    hits; ``around``: the events next to the first ones, by seq (both read already)."""
     is_hit = set(hit_ids)
     hits = [read[i] for i in hit_ids if i in read]
-    first = hits[:CONTEXT_HITS]
-    seqs = sorted({e.seq + d for e in first for d in (-1, 1)} - {e.seq for e in hits})
-    around = tx.events(tenant_id, subject_id, states=["valid"], skip_erased=True, seqs=seqs) if seqs else []
-    by_seq = {e.seq: e for e in around if e.event_id not in is_hit}
     out: list[Event] = []
     seen: set[int] = set()
     for n, hit in enumerate(hits):
         for seq in (hit.seq, hit.seq + 1, hit.seq - 1) if n < CONTEXT_HITS else (hit.seq,):
-            e = hit if seq == hit.seq else by_seq.get(seq)
-            if e is not None and seq not in seen:
+            e = hit if seq == hit.seq else around.get(seq)
+            if e is not None and seq not in seen and (e is hit or e.event_id not in is_hit):
                 seen.add(seq)
                 out.append(e)
         if len(out) >= wanted:

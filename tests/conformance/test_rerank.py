@@ -7,13 +7,19 @@ ranking comes back in the order the scores give, hits past what recall returns a
 critical facts stay first; only valid text of the recall's own tenant and subject is ever
 sent (checked on the request bodies the server received); every failure (a server error,
 a timeout, an answer that is not JSON, the wrong number of scores) leaves the first ranking
-exactly as it is without a reranker, and the recall record says which happened.
+exactly as it is without a reranker, and the recall record says which happened. The
+reranker is asked after recall's read transaction has closed: while it works, recall holds no
+connection in a transaction and no snapshot, and a deletion made meanwhile never reaches what
+recall returns.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -354,3 +360,104 @@ def test_eval_locomo_reranks_from_the_cli(server, tmp_path, monkeypatch):
     assert json.loads(out.read_text())["sides"]["lossgate + rerank"]["overall"]["questions"] == 3
     refused = CliRunner().invoke(app, [*args, "--rerank", str(tmp_path / "no-such-model")])
     assert refused.exit_code == 2 and "--rerank" in refused.output and "no cross-encoder folder" in refused.output
+
+
+def _while_reranking(server: ScriptedChatServer, act: Callable[[], None]) -> None:
+    """The scripted model runs ``act`` while it handles the request, then scores by WEIGHTS."""
+    score = scored_by_words(WEIGHTS)
+
+    def answer(body: dict[str, Any]) -> Reply:
+        act()
+        return score(body)
+
+    server._default = answer
+
+
+def _snapshots_held(url: str) -> list[tuple[Any, ...]]:
+    """The other sessions of the test database inside a transaction or holding a snapshot."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT pid, state, backend_xmin FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+            "AND (state LIKE 'idle in transaction%' OR xact_start IS NOT NULL OR backend_xmin IS NOT NULL)"
+        ).fetchall()
+
+
+def test_no_transaction_is_open_while_the_reranker_works(garden, server, store_url):
+    """On PostgreSQL no session of the database is in a transaction or holds a snapshot while
+    the reranker answers; on SQLite a writer commits meanwhile without waiting and the WAL can
+    be checkpointed whole, which a reader's open snapshot would prevent. The append made
+    meanwhile takes nothing out of memory: what recall returns comes from its one read."""
+    seen: list[Any] = []
+    other = lossgate.open(store_url)
+
+    def look() -> None:
+        started = time.monotonic()
+        other.append([NewEvent(tenant_id=T, subject_id=S, event_id=f"w{len(seen)}", text="a later turn")])
+        seen.append(("append took", time.monotonic() - started))
+        if garden.store.engine == "postgres":
+            seen.append(("held", _snapshots_held(store_url)))
+        else:
+            check = sqlite3.connect(garden.store.path, timeout=0)
+            try:
+                seen.append(("checkpoint blocked", check.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]))
+            finally:
+                check.close()
+
+    _while_reranking(server, look)
+    try:
+        result = recall(
+            garden.store, T, S, query="garden", k=3, context=False, reranker=_reranker(server, timeout_s=10.0)
+        )
+    finally:
+        other.close()
+    assert result.record.filters["rerank"] == "used: scripted" and _ids(result)[:2] == ["g3", "g10"]
+    assert result.record.clock.high_water == 30  # an append moves no input_epoch: chosen from the one read
+    (_, took), (what, value) = seen
+    assert took < 1.0
+    assert value in ([], 0), f"{what}: {value}"
+
+
+@pytest.mark.parametrize("deleted", ["event", "fact"])
+def test_a_deletion_while_the_reranker_works_never_reaches_the_result(garden, server, store_url, deleted):
+    """The scripted model deletes the rose turn (or a fact drawn from it, which erases it
+    too), through another Memory, before it answers. The deletion moves the subject's input
+    epoch, so recall reads again and orders that read by the scores it was given: the
+    deleted text is neither returned nor a candidate, the summary it stales is not returned,
+    the other scored hit still leads, and the recall's attestation holds against the store."""
+    if deleted == "fact":
+        garden.assert_fact(
+            NewFact(
+                tenant_id=T,
+                subject_id=S,
+                fact_id="f-roses",
+                predicate="chat.topic",
+                value="garden roses",
+                source_event_ids=["g3"],
+            )
+        )
+    before = recall(garden.store, T, S, query="garden roses", k=3, reranker=_reranker(server))
+    assert "roses" in before.render() and "g3" in before.record.candidate_ids
+    other = lossgate.open(store_url)
+
+    def delete() -> None:
+        if deleted == "event":
+            other.delete_event(T, S, "g3", reason="user asked")
+        else:
+            other.delete_fact(T, S, "f-roses", reason="user asked")
+
+    _while_reranking(server, delete)
+    try:
+        result = recall(garden.store, T, S, query="garden roses", k=3, reranker=_reranker(server, timeout_s=10.0))
+    finally:
+        other.close()
+    assert any("roses" in d for d in _sent(server))  # it was sent: it was memory when the read ran
+    assert result.record.filters["rerank"] == "used: scripted"
+    assert "roses" not in result.render()
+    assert not {"g3", "f-roses"} & set(result.record.candidate_ids)
+    assert result.mode == "raw_fallback" and result.summary is None  # the deletion staled the summary
+    assert _ids(result)[0] == "g10"  # the scores given still order what is left
+    verdict = garden.verify_recall(T, S, result.record.recall_id)
+    assert verdict.state == "unchanged" and verdict.rendered_matches
