@@ -610,26 +610,13 @@ class Consolidator:
         omitted: tuple[str, ...] = (),
         dropped: tuple[str, ...] = (),
         failed_parts: Sequence[tuple[str, gate.GateResult]] = (),
-        pruned: int | None = None,
     ) -> Prepared:
         """Store the artifact and the attempt's outcome; a failed gate schedules the retry.
         ``omitted``: the narrative sentences left out of it (and of its parts), and why;
         ``dropped``: the events holding an atom it dropped (``Manifest.dropped``);
-        ``failed_parts``: an exploratory gate's findings in the parts (the attempt fails with them);
-        ``pruned``: how many sentences its prose lost (``Manifest.narrative_omitted``; by
-        default those of ``omitted``)."""
+        ``failed_parts``: an exploratory gate's findings in the parts (the attempt fails with them)."""
         artifact = self._artifact(
-            attempt,
-            sel,
-            body,
-            result,
-            registry,
-            timings,
-            judged=judged,
-            part=part,
-            tree=tree,
-            dropped=dropped,
-            omitted=len(omitted) if pruned is None else pruned,
+            attempt, sel, body, result, registry, timings, judged=judged, part=part, tree=tree, dropped=dropped
         )
         passed = result.passed and not failed_parts
         where = f"part {part.key}: " if part is not None else ""
@@ -964,16 +951,7 @@ class Consolidator:
             if not result.passed:  # exploratory: recorded, and the tree is built on
                 failed_parts.append((job.part.key, result))
             artifact = self._artifact(
-                attempt,
-                part_sel,
-                body,
-                result,
-                registry,
-                timings,
-                judged=judged,
-                part=job.info,
-                dropped=dropped,
-                omitted=len(omitted),
+                attempt, part_sel, body, result, registry, timings, judged=judged, part=job.info, dropped=dropped
             )
             try:
                 with self.store.write() as tx:
@@ -1103,8 +1081,6 @@ class Consolidator:
             omitted=omitted,
             dropped=dropped,
             failed_parts=failed_parts or (),
-            # the parts it brings, built or reused: the newest may be one a rebuild reuses
-            pruned=sum(c.manifest.narrative_omitted for c in children),
         )
 
     def _publish_shadow(self, prepared: Prepared) -> Attempt:
@@ -1316,7 +1292,6 @@ class Consolidator:
         part: PartInfo | None = None,
         tree: hierarchy.TreePlan | None = None,
         dropped: tuple[str, ...] = (),
-        omitted: int = 0,
     ) -> Artifact:
         if part is None:
             covers = max(sel.snapshot.clock.high_water, sel.expected.covers_through)
@@ -1354,7 +1329,6 @@ class Consolidator:
             carried=tree.carried if tree else (),
             periods=tree.periods if tree else (),
             dropped=dropped,
-            narrative_omitted=omitted,
         )
         return Artifact(
             artifact_id=artifact_id,

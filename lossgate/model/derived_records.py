@@ -168,11 +168,6 @@ class Manifest(_Record):
     # root's, its own gate's over the parts it brings and theirs (recall reads the carried
     # parts' from them: :func:`lossgate.recall.read.dropped_events`).
     dropped: tuple[str, ...] = ()
-    # How many sentences of the prose this build wrote (its narrative, and a root's new parts'
-    # digests) lossgate left out under the ``omit`` narrative policy. A summary that left any
-    # out no longer vouches for saying the conversation it covers: recall without a query then
-    # shows the newest events whatever the coverage (:attr:`ArtifactHead.narrative_pruned`).
-    narrative_omitted: int = 0
 
     @property
     def children(self) -> tuple[str, ...]:
@@ -210,7 +205,6 @@ class ArtifactHead(_Record):
     state: ArtifactState
     summary: str
     open_items: tuple[str, ...] = ()
-    narrative_pruned: bool = False  # its build left narrative sentences out (``Manifest.narrative_omitted``)
 
 
 class LineageEdge(_Record):

@@ -10,13 +10,13 @@ persisted so a later failure can be traced to compression, storage, retrieval
 or response.
 
 Without a query, recall returns the summary, the critical facts, the newest
-other facts and the hot tail (the events after the summary's coverage, or the
-newest events in raw fallback). A summary whose narrative was pruned (any sentence left
-out under the ``omit`` narrative policy: ``Manifest.narrative_omitted``) or that has no prose
-at all covers events it may no longer say: the hot tail is then the newest events whatever
-the coverage, so the newest message is never reachable only by a query. They are read as the hot tail
-is (valid, deleted text left out), bounded by ``k`` and trimmed by the budget like it,
-and attested like any event. Under a budget it trims, oldest first, the summary's
+other facts and the hot tail: the events after the summary's coverage, and the covered
+ones newer than the newest event the summary quotes word for word (the newest events in raw
+fallback). A summary may cover events it does not say (a narrative tells the conversation in
+its own words, or left a sentence out under the ``omit`` policy; a period digest keeps a share
+of its period's lines): the newest message is then shown as it was said, never reachable
+only by a query. They are read as the hot tail is (valid, deleted text left out), at most
+``k``, trimmed by the budget like it, and attested like any event. Under a budget it trims, oldest first, the summary's
 recent-conversation lines or a hierarchical root's period digest lines, then events, then
 non-critical facts.
 
@@ -252,10 +252,10 @@ def recall(
         rerank, scores, asked = rerank_scores(
             ranker, query or "", [(hits.facts, hits.fact_texts), (hits.events, hits.event_texts)]
         )
-        if asked and _inputs_changed(store, read.clock):
+        if asked and _memory_changed(store, read):
             # A deletion, revocation, supersession, trust change or new conflict committed while
-            # the reranker worked (each moves input_epoch): what was read may hold text memory
-            # no longer says. Read again, in one transaction, and order it by the scores given;
+            # the reranker worked (each moves input_epoch), or the summary moved (published,
+            # quarantined, gone stale): what was read may hold text memory no longer says. Read again, in one transaction, and order it by the scores given;
             # what the read no longer finds is never returned, a new candidate comes after the
             # scored ones, as one past the reranker's depth does.
             read = read_memory(depth if scores else 0, scores)
@@ -326,11 +326,20 @@ def recall(
     return result.model_copy(update={"record": record})
 
 
-def _inputs_changed(store: Store, seen: Clock) -> bool:
-    """Whether the subject's ``input_epoch`` has moved since ``seen`` was read: every change
-    that takes text out of memory or changes what a fact says moves it (appends do not)."""
+def _memory_changed(store: Store, seen: _Read) -> bool:
+    """Whether what ``seen`` read may no longer be memory: the subject's ``input_epoch`` has
+    moved (every change that takes text out of memory or changes what a fact says moves it;
+    appends do not), or its alias or the state of the summary it points at has (a switch, a
+    quarantine, a summary gone stale)."""
+    t, s = seen.clock.tenant_id, seen.clock.subject_id
     with store.read() as tx:
-        return tx.clock(seen.tenant_id, seen.subject_id).input_epoch != seen.input_epoch
+        if tx.clock(t, s).input_epoch != seen.clock.input_epoch:
+            return True
+        alias = tx.alias(t, s)
+        if (alias.artifact_id, alias.source_epoch) != (seen.alias.artifact_id, seen.alias.source_epoch):
+            return True
+        state = tx.artifact_gate(t, s, alias.artifact_id) if alias.artifact_id else None
+        return (state[0] if state else None) != (seen.artifact.state if seen.artifact else None)
 
 
 def _inputs(artifact: ArtifactHead | None, result: RecallResult) -> RecallInputs:
@@ -513,10 +522,9 @@ def _read(
             may_return = list(hits.fact_rows.values())
         else:
             others = newest[0][:k]
-            after = alias.covers_through if fresh and _says_its_events(tenant_id, subject_id, artifact) else None
-            events = tx.events(
-                tenant_id, subject_id, states=["valid"], after_seq=after, limit=k, newest_first=True, skip_erased=True
-            )
+            events = tx.events(tenant_id, subject_id, states=["valid"], limit=k, newest_first=True, skip_erased=True)
+            if fresh and artifact is not None:
+                events = _unsaid(events, alias.covers_through, artifact.summary)
             may_return = others
         open_ = [] if fresh else tx.conflicts(tenant_id, subject_id, unresolved_only=True)
         rivals = _rivals(_active_facts(tx, tenant_id, subject_id), open_, critical + may_return)
@@ -688,18 +696,21 @@ def _ordered_hits(hit_ids: list[str], hits: _Hits, wanted: int) -> list[str]:
     return _holding_first(hit_ids, hits.identifiers, hits.read)[:wanted]
 
 
-def _says_its_events(tenant_id: str, subject_id: str, artifact: ArtifactHead | None) -> bool:
-    """Whether the summary vouches for saying the conversation it covers: it has prose (a
-    narrative, its recent-conversation lines, a root's period digests) and its build left no
-    sentence of that prose out. A summary whose narrative was pruned (any sentence left out
-    under the ``omit`` policy, to nothing or part way) still covers its events but may no
-    longer say the one a left-out sentence told: recall without a query then shows the newest
-    events whatever the coverage, so that the newest message is never only in raw memory."""
-    return (
-        artifact is not None
-        and not artifact.narrative_pruned
-        and bool(summary_structure(tenant_id, subject_id, artifact.summary)[1])
-    )
+def _unsaid(events: list[Event], covers_through: int, summary: str) -> list[Event]:
+    """Of ``events`` (newest first), those recall without a query shows beside a fresh summary:
+    the events after its coverage, then the covered ones newer than the newest it quotes word
+    for word (its conversation lines, a root's period digests). A summary covers events it
+    may no longer say (a narrative says the conversation in its own words or leaves a sentence
+    out; a period digest keeps a share of its period's lines): the newest message is then
+    shown as it was said, never reachable only by a query. A summary that quotes its newest
+    event shows the hot tail after its coverage alone."""
+    quoted = f"\n{summary}\n"
+    out: list[Event] = []
+    for e in events:
+        if e.seq <= covers_through and f"\n{event_line(e)}\n" in quoted:
+            break
+        out.append(e)
+    return out
 
 
 def _active_facts(tx: ReadTx, tenant_id: str, subject_id: str) -> Callable[[list[str]], list[Fact]]:
@@ -773,15 +784,17 @@ def _query_vector(embedder: Embedder | None, query: str | None) -> tuple[str | N
         vector = embed_query(query) if embed_query else embedder.embed([query])[0]
         return embedder.model, normalised([vector], source=embedder.model, rows=1)[0]
     except Exception as exc:  # noqa: BLE001 - any embedder failure (a server, torch, a user's class): rank by words
+        status = getattr(exc, "http_status", None)
+        why = type(exc).__name__ + (f" (HTTP {status})" if status else "")
+        # the kind, never the message, in the log too: a server may echo the query in it
         log.warning(
-            "recall: semantic ranking unavailable for %.0f s (%s): %s", EMBEDDER_COOLDOWN_S, embedder.model, exc
+            "recall: semantic ranking unavailable for %.0f s (%s): %s", EMBEDDER_COOLDOWN_S, embedder.model, why
         )
         try:
             _down_until[embedder] = time.monotonic() + EMBEDDER_COOLDOWN_S
         except TypeError:  # an embedder that cannot be weakly referenced: no cool-down for it
             pass
-        status = getattr(exc, "http_status", None)
-        return f"unavailable: {type(exc).__name__}" + (f" (HTTP {status})" if status else ""), None
+        return f"unavailable: {why}", None
 
 
 def _failed_until(embedder: Embedder) -> float:

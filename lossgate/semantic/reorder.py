@@ -64,12 +64,14 @@ def rerank_scores(reranker: Reranker, query: str, rankings: Sequence[Ranking]) -
     try:
         scores = checked_scores(reranker.rerank(query, documents), len(documents), source=reranker.model)
     except Exception as exc:  # noqa: BLE001 - any reranker failure (a server, torch, a user's class): keep the ranking
-        log.warning("recall: reranking unavailable for %.0f s (%s): %s", RERANKER_COOLDOWN_S, reranker.model, exc)
+        why = getattr(exc, "reason", None) or type(exc).__name__
+        # what failed, never the server's message: it may echo the query, and logs outlive a deletion
+        log.warning("recall: reranking unavailable for %.0f s (%s): %s", RERANKER_COOLDOWN_S, reranker.model, why)
         try:
             _down_until[reranker] = time.monotonic() + RERANKER_COOLDOWN_S
         except TypeError:  # a reranker that cannot be weakly referenced: no cool-down for it
             pass
-        return Reranking(f"failed: {getattr(exc, 'reason', None) or type(exc).__name__}", None, True)
+        return Reranking(f"failed: {why}", None, True)
     out, at = [], 0
     for top in tops:
         out.append(dict(zip(top, scores[at : at + len(top)], strict=False)))

@@ -461,3 +461,21 @@ def test_a_deletion_while_the_reranker_works_never_reaches_the_result(garden, se
     assert _ids(result)[0] == "g10"  # the scores given still order what is left
     verdict = garden.verify_recall(T, S, result.record.recall_id)
     assert verdict.state == "unchanged" and verdict.rendered_matches
+
+
+def test_a_summary_quarantined_while_the_reranker_works_is_not_returned(garden, server, store_url):
+    """A quarantine moves no input epoch, but the summary it takes out of recall is one the
+    read returned: recall reads again and falls back to raw memory."""
+    before = recall(garden.store, T, S, query="garden", k=3, reranker=_reranker(server))
+    assert before.mode == "summary"
+    artifact = before.record.alias.artifact_id
+    other = lossgate.open(store_url)
+    _while_reranking(server, lambda: other.admin.quarantine(T, S, artifact, reason="bad summary"))
+    try:
+        result = recall(garden.store, T, S, query="garden", k=3, reranker=_reranker(server, timeout_s=10.0))
+    finally:
+        other.close()
+    assert result.record.filters["rerank"] == "used: scripted"
+    assert result.mode == "raw_fallback" and result.summary is None
+    verdict = garden.verify_recall(T, S, result.record.recall_id)
+    assert verdict.state == "unchanged" and verdict.rendered_matches

@@ -148,20 +148,15 @@ class CoreDerivedReads(TxBase):
     def artifact_head(self, tenant_id: str, subject_id: str, artifact_id: str) -> ArtifactHead | None:
         summary = self._d.json_field("body", "summary", as_text=True)
         open_items = self._d.json_field("body", "open_items", as_text=False)
-        omitted = self._d.json_field("manifest", "narrative_omitted", as_text=True)
         row = self._one(
-            f"SELECT artifact_id, state, {summary}, {open_items}, {omitted} "
+            f"SELECT artifact_id, state, {summary}, {open_items} "
             "FROM artifacts WHERE tenant_id=? AND subject_id=? AND artifact_id=?",
             (tenant_id, subject_id, artifact_id),
         )
         if row is None:
             return None
         return ArtifactHead(
-            artifact_id=row[0],
-            state=row[1],
-            summary=row[2] or "",
-            open_items=tuple(orjson.loads(row[3] or "[]")),
-            narrative_pruned=bool(int(row[4] or 0)),
+            artifact_id=row[0], state=row[1], summary=row[2] or "", open_items=tuple(orjson.loads(row[3] or "[]"))
         )
 
     def artifact_gate(

@@ -81,7 +81,7 @@ class PostgresDerivedReads(CoreDerivedReads):
         # One round trip for what recall reads first (it is round-trip bound on PostgreSQL).
         row = self._c.execute(
             "SELECT c.high_water, c.input_epoch, a.artifact_id, a.source_epoch, a.covers_through, a.updated_at, "
-            "ar.state, ar.body->>'summary', ar.body->'open_items', ar.manifest->>'narrative_omitted' FROM clocks c "
+            "ar.state, ar.body->>'summary', ar.body->'open_items' FROM clocks c "
             "LEFT JOIN aliases a ON a.tenant_id = c.tenant_id AND a.subject_id = c.subject_id "
             "LEFT JOIN artifacts ar ON ar.tenant_id = a.tenant_id AND ar.subject_id = a.subject_id "
             "AND ar.artifact_id = a.artifact_id WHERE c.tenant_id=%s AND c.subject_id=%s",
@@ -108,11 +108,7 @@ class PostgresDerivedReads(CoreDerivedReads):
             None
             if row[6] is None
             else ArtifactHead(
-                artifact_id=row[2],
-                state=row[6],
-                summary=row[7] or "",
-                open_items=tuple(orjson.loads(row[8] or "[]")),
-                narrative_pruned=bool(int(row[9] or 0)),
+                artifact_id=row[2], state=row[6], summary=row[7] or "", open_items=tuple(orjson.loads(row[8] or "[]"))
             )
         )
         return clock, alias, head
