@@ -64,6 +64,7 @@ from lossgate.model.canonical import content_hash
 from lossgate.model.derived_records import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.model.records import ArtifactBody, utcnow
 from lossgate.model.registry import Registry, RegistryCache
+from lossgate.model.trusted import trusted
 from lossgate.model.values import stored_claims
 from lossgate.model.wording import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 from lossgate.policy import rollout
@@ -78,6 +79,7 @@ __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTO
 
 EXTRACTOR_VERSION = "atoms-v1"
 log = logging.getLogger(__name__)
+_EDGE_FIELDS = frozenset(LineageEdge.model_fields)
 # The traceback of each failure :meth:`Consolidator.crashed` records: for the log of a worker
 # or a service; a one-shot command reports the attempt's one line instead (lossgate.cli).
 crashes = logging.getLogger("lossgate.crashes")
@@ -1349,13 +1351,14 @@ class Consolidator:
 
     @staticmethod
     def _edges(artifact: Artifact, sel: Selection) -> list[LineageEdge]:
+        """One edge per input, from the validated artifact and inputs (not validated again:
+        :func:`~lossgate.model.trusted.trusted`; a part has one per event)."""
+        t, s, a = artifact.tenant_id, artifact.subject_id, artifact.artifact_id
         return [
-            LineageEdge(
-                tenant_id=artifact.tenant_id,
-                subject_id=artifact.subject_id,
-                artifact_id=artifact.artifact_id,
-                input_kind=ref.kind,
-                input_id=ref.id,
+            trusted(
+                LineageEdge,
+                _EDGE_FIELDS,
+                {"tenant_id": t, "subject_id": s, "artifact_id": a, "input_kind": ref.kind, "input_id": ref.id},
             )
             for ref in sel.inputs
         ]
