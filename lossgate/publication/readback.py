@@ -12,7 +12,6 @@ different, and its findings are kept beside the ``representation_loss`` violatio
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from lossgate.gate.outcome import Violation
@@ -29,28 +28,12 @@ def divergence(written: Artifact, read: Artifact | None) -> tuple[str, Any, Any]
     if read is None:
         return "artifact", written.artifact_id, None
     for name in ("body", "manifest"):
-        a, b = getattr(written, name).model_dump(mode="python"), getattr(read, name).model_dump(mode="python")
-        if _same(a, b):
-            continue
-        found = _first(a, b, name)
+        found = _first(
+            getattr(written, name).model_dump(mode="python"), getattr(read, name).model_dump(mode="python"), name
+        )
         if found is not None:
             return found
     return None
-
-
-# A NaN's repr, as a float or a Decimal writes it: NaN is not equal to itself (what _first compares).
-_NAN = re.compile(r"(?i)\bs?nan\b")
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether :func:`_first` would find nothing, told without walking (a part's manifest holds
-    an input per event): the two dumps hold the same builtin types, each ``repr`` says its type
-    and value exactly (``1``, ``1.0``, ``True``, ``'1'``; a tuple's parentheses, a list's
-    brackets; a datetime's offset), so equal reprs are equal values of the same types, in the
-    same key order. Except NaN, never equal to itself: a repr that may hold one is walked. Two
-    reprs that differ (keys in another order, ``0.0`` against ``-0.0``) are walked too."""
-    ra = repr(a)
-    return ra == repr(b) and _NAN.search(ra) is None
 
 
 def _first(a: Any, b: Any, path: str) -> tuple[str, Any, Any] | None:
