@@ -71,6 +71,7 @@ from lossgate.policy import rollout
 from lossgate.publication.readback import divergence, representation_loss, without_values
 from lossgate.publication.switch import shadow_switch, switch
 from lossgate.runtime.caches import epoch_seen
+from lossgate.runtime.collection import collection_held
 from lossgate.runtime.deadline import Escaped, Overdue, call_with_deadline
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
@@ -366,7 +367,13 @@ class Consolidator:
         with backoff and then left for review like any failure. Raised: a
         :class:`~lossgate.errors.StoreError` (the infrastructure failed, not the subject),
         and, before any attempt is recorded, :class:`~lossgate.errors.InvalidInput` (no
-        registry) or :class:`~lossgate.errors.NotFound` (nothing to consolidate)."""
+        registry) or :class:`~lossgate.errors.NotFound` (nothing to consolidate).
+
+        The garbage collector is held off meanwhile (:mod:`lossgate.runtime.collection`)."""
+        with collection_held():
+            return self._run(tenant_id, subject_id)
+
+    def _run(self, tenant_id: str, subject_id: str) -> Attempt:
         try:
             prepared = self.prepare(tenant_id, subject_id)
         except LossgateError:
