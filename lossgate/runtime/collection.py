@@ -4,7 +4,7 @@ A consolidation of a long history builds hundreds of thousands of small objects 
 until it ends (a snapshot of every event, the atoms of each, their inputs and findings),
 and few cycles: CPython's collector, which runs a full pass each time the objects that
 survived grew by a quarter, walks them all again and again (measured on one subject of
-50,000 events: 30 to 40 % of the job's time). :func:`collection_held` turns automatic
+50,000 events: a quarter to a third of the job's time). :func:`collection_held` turns automatic
 collection off for the span of a job and back on when the last job running in the process
 ends (jobs in several threads share one collector), and only if it was on: a process that
 turned it off keeps it off. What a job frees by reference counting (nearly everything) is
