@@ -102,3 +102,31 @@ def test_event_hash_equals_the_reference_hash(actor, text, payload):
             ev.content_hash()
         return
     assert ev.content_hash() == expected
+
+
+@pytest.mark.parametrize(
+    "number", [0.15, 1.0, -1.0, 0.0, -0.0, 1e-6, 1e-7, 2.5e-5, 1e20, 1e21, 5e-324, 1.7976931348623157e308, 0.1 + 0.2]
+)
+def test_a_float_is_written_as_the_reference_writes_it_wherever_it_stands(number):
+    for value in (number, [number], {"a": [1, "x", {"b": number}]}, [number, number, -number]):
+        assert canonical_json(value) == reference_canonical_json(value)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_float_json_cannot_hold_is_rejected_inside_a_value(bad):
+    with pytest.raises(InvalidInput):
+        canonical_json({"ratio": [0.15, bad]})
+
+
+def test_a_value_with_a_float_both_write_alike_takes_the_fast_path(monkeypatch):
+    # a part's fingerprint: a digest ratio beside the trust of every event of the period
+    value = {"digest": [200, 0.15], "trust": [[f"e{i}", "user"] for i in range(500)]}
+    expected = reference_canonical_json(value)
+    import lossgate.model.canonical as canonical
+
+    def refused(value):
+        raise AssertionError("the reference implementation was asked for a value orjson writes alike")
+
+    canonical_json(0.15)  # the float compared with the reference once, on its own
+    monkeypatch.setattr(canonical, "reference_canonical_json", refused)
+    assert canonical_json(value) == expected

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from lossgate import gate
 from lossgate.consolidate.parts import SPLITS, Part, SplitBy, period_key, split
-from lossgate.consolidate.selection import Selection, input_root
+from lossgate.consolidate.selection import Selection, event_refs, fact_refs, input_root
 from lossgate.errors import InvalidInput
 from lossgate.model.canonical import content_hash
 from lossgate.model.derived_records import Artifact, InputRef, PartInfo, TreeSettings
@@ -312,13 +312,7 @@ def part_jobs(
             )
         )
         cited = tuple({e.event_id: e for e in cited}.values())
-        inputs = tuple(
-            [
-                InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq)
-                for e in (*part.events, *cited)
-            ]
-            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in ordered]
-        )
+        inputs = tuple(event_refs((*part.events, *cited)) + fact_refs(ordered))
         root = input_root(inputs)
         fingerprint = content_hash(
             {

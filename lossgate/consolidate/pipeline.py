@@ -64,12 +64,14 @@ from lossgate.model.canonical import content_hash
 from lossgate.model.derived_records import Artifact, Attempt, InputRef, LineageEdge, Manifest, PartInfo
 from lossgate.model.records import ArtifactBody, utcnow
 from lossgate.model.registry import Registry, RegistryCache
+from lossgate.model.trusted import trusted
 from lossgate.model.values import stored_claims
 from lossgate.model.wording import CONVERSATION_TITLE, conflict_line, event_line, fact_line, header_line, section_lines
 from lossgate.policy import rollout
 from lossgate.publication.readback import divergence, representation_loss, without_values
 from lossgate.publication.switch import shadow_switch, switch
 from lossgate.runtime.caches import epoch_seen
+from lossgate.runtime.collection import collection_held
 from lossgate.runtime.deadline import Escaped, Overdue, call_with_deadline
 from lossgate.store import Store
 from lossgate.store.protocol import WriteTx
@@ -78,6 +80,7 @@ __all__ = ["ConsolidationConfig", "Hooks", "Prepared", "Consolidator", "EXTRACTO
 
 EXTRACTOR_VERSION = "atoms-v1"
 log = logging.getLogger(__name__)
+_EDGE_FIELDS = frozenset(LineageEdge.model_fields)
 # The traceback of each failure :meth:`Consolidator.crashed` records: for the log of a worker
 # or a service; a one-shot command reports the attempt's one line instead (lossgate.cli).
 crashes = logging.getLogger("lossgate.crashes")
@@ -364,7 +367,13 @@ class Consolidator:
         with backoff and then left for review like any failure. Raised: a
         :class:`~lossgate.errors.StoreError` (the infrastructure failed, not the subject),
         and, before any attempt is recorded, :class:`~lossgate.errors.InvalidInput` (no
-        registry) or :class:`~lossgate.errors.NotFound` (nothing to consolidate)."""
+        registry) or :class:`~lossgate.errors.NotFound` (nothing to consolidate).
+
+        The garbage collector is held off meanwhile (:mod:`lossgate.runtime.collection`)."""
+        with collection_held():
+            return self._run(tenant_id, subject_id)
+
+    def _run(self, tenant_id: str, subject_id: str) -> Attempt:
         try:
             prepared = self.prepare(tenant_id, subject_id)
         except LossgateError:
@@ -1349,13 +1358,14 @@ class Consolidator:
 
     @staticmethod
     def _edges(artifact: Artifact, sel: Selection) -> list[LineageEdge]:
+        """One edge per input, from the validated artifact and inputs (not validated again:
+        :func:`~lossgate.model.trusted.trusted`; a part has one per event)."""
+        t, s, a = artifact.tenant_id, artifact.subject_id, artifact.artifact_id
         return [
-            LineageEdge(
-                tenant_id=artifact.tenant_id,
-                subject_id=artifact.subject_id,
-                artifact_id=artifact.artifact_id,
-                input_kind=ref.kind,
-                input_id=ref.id,
+            trusted(
+                LineageEdge,
+                _EDGE_FIELDS,
+                {"tenant_id": t, "subject_id": s, "artifact_id": a, "input_kind": ref.kind, "input_id": ref.id},
             )
             for ref in sel.inputs
         ]

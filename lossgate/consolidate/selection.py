@@ -32,6 +32,7 @@ from lossgate.model.canonical import content_hash
 from lossgate.model.derived_records import Artifact, ExpectedAlias, InputRef
 from lossgate.model.records import Event, Fact, Snapshot
 from lossgate.model.registry import Registry
+from lossgate.model.trusted import trusted
 from lossgate.store.protocol import ReadTx
 
 __all__ = [
@@ -41,6 +42,8 @@ __all__ = [
     "select_delta",
     "snapshot_at",
     "input_root",
+    "event_refs",
+    "fact_refs",
     "cited_sources",
     "delta_inputs",
     "outdated_in",
@@ -80,6 +83,29 @@ class Selection:
         return tuple(ref.id for ref in self.inputs)
 
 
+_REF_FIELDS = frozenset(InputRef.model_fields)
+
+
+def event_refs(events: Iterable[Event]) -> list[InputRef]:
+    """The inputs that pin ``events`` (each by its id, content hash and seq), built from
+    the validated events without validating each again (:func:`~lossgate.model.trusted.trusted`:
+    a full plan builds one per event twice)."""
+    return [
+        trusted(
+            InputRef, _REF_FIELDS, {"kind": "event", "id": e.event_id, "content_hash": e.content_hash, "seq": e.seq}
+        )
+        for e in events
+    ]
+
+
+def fact_refs(facts: Iterable[Fact]) -> list[InputRef]:
+    """The inputs that pin ``facts``, as :func:`event_refs` pins events."""
+    return [
+        trusted(InputRef, _REF_FIELDS, {"kind": "fact", "id": f.fact_id, "content_hash": f.content_hash, "seq": f.seq})
+        for f in facts
+    ]
+
+
 def input_root(inputs: tuple[InputRef, ...]) -> str:
     """sha256 over the RFC 8785 form of the inputs: same snapshot, same root, in any process."""
     return content_hash([[r.kind, r.id, r.content_hash] for r in sorted(inputs, key=lambda r: (r.kind, r.id))])
@@ -110,10 +136,7 @@ def select(tx: ReadTx, tenant_id: str, subject_id: str, registry: Registry, *, i
         refs = delta_inputs(parent, shown, active)
     else:
         shown = tuple(valid)
-        refs = tuple(
-            [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
-            + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
-        )
+        refs = tuple(event_refs(shown) + fact_refs(active))
     live_sources = {e for f in active for e in f.source_event_ids}
     authorized = {e.event_id for e in valid}
     withdrawn = frozenset(e for e in live_sources if e not in authorized)
@@ -236,8 +259,8 @@ def delta_inputs(parent: Artifact, shown: Iterable[Event], active: Iterable[Fact
     so the chain commits to everything covered), the events it shows, the active facts."""
     return tuple(
         [InputRef(kind="artifact", id=parent.artifact_id, content_hash=parent.manifest.input_root)]
-        + [InputRef(kind="event", id=e.event_id, content_hash=e.content_hash, seq=e.seq) for e in shown]
-        + [InputRef(kind="fact", id=f.fact_id, content_hash=f.content_hash, seq=f.seq) for f in active]
+        + event_refs(shown)
+        + fact_refs(active)
     )
 
 

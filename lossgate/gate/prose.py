@@ -87,6 +87,7 @@ from lossgate.gate.sources import (
 )
 from lossgate.gate.superseded import has_marker, strip_markers
 from lossgate.model.records import ArtifactBody, Snapshot
+from lossgate.model.trusted import trusted
 from lossgate.model.wording import claim_lines, conflict_line, event_line, header_line
 
 __all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs", "dropped_labels"]
@@ -343,27 +344,33 @@ def _losses(
             continue  # stale content is meant to go; a negation a negative claim carries is kept
         facts = dropped.get(tok)
         label = label_of(a)
+        # built unvalidated (a digest leaves out hundreds of atoms): the same record as
+        # Violation(code=..., subject=..., severity=..., detail=..., expected=...)
         if facts:
-            out.append(
-                Violation(
-                    code="atom_missing",
-                    subject=label,
-                    severity="critical",
-                    detail=(f"{a.text!r} is lost with critical fact(s) {', '.join(sorted(set(facts)))}"),
-                    expected=label,
-                )
-            )
+            detail = f"{a.text!r} is lost with critical fact(s) {', '.join(sorted(set(facts)))}"
+            out.append(_missing(label, "critical", detail))
         else:
-            out.append(
-                Violation(
-                    code="atom_missing",
-                    subject=label,
-                    severity="important",
-                    detail=f"{a.text!r} is in no claim and not in the summary",
-                    expected=label,
-                )
-            )
+            out.append(_missing(label, "important", f"{a.text!r} is in no claim and not in the summary"))
     return out
+
+
+_MISSING_GIVEN = frozenset({"code", "subject", "severity", "detail", "expected"})
+
+
+def _missing(label: str, severity: Severity, detail: str) -> Violation:
+    """An ``atom_missing`` finding about ``label``, as validation would build it."""
+    return trusted(
+        Violation,
+        _MISSING_GIVEN,
+        {
+            "code": "atom_missing",
+            "subject": label,
+            "severity": severity,
+            "detail": detail,
+            "expected": label,
+            "observed": None,
+        },
+    )
 
 
 def dropped_labels(losses: Iterable[Violation]) -> list[str]:

@@ -13,10 +13,13 @@ fast path through ``orjson`` for values where the two are byte-identical:
   doubles; beyond 2**53 the reference raises, and so do we);
 * ``true``, ``false``, ``null``, lists;
 * objects whose keys contain no code point at or above U+D800: below it,
-  sorting by code point (orjson) and by UTF-16 code unit (RFC 8785) agree.
+  sorting by code point (orjson) and by UTF-16 code unit (RFC 8785) agree;
+* floats that both write with the same bytes (``0.15``; not ``1.0``, which RFC 8785
+  writes ``1``, nor ``1e-6``, ``0.000001``): a number is written the same wherever it
+  stands, so each float is compared once, on its own, and the answer remembered.
 
-Anything else (floats, astral-plane keys, large integers) goes through the
-reference implementation. ``tests/test_canonical.py`` checks byte equality of
+Anything else (astral-plane keys, large integers, the floats the two write apart) goes
+through the reference implementation. ``tests/test_canonical.py`` checks byte equality of
 the two paths with hypothesis.
 """
 
@@ -34,6 +37,26 @@ __all__ = ["canonical_json", "content_hash", "envelope_hash", "reference_canonic
 
 _SAFE_INT = 2**53 - 1
 _SORT = orjson.OPT_SORT_KEYS
+
+
+# float -> whether orjson writes it as RFC 8785 does (the few a process meets: ratios, scores)
+_FLOATS: dict[float, bool] = {}
+
+
+def _float_ok(number: float) -> bool:
+    """Whether orjson writes ``number`` with RFC 8785's bytes (never for a zero, which
+    RFC 8785 writes ``0``, nor for NaN or an infinity, which it refuses)."""
+    if not number or number != number:  # zeros (0.0 == -0.0 as a key), NaN (never equal to a key)
+        return False
+    known = _FLOATS.get(number)
+    if known is None:
+        try:
+            known = orjson.dumps(number) == rfc8785.dumps(number)
+        except (rfc8785.CanonicalizationError, TypeError, ValueError):
+            known = False
+        if len(_FLOATS) < 4096:
+            _FLOATS[number] = known
+    return known
 
 
 def _fast_ok(value: Any) -> bool:
@@ -54,6 +77,8 @@ def _fast_ok(value: Any) -> bool:
         return True
     if t is list or t is tuple:
         return all(_fast_ok(v) for v in value)
+    if t is float:
+        return _float_ok(value)
     return False
 
 
