@@ -134,7 +134,7 @@ class PostgresDerivedReads(CoreDerivedReads):
     ) -> list[list[tuple[int, int, int]]]:
         """For each term (a word, or an identifier matched as the phrase of its pieces), the
         subject's newest valid events matching it, at most ``cap``, newest first, as ``(seq,
-        tf, length)``: indexed ones through lossgate_event_term_stats (migrations/0025), the
+        tf, length)``: indexed ones through lossgate_event_term_stats (migrations/0025, 0027), the
         events past the index mark on their text here, in one statement for every term."""
         # what lossgate_event_term_stats computes of an indexed event's terms, for one read here
         fresh = (
