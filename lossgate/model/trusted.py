@@ -10,6 +10,10 @@ severity), so validating them again can refuse nothing.
 :func:`trusted` builds the very record validation would: equal, the same ``model_dump``
 and JSON in the same key order, the same ``repr`` and hash, frozen, with the same set
 fields. ``tests/test_trusted_records.py`` compares the two for every record built here.
+The store builds the rows it reads back the same way (:mod:`lossgate.store.rows`: it wrote
+them from validated records; ``tests/conformance/test_trusted_rows.py`` compares rows of every
+shape on both stores). pydantic's ``model_construct`` does the same but walks every field for
+defaults, which costs more than validating.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ What format 2 asks of a body, and the migration from 1, are in
 from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 from pydantic_core import TzInfo
@@ -32,6 +32,7 @@ from lossgate.model.derived_records import (
     ResponseRecord,
 )
 from lossgate.model.records import ArtifactBody, Conflict, Event, Fact, LedgerEntry, NewEvent
+from lossgate.model.trusted import trusted
 from lossgate.model.values import decode_value
 
 EVENT_COLUMNS = (
@@ -87,33 +88,6 @@ CONFLICT_COLUMNS = (
     "resolution",
 )
 LOG_COLUMNS = ("tenant_id", "subject_id", "entry_id", "at", "op", "target_id", "detail")
-M = TypeVar("M")
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _construct(cls: type[M], fields: frozenset[str], values: dict[str, Any]) -> M:
-    """A record built from stored columns without validation: the store wrote these rows
-    from validated records, and hashed them (the read hot path: recall and consolidation
-    build hundreds to thousands per call).
-
-    ``values`` must hold every field of ``cls`` (``fields``, its field names), in the order
-    ``cls`` declares them, with the Python types validation would give (tuples, not lists;
-    datetimes as :func:`_ts` parses them): the record is then indistinguishable from a
-    validated one (equal, the same ``model_dump`` and JSON in the same key order, the same
-    ``repr`` and hash, frozen). ``tests/conformance/test_trusted_rows.py`` compares the two
-    for rows of every shape on both stores, and ``bench/bench_rows.py`` times them.
-    pydantic's ``model_construct`` does the same but walks every field for defaults, which
-    costs more than validating."""
-    obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(fields))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
-
 
 _EVENT_FIELDS = frozenset(Event.model_fields)
 _FACT_FIELDS = frozenset(Fact.model_fields)
@@ -228,10 +202,10 @@ def _event_fields(r: Any) -> dict[str, Any]:
 
 
 def event_from_row(r: Any) -> Event:
-    """An :class:`Event` from a row of :data:`EVENT_COLUMNS`, without validation (:func:`_construct`)."""
+    """An :class:`Event` from a row of :data:`EVENT_COLUMNS`, without validation (:func:`~lossgate.model.trusted.trusted`)."""
     fields = _event_fields(r)
     fields["occurred_at"], fields["recorded_at"] = _ts(r[9]), _ts(r[10])
-    return _construct(Event, _EVENT_FIELDS, fields)
+    return trusted(Event, _EVENT_FIELDS, fields)
 
 
 def event_from_row_validated(r: Any) -> Event:
@@ -295,13 +269,13 @@ def _fact_fields(r: Any) -> dict[str, Any]:
 
 
 def fact_from_row(r: Any) -> Fact:
-    """A :class:`Fact` from a row of :data:`FACT_COLUMNS`, without validation (:func:`_construct`).
+    """A :class:`Fact` from a row of :data:`FACT_COLUMNS`, without validation (:func:`~lossgate.model.trusted.trusted`).
     A purged fact's value and qualifiers are NULL: ``None`` and ``()``."""
     fields = _fact_fields(r)
     fields["qualifiers"] = tuple([(k, v) for k, v in fields["qualifiers"]])
     fields["source_event_ids"] = tuple(fields["source_event_ids"])
     fields["valid_from"], fields["recorded_at"] = _ts(r[16]), _ts(r[17])
-    return _construct(Fact, _FACT_FIELDS, fields)
+    return trusted(Fact, _FACT_FIELDS, fields)
 
 
 def fact_from_row_validated(r: Any) -> Fact:
@@ -344,7 +318,7 @@ def conflict_from_row(r: Any) -> Conflict:
     """A :class:`Conflict` from a row of :data:`CONFLICT_COLUMNS`, without validation."""
     fields = _conflict_fields(r)
     fields["detected_at"], fields["resolved_at"] = _ts(r[7]), _ts(r[8])
-    return _construct(Conflict, _CONFLICT_FIELDS, fields)
+    return trusted(Conflict, _CONFLICT_FIELDS, fields)
 
 
 def conflict_from_row_validated(r: Any) -> Conflict:
@@ -353,7 +327,7 @@ def conflict_from_row_validated(r: Any) -> Conflict:
 
 def log_from_row(r: Any) -> LedgerEntry:
     """A :class:`LedgerEntry` from a row of :data:`LOG_COLUMNS`, without validation."""
-    return _construct(
+    return trusted(
         LedgerEntry,
         _LOG_FIELDS,
         {

@@ -1,7 +1,7 @@
 """Records read without validation are the records validation builds.
 
 The store builds events, facts, conflicts and log entries from its own rows without
-running pydantic over them again (:func:`lossgate.store.rows._construct`: the read hot
+running pydantic over them again (:func:`lossgate.model.trusted.trusted`: the read hot
 path of recall and consolidation). Here every row such a read hands back, on each store,
 is also built through full validation (``rows.*_from_row_validated``), and the two must
 be indistinguishable: equal both ways, the same ``model_dump`` (in the same key order)
