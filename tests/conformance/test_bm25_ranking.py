@@ -1,9 +1,11 @@
-"""Both engines rank a query's events by BM25, on every store.
+"""Both engines rank a query's events by BM25 with the subject's own statistics, on every store.
 
-SQLite ranks with FTS5's ``bm25()``; PostgreSQL with the same formula over each term's
-matches (``lossgate.store.core.bm25.bm25_order``), because ``ts_rank`` knows no document
-frequency: there, an event saying a common word twice outranked the only event with the
-rare word a question asks about.
+SQLite reads each term's weight in an event from FTS5's ``bm25()`` and weighs the term by the
+subject's document frequency; PostgreSQL computes the same formula over each term's matches
+(``lossgate.store.core.bm25.bm25_order``), because ``ts_rank`` knows no document frequency:
+there, an event saying a common word twice outranked the only event with the rare word a
+question asks about. Neither lets another subject's or tenant's history decide how a
+subject's events rank.
 """
 
 from __future__ import annotations
@@ -97,3 +99,55 @@ def test_revoked_events_not_yet_indexed_never_weigh_in_the_ranking(memory):
         assert tx.search_events(T, S, "alpha beta", limit=10) == before
     # once indexed they are never returned (FTS5's statistics, file-wide, still count them on SQLite)
     assert not {f"x{i}" for i in range(6)} & set(_search(memory, "alpha beta"))
+
+
+def _other_history(memory, tenant: str, subject: str, word: str, n: int) -> None:
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=tenant,
+                subject_id=subject,
+                event_id=f"{subject}-{i}",
+                text=f"{word} was mentioned again in note {i}",
+                occurred_at=AT + timedelta(minutes=i),
+            )
+            for i in range(n)
+        ]
+    )
+
+
+def test_a_subjects_ranking_is_its_own_whatever_other_histories_hold(memory):
+    # In this subject "alpha" is the rare word (one event) and "beta" the common one (three).
+    _append(
+        memory,
+        {
+            "a1": "alpha came up once in the meeting",
+            "b1": "beta came up in the meeting",
+            "b2": "beta again in the review",
+            "b3": "beta once more at lunch",
+            **{f"c{i}": f"unrelated chatter number {i}" for i in range(12)},
+        },
+    )
+    alone = _search(memory, "alpha beta")
+    assert alone[0] == "a1"
+    # another subject of this tenant, and another tenant, say "alpha" in every event: in a
+    # shared index "alpha" is now the common word, but not in this subject
+    _other_history(memory, T, "someone-else", "alpha", 60)
+    _other_history(memory, "other-tenant", "u-other", "alpha", 60)
+    assert _search(memory, "alpha beta") == alone
+
+
+def test_a_word_rare_in_the_subject_stays_rare_whatever_another_tenant_says(memory):
+    _append(
+        memory,
+        {
+            "short": "invoice sent",
+            "long": "the invoice was sent to the customer after the call with finance on friday",
+            **{f"c{i}": f"invoice line {i} checked" for i in range(6)},
+            "pay": "payment received",
+        },
+    )
+    alone = _search(memory, "invoice payment")
+    assert alone[0] == "pay"
+    _other_history(memory, "other-tenant", "u-other", "payment", 200)
+    assert _search(memory, "invoice payment") == alone

@@ -5,6 +5,7 @@ transactions, beside the shared ones of :mod:`lossgate.store.core.derived`."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -32,10 +33,37 @@ _RECALL_TOUCHED = (
 )
 
 
-def _fts_query(query: str) -> str:
-    """Any word of ``query``, each quoted (FTS5 syntax never comes from the caller). A quoted
+def _fts_terms(query: str) -> list[str]:
+    """Each word of ``query``, quoted (FTS5 syntax never comes from the caller). A quoted
     identifier (``"inv-5"``) is tokenized by FTS5 into its pieces, matched as a phrase."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split() if t)
+    return ['"' + t.replace('"', '""') + '"' for t in query.split() if t]
+
+
+def _fts_query(query: str) -> str:
+    """Any word of ``query`` (:func:`_fts_terms`), as one FTS5 query."""
+    return " OR ".join(_fts_terms(query))
+
+
+def _fts_row_count(averages: bytes | None) -> int:
+    """The rows of an FTS5 index, the first varint of its averages record (``%_data`` row 1:
+    the row count, then each column's token count), as ``bm25()`` reads it."""
+    if not averages:
+        return 0
+    value = 0
+    for n, byte in enumerate(averages[:9]):  # SQLite's varint: 7 bits a byte, the 9th byte whole
+        if n == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value
+
+
+def _idf(rows: int, matches: int) -> float:
+    """BM25's inverse document frequency as FTS5's ``bm25()`` computes it: ``log((N - n +
+    0.5) / (n + 0.5))``, or 1e-6 when that is not positive."""
+    idf = math.log((rows - matches + 0.5) / (matches + 0.5)) if rows > 0 else 0.0
+    return idf if idf > 0 else 1e-6
 
 
 def _like(word: str) -> str:
@@ -104,11 +132,11 @@ class SQLiteDerivedReads(CoreDerivedReads):
     ) -> list[str]:
         # Events appended since the last index refresh are not in the index yet: search them
         # directly so a search never misses fresh text (refresh_search_index catches up).
-        terms = _fts_query(query)
-        if not terms:
+        quoted = _fts_terms(query)
+        if not quoted:
             return []
         unerased = f" AND {UNERASED.format(e='e', fence='')}" if skip_erased else ""
-        hits = self._ranked_hits(terms, tenant_id, subject_id, limit, unerased)
+        hits = self._subject_bm25(quoted, tenant_id, subject_id, limit, unerased)
         mark, top = self._one(
             "SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) FROM events_fts_watermark WHERE id=1"
         ) or (0, 0)
@@ -144,45 +172,50 @@ class SQLiteDerivedReads(CoreDerivedReads):
             [mark, tenant_id, subject_id, *[p for p in patterns for _ in (0, 1)], limit],
         )
 
-    def _ranked_hits(self, terms: str, tenant_id: str, subject_id: str, limit: int, unerased: str) -> list[str]:
-        """The indexed events matching ``terms`` of the subject, valid (and unerased, when
-        ``unerased`` says so), best first, at most ``limit``.
+    def _subject_bm25(
+        self, quoted: Sequence[str], tenant_id: str, subject_id: str, limit: int, unerased: str
+    ) -> list[str]:
+        """The indexed events matching any of ``quoted`` (FTS5 phrases, one a term), of the
+        subject, valid (and unerased, when ``unerased`` says so), best first by BM25 with the
+        subject's own statistics, at most ``limit``. Called when every term has fewer than
+        TERM_CAP matches in the file: each term's matches are all read.
 
-        Ranked in the index alone (bm25 reads each match's term counts and length from the
-        index), then the events of the best candidates looked up by rowid and filtered, in
-        rounds of growing size until ``limit`` pass or the matches run out: the subject's
-        rows read are about ``limit``, not every match (a question's words match more and
-        more events as a history grows). The tie-break, newest first, is the rowid's order:
-        a subject's events are inserted in seq order and never deleted. The index is one
-        for the file, so in a file of many subjects a round may hold other subjects' events."""
-        hits: list[str] = []
-        offset, batch = 0, limit + limit // 4 + 16  # a little more than asked: some may be filtered out
-        while len(hits) < limit:
-            candidates = [
-                r[0]
-                for r in self._all(
-                    "SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY bm25(events_fts), rowid DESC "
-                    "LIMIT ? OFFSET ?",
-                    (terms, batch, offset),
+        The index is one for the file, and FTS5's ``bm25()`` weighs a term by how many of
+        the file's events hold it: another subject's or tenant's history would decide how one
+        subject's events rank (a name said in every turn of this subject and nowhere else
+        weighs as a rare word). So each term is matched alone, and its ``bm25()`` divided by
+        the inverse document frequency FTS5 gave it (from the file's row count in its
+        averages record and the term's matches in the file), which leaves the term's weight
+        in each event (its frequency against the event's length, per column); then weighed
+        again with the subject's document frequency and event count, as PostgreSQL ranks
+        (:func:`lossgate.store.core.bm25.bm25_order`). Ties go to the newest."""
+        rows = _fts_row_count(self._value("SELECT block FROM events_fts_data WHERE id=1"))
+        weights: list[dict[int, float]] = []
+        for q in quoted:
+            found = self._all("SELECT rowid, -bm25(events_fts) FROM events_fts WHERE events_fts MATCH ?", (q,))
+            idf = _idf(rows, len(found))
+            weights.append({rowid: score / idf for rowid, score in found})
+        candidates = sorted({rowid for w in weights for rowid in w})
+        mine: dict[int, str] = {}
+        for chunk in self._d.chunks(candidates):
+            # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
+            # events_by_tier too), which would walk the subject's whole history.
+            condition, args = self._d.in_("e.rowid", chunk)
+            mine.update(
+                self._all(
+                    f"SELECT e.rowid, e.event_id FROM events e WHERE {condition} AND {self._d.no_index('e.tenant_id')}=? "
+                    f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
+                    [*args, tenant_id, subject_id],
                 )
-            ]
-            found: dict[int, str] = {}
-            for chunk in self._d.chunks(candidates):
-                # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
-                # events_by_tier too), which would walk the subject's whole history.
-                condition, args = self._d.in_("e.rowid", chunk)
-                found.update(
-                    self._all(
-                        f"SELECT e.rowid, e.event_id FROM events e WHERE {condition} AND {self._d.no_index('e.tenant_id')}=? "
-                        f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
-                        [*args, tenant_id, subject_id],
-                    )
-                )
-            hits += [found[r] for r in candidates if r in found]
-            if len(candidates) < batch:
-                break  # every match ranked
-            offset, batch = offset + batch, batch * 4
-        return hits[:limit]
+            )
+        total = self.clock(tenant_id, subject_id).high_water
+        score: dict[int, float] = {}
+        for w in weights:
+            held = [rowid for rowid in w if rowid in mine]
+            idf = _idf(total, len(held))
+            for rowid in held:
+                score[rowid] = score.get(rowid, 0.0) + idf * w[rowid]
+        return [mine[rowid] for rowid in sorted(score, key=lambda r: (-score[r], -r))[:limit]]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         terms = _fts_query(query)
