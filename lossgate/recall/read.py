@@ -264,8 +264,7 @@ def recall(
     critical, others, events = read.critical, chosen.others, chosen.events
     summary = artifact.summary if artifact else None
     count = counter or default_counter()
-    fit = _fit_relevant if searching else _fit_recent
-    summary, others, events, tokens = fit(tenant_id, subject_id, summary, critical, others, events, budget, count)
+    summary, others, events, tokens = _fit(tenant_id, subject_id, summary, critical, others, events, budget, count)
     events.sort(key=lambda e: e.seq)
     # raw memory states each open conflict between the facts it returns, never trimmed (as a
     # summary's structured part does): two values of one predicate are not read as settled. A
@@ -446,7 +445,7 @@ class _Selected(NamedTuple):
 
 
 class _Fitted(NamedTuple):
-    """What a budget leaves of a recall (:func:`_fit_recent`, :func:`_fit_relevant`): the
+    """What a budget leaves of a recall (:func:`_fit`): the
     summary (``None``: none), the non-critical facts and the events kept, and the tokens of
     the block they render."""
 
@@ -1067,53 +1066,6 @@ def _forget_counted_text() -> None:
     _summary_line_tokens.cache_clear()
 
 
-def _fit_recent(
-    tenant_id: str,
-    subject_id: str,
-    summary: str | None,
-    critical: list[Fact],
-    others: list[Fact],
-    events: list[Event],
-    budget: int | None,
-    count: TokenCounter,
-) -> _Fitted:
-    """Without a query: trim the summary's oldest recent-conversation lines or a hierarchical
-    root's oldest period lines, then events (oldest first), then non-critical facts; never
-    the summary's structured part or critical facts. The tokens are those of the block
-    :meth:`~lossgate.model.derived_records.RecallResult.render` prints (exactly, without a budget)."""
-    if budget is None:  # nothing to trim: the block, counted whole
-        return _Fitted(
-            summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
-        )
-    section = _FactsSection(count)
-    structured, prose = summary_structure(tenant_id, subject_id, summary)
-    fixed = _fixed_tokens(subject_id, summary, structured, critical, section, count)
-    cost_prose = _summary_tokens(prose, count) if prose else 0
-    other_costs = [section.take(fact_line(f)) for f in others]  # the section's title with its first line
-    # each event pays for its line and a day header (an upper bound: events of one day share
-    # it); the newest, dropped last, for the section's title too
-    event_costs = [_line_tokens(event_line(e), count) + _line_tokens(day_line(e), count) for e in events]
-    if event_costs:
-        event_costs[0] += _line_tokens(EVENTS_TITLE, count)
-    total = fixed + cost_prose + sum(other_costs) + sum(event_costs)
-    if summary and total > budget:
-        head, title, tail = _split_summary(summary)
-        if title:  # a summary's recent conversation or a root's period digests: the oldest lines go first
-            untrimmed = summary_structure(tenant_id, subject_id, head)[1]  # prose before the title, if any
-            used = total - cost_prose + (_summary_tokens(untrimmed, count) if untrimmed else 0)
-            summary, kept = _newest_lines(head, title, tail, budget - used, count)
-            total = used + kept
-    events, others = list(events), list(others)
-    # events are newest first here: drop from the end (the oldest)
-    while total > budget and events:
-        events.pop()
-        total -= event_costs.pop()
-    while total > budget and others:
-        others.pop()
-        total -= other_costs.pop()
-    return _Fitted(summary, others, events, total)
-
-
 def _newest_lines(
     head: str, title: str, tail: Iterable[tuple[str, str | None]], room: int, count: TokenCounter
 ) -> tuple[str, int]:
@@ -1206,7 +1158,7 @@ def _period_lines_newest_first(summary: str, start: int) -> Iterator[tuple[str, 
         yield kept, None
 
 
-def _fit_relevant(
+def _fit(
     tenant_id: str,
     subject_id: str,
     summary: str | None,
@@ -1216,10 +1168,12 @@ def _fit_relevant(
     budget: int | None,
     count: TokenCounter,
 ) -> _Fitted:
-    """With a query: critical facts and the summary's structured part first, then hits in
-    relevance order (whatever fits), then the summary's recent conversation, newest first.
-    The tokens are those of the block :meth:`~lossgate.model.derived_records.RecallResult.render` prints
-    (exactly, without a budget)."""
+    """What fits the budget: critical facts and the summary's structured part (and a narrative)
+    first, whatever they cost; then the other facts and the events in the order given (a
+    query's hits in relevance order; without a query the newest first), each that fits, so
+    that one long event leaves out itself and not those after it; then the summary's recent
+    conversation or period lines, newest first. The tokens are those of the block
+    :meth:`~lossgate.model.derived_records.RecallResult.render` prints (exactly, without a budget)."""
     if budget is None:
         return _Fitted(
             summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
