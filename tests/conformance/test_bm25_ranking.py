@@ -151,3 +151,29 @@ def test_a_word_rare_in_the_subject_stays_rare_whatever_another_tenant_says(memo
     assert alone[0] == "pay"
     _other_history(memory, "other-tenant", "u-other", "payment", 200)
     assert _search(memory, "invoice payment") == alone
+
+
+def test_events_not_yet_indexed_are_ranked_with_the_indexed_ones(memory):
+    texts = {f"r{i}": f"refund budget talked morning item {i}" for i in range(300)}
+    texts["rare"] = "refund budget talked morning item zanzibar"
+    _append(memory, texts)
+    with memory.store.write() as tx:
+        tx.refresh_search_index()
+    memory.append(  # under the backlog at which recall refreshes the index: matched on their text
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id=f"f{j}",
+                text=f"refund status update {j}",
+                occurred_at=AT.replace(day=20),
+            )
+            for j in range(60)
+        ]
+    )
+    with memory.store.read() as tx:
+        # the one event holding the rare word first, not every fresh one holding the common word
+        assert tx.search_events(T, S, "refund zanzibar", limit=20)[0] == "rare"
+        assert tx.search_events(T, S, "status zanzibar", limit=5)[0] == "rare"
+        fresh_first = tx.search_events(T, S, "update", limit=5)
+    assert fresh_first[0] == "f59"  # a word only fresh events hold: they are found, newest first

@@ -6,6 +6,7 @@ transactions, beside the shared ones of :mod:`lossgate.store.core.derived`."""
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -16,6 +17,7 @@ import orjson
 from lossgate.model.derived_records import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
 from lossgate.model.records import Clock
 from lossgate.store import rows
+from lossgate.store.core.bm25 import K1, B
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
@@ -44,19 +46,40 @@ def _fts_query(query: str) -> str:
     return " OR ".join(_fts_terms(query))
 
 
-def _fts_row_count(averages: bytes | None) -> int:
-    """The rows of an FTS5 index, the first varint of its averages record (``%_data`` row 1:
-    the row count, then each column's token count), as ``bm25()`` reads it."""
-    if not averages:
-        return 0
-    value = 0
-    for n, byte in enumerate(averages[:9]):  # SQLite's varint: 7 bits a byte, the 9th byte whole
-        if n == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            break
-    return value
+def _fts_averages(averages: bytes | None) -> list[int]:
+    """An FTS5 index's averages record (``%_data`` row 1) as ``bm25()`` reads it: the row
+    count, then each column's token count (SQLite varints: 7 bits a byte, the 9th whole)."""
+    out: list[int] = []
+    data, at = averages or b"", 0
+    while at < len(data):
+        value = 0
+        for n in range(9):
+            byte = data[at]
+            at += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+_TOKEN = re.compile(r"\w+")
+
+
+def _weight_in(word: str, columns: Sequence[str], mean: Sequence[float]) -> float:
+    """A word's BM25 weight in an event not yet indexed, as FTS5 gives it to an indexed one:
+    over each column (text, actor), its occurrences against the column's words and their
+    average length (``mean``); 0 when it holds none."""
+    weight = 0.0
+    for value, average in zip(columns, mean, strict=False):
+        tf = value.lower().count(word)
+        if tf:
+            norm = K1 * (1 - B + B * len(_TOKEN.findall(value)) / max(average, 1e-9))
+            weight += tf * (K1 + 1) / (tf + norm)
+    return weight
 
 
 def _idf(rows: int, matches: int) -> float:
@@ -111,7 +134,9 @@ class SQLiteDerivedReads(CoreDerivedReads):
             fresh = (
                 []
                 if top <= mark
-                else [r[0] for r in self._past_index("seq", mark, tenant_id, subject_id, [term.strip('"')], limit=cap)]
+                else [
+                    r[0] for r in self._past_index("e.seq", mark, tenant_id, subject_id, [term.strip('"')], limit=cap)
+                ]
             )
             found.append(
                 fresh
@@ -130,24 +155,35 @@ class SQLiteDerivedReads(CoreDerivedReads):
     def _ranked_events(
         self, tenant_id: str, subject_id: str, query: str, *, limit: int, skip_erased: bool
     ) -> list[str]:
-        # Events appended since the last index refresh are not in the index yet: search them
-        # directly so a search never misses fresh text (refresh_search_index catches up).
+        # Events appended since the last index refresh are not in the index yet: they are
+        # matched on their text and ranked with the indexed ones, so a search never misses
+        # fresh text (refresh_search_index catches up).
         quoted = _fts_terms(query)
         if not quoted:
             return []
         unerased = f" AND {UNERASED.format(e='e', fence='')}" if skip_erased else ""
-        hits = self._subject_bm25(quoted, tenant_id, subject_id, limit, unerased)
         mark, top = self._one(
             "SELECT indexed_through, (SELECT COALESCE(MAX(rowid), 0) FROM events) FROM events_fts_watermark WHERE id=1"
         ) or (0, 0)
-        if top <= mark:
-            return hits  # nothing past the index (the usual case): no scan at all
-        fresh = self._past_index("event_id", mark, tenant_id, subject_id, query.split(), limit=limit, unerased=unerased)
-        return ([r[0] for r in fresh] + hits)[:limit]
+        words = query.split()
+        fresh = (
+            []  # nothing past the index (the usual case): no scan at all
+            if top <= mark
+            else self._past_index(
+                "e.rowid, e.event_id, e.text, e.actor",
+                mark,
+                tenant_id,
+                subject_id,
+                words,
+                limit=limit,
+                unerased=unerased,
+            )
+        )
+        return self._subject_bm25(quoted, words, fresh, tenant_id, subject_id, limit, unerased)
 
     def _past_index(
         self,
-        column: str,
+        columns: str,
         mark: int,
         tenant_id: str,
         subject_id: str,
@@ -156,7 +192,7 @@ class SQLiteDerivedReads(CoreDerivedReads):
         limit: int,
         unerased: str = "",
     ) -> list[tuple[Any, ...]]:
-        """``column`` of the subject's valid events past the index mark that hold any of
+        """``columns`` (of ``e``) of the subject's valid events past the index mark that hold any of
         ``words``, newest first. They are matched on what the index covers (text and actor),
         by case-insensitive substring: not stemmed as the index is (see SearchReadTx in
         protocol/search.py). The rowid range past the mark is walked ("+": not the subject's
@@ -166,19 +202,28 @@ class SQLiteDerivedReads(CoreDerivedReads):
             return []
         likes = " OR ".join("lower(e.text) LIKE ? ESCAPE '\\' OR lower(e.actor) LIKE ? ESCAPE '\\'" for _ in patterns)
         return self._all(
-            f"SELECT e.{column} FROM events e WHERE e.rowid > ? AND {self._d.no_index('e.tenant_id')}=? "
+            f"SELECT {columns} FROM events e WHERE e.rowid > ? AND {self._d.no_index('e.tenant_id')}=? "
             f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid' AND ({likes}){unerased} "
             "ORDER BY e.rowid DESC LIMIT ?",
             [mark, tenant_id, subject_id, *[p for p in patterns for _ in (0, 1)], limit],
         )
 
     def _subject_bm25(
-        self, quoted: Sequence[str], tenant_id: str, subject_id: str, limit: int, unerased: str
+        self,
+        quoted: Sequence[str],
+        words: Sequence[str],
+        fresh: Sequence[tuple[Any, ...]],
+        tenant_id: str,
+        subject_id: str,
+        limit: int,
+        unerased: str,
     ) -> list[str]:
-        """The indexed events matching any of ``quoted`` (FTS5 phrases, one a term), of the
-        subject, valid (and unerased, when ``unerased`` says so), best first by BM25 with the
-        subject's own statistics, at most ``limit``. Called when every term has fewer than
-        TERM_CAP matches in the file: each term's matches are all read.
+        """The events matching any of ``quoted`` (FTS5 phrases, one a term; ``words``, the same
+        terms as written), of the subject, valid (and unerased, when ``unerased`` says so),
+        best first by BM25 with the subject's own statistics, at most ``limit``: the indexed
+        ones, and ``fresh``, the ``(rowid, event_id, text, actor)`` of those past the index
+        mark that hold a word. Called when every term has fewer than TERM_CAP matches in the
+        file: each term's matches are all read.
 
         The index is one for the file, and FTS5's ``bm25()`` weighs a term by how many of
         the file's events hold it: another subject's or tenant's history would decide how one
@@ -186,18 +231,26 @@ class SQLiteDerivedReads(CoreDerivedReads):
         weighs as a rare word). So each term is matched alone, and its ``bm25()`` divided by
         the inverse document frequency FTS5 gave it (from the file's row count in its
         averages record and the term's matches in the file), which leaves the term's weight
-        in each event (its frequency against the event's length, per column); then weighed
-        again with the subject's document frequency and event count, as PostgreSQL ranks
+        in each event (its frequency against the event's length, per column); a fresh event's
+        weight is computed the same way from its text (the word's occurrences, its words
+        against the index's average per column). Then each term is weighed again with the
+        subject's document frequency and event count, as PostgreSQL ranks
         (:func:`lossgate.store.core.bm25.bm25_order`). Ties go to the newest."""
-        rows = _fts_row_count(self._value("SELECT block FROM events_fts_data WHERE id=1"))
+        averages = _fts_averages(self._value("SELECT block FROM events_fts_data WHERE id=1"))
+        rows = averages[0] if averages else 0
+        mean = [total / rows if rows else 1.0 for total in averages[1:3]] or [1.0, 1.0]
         weights: list[dict[int, float]] = []
-        for q in quoted:
+        for q, word in zip(quoted, words, strict=True):
             found = self._all("SELECT rowid, -bm25(events_fts) FROM events_fts WHERE events_fts MATCH ?", (q,))
             idf = _idf(rows, len(found))
-            weights.append({rowid: score / idf for rowid, score in found})
+            weight = {rowid: score / idf for rowid, score in found}
+            for rowid, _, text, actor in fresh:
+                if held := _weight_in(word.lower(), (text or "", actor or ""), mean):
+                    weight[rowid] = held
+            weights.append(weight)
         candidates = sorted({rowid for w in weights for rowid in w})
-        mine: dict[int, str] = {}
-        for chunk in self._d.chunks(candidates):
+        mine: dict[int, str] = {rowid: event_id for rowid, event_id, _, _ in fresh}
+        for chunk in self._d.chunks([rowid for rowid in candidates if rowid not in mine]):
             # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
             # events_by_tier too), which would walk the subject's whole history.
             condition, args = self._d.in_("e.rowid", chunk)
@@ -211,9 +264,9 @@ class SQLiteDerivedReads(CoreDerivedReads):
         total = self.clock(tenant_id, subject_id).high_water
         score: dict[int, float] = {}
         for w in weights:
-            held = [rowid for rowid in w if rowid in mine]
-            idf = _idf(total, len(held))
-            for rowid in held:
+            matched = [rowid for rowid in w if rowid in mine]
+            idf = _idf(total, len(matched))
+            for rowid in matched:
                 score[rowid] = score.get(rowid, 0.0) + idf * w[rowid]
         return [mine[rowid] for rowid in sorted(score, key=lambda r: (-score[r], -r))[:limit]]
 
