@@ -559,3 +559,30 @@ def test_schema_19_rewrites_every_tenants_search_text_when_its_owner_is_not_a_su
             ]
         finally:
             memory.close()
+
+
+def test_an_event_looked_up_by_id_reads_its_row_through_the_key_before_any_analyze(memory):
+    # A fresh table has no statistics: the planner then took the (tenant, subject, seq) key for
+    # a look-up by ids and filtered every row of the subject (and, in one transaction, every
+    # version it had written), so revoking an import's events one by one grew quadratic.
+    memory.append([ev(f"e{i}", text=f"event {i}") for i in range(2000)])
+    seen: list[str] = []
+    with memory.transaction() as led:
+        conn = led.tx._c
+        execute = conn.execute
+
+        def explained(query, *args, **kwargs):
+            if str(query).startswith("SELECT") and "event_id = ANY" in str(query) and not seen:
+                plan = execute("EXPLAIN (ANALYZE, FORMAT JSON) " + str(query), *args, **kwargs).fetchone()[0]
+                seen.append(str(plan))
+            return execute(query, *args, **kwargs)
+
+        conn.execute = explained
+        try:
+            for i in range(5):
+                led.revoke_event("acme", "u1", f"e{i}")
+        finally:
+            conn.execute = execute
+    assert seen, "no look-up by ids was made"
+    assert '"Rows Removed by Filter": 1999' not in seen[0]
+    assert "events_tenant_id_event_id_key" in seen[0]

@@ -55,6 +55,24 @@ POSTGRES = Dialect(
 
 _FACT_SELECT = f"SELECT {','.join(rows.FACT_COLUMNS)} FROM facts"
 
+
+def _by_ids(sel: Select, ids: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
+    """A select of rows by their ids through the (tenant_id, id) key, sorted by the caller.
+    The subject is compared as an expression, and there is no ORDER BY seq: either lets the
+    planner take the (tenant_id, subject_id, seq) key instead and filter every row of the
+    subject by id, which it does when the table has no statistics yet (an import, then
+    revocations in one transaction: each look-up of one event read the subject's 15,000
+    rows and the versions its transaction left, 29 ms)."""
+    where = [("subject_id || '' = ?" if w == "subject_id=?" else w) for w in sel.where]
+    return f"{sel.head} WHERE {' AND '.join([*where, ids[0]])}", [*sel.args, *ids[1]]
+
+
+def _in_seq_order(found: list[Row], sel: Select) -> list[Row]:
+    """The rows :func:`_by_ids` read, in the select's order, limited."""
+    at = sel.seq_index
+    return sorted(found, key=lambda r: r[at], reverse=sel.newest_first)[: sel.limit]
+
+
 # COPY FROM is refused on tables under row-level security, so a batch is copied
 # into a session-private staging table and moved with one INSERT ... SELECT,
 # which the policies do check. ON COMMIT DELETE ROWS empties it at the end of
@@ -119,11 +137,12 @@ class PostgresReadTx(PostgresDerivedReads, CoreReadTx):
 
     def _fetch(self, selects: Sequence[Select]) -> list[list[Row]]:
         queries = [
-            sel.ordered() if sel.ids is None else sel.ordered(self._d.in_(sel.id_column, sel.ids)) for sel in selects
+            sel.ordered() if sel.ids is None else _by_ids(sel, self._d.in_(sel.id_column, sel.ids)) for sel in selects
         ]
         with self._batch(len(queries)):
             cursors = [self._c.execute(self._d.sql(sql), args) for sql, args in queries]
-            return [cur.fetchall() for cur in cursors]
+            found = [cur.fetchall() for cur in cursors]
+        return [got if sel.ids is None else _in_seq_order(got, sel) for got, sel in zip(found, selects, strict=True)]
 
     def _batch(self, statements: int) -> AbstractContextManager[Any]:
         # Several independent statements in one round trip: pipeline mode, unless the
