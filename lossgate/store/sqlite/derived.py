@@ -5,6 +5,7 @@ transactions, beside the shared ones of :mod:`lossgate.store.core.derived`."""
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import sqlite3
@@ -268,7 +269,7 @@ class SQLiteDerivedReads(CoreDerivedReads):
             idf = _idf(total, len(matched))
             for rowid in matched:
                 score[rowid] = score.get(rowid, 0.0) + idf * w[rowid]
-        return [mine[rowid] for rowid in sorted(score, key=lambda r: (-score[r], -r))[:limit]]
+        return [mine[rowid] for rowid in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -r))]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         terms = _fts_query(query)
