@@ -238,12 +238,12 @@ class SQLiteDerivedReads(CoreDerivedReads):
         subject's document frequency and event count, as PostgreSQL ranks
         (:func:`lossgate.store.core.bm25.bm25_order`). Ties go to the newest."""
         averages = _fts_averages(self._value("SELECT block FROM events_fts_data WHERE id=1"))
-        rows = averages[0] if averages else 0
-        mean = [total / rows if rows else 1.0 for total in averages[1:3]] or [1.0, 1.0]
+        indexed = averages[0] if averages else 0
+        mean = [total / indexed if indexed else 1.0 for total in averages[1:3]] or [1.0, 1.0]
         weights: list[dict[int, float]] = []
         for q, word in zip(quoted, words, strict=True):
             found = self._all("SELECT rowid, -bm25(events_fts) FROM events_fts WHERE events_fts MATCH ?", (q,))
-            idf = _idf(rows, len(found))
+            idf = _idf(indexed, len(found))
             weight = {rowid: score / idf for rowid, score in found}
             for rowid, _, text, actor in fresh:
                 if held := _weight_in(word.lower(), (text or "", actor or ""), mean):
