@@ -1,4 +1,4 @@
-"""SQLite's own error rules: a held writer lock is StoreBusy, wherever it is met."""
+"""SQLite's own rules: a held writer lock is StoreBusy, wherever it is met; search ranks as FTS5 does in a file of one subject."""
 
 from __future__ import annotations
 
@@ -72,3 +72,49 @@ def test_a_migration_numbered_below_the_newest_applied_is_still_applied(tmp_path
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events_by_tier'").fetchone()
     conn.close()
+
+
+def test_a_file_of_one_subject_ranks_as_fts5s_own_bm25(tmp_path):
+    # Each term's bm25() divided by the weight FTS5 gave it, then weighed by the subject's
+    # statistics: in a file holding one subject, every event valid, those are the file's, so
+    # the order is FTS5's own (to rounding).
+    import random
+
+    import lossgate
+    from lossgate import NewEvent
+
+    words = ["refund", "budget", "lisbon", "parcel", "invoice", "morning", "window", "seat", "zebra", "quartz"]
+    rng = random.Random(7)
+    path = tmp_path / "one.db"
+    memory = lossgate.open(f"sqlite:///{path}")
+    memory.append(
+        [
+            NewEvent(
+                tenant_id="t",
+                subject_id="s",
+                event_id=f"e{i}",
+                text=" ".join(rng.choice(words) for _ in range(rng.randint(2, 14))),
+            )
+            for i in range(400)
+        ]
+    )
+    with memory.store.write() as tx:
+        tx.refresh_search_index()
+    conn = sqlite3.connect(path)
+    for query in ["refund lisbon", "zebra quartz window", "budget", "seat parcel invoice morning"]:
+        with memory.store.read() as tx:
+            found = tx.search_events("t", "s", query, limit=50)
+        match = " OR ".join(f'"{w}"' for w in query.split())
+        scored = dict(
+            conn.execute(
+                "SELECT e.event_id, -bm25(events_fts) FROM events_fts f JOIN events e ON e.rowid = f.rowid "
+                "WHERE events_fts MATCH ?",
+                (match,),
+            ).fetchall()
+        )
+        assert len(found) == min(50, len(scored))
+        assert all(scored[a] >= scored[b] - 1e-9 for a, b in zip(found, found[1:], strict=False)), query
+        best = sorted(scored.values(), reverse=True)[: len(found)]
+        assert [scored[i] for i in found] == pytest.approx(best, rel=1e-9)
+    conn.close()
+    memory.close()
