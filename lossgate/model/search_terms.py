@@ -51,7 +51,9 @@ def query_terms(query: str | None) -> list[str]:
     """The distinct content words of ``query``, lower-cased, in order of first use; an
     identifier (``INV-5``, ``bob@example.com``) is one term, separators and all."""
     found: list[tuple[int, str]] = []
-    text = (query or "").lower().replace("’", "'")
+    # "İ" lower-cases to "i" and a combining dot, which is no word character: "İstanbul" would
+    # be searched as "stanbul"; both indexes fold it to "i"
+    text = (query or "").lower().replace("’", "'").replace("i\u0307", "i")
     for ident in _IDENTIFIER.finditer(text):
         if any(c.isdigit() or c == "@" for c in ident.group()):
             found.append((ident.start(), ident.group()))

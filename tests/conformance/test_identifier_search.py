@@ -54,3 +54,16 @@ def test_an_identifier_query_returns_the_events_that_contain_it_first(memory, pr
         for e in memory.recall(T, subject, query=f"what about {wanted}?", k=len(holding), context=False).events
     ]
     assert set(found) == holding, (wanted, found)
+
+
+def test_a_word_with_a_dotted_capital_i_is_found_as_written(memory) -> None:
+    memory.append(
+        [
+            NewEvent(tenant_id="acme", subject_id="u-i", event_id="ist", text="We flew to İstanbul in May."),
+            NewEvent(tenant_id="acme", subject_id="u-i", event_id="other", text="The stanbul note is unrelated."),
+        ]
+    )
+    with memory.store.write() as tx:
+        tx.refresh_search_index()
+    with memory.store.read() as tx:
+        assert tx.search_events("acme", "u-i", " ".join(query_terms("İstanbul")), limit=5) == ["ist"]
