@@ -429,7 +429,10 @@ class RecallResult(_Record):
           oldest first.
 
         Untrusted text is marked as a quote (invariant 8). Recall's :attr:`tokens` counts this
-        block (:func:`block_parts`): exactly, without a budget."""
+        block (:func:`block_parts`): exactly, without a budget; with one, each line with the
+        newline that ends it, so one over the block's count at most, and the block is never
+        longer than the budget unless what it never trims (critical facts, the summary's
+        structured part and narrative, an open conflict's lines) is."""
         return rendered_block(self.tenant_id, self.subject_id, self.summary, self.facts, self.events, self.conflicts)
 
 

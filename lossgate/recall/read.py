@@ -83,6 +83,7 @@ exactly; under one, line by line, the newlines between lines not counted.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import logging
@@ -974,9 +975,38 @@ def _summary_tokens(summary: str, count: TokenCounter) -> int:
 
 @lru_cache(maxsize=65_536)
 def _line_tokens(line: str, count: TokenCounter) -> int:
-    # The same events come back for related questions: a line is counted once (tokenizing
-    # was a third of a query recall's time at 10,000 events).
-    return count(line)
+    # A line of the block with the newline that ends it: cl100k ends a piece at a newline
+    # (a line's count with its newline, summed, is the block's), so a budget filled line by
+    # line holds the block whole, counting at most one newline too many, the last. The same
+    # events come back for related questions: a line is counted once (tokenizing was a third
+    # of a query recall's time at 10,000 events).
+    return count(line + "\n")
+
+
+class _EventsSection:
+    """The tokens of the block's events section as recall fills it, as
+    :func:`~lossgate.model.derived_records.block_parts` prints it: its title, then the events
+    in seq order with a day's header at each change of day (an event of one day put between
+    two of another brings two), each event's line."""
+
+    def __init__(self, count: TokenCounter) -> None:
+        self.count = count
+        self.kept: list[tuple[int, str]] = []  # (seq, day line), in seq order
+
+    def cost(self, event: Event) -> int:
+        day = day_line(event)
+        at = bisect.bisect(self.kept, (event.seq, day))
+        before = self.kept[at - 1][1] if at else None
+        after = self.kept[at][1] if at < len(self.kept) else None
+        headers = (before != day) + (after is not None and after != day) - (after is not None and before != after)
+        return (
+            _line_tokens(event_line(event), self.count)
+            + headers * _line_tokens(day, self.count)
+            + (0 if self.kept else _line_tokens(EVENTS_TITLE, self.count))
+        )
+
+    def take(self, event: Event) -> None:
+        bisect.insort(self.kept, (event.seq, day_line(event)))
 
 
 @lru_cache(maxsize=1024)
@@ -1173,7 +1203,9 @@ def _fit(
     query's hits in relevance order; without a query the newest first), each that fits, so
     that one long event leaves out itself and not those after it; then the summary's recent
     conversation or period lines, newest first. The tokens are those of the block
-    :meth:`~lossgate.model.derived_records.RecallResult.render` prints (exactly, without a budget)."""
+    :meth:`~lossgate.model.derived_records.RecallResult.render` prints (exactly, without a budget;
+    with one, each line with its newline, the last one too, and the events' day headers as
+    the block prints them, at every change of day in seq order)."""
     if budget is None:
         return _Fitted(
             summary, others, events, _block_tokens(tenant_id, subject_id, summary, critical + others, events, count)
@@ -1183,7 +1215,7 @@ def _fit(
     # the prose in head, the part of the summary never trimmed (a narrative), is paid for whole
     structured, untrimmed = summary_structure(tenant_id, subject_id, head)
     used = _fixed_tokens(subject_id, summary, structured, critical, section, count) + (
-        _summary_tokens(untrimmed, count) if untrimmed else 0
+        _summary_line_tokens(untrimmed, count) if untrimmed else 0
     )
     kept_facts: list[Fact] = []
     for f in others:
@@ -1192,21 +1224,14 @@ def _fit(
             kept_facts.append(f)
             used += section.take(fact_line(f))
     kept_events: list[Event] = []
-    days: set[str] = set()
+    shown = _EventsSection(count)
     for e in events:
-        day = day_line(e)
-        cost = (
-            _line_tokens(event_line(e), count)
-            + (0 if day in days else _line_tokens(day, count))  # a day's header once
-            + (0 if kept_events else _line_tokens(EVENTS_TITLE, count))
-        )
+        cost = shown.cost(e)
         if used + cost <= budget:
             kept_events.append(e)
-            days.add(day)
+            shown.take(e)
             used += cost
-    if head is None:
-        return _Fitted(None, kept_facts, kept_events, used)
-    if not title:
+    if head is None or not title:
         return _Fitted(head, kept_facts, kept_events, used)
     text, kept = _newest_lines(head, title, tail, budget - used, count)  # newest first, while room is left
     return _Fitted(text, kept_facts, kept_events, used + kept)

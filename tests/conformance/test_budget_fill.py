@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lossgate import NewEvent
+from lossgate.consolidate.tokens import default_counter
 
 T, S = "travel-co", "user-long"
 AT = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
@@ -66,3 +67,30 @@ def test_a_long_hit_leaves_room_for_the_next(long_newest):
     ids = [e.event_id for e in found.events]
     assert "e1" in ids and "e3" not in ids
     assert found.tokens <= 200
+
+
+@pytest.mark.parametrize("query", [None, "ok"])
+@pytest.mark.parametrize("budget", [60, 300, 1000])
+def test_the_block_an_agent_reads_stays_within_the_budget(memory, query, budget):
+    # many short lines (each newline a token of the block) over days that alternate in seq
+    # order (a backfilled history: a day's header printed at every change, not once a day)
+    memory.append(
+        [
+            NewEvent(
+                tenant_id=T,
+                subject_id=S,
+                event_id=f"ok{i}",
+                text=f"ok {i}",
+                occurred_at=AT + timedelta(days=(i % 3) * 5, minutes=i),
+            )
+            for i in range(300)
+        ]
+    )
+    for _ in range(2):
+        found = memory.recall(T, S, query=query, budget=budget, k=300)
+        rendered = default_counter()(found.render())
+        assert rendered <= budget
+        assert rendered <= found.tokens <= rendered + 1
+        assert found.events or found.summary  # and the room is used, not left
+        assert budget - found.tokens < 12
+        assert memory.consolidate(T, S).status == "published"
