@@ -4,8 +4,8 @@ SQLite reads each term's weight in an event from FTS5's ``bm25()`` and weighs th
 subject's document frequency; PostgreSQL computes the same formula over each term's matches
 (``lossgate.store.core.bm25.bm25_order``), because ``ts_rank`` knows no document frequency:
 there, an event saying a common word twice outranked the only event with the rare word a
-question asks about. Neither lets another subject's or tenant's history decide how a
-subject's events rank.
+question asks about. On neither do other subjects' or tenants' document frequencies decide
+how a subject's events rank (FTS5's average event length is still the whole file's).
 """
 
 from __future__ import annotations
@@ -177,3 +177,15 @@ def test_events_not_yet_indexed_are_ranked_with_the_indexed_ones(memory):
         assert tx.search_events(T, S, "status zanzibar", limit=5)[0] == "rare"
         fresh_first = tx.search_events(T, S, "update", limit=5)
     assert fresh_first[0] == "f59"  # a word only fresh events hold: they are found, newest first
+
+
+def test_an_older_fresh_event_with_the_rare_word_is_not_crowded_out(memory):
+    _append(memory, {f"m{i}": f"the meeting notes number {i}" for i in range(20)})
+    with memory.store.write() as tx:
+        tx.refresh_search_index()
+    memory.append(  # not yet indexed: the rare word first, then forty newer with the common one
+        [NewEvent(tenant_id=T, subject_id=S, event_id="zz", text="the meeting moved to zanzibar office")]
+        + [NewEvent(tenant_id=T, subject_id=S, event_id=f"n{j}", text=f"meeting moved again {j}") for j in range(40)]
+    )
+    with memory.store.read() as tx:
+        assert tx.search_events(T, S, "meeting zanzibar", limit=5)[0] == "zz"

@@ -170,13 +170,13 @@ class SQLiteDerivedReads(CoreDerivedReads):
         fresh = (
             []  # nothing past the index (the usual case): no scan at all
             if top <= mark
-            else self._past_index(
+            else self._past_index(  # every one: the newest alone may hold only a common word
                 "e.rowid, e.event_id, e.text, e.actor",
                 mark,
                 tenant_id,
                 subject_id,
                 words,
-                limit=limit,
+                limit=top - mark,
                 unerased=unerased,
             )
         )
@@ -236,7 +236,8 @@ class SQLiteDerivedReads(CoreDerivedReads):
         weight is computed the same way from its text (the word's occurrences, its words
         against the index's average per column). Then each term is weighed again with the
         subject's document frequency and event count, as PostgreSQL ranks
-        (:func:`lossgate.store.core.bm25.bm25_order`). Ties go to the newest."""
+        (:func:`lossgate.store.core.bm25.bm25_order`). Ties go to the newest. What stays the
+        file's is the average event length each event's length is weighed against."""
         averages = _fts_averages(self._value("SELECT block FROM events_fts_data WHERE id=1"))
         indexed = averages[0] if averages else 0
         mean = [total / indexed if indexed else 1.0 for total in averages[1:3]] or [1.0, 1.0]
