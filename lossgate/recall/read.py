@@ -78,7 +78,8 @@ A recall's ``tokens`` are those of the block :meth:`~lossgate.model.derived_reco
 prints (:func:`~lossgate.model.derived_records.block_parts`): its header line, each fact line once (a fact
 the summary's structured part already says is not paid for twice; the summary's own header
 is not printed), the summary's prose, the events with their day headers. Without a budget,
-exactly; under one, line by line, the newlines between lines not counted.
+exactly; under one, line by line, each line with the newline that ends it (the last one too:
+one over the block's count at most), so the block it fills stays within the budget.
 """
 
 from __future__ import annotations
