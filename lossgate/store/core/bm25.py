@@ -28,7 +28,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["MAX_SEARCH_TERMS", "TERM_CAP", "bm25_order", "bounded_order", "cap_for", "is_bounded"]
+__all__ = [
+    "MAX_SEARCH_TERMS",
+    "TERM_CAP",
+    "bm25_order",
+    "bounded_order",
+    "cap_for",
+    "idf",
+    "is_bounded",
+    "term_weight",
+]
 
 # The matches of one term a search reads at most. A history under this size is ranked by
 # the store alone, whatever the words.
@@ -57,6 +66,19 @@ K1 = 1.2
 B = 0.75
 
 
+def idf(total: float, df: float) -> float:
+    """BM25's inverse document frequency as FTS5's ``bm25()`` computes it: ``log((N - df +
+    0.5) / (df + 0.5))``, or 1e-6 when that is not positive."""
+    ratio = (total - df + 0.5) / (df + 0.5)
+    return math.log(ratio) if ratio > 1 else 1e-6
+
+
+def term_weight(tf: float, length: float, mean: float) -> float:
+    """A term's BM25 weight in one document (column) before its idf: its frequency ``tf``
+    against the document's ``length`` and the ``mean`` length (k1 1.2, b 0.75)."""
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / max(mean, 1e-9)))
+
+
 def _df(read: Sequence[int], more: bool, newest: int, total: int) -> float:
     """A term's document frequency from the positions of its newest matches read: their
     number, or when there were more (``more``), their share of the newest positions,
@@ -83,11 +105,9 @@ def bm25_order(stats: Sequence[Sequence[tuple[int, int, int]]], newest: int, cap
         if not rows:
             continue
         df = _df([seq for seq, _, _ in rows], len(found) > cap, newest, total)
-        idf = max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+        weight = idf(total, df)
         for seq, tf, _ in rows:
-            tf = max(tf, 1)
-            norm = K1 * (1 - B + B * lengths[seq] / mean)
-            score[seq] = score.get(seq, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
+            score[seq] = score.get(seq, 0.0) + weight * term_weight(max(tf, 1), lengths[seq], mean)
     return sorted(score, key=lambda seq: (-score[seq], -seq))
 
 

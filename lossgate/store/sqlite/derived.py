@@ -6,7 +6,6 @@ transactions, beside the shared ones of :mod:`lossgate.store.core.derived`."""
 from __future__ import annotations
 
 import heapq
-import math
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ import orjson
 from lossgate.model.derived_records import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
 from lossgate.model.records import Clock
 from lossgate.store import rows
-from lossgate.store.core.bm25 import K1, B
+from lossgate.store.core.bm25 import idf, term_weight
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
@@ -74,20 +73,11 @@ def _weight_in(word: str, columns: Sequence[str], mean: Sequence[float]) -> floa
     """A word's BM25 weight in an event not yet indexed, as FTS5 gives it to an indexed one:
     over each column (text, actor), its occurrences against the column's words and their
     average length (``mean``); 0 when it holds none."""
-    weight = 0.0
-    for value, average in zip(columns, mean, strict=False):
-        tf = value.lower().count(word)
-        if tf:
-            norm = K1 * (1 - B + B * len(_TOKEN.findall(value)) / max(average, 1e-9))
-            weight += tf * (K1 + 1) / (tf + norm)
-    return weight
-
-
-def _idf(rows: int, matches: int) -> float:
-    """BM25's inverse document frequency as FTS5's ``bm25()`` computes it: ``log((N - n +
-    0.5) / (n + 0.5))``, or 1e-6 when that is not positive."""
-    idf = math.log((rows - matches + 0.5) / (matches + 0.5)) if rows > 0 else 0.0
-    return idf if idf > 0 else 1e-6
+    return sum(
+        term_weight(tf, len(_TOKEN.findall(value)), average)
+        for value, average in zip(columns, mean, strict=False)
+        if (tf := value.lower().count(word))
+    )
 
 
 def _like(word: str) -> str:
@@ -244,8 +234,8 @@ class SQLiteDerivedReads(CoreDerivedReads):
         weights: list[dict[int, float]] = []
         for q, word in zip(quoted, words, strict=True):
             found = self._all("SELECT rowid, -bm25(events_fts) FROM events_fts WHERE events_fts MATCH ?", (q,))
-            idf = _idf(indexed, len(found))
-            weight = {rowid: score / idf for rowid, score in found}
+            file_idf = idf(indexed, len(found))  # what FTS5 weighed the term by
+            weight = {rowid: score / file_idf for rowid, score in found}
             for rowid, _, text, actor in fresh:
                 if held := _weight_in(word.lower(), (text or "", actor or ""), mean):
                     weight[rowid] = held
@@ -267,9 +257,9 @@ class SQLiteDerivedReads(CoreDerivedReads):
         score: dict[int, float] = {}
         for w in weights:
             matched = [rowid for rowid in w if rowid in mine]
-            idf = _idf(total, len(matched))
+            subject_idf = idf(total, len(matched))
             for rowid in matched:
-                score[rowid] = score.get(rowid, 0.0) + idf * w[rowid]
+                score[rowid] = score.get(rowid, 0.0) + subject_idf * w[rowid]
         return [mine[rowid] for rowid in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -r))]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
