@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lossgate.semantic.ranking import fuse, hybrid
 
 WORDS = [f"w{i}" for i in range(1, 21)]
@@ -27,3 +29,21 @@ def test_a_confident_hit_past_the_end_is_appended_and_no_vectors_change_nothing(
     assert hybrid(["w1"], [("x", 0.2), ("y", 0.2), ("v", 0.9)], confident=0.45, lead=2) == ["w1", "x", "y", "v"]
     assert hybrid(WORDS, []) == WORDS
     assert hybrid([], [("v1", 0.9), ("v2", 0.1)]) == ["v1", "v2"]
+
+
+def test_feedback_moves_the_query_toward_the_first_hits_that_have_vectors():
+    import numpy as np
+
+    from lossgate.semantic.ranking import VectorSet, feedback
+
+    unit = np.eye(4, dtype="<f4")
+    vectors = VectorSet([(name, unit[i].tobytes()) for i, name in enumerate(["a", "b", "c", "d"])])
+    query = unit[0]
+    moved = feedback(vectors, query, ["fresh", "b", "c", "d"], hits=2, weight=0.5)
+    assert moved is not None
+    assert float(np.linalg.norm(moved)) == pytest.approx(1.0)
+    # toward b and c alike (the first two with a vector), not d
+    assert moved[1] == pytest.approx(moved[2]) and moved[1] > 0 and moved[3] == 0
+    assert moved[0] == pytest.approx(1 / np.sqrt(1 + 2 * 0.25**2))
+    assert feedback(vectors, query, ["fresh", "unknown"]) is None
+    assert feedback(vectors, query, ["b"], hits=0) is None

@@ -26,7 +26,8 @@ With a query, recall ranks by relevance over the whole raw layer (invariant
 (:func:`~lossgate.model.search_terms.query_terms`) are matched through the store's
 full-text index and ranked by BM25 (FTS5's ``bm25`` on SQLite, the same formula over the
 matches on PostgreSQL: :mod:`lossgate.store.core.bm25`); with an embedder, also by cosine similarity of stored vectors, the two
-rankings fused by weighted reciprocal rank (:mod:`lossgate.semantic`); with a reranker, the
+rankings fused by weighted reciprocal rank, the events' vectors asked again from the first
+fused hits (:func:`~lossgate.semantic.ranking.feedback`); with a reranker, the
 top of that ranking is then reordered by its scores (:mod:`lossgate.semantic.reorder`:
 the facts and events of the recall's own read, nothing else, are sent). Under a token
 budget, what comes back is, in this order: the
@@ -129,7 +130,7 @@ from lossgate.model.wording import (
 )
 from lossgate.runtime.caches import holds_text
 from lossgate.semantic.embedders import Embedder, normalised
-from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, VectorSet, hybrid, nearest_scored, vector_cache
+from lossgate.semantic.ranking import SEMANTIC_MIN_SIMILARITY, VectorSet, feedback, hybrid, nearest_scored, vector_cache
 from lossgate.semantic.reorder import cooling_down, ordered, rerank_scores
 from lossgate.semantic.rerankers import Reranker
 from lossgate.store import Store
@@ -575,8 +576,9 @@ def _read_hits(
     )
     hit_facts = word_facts[:fact_limit]
     near: dict[str, list[tuple[str, float]]] = {}
+    stored: dict[str, VectorSet] = {}
     if query_vector is not None and embedder is not None:
-        semantic, near = _nearest(
+        semantic, near, stored = _nearest(
             store,
             tx,
             tenant_id,
@@ -600,6 +602,10 @@ def _read_hits(
     )
     hit_ids = word_events[:event_limit]
     if near:
+        # the vectors asked again from the hits the first fusion put first (semantic.ranking.feedback)
+        moved = feedback(stored["event"], query_vector, hybrid(hit_ids, near["event"]))
+        if moved is not None:
+            near["event"] = nearest_scored(stored["event"], moved, hits_wanted, min_similarity=SEMANTIC_MIN_SIMILARITY)
         hit_ids = hybrid(hit_ids, near["event"])[:event_limit]
     read = _valid_events(tx, tenant_id, subject_id, hit_ids)
     hit_ids = _neighbour_supported([i for i in hit_ids if i in read], {i: e.seq for i, e in read.items()})
@@ -813,14 +819,16 @@ def _nearest(
     embedder: Embedder,
     query_vector: Any,
     limits: dict[VectorKind, int],
-) -> tuple[str, dict[str, list[tuple[str, float]]]]:
-    """The nearest facts and events by vector, each with its similarity, or none (and why)
-    when the stored vectors cannot be compared with the query's."""
+) -> tuple[str, dict[str, list[tuple[str, float]]], dict[str, VectorSet]]:
+    """The nearest facts and events by vector, each with its similarity, and the vectors they
+    were found in, by kind; or none (and why) when the stored vectors cannot be compared with
+    the query's."""
     version = tx.vectors_version(tenant_id, subject_id)
     near: dict[str, list[tuple[str, float]]] = {}
+    sets: dict[str, VectorSet] = {}
     try:
         for kind, limit in limits.items():
-            stored = vector_cache(store).get(
+            sets[kind] = stored = vector_cache(store).get(
                 (tenant_id, subject_id, embedder.model, kind),
                 version,
                 lambda: VectorSet(tx.vectors(tenant_id, subject_id, embedder.model, kind)),  # noqa: B023 - read now, if at all
@@ -828,8 +836,8 @@ def _nearest(
             near[kind] = nearest_scored(stored, query_vector, limit, min_similarity=SEMANTIC_MIN_SIMILARITY)
     except ConfigError as exc:  # another model's vectors under this name: words still answer
         log.warning("recall: %s/%s: %s (lossgate embed --rebuild)", tenant_id, subject_id, exc)
-        return "unavailable: stored vectors of another size (embed again with rebuild)", {}
-    return embedder.model, near
+        return "unavailable: stored vectors of another size (embed again with rebuild)", {}, {}
+    return embedder.model, near, sets
 
 
 def _dropped_first(hit_ids: list[str], dropped: frozenset[str], lead: int | None = None) -> list[str]:

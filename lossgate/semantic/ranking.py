@@ -37,6 +37,9 @@ __all__ = [
     "SEMANTIC_MIN_SIMILARITY",
     "SEMANTIC_CONFIDENT_SIMILARITY",
     "CONFIDENT_LEAD",
+    "FEEDBACK_HITS",
+    "FEEDBACK_WEIGHT",
+    "feedback",
 ]
 
 RRF_K = 60  # the constant of reciprocal rank fusion (Cormack et al., 2009)
@@ -57,18 +60,29 @@ SEMANTIC_MIN_SIMILARITY = 0.2
 # of it, not by one weight for every query.
 SEMANTIC_CONFIDENT_SIMILARITY = 0.45
 CONFIDENT_LEAD = 2
+# Pseudo-relevance feedback (Rocchio's, on vectors): the query's vector is moved toward the
+# mean of the first FEEDBACK_HITS hits of the fused ranking, by FEEDBACK_WEIGHT, and the
+# vectors are asked again. The hits that both rankings put first say, in the subject's own
+# words, what the question is about; a turn that answers it in words neither the question
+# nor a single hit shares (the second half of a multi-hop answer, an open-domain question's
+# evidence) is nearer to that mean than to the question alone. Chosen on three LoCoMo
+# conversations (evidence recall 0.882 to 0.891; 2, 3 or 5 hits, weights 0.3 to 0.5 gave
+# 0.889 to 0.891) and measured on the seven others (docs/evaluation.md).
+FEEDBACK_HITS = 3
+FEEDBACK_WEIGHT = 0.5
 
 
 class VectorSet:
     """One subject's vectors of one model and kind, as ids and a matrix (one row each)."""
 
-    __slots__ = ("ids", "matrix")
+    __slots__ = ("ids", "matrix", "row")
 
     def __init__(self, stored: Sequence[tuple[str, bytes]]) -> None:
         require_numpy()
         import numpy as np
 
         self.ids = [item for item, _ in stored]
+        self.row = {item: n for n, item in enumerate(self.ids)}  # id -> its row of the matrix
         flat = np.frombuffer(b"".join(v for _, v in stored), dtype="<f4")
         dims = {len(v) for _, v in stored}
         if len(dims) > 1:
@@ -77,7 +91,7 @@ class VectorSet:
 
     @property
     def nbytes(self) -> int:
-        return int(self.matrix.nbytes) + 64 * len(self.ids)
+        return int(self.matrix.nbytes) + 160 * len(self.ids)  # an id, and its entry in ``row``
 
 
 class VectorCache:
@@ -171,6 +185,27 @@ def nearest_scored(
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top], kind="stable")]
     return [(vectors.ids[i], float(scores[i])) for i in top if scores[i] >= min_similarity]
+
+
+def feedback(
+    vectors: VectorSet,
+    query: np.ndarray,
+    ranked: Sequence[str],
+    *,
+    hits: int = FEEDBACK_HITS,
+    weight: float = FEEDBACK_WEIGHT,
+) -> np.ndarray | None:
+    """``query`` moved toward the mean vector of the first ``hits`` of ``ranked`` (ids best
+    first) that ``vectors`` holds, by ``weight``, at unit length; None when none of them has a
+    vector (an event appended since the subject was embedded, say)."""
+    if hits <= 0:
+        return None
+    rows = [vectors.row[item] for item in ranked if item in vectors.row][:hits]
+    if not rows:
+        return None
+    moved = query.astype("<f4") + weight * vectors.matrix[rows].mean(axis=0)
+    norm = float((moved @ moved) ** 0.5)
+    return moved / norm if norm > 0 else None
 
 
 def fuse(*rankings: Sequence[str], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:

@@ -4,8 +4,9 @@ SQLite reads each term's weight in an event from FTS5's ``bm25()`` and weighs th
 subject's document frequency; PostgreSQL computes the same formula over each term's matches
 (``lossgate.store.core.bm25.bm25_order``), because ``ts_rank`` knows no document frequency:
 there, an event saying a common word twice outranked the only event with the rare word a
-question asks about. On neither do other subjects' or tenants' document frequencies decide
-how a subject's events rank (FTS5's average event length is still the whole file's).
+question asks about. On neither do other subjects' or tenants' document frequencies or event lengths decide
+how a subject's events rank: an event's length is weighed against the mean length of the
+subject's events the query matched, on both.
 """
 
 from __future__ import annotations
@@ -151,6 +152,23 @@ def test_a_word_rare_in_the_subject_stays_rare_whatever_another_tenant_says(memo
     assert alone[0] == "pay"
     _other_history(memory, "other-tenant", "u-other", "payment", 200)
     assert _search(memory, "invoice payment") == alone
+
+
+def test_how_long_other_histories_events_are_never_reorders_a_subject(memory):
+    # Of two events saying "budget", the short one saying it once outranks the long one
+    # saying it twice against this subject's mean length; weighed against a file's mean
+    # that another tenant's long notes raise, the long one would win.
+    filler = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec"
+    _append(memory, {"long": f"budget budget {filler} romeo", "short": "budget plan approved", "c": "unrelated"})
+    alone = _search(memory, "budget")
+    assert alone == ["short", "long"]
+    memory.append(
+        [
+            NewEvent(tenant_id="other-tenant", subject_id="u-other", event_id=f"n{i}", text=f"{filler} {i} " * 12)
+            for i in range(200)
+        ]
+    )
+    assert _search(memory, "budget") == alone
 
 
 def test_events_not_yet_indexed_are_ranked_with_the_indexed_ones(memory):

@@ -21,7 +21,7 @@ from lossgate.ops.worker import drain, open_worker_memory
 from lossgate.recall.read import recall
 from lossgate.semantic import HttpEmbedder, HttpEmbedderConfig, embed_pending
 from lossgate.testing.chat_server import Reply, ScriptedChatServer
-from lossgate.testing.embeddings import concept_embeddings, embeddings_reply
+from lossgate.testing.embeddings import concept_embeddings, concept_vector, embeddings_reply
 
 T, S = "acme", "u1"
 CHATTER = [
@@ -91,6 +91,23 @@ def test_a_vector_hit_that_says_the_query_in_other_words_comes_before_most_word_
     assert [e.event_id for e in lexical.events] != [] and "pet" not in {e.event_id for e in lexical.events}
     hybrid = memory.recall(T, S, query="feline walk", context=False, k=3)
     assert "pet" in {e.event_id for e in hybrid.events} and len(hybrid.events) == 3
+
+
+def test_the_vectors_are_asked_again_from_what_the_first_hits_say(memory, embedder):
+    # The kitten's turn also names the sea; the turn about the sea shares no word and no
+    # meaning with "feline" (cosine 0: no vector hit), but it is near what the first hit says.
+    memory.embedder = embedder
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="pet", text="kitten ocean")])
+    memory.append(
+        [NewEvent(tenant_id=T, subject_id=S, event_id=f"c{i}", text=f"{CHATTER[i % 4]} ({i})") for i in range(30)]
+    )
+    memory.append([NewEvent(tenant_id=T, subject_id=S, event_id="sea", text="ocean beach coast")])
+    assert memory.consolidate(T, S).status == "published" and memory.admin.embed(T, S).stored == 32
+    assert sum(a * b for a, b in zip(concept_vector("feline"), concept_vector("ocean beach coast"), strict=True)) == 0
+    lexical = recall(memory.store, T, S, query="feline", context=False, k=5)
+    assert not {"pet", "sea"} & {e.event_id for e in lexical.events}
+    hybrid = memory.recall(T, S, query="feline", context=False, k=5)
+    assert {"pet", "sea"} <= {e.event_id for e in hybrid.events}
 
 
 def test_vectors_are_computed_once_and_only_for_what_is_new(pets, server):

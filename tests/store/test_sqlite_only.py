@@ -74,47 +74,40 @@ def test_a_migration_numbered_below_the_newest_applied_is_still_applied(tmp_path
     conn.close()
 
 
-def test_a_file_of_one_subject_ranks_as_fts5s_own_bm25(tmp_path):
-    # Each term's bm25() divided by the weight FTS5 gave it, then weighed by the subject's
-    # statistics: in a file holding one subject, every event valid, those are the file's, so
-    # the order is FTS5's own (to rounding).
+def test_sqlite_ranks_by_the_bm25_formula_postgresql_computes(tmp_path):
+    # Each term's bm25() read back into its frequency, then weighed by the subject's
+    # statistics (its event count, the term's matches, the mean length of the events
+    # matched): the scores are lossgate.store.core.bm25's, from counts made here.
     import random
 
     import lossgate
     from lossgate import NewEvent
+    from lossgate.store.core.bm25 import idf, term_weight
 
     words = ["refund", "budget", "lisbon", "parcel", "invoice", "morning", "window", "seat", "zebra", "quartz"]
     rng = random.Random(7)
-    path = tmp_path / "one.db"
-    memory = lossgate.open(f"sqlite:///{path}")
-    memory.append(
-        [
-            NewEvent(
-                tenant_id="t",
-                subject_id="s",
-                event_id=f"e{i}",
-                text=" ".join(rng.choice(words) for _ in range(rng.randint(2, 14))),
-            )
-            for i in range(400)
-        ]
-    )
+    texts = {f"e{i}": " ".join(rng.choice(words) for _ in range(rng.randint(2, 14))) for i in range(400)}
+    memory = lossgate.open(f"sqlite:///{tmp_path / 'one.db'}")
+    memory.append([NewEvent(tenant_id="t", subject_id="s", event_id=i, text=text) for i, text in texts.items()])
     with memory.store.write() as tx:
         tx.refresh_search_index()
-    conn = sqlite3.connect(path)
     for query in ["refund lisbon", "zebra quartz window", "budget", "seat parcel invoice morning"]:
         with memory.store.read() as tx:
             found = tx.search_events("t", "s", query, limit=50)
-        match = " OR ".join(f'"{w}"' for w in query.split())
-        scored = dict(
-            conn.execute(
-                "SELECT e.event_id, -bm25(events_fts) FROM events_fts f JOIN events e ON e.rowid = f.rowid "
-                "WHERE events_fts MATCH ?",
-                (match,),
-            ).fetchall()
-        )
-        assert len(found) == min(50, len(scored))
-        assert all(scored[a] >= scored[b] - 1e-9 for a, b in zip(found, found[1:], strict=False)), query
-        best = sorted(scored.values(), reverse=True)[: len(found)]
-        assert [scored[i] for i in found] == pytest.approx(best, rel=1e-9)
-    conn.close()
+        terms = query.split()
+        matched = {i: t.split() for i, t in texts.items() if set(t.split()) & set(terms)}
+        length = {i: len(said) + 1 for i, said in matched.items()}  # and the actor, "user"
+        mean = sum(length.values()) / len(length)
+        score = {
+            i: sum(
+                idf(len(texts), sum(term in s for s in matched.values()))
+                * term_weight(said.count(term), length[i], mean)
+                for term in terms
+                if term in said
+            )
+            for i, said in matched.items()
+        }
+        assert len(found) == min(50, len(score))
+        assert all(score[a] >= score[b] - 1e-9 for a, b in zip(found, found[1:], strict=False)), query
+        assert [score[i] for i in found] == pytest.approx(sorted(score.values(), reverse=True)[:50], rel=1e-9)
     memory.close()

@@ -17,7 +17,7 @@ import orjson
 from lossgate.model.derived_records import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
 from lossgate.model.records import Clock
 from lossgate.store import rows
-from lossgate.store.core.bm25 import idf, term_weight
+from lossgate.store.core.bm25 import K1, B, idf, term_weight
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
@@ -46,11 +46,12 @@ def _fts_query(query: str) -> str:
     return " OR ".join(_fts_terms(query))
 
 
-def _fts_averages(averages: bytes | None) -> list[int]:
-    """An FTS5 index's averages record (``%_data`` row 1) as ``bm25()`` reads it: the row
-    count, then each column's token count (SQLite varints: 7 bits a byte, the 9th whole)."""
+def _varints(data: bytes | None) -> list[int]:
+    """SQLite varints (7 bits a byte, the 9th whole), as FTS5 writes its averages record
+    (``%_data`` row 1: the row count, then each column's token count) and each row's column
+    sizes (``%_docsize``)."""
     out: list[int] = []
-    data, at = averages or b"", 0
+    data, at = data or b"", 0
     while at < len(data):
         value = 0
         for n in range(9):
@@ -69,15 +70,12 @@ def _fts_averages(averages: bytes | None) -> list[int]:
 _TOKEN = re.compile(r"\w+")
 
 
-def _weight_in(word: str, columns: Sequence[str], mean: Sequence[float]) -> float:
-    """A word's BM25 weight in an event not yet indexed, as FTS5 gives it to an indexed one:
-    over each column (text, actor), its occurrences against the column's words and their
-    average length (``mean``); 0 when it holds none."""
-    return sum(
-        term_weight(tf, len(_TOKEN.findall(value)), average)
-        for value, average in zip(columns, mean, strict=False)
-        if (tf := value.lower().count(word))
-    )
+def _frequency(weight: float, length: int, mean: float) -> float:
+    """The term frequency behind ``weight``, a term's BM25 weight in a row of ``length``
+    tokens against the index's ``mean`` (:func:`lossgate.store.core.bm25.term_weight`
+    solved for the frequency)."""
+    saturation = K1 * (1 - B + B * length / max(mean, 1e-9))
+    return weight * saturation / max(K1 + 1 - weight, 1e-9)
 
 
 def _like(word: str) -> str:
@@ -217,50 +215,63 @@ class SQLiteDerivedReads(CoreDerivedReads):
         file: each term's matches are all read.
 
         The index is one for the file, and FTS5's ``bm25()`` weighs a term by how many of
-        the file's events hold it: another subject's or tenant's history would decide how one
-        subject's events rank (a name said in every turn of this subject and nowhere else
-        weighs as a rare word). So each term is matched alone, and its ``bm25()`` divided by
-        the inverse document frequency FTS5 gave it (from the file's row count in its
-        averages record and the term's matches in the file), which leaves the term's weight
-        in each event (its frequency against the event's length, per column); a fresh event's
-        weight is computed the same way from its text (the word's occurrences, its words
-        against the index's average per column). Then each term is weighed again with the
-        subject's document frequency and event count, as PostgreSQL ranks
-        (:func:`lossgate.store.core.bm25.bm25_order`). Ties go to the newest. What stays the
-        file's is the average event length each event's length is weighed against."""
-        averages = _fts_averages(self._value("SELECT block FROM events_fts_data WHERE id=1"))
-        indexed = averages[0] if averages else 0
-        mean = [total / indexed if indexed else 1.0 for total in averages[1:3]] or [1.0, 1.0]
+        the file's events hold it, and an event's length against the mean of the file's:
+        another subject's or tenant's history would decide how one subject's events rank (a
+        name said in every turn of this subject and nowhere else weighs as a rare word). So
+        each term is matched alone, and its ``bm25()`` divided by the inverse document
+        frequency FTS5 gave it (from the file's row count and token count in its averages
+        record, and the term's matches in the file) and read back into the term's frequency
+        in each event (:func:`_frequency`, with the event's length from FTS5's column sizes); a
+        fresh event's frequency and length are counted in its text. Then each term is
+        weighed as PostgreSQL weighs it (:func:`lossgate.store.core.bm25.bm25_order`): by the
+        subject's document frequency and event count, each event's length against the mean
+        length of the subject's events matched. Ties go to the newest."""
+        averages = _varints(self._value("SELECT block FROM events_fts_data WHERE id=1"))
+        rows_indexed = averages[0] if averages else 0
+        file_mean = sum(averages[1:]) / rows_indexed if rows_indexed else 1.0
+        # per term: rowid -> the term's weight in it, as FTS5 weighed it against file_mean
         weights: list[dict[int, float]] = []
-        for q, word in zip(quoted, words, strict=True):
+        for q in quoted:
             found = self._all("SELECT rowid, -bm25(events_fts) FROM events_fts WHERE events_fts MATCH ?", (q,))
-            file_idf = idf(indexed, len(found))  # what FTS5 weighed the term by
-            weight = {rowid: score / file_idf for rowid, score in found}
-            for rowid, _, text, actor in fresh:
-                if held := _weight_in(word.lower(), (text or "", actor or ""), mean):
-                    weight[rowid] = held
-            weights.append(weight)
+            file_idf = idf(rows_indexed, len(found))  # what FTS5 weighed the term by
+            weights.append({rowid: score / file_idf for rowid, score in found})
+        # the subject's valid matches: rowid -> (event id, length in tokens)
+        mine: dict[int, tuple[str, int]] = {}
         candidates = sorted({rowid for w in weights for rowid in w})
-        mine: dict[int, str] = {rowid: event_id for rowid, event_id, _, _ in fresh}
-        for chunk in self._d.chunks([rowid for rowid in candidates if rowid not in mine]):
+        for chunk in self._d.chunks(candidates):
             # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
             # events_by_tier too), which would walk the subject's whole history.
             condition, args = self._d.in_("e.rowid", chunk)
-            mine.update(
-                self._all(
-                    f"SELECT e.rowid, e.event_id FROM events e WHERE {condition} AND {self._d.no_index('e.tenant_id')}=? "
-                    f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
-                    [*args, tenant_id, subject_id],
-                )
-            )
+            for rowid, event_id, sizes in self._all(
+                "SELECT e.rowid, e.event_id, d.sz FROM events e LEFT JOIN events_fts_docsize d ON d.id = e.rowid "
+                f"WHERE {condition} AND {self._d.no_index('e.tenant_id')}=? "
+                f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
+                [*args, tenant_id, subject_id],
+            ):
+                # a row's column sizes: one byte each below 128 tokens (the usual case)
+                mine[rowid] = (event_id, sum(sizes) if sizes and sizes.isascii() else sum(_varints(sizes)))
+        # term frequencies: recovered from FTS5's weights, counted in a fresh event's text
+        frequencies: list[dict[int, float]] = [
+            {rowid: _frequency(w, mine[rowid][1], file_mean) for rowid, w in weight.items() if rowid in mine}
+            for weight in weights
+        ]
+        for rowid, event_id, text, actor in fresh:
+            held = [f"{actor or ''} {text or ''}".lower().count(word.lower()) for word in words]
+            if any(held):
+                mine[rowid] = (event_id, len(_TOKEN.findall(f"{actor or ''} {text or ''}")))
+                for frequency, count in zip(frequencies, held, strict=True):
+                    if count:
+                        frequency[rowid] = count
+        if not mine:
+            return []
+        mean = sum(length for _, length in mine.values()) / len(mine)
         total = self.clock(tenant_id, subject_id).high_water
         score: dict[int, float] = {}
-        for w in weights:
-            matched = [rowid for rowid in w if rowid in mine]
-            subject_idf = idf(total, len(matched))
-            for rowid in matched:
-                score[rowid] = score.get(rowid, 0.0) + subject_idf * w[rowid]
-        return [mine[rowid] for rowid in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -r))]
+        for frequency in frequencies:
+            subject_idf = idf(total, len(frequency))
+            for rowid, tf in frequency.items():
+                score[rowid] = score.get(rowid, 0.0) + subject_idf * term_weight(tf, mine[rowid][1], mean)
+        return [mine[rowid][0] for rowid in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -r))]
 
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
         terms = _fts_query(query)
