@@ -219,7 +219,8 @@ class Ledger:
         and, as the whole transaction rolls back, nothing from the batch is written.
         """
         # The append hot path: the timestamp is formatted once, for the hash and the row.
-        fresh: dict[str, tuple[NewEvent, str, str]] = {}
+        # by (tenant, id): an event id is one tenant's, and two tenants may both use it
+        fresh: dict[tuple[str, str], tuple[NewEvent, str, str]] = {}
         by_tenant: dict[str, list[str]] = {}
         for ev in events:
             policies = self.policies_in_force(ev.tenant_id)
@@ -231,12 +232,12 @@ class Ledger:
                     ev = ev.model_copy(update={"trust": imposed})
             iso = ev.occurred_at.isoformat()
             h = ev.content_hash(iso)
-            seen = fresh.get(ev.event_id)
+            seen = fresh.get((ev.tenant_id, ev.event_id))
             if seen is not None:
                 if seen[1] != h or seen[0].trust != ev.trust:
                     raise IdempotencyConflict(f"event {ev.event_id}: appears twice in the batch with different content")
                 continue
-            fresh[ev.event_id] = (ev, h, iso)
+            fresh[(ev.tenant_id, ev.event_id)] = (ev, h, iso)
             by_tenant.setdefault(ev.tenant_id, []).append(ev.event_id)
 
         # Lock the clocks first (in a stable order, so concurrent batches cannot deadlock): a
@@ -246,7 +247,7 @@ class Ledger:
         duplicates: list[str] = []
         for tenant_id, ids in by_tenant.items():
             for event_id, (subject_id, stored_hash, trust) in self.tx.taken_event_ids(tenant_id, ids).items():
-                ev, h, _ = fresh.pop(event_id)
+                ev, h, _ = fresh.pop((tenant_id, event_id))
                 if stored_hash != h and subject_id == ev.subject_id and "occurred_at" not in ev.model_fields_set:
                     # A retry that named the id but not the time: the time defaulted to now on
                     # each try, so the retry is compared at the stored event's time.

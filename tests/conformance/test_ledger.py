@@ -81,6 +81,16 @@ def test_conflicting_duplicate_inside_one_batch_is_rejected(memory):
     assert memory.events(T, U) == []
 
 
+def test_two_tenants_may_use_one_event_id_in_one_batch(memory):
+    mine = NewEvent(tenant_id=T, subject_id=U, event_id="e1", text="ours")
+    theirs = NewEvent(tenant_id="other-tenant", subject_id=U, event_id="e1", text="theirs")
+    r = memory.append([mine, theirs])
+    assert [(e.tenant_id, e.event_id) for e in r.appended] == [(T, "e1"), ("other-tenant", "e1")]
+    assert [e.text for e in memory.events(T, U)] == ["ours"]
+    assert [e.text for e in memory.events("other-tenant", U)] == ["theirs"]
+    assert memory.append([mine, theirs]).duplicates == ("e1", "e1")  # a retry of both: no-ops
+
+
 def test_event_id_reused_by_another_subject_is_rejected(memory):
     memory.append([ev("e1")])
     with pytest.raises(IdempotencyConflict):
