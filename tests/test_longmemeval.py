@@ -278,6 +278,7 @@ def _set(path: tuple, value):
     [
         ("[{", ["LongMemEval:", "is not JSON"]),
         ({"questions": []}, ["holds no list of question instances"]),
+        ([], ["holds an empty list: no question instances to measure"]),
         ([1], ["instance 0 is a int, not an object"]),
         (
             _broken(_set((1, "haystack_dates"), KeyError)),

@@ -70,4 +70,6 @@ def read_list(path: str | Path, dataset: str, holds: str) -> tuple[list[Any], st
         raise InvalidInput(f"{dataset}: {path} is not JSON: {exc}") from exc
     if not isinstance(raw, list):
         raise InvalidInput(f"{dataset}: {path} holds no list of {holds}")
+    if not raw:
+        raise InvalidInput(f"{dataset}: {path} holds an empty list: no {holds} to measure")
     return raw, hashlib.sha256(data).hexdigest()

@@ -314,6 +314,11 @@ def evaluate(
                 sides["full context"][cat].add(1.0, full_tokens)
             if progress:
                 progress(1)
+    if "overall" not in sides["lossgate"]:
+        raise InvalidInput(
+            f"LoCoMo: none of the {len(conversations)} conversations has a question of categories 1-4 "
+            "with an evidence turn it holds: nothing to measure"
+        )
     return Report(
         sha256=sha256,
         budget=budget,

@@ -60,9 +60,9 @@ SEMANTIC_MIN_SIMILARITY = 0.2
 # of it, not by one weight for every query.
 SEMANTIC_CONFIDENT_SIMILARITY = 0.45
 CONFIDENT_LEAD = 2
-# Pseudo-relevance feedback (Rocchio's, on vectors): the query's vector is moved toward the
-# mean of the first FEEDBACK_HITS hits of the fused ranking, by FEEDBACK_WEIGHT, and the
-# vectors are asked again. The hits that both rankings put first say, in the subject's own
+# Pseudo-relevance feedback (Rocchio's, on vectors): the query's vector plus FEEDBACK_WEIGHT
+# times the mean vector of the first FEEDBACK_HITS hits of the fused ranking, at unit length,
+# asks the vectors again. The hits that both rankings put first say, in the subject's own
 # words, what the question is about; a turn that answers it in words neither the question
 # nor a single hit shares (the second half of a multi-hop answer, an open-domain question's
 # evidence) is nearer to that mean than to the question alone. Chosen on three LoCoMo
@@ -195,9 +195,9 @@ def feedback(
     hits: int = FEEDBACK_HITS,
     weight: float = FEEDBACK_WEIGHT,
 ) -> np.ndarray | None:
-    """``query`` moved toward the mean vector of the first ``hits`` of ``ranked`` (ids best
-    first) that ``vectors`` holds, by ``weight``, at unit length; None when none of them has a
-    vector (an event appended since the subject was embedded, say)."""
+    """``query`` plus ``weight`` times the mean vector of the first ``hits`` of ``ranked`` (ids
+    best first) that ``vectors`` holds, at unit length; None when none of them has a vector (an
+    event appended since the subject was embedded, say)."""
     if hits <= 0:
         return None
     rows = [vectors.row[item] for item in ranked if item in vectors.row][:hits]

@@ -171,6 +171,15 @@ def test_eval_locomo_runs_from_the_cli(tmp_path):
     bad.write_text('{"not": "a list"}')
     refused = CliRunner().invoke(app, ["eval", "locomo", "--data", str(bad)])
     assert refused.exit_code == 2
+    bad.write_text("[]")
+    refused = CliRunner().invoke(app, ["eval", "locomo", "--data", str(bad)])
+    assert refused.exit_code == 2 and "empty list" in refused.output
+    unasked = conversation()
+    for conv in unasked:
+        conv["qa"] = []
+    bad.write_text(json.dumps(unasked))
+    refused = CliRunner().invoke(app, ["eval", "locomo", "--data", str(bad)])
+    assert refused.exit_code == 2 and "nothing to measure" in refused.output
 
 
 def test_events_past_the_index_mark_are_found_by_their_words(memory):
