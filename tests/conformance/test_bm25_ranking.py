@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from lossgate import NewEvent
+from lossgate import NewEvent, NewFact
 from lossgate.store.core.bm25 import bm25_order
 
 T, S = "acme", "u-bm25"
@@ -207,3 +207,32 @@ def test_an_older_fresh_event_with_the_rare_word_is_not_crowded_out(memory):
     )
     with memory.store.read() as tx:
         assert tx.search_events(T, S, "meeting zanzibar", limit=5)[0] == "zz"
+
+
+def test_how_many_and_how_long_another_tenants_facts_are_never_reorders_a_subjects_facts(memory):
+    _append(memory, {"src": "my addresses"})
+    # one long fact saying it twice, one short saying it once: weighed against a file's mean
+    # length that another tenant's long facts raise, the long one would move up
+    filler = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec"
+    topics = [f"street street {filler} romeo", "street corner shop"]
+    memory.assert_facts(
+        [NewFact(tenant_id=T, subject_id=S, predicate="chat.topic", value=v, source_event_ids=("src",)) for v in topics]
+    )
+    with memory.store.read() as tx:
+        alone = tx.search_facts(T, S, "street", limit=5)
+    assert len(alone) == 2
+    for j in range(40):
+        memory.append([NewEvent(tenant_id="other-tenant", subject_id=f"o{j}", event_id=f"o{j}", text="where I live")])
+        memory.assert_facts(
+            [
+                NewFact(
+                    tenant_id="other-tenant",
+                    subject_id=f"o{j}",
+                    predicate="chat.topic",
+                    value="street street " + "filler " * 200,
+                    source_event_ids=(f"o{j}",),
+                )
+            ]
+        )
+    with memory.store.read() as tx:
+        assert tx.search_facts(T, S, "street", limit=5) == alone

@@ -41,11 +41,6 @@ def _fts_terms(query: str) -> list[str]:
     return ['"' + t.replace('"', '""') + '"' for t in query.split() if t]
 
 
-def _fts_query(query: str) -> str:
-    """Any word of ``query`` (:func:`_fts_terms`), as one FTS5 query."""
-    return " OR ".join(_fts_terms(query))
-
-
 def _varints(data: bytes | None) -> list[int]:
     """SQLite varints (7 bits a byte, the 9th whole), as FTS5 writes its averages record
     (``%_data`` row 1: the row count, then each column's token count) and each row's column
@@ -76,6 +71,36 @@ def _frequency(weight: float, length: int, mean: float) -> float:
     solved for the frequency)."""
     saturation = K1 * (1 - B + B * length / max(mean, 1e-9))
     return weight * saturation / max(K1 + 1 - weight, 1e-9)
+
+
+def _row_length(sizes: bytes | None) -> int:
+    """A full-text row's length in tokens, from its column sizes (``%_docsize``): one byte a
+    column below 128 tokens (the usual case), varints past it."""
+    return sum(sizes) if sizes and sizes.isascii() else sum(_varints(sizes))
+
+
+def _frequencies(weights: Sequence[dict[int, float]], lengths: dict[int, int], mean: float) -> list[dict[int, float]]:
+    """For each term, its frequency in each of the rows of ``lengths`` it matched, read back
+    from its ``weights`` (:meth:`SQLiteDerivedReads._fts_weights`) against the index's ``mean``."""
+    return [
+        {rowid: _frequency(w, lengths[rowid], mean) for rowid, w in weight.items() if rowid in lengths}
+        for weight in weights
+    ]
+
+
+def _subject_scores(frequencies: Sequence[dict[int, float]], lengths: dict[int, int], total: int) -> dict[int, float]:
+    """Each row's BM25 score as PostgreSQL computes it (:func:`lossgate.store.core.bm25.bm25_order`):
+    each term weighed by its matches among the rows (of ``total`` in the subject), each row's
+    length against the mean length of the rows matched."""
+    if not lengths:
+        return {}
+    mean = sum(lengths.values()) / len(lengths)
+    score: dict[int, float] = {}
+    for frequency in frequencies:
+        subject_idf = idf(total, len(frequency))
+        for rowid, tf in frequency.items():
+            score[rowid] = score.get(rowid, 0.0) + subject_idf * term_weight(tf, lengths[rowid], mean)
+    return score
 
 
 def _like(word: str) -> str:
@@ -226,19 +251,10 @@ class SQLiteDerivedReads(CoreDerivedReads):
         weighed as PostgreSQL weighs it (:func:`lossgate.store.core.bm25.bm25_order`): by the
         subject's document frequency and event count, each event's length against the mean
         length of the subject's events matched. Ties go to the newest."""
-        averages = _varints(self._value("SELECT block FROM events_fts_data WHERE id=1"))
-        rows_indexed = averages[0] if averages else 0
-        file_mean = sum(averages[1:]) / rows_indexed if rows_indexed else 1.0
-        # per term: rowid -> the term's weight in it, as FTS5 weighed it against file_mean
-        weights: list[dict[int, float]] = []
-        for q in quoted:
-            found = self._all("SELECT rowid, -bm25(events_fts) FROM events_fts WHERE events_fts MATCH ?", (q,))
-            file_idf = idf(rows_indexed, len(found))  # what FTS5 weighed the term by
-            weights.append({rowid: score / file_idf for rowid, score in found})
+        file_mean, weights = self._fts_weights("events_fts", quoted)
         # the subject's valid matches: rowid -> (event id, length in tokens)
         mine: dict[int, tuple[str, int]] = {}
-        candidates = sorted({rowid for w in weights for rowid in w})
-        for chunk in self._d.chunks(candidates):
+        for chunk in self._d.chunks(sorted({rowid for w in weights for rowid in w})):
             # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
             # events_by_tier too), which would walk the subject's whole history.
             condition, args = self._d.in_("e.rowid", chunk)
@@ -248,44 +264,61 @@ class SQLiteDerivedReads(CoreDerivedReads):
                 f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
                 [*args, tenant_id, subject_id],
             ):
-                # a row's column sizes: one byte each below 128 tokens (the usual case)
-                mine[rowid] = (event_id, sum(sizes) if sizes and sizes.isascii() else sum(_varints(sizes)))
-        # term frequencies: recovered from FTS5's weights, counted in a fresh event's text
-        frequencies: list[dict[int, float]] = [
-            {rowid: _frequency(w, mine[rowid][1], file_mean) for rowid, w in weight.items() if rowid in mine}
-            for weight in weights
-        ]
-        for rowid, event_id, text, actor in fresh:
+                mine[rowid] = (event_id, _row_length(sizes))
+        frequencies = _frequencies(weights, {rowid: length for rowid, (_, length) in mine.items()}, file_mean)
+        for rowid, event_id, text, actor in fresh:  # counted in their text
             held = [f"{actor or ''} {text or ''}".lower().count(word.lower()) for word in words]
             if any(held):
                 mine[rowid] = (event_id, len(_TOKEN.findall(f"{actor or ''} {text or ''}")))
                 for frequency, count in zip(frequencies, held, strict=True):
                     if count:
                         frequency[rowid] = count
-        if not mine:
-            return []
-        mean = sum(length for _, length in mine.values()) / len(mine)
         total = self.clock(tenant_id, subject_id).high_water
-        score: dict[int, float] = {}
-        for frequency in frequencies:
-            subject_idf = idf(total, len(frequency))
-            for rowid, tf in frequency.items():
-                score[rowid] = score.get(rowid, 0.0) + subject_idf * term_weight(tf, mine[rowid][1], mean)
+        score = _subject_scores(frequencies, {rowid: length for rowid, (_, length) in mine.items()}, total)
         return [mine[rowid][0] for rowid in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -r))]
 
+    def _fts_weights(self, fts: str, quoted: Sequence[str]) -> tuple[float, list[dict[int, float]]]:
+        """The mean row length of the full-text index ``fts``, and for each of ``quoted`` (one
+        FTS5 phrase a term) each matching row's weight as the index gave it, its ``bm25()``
+        divided by the inverse document frequency it was weighed by (from the index's row and
+        token counts in its averages record, and the term's matches): the term's weight in the
+        row against that mean (:func:`lossgate.store.core.bm25.term_weight`). Every match in
+        the file is read."""
+        averages = _varints(self._value(f"SELECT block FROM {fts}_data WHERE id=1"))
+        rows = averages[0] if averages else 0
+        mean = sum(averages[1:]) / rows if rows else 1.0
+        weights: list[dict[int, float]] = []
+        for q in quoted:
+            found = self._all(f"SELECT rowid, -bm25({fts}) FROM {fts} WHERE {fts} MATCH ?", (q,))
+            file_idf = idf(rows, len(found))  # what FTS5 weighed the term by
+            weights.append({rowid: score / file_idf for rowid, score in found})
+        return mean, weights
+
     def search_facts(self, tenant_id: str, subject_id: str, query: str, *, limit: int) -> list[str]:
-        terms = _fts_query(query)
-        if not terms:
+        # Ranked as events are (_subject_bm25): one index serves the file, and how many of
+        # another tenant's facts hold a word, or how long they are, must not decide which of
+        # this subject's facts make the limit.
+        quoted = _fts_terms(query)
+        if not quoted:
             return []
-        return [
-            r[0]
-            for r in self._all(
-                "SELECT f.fact_id FROM facts_fts x JOIN facts f ON f.rowid = x.rowid "
-                "WHERE facts_fts MATCH ? AND f.tenant_id=? AND f.subject_id=? AND f.status='active' "
-                "ORDER BY bm25(facts_fts), f.seq DESC LIMIT ?",
-                (terms, tenant_id, subject_id, limit),
-            )
-        ]
+        file_mean, weights = self._fts_weights("facts_fts", quoted)
+        mine: dict[int, tuple[str, int, int]] = {}  # rowid -> (fact id, seq, length)
+        for chunk in self._d.chunks(sorted({rowid for w in weights for rowid in w})):
+            condition, args = self._d.in_("f.rowid", chunk)
+            for rowid, fact_id, seq, sizes in self._all(
+                "SELECT f.rowid, f.fact_id, f.seq, d.sz FROM facts f LEFT JOIN facts_fts_docsize d ON d.id = f.rowid "
+                f"WHERE {condition} AND f.tenant_id=? AND f.subject_id=? AND f.status='active'",
+                [*args, tenant_id, subject_id],
+            ):
+                mine[rowid] = (fact_id, seq, _row_length(sizes))
+        if not mine:
+            return []
+        lengths = {rowid: length for rowid, (_, _, length) in mine.items()}
+        total = self._value(
+            "SELECT count(*) FROM facts WHERE tenant_id=? AND subject_id=? AND status='active'", (tenant_id, subject_id)
+        )
+        score = _subject_scores(_frequencies(weights, lengths, file_mean), lengths, total)
+        return [mine[r][0] for r in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -mine[r][1]))]
 
     def search_backlog(self, tenant_id: str, subject_id: str) -> int:
         return self._value(  # type: ignore[no-any-return]
