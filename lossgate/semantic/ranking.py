@@ -65,9 +65,9 @@ CONFIDENT_LEAD = 2
 # asks the vectors again. The hits that both rankings put first say, in the subject's own
 # words, what the question is about; a turn that answers it in words neither the question
 # nor a single hit shares (the second half of a multi-hop answer, an open-domain question's
-# evidence) is nearer to that mean than to the question alone. Chosen on three LoCoMo
-# conversations (evidence recall 0.882 to 0.891; 2, 3 or 5 hits, weights 0.3 to 0.5 gave
-# 0.889 to 0.891) and measured on the seven others (docs/evaluation.md).
+# evidence) is often nearer to that mean than to the question alone. Chosen on three LoCoMo
+# conversations (evidence recall 0.882 to 0.891; 5 hits, or a weight of 0.3, gave 0.890
+# and 0.889) and measured on the seven others (docs/evaluation.md).
 FEEDBACK_HITS = 3
 FEEDBACK_WEIGHT = 0.5
 
