@@ -5,6 +5,7 @@ contract, ``test_store_contract.py``.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -586,3 +587,38 @@ def test_an_event_looked_up_by_id_reads_its_row_through_the_key_before_any_analy
     assert seen, "no look-up by ids was made"
     assert '"Rows Removed by Filter": 1999' not in seen[0]
     assert "events_tenant_id_event_id_key" in seen[0]
+
+
+def test_what_descends_from_an_input_is_looked_up_through_the_lineage_index_before_any_analyze(memory):
+    # Without statistics, the recursive join of the lineage was planned as a walk of the
+    # subject's whole lineage at every level: 115 ms a revocation at 30,000 events.
+    memory.append([ev(f"e{i}", text=f"event {i} about topic {i % 7}") for i in range(2000)])
+    assert memory.consolidate("acme", "u1").status == "published"
+    plans: list[object] = []
+    with memory.transaction() as led:
+        conn = led.tx._c
+        execute = conn.execute
+
+        def explained(query, *args, **kwargs):
+            if "FROM lineage WHERE" in str(query) and "wanted" in str(query):
+                plans.append(execute("EXPLAIN (ANALYZE, FORMAT JSON) " + str(query), *args, **kwargs).fetchone()[0])
+            return execute(query, *args, **kwargs)
+
+        conn.execute = explained
+        try:
+            led.revoke_event("acme", "u1", "e5")
+        finally:
+            conn.execute = execute
+
+    def nodes(plan: object) -> list[dict]:
+        if isinstance(plan, list):
+            return [n for p in plan for n in nodes(p)]
+        if isinstance(plan, dict):
+            return [plan, *nodes(plan.get("Plan")), *nodes(plan.get("Plans"))]
+        return []
+
+    assert plans, "no look-up of the lineage was made"
+    for plan in [json.loads(p) if isinstance(p, str) else p for p in plans]:
+        scans = [n for n in nodes(plan) if n.get("Relation Name") == "lineage"]
+        assert scans and all("input_id = wanted.id" in n.get("Index Cond", "") for n in scans), scans
+        assert all(n.get("Rows Removed by Filter", 0) < 10 for n in nodes(plan))

@@ -167,6 +167,20 @@ class PostgresDerivedReads(CoreDerivedReads):
         ).fetchall()
         return [r[0] for r in found]
 
+    def _consumers(self, tenant_id: str, subject_id: str, input_ids: Sequence[str], *, any_kind: bool) -> list[str]:
+        # Each input looked up alone, an equality on every column of lineage_by_input: with
+        # "= ANY" a planner without statistics scanned the subject's lineage and filtered it.
+        kind = "" if any_kind else " AND l.input_kind='artifact'"
+        return [
+            r[0]
+            for r in self._all(
+                "SELECT l.artifact_id FROM unnest(?::text[]) AS wanted(id) CROSS JOIN LATERAL ("
+                f" SELECT artifact_id, input_kind FROM lineage WHERE tenant_id=? AND subject_id=? AND input_id = wanted.id OFFSET 0) l"
+                f" WHERE true{kind}",
+                [list(input_ids), tenant_id, subject_id],
+            )
+        ]
+
     def search_backlog(self, tenant_id: str, subject_id: str) -> int:
         return self._value(  # type: ignore[no-any-return]
             "SELECT high_water - search_indexed_through FROM clocks WHERE tenant_id=? AND subject_id=?",
