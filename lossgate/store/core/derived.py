@@ -235,35 +235,21 @@ class CoreDerivedReads(TxBase):
         ]
 
     def descendants(self, tenant_id: str, subject_id: str, input_ids: Sequence[str]) -> list[str]:
-        # Level by level, each a look-up of the inputs just found: the cost follows what
-        # descends from the inputs, not the subject's lineage (a recursive join was planned as
-        # a walk of the subject's lineage for every level on a PostgreSQL table without
-        # statistics: 18 ms a revocation at 11,600 lineage rows).
         found: set[str] = set()
-        frontier = list(dict.fromkeys(input_ids))
-        any_kind = True  # the inputs may be events, facts or artifacts; then only artifacts
-        while frontier:
-            step = {
-                artifact_id
-                for chunk in self._d.chunks(frontier)
-                for artifact_id in self._consumers(tenant_id, subject_id, chunk, any_kind=any_kind)
-            } - found
-            found |= step
-            frontier, any_kind = sorted(step), False
-        return sorted(found)  # ids are compared bytewise on both engines: code point order
-
-    def _consumers(self, tenant_id: str, subject_id: str, input_ids: Sequence[str], *, any_kind: bool) -> list[str]:
-        """The artifacts whose lineage names one of ``input_ids`` (as an artifact only, unless
-        ``any_kind``)."""
-        condition, args = self._d.in_("input_id", input_ids)
-        kind = "" if any_kind else " AND input_kind='artifact'"
-        return [
-            r[0]
-            for r in self._all(
-                f"SELECT artifact_id FROM lineage WHERE tenant_id=? AND subject_id=? AND {condition}{kind}",
-                [tenant_id, subject_id, *args],
+        for chunk in self._d.chunks(list(input_ids)):
+            condition, args = self._d.in_("input_id", chunk)
+            found.update(
+                r[0]
+                for r in self._all(
+                    "WITH RECURSIVE d(id) AS ("
+                    f" SELECT artifact_id FROM lineage WHERE tenant_id=? AND subject_id=? AND {condition}"
+                    " UNION SELECT l.artifact_id FROM lineage l JOIN d ON l.input_id = d.id"
+                    "  WHERE l.tenant_id=? AND l.subject_id=? AND l.input_kind='artifact')"
+                    " SELECT id FROM d",
+                    [tenant_id, subject_id, *args, tenant_id, subject_id],
+                )
             )
-        ]
+        return sorted(found)  # ids are compared bytewise on both engines: code point order
 
     def attempts(self, tenant_id: str, subject_id: str) -> list[Attempt]:
         return [
