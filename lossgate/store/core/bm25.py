@@ -89,7 +89,7 @@ def _df(read: Sequence[int], more: bool, newest: int, total: int) -> float:
     return min(total, len(read) * total / reach)
 
 
-def bm25_order(stats: Sequence[Sequence[tuple[int, int, int]]], newest: int, cap: int = TERM_CAP) -> list[int]:
+def bm25_order(stats: Sequence[Sequence[tuple[int, float, int]]], newest: int, cap: int = TERM_CAP) -> list[int]:
     """The positions of the events matched, best first by BM25 (FTS5's: ``idf = log((N - df +
     0.5) / (df + 0.5))``, at least 1e-6; k1 1.2, b 0.75), ties to the newest. ``stats``: one
     list per term, newest first, of ``(seq, tf, length)`` for each match read (at most ``cap``

@@ -5,7 +5,6 @@ transactions, beside the shared ones of :mod:`lossgate.store.core.derived`."""
 
 from __future__ import annotations
 
-import heapq
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ import orjson
 from lossgate.model.derived_records import Alias, ArtifactHead, GuardResult, Job, RecallRecord, ResponseRecord
 from lossgate.model.records import Clock
 from lossgate.store import rows
-from lossgate.store.core.bm25 import K1, B, idf, term_weight
+from lossgate.store.core.bm25 import K1, B, bm25_order, idf
 from lossgate.store.core.derived import EMBEDDABLE, CoreDerivedReads, CoreDerivedWrites
 from lossgate.store.core.tx import UNERASED
 from lossgate.store.protocol import VectorKind
@@ -88,19 +87,13 @@ def _frequencies(weights: Sequence[dict[int, float]], lengths: dict[int, int], m
     ]
 
 
-def _subject_scores(frequencies: Sequence[dict[int, float]], lengths: dict[int, int], total: int) -> dict[int, float]:
-    """Each row's BM25 score as PostgreSQL computes it (:func:`lossgate.store.core.bm25.bm25_order`):
-    each term weighed by its matches among the rows (of ``total`` in the subject), each row's
-    length against the mean length of the rows matched."""
-    if not lengths:
-        return {}
-    mean = sum(lengths.values()) / len(lengths)
-    score: dict[int, float] = {}
-    for frequency in frequencies:
-        subject_idf = idf(total, len(frequency))
-        for rowid, tf in frequency.items():
-            score[rowid] = score.get(rowid, 0.0) + subject_idf * term_weight(tf, lengths[rowid], mean)
-    return score
+def _ranked(frequencies: Sequence[dict[int, float]], lengths: dict[int, int], total: int) -> list[int]:
+    """The rows of ``lengths`` (by position: newer higher), best first by BM25 as PostgreSQL
+    ranks (:func:`lossgate.store.core.bm25.bm25_order`): each term weighed by its matches among
+    them (of ``total`` in the subject), each row's length against the mean length of the rows
+    matched; ties to the newest. Every match of each term is in ``frequencies``."""
+    stats = [sorted(((at, tf, lengths[at]) for at, tf in f.items()), reverse=True) for f in frequencies]
+    return bm25_order(stats, total, cap=max(map(len, stats), default=0) + 1)
 
 
 def _like(word: str) -> str:
@@ -252,8 +245,9 @@ class SQLiteDerivedReads(CoreDerivedReads):
         subject's document frequency and event count, each event's length against the mean
         length of the subject's events matched. Ties go to the newest."""
         file_mean, weights = self._fts_weights("events_fts", quoted)
-        # the subject's valid matches: rowid -> (event id, length in tokens)
-        mine: dict[int, tuple[str, int]] = {}
+        # the subject's valid matches: rowid -> event id, and rowid -> length in tokens
+        mine: dict[int, str] = {}
+        lengths: dict[int, int] = {}
         for chunk in self._d.chunks(sorted({rowid for w in weights for rowid in w})):
             # By rowid: "+" keeps the planner off (tenant, subject) indexes (the partial
             # events_by_tier too), which would walk the subject's whole history.
@@ -264,18 +258,18 @@ class SQLiteDerivedReads(CoreDerivedReads):
                 f"AND {self._d.no_index('e.subject_id')}=? AND e.state='valid'{unerased}",
                 [*args, tenant_id, subject_id],
             ):
-                mine[rowid] = (event_id, _row_length(sizes))
-        frequencies = _frequencies(weights, {rowid: length for rowid, (_, length) in mine.items()}, file_mean)
+                mine[rowid], lengths[rowid] = event_id, _row_length(sizes)
+        frequencies = _frequencies(weights, lengths, file_mean)
         for rowid, event_id, text, actor in fresh:  # counted in their text
-            held = [f"{actor or ''} {text or ''}".lower().count(word.lower()) for word in words]
+            said = f"{actor or ''} {text or ''}"
+            held = [said.lower().count(word.lower()) for word in words]
             if any(held):
-                mine[rowid] = (event_id, len(_TOKEN.findall(f"{actor or ''} {text or ''}")))
+                mine[rowid], lengths[rowid] = event_id, len(_TOKEN.findall(said))
                 for frequency, count in zip(frequencies, held, strict=True):
                     if count:
                         frequency[rowid] = count
-        total = self.clock(tenant_id, subject_id).high_water
-        score = _subject_scores(frequencies, {rowid: length for rowid, (_, length) in mine.items()}, total)
-        return [mine[rowid][0] for rowid in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -r))]
+        order = _ranked(frequencies, lengths, self.clock(tenant_id, subject_id).high_water)
+        return [mine[rowid] for rowid in order[:limit]]
 
     def _fts_weights(self, fts: str, quoted: Sequence[str]) -> tuple[float, list[dict[int, float]]]:
         """The mean row length of the full-text index ``fts``, and for each of ``quoted`` (one
@@ -302,23 +296,23 @@ class SQLiteDerivedReads(CoreDerivedReads):
         if not quoted:
             return []
         file_mean, weights = self._fts_weights("facts_fts", quoted)
-        mine: dict[int, tuple[str, int, int]] = {}  # rowid -> (fact id, seq, length)
+        mine: dict[int, str] = {}  # rowid -> fact id (ties go to the newest row)
+        lengths: dict[int, int] = {}
         for chunk in self._d.chunks(sorted({rowid for w in weights for rowid in w})):
             condition, args = self._d.in_("f.rowid", chunk)
-            for rowid, fact_id, seq, sizes in self._all(
-                "SELECT f.rowid, f.fact_id, f.seq, d.sz FROM facts f LEFT JOIN facts_fts_docsize d ON d.id = f.rowid "
+            for rowid, fact_id, sizes in self._all(
+                "SELECT f.rowid, f.fact_id, d.sz FROM facts f LEFT JOIN facts_fts_docsize d ON d.id = f.rowid "
                 f"WHERE {condition} AND f.tenant_id=? AND f.subject_id=? AND f.status='active'",
                 [*args, tenant_id, subject_id],
             ):
-                mine[rowid] = (fact_id, seq, _row_length(sizes))
+                mine[rowid], lengths[rowid] = fact_id, _row_length(sizes)
         if not mine:
             return []
-        lengths = {rowid: length for rowid, (_, _, length) in mine.items()}
         total = self._value(
             "SELECT count(*) FROM facts WHERE tenant_id=? AND subject_id=? AND status='active'", (tenant_id, subject_id)
         )
-        score = _subject_scores(_frequencies(weights, lengths, file_mean), lengths, total)
-        return [mine[r][0] for r in heapq.nsmallest(limit, score, key=lambda r: (-score[r], -mine[r][1]))]
+        order = _ranked(_frequencies(weights, lengths, file_mean), lengths, total)
+        return [mine[rowid] for rowid in order[:limit]]
 
     def search_backlog(self, tenant_id: str, subject_id: str) -> int:
         return self._value(  # type: ignore[no-any-return]
