@@ -16,7 +16,7 @@ from lossgate.consolidate.chat import ChatCompressor, ChatConfig
 from lossgate.consolidate.factory import load_compressor
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.errors import ConfigError
-from lossgate.model.wording import NARRATIVE_TITLE
+from lossgate.model.wording import NARRATIVE_TITLE, ledger_line_predicates
 from lossgate.testing.chat_server import (
     Reply,
     ScriptedChatServer,
@@ -128,7 +128,11 @@ def assert_left_out(memory, attempt, sentence: str, topic: str, *, query: str) -
     assert omitted_lines(attempt, sentence) == [f"{OMIT}{topic}: {sentence!r}"], attempt.details
     summary = memory.recall(T, S).summary
     assert sentence not in summary
-    assert summary.endswith(f"{NARRATIVE_TITLE}\nThe garden looks lovely."), summary
+    # the ledger speaks where the sentence was: its line names the topic's predicate first (and
+    # any other it touched), whose claim states the value
+    title, spoken, rest = summary.split("\n")[-3:]
+    assert (title, rest) == (NARRATIVE_TITLE, "The garden looks lovely."), summary
+    assert ledger_line_predicates(spoken)[0] == topic.rsplit(" ", 1)[1], summary
     for recalled in (memory.recall(T, S), memory.recall(T, S, query=query)):
         text = recalled.render()
         before_events = text.split("\nEvents:\n")[0]

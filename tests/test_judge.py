@@ -21,6 +21,7 @@ from lossgate.consolidate.chat import ChatCompressor, ChatConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
 from lossgate.errors import ConfigError
 from lossgate.judge import JUDGE_PROMPT_VERSION, JudgeConfig, ModelJudge
+from lossgate.model.wording import ledger_line
 from lossgate.testing.chat_server import Reply, ScriptedChatServer, completion, narrative
 
 T, S = "acme", "user-17"
@@ -151,7 +152,9 @@ def test_a_sentence_on_a_topic_of_the_ledger_never_reaches_the_judge(contested):
     wire = json.dumps(request)
     assert not any(t in wire for t in touching) and "Nuts" not in wire and "capped" not in wire
     summary = contested.recall(T, S).summary
-    assert summary.endswith(NEUTRAL) and not any(t in summary for t in touching)
+    # the ledger speaks in their place, once for the two sentences on the refund limit
+    spoken = "\n".join(ledger_line([p]) for p in ("food.peanuts_allowed", "refund.limit"))
+    assert summary.endswith(f"{NEUTRAL}\n{spoken}") and not any(t in summary for t in touching), summary
 
 
 def test_a_narrative_that_is_all_the_ledgers_to_say_calls_no_judge(contested):

@@ -185,6 +185,7 @@ def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
         "wrong refused with the summary",
         "faithful kept",
         "faithful left out",
+        "... the ledger in place",
         "faithful refused with the summary",
     ):
         published.add_column(name, justify="left" if name == "corpus" else "right")
@@ -196,6 +197,7 @@ def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
             str(r.refused["wrong"]),
             f"{r.kept} ({r.kept_rate:.1%})",
             str(r.omitted["faithful"]),
+            f"{r.spoken['faithful']} (kept or in place: {r.in_place_rate:.1%})",
             str(r.refused["faithful"]),
         )
     console.print(published)

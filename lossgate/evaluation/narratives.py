@@ -28,11 +28,12 @@ from pathlib import Path
 from lossgate.errors import InvalidInput
 from lossgate.gate.casefile import GateCase, load_case
 from lossgate.gate.engine import check
+from lossgate.gate.fence.text import sentences
 from lossgate.gate.narrative import without_unproven
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.publication import as_published
 from lossgate.gate.superseded import retired_values
-from lossgate.model.wording import NARRATIVE_TITLE
+from lossgate.model.wording import NARRATIVE_TITLE, ledger_line
 
 __all__ = ["CORPORA", "NarrativeItem", "NarrativeReport", "load_corpus", "run_corpus"]
 
@@ -64,6 +65,8 @@ class NarrativeReport:
     # What is published (lossgate.gate.narrative, policy "omit"): the sentence is left out,
     # or it stays and the gate refuses the whole summary, or it reaches what recall returns.
     omitted: Counter[str] = field(default_factory=Counter)  # by label
+    # ... of them, each of whose sentences the ledger's line for a predicate it was about replaced
+    spoken: Counter[str] = field(default_factory=Counter)  # by label
     refused: Counter[str] = field(default_factory=Counter)  # by label: the attempt would fail
     reached: list[NarrativeItem] = field(default_factory=list)  # wrong sentences an agent would read
     kept: int = 0  # faithful sentences left in the published narrative
@@ -77,6 +80,12 @@ class NarrativeReport:
     def kept_rate(self) -> float:
         """The share of faithful sentences kept in the published narrative."""
         return self.kept / self.faithful if self.faithful else 0.0
+
+    @property
+    def in_place_rate(self) -> float:
+        """The share of faithful sentences kept, or left out with the ledger's line for what
+        they were about in their place: what they said still reaches the agent where they said it."""
+        return (self.kept + self.spoken["faithful"]) / self.faithful if self.faithful else 0.0
 
     @property
     def false_alarm_rate(self) -> float:
@@ -112,7 +121,9 @@ class NarrativeReport:
             "published": {
                 "wrong_reach_rate": round(self.reach_rate, 4),
                 "faithful_kept_rate": round(self.kept_rate, 4),
+                "faithful_in_place_rate": round(self.in_place_rate, 4),
                 "omitted": dict(self.omitted),
+                "spoken_by_the_ledger": dict(self.spoken),
                 "refused": dict(self.refused),
                 "reached": [{"case": i.case, "sentence": i.sentence, "kind": i.kind} for i in self.reached],
             },
@@ -188,7 +199,8 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
     artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{extra}"})
     must = build_must_preserve(case.snapshot, case.registry)
     retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
-    published = as_published(case.snapshot, artifact, must, case.registry, retired=retired).body
+    publication = as_published(case.snapshot, artifact, must, case.registry, retired=retired)
+    published, omitted = publication.body, publication.omitted
     if (
         item.sentence.strip() in published.summary
         and not failed_before
@@ -199,9 +211,14 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
         if pruned is None or check(case.snapshot, pruned[0], case.registry, must=must).outcome == "failed":
             report.refused[item.label] += 1
             return
-        published = pruned[0]
+        published, omitted = pruned[0], omitted + pruned[1]
     if item.sentence.strip() not in published.summary:
         report.omitted[item.label] += 1
+        # spoken in place: each of its sentences is published, or left out for a ledger line
+        lines = published.summary.split("\n")
+        spoken = {o.sentence for o in omitted if o.spoken and ledger_line(o.spoken) in lines}
+        if all(raw in spoken or raw in published.summary for raw, _ in sentences(item.sentence)):
+            report.spoken[item.label] += 1
     elif item.label == "wrong":
         report.reached.append(item)
     else:

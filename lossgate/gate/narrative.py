@@ -7,6 +7,9 @@ the gate, every sentence a compressor wrote itself (not a quote of an event, a d
 title, a fact or conflict line: :func:`~lossgate.gate.fence.narrative_sentences`) that
 *touches a topic* is taken out of the summary (:func:`speak_for_ledger`); the ledger's own
 lines, which the gate proves field by field, say it instead, and recall prints them first.
+Where the sentence was, a :func:`~lossgate.model.wording.ledger_line` names the predicates it
+was about (``[see the ledger: food.peanuts_allowed]``): it states no value, so the narrative
+keeps its order and says nothing the gate would have to prove.
 
 A sentence touches a topic when it names, by a word or its stem:
 
@@ -84,7 +87,7 @@ from lossgate.gate.sources import label_of, value_forms
 from lossgate.gate.superseded import Retired, mark, strip_markers
 from lossgate.model.records import ArtifactBody, Snapshot
 from lossgate.model.registry import Registry
-from lossgate.model.wording import NARRATIVE_TITLE
+from lossgate.model.wording import NARRATIVE_TITLE, ledger_line, ledger_line_predicates
 
 __all__ = [
     "NarrativePolicy",
@@ -124,11 +127,13 @@ _SCOPE = re.compile(r"\b(?:every|all|any|each|always|only|both|either|whole|enti
 @dataclass(frozen=True)
 class Omitted:
     """A narrative sentence left out of a summary: the sentence, and the topic it touched (or,
-    ``unproven``, what the gate could not prove in it)."""
+    ``unproven``, what the gate could not prove in it); ``spoken``: the predicates whose
+    ledger lines speak in its place (:func:`~lossgate.model.wording.ledger_line`)."""
 
     sentence: str
     topic: str
     unproven: bool = False
+    spoken: tuple[str, ...] = ()
 
     def line(self) -> str:
         """How the attempt keeps it (``Attempt.details``)."""
@@ -136,7 +141,8 @@ class Omitted:
         return f"narrative_omitted: {why}: {self.sentence[:300]!r}"
 
 
-_Found = tuple[str, "Topic | None"] | None  # a topic touched, and the one fact it alone touches
+# a topic touched, the one fact it alone touches, and every topic it touches
+_Found = tuple[str, "Topic | None", tuple[str, ...]] | None
 
 
 class _Reader:
@@ -196,6 +202,13 @@ class _Reader:
                     self.domains.setdefault(w, f"the topic of {name}")
                 self.phrases += [(_phrase(w), f"the topic of {name}") for w in spec.synonyms if " " in w.strip()]
         self.facts = {f.fact_id: f for f in snapshot.facts if f.status == "active"}
+        # the predicate each topic is about, whose ledger lines speak where a sentence on it was
+        self.predicate_of = {f"the topic of {name}": name for name in registry.predicates}
+        conflicted = {c.conflict_id: c.fact_ids[0] for c in snapshot.conflicts}
+        for t in found:
+            fact = self.facts.get(t.subject) or self.facts.get(conflicted.get(t.subject, ""))
+            if fact is not None:
+                self.predicate_of.setdefault(t.what, fact.predicate)
         self.texts = {e.event_id: e.text for e in snapshot.events if e.state == "valid"}
         self.actors = {e.event_id: (e.actor or "").casefold() for e in snapshot.events}
         self.own_names = {snapshot.subject_id.casefold(), *(e.actor.casefold() for e in snapshot.events if e.actor)}
@@ -213,16 +226,16 @@ class _Reader:
         named |= {what for pattern, what in self.phrases if pattern.search(raw)}
         if hits:
             alone = hits[0] if len({t.subject for t in hits}) == 1 and named <= {hits[0].what} else None
-            return hits[0].what, alone
+            return hits[0].what, alone, tuple(dict.fromkeys([*(t.what for t in hits), *sorted(named)]))
         for w in sorted(stems):
             if w in self.synonyms:
-                return self.synonyms[w], None
+                return self.synonyms[w], None, tuple(sorted(named))
         for pattern, topic in self.phrases:
             if pattern.search(raw):
-                return topic, None
-        for w in sorted(stems):
-            if w in self.domains:
-                return self.domains[w], None
+                return topic, None, tuple(sorted(named))
+        domains = [self.domains[w] for w in sorted(stems) if w in self.domains]
+        if domains:
+            return domains[0], None, tuple(dict.fromkeys(domains))
         if stems & self.any_predicate:
             for a in extract_atoms(raw):
                 if (
@@ -230,8 +243,15 @@ class _Reader:
                     and a.key.casefold() not in self.own_names
                     and a.key.casefold() not in self.own_values
                 ):
-                    return f"another party's fact ({a.key})", None
+                    return f"another party's fact ({a.key})", None, ()
         return None
+
+    def spoken(self, topics: tuple[str, ...], claimed: frozenset[str]) -> tuple[str, ...]:
+        """The predicates of ``topics`` that ``claimed`` holds: the ledger lines that say
+        what a sentence on those topics was about (none for another party's fact, or a topic
+        the ledger holds no fact of)."""
+        named = (self.predicate_of.get(t) for t in topics)
+        return tuple(dict.fromkeys(p for p in named if p is not None and p in claimed))
 
     def restates(self, raw: str, sentence: str, t: Topic) -> bool:
         """Whether ``raw`` says the fact of ``t`` in the ledger's own terms and nothing else
@@ -302,62 +322,86 @@ def speak_for_ledger(
     *,
     quoted: frozenset[str] = frozenset(),
 ) -> tuple[ArtifactBody, tuple[Omitted, ...]]:
-    """``body`` without the narrative sentences that touch a topic (see the module docstring),
-    and what was left out. A line that loses every sentence goes; a narrative section left
-    empty goes with its title. ``quoted``: lines known to quote events the snapshot does not
-    hold (a parent's conversation), never narrative. ``body`` carries no superseded-value
-    markers yet (:mod:`lossgate.gate.superseded` marks what is published, after this)."""
+    """``body`` with the ledger speaking where its narrative touched a topic (see the module
+    docstring), and what was left out. Each touching sentence goes; in its place, a
+    :func:`~lossgate.model.wording.ledger_line` names the predicates it was about that the
+    body claims (none for another party's fact or a topic the ledger holds no fact of), so
+    the narrative still tells where the topic came up and the agent reads its value in the
+    claim's line. A line that loses every sentence and names no predicate goes; a narrative
+    section left empty goes with its title. ``quoted``: lines known to quote events the
+    snapshot does not hold (a parent's conversation), never narrative. ``body`` carries no
+    superseded-value markers yet (:mod:`lossgate.gate.superseded` marks what is published,
+    after this)."""
     lines = narrative_lines(snapshot, body, quoted)
     if not any(lines):
         return body, ()
     reader = _Reader(snapshot, must, registry)
+    claimed = frozenset(c.predicate for c in body.claims)
     omitted: list[Omitted] = []
-    out: set[str] = set()
-    for raw, sentence, topic, found in _read(reader, lines):
+    out: dict[str, tuple[str, ...]] = {}
+    for raw, sentence, topic, found, touched in _read(reader, lines):
         if found and found[1] is not None and reader.restates(raw, sentence, found[1]):
             continue
         if topic is not None and raw not in out:
-            omitted.append(Omitted(raw, topic))
-            out.add(raw)
+            out[raw] = reader.spoken(touched, claimed)
+            omitted.append(Omitted(raw, topic, spoken=out[raw]))
     if not omitted:
         return body, ()
-    return body.model_copy(update={"summary": _without(body.summary, out)}), tuple(omitted)
+    return body.model_copy(update={"summary": _in_place(body.summary, out)}), tuple(omitted)
 
 
-def _read(reader: _Reader, lines: list[list[tuple[str, str]]]) -> Iterator[tuple[str, str, str | None, _Found]]:
+def _read(
+    reader: _Reader, lines: list[list[tuple[str, str]]]
+) -> Iterator[tuple[str, str, str | None, _Found, tuple[str, ...]]]:
     """Each narrative sentence, the topic it touches (its own, or the one of the sentence before
-    it on its line that it speaks of), and what :meth:`_Reader.topic_of` found in it."""
+    it on its line that it speaks of), what :meth:`_Reader.topic_of` found in it, and every
+    topic it speaks of."""
     for pairs in lines:
         previous: str | None = None
+        before: tuple[str, ...] = ()
         asked = False
         for raw, sentence in pairs:
             mention = _mentions_only(raw)
             found = None if mention else reader.topic_of(raw, sentence)
-            topic = found[0] if found else None
+            topic, touched = (found[0], found[2]) if found else (None, ())
             if topic is None and not mention and previous is not None and (_REFERS.search(sentence) or asked):
                 # "That no longer holds.", "The second one replaces the first.": a sentence that
                 # names no topic and refers back speaks of the sentence before it, as does the
                 # answer to a question or a heading ("Peanuts? Totally fine.")
-                topic = previous
-            previous, asked = topic, raw.rstrip().endswith(("?", ":"))
-            yield raw, sentence, topic, found
+                topic, touched = previous, before
+            previous, before, asked = topic, touched, raw.rstrip().endswith(("?", ":"))
+            yield raw, sentence, topic, found, touched
 
 
-def _without(summary: str, out: set[str]) -> str:
-    """``summary`` without the sentences ``out``: each line read as the narrative is read
-    (:func:`~lossgate.gate.fence.text.sentences`), so a sentence goes whole and only where it
-    was written, never as a piece of a longer one ("$50 after supervisor review." out of "The
-    agent may refund up to $50 after supervisor review.")."""
-    lines = []
+def _in_place(summary: str, out: dict[str, tuple[str, ...]]) -> str:
+    """``summary`` without the sentences ``out``, each replaced by the ledger line naming its
+    predicates (nothing when it names none; one line for a run naming the same ones). Each line
+    is read as the narrative is read (:func:`~lossgate.gate.fence.text.sentences`), so a
+    sentence goes whole and only where it was written, never as a piece of a longer one ("$50
+    after supervisor review." out of "The agent may refund up to $50 after supervisor
+    review.")."""
+    lines: list[str] = []
+
+    def add(line: str) -> None:
+        if not (lines and lines[-1] == line and ledger_line_predicates(line)):
+            lines.append(line)
+
     for line in summary.split("\n"):
         said = [raw for raw, _ in sentences(line)] if line.strip() else []
         if not any(raw in out for raw in said):
-            lines.append(line)
+            add(line)
             continue
-        kept = " ".join(raw for raw in said if raw not in out)
-        if not any(ch.isalnum() for ch in kept):
-            continue
-        lines.append("- " + kept if line.lstrip().startswith("- ") else kept)
+        bullet = "- " if line.lstrip().startswith("- ") else ""
+        kept: list[str] = []
+        for raw in [*said, None]:
+            if raw is not None and raw not in out:
+                kept.append(raw)
+                continue
+            if kept and any(ch.isalnum() for ch in " ".join(kept)):
+                add(bullet + " ".join(kept))
+            kept = []
+            if raw is not None and out[raw]:
+                add(ledger_line(out[raw]))
     if lines and lines[-1] == NARRATIVE_TITLE:
         lines.pop()
     return "\n".join(lines)
@@ -399,7 +443,7 @@ def without_unproven(
                 out[raw] = "what the gate cannot prove (the fence reads it as unsupported)"
     if not out:
         return None
-    summary = mark(_without(strip_markers(body.summary), set(out)), retired, structured_lines(body))
+    summary = mark(_in_place(strip_markers(body.summary), dict.fromkeys(out, ())), retired, structured_lines(body))
     return (
         body.model_copy(update={"summary": summary}),
         tuple(Omitted(raw, why, unproven=True) for raw, why in out.items()),

@@ -88,7 +88,7 @@ from lossgate.gate.sources import (
 from lossgate.gate.superseded import has_marker, strip_markers
 from lossgate.model.records import ArtifactBody, Snapshot
 from lossgate.model.trusted import trusted
-from lossgate.model.wording import claim_lines, conflict_line, event_line, header_line
+from lossgate.model.wording import claim_lines, conflict_line, event_line, header_line, ledger_line_predicates
 
 __all__ = ["check_prose", "prose_of", "ProseInputs", "prose_inputs", "dropped_labels"]
 
@@ -396,14 +396,22 @@ def prose_of(artifact: ArtifactBody) -> str:
 
 def structured_lines(artifact: ArtifactBody) -> frozenset[str]:
     """The lines of ``artifact``'s summary that lossgate writes for its structure: the header,
-    one line per claim and one per open conflict."""
+    one line per claim and one per open conflict, and each :func:`~lossgate.model.wording.ledger_line`
+    in its narrative that names only predicates it claims (it states no value: the claim's
+    line does)."""
     predicate_of = {c.fact_id: c.predicate for c in artifact.claims}
     conflicts = {
         conflict_line(predicate_of[r.fact_ids[0]], r.fact_ids)
         for r in artifact.unresolved_conflicts
         if r.fact_ids[0] in predicate_of
     }
-    return frozenset(claim_lines(artifact.claims) | conflicts | {header_line(artifact.tenant_id, artifact.subject_id)})
+    claimed = set(predicate_of.values())
+    spoken = {
+        ln for ln in artifact.summary.split("\n") if (names := ledger_line_predicates(ln)) and claimed.issuperset(names)
+    }
+    return frozenset(
+        claim_lines(artifact.claims) | conflicts | spoken | {header_line(artifact.tenant_id, artifact.subject_id)}
+    )
 
 
 def quotes_as_said(prose: str, snapshot: Snapshot) -> str:

@@ -33,6 +33,8 @@ __all__ = [
     "fact_line",
     "claim_lines",
     "conflict_line",
+    "ledger_line",
+    "ledger_line_predicates",
     "event_line",
     "day_line",
     "header_line",
@@ -122,6 +124,24 @@ def claim_lines(claims: Any) -> frozenset[str]:
 def conflict_line(predicate: str, fact_ids: Any) -> str:
     """The summary line that carries an open conflict (the gate reads it as structure)."""
     return f"- UNRESOLVED CONFLICT on {predicate}: facts {fact_ids[0]} and {fact_ids[1]} disagree."
+
+
+_LEDGER_LINE = "[see the ledger: "
+
+
+def ledger_line(predicates: Any) -> str:
+    """``[see the ledger: food.peanuts_allowed]``: what a published narrative says where a
+    model's sentence on a topic only the ledger states was left out (the gate reads it as
+    structure when the summary claims every predicate it names)."""
+    return f"{_LEDGER_LINE}{', '.join(one_line(p) for p in predicates)}]"
+
+
+def ledger_line_predicates(line: str) -> tuple[str, ...]:
+    """The predicates a :func:`ledger_line` names (none for any other line)."""
+    if not (line.startswith(_LEDGER_LINE) and line.endswith("]")):
+        return ()
+    names = tuple(line[len(_LEDGER_LINE) : -1].split(", "))
+    return names if all(n and n == one_line(n) and "]" not in n for n in names) else ()
 
 
 def header_line(tenant_id: str, subject_id: str) -> str:

@@ -18,7 +18,9 @@ import pytest
 
 from lossgate import Money, NewEvent, NewFact
 from lossgate.consolidate.chat import ChatCompressor, ChatConfig
+from lossgate.consolidate.hierarchy import HierarchyConfig
 from lossgate.consolidate.pipeline import ConsolidationConfig
+from lossgate.model.wording import ledger_line, ledger_line_predicates
 from lossgate.testing.chat_server import ScriptedChatServer, narrative
 
 T, S = "travel-co", "user-17"
@@ -158,3 +160,30 @@ def test_the_narrative_policy_is_shown_and_set_from_the_command_line(cli):
     assert '"narrative_policy": "refuse"' in cli("narrative-policy", "-t", T, "--set", "refuse", "--json").stdout
     assert cli("narrative-policy", "-t", T).stdout.strip() == f"tenant {T}: narrative policy refuse"
     one_line_error(cli("narrative-policy", "-t", T, "--set", "sometimes"), "omit, refuse")
+
+
+SHAPES = {
+    "flat": ConsolidationConfig(max_attempts=1, hierarchy=HierarchyConfig(mode="never")),
+    "by-day": ConsolidationConfig(max_attempts=1, hierarchy=HierarchyConfig(mode="always", split_by="day")),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_ledger_speaks_where_a_left_out_sentence_was(subject, shape):
+    """The narrative keeps its order: where a sentence on a fact was, a ledger line names the
+    predicate, whose fact line recall prints first; another party's fact gets no line."""
+    told = f"{KEPT} The user dislikes peanuts. Their colleague Maria is allergic to shellfish. The weather was mild."
+    with ScriptedChatServer(default=narrative(told)) as server:
+        attempt = subject.consolidate(T, S, compressor=chat(server), config=SHAPES[shape])
+
+    assert attempt.status == "published", (attempt.violations, attempt.error)
+    summary = subject.admin.artifact(T, S, attempt.artifact_id).body.summary
+    spoken = ledger_line(["food.peanuts_allowed"])
+    assert f"{KEPT}\n{spoken}\nThe weather was mild." in summary, summary
+    assert "Maria" not in summary and "dislikes" not in summary
+    for query in (None, "peanuts garden"):
+        block = subject.recall(T, S, query=query).render()
+        facts, prose = block.index("- food.peanuts_allowed: false"), block.index(spoken)
+        assert facts < prose and block.count(spoken) == 1, block
+    # the line states nothing: a narrative naming a predicate the summary does not claim is prose
+    assert ledger_line_predicates(spoken) == ("food.peanuts_allowed",)

@@ -10,7 +10,7 @@ import pytest
 from lossgate.gate.casefile import GateCase
 from lossgate.gate.narrative import speak_for_ledger
 from lossgate.gate.preserve import build_must_preserve
-from lossgate.model.wording import NARRATIVE_TITLE
+from lossgate.model.wording import NARRATIVE_TITLE, ledger_line
 from tests.support.shipped_cases import CASES
 
 
@@ -144,3 +144,53 @@ def test_a_sentence_left_out_goes_whole_never_as_a_piece_of_a_longer_one() -> No
         "$50 after supervisor review.",
     }
     assert "possibly" not in spoken.summary and "poss." not in spoken.summary, spoken.summary
+
+
+def published_narrative(case_id: str, narrative: str) -> list[str]:
+    """The narrative lines of the case's summary with ``narrative`` written under its title, as
+    the ledger leaves them."""
+    case: GateCase = CASES[case_id]
+    body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{narrative}"})
+    spoken, _ = speak_for_ledger(case.snapshot, body, build_must_preserve(case.snapshot, case.registry), case.registry)
+    return spoken.summary.split(f"{NARRATIVE_TITLE}\n", 1)[1].split("\n")
+
+
+def test_the_ledger_speaks_in_the_place_of_each_run_of_sentences_left_out() -> None:
+    # one line for the two sentences on the timezone, where they were; the rest in its order
+    assert published_narrative(
+        "conflict-timezones",
+        "They met on Monday. The user gave UTC+01:00 and UTC+02:00. The second one replaces the first. "
+        "Friday was sunny.",
+    ) == ["They met on Monday.", ledger_line(["timezone"]), "Friday was sunny."]
+    # a bullet keeps its bullet on each side of the line
+    assert published_narrative("unit-weight", "- The crate is blue. SHP-1 weighs approx. 20 kg. It is sealed.") == [
+        "- The crate is blue.",
+        ledger_line(["shipment.weight"]),
+    ]
+
+
+def test_a_topic_the_summary_claims_no_fact_of_gets_no_ledger_line() -> None:
+    # the home city was deleted: the ledger holds nothing to say in its place
+    assert published_narrative("deletion-fact-only", "They met on Monday. The user lives in Porto.") == [
+        "They met on Monday."
+    ]
+
+
+def test_a_ledger_line_is_structure_only_when_the_summary_claims_what_it_names() -> None:
+    from lossgate.gate.engine import check
+    from lossgate.gate.prose import structured_lines
+
+    case: GateCase = CASES["unit-weight"]
+    claimed = ledger_line(["shipment.weight"])
+    for line, structure in [
+        (claimed, True),
+        (ledger_line(["shipment.weight", "home.city"]), False),  # a predicate it does not claim
+        (claimed[:-1] + " 25 kg]", False),
+        (claimed + " It weighs 25 kg.", False),  # more than the line
+    ]:
+        body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{line}"})
+        assert (line in structured_lines(body)) is structure, line
+        if structure:
+            assert check(case.snapshot, body, case.registry).outcome != "failed"
+    # what a compressor writes after the line is prose: read, and taken out
+    assert published_narrative("unit-weight", f"{claimed} It weighs 25 kg.")[-1] == claimed
