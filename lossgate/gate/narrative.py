@@ -64,7 +64,7 @@ from typing import Literal
 
 from lossgate.gate.atoms import extract_atoms
 from lossgate.gate.atoms.statements import content_stems
-from lossgate.gate.fence import Touching, narrative_lines, topics
+from lossgate.gate.fence import Touching, narrative_text, topics
 from lossgate.gate.fence.lexicon import (
     ATTRIBUTION,
     BOUND,
@@ -332,9 +332,10 @@ def speak_for_ledger(
     snapshot does not hold (a parent's conversation), never narrative. ``body`` carries no
     superseded-value markers yet (:mod:`lossgate.gate.superseded` marks what is published,
     after this)."""
-    lines = narrative_lines(snapshot, body, quoted)
-    if not any(lines):
+    text = narrative_text(snapshot, body, quoted)
+    if not text:
         return body, ()
+    lines = [sentences(ln) for ln in text]
     reader = _Reader(snapshot, must, registry)
     claimed = frozenset(c.predicate for c in body.claims)
     omitted: list[Omitted] = []
@@ -347,7 +348,7 @@ def speak_for_ledger(
             omitted.append(Omitted(raw, topic, spoken=out[raw]))
     if not omitted:
         return body, ()
-    return body.model_copy(update={"summary": _in_place(body.summary, out)}), tuple(omitted)
+    return body.model_copy(update={"summary": _in_place(body.summary, out, frozenset(text))}), tuple(omitted)
 
 
 def _read(
@@ -373,12 +374,13 @@ def _read(
             yield raw, sentence, topic, found, touched
 
 
-def _in_place(summary: str, out: dict[str, tuple[str, ...]]) -> str:
+def _in_place(summary: str, out: dict[str, tuple[str, ...]], narrative: frozenset[str]) -> str:
     """``summary`` without the sentences ``out``, each replaced by the ledger line naming its
-    predicates (nothing when it names none; one line for a run naming the same ones). Each line
-    is read as the narrative is read (:func:`~lossgate.gate.fence.text.sentences`), so a
-    sentence goes whole and only where it was written, never as a piece of a longer one ("$50
-    after supervisor review." out of "The agent may refund up to $50 after supervisor
+    predicates (nothing when it names none; one line for a run naming the same ones). Only
+    the ``narrative`` lines are touched (a quote of an event holding the same sentence stays
+    whole); each is read as the narrative is read (:func:`~lossgate.gate.fence.text.sentences`),
+    so a sentence goes whole and only where it was written, never as a piece of a longer one
+    ("$50 after supervisor review." out of "The agent may refund up to $50 after supervisor
     review.")."""
     lines: list[str] = []
 
@@ -387,7 +389,7 @@ def _in_place(summary: str, out: dict[str, tuple[str, ...]]) -> str:
             lines.append(line)
 
     for line in summary.split("\n"):
-        said = [raw for raw, _ in sentences(line)] if line.strip() else []
+        said = [raw for raw, _ in sentences(line)] if line in narrative else []
         if not any(raw in out for raw in said):
             add(line)
             continue
@@ -432,8 +434,9 @@ def without_unproven(
     labels = {v.observed for v in found if v.observed}
     named = [v.detail for v in found if v.code == "narrative_unsupported"]
     out: dict[str, str] = {}
-    for pairs in narrative_lines(snapshot, body, quoted):
-        for raw, _ in pairs:
+    text = narrative_text(snapshot, body, quoted)
+    for line in text:
+        for raw, _ in sentences(line):
             if raw in out:
                 continue
             held = labels & {label_of(a) for a in extract_atoms(raw)}
@@ -443,7 +446,9 @@ def without_unproven(
                 out[raw] = "what the gate cannot prove (the fence reads it as unsupported)"
     if not out:
         return None
-    summary = mark(_in_place(strip_markers(body.summary), dict.fromkeys(out, ())), retired, structured_lines(body))
+    summary = mark(
+        _in_place(strip_markers(body.summary), dict.fromkeys(out, ()), frozenset(text)), retired, structured_lines(body)
+    )
     return (
         body.model_copy(update={"summary": summary}),
         tuple(Omitted(raw, why, unproven=True) for raw, why in out.items()),

@@ -194,3 +194,13 @@ def test_a_ledger_line_is_structure_only_when_the_summary_claims_what_it_names()
             assert check(case.snapshot, body, case.registry).outcome != "failed"
     # what a compressor writes after the line is prose: read, and taken out
     assert published_narrative("unit-weight", f"{claimed} It weighs 25 kg.")[-1] == claimed
+
+
+def test_a_quote_of_an_event_holding_a_sentence_left_out_stays_whole() -> None:
+    from lossgate.model.wording import event_line
+
+    case: GateCase = CASES["reference-peanut-allergy"]
+    (event,) = [e for e in case.snapshot.events if e.event_id == "event-41"]
+    quote = event_line(event)
+    lines = published_narrative(case.case_id, f"{quote}\nPlease never serve me peanuts.")
+    assert lines == [quote, ledger_line(["food.peanuts_allowed"])]

@@ -84,7 +84,17 @@ from lossgate.model.records import ArtifactBody, Snapshot
 from lossgate.model.registry import Registry
 from lossgate.model.wording import CONVERSATION_TITLE, NARRATIVE_TITLE, PERIOD_LINE, PERIODS_TITLE, day_line, event_line
 
-__all__ = ["check_fence", "clear_sentence_cache", "narrative_sentences", "numbers_in", "Topic", "Touching", "topics"]
+__all__ = [
+    "check_fence",
+    "clear_sentence_cache",
+    "narrative_lines",
+    "narrative_sentences",
+    "narrative_text",
+    "numbers_in",
+    "Topic",
+    "Touching",
+    "topics",
+]
 
 NARRATIVE_TITLES = frozenset({CONVERSATION_TITLE, NARRATIVE_TITLE, PERIODS_TITLE})
 
@@ -102,13 +112,18 @@ def narrative_lines(
     snapshot: Snapshot, artifact: ArtifactBody, quoted: frozenset[str] = frozenset()
 ) -> list[list[tuple[str, str]]]:
     """:func:`narrative_sentences`, line by line (a sentence speaks of the one before it on its line)."""
+    return [sentences(ln) for ln in narrative_text(snapshot, artifact, quoted)]
+
+
+def narrative_text(snapshot: Snapshot, artifact: ArtifactBody, quoted: frozenset[str] = frozenset()) -> list[str]:
+    """The lines of the summary (without markers) that its compressor wrote itself: not its
+    structured lines, its quotes of events, its titles (see :func:`narrative_sentences`)."""
     quoted = (
         quoted | {event_line(e) for e in snapshot.events} | {day_line(e) for e in snapshot.events} | NARRATIVE_TITLES
     )
-    lines = [
+    return [
         ln for ln in prose_of(artifact).split("\n") if ln.strip() and ln not in quoted and not PERIOD_LINE.fullmatch(ln)
     ]
-    return [sentences(ln) for ln in lines]
 
 
 class Touching:
