@@ -185,7 +185,8 @@ def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
         "wrong refused with the summary",
         "faithful kept",
         "faithful left out",
-        "... the ledger in place",
+        "... a ledger line in place",
+        "faithful kept or in place",
         "faithful refused with the summary",
     ):
         published.add_column(name, justify="left" if name == "corpus" else "right")
@@ -197,7 +198,8 @@ def _print_narratives(reports: list[NarrativeReport], verbose: bool) -> None:
             str(r.refused["wrong"]),
             f"{r.kept} ({r.kept_rate:.1%})",
             str(r.omitted["faithful"]),
-            f"{r.spoken['faithful']} (kept or in place: {r.in_place_rate:.1%})",
+            str(r.spoken["faithful"]),
+            f"{r.kept + r.spoken['faithful']} ({r.in_place_rate:.1%})",
             str(r.refused["faithful"]),
         )
     console.print(published)

@@ -112,6 +112,7 @@ _REFERS = re.compile(
     re.IGNORECASE,
 )
 _MARKER = re.compile(rf"\b(?:{MARKERS})\b")
+_COMPOUND = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")
 _NEGATIONS = content_stems(
     "not no never none nothing neither nor without cannot don't doesn't didn't won't "
     "isn't aren't wasn't shouldn't mustn't can't"
@@ -219,7 +220,8 @@ class _Reader:
 
     def topic_of(self, raw: str, sentence: str) -> _Found:
         """The topic ``raw`` touches, and the one fact topic it touches alone, if it does."""
-        stems = content_stems(sentence)
+        # a compound names what its word names, written with a hyphen or not ("follow-ups")
+        stems = content_stems(sentence) | content_stems(" ".join(a + b for a, b in _COMPOUND.findall(sentence)))
         hits = self.touching(raw, stems) if self.touching is not None else []
         hits += [self.marks[m] for m in sorted(stated(raw) - stems) if m in self.marks]
         named = {self.synonyms[w] for w in stems if w in self.synonyms}
@@ -362,10 +364,16 @@ def _read(
         before: tuple[str, ...] = ()
         asked = False
         for raw, sentence in pairs:
-            mention = _mentions_only(raw)
-            found = None if mention else reader.topic_of(raw, sentence)
+            found = reader.topic_of(raw, sentence)
             topic, touched = (found[0], found[2]) if found else (None, ())
-            if topic is None and not mention and previous is not None and (_REFERS.search(sentence) or asked):
+            mention = _mentions_only(raw)
+            if mention:
+                # it stays, but a sentence referring back to it ("Two deadlines were mentioned.
+                # The user confirmed the earlier one.") speaks of what it named
+                previous, before, asked = topic, touched, False
+                yield raw, sentence, None, None, ()
+                continue
+            if topic is None and previous is not None and (_REFERS.search(sentence) or asked):
                 # "That no longer holds.", "The second one replaces the first.": a sentence that
                 # names no topic and refers back speaks of the sentence before it, as does the
                 # answer to a question or a heading ("Peanuts? Totally fine.")

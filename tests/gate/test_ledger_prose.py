@@ -204,3 +204,18 @@ def test_a_quote_of_an_event_holding_a_sentence_left_out_stays_whole() -> None:
     quote = event_line(event)
     lines = published_narrative(case.case_id, f"{quote}\nPlease never serve me peanuts.")
     assert lines == [quote, ledger_line(["food.peanuts_allowed"])]
+
+
+def test_a_sentence_referring_back_to_a_mention_speaks_of_what_it_named() -> None:
+    mention = "Two Atlas deadlines were mentioned."
+    settled = "The user later confirmed the earlier one."
+    assert set(left_out("conflict-two-deadlines", f"{mention} {settled}")) == {settled}
+    assert published_narrative("conflict-two-deadlines", f"{mention} {settled}") == [
+        mention,
+        ledger_line(["project.deadline"]),
+    ]
+
+
+def test_a_hyphenated_compound_names_what_its_joined_word_names() -> None:
+    # followup.task, written "follow-ups"
+    assert left_out("deadline-followups", "There are three open follow-ups.")

@@ -34,21 +34,21 @@ def test_the_fence_refuses_at_most_two_percent_of_faithful_sentences(path: Path)
     assert report.gate_catch_rate >= report.catch_rate
 
 
-BLIND = CORPORA.parent / "blind" / "blind.jsonl"
+BLIND = sorted((CORPORA.parent / "blind").glob("*.jsonl"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [*SHIPPED, BLIND], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*SHIPPED, *BLIND], ids=lambda p: p.name)
 def test_few_wrong_sentences_reach_what_an_agent_reads(path: Path) -> None:
     """Written as a model's narrative and published under the omit policy, a wrong sentence is
     left out (it touches a topic the ledger states, or the gate refuses it for what it says);
     none of the shipped corpora's reaches recall, against 35-50 % of them that the gate passed
-    when it judged them as prose (the blind corpus: one chatter sentence of 400, a half
-    marathon for a 12 km run, which no fact holds). A faithful sentence stays only where it
+    when it judged them as prose (the blind corpora: one sentence of 400 and two of 340, small
+    talk no fact holds, such as a half marathon for a 12 km run). A faithful sentence stays only where it
     says its fact in the ledger's terms, and none refuses its summary; where it is left out, the
     ledger's line for what it said takes its place for at least 80 % of them."""
     report = run_corpus(path)
-    most = 0.015 if path == BLIND else 0.0
+    most = 0.015 if path in BLIND else 0.0
     assert report.reach_rate <= most, [f"{i.case}: {i.sentence}" for i in report.reached]
     assert not report.refused["faithful"], "under omit, a faithful sentence never refuses its summary"
     assert report.kept_rate >= 0.05, report.kept_rate
