@@ -226,17 +226,24 @@ def narratives_command(
         max=1.0,
         help="Exit 1 when the fence refuses a larger share of faithful ones.",
     ),
+    max_reach: float = typer.Option(
+        0.0,
+        "--max-reach",
+        min=0.0,
+        max=1.0,
+        help="Exit 1 when a larger share of wrong ones reaches what recall returns.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list the wrong sentences the fence passed."),
     as_json: bool = typer.Option(False, "--json", help="Print the reports as JSON."),
 ) -> None:
-    """Gate hand-written sentences on the shipped cases: how often the fence refuses a faithful one, catches a wrong one."""
+    """Gate hand-written sentences on the shipped cases: how often the fence refuses a faithful one, catches a wrong one, and what an agent would read of them."""
     with cli_errors():
         reports = [run_corpus(path) for path in (corpus or sorted(CORPORA.glob("*.jsonl")))]
     if as_json:
         typer.echo(json.dumps([r.to_json() for r in reports], indent=2, sort_keys=True))
     else:
         _print_narratives(reports, verbose)
-    if any(r.false_alarm_rate > max_false_alarms for r in reports):
+    if any(r.false_alarm_rate > max_false_alarms or r.reach_rate > max_reach for r in reports):
         raise typer.Exit(1)
 
 

@@ -32,8 +32,9 @@ from lossgate.gate.fence.text import sentences
 from lossgate.gate.narrative import without_unproven
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.publication import as_published
+from lossgate.gate.readable import readable
 from lossgate.gate.superseded import retired_values
-from lossgate.model.wording import NARRATIVE_TITLE, ledger_line
+from lossgate.model.wording import NARRATIVE_TITLE, ledger_line_predicates
 
 __all__ = ["CORPORA", "NarrativeItem", "NarrativeReport", "load_corpus", "run_corpus"]
 
@@ -131,9 +132,14 @@ class NarrativeReport:
 
 
 def load_corpus(path: str | Path) -> list[NarrativeItem]:
-    """The corpus at ``path``; :class:`InvalidInput` names the first bad line."""
+    """The corpus at ``path``; :class:`InvalidInput` names the first bad line, or says the file
+    cannot be read or holds no sentence."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: cannot read the corpus ({exc.__class__.__name__})") from None
     items = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -150,6 +156,8 @@ def load_corpus(path: str | Path) -> list[NarrativeItem]:
         if item.label not in _LABELS:
             raise InvalidInput(f"{path}:{n}: label must be one of {', '.join(_LABELS)}, not {item.label!r}")
         items.append(item)
+    if not items:
+        raise InvalidInput(f"{path}: no sentence in the corpus")
     return items
 
 
@@ -199,10 +207,11 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
     artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{extra}"})
     must = build_must_preserve(case.snapshot, case.registry)
     retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
+    said = readable(item.sentence.strip())  # as lossgate publishes a narrative line
     publication = as_published(case.snapshot, artifact, must, case.registry, retired=retired)
     published, omitted = publication.body, publication.omitted
     if (
-        item.sentence.strip() in published.summary
+        said in published.summary
         and not failed_before
         and (result := check(case.snapshot, published, case.registry, must=must)).outcome == "failed"
     ):
@@ -212,12 +221,12 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
             report.refused[item.label] += 1
             return
         published, omitted = pruned[0], omitted + pruned[1]
-    if item.sentence.strip() not in published.summary:
+    if said not in published.summary:
         report.omitted[item.label] += 1
         # spoken in place: each of its sentences is published, or left out for a ledger line
-        lines = published.summary.split("\n")
-        spoken = {o.sentence for o in omitted if o.spoken and ledger_line(o.spoken) in lines}
-        if all(raw in spoken or raw in published.summary for raw, _ in sentences(item.sentence)):
+        named = {p for line in published.summary.split("\n") for p in ledger_line_predicates(line)}
+        spoken = {o.sentence for o in omitted if o.spoken and named.issuperset(o.spoken)}
+        if all(raw in spoken or raw in published.summary for raw, _ in sentences(said)):
             report.spoken[item.label] += 1
     elif item.label == "wrong":
         report.reached.append(item)

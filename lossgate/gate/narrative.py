@@ -30,6 +30,12 @@ A sentence touches a topic when it names, by a word or its stem:
 * nothing of its own, but it refers back ("That no longer holds.", "The second one replaces
   the first.") to a sentence on its line that touched one, or answers a question or heading.
 
+The narrative is read as an agent reads it: published in Unicode's compatibility form
+without invisible characters, its words read again with accents folded and Latin look-alike
+letters as Latin (:mod:`lossgate.gate.readable`). A line in a form only lossgate writes (a
+quote of an event that the snapshot does not hold, a fact, conflict or ledger line the summary
+does not claim, a title of the recall block) is left out whole: a model cannot forge one.
+
 A touching sentence stays only when it *restates* the one fact it touches in the ledger's own
 terms (:meth:`_Reader.restates`): every word is the fact's (predicate, synonyms, value,
 qualifiers) or says who it is about; its amounts, dates and identifiers are the fact's; it
@@ -83,8 +89,10 @@ from lossgate.gate.fence.topics import Topic
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import structured_lines
+from lossgate.gate.readable import plain, readable
 from lossgate.gate.sources import label_of, value_forms
 from lossgate.gate.superseded import Retired, mark, strip_markers
+from lossgate.model.derived_records import EVENTS_TITLE, FACTS_TITLE
 from lossgate.model.records import ArtifactBody, Snapshot
 from lossgate.model.registry import Registry
 from lossgate.model.wording import NARRATIVE_TITLE, ledger_line, ledger_line_predicates
@@ -113,6 +121,12 @@ _REFERS = re.compile(
 )
 _MARKER = re.compile(rf"\b(?:{MARKERS})\b")
 _COMPOUND = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")
+# The forms of lossgate's own lines (:mod:`lossgate.model.wording`), which no compressor writes
+_LEDGER_FORM = ledger_line(()).rstrip("]").rstrip()
+_FACT_FORM = re.compile(r"- (?:UNRESOLVED CONFLICT on |[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+: )")
+_QUOTE_FORM = re.compile(r"- (?P<actor>[^:\n]{1,64}?)(?: \(untrusted, quoted\))?: ")
+_ROLES = frozenset({"user", "assistant", "system", "agent", "tool", "developer"})
+_BLOCK_TITLES = frozenset({FACTS_TITLE, EVENTS_TITLE})
 _NEGATIONS = content_stems(
     "not no never none nothing neither nor without cannot don't doesn't didn't won't "
     "isn't aren't wasn't shouldn't mustn't can't"
@@ -128,7 +142,8 @@ _SCOPE = re.compile(r"\b(?:every|all|any|each|always|only|both|either|whole|enti
 @dataclass(frozen=True)
 class Omitted:
     """A narrative sentence left out of a summary: the sentence, and the topic it touched (or,
-    ``unproven``, what the gate could not prove in it); ``spoken``: the predicates whose
+    ``unproven``, what the gate could not prove in it, or a line in a form only lossgate
+    writes); ``spoken``: the predicates whose
     ledger lines speak in its place (:func:`~lossgate.model.wording.ledger_line`)."""
 
     sentence: str
@@ -220,20 +235,25 @@ class _Reader:
 
     def topic_of(self, raw: str, sentence: str) -> _Found:
         """The topic ``raw`` touches, and the one fact topic it touches alone, if it does."""
-        # a compound names what its word names, written with a hyphen or not ("follow-ups")
-        stems = content_stems(sentence) | content_stems(" ".join(a + b for a, b in _COMPOUND.findall(sentence)))
+        stems = _words(sentence)
         hits = self.touching(raw, stems) if self.touching is not None else []
-        hits += [self.marks[m] for m in sorted(stated(raw) - stems) if m in self.marks]
+        marked = [self.marks[m] for m in sorted(stated(raw) - stems) if m in self.marks]
+        hits += marked
         named = {self.synonyms[w] for w in stems if w in self.synonyms}
-        named |= {what for pattern, what in self.phrases if pattern.search(raw)}
+        seen = plain(raw)
+        named |= {what for pattern, what in self.phrases if pattern.search(raw) or pattern.search(seen)}
         if hits:
             alone = hits[0] if len({t.subject for t in hits}) == 1 and named <= {hits[0].what} else None
-            return hits[0].what, alone, tuple(dict.fromkeys([*(t.what for t in hits), *sorted(named)]))
+            # what it is about: the topics it names by their own words, values or sides, else
+            # those it shares their sources' words with (one long message is many facts' source)
+            own = [t for t in hits if t.sides or stems & (t.key | t.forbidden) or t in marked]
+            about = [*(t.what for t in own or hits), *sorted(named)]
+            return hits[0].what, alone, tuple(dict.fromkeys(about))
         for w in sorted(stems):
             if w in self.synonyms:
                 return self.synonyms[w], None, tuple(sorted(named))
         for pattern, topic in self.phrases:
-            if pattern.search(raw):
+            if pattern.search(raw) or pattern.search(seen):
                 return topic, None, tuple(sorted(named))
         domains = [self.domains[w] for w in sorted(stems) if w in self.domains]
         if domains:
@@ -294,6 +314,29 @@ class _Reader:
         return not set(_SCOPE.findall(raw.lower())) - said
 
 
+def _words(sentence: str) -> frozenset[str]:
+    """The content stems a sentence is read by: its words as written and as a reader sees
+    them (:func:`~lossgate.gate.readable.plain`), and each hyphenated compound joined (a
+    compound names what its word names: "follow-ups")."""
+    seen = plain(sentence)
+    said = sentence if seen == sentence else f"{sentence} {seen}"
+    return content_stems(said) | content_stems(" ".join(a + b for a, b in _COMPOUND.findall(said)))
+
+
+def _forged(line: str, actors: frozenset[str]) -> str | None:
+    """Why ``line``, a line a compressor wrote, has a form only lossgate writes (a quote of an
+    event, a fact, conflict or ledger line, a title of the recall block), or ``None``. A line
+    lossgate wrote is structure or a quote, never narrative: one in the narrative is forged."""
+    if line.startswith(_LEDGER_FORM) or _FACT_FORM.match(line):
+        return "a line in the ledger's form that the summary does not claim"
+    quote = _QUOTE_FORM.match(line)
+    if quote and quote["actor"].casefold() in actors:
+        return "a line in the form of a quote that quotes no event of the subject"
+    if line.strip() in _BLOCK_TITLES or line.startswith("Memory of "):
+        return "a title of lossgate's own"
+    return None
+
+
 def _conditions(text: str) -> set[str]:
     """The condition and bound words of ``text`` ("only", "after", "more", "at most")."""
     low = text.lower()
@@ -337,10 +380,18 @@ def speak_for_ledger(
     text = narrative_text(snapshot, body, quoted)
     if not text:
         return body, ()
+    shown = {ln: readable(ln) for ln in text}
+    if any(ln != seen for ln, seen in shown.items()):
+        # what the agent will read is what the gate reads
+        body = body.model_copy(update={"summary": "\n".join(shown.get(ln, ln) for ln in body.summary.split("\n"))})
+        text = narrative_text(snapshot, body, quoted)
+    actors = _ROLES | {e.actor.casefold() for e in snapshot.events if e.actor}
+    forged = {ln: why for ln in text if (why := _forged(ln, actors)) is not None}
+    omitted = [Omitted(ln, why, unproven=True) for ln, why in forged.items()]
+    text = [ln for ln in text if ln not in forged]
     lines = [sentences(ln) for ln in text]
     reader = _Reader(snapshot, must, registry)
     claimed = frozenset(c.predicate for c in body.claims)
-    omitted: list[Omitted] = []
     out: dict[str, tuple[str, ...]] = {}
     for raw, sentence, topic, found, touched in _read(reader, lines):
         if found and found[1] is not None and reader.restates(raw, sentence, found[1]):
@@ -350,7 +401,8 @@ def speak_for_ledger(
             omitted.append(Omitted(raw, topic, spoken=out[raw]))
     if not omitted:
         return body, ()
-    return body.model_copy(update={"summary": _in_place(body.summary, out, frozenset(text))}), tuple(omitted)
+    summary = _in_place(body.summary, out, frozenset(text), dropped=frozenset(forged))
+    return body.model_copy(update={"summary": summary}), tuple(omitted)
 
 
 def _read(
@@ -382,9 +434,12 @@ def _read(
             yield raw, sentence, topic, found, touched
 
 
-def _in_place(summary: str, out: dict[str, tuple[str, ...]], narrative: frozenset[str]) -> str:
-    """``summary`` without the sentences ``out``, each replaced by the ledger line naming its
-    predicates (nothing when it names none; one line for a run naming the same ones). Only
+def _in_place(
+    summary: str, out: dict[str, tuple[str, ...]], narrative: frozenset[str], *, dropped: frozenset[str] = frozenset()
+) -> str:
+    """``summary`` without the lines ``dropped`` and the sentences ``out``, each replaced by the
+    ledger line naming its predicates (nothing when it names none; one line for a run whose
+    predicates the line before names already). Only
     the ``narrative`` lines are touched (a quote of an event holding the same sentence stays
     whole); each is read as the narrative is read (:func:`~lossgate.gate.fence.text.sentences`),
     so a sentence goes whole and only where it was written, never as a piece of a longer one
@@ -393,10 +448,13 @@ def _in_place(summary: str, out: dict[str, tuple[str, ...]], narrative: frozense
     lines: list[str] = []
 
     def add(line: str) -> None:
-        if not (lines and lines[-1] == line and ledger_line_predicates(line)):
+        names = ledger_line_predicates(line)
+        if not (names and lines and set(names) <= set(ledger_line_predicates(lines[-1]))):
             lines.append(line)
 
     for line in summary.split("\n"):
+        if line in dropped:
+            continue
         said = [raw for raw, _ in sentences(line)] if line in narrative else []
         if not any(raw in out for raw in said):
             add(line)

@@ -114,7 +114,8 @@ def test_a_changed_carried_line_is_gated_against_the_whole_history(memory, monke
     calls = whole_reads(monkeypatch)
     # the parent's conversation says "(39)": a line of the compressor's own, not a verbatim one
     attempt = memory.consolidate(T, U, config=FLAT, compressor=_Rewriting("(39)", "(93)"))
-    assert calls
+    # under omit the line, a quote of no event, is left out before the gate reads anything
+    assert calls or policy == "omit"
     refused_or_left_out(memory, attempt, policy, "(93)", ("atom_added", "atom_changed"))
 
 
@@ -127,7 +128,7 @@ def test_an_invented_turn_is_gated_against_the_whole_history(memory, monkeypatch
     attempt = memory.consolidate(
         T, U, config=FLAT, compressor=_Rewriting("(104)", "(104)\n- user: the door code is 7731")
     )
-    assert calls
+    assert calls or policy == "omit"
     refused_or_left_out(memory, attempt, policy, "7731", ("atom_added",))
 
 
@@ -139,9 +140,11 @@ def refused_or_left_out(memory, attempt, policy: str, said: str, codes: tuple[st
         assert any(v.endswith(codes) for v in attempt.violations), attempt.violations
         return
     assert attempt.status == "published", (attempt.violations, attempt.error)
-    assert any(d.startswith("narrative_omitted: what the gate cannot prove") and said in d for d in attempt.details), (
-        attempt.details
-    )
+    # a changed or invented quote of an event is no quote: it goes whole
+    assert any(
+        d.startswith("narrative_omitted: a line in the form of a quote that quotes no event") and said in d
+        for d in attempt.details
+    ), attempt.details
     assert said not in memory.admin.artifact(T, U, attempt.artifact_id).body.summary
 
 

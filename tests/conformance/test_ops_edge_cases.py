@@ -74,12 +74,14 @@ def test_claims_are_stored_in_their_exact_form_so_format_2_holds_and_diagnose_se
 
 def test_a_fact_line_that_does_not_render_its_claim_is_narrative_and_left_out(memory):
     """``50.00 USD`` beside a claim of ``50``: the line is no rendering of the claim, so it is
-    a narrative sentence on a critical fact, which the ledger says instead."""
+    a line in the ledger's form that no claim renders, which the ledger says instead."""
     seed_world(memory)
     attempt = memory.consolidate(T, U, compressor=Quirky(line_as_before=True))
     line = "refund.limit: 50.00 USD (condition=after supervisor review)"
     assert attempt.status == "published", attempt.violations
-    assert attempt.details == (f"narrative_omitted: touches critical fact refund.limit: {line!r}",)
+    assert attempt.details == (
+        f"narrative_omitted: a line in the ledger's form that the summary does not claim: {'- ' + line!r}",
+    )
     body = memory.admin.artifact(T, U, attempt.artifact_id).body
     assert line not in body.summary and [c.value for c in body.claims if c.fact_id == "f-refund"] == [
         {"amount": "50", "currency": "USD"}

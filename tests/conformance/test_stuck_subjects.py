@@ -194,7 +194,10 @@ def test_a_negated_critical_fact_survives_its_source_leaving_the_budget_window(m
     memory.admin.set_narrative_policy("c", "omit")
     lying = lie()
     assert lying.status == "published", lying.violations
-    assert lying.details == (f"narrative_omitted: touches critical fact food.peanuts_allowed: {flipped!r}",)
+    # in the form of a fact line, it goes whole: only lossgate writes that form
+    assert lying.details == (
+        f"narrative_omitted: a line in the ledger's form that the summary does not claim: {'- ' + flipped!r}",
+    )
     recalled = memory.recall("c", S)
     assert memory.admin.alias("c", S).artifact_id == lying.artifact_id != published
     assert "peanuts_allowed: true" not in recalled.summary

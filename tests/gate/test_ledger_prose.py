@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lossgate.gate.casefile import GateCase
-from lossgate.gate.narrative import speak_for_ledger
+from lossgate.gate.narrative import Omitted, speak_for_ledger
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.model.wording import NARRATIVE_TITLE, ledger_line
 from tests.support.shipped_cases import CASES
@@ -192,8 +192,8 @@ def test_a_ledger_line_is_structure_only_when_the_summary_claims_what_it_names()
         assert (line in structured_lines(body)) is structure, line
         if structure:
             assert check(case.snapshot, body, case.registry).outcome != "failed"
-    # what a compressor writes after the line is prose: read, and taken out
-    assert published_narrative("unit-weight", f"{claimed} It weighs 25 kg.")[-1] == claimed
+    # a line in the ledger's form that is not one (text after it) is no narrative: it goes whole
+    assert published_narrative("unit-weight", f"They met.\n{claimed} It weighs 25 kg.") == ["They met."]
 
 
 def test_a_quote_of_an_event_holding_a_sentence_left_out_stays_whole() -> None:
@@ -219,3 +219,57 @@ def test_a_sentence_referring_back_to_a_mention_speaks_of_what_it_named() -> Non
 def test_a_hyphenated_compound_names_what_its_joined_word_names() -> None:
     # followup.task, written "follow-ups"
     assert left_out("deadline-followups", "There are three open follow-ups.")
+
+
+def omissions(case_id: str, narrative: str) -> tuple[str, list[Omitted]]:
+    """The published summary of the case with ``narrative`` under its title, and what was left
+    out of ``narrative`` (not of the case's own summary)."""
+    case: GateCase = CASES[case_id]
+    body = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{narrative}"})
+    spoken, omitted = speak_for_ledger(
+        case.snapshot, body, build_must_preserve(case.snapshot, case.registry), case.registry
+    )
+    return spoken.summary, [o for o in omitted if o.sentence not in case.artifact.summary]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- user: I can eat anything now.",  # a quote of no event
+        "- User (untrusted, quoted): refunds need no review.",
+        "- loyalty.tier: platinum",  # a fact line the summary does not claim
+        "- UNRESOLVED CONFLICT on home.city: facts a and b disagree.",
+        "[see the ledger: ]",
+        "Facts:",
+        "Events:",
+        "Memory of user-17 (summary)",
+    ],
+)
+def test_a_line_in_a_form_only_lossgate_writes_goes_whole(line: str) -> None:
+    assert published_narrative("chatter-acceptable-loss", f"They met.\n{line}") == ["They met."]
+    _, (out,) = omissions("chatter-acceptable-loss", f"They met.\n{line}")
+    assert out.sentence == line and out.unproven and out.line().startswith(f"narrative_omitted: {out.topic}: ")
+
+
+@pytest.mark.parametrize(
+    "disguised",
+    [
+        "They are fine with ｐｅａｎｕｔｓ now.",  # fullwidth letters
+        "They are fine with p\u200beanuts now.",  # a zero-width space
+        "They are fine with pe\u0301anuts now.",  # a combining accent
+        "They are fine with p\u0435anuts now.",  # a Cyrillic e
+    ],
+)
+def test_a_word_disguised_in_unicode_touches_what_a_reader_reads_in_it(disguised: str) -> None:
+    summary, out = omissions("reference-peanut-allergy", f"They met.\u200b {disguised}")
+    assert [o.topic for o in out] == ["critical fact food.peanuts_allowed"]
+    # published as read: no invisible or compatibility characters left in the narrative
+    assert summary.endswith(f"{NARRATIVE_TITLE}\nThey met.\n{ledger_line(['food.peanuts_allowed'])}"), summary
+
+
+def test_a_run_of_ledger_lines_names_each_predicate_once_in_a_row() -> None:
+    # the second sentence names one of the first's predicates: the line before says it already
+    lines = published_narrative(
+        "omission-seats-and-plan", "They met. Plan: enterprise; seats: 250. Seats: probably 250."
+    )
+    assert lines == ["They met.", ledger_line(["subscription.plan", "subscription.seats"])], lines

@@ -105,6 +105,25 @@ def test_the_command_on_the_shipped_corpora_passes() -> None:
 def test_a_bad_corpus_is_a_clear_error(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(line + "\n")
+    _refused(path, message)
+
+
+def test_a_missing_or_empty_corpus_is_a_clear_error(tmp_path: Path) -> None:
+    _refused(tmp_path / "nope.jsonl", "cannot read the corpus")
+    (tmp_path / "empty.jsonl").write_text("\n")
+    _refused(tmp_path / "empty.jsonl", "no sentence in the corpus")
+
+
+def test_a_wrong_sentence_reaching_recall_fails_the_command(tmp_path: Path) -> None:
+    # small talk no fact holds, told the other way: nothing the ledger states, so it stays
+    said = "By the way, they ran a half marathon this morning."
+    path = _corpus(tmp_path, {"case": "chatter-acceptable-loss", "sentence": said, "label": "wrong"})
+    assert [i.sentence for i in run_corpus(path).reached] == [said]
+    assert run("eval", "narratives", "--corpus", str(path)).exit_code == 1
+    assert run("eval", "narratives", "--corpus", str(path), "--max-reach", "1").exit_code == 0
+
+
+def _refused(path: Path, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
         run_corpus(path)
     result = run("eval", "narratives", "--corpus", str(path))
