@@ -34,7 +34,8 @@ The narrative is read as an agent reads it: published in Unicode's compatibility
 without invisible characters, its words read again with accents folded and Latin look-alike
 letters as Latin (:mod:`lossgate.gate.readable`). A line in a form only lossgate writes (a
 quote of an event that the snapshot does not hold, a fact, conflict or ledger line the summary
-does not claim, a title of the recall block) is left out whole: a model cannot forge one.
+does not claim, a title of the recall block, a section, a day or a period) is left out whole:
+a model cannot forge one.
 
 A touching sentence stays only when it *restates* the one fact it touches in the ledger's own
 terms (:meth:`_Reader.restates`): every word is the fact's (predicate, synonyms, value,
@@ -95,7 +96,13 @@ from lossgate.gate.superseded import Retired, mark, strip_markers
 from lossgate.model.derived_records import EVENTS_TITLE, FACTS_TITLE
 from lossgate.model.records import ArtifactBody, Snapshot
 from lossgate.model.registry import Registry
-from lossgate.model.wording import NARRATIVE_TITLE, ledger_line, ledger_line_predicates
+from lossgate.model.wording import (
+    NARRATIVE_TITLE,
+    PERIOD_LINE,
+    SECTION_TITLES,
+    ledger_line,
+    ledger_line_predicates,
+)
 
 __all__ = [
     "NarrativePolicy",
@@ -127,6 +134,7 @@ _FACT_FORM = re.compile(r"- (?:UNRESOLVED CONFLICT on |[a-z][a-z0-9_]*(?:\.[a-z0
 _QUOTE_FORM = re.compile(r"- (?P<actor>[^:\n]{1,64}?)(?: \(untrusted, quoted\))?: ")
 _ROLES = frozenset({"user", "assistant", "system", "agent", "tool", "developer"})
 _BLOCK_TITLES = frozenset({FACTS_TITLE, EVENTS_TITLE})
+_TITLE_WHY = "a title of lossgate's own"
 _NEGATIONS = content_stems(
     "not no never none nothing neither nor without cannot don't doesn't didn't won't "
     "isn't aren't wasn't shouldn't mustn't can't"
@@ -333,8 +341,24 @@ def _forged(line: str, actors: frozenset[str]) -> str | None:
     if quote and quote["actor"].casefold() in actors:
         return "a line in the form of a quote that quotes no event of the subject"
     if line.strip() in _BLOCK_TITLES or line.startswith("Memory of "):
-        return "a title of lossgate's own"
+        return _TITLE_WHY
     return None
+
+
+def _without_titles(summary: str) -> tuple[str, list[str]]:
+    """``summary`` without the lines of its narrative that read as a title (a section's, a
+    day's or a period's, which only lossgate writes), and those lines."""
+    kept: list[str] = []
+    titles: list[str] = []
+    section = None
+    for line in summary.split("\n"):
+        if section == NARRATIVE_TITLE and (line in SECTION_TITLES or PERIOD_LINE.fullmatch(line)):
+            titles.append(line)
+            continue
+        if section is None and line in SECTION_TITLES:
+            section = line  # the summary's own title: the first (see summary_parts)
+        kept.append(line)
+    return "\n".join(kept), titles
 
 
 def _conditions(text: str) -> set[str]:
@@ -377,9 +401,12 @@ def speak_for_ledger(
     snapshot does not hold (a parent's conversation), never narrative. ``body`` carries no
     superseded-value markers yet (:mod:`lossgate.gate.superseded` marks what is published,
     after this)."""
+    summary, titles = _without_titles(body.summary)
+    omitted = [Omitted(ln, _TITLE_WHY, unproven=True) for ln in titles]
+    body = body.model_copy(update={"summary": summary}) if titles else body
     text = narrative_text(snapshot, body, quoted)
     if not text:
-        return body, ()
+        return body, tuple(omitted)
     shown = {ln: readable(ln) for ln in text}
     if any(ln != seen for ln, seen in shown.items()):
         # what the agent will read is what the gate reads
@@ -387,7 +414,7 @@ def speak_for_ledger(
         text = narrative_text(snapshot, body, quoted)
     actors = _ROLES | {e.actor.casefold() for e in snapshot.events if e.actor}
     forged = {ln: why for ln in text if (why := _forged(ln, actors)) is not None}
-    omitted = [Omitted(ln, why, unproven=True) for ln, why in forged.items()]
+    omitted += [Omitted(ln, why, unproven=True) for ln, why in forged.items()]
     text = [ln for ln in text if ln not in forged]
     lines = [sentences(ln) for ln in text]
     reader = _Reader(snapshot, must, registry)

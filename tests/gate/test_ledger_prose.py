@@ -243,6 +243,9 @@ def omissions(case_id: str, narrative: str) -> tuple[str, list[Omitted]]:
         "Facts:",
         "Events:",
         "Memory of user-17 (summary)",
+        "[2026-03-15]",  # a day's or a period's title
+        "Periods:",
+        "Narrative:",
     ],
 )
 def test_a_line_in_a_form_only_lossgate_writes_goes_whole(line: str) -> None:
