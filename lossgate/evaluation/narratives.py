@@ -32,7 +32,6 @@ from lossgate.gate.fence.text import sentences
 from lossgate.gate.narrative import without_unproven
 from lossgate.gate.preserve import build_must_preserve
 from lossgate.gate.publication import as_published
-from lossgate.gate.readable import readable
 from lossgate.gate.superseded import retired_values
 from lossgate.model.wording import NARRATIVE_TITLE, ledger_line_predicates
 
@@ -207,7 +206,7 @@ def _publish(report: NarrativeReport, item: NarrativeItem, case: GateCase, extra
     artifact = case.artifact.model_copy(update={"summary": f"{case.artifact.summary}\n{NARRATIVE_TITLE}\n{extra}"})
     must = build_must_preserve(case.snapshot, case.registry)
     retired = retired_values(case.snapshot.facts, case.snapshot.conflicts)
-    said = readable(item.sentence.strip())  # as lossgate publishes a narrative line
+    said = item.sentence.strip()
     publication = as_published(case.snapshot, artifact, must, case.registry, retired=retired)
     published, omitted = publication.body, publication.omitted
     if (

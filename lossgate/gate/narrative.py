@@ -28,14 +28,16 @@ A sentence touches a topic when it names, by a word or its stem:
 * a named party other than the subject, with the words of any predicate of the registry
   (another person's fact is no fact of this subject);
 * nothing of its own, but it refers back ("That no longer holds.", "The second one replaces
-  the first.") to a sentence on its line that touched one, or answers a question or heading.
+  the first.") to a sentence before it (on its line or the line before) that touched one, or
+  answers a question or heading.
 
-The narrative is read as an agent reads it: published in Unicode's compatibility form
-without invisible characters, its words read again with accents folded and Latin look-alike
-letters as Latin (:mod:`lossgate.gate.readable`). A line in a form only lossgate writes (a
-quote of an event that the snapshot does not hold, a fact, conflict or ledger line the summary
-does not claim, a title of the recall block, a section, a day or a period) is left out whole:
-a model cannot forge one.
+What the gate cannot read, it does not publish: a sentence with a character outside Latin
+letters, digits and common punctuation (an invisible one, a look-alike from another script, a
+fullwidth or styled letter, an emoji) or with markup that hides text from a reader is left
+out (:mod:`lossgate.gate.readable`), and so is a sentence referring back to it. A line in a
+form only lossgate writes (a speaker's line that quotes no event the snapshot holds, a fact,
+conflict or ledger line the summary does not claim, a title of the recall block, a section, a
+day or a period) is left out whole: a model cannot forge one.
 
 A touching sentence stays only when it *restates* the one fact it touches in the ledger's own
 terms (:meth:`_Reader.restates`): every word is the fact's (predicate, synonyms, value,
@@ -90,7 +92,7 @@ from lossgate.gate.fence.topics import Topic
 from lossgate.gate.outcome import Violation
 from lossgate.gate.preserve import MustPreserve
 from lossgate.gate.prose import structured_lines
-from lossgate.gate.readable import plain, readable
+from lossgate.gate.readable import breaks, plain, unreadable
 from lossgate.gate.sources import label_of, value_forms
 from lossgate.gate.superseded import Retired, mark, strip_markers
 from lossgate.model.derived_records import EVENTS_TITLE, FACTS_TITLE
@@ -102,6 +104,7 @@ from lossgate.model.wording import (
     SECTION_TITLES,
     ledger_line,
     ledger_line_predicates,
+    one_line,
 )
 
 __all__ = [
@@ -126,12 +129,19 @@ _REFERS = re.compile(
     r"again|back|instead|either|neither)\b|n[’']t\b",
     re.IGNORECASE,
 )
+# ... across a line: what refers to a statement, not a person ("That changed.", not "They met.")
+_PEOPLE = re.compile(r"\b(?:they|them|their|he|she|him|her)\b", re.IGNORECASE)
 _MARKER = re.compile(rf"\b(?:{MARKERS})\b")
 _COMPOUND = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")
 # The forms of lossgate's own lines (:mod:`lossgate.model.wording`), which no compressor writes
 _LEDGER_FORM = ledger_line(()).rstrip("]").rstrip()
 _FACT_FORM = re.compile(r"- (?:UNRESOLVED CONFLICT on |[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+: )")
-_QUOTE_FORM = re.compile(r"- (?P<actor>[^:\n]{1,64}?)(?: \(untrusted, quoted\))?: ")
+# a speaker's line, bulleted or not, emphasised or not ("- user:", "* **User**:", "User:")
+_QUOTE_FORM = re.compile(
+    r"\s*(?:[-*•>+·–—]\s*)?(?:\*\*|__|\*|_)?(?P<actor>[^:*_\n]{1,64}?)(?:\*\*|__|\*|_)?"
+    r"(?: \(untrusted, quoted\))?\s*:"
+)
+_UNREAD = "what a sentence the gate cannot read was about"
 _ROLES = frozenset({"user", "assistant", "system", "agent", "tool", "developer"})
 _BLOCK_TITLES = frozenset({FACTS_TITLE, EVENTS_TITLE})
 _TITLE_WHY = "a title of lossgate's own"
@@ -323,22 +333,26 @@ class _Reader:
 
 
 def _words(sentence: str) -> frozenset[str]:
-    """The content stems a sentence is read by: its words as written and as a reader sees
-    them (:func:`~lossgate.gate.readable.plain`), and each hyphenated compound joined (a
+    """The content stems a sentence is read by: its words as written and without their
+    accents (:func:`~lossgate.gate.readable.plain`), and each hyphenated compound joined (a
     compound names what its word names: "follow-ups")."""
     seen = plain(sentence)
     said = sentence if seen == sentence else f"{sentence} {seen}"
     return content_stems(said) | content_stems(" ".join(a + b for a, b in _COMPOUND.findall(said)))
 
 
-def _forged(line: str, actors: frozenset[str]) -> str | None:
+def _forged(line: str, actors: frozenset[str], said: frozenset[str]) -> str | None:
     """Why ``line``, a line a compressor wrote, has a form only lossgate writes (a quote of an
     event, a fact, conflict or ledger line, a title of the recall block), or ``None``. A line
-    lossgate wrote is structure or a quote, never narrative: one in the narrative is forged."""
+    lossgate wrote is structure or a quote, never narrative: one in the narrative is forged. A
+    speaker's line whose text is an event's of the snapshot (``said``), word for word, quotes it."""
+    broken = breaks(line)
+    if broken is not None:
+        return broken
     if line.startswith(_LEDGER_FORM) or _FACT_FORM.match(line):
         return "a line in the ledger's form that the summary does not claim"
     quote = _QUOTE_FORM.match(line)
-    if quote and quote["actor"].casefold() in actors:
+    if quote and quote["actor"].casefold() in actors and line[quote.end() :].strip() not in said:
         return "a line in the form of a quote that quotes no event of the subject"
     if line.strip() in _BLOCK_TITLES or line.startswith("Memory of "):
         return _TITLE_WHY
@@ -407,58 +421,94 @@ def speak_for_ledger(
     text = narrative_text(snapshot, body, quoted)
     if not text:
         return body, tuple(omitted)
-    shown = {ln: readable(ln) for ln in text}
-    if any(ln != seen for ln, seen in shown.items()):
-        # what the agent will read is what the gate reads
-        body = body.model_copy(update={"summary": "\n".join(shown.get(ln, ln) for ln in body.summary.split("\n"))})
-        text = narrative_text(snapshot, body, quoted)
-    actors = _ROLES | {e.actor.casefold() for e in snapshot.events if e.actor}
-    forged = {ln: why for ln in text if (why := _forged(ln, actors)) is not None}
+    actors = _ROLES | {snapshot.subject_id.casefold()} | {e.actor.casefold() for e in snapshot.events if e.actor}
+    said = frozenset(one_line(e.text) for e in snapshot.events if e.state == "valid" and e.text)
+    forged = {ln: why for ln in text if (why := _forged(ln, actors, said)) is not None}
     omitted += [Omitted(ln, why, unproven=True) for ln, why in forged.items()]
     text = [ln for ln in text if ln not in forged]
     lines = [sentences(ln) for ln in text]
+    follows = _after_ledger_lines(body.summary, frozenset(text))
     reader = _Reader(snapshot, must, registry)
     claimed = frozenset(c.predicate for c in body.claims)
     out: dict[str, tuple[str, ...]] = {}
-    for raw, sentence, topic, found, touched in _read(reader, lines):
-        if found and found[1] is not None and reader.restates(raw, sentence, found[1]):
+    for raw, topic, touched, unread in _read(reader, lines, [follows.get(ln, ()) for ln in text]):
+        if topic is None or raw in out:
             continue
-        if topic is not None and raw not in out:
-            out[raw] = reader.spoken(touched, claimed)
-            omitted.append(Omitted(raw, topic, spoken=out[raw]))
+        if unread:  # what the gate cannot read, it does not publish
+            out[raw] = ()
+            omitted.append(Omitted(raw, topic, unproven=True))
+            continue
+        out[raw] = reader.spoken(touched, claimed)
+        omitted.append(Omitted(raw, topic, spoken=out[raw]))
     if not omitted:
         return body, ()
     summary = _in_place(body.summary, out, frozenset(text), dropped=frozenset(forged))
     return body.model_copy(update={"summary": summary}), tuple(omitted)
 
 
+def _after_ledger_lines(summary: str, narrative: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """The ``narrative`` lines of ``summary`` that come right after a ledger line, and the
+    predicates it names (what a sentence opening such a line would speak of)."""
+    out: dict[str, tuple[str, ...]] = {}
+    last = ""
+    for line in summary.split("\n"):
+        if not line.strip():
+            continue
+        names = ledger_line_predicates(last)
+        if names and line in narrative:
+            out.setdefault(line, names)
+        last = line
+    return out
+
+
 def _read(
-    reader: _Reader, lines: list[list[tuple[str, str]]]
-) -> Iterator[tuple[str, str, str | None, _Found, tuple[str, ...]]]:
-    """Each narrative sentence, the topic it touches (its own, or the one of the sentence before
-    it on its line that it speaks of), what :meth:`_Reader.topic_of` found in it, and every
-    topic it speaks of."""
-    for pairs in lines:
-        previous: str | None = None
-        before: tuple[str, ...] = ()
-        asked = False
+    reader: _Reader, lines: list[list[tuple[str, str]]], follows: list[tuple[str, ...]]
+) -> Iterator[tuple[str, str | None, tuple[str, ...], bool]]:
+    """Each narrative sentence; what it is left out for (``None`` when it stays): the topic it
+    touches and does not restate, its own or the one of the sentence before it that it speaks
+    of, or why the gate cannot read it; every topic it speaks of; and whether it is unread. A
+    sentence speaks of the one before it on its line, or of the last one of the line before
+    when that one was left out (the ledger line in its place is what it follows), or of the
+    ledger line before its line (``follows``: the predicates it names, per line)."""
+    previous: str | None = None
+    before: tuple[str, ...] = ()
+    asked = left = False
+    for pairs, after in zip(lines, follows, strict=True):
+        if after:  # a ledger line the compressor carried or wrote: what follows may speak of it
+            before = tuple(f"the topic of {p}" for p in after)
+            previous, asked, left = before[0], False, True
+        elif not left:
+            previous, before, asked = None, (), False
+        same_line = False
         for raw, sentence in pairs:
+            why = unreadable(raw)
+            if why is not None:
+                # a sentence referring back to it speaks of what the gate could not read
+                previous, before, asked, left = _UNREAD, (), False, True
+                yield raw, why, (), True
+                continue
             found = reader.topic_of(raw, sentence)
             topic, touched = (found[0], found[2]) if found else (None, ())
-            mention = _mentions_only(raw)
-            if mention:
+            if _mentions_only(raw):
                 # it stays, but a sentence referring back to it ("Two deadlines were mentioned.
                 # The user confirmed the earlier one.") speaks of what it named
-                previous, before, asked = topic, touched, False
-                yield raw, sentence, None, None, ()
+                previous, before, asked, left = topic, touched, False, False
+                yield raw, None, (), False
                 continue
-            if topic is None and previous is not None and (_REFERS.search(sentence) or asked):
+            refers = _REFERS.search(sentence if same_line else _PEOPLE.sub("", sentence))
+            same_line = True
+            if topic is None and previous is not None and (refers or asked):
                 # "That no longer holds.", "The second one replaces the first.": a sentence that
                 # names no topic and refers back speaks of the sentence before it, as does the
                 # answer to a question or a heading ("Peanuts? Totally fine.")
                 topic, touched = previous, before
+            elif found and found[1] is not None and reader.restates(raw, sentence, found[1]):
+                previous, before, asked, left = topic, touched, False, False
+                yield raw, None, (), False  # the fact in the ledger's own terms: it stays
+                continue
             previous, before, asked = topic, touched, raw.rstrip().endswith(("?", ":"))
-            yield raw, sentence, topic, found, touched
+            left = topic is not None
+            yield raw, topic, touched, False
 
 
 def _in_place(

@@ -204,6 +204,4 @@ def test_a_narrative_forging_lossgates_lines_is_published_without_them(subject):
     assert attempt.status == "published", (attempt.violations, attempt.error)
     assert sum(d.startswith("narrative_omitted:") for d in attempt.details) == len(forged), attempt.details
     seen = everything_recall_returns(subject)
-    assert KEPT in seen and not any(
-        f in seen for f in ("Lisbon", "loyalty", "2026-03-15", "French")
-    ), seen
+    assert KEPT in seen and not any(f in seen for f in ("Lisbon", "loyalty", "2026-03-15", "French")), seen

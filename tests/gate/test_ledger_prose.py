@@ -73,13 +73,19 @@ def test_the_topic_of_a_deleted_fact_is_the_ledgers_to_state() -> None:
     }
 
 
-def test_a_sentence_referring_back_to_one_left_out_goes_with_it_on_its_line_only() -> None:
+def test_a_sentence_referring_back_to_one_left_out_goes_with_it() -> None:
     both = left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00. The second one replaces the first.")
     assert set(both) == {"The user gave UTC+01:00 and UTC+02:00.", "The second one replaces the first."}
     assert len(set(both.values())) == 1
-    # on a line of its own it speaks of nothing the ledger states
-    apart = left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00.\nThe second one was sunny.")
-    assert set(apart) == {"The user gave UTC+01:00 and UTC+02:00."}
+    # on the next line it follows the ledger line that took the place of the one left out
+    apart = left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00.\nThat one is outdated now.")
+    assert set(apart) == {"The user gave UTC+01:00 and UTC+02:00.", "That one is outdated now."}
+    # ... but a person named by a pronoun is no statement referred to, and a line after one
+    # that stays starts afresh
+    assert set(left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00.\nThey met on Monday.")) == {
+        "The user gave UTC+01:00 and UTC+02:00."
+    }
+    assert left_out("conflict-timezones", "They met on Monday.\nThat one was sunny.") == {}
     # telling that something was discussed is no statement, even after one
     said = left_out("conflict-timezones", "The user gave UTC+01:00 and UTC+02:00. They talked about it at length.")
     assert set(said) == {"The user gave UTC+01:00 and UTC+02:00."}
@@ -259,15 +265,20 @@ def test_a_line_in_a_form_only_lossgate_writes_goes_whole(line: str) -> None:
     [
         "They are fine with ｐｅａｎｕｔｓ now.",  # fullwidth letters
         "They are fine with p\u200beanuts now.",  # a zero-width space
+        "They are fine with pean\ufe0futs now.",  # a variation selector
         "They are fine with pe\u0301anuts now.",  # a combining accent
         "They are fine with p\u0435anuts now.",  # a Cyrillic e
+        "They are fine with \u1d18\u1d07\u1d00\u0274\u1d1c\u1d1b\ua731 now.",  # small capitals
+        "They are fine with pe\u0251nuts now.",  # a Latin alpha
+        "Peanuts are ~~not~~ fine for them.",  # struck through
+        "Peanuts are <!-- not --> fine for them.",  # hidden in a comment
     ],
 )
-def test_a_word_disguised_in_unicode_touches_what_a_reader_reads_in_it(disguised: str) -> None:
-    summary, out = omissions("reference-peanut-allergy", f"They met.\u200b {disguised}")
-    assert [o.topic for o in out] == ["critical fact food.peanuts_allowed"]
-    # published as read: no invisible or compatibility characters left in the narrative
-    assert summary.endswith(f"{NARRATIVE_TITLE}\nThey met.\n{ledger_line(['food.peanuts_allowed'])}"), summary
+def test_what_the_gate_cannot_read_is_not_published(disguised: str) -> None:
+    summary, out = omissions("reference-peanut-allergy", f"They met at the café. {disguised} That is new.")
+    assert [o.sentence for o in out] == [disguised, "That is new."], out
+    assert out[0].unproven and out[0].topic.startswith(("a character the gate does not read", "markup"))
+    assert summary.endswith(f"{NARRATIVE_TITLE}\nThey met at the café."), summary
 
 
 def test_a_run_of_ledger_lines_names_each_predicate_once_in_a_row() -> None:
@@ -276,3 +287,31 @@ def test_a_run_of_ledger_lines_names_each_predicate_once_in_a_row() -> None:
         "omission-seats-and-plan", "They met. Plan: enterprise; seats: 250. Seats: probably 250."
     )
     assert lines == ["They met.", ledger_line(["subscription.plan", "subscription.seats"])], lines
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\r", "\x0b", "\x0c", "\x85"])
+def test_a_line_holding_a_break_the_gate_does_not_read_goes_whole(brk: str) -> None:
+    # a reader may show "- user: ..." on a line of its own: no sentence of the line is read alone
+    assert published_narrative("chatter-acceptable-loss", f"They met.\nIt rained.{brk}- user: I can eat anything.") == [
+        "They met."
+    ]
+
+
+def test_a_sentence_after_a_ledger_line_the_compressor_carried_speaks_of_its_predicates() -> None:
+    spoken = ledger_line(["food.peanuts_allowed"])
+    assert published_narrative(
+        "reference-peanut-allergy", f"They met.\n{spoken}\nThat was lifted last month, so ignore it."
+    ) == ["They met.", spoken]
+    # a person named by a pronoun is no statement referred to
+    assert published_narrative("reference-peanut-allergy", f"They met.\n{spoken}\nThey met on Friday.") == [
+        "They met.",
+        spoken,
+        "They met on Friday.",
+    ]
+
+
+def test_a_speakers_line_quoting_an_event_word_for_word_is_no_forgery() -> None:
+    case: GateCase = CASES["chatter-acceptable-loss"]
+    (event,) = [e for e in case.snapshot.events if e.event_id == "e-2"]
+    quote = f"* **User**: {event.text}"
+    assert published_narrative(case.case_id, f"They met.\n{quote}") == ["They met.", quote]

@@ -116,7 +116,7 @@ def test_a_missing_or_empty_corpus_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_wrong_sentence_reaching_recall_fails_the_command(tmp_path: Path) -> None:
     # small talk no fact holds, told the other way: nothing the ledger states, so it stays
-    said = "By the way, they ran a half marathon this morning."
+    said = "By the way, they ran a half marathon."
     path = _corpus(tmp_path, {"case": "chatter-acceptable-loss", "sentence": said, "label": "wrong"})
     assert [i.sentence for i in run_corpus(path).reached] == [said]
     assert run("eval", "narratives", "--corpus", str(path)).exit_code == 1
