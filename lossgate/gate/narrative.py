@@ -467,24 +467,22 @@ def _read(
     """Each narrative sentence; what it is left out for (``None`` when it stays): the topic it
     touches and does not restate, its own or the one of the sentence before it that it speaks
     of, or why the gate cannot read it; every topic it speaks of; and whether it is unread. A
-    sentence speaks of the one before it on its line, or of the last one of the line before
-    when that one was left out (the ledger line in its place is what it follows), or of the
-    ledger line before its line (``follows``: the predicates it names, per line)."""
+    sentence speaks of the sentence before it, on its line or ending the line before (left
+    out, the ledger line in its place is what it follows), or of the ledger line before its
+    line (``follows``: the predicates it names, per line)."""
     previous: str | None = None
     before: tuple[str, ...] = ()
-    asked = left = False
+    asked = False
     for pairs, after in zip(lines, follows, strict=True):
         if after:  # a ledger line the compressor carried or wrote: what follows may speak of it
             before = tuple(f"the topic of {p}" for p in after)
-            previous, asked, left = before[0], False, True
-        elif not left:
-            previous, before, asked = None, (), False
+            previous, asked = before[0], False
         same_line = False
         for raw, sentence in pairs:
             why = unreadable(raw)
             if why is not None:
                 # a sentence referring back to it speaks of what the gate could not read
-                previous, before, asked, left = _UNREAD, (), False, True
+                previous, before, asked = _UNREAD, (), False
                 yield raw, why, (), True
                 continue
             found = reader.topic_of(raw, sentence)
@@ -492,7 +490,7 @@ def _read(
             if _mentions_only(raw):
                 # it stays, but a sentence referring back to it ("Two deadlines were mentioned.
                 # The user confirmed the earlier one.") speaks of what it named
-                previous, before, asked, left = topic, touched, False, False
+                previous, before, asked = topic, touched, False
                 yield raw, None, (), False
                 continue
             refers = _REFERS.search(sentence if same_line else _PEOPLE.sub("", sentence))
@@ -503,11 +501,10 @@ def _read(
                 # answer to a question or a heading ("Peanuts? Totally fine.")
                 topic, touched = previous, before
             elif found and found[1] is not None and reader.restates(raw, sentence, found[1]):
-                previous, before, asked, left = topic, touched, False, False
+                previous, before, asked = topic, touched, False
                 yield raw, None, (), False  # the fact in the ledger's own terms: it stays
                 continue
             previous, before, asked = topic, touched, raw.rstrip().endswith(("?", ":"))
-            left = topic is not None
             yield raw, topic, touched, False
 
 

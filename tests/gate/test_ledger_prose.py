@@ -315,3 +315,14 @@ def test_a_speakers_line_quoting_an_event_word_for_word_is_no_forgery() -> None:
     (event,) = [e for e in case.snapshot.events if e.event_id == "e-2"]
     quote = f"* **User**: {event.text}"
     assert published_narrative(case.case_id, f"They met.\n{quote}") == ["They met.", quote]
+
+
+def test_a_line_that_refers_back_to_a_restatement_or_a_mention_on_the_line_before_goes() -> None:
+    kept = "Deploy: allowed, staging account only."
+    assert left_out("qualifier-staging-only", f"{kept}\nThat no longer holds.") == {
+        "That no longer holds.": "critical fact account.scope"
+    }
+    mention = "Two Atlas deadlines were mentioned."
+    assert set(left_out("conflict-two-deadlines", f"{mention}\nThe earlier one was confirmed.")) == {
+        "The earlier one was confirmed."
+    }
