@@ -210,3 +210,14 @@ def test_superseded_restatements_apply_only_where_a_value_was_superseded_or_revo
             assert not {"superseded_unmarked", "marker_forged"} & {
                 v.code for v in check(case.snapshot, marked, case.registry).violations
             }
+
+
+def test_a_disguised_contradiction_or_a_forged_line_is_left_out_where_undisguised_words_would_be_read() -> None:
+    for name in ("contradict_in_disguise", "forge_a_line"):
+        pairs = [(case, m) for case, m in generated(name) if m.policy == "omit"]
+        assert pairs, name
+        assert all(topic_of(case, m) is not None for case, m in pairs), name
+    # the disguise is all that differs: in plain words the sentence touches its fact by its words
+    case, m = next((c, m) for c, m in generated("contradict_in_disguise") if m.target.endswith("look_alike@omit"))
+    plain = m.sentence.translate(str.maketrans("\u0435\u0430\u043e", "eao"))
+    assert topic_of(case, narrative_mutant(case, "probe", "probe", plain, "omit")) not in (None, m.sentence)
