@@ -18,12 +18,13 @@ import unicodedata
 
 __all__ = ["breaks", "plain", "unreadable"]
 
-# What the gate reads: printable ASCII; Latin-1's and Latin Extended-A's letters and signs (not
-# the soft hyphen, which hides); dashes, quotes, bullets and the ellipsis; per mille, primes and
-# angle quotes; currency signs; arrows; four comparison signs and the minus; dingbats (✓, ✗).
-_READ = re.compile(
-    "[\x20-\x7e\u00a0-\u00ac\u00ae-\u017f\u2010-\u2027\u2030-\u205e\u20a0-\u20cf"
-    "\u2190-\u21ff\u2212\u2248\u2260\u2264\u2265\u2700-\u27bf]*"
+# A character the gate does not read: any but printable ASCII; Latin-1's and Latin Extended-A's
+# letters and signs (not the soft hyphen, which hides); dashes, quotes, bullets and the ellipsis;
+# per mille, primes and angle quotes; currency signs; arrows; four comparison signs and the
+# minus; dingbats (✓, ✗).
+_UNREAD = re.compile(
+    "[^\x20-\x7e\u00a0-\u00ac\u00ae-\u017f\u2010-\u2027\u2030-\u205e\u20a0-\u20cf"
+    "\u2190-\u21ff\u2212\u2248\u2260\u2264\u2265\u2700-\u27bf]"
 )
 # Markup that shows a reader less than it says: a strike-through, an HTML comment or tag.
 _HIDES = re.compile(r"~~|<!--|-->|</?[A-Za-z][^>]*>")
@@ -31,9 +32,9 @@ _HIDES = re.compile(r"~~|<!--|-->|</?[A-Za-z][^>]*>")
 
 def unreadable(text: str) -> str | None:
     """Why ``text`` is not written in what the gate reads (see the module docstring), or ``None``."""
-    if not _READ.fullmatch(text):
-        ch = next(c for c in text if not _READ.fullmatch(c))
-        return f"a character the gate does not read (U+{ord(ch):04X})"
+    found = _UNREAD.search(text)
+    if found is not None:
+        return _why(found[0])
     if _HIDES.search(text):
         return "markup that hides text from a reader"
     return None
@@ -43,10 +44,14 @@ def breaks(line: str) -> str | None:
     """Why ``line`` holds a break or control character the gate does not read (a carriage
     return, a line or paragraph separator, a form feed), which a reader may show as a line
     of its own, or ``None``: such a line is read as no sentence of it can be."""
-    for ch in line:
-        if not _READ.fullmatch(ch) and (ch.isspace() or unicodedata.category(ch) == "Cc"):
-            return f"a character the gate does not read (U+{ord(ch):04X})"
+    for ch in _UNREAD.findall(line):
+        if ch.isspace() or unicodedata.category(ch) == "Cc":
+            return _why(ch)
     return None
+
+
+def _why(ch: str) -> str:
+    return f"a character the gate does not read (U+{ord(ch):04X})"
 
 
 def plain(text: str) -> str:
